@@ -1,0 +1,81 @@
+/* pw_kernels.h: math on one device, forward and backward, for the GPT-2 family.
+ * The CPU versions live in src/kernels/cpu; CUDA twins keep these names with a _cuda suffix
+ * and a trailing stream argument (docs/kernels.md). No MPI, no files, no YAML here.
+ *
+ * Conventions (as llm.c):
+ *   shapes are B (batch), T (time), C (channels), NH (heads), V (vocabulary), OC (out channels),
+ *   N is a count of rows (usually B*T); tensors are dense, row-major, float32;
+ *   every *_backward ACCUMULATES (+=) into its gradient outputs, so callers zero gradients once
+ *   per step; a NULL gradient pointer means "not needed" and is skipped.
+ *   mask (B,T) holds 1 for a real token and 0 for padding; batches are LEFT-padded, so each
+ *   sequence starts at its own column. A NULL mask means every token is real. */
+#ifndef PW_KERNELS_H
+#define PW_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- embeddings: out(B,T,C) = wte[inp[b,t]] + wpe[pos[b,t]] (pos from the mask, see pw_positions) */
+void pw_positions_from_mask(int *pos, const int *mask, int B, int T);
+void pw_encoder_forward(float *out, const int *inp, const int *pos, const float *wte,
+                        const float *wpe, int B, int T, int C);
+void pw_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,
+                         const int *pos, int B, int T, int C);
+
+/* ---- LayerNorm over the last dimension, eps = 1e-5; mean and rstd (N) saved for backward */
+void pw_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C);
+void pw_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                           const float *inp, const float *weight, const float *mean,
+                           const float *rstd, int N, int C);
+
+/* ---- matmul (OpenBLAS sgemm): out(N,OC) = inp(N,C) . weight(OC,C)^T + bias(OC)
+ * weight is stored (OC,C) as torch.nn.Linear; bias may be NULL. */
+void pw_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                       int N, int C, int OC);
+void pw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, int N, int C, int OC);
+
+/* ---- causal multi-head self-attention with a key padding mask.
+ * qkv (B,T,3C) holds q, k, v side by side; out (B,T,C); att (B,NH,T,T) keeps the softmax
+ * probabilities for backward. Query rows of padding tokens attend to nothing: their output
+ * is 0 and their att row is 0. Scale 1/sqrt(C/NH). */
+void pw_attention_forward(float *out, float *att, const float *qkv, const int *mask,
+                          int B, int T, int C, int NH);
+void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                           const int *mask, int B, int T, int C, int NH);
+
+/* ---- GELU, tanh approximation (GPT-2's "gelu_new") */
+void pw_gelu_forward(float *out, const float *inp, size_t N);
+void pw_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+
+/* ---- residual: out = a + b */
+void pw_residual_forward(float *out, const float *a, const float *b, size_t N);
+void pw_residual_backward(float *da, float *db, const float *dout, size_t N);
+
+/* ---- log-probabilities and entropies of chosen tokens, one softmax row at a time.
+ * logits (N,V); targets (N) (a negative target skips the row: logp = entropy = 0);
+ * logp[i] = log softmax(logits[i])[targets[i]], entropy[i] = -sum_v p log p (entropy may be NULL).
+ * Backward writes (does not accumulate) dlogits (N,V) from dlogp and dentropy (either may be
+ * NULL = zero); dlogits may alias logits, which lets the caller reuse the logits buffer. */
+void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const int *targets,
+                         int N, int V);
+void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
+                          const float *dlogp, const float *dentropy, int N, int V);
+
+/* ---- softmax cross-entropy: losses[i] = -logp[i]; the same row-at-a-time rules as above.
+ * dlosses (N) are the per-row weights of the loss (e.g. mask / count); dlogits written. */
+void pw_crossentropy_forward(float *losses, const float *logits, const int *targets, int N, int V);
+void pw_crossentropy_backward(float *dlogits, const float *logits, const int *targets,
+                              const float *dlosses, int N, int V);
+
+/* ---- optimiser: AdamW with decoupled weight decay (Loshchilov & Hutter), step t >= 1,
+ * bias-corrected. Applied to one contiguous group of n parameters. */
+void pw_adamw_update(float *params, const float *grads, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+
+/* ---- global-norm gradient clipping: sum of squares (in double) of a buffer, and scaling. */
+double pw_sumsq(const float *x, size_t n);
+void pw_scale(float *x, float s, size_t n);
+
+#endif

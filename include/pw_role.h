@@ -1,0 +1,46 @@
+/* pw_role.h: the five roles and the role map (which MPI ranks hold which role).
+ * The placement file (pw_placement.h) fills a PwRoleMap; communicators and message routing
+ * (pw_comm.h) read only the fields below, so the two can evolve separately. */
+#ifndef PW_ROLE_H
+#define PW_ROLE_H
+
+typedef enum PwRole {
+    PW_ROLE_ACTOR = 0,
+    PW_ROLE_REFERENCE,
+    PW_ROLE_CRITIC,
+    PW_ROLE_REWARD,
+    PW_ROLE_GENERATOR,
+    PW_ROLE_COUNT
+} PwRole;
+
+typedef enum PwDevice { PW_DEVICE_CPU = 0, PW_DEVICE_CUDA } PwDevice;
+
+#define PW_MAX_RANKS 4096
+
+typedef struct PwRoleRanks {
+    int nranks;      /* 0 when the role is absent from the job */
+    int *ranks;      /* world ranks, ascending, no duplicates; rank i of the role = ranks[i] */
+    PwDevice device; /* where the role computes */
+} PwRoleRanks;
+
+typedef struct PwRoleMap {
+    int world_size;
+    PwRoleRanks role[PW_ROLE_COUNT];
+} PwRoleMap;
+
+static inline const char *pw_role_name(PwRole r)
+{
+    static const char *const names[PW_ROLE_COUNT] = {"actor", "reference", "critic", "reward",
+                                                     "generator"};
+    return (r >= 0 && r < PW_ROLE_COUNT) ? names[r] : "?";
+}
+
+/* Index of world rank `rank` inside role r, or -1 if the rank does not hold the role. */
+static inline int pw_role_index(const PwRoleMap *m, PwRole r, int rank)
+{
+    for (int i = 0; i < m->role[r].nranks; i++)
+        if (m->role[r].ranks[i] == rank) return i;
+    return -1;
+}
+
+#endif

@@ -1,0 +1,12 @@
+/* device.cu: the CUDA runtime's view of the GPUs; a machine without a driver or a GPU has 0. */
+#include <cuda_runtime.h>
+
+extern "C" int pw_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky "no driver" error */
+        return 0;
+    }
+    return n;
+}

@@ -1,0 +1,10 @@
+/* device.c: the CPU side of pw_device_count(): with the CUDA backend it asks the CUDA runtime,
+ * without it there is nothing to count. */
+#include "pw_device.h"
+
+#ifdef PW_HAVE_CUDA
+int pw_cuda_device_count(void);
+int pw_device_count(void) { return pw_cuda_device_count(); }
+#else
+int pw_device_count(void) { return 0; }
+#endif

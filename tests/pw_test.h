@@ -1,0 +1,79 @@
+/* pw_test.h: the few checks every C test of ppo_world uses. A test counts its failures and
+ * exits non-zero if there was any (meson: 0 pass, 77 skip, anything else fail). */
+#ifndef PW_TEST_H
+#define PW_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int pw_test_failures = 0;
+static int pw_test_checks = 0;
+
+#define PW_SKIP_CODE 77
+
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        pw_test_checks++;                                                        \
+        if (!(cond)) {                                                           \
+            pw_test_failures++;                                                  \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fprintf(stderr, "\n");                                               \
+        }                                                                        \
+    } while (0)
+
+/* Largest relative error max|a-b| / max(max|b|, floor) over n values; NaN anywhere gives +inf
+ * so that a NaN can never pass. */
+static inline double pw_max_rel_err(const float *a, const double *b, size_t n, double floor_)
+{
+    double maxdiff = 0.0, maxref = floor_;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i]) || isinf(a[i])) return INFINITY;
+        double d = fabs((double)a[i] - b[i]);
+        if (d > maxdiff) maxdiff = d;
+        if (fabs(b[i]) > maxref) maxref = fabs(b[i]);
+    }
+    return maxdiff / maxref;
+}
+
+static inline double pw_max_rel_err_ff(const float *a, const float *b, size_t n, double floor_)
+{
+    double maxdiff = 0.0, maxref = floor_;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i]) || isinf(a[i])) return INFINITY;
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > maxdiff) maxdiff = d;
+        if (fabs(b[i]) > maxref) maxref = fabs(b[i]);
+    }
+    return maxdiff / maxref;
+}
+
+/* Close the test: print a one-line tally and return the exit code. */
+static inline int pw_test_done(const char *name)
+{
+    printf("%s: %d checks, %d failed\n", name, pw_test_checks, pw_test_failures);
+    return pw_test_failures ? 1 : 0;
+}
+
+/* Reproducible random numbers for tests (splitmix64 -> uniform / normal). */
+static inline unsigned long long pw_test_rng_next(unsigned long long *s)
+{
+    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static inline double pw_test_uniform(unsigned long long *s)
+{
+    return (pw_test_rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+static inline double pw_test_normal(unsigned long long *s)
+{
+    double u1 = pw_test_uniform(s), u2 = pw_test_uniform(s);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+#endif
