@@ -1,0 +1,2 @@
+/* gpt2.c: being written; see include/pw_model.h. */
+typedef int pw_gpt2_placeholder;
