@@ -1,0 +1,93 @@
+/* pw_safetensors.h: read and write safetensors files (the Hugging Face tensor container), and
+ * write any file atomically. Every check on a file happens in pw_st_open, before a tensor is used. */
+#ifndef PW_SAFETENSORS_H
+#define PW_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pw_common.h"
+
+/* The dtypes of the format. PW_DT_F32 is 0 so that a zeroed PwStWriteTensor means float32. */
+typedef enum PwDType {
+    PW_DT_F32 = 0,
+    PW_DT_F16,
+    PW_DT_BF16,
+    PW_DT_F64,
+    PW_DT_I8,
+    PW_DT_I16,
+    PW_DT_I32,
+    PW_DT_I64,
+    PW_DT_U8,
+    PW_DT_U16,
+    PW_DT_U32,
+    PW_DT_U64,
+    PW_DT_BOOL,
+    PW_DT_COUNT
+} PwDType;
+
+#define PW_ST_MAX_NDIM 8
+
+/* One tensor of an open file. data points into the mapped file and stays valid until
+ * pw_st_close; it is little-endian and may be unaligned for files written elsewhere (ours are
+ * 8-byte aligned), so read it through pw_st_read_* or memcpy. */
+typedef struct PwStTensor {
+    const char *name;
+    PwDType dtype;
+    int ndim;                          /* 0 for a scalar */
+    int64_t shape[PW_ST_MAX_NDIM];
+    int64_t numel;                     /* product of shape (1 for a scalar) */
+    size_t nbytes;                     /* numel * pw_st_dtype_size(dtype) */
+    const void *data;
+} PwStTensor;
+
+typedef struct PwSafetensors PwSafetensors;
+
+/* "F32", "BF16", ... as the format spells them; "?" for an unknown value. */
+const char *pw_st_dtype_name(PwDType dt);
+/* Bytes per element; 0 for an unknown value. */
+size_t pw_st_dtype_size(PwDType dt);
+
+/* Map a file and validate all of it: header length, JSON, every entry's dtype, shape and
+ * offsets, sizes, overlaps, gaps, trailing bytes, __metadata__. On error *out is NULL. */
+int pw_st_open(PwSafetensors **out, const char *path, PwErr *err);
+void pw_st_close(PwSafetensors *st);     /* NULL is fine */
+
+const char *pw_st_path(const PwSafetensors *st);
+int pw_st_count(const PwSafetensors *st);
+/* Tensors in the order of their data offsets; i in [0, count). */
+const PwStTensor *pw_st_get(const PwSafetensors *st, int i);
+/* NULL if no tensor has that name. */
+const PwStTensor *pw_st_find(const PwSafetensors *st, const char *name);
+/* A value of the __metadata__ string map; NULL if the key (or the map) is absent. */
+const char *pw_st_metadata(const PwSafetensors *st, const char *key);
+
+/* Copy tensor `name` into dst as float32, converting from F32, F16, BF16 or F64. Fails if the
+ * tensor is missing, has another dtype, or its shape is not expect_shape[0..expect_ndim). dst
+ * must hold the product of expect_shape floats. */
+int pw_st_read_f32(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
+                   int expect_ndim, float *dst, PwErr *err);
+/* Same for I32 or I64 into int32; a value outside int32 is an error naming the element. */
+int pw_st_read_i32(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
+                   int expect_ndim, int32_t *dst, PwErr *err);
+
+/* A tensor to write. data holds numel little-endian elements of dtype (a zeroed dtype means
+ * F32); it may be NULL only when numel is 0. */
+typedef struct PwStWriteTensor {
+    const char *name;
+    int ndim;
+    int64_t shape[PW_ST_MAX_NDIM];
+    const void *data;
+    PwDType dtype;
+} PwStWriteTensor;
+
+/* Write n tensors, data in the given order, atomically (temporary file in the same folder,
+ * fsync, rename, fsync of the folder). metadata_kv is NULL or a NULL-terminated list of
+ * key, value, key, value, ... strings stored under __metadata__. */
+int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
+                const char *const *metadata_kv, PwErr *err);
+
+/* Replace the file at path by buf[0..n) atomically, as pw_st_write does. */
+int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err);
+
+#endif
