@@ -1,0 +1,42 @@
+/* score_norm.c: running mean and variance of reward scores across PPO steps, for the optional
+ * score normalisation; merges a batch at a time so that a rank's batch can be folded in. */
+#include <math.h>
+
+#include "pw_algo.h"
+
+void pw_running_moments_init(PwRunningMoments *m)
+{
+    m->count = 0.0;
+    m->mean = 0.0;
+    m->m2 = 0.0;
+}
+
+void pw_running_moments_update(PwRunningMoments *m, const float *x, int n)
+{
+    if (n <= 0) return;
+    double bmean = 0.0, bm2 = 0.0;
+    for (int i = 0; i < n; i++) bmean += x[i];
+    bmean /= n;
+    for (int i = 0; i < n; i++) {
+        double d = x[i] - bmean;
+        bm2 += d * d;
+    }
+    /* Chan et al.'s pairwise merge: exact for any split of the data, and stable where the
+     * naive sum of squares would cancel after many steps. */
+    double na = m->count, nb = n, tot = na + nb;
+    double delta = bmean - m->mean;
+    m->mean += delta * nb / tot;
+    m->m2 += bm2 + delta * delta * na * nb / tot;
+    m->count = tot;
+}
+
+double pw_running_moments_var(const PwRunningMoments *m)
+{
+    return m->count > 1.0 ? m->m2 / (m->count - 1.0) : 0.0;
+}
+
+void pw_running_moments_normalize(const PwRunningMoments *m, float *x, int n)
+{
+    double inv = 1.0 / sqrt(pw_running_moments_var(m) + 1e-8);
+    for (int i = 0; i < n; i++) x[i] = (float)((x[i] - m->mean) * inv);
+}
