@@ -1,0 +1,167 @@
+/* attention.c: causal multi-head self-attention with a key padding mask on the CPU, forward
+ * and backward; the products are OpenBLAS sgemms that read q, k and v in place in qkv. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pw_kernels.h"
+#include "vecmath.h"
+
+/* Query rows per sgemm. Causality means block [r0, r1) only needs keys before r1, so cutting
+ * the rows in blocks skips most of the upper triangle while each sgemm stays large enough to
+ * run near full speed. */
+#define ATT_BLOCK 64
+
+/* A left-padded row starts at its first real token; nothing before it is ever attended to. */
+static int first_real(const int *mask, int b, int T)
+{
+    if (!mask) return 0;
+    int t = 0;
+    while (t < T && !mask[b * T + t]) t++;
+    return t;
+}
+
+static int is_real(const int *mask, int b, int t, int T) { return !mask || mask[b * T + t]; }
+
+/* Turn the scores of query t in row[lo..t] into probabilities over the real keys, in place,
+ * and zero the rest of the row (the upper triangle, padding, and all of a padding query). */
+static void softmax_row(float *row, const int *mrow, int lo, int t, int T, int real)
+{
+    if (!real) {
+        for (int s = 0; s < T; s++) row[s] = 0.0f;
+        return;
+    }
+    for (int s = 0; s < lo; s++) row[s] = 0.0f;
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int s = lo; s <= t; s++) {
+        float x = (!mrow || mrow[s]) ? row[s] : -INFINITY;
+        m = x > m ? x : m;
+    }
+    float z = 0.0f;
+#pragma omp simd reduction(+ : z)
+    for (int s = lo; s <= t; s++) {
+        float e = (!mrow || mrow[s]) ? pw_vexpf(row[s] - m) : 0.0f;
+        row[s] = e;
+        z += e;
+    }
+    float inv = 1.0f / z; /* z >= 1: the query itself is real and holds the max or more */
+#pragma omp simd
+    for (int s = lo; s <= t; s++) row[s] *= inv;
+    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+}
+
+void pw_attention_forward(float *out, float *att, const float *qkv, const int *mask,
+                          int B, int T, int C, int NH)
+{
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+
+    /* scores: att[b,h,r0:r1,lo:r1] = scale q k^T, only the blocks on or below the diagonal */
+    for (int b = 0; b < B; b++) {
+        int lo = first_real(mask, b, T);
+        for (int h = 0; h < NH; h++) {
+            const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C;
+            float *a = att + ((size_t)b * NH + h) * T * T;
+            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
+                            scale, q + (size_t)r0 * C3, C3, k + (size_t)lo * C3, C3,
+                            0.0f, a + (size_t)r0 * T + lo, T);
+            }
+        }
+    }
+
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)B * NH * T; i++) {
+        int t = (int)(i % T), b = (int)(i / ((long)NH * T));
+        softmax_row(att + (size_t)i * T, mask ? mask + (size_t)b * T : NULL,
+                    first_real(mask, b, T), t, T, is_real(mask, b, t, T));
+    }
+
+    /* out[b,r0:r1,h] = att[b,h,r0:r1,lo:r1] v[lo:r1]; rows before lo are padding: zero */
+    for (int b = 0; b < B; b++) {
+        int lo = first_real(mask, b, T);
+        for (int t = 0; t < lo; t++)
+            for (int c = 0; c < C; c++) out[((size_t)b * T + t) * C + c] = 0.0f;
+        for (int h = 0; h < NH; h++) {
+            const float *v = qkv + (size_t)b * T * C3 + 2 * C + h * hs;
+            const float *a = att + ((size_t)b * NH + h) * T * T;
+            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1 - lo,
+                            1.0f, a + (size_t)r0 * T + lo, T, v + (size_t)lo * C3, C3,
+                            0.0f, out + ((size_t)b * T + r0) * C + h * hs, C);
+            }
+        }
+    }
+}
+
+/* With P = softmax(S), dS = P * (dP - rowsum(P * dP)); applied in place to dp[lo..r1) of one
+ * query row, scaled, and zero past the diagonal so that the block sgemms may read it whole. */
+static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r1, int real,
+                                 float scale)
+{
+    if (!real) {
+        for (int s = lo; s < r1; s++) dp[s] = 0.0f;
+        return;
+    }
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int s = lo; s <= t; s++) dot += p[s] * dp[s];
+#pragma omp simd
+    for (int s = lo; s <= t; s++) dp[s] = scale * p[s] * (dp[s] - dot);
+    for (int s = t + 1; s < r1; s++) dp[s] = 0.0f;
+}
+
+void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                           const int *mask, int B, int T, int C, int NH)
+{
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    /* dP and then dS of one (b, h), laid out as att; the header leaves no room for scratch */
+    float *dp = malloc(sizeof(float) * (size_t)T * T);
+    if (!dp) {
+        fprintf(stderr, "pw_attention_backward: out of memory for %dx%d floats\n", T, T);
+        abort();
+    }
+    for (int b = 0; b < B; b++) {
+        int lo = first_real(mask, b, T);
+        for (int h = 0; h < NH; h++) {
+            size_t base = (size_t)b * T * C3 + h * hs;
+            const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
+            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+            const float *a = att + ((size_t)b * NH + h) * T * T;
+            const float *dO = dout + (size_t)b * T * C + h * hs;
+
+            /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
+            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
+                            1.0f, dO + (size_t)r0 * C, C, v + (size_t)lo * C3, C3,
+                            0.0f, dp + (size_t)r0 * T + lo, T);
+            }
+#pragma omp parallel for schedule(static)
+            for (int t = lo; t < T; t++) {
+                int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
+                softmax_backward_row(dp + (size_t)t * T, a + (size_t)t * T, lo, t,
+                                     r1 < T ? r1 : T, is_real(mask, b, t, T), scale);
+            }
+            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+                const float *dS = dp + (size_t)r0 * T + lo, *P = a + (size_t)r0 * T + lo;
+                /* dq[r0:r1] += dS k[lo:r1] */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1 - lo,
+                            1.0f, dS, T, k + (size_t)lo * C3, C3, 1.0f, dq + (size_t)r0 * C3, C3);
+                /* dk[lo:r1] += dS^T q[r0:r1] */
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1 - lo, hs, r1 - r0,
+                            1.0f, dS, T, q + (size_t)r0 * C3, C3, 1.0f, dk + (size_t)lo * C3, C3);
+                /* dv[lo:r1] += P^T dout[r0:r1] */
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1 - lo, hs, r1 - r0,
+                            1.0f, P, T, dO + (size_t)r0 * C, C, 1.0f, dv + (size_t)lo * C3, C3);
+            }
+        }
+    }
+    free(dp);
+}

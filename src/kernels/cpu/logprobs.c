@@ -1,0 +1,98 @@
+/* logprobs.c: what PPO and pre-training read off the LM head on the CPU: log-probabilities and
+ * entropies of chosen tokens, softmax cross-entropy, and their backward, one row at a time. */
+#include <math.h>
+
+#include "pw_kernels.h"
+#include "vecmath.h"
+
+/* What one row of logits x(V) needs so that no softmax row is ever stored: its max m,
+ * log Z = log sum exp(x - m), and the entropy H = log Z - E_p[x - m]. */
+typedef struct RowStats {
+    float max, logz, entropy;
+} RowStats;
+
+static RowStats row_stats(const float *x, int V)
+{
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int v = 0; v < V; v++) m = x[v] > m ? x[v] : m;
+    float z = 0.0f, w = 0.0f;
+#pragma omp simd reduction(+ : z, w)
+    for (int v = 0; v < V; v++) {
+        float e = pw_vexpf(x[v] - m);
+        z += e;
+        w += e * (x[v] - m);
+    }
+    RowStats s = {m, logf(z), 0.0f};
+    s.entropy = s.logz - w / z;
+    return s;
+}
+
+/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H) for the loss g log p_t + h H. dx may be x:
+ * x[v] is read before dx[v] is written and nothing else of the row is read afterwards. */
+static void row_backward(float *dx, const float *x, int target, float g, float h, int V)
+{
+    if (target < 0 || (g == 0.0f && h == 0.0f)) {
+        for (int v = 0; v < V; v++) dx[v] = 0.0f;
+        return;
+    }
+    RowStats s = row_stats(x, V);
+    float shift = s.max + s.logz;
+#pragma omp simd
+    for (int v = 0; v < V; v++) {
+        float lp = x[v] - shift;
+        float p = pw_vexpf(lp);
+        dx[v] = -p * (g + h * (lp + s.entropy));
+    }
+    dx[target] += g;
+}
+
+void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const int *targets,
+                         int N, int V)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        if (targets[i] < 0) {
+            logp[i] = 0.0f;
+            if (entropy) entropy[i] = 0.0f;
+            continue;
+        }
+        const float *x = logits + (size_t)i * V;
+        RowStats s = row_stats(x, V);
+        logp[i] = x[targets[i]] - s.max - s.logz;
+        if (entropy) entropy[i] = s.entropy;
+    }
+}
+
+void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
+                          const float *dlogp, const float *dentropy, int N, int V)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++)
+        row_backward(dlogits + (size_t)i * V, logits + (size_t)i * V, targets[i],
+                     dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V);
+}
+
+void pw_crossentropy_forward(float *losses, const float *logits, const int *targets, int N, int V)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        if (targets[i] < 0) {
+            losses[i] = 0.0f;
+            continue;
+        }
+        const float *x = logits + (size_t)i * V;
+        RowStats s = row_stats(x, V);
+        losses[i] = s.max + s.logz - x[targets[i]];
+    }
+}
+
+/* the cross-entropy is -log p_t, so its backward is the log-prob one with g = -dloss */
+void pw_crossentropy_backward(float *dlogits, const float *logits, const int *targets,
+                              const float *dlosses, int N, int V)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++)
+        row_backward(dlogits + (size_t)i * V, logits + (size_t)i * V, targets[i],
+                     -dlosses[i], 0.0f, V);
+}
