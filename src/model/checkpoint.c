@@ -1,2 +1,394 @@
-/* checkpoint.c: being written; see include/pw_model.h. */
-typedef int pw_checkpoint_placeholder;
+/* checkpoint.c: GPT-2 checkpoints as Hugging Face writes them: config.json plus model.safetensors
+ * with transformer.* names and Conv1D weights stored (in, out), so folders move both ways. */
+#include "pw_model.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_safetensors.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* config.json */
+
+static int json_int_key(const json_t *root, const char *key, const char *path, int *out,
+                        PwErr *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v) return pw_errf(err, "%s: missing key \"%s\"", path, key);
+    if (!json_is_integer(v))
+        return pw_errf(err, "%s: key \"%s\" must be an integer", path, key);
+    json_int_t x = json_integer_value(v);
+    if (x <= 0 || x > 1000000000)
+        return pw_errf(err, "%s: key \"%s\" must be a positive integer, got %lld", path, key,
+                       (long long)x);
+    *out = (int)x;
+    return 0;
+}
+
+int pw_gpt2_config_load(PwGPT2Config *cfg, const char *path, PwErr *err)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    int rc = -1;
+    if (!json_is_object(root)) {
+        pw_errf(err, "%s: the top level must be a JSON object", path);
+        goto done;
+    }
+    PwGPT2Config c;
+    if (json_int_key(root, "n_layer", path, &c.n_layer, err) ||
+        json_int_key(root, "n_head", path, &c.n_head, err) ||
+        json_int_key(root, "n_embd", path, &c.n_embd, err) ||
+        json_int_key(root, "vocab_size", path, &c.vocab_size, err) ||
+        json_int_key(root, "n_positions", path, &c.n_positions, err))
+        goto done;
+    if (c.n_embd % c.n_head) {
+        pw_errf(err, "%s: n_embd (%d) must be a multiple of n_head (%d)", path, c.n_embd,
+                c.n_head);
+        goto done;
+    }
+    /* keys that, if present, would make Hugging Face compute a function we do not */
+    const json_t *v;
+    if ((v = json_object_get(root, "model_type")) &&
+        (!json_is_string(v) || strcmp(json_string_value(v), "gpt2"))) {
+        pw_errf(err, "%s: key \"model_type\" must be \"gpt2\"", path);
+        goto done;
+    }
+    if ((v = json_object_get(root, "activation_function")) &&
+        (!json_is_string(v) || strcmp(json_string_value(v), "gelu_new"))) {
+        pw_errf(err, "%s: key \"activation_function\" must be \"gelu_new\" (the tanh GELU)",
+                path);
+        goto done;
+    }
+    if ((v = json_object_get(root, "layer_norm_epsilon")) &&
+        (!json_is_number(v) || fabs(json_number_value(v) - 1e-5) > 1e-12)) {
+        pw_errf(err, "%s: key \"layer_norm_epsilon\" must be 1e-05", path);
+        goto done;
+    }
+    if ((v = json_object_get(root, "tie_word_embeddings")) && !json_is_true(v)) {
+        pw_errf(err, "%s: key \"tie_word_embeddings\" must be true (the LM head is wte)", path);
+        goto done;
+    }
+    if ((v = json_object_get(root, "n_inner")) && !json_is_null(v) &&
+        (!json_is_integer(v) || json_integer_value(v) != 4 * (json_int_t)c.n_embd)) {
+        pw_errf(err, "%s: key \"n_inner\" must be null or 4 * n_embd = %d", path, 4 * c.n_embd);
+        goto done;
+    }
+    if ((v = json_object_get(root, "scale_attn_by_inverse_layer_idx")) && json_is_true(v)) {
+        pw_errf(err, "%s: key \"scale_attn_by_inverse_layer_idx\" must be false", path);
+        goto done;
+    }
+    *cfg = c;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int pw_gpt2_config_save(const PwGPT2Config *cfg, const char *path, PwErr *err)
+{
+    if (pw_gpt2_config_check(cfg, err)) return -1;
+    /* what GPT2Config.save_pretrained writes, with dropout off: PPO runs without it */
+    json_t *root = json_pack(
+        "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:n, s:s, s:f, s:b, s:f, s:f, s:f, s:f,"
+        " s:b, s:b, s:b, s:s}",
+        "model_type", "gpt2", "architectures", "GPT2LMHeadModel", "n_layer", cfg->n_layer,
+        "n_head", cfg->n_head, "n_embd", cfg->n_embd, "vocab_size", cfg->vocab_size,
+        "n_positions", cfg->n_positions, "n_ctx", cfg->n_positions, "n_inner",
+        "activation_function", "gelu_new", "layer_norm_epsilon", 1e-5, "tie_word_embeddings", 1,
+        "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "initializer_range", 0.02,
+        "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
+        "reorder_and_upcast_attn", 0, "torch_dtype", "float32");
+    if (!root) return pw_errf(err, "%s: cannot build the JSON config", path);
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (!text) return pw_errf(err, "%s: cannot serialise the JSON config", path);
+    size_t n = strlen(text);
+    int rc = pw_write_file_atomic(path, text, n, err);
+    free(text);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the tensor map: our (tensor, layer) -> Hugging Face name, shape, and whether Conv1D
+ * transposes it. One table drives save and load so that the two cannot drift apart. */
+
+typedef struct TensorMap {
+    int index;          /* into PwGPT2Params */
+    const char *fmt;    /* Hugging Face name; %d is the layer */
+    int per_layer;
+    int transposed;     /* Conv1D: file holds (in, out) = our (OC, C) transposed */
+} TensorMap;
+
+static const TensorMap trunk_map[] = {
+    {0, "transformer.wte.weight", 0, 0},
+    {1, "transformer.wpe.weight", 0, 0},
+    {2, "transformer.h.%d.ln_1.weight", 1, 0},
+    {3, "transformer.h.%d.ln_1.bias", 1, 0},
+    {4, "transformer.h.%d.attn.c_attn.weight", 1, 1},
+    {5, "transformer.h.%d.attn.c_attn.bias", 1, 0},
+    {6, "transformer.h.%d.attn.c_proj.weight", 1, 1},
+    {7, "transformer.h.%d.attn.c_proj.bias", 1, 0},
+    {8, "transformer.h.%d.ln_2.weight", 1, 0},
+    {9, "transformer.h.%d.ln_2.bias", 1, 0},
+    {10, "transformer.h.%d.mlp.c_fc.weight", 1, 1},
+    {11, "transformer.h.%d.mlp.c_fc.bias", 1, 0},
+    {12, "transformer.h.%d.mlp.c_proj.weight", 1, 1},
+    {13, "transformer.h.%d.mlp.c_proj.bias", 1, 0},
+    {14, "transformer.ln_f.weight", 0, 0},
+    {15, "transformer.ln_f.bias", 0, 0},
+};
+
+/* Our shape of one layer's slice of tensor `index` as (rows, cols); cols = 0 for a vector. */
+static void our_shape(const PwGPT2Config *c, int index, int64_t *rows, int64_t *cols)
+{
+    int64_t C = c->n_embd;
+    switch (index) {
+    case 0: *rows = c->vocab_size; *cols = C; break;
+    case 1: *rows = c->n_positions; *cols = C; break;
+    case 4: *rows = 3 * C; *cols = C; break;
+    case 5: *rows = 3 * C; *cols = 0; break;
+    case 6: *rows = C; *cols = C; break;
+    case 10: *rows = 4 * C; *cols = C; break;
+    case 11: *rows = 4 * C; *cols = 0; break;
+    case 12: *rows = C; *cols = 4 * C; break;
+    case 16: case 18: *rows = 1; *cols = C; break;
+    case 17: case 19: *rows = 1; *cols = 0; break;
+    default: *rows = C; *cols = 0; break; /* LayerNorm weights/biases and C-wide biases */
+    }
+}
+
+static void transpose(float *dst, const float *src, int64_t rows, int64_t cols)
+{
+    /* src (rows, cols) -> dst (cols, rows) */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < cols; k++) dst[k * rows + r] = src[r * cols + k];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* save */
+
+#define NAME_LEN 96
+
+int pw_gpt2_save(const PwGPT2 *m, const char *dir, PwErr *err)
+{
+    const PwGPT2Config *c = &m->config;
+    const int L = c->n_layer;
+    int ntrunk = 0;
+    for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) ntrunk += trunk_map[i].per_layer ? L : 1;
+    int nmax = ntrunk + 4;
+    PwStWriteTensor *wt = calloc(nmax, sizeof *wt);
+    char(*names)[NAME_LEN] = calloc(nmax, NAME_LEN);
+    /* the transposed Conv1D weights need their own copy: 12 C^2 floats per layer */
+    float *tbuf = malloc((size_t)L * 12 * c->n_embd * c->n_embd * sizeof(float));
+    int rc = -1, n = 0;
+    if (!wt || !names || !tbuf) {
+        pw_errf(err, "%s: out of memory while saving", dir);
+        goto done;
+    }
+    float *tp = tbuf;
+    const float *const *params = (const float *const *)&m->params;
+    for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) {
+        const TensorMap *tm = &trunk_map[i];
+        int64_t rows, cols;
+        our_shape(c, tm->index, &rows, &cols);
+        size_t per = (size_t)rows * (cols ? cols : 1);
+        for (int l = 0; l < (tm->per_layer ? L : 1); l++) {
+            const float *src = params[tm->index] + (size_t)l * per;
+            PwStWriteTensor *t = &wt[n];
+            snprintf(names[n], NAME_LEN, tm->fmt, l);
+            t->name = names[n];
+            t->dtype = PW_DT_F32;
+            if (!cols) {
+                t->ndim = 1;
+                t->shape[0] = rows;
+                t->data = src;
+            } else if (tm->transposed) {
+                t->ndim = 2;
+                t->shape[0] = cols;
+                t->shape[1] = rows;
+                transpose(tp, src, rows, cols);
+                t->data = tp;
+                tp += per;
+            } else {
+                t->ndim = 2;
+                t->shape[0] = rows;
+                t->shape[1] = cols;
+                t->data = src;
+            }
+            n++;
+        }
+    }
+    /* heads: Linear(C, 1) as torch stores it, weight (1, C) and bias (1) */
+    static const char *const head_names[4] = {"score.weight", "score.bias", "value_head.weight",
+                                              "value_head.bias"};
+    for (int h = 0; h < 4; h++) {
+        int index = 16 + h;
+        if (!params[index]) continue;
+        PwStWriteTensor *t = &wt[n++];
+        t->name = head_names[h];
+        t->dtype = PW_DT_F32;
+        t->ndim = (h % 2 == 0) ? 2 : 1;
+        t->shape[0] = 1;
+        t->shape[1] = c->n_embd;
+        t->data = params[index];
+    }
+
+    char path[4096];
+    static const char *const meta[] = {"format", "pt", NULL};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (pw_st_write(path, wt, n, meta, err)) goto done;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (pw_gpt2_config_save(c, path, err)) goto done;
+    rc = 0;
+done:
+    free(wt);
+    free(names);
+    free(tbuf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* load */
+
+/* Find name, or the same name without "transformer." as a bare GPT2Model file spells it. */
+static const PwStTensor *find_tensor(const PwSafetensors *st, const char *name)
+{
+    const PwStTensor *t = pw_st_find(st, name);
+    if (!t && !strncmp(name, "transformer.", 12)) t = pw_st_find(st, name + 12);
+    return t;
+}
+
+static void shape_str(char *buf, size_t n, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* Read one tensor into dst (our layout) after checking it exists with the expected shape. */
+static int read_tensor(const PwSafetensors *st, const char *name, int64_t rows, int64_t cols,
+                       int transposed, float *dst, float *tmp, PwErr *err)
+{
+    const PwStTensor *t = find_tensor(st, name);
+    if (!t) return pw_errf(err, "%s: tensor \"%s\" is missing", pw_st_path(st), name);
+    int64_t want[2];
+    int ndim = cols ? 2 : 1;
+    want[0] = cols && transposed ? cols : rows;
+    want[1] = cols && transposed ? rows : cols;
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == want[i];
+    if (!ok) {
+        char got[128], exp[128];
+        shape_str(got, sizeof got, t->shape, t->ndim);
+        shape_str(exp, sizeof exp, want, ndim);
+        return pw_errf(err, "%s: tensor \"%s\" has shape %s but config.json implies %s",
+                       pw_st_path(st), t->name, got, exp);
+    }
+    if (!transposed || !cols) return pw_st_read_f32(st, t->name, want, ndim, dst, err);
+    if (pw_st_read_f32(st, t->name, want, ndim, tmp, err)) return -1;
+    transpose(dst, tmp, cols, rows);
+    return 0;
+}
+
+/* A head from the file's tensors wname/bname into params index (weight) and index + 1 (bias).
+ * Returns 1 if the file has the head, 0 if it does not, -1 on error. A missing bias reads as 0:
+ * Hugging Face's GPT2ForSequenceClassification has score.weight only. */
+static int read_head(PwGPT2 *m, const PwSafetensors *st, const char *wname, const char *bname,
+                     int index, PwErr *err)
+{
+    if (!pw_st_find(st, wname)) return 0;
+    float *const *params = (float *const *)&m->params;
+    if (read_tensor(st, wname, 1, m->config.n_embd, 0, params[index], NULL, err)) return -1;
+    if (pw_st_find(st, bname)) {
+        if (read_tensor(st, bname, 1, 0, 0, params[index + 1], NULL, err)) return -1;
+    } else {
+        params[index + 1][0] = 0.0f;
+    }
+    return 1;
+}
+
+static PwGPT2 *load(const char *dir, int heads, int maxB, int maxT, uint64_t seed,
+                    int value_from_score, PwErr *err)
+{
+    char path[4096];
+    PwGPT2Config cfg;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (pw_gpt2_config_load(&cfg, path, err)) return NULL;
+    PwErr cerr;
+    PwGPT2 *m = pw_gpt2_create(&cfg, heads, maxB, maxT, &cerr);
+    if (!m) {
+        pw_errf(err, "%s: %s", path, cerr.msg);
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    PwSafetensors *st = NULL;
+    float *tmp = malloc((size_t)4 * cfg.n_embd * cfg.n_embd * sizeof(float));
+    if (!tmp) {
+        pw_errf(err, "%s: out of memory while loading", path);
+        goto fail;
+    }
+    if (pw_st_open(&st, path, err)) goto fail;
+
+    float *const *params = (float *const *)&m->params;
+    for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) {
+        const TensorMap *tm = &trunk_map[i];
+        int64_t rows, cols;
+        our_shape(&cfg, tm->index, &rows, &cols);
+        size_t per = (size_t)rows * (cols ? cols : 1);
+        for (int l = 0; l < (tm->per_layer ? cfg.n_layer : 1); l++) {
+            char name[NAME_LEN];
+            snprintf(name, sizeof name, tm->fmt, l);
+            if (read_tensor(st, name, rows, cols, tm->transposed, params[tm->index] + l * per,
+                            tmp, err))
+                goto fail;
+        }
+    }
+    /* heads the caller asked for: from the file when it has them, else freshly initialised */
+    int init = 0;
+    if (heads & PW_HEAD_SCORE) {
+        int r = read_head(m, st, "score.weight", "score.bias", 16, err);
+        if (r < 0) goto fail;
+        if (!r) init |= PW_HEAD_SCORE;
+    }
+    if (heads & PW_HEAD_VALUE) {
+        int r = value_from_score
+                    ? read_head(m, st, "score.weight", "score.bias", 18, err)
+                    : read_head(m, st, "value_head.weight", "value_head.bias", 18, err);
+        if (r < 0) goto fail;
+        if (!r && value_from_score) {
+            pw_errf(err, "%s: tensor \"score.weight\" is missing (a critic copies the reward "
+                         "model's score head)", path);
+            goto fail;
+        }
+        if (!r) init |= PW_HEAD_VALUE;
+    }
+    if (init) pw_gpt2_init_heads(m, init, seed);
+    pw_st_close(st);
+    free(tmp);
+    return m;
+fail:
+    pw_st_close(st);
+    free(tmp);
+    pw_gpt2_free(m);
+    return NULL;
+}
+
+PwGPT2 *pw_gpt2_load(const char *dir, int heads, int maxB, int maxT, uint64_t seed, PwErr *err)
+{
+    return load(dir, heads, maxB, maxT, seed, 0, err);
+}
+
+PwGPT2 *pw_gpt2_load_critic_from_reward(const char *dir, int heads, int maxB, int maxT,
+                                        uint64_t seed, PwErr *err)
+{
+    if (!(heads & PW_HEAD_VALUE)) {
+        pw_errf(err, "%s: a critic needs the value head", dir);
+        return NULL;
+    }
+    return load(dir, heads, maxB, maxT, seed, 1, err);
+}
