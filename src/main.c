@@ -1,24 +1,127 @@
 /* main.c: the ppo_world command: parse the flags, build the world of ranks and roles from the
  * placement file, and run the roles this rank holds. */
+#include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "pw_startup.h"
+
+#define PW_MAX_OVERRIDES 64
+
+typedef struct PwArgs {
+    const char *placement;
+    const char *config;   /* --config: the run configuration (read by the config layer) */
+    const char *out;      /* --out: the run folder */
+    int resume;           /* --resume: continue from the latest checkpoint in --out */
+    int dry_run;
+    int world_size;
+    int noverrides;
+    const char *overrides[PW_MAX_OVERRIDES]; /* key=value, applied on top of --config */
+} PwArgs;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mpirun -np N ppo_world --placement p.yaml [--config c.yaml] [--out DIR]\n"
+            "                 [--resume] [key=value ...]\n"
             "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
-            "       ppo_world --help\n");
+            "       ppo_world --help\n"
+            "\n"
+            "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
+            "                    (docs/placement.md)\n"
+            "  --dry-run         print rank -> roles -> device -> cores/NUMA -> GPU and exit\n"
+            "  --world-size N    the job size to check the file for; alone (no mpirun) plans\n"
+            "                    N ranks on this host without launching them\n"
+            "  --config FILE, --out DIR, --resume, key=value: the run (docs/launch.md)\n");
+}
+
+/* The launcher's rank, read before MPI_Init so that only one process complains about flags;
+ * -1 when no launcher started this process. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return -1;
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    if (launcher_rank() <= 0) {
+        fprintf(stderr, "ppo_world: ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\n");
+        usage(stderr);
+    }
+    return 2;
+}
+
+/* 0: run; 1: --help printed; 2: bad usage (already said). */
+static int parse_args(int argc, char **argv, PwArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(s, "--dry-run")) {
+            a->dry_run = 1;
+        } else if (!strcmp(s, "--resume")) {
+            a->resume = 1;
+        } else if (!strcmp(s, "--placement") || !strcmp(s, "--config") || !strcmp(s, "--out") ||
+                   !strcmp(s, "--world-size")) {
+            if (!next) return bad_usage("%s needs a value", s);
+            i++;
+            if (!strcmp(s, "--placement")) a->placement = next;
+            else if (!strcmp(s, "--config")) a->config = next;
+            else if (!strcmp(s, "--out")) a->out = next;
+            else {
+                char *end;
+                long n = strtol(next, &end, 10);
+                if (*end || n < 1 || n > PW_MAX_RANKS) return bad_usage("--world-size %s: expected 1..4096", next);
+                a->world_size = (int)n;
+            }
+        } else if (s[0] != '-' && strchr(s, '=') && s[0] != '=') {
+            if (a->noverrides == PW_MAX_OVERRIDES) return bad_usage("too many key=value overrides at %s", s);
+            a->overrides[a->noverrides++] = s;
+        } else {
+            return bad_usage("unknown argument '%s'", s);
+        }
+    }
+    if (!a->placement) return bad_usage("%s", "--placement is required");
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    PwArgs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+
+    /* Alone with --dry-run there is no job to join: plan --world-size ranks on this host.
+     * Anything else initialises MPI (a process started without mpirun becomes a job of one). */
+    int use_mpi = !(a.dry_run && launcher_rank() < 0);
+    if (use_mpi && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "ppo_world: MPI_Init failed (%s:%d)\n", __FILE__, __LINE__);
+        return 1;
     }
-    usage(stderr);
-    return 2;
+    PwStartupOpts o = {a.placement, a.world_size, use_mpi, stdout};
+    PwStartup s;
+    PwErr err = {{0}};
+    rc = 0;
+    if (pw_startup(&o, &s, &err)) {
+        if (s.rank == 0) fprintf(stderr, "ppo_world: %s\n", err.msg);
+        rc = 1;
+    } else if (!a.dry_run && s.rank == 0) {
+        /* The role loops (src/roles) are called from here once they exist. */
+        fprintf(stderr, "ppo_world: placement ready; no role loop is built yet, stopping\n");
+    }
+    pw_startup_free(&s);
+    if (use_mpi) MPI_Finalize();
+    return rc;
 }

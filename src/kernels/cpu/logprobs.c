@@ -37,10 +37,10 @@ static void row_backward(float *dx, const float *x, int target, float g, float h
         return;
     }
     RowStats s = row_stats(x, V);
-    float shift = s.max + s.logz;
+    /* (x - max) - log Z, not x - (max + log Z): logits far from 0 would round the sum */
 #pragma omp simd
     for (int v = 0; v < V; v++) {
-        float lp = x[v] - shift;
+        float lp = (x[v] - s.max) - s.logz;
         float p = pw_vexpf(lp);
         dx[v] = -p * (g + h * (lp + s.entropy));
     }
@@ -59,7 +59,7 @@ void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const
         }
         const float *x = logits + (size_t)i * V;
         RowStats s = row_stats(x, V);
-        logp[i] = x[targets[i]] - s.max - s.logz;
+        logp[i] = (x[targets[i]] - s.max) - s.logz;
         if (entropy) entropy[i] = s.entropy;
     }
 }
@@ -83,7 +83,7 @@ void pw_crossentropy_forward(float *losses, const float *logits, const int *targ
         }
         const float *x = logits + (size_t)i * V;
         RowStats s = row_stats(x, V);
-        losses[i] = s.max + s.logz - x[targets[i]];
+        losses[i] = (s.max - x[targets[i]]) + s.logz;
     }
 }
 

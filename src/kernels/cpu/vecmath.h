@@ -1,5 +1,5 @@
-/* vecmath.h: exp and tanh for the CPU kernels, written so that GCC vectorises the loops that
- * call them (libm's expf and tanhf stay scalar unless the build uses -ffast-math). */
+/* vecmath.h: exp for the CPU kernels, written so that GCC vectorises the loops that call it
+ * (libm's expf stays scalar unless the build uses -ffast-math). */
 #ifndef PW_KERNELS_CPU_VECMATH_H
 #define PW_KERNELS_CPU_VECMATH_H
 
@@ -8,7 +8,7 @@
 
 /* exp(x) = 2^n exp(r) with n = round(x / ln 2) and |r| <= ln2 / 2; exp(r) by the Cephes
  * minimax polynomial (relative error about 2 ulp). Results below FLT_MIN flush to 0, so
- * -INFINITY (a masked score) gives 0; callers never pass x above 88. */
+ * -INFINITY (a masked score) gives 0; above 88 the result stays e^88, finite. */
 static inline float pw_vexpf(float x)
 {
     float xc = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
@@ -27,15 +27,6 @@ static inline float pw_vexpf(float x)
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return x < -87.3f ? 0.0f : p * scale;
-}
-
-/* tanh through exp(-2|u|), which never overflows */
-static inline float pw_vtanhf(float u)
-{
-    float a = u < 0.0f ? -u : u;
-    float e = pw_vexpf(-2.0f * a);
-    float t = (1.0f - e) / (1.0f + e);
-    return u < 0.0f ? -t : t;
 }
 
 #endif

@@ -1,0 +1,44 @@
+/* pw_binding.h: hwloc pinning of one rank: which cores and NUMA nodes it owns, how many BLAS and
+ * OpenMP threads it runs, and which GPU is nearest to those cores. */
+#ifndef PW_BINDING_H
+#define PW_BINDING_H
+
+#include "pw_common.h"
+#include "pw_placement.h"
+
+/* The machine as hwloc sees it (cores, NUMA nodes, PCI GPUs); opaque so that callers need not
+ * include hwloc.h. */
+typedef struct PwTopo PwTopo;
+
+/* What one rank uses. Plain characters only, so rows can travel in one MPI_Gather. */
+typedef struct PwBinding {
+    char host[64];
+    int local_rank, local_size; /* among the ranks of this node */
+    PwBind policy;
+    char cpus[128];   /* processing units the rank may run on, hwloc list syntax "0-3,8" */
+    int ncores;       /* cores the rank owns (with bind none: its share of the node's cores) */
+    char numa[64];    /* NUMA nodes of those cores, list syntax */
+    int threads;      /* OpenBLAS and OpenMP threads */
+    int gpu;          /* index among the node's GPUs in PCI bus order (= CUDA ordinal under
+                       * CUDA_DEVICE_ORDER=PCI_BUS_ID), -1 for none */
+    char gpu_name[64];/* "none" or the GPU's PCI address */
+} PwBinding;
+
+int pw_topo_load(PwTopo **t, PwErr *err);
+void pw_topo_free(PwTopo *t);
+int pw_topo_ncores(const PwTopo *t);
+int pw_topo_ngpus(const PwTopo *t);
+
+/* Decide the cores, NUMA nodes, threads and GPU of local rank `local_rank` out of `local_size`
+ * ranks on this node. Ranks are spread in hwloc's topology order, so consecutive local ranks
+ * fill one NUMA node's cores before the next. threads_asked 0 means one thread per owned core;
+ * want_gpu asks for the nearest GPU. Pure: changes nothing, so --dry-run --world-size can plan
+ * ranks that do not exist. */
+int pw_binding_plan(PwTopo *t, PwBind policy, int local_rank, int local_size, int threads_asked,
+                    int want_gpu, PwBinding *b, PwErr *err);
+
+/* Bind this process (all its threads) to b->cpus unless the policy is none, and set the
+ * OpenBLAS/OpenMP thread counts (environment and library calls). */
+int pw_binding_apply(PwTopo *t, const PwBinding *b, PwErr *err);
+
+#endif

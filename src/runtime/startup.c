@@ -1,0 +1,133 @@
+/* startup.c: every rank reads the placement, the ranks agree on one verdict with MPI_Allreduce,
+ * then each binds itself and rank 0 prints the table: no rank is ever left waiting. */
+#include "pw_startup.h"
+#include "pw_device.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* An MPI failure here means the job itself is broken; there is no one left to agree with. */
+#define MPI_CHECK(call)                                                                       \
+    do {                                                                                      \
+        int mpi_rc_ = (call);                                                                 \
+        if (mpi_rc_ != MPI_SUCCESS) {                                                         \
+            char mpi_msg_[MPI_MAX_ERROR_STRING];                                              \
+            int mpi_len_ = 0;                                                                 \
+            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                                   \
+            fprintf(stderr, "ppo_world: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, \
+                    mpi_msg_);                                                                \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                     \
+        }                                                                                     \
+    } while (0)
+
+/* The lowest failing rank's message wins, so rank 0 prints exactly one error whichever node
+ * found it. Parsing errors are identical on every rank; GPU and core checks are per node. */
+static int agree(int rank, int failed, PwErr *err)
+{
+    int mine = failed ? rank : INT_MAX, first = INT_MAX;
+    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (first == INT_MAX) return 0;
+    MPI_CHECK(MPI_Bcast(err->msg, (int)sizeof err->msg, MPI_CHAR, first, MPI_COMM_WORLD));
+    return -1;
+}
+
+/* Node checks and the binding plan of one rank; shared by the launched and the planned path. */
+static int plan_rank(PwStartup *s, int rank, int local_rank, int local_size, PwBinding *b,
+                     PwErr *err)
+{
+    const PwPlacement *p = &s->place;
+    int cuda = pw_placement_rank_device(p, rank) == PW_DEVICE_CUDA;
+    if (pw_placement_check_gpu(p, rank, pw_device_count(), b->host, err) ||
+        pw_placement_check_cores(p, local_size, pw_topo_ncores(s->topo), b->host, err))
+        return -1;
+    return pw_binding_plan(s->topo, p->bind, local_rank, local_size,
+                           pw_placement_rank_threads(p, rank), cuda, b, err);
+}
+
+static void host_name(char *buf, size_t n)
+{
+    if (gethostname(buf, n - 1) != 0) snprintf(buf, n, "?");
+    buf[n - 1] = '\0';
+}
+
+/* --world-size N alone: plan N ranks as if all ran on this host, bind nothing. */
+static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
+{
+    s->rank = 0;
+    s->size = o->world_size > 0 ? o->world_size : 1;
+    if (pw_placement_load(o->placement, s->size, &s->place, err) || pw_topo_load(&s->topo, err))
+        return -1;
+    PwPlaceRow *rows = calloc((size_t)s->size, sizeof *rows);
+    if (!rows) return pw_errf(err, "out of memory for %d rows", s->size);
+    int rc = 0;
+    for (int r = 0; r < s->size && rc == 0; r++) {
+        PwBinding b = {0};
+        host_name(b.host, sizeof b.host);
+        rc = plan_rank(s, r, r, s->size, &b, err);
+        if (rc == 0) pw_place_row(&s->place, r, &b, &rows[r]);
+        if (r == 0) s->binding = b;
+    }
+    if (rc == 0 && o->report) pw_place_report(o->report, &s->place, rows, s->size, 1);
+    free(rows);
+    return rc;
+}
+
+static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
+{
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &s->rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &s->size));
+    int failed = 0;
+    if (o->world_size > 0 && o->world_size != s->size)
+        failed = pw_errf(err, "--world-size %d but the job has %d ranks; expected the same number",
+                         o->world_size, s->size);
+    if (!failed) failed = pw_placement_load(o->placement, s->size, &s->place, err);
+    if (agree(s->rank, failed, err)) return -1;
+
+    /* Ranks sharing memory share a node: that group is what cores and GPUs are divided among. */
+    MPI_Comm node;
+    int local_rank, local_size;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, s->rank, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+    MPI_CHECK(MPI_Comm_size(node, &local_size));
+    MPI_CHECK(MPI_Comm_free(&node));
+
+    host_name(s->binding.host, sizeof s->binding.host);
+    failed = pw_topo_load(&s->topo, err);
+    if (!failed) failed = plan_rank(s, s->rank, local_rank, local_size, &s->binding, err);
+    if (!failed) failed = pw_binding_apply(s->topo, &s->binding, err);
+    if (failed) {
+        /* Say which rank: the message travels to rank 0, which prints it. */
+        char tmp[sizeof err->msg];
+        snprintf(tmp, sizeof tmp, "%s", err->msg);
+        pw_errf(err, "%s [rank %d on %s]", tmp, s->rank, s->binding.host);
+    }
+    if (agree(s->rank, failed, err)) return -1;
+
+    PwPlaceRow mine, *rows = NULL;
+    pw_place_row(&s->place, s->rank, &s->binding, &mine);
+    if (s->rank == 0) {
+        rows = calloc((size_t)s->size, sizeof *rows);
+        if (!rows) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_CHECK(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, rows, (int)sizeof mine, MPI_BYTE, 0,
+                         MPI_COMM_WORLD));
+    if (s->rank == 0 && o->report) pw_place_report(o->report, &s->place, rows, s->size, 0);
+    free(rows);
+    return 0;
+}
+
+int pw_startup(const PwStartupOpts *o, PwStartup *s, PwErr *err)
+{
+    memset(s, 0, sizeof *s);
+    return o->use_mpi ? startup_mpi(o, s, err) : startup_planned(o, s, err);
+}
+
+void pw_startup_free(PwStartup *s)
+{
+    pw_placement_free(&s->place);
+    pw_topo_free(s->topo);
+    s->topo = NULL;
+}

@@ -1,0 +1,145 @@
+/* test_logprobs.c: log-probabilities, entropies and cross-entropy of chosen tokens against a
+ * float64 reference: forward, backward (written, with dlogits aliasing logits), and the
+ * reference's backward by central differences. */
+#include "kref.h"
+#include "pw_kernels.h"
+
+/* logp_t and H of one row in double */
+static void ref_row(const double *x, int V, int target, double *logp, double *ent)
+{
+    double m = -INFINITY, z = 0.0, h = 0.0;
+    for (int v = 0; v < V; v++) m = x[v] > m ? x[v] : m;
+    for (int v = 0; v < V; v++) z += exp(x[v] - m);
+    for (int v = 0; v < V; v++) {
+        double lp = x[v] - m - log(z);
+        h -= exp(lp) * lp;
+    }
+    *logp = target < 0 ? 0.0 : x[target] - m - log(z);
+    *ent = target < 0 ? 0.0 : h;
+}
+
+/* d(g logp_t + e H)/dx_v with p log p written out term by term */
+static void ref_row_backward(double *dx, const double *x, int V, int target, double g, double e)
+{
+    double lp_t, H;
+    ref_row(x, V, target < 0 ? 0 : target, &lp_t, &H);
+    double m = -INFINITY, z = 0.0;
+    for (int v = 0; v < V; v++) m = x[v] > m ? x[v] : m;
+    for (int v = 0; v < V; v++) z += exp(x[v] - m);
+    for (int v = 0; v < V; v++) {
+        double lp = x[v] - m - log(z), p = exp(lp);
+        dx[v] = target < 0 ? 0.0 : g * ((v == target) - p) - e * p * (lp + H);
+    }
+}
+
+typedef struct FdCtx {
+    double *x;
+    const int *targets;
+    const double *g, *e;
+    int N, V;
+} FdCtx;
+
+static double fd_loss(const void *p)
+{
+    const FdCtx *c = p;
+    double s = 0.0;
+    for (int i = 0; i < c->N; i++) {
+        double lp, h;
+        ref_row(c->x + (size_t)i * c->V, c->V, c->targets[i], &lp, &h);
+        s += c->g[i] * lp + c->e[i] * h;
+    }
+    return s;
+}
+
+/* Rows of logits with different characters: plain, large offset, sharply peaked, flat. */
+static float *make_logits(int N, int V, unsigned long long *rng)
+{
+    float *x = kref_randn((size_t)N * V, 2.0, rng);
+    for (int v = 0; v < V; v++) {
+        if (N > 1) x[1 * V + v] += 1000.0f;          /* exp would overflow without the max */
+        if (N > 2) x[2 * V + v] = v == 3 ? 30.0f : x[2 * V + v];
+        if (N > 3) x[3 * V + v] = 0.25f;
+    }
+    return x;
+}
+
+static void check(int N, int V, int fd, unsigned long long seed)
+{
+    unsigned long long rng = seed;
+    size_t n = (size_t)N * V;
+    float *x = make_logits(N, V, &rng);
+    int *targets = kref_alloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) targets[i] = (int)(pw_test_uniform(&rng) * V);
+    targets[2] = 3;
+    targets[N - 1] = -1; /* a skipped row */
+    float *dlogp = kref_randn(N, 1.0, &rng), *dent = kref_randn(N, 1.0, &rng);
+    double *xd = kref_to_double(x, n), *gd = kref_to_double(dlogp, N), *ed = kref_to_double(dent, N);
+
+    double *lpd = kref_alloc(sizeof(double) * N), *hd = kref_alloc(sizeof(double) * N);
+    double *lossd = kref_alloc(sizeof(double) * N);
+    for (int i = 0; i < N; i++) {
+        ref_row(xd + (size_t)i * V, V, targets[i], &lpd[i], &hd[i]);
+        lossd[i] = -lpd[i];
+    }
+    float *lp = kref_alloc(sizeof(float) * N), *h = kref_alloc(sizeof(float) * N);
+    float *loss = kref_alloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) lp[i] = h[i] = loss[i] = NAN;
+    pw_logprobs_forward(lp, h, x, targets, N, V);
+    pw_crossentropy_forward(loss, x, targets, N, V);
+    /* log p is near 0 for the peaked row and tens for others: compare to the largest */
+    double e_lp = pw_max_rel_err(lp, lpd, N, 1.0), e_h = pw_max_rel_err(h, hd, N, 1.0);
+    double e_ce = pw_max_rel_err(loss, lossd, N, 1.0);
+    CHECK(e_lp < KREF_TOL, "V=%d: logp rel err %.3g", V, e_lp);
+    CHECK(e_h < KREF_TOL, "V=%d: entropy rel err %.3g", V, e_h);
+    CHECK(e_ce < KREF_TOL, "V=%d: cross-entropy rel err %.3g", V, e_ce);
+    float lp_only[64];
+    pw_logprobs_forward(lp_only, NULL, x, targets, N, V);
+    CHECK(memcmp(lp_only, lp, sizeof(float) * N) == 0, "V=%d: entropy NULL changes logp", V);
+
+    /* backward: all four combinations of NULL dlogp / dentropy, and aliasing */
+    double *dxd = kref_alloc(sizeof(double) * n);
+    float *dx = kref_alloc(sizeof(float) * n);
+    for (int mode = 0; mode < 4; mode++) {
+        const float *g = mode & 1 ? NULL : dlogp, *e = mode & 2 ? NULL : dent;
+        for (int i = 0; i < N; i++)
+            ref_row_backward(dxd + (size_t)i * V, xd + (size_t)i * V, V, targets[i],
+                             g ? gd[i] : 0.0, e ? ed[i] : 0.0);
+        for (size_t j = 0; j < n; j++) dx[j] = NAN; /* written, not accumulated */
+        pw_logprobs_backward(dx, x, targets, g, e, N, V);
+        double e_dx = pw_max_rel_err(dx, dxd, n, 1e-6);
+        CHECK(e_dx < KREF_TOL, "V=%d mode %d: dlogits rel err %.3g", V, mode, e_dx);
+        if (mode == 0) printf("N=%d V=%-6d dlogits %.2g\n", N, V, e_dx);
+        float *alias = kref_copy(x, n);
+        pw_logprobs_backward(alias, alias, targets, g, e, N, V);
+        double e_al = pw_max_rel_err(alias, dxd, n, 1e-6);
+        CHECK(e_al < KREF_TOL, "V=%d mode %d: aliased dlogits rel err %.3g", V, mode, e_al);
+        free(alias);
+    }
+
+    /* cross-entropy backward is the log-prob one with g = -dloss */
+    for (int i = 0; i < N; i++)
+        ref_row_backward(dxd + (size_t)i * V, xd + (size_t)i * V, V, targets[i], -gd[i], 0.0);
+    for (size_t j = 0; j < n; j++) dx[j] = NAN;
+    pw_crossentropy_backward(dx, x, targets, dlogp, N, V);
+    double e_ced = pw_max_rel_err(dx, dxd, n, 1e-6);
+    CHECK(e_ced < KREF_TOL, "V=%d: cross-entropy dlogits rel err %.3g", V, e_ced);
+
+    if (fd) {
+        for (int i = 0; i < N; i++)
+            ref_row_backward(dxd + (size_t)i * V, xd + (size_t)i * V, V, targets[i], gd[i], ed[i]);
+        FdCtx c = {xd, targets, gd, ed, N, V};
+        double e_fd = kref_fd_err(xd, n, dxd, fd_loss, &c);
+        CHECK(e_fd < KREF_FD_TOL, "V=%d: reference dlogits vs finite differences %.3g", V, e_fd);
+    }
+    printf("N=%d V=%-6d logp %.2g entropy %.2g ce %.2g ce-backward %.2g\n", N, V, e_lp, e_h,
+           e_ce, e_ced);
+    free(x); free(targets); free(dlogp); free(dent); free(xd); free(gd); free(ed);
+    free(lpd); free(hd); free(lossd); free(lp); free(h); free(loss); free(dxd); free(dx);
+}
+
+int main(void)
+{
+    check(6, 37, 1, 1);
+    check(7, 5003, 0, 2);
+    return pw_test_done("test_logprobs");
+}

@@ -1,0 +1,101 @@
+/* test_matmul.c: the sgemm linear layer against a float64 reference: forward with and without
+ * bias, accumulating backward, and the reference's backward by central differences. */
+#include "kref.h"
+#include "pw_kernels.h"
+
+static void ref_forward(double *out, const double *x, const double *w, const double *b, int N,
+                        int C, int OC)
+{
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < OC; o++) {
+            double s = b ? b[o] : 0.0;
+            for (int c = 0; c < C; c++) s += x[(size_t)i * C + c] * w[(size_t)o * C + c];
+            out[(size_t)i * OC + o] = s;
+        }
+}
+
+static void ref_backward(double *dx, double *dw, double *db, const double *dout, const double *x,
+                         const double *w, int N, int C, int OC)
+{
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < OC; o++) {
+            double d = dout[(size_t)i * OC + o];
+            db[o] += d;
+            for (int c = 0; c < C; c++) {
+                dx[(size_t)i * C + c] += d * w[(size_t)o * C + c];
+                dw[(size_t)o * C + c] += d * x[(size_t)i * C + c];
+            }
+        }
+}
+
+typedef struct FdCtx {
+    double *x, *w, *b, *dout, *out;
+    int N, C, OC;
+} FdCtx;
+
+static double fd_loss(const void *p)
+{
+    const FdCtx *c = p;
+    ref_forward(c->out, c->x, c->w, c->b, c->N, c->C, c->OC);
+    return kref_dot(c->dout, c->out, (size_t)c->N * c->OC);
+}
+
+static void check(int N, int C, int OC, unsigned long long seed)
+{
+    unsigned long long rng = seed;
+    size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *x = kref_randn(nx, 1.0, &rng), *w = kref_randn(nw, 0.5, &rng);
+    float *b = kref_randn(OC, 1.0, &rng), *dout = kref_randn(no, 1.0, &rng);
+    float *dx = kref_randn(nx, 1.0, &rng), *dw = kref_randn(nw, 1.0, &rng);
+    float *db = kref_randn(OC, 1.0, &rng);
+    float *dx0 = kref_copy(dx, nx), *dw0 = kref_copy(dw, nw), *db0 = kref_copy(db, OC);
+    float *out = kref_alloc(no * sizeof *out);
+    double *xd = kref_to_double(x, nx), *wd = kref_to_double(w, nw), *bd = kref_to_double(b, OC);
+    double *doutd = kref_to_double(dout, no), *outd = kref_alloc(no * sizeof *outd);
+    double *dxd = kref_alloc(nx * sizeof *dxd), *dwd = kref_alloc(nw * sizeof *dwd);
+    double *dbd = kref_alloc(OC * sizeof *dbd);
+
+    for (size_t i = 0; i < no; i++) out[i] = NAN; /* beta = 0 must not read stale output */
+    pw_matmul_forward(out, x, w, NULL, N, C, OC);
+    ref_forward(outd, xd, wd, NULL, N, C, OC);
+    double e_nb = pw_max_rel_err(out, outd, no, 1e-6);
+    CHECK(e_nb < KREF_TOL, "%dx%dx%d: out (no bias) rel err %.3g", N, C, OC, e_nb);
+    for (size_t i = 0; i < no; i++) out[i] = NAN;
+    pw_matmul_forward(out, x, w, b, N, C, OC);
+    ref_forward(outd, xd, wd, bd, N, C, OC);
+    double e_o = pw_max_rel_err(out, outd, no, 1e-6);
+    CHECK(e_o < KREF_TOL, "%dx%dx%d: out rel err %.3g", N, C, OC, e_o);
+
+    pw_matmul_backward(dx, dw, db, dout, x, w, N, C, OC);
+    ref_backward(dxd, dwd, dbd, doutd, xd, wd, N, C, OC);
+    double *wx = kref_plus(dx0, dxd, nx), *ww = kref_plus(dw0, dwd, nw), *wb = kref_plus(db0, dbd, OC);
+    double e_dx = pw_max_rel_err(dx, wx, nx, 1e-6), e_dw = pw_max_rel_err(dw, ww, nw, 1e-6);
+    double e_db = pw_max_rel_err(db, wb, OC, 1e-6);
+    CHECK(e_dx < KREF_TOL, "%dx%dx%d: dinp rel err %.3g", N, C, OC, e_dx);
+    CHECK(e_dw < KREF_TOL, "%dx%dx%d: dweight rel err %.3g", N, C, OC, e_dw);
+    CHECK(e_db < KREF_TOL, "%dx%dx%d: dbias rel err %.3g", N, C, OC, e_db);
+
+    /* NULL gradients are skipped: only dweight asked for */
+    float *dw2 = kref_copy(dw0, nw);
+    pw_matmul_backward(NULL, dw2, NULL, dout, x, w, N, C, OC);
+    CHECK(pw_max_rel_err(dw2, ww, nw, 1e-6) < KREF_TOL, "%dx%dx%d: dweight alone", N, C, OC);
+
+    FdCtx c = {xd, wd, bd, doutd, outd, N, C, OC};
+    double e_fx = kref_fd_err(xd, nx, dxd, fd_loss, &c), e_fw = kref_fd_err(wd, nw, dwd, fd_loss, &c);
+    double e_fb = kref_fd_err(bd, OC, dbd, fd_loss, &c);
+    CHECK(e_fx < KREF_FD_TOL, "reference dinp vs finite differences %.3g", e_fx);
+    CHECK(e_fw < KREF_FD_TOL, "reference dweight vs finite differences %.3g", e_fw);
+    CHECK(e_fb < KREF_FD_TOL, "reference dbias vs finite differences %.3g", e_fb);
+    printf("N=%d C=%d OC=%-4d out %.2g dinp %.2g dweight %.2g dbias %.2g\n", N, C, OC, e_o, e_dx,
+           e_dw, e_db);
+    free(x); free(w); free(b); free(dout); free(dx); free(dw); free(db); free(dx0); free(dw0);
+    free(db0); free(out); free(xd); free(wd); free(bd); free(doutd); free(outd); free(dxd);
+    free(dwd); free(dbd); free(wx); free(ww); free(wb); free(dw2);
+}
+
+int main(void)
+{
+    check(7, 33, 70, 1); /* OC over one 64-wide dbias chunk */
+    check(5, 16, 3, 2);
+    return pw_test_done("test_matmul");
+}
