@@ -88,7 +88,7 @@ int pw_ensemble_combine(float *score, float *var, const float *scores, int K, in
  * (reward.penalty_reward_value, e.g. -10). */
 void pw_nonstop_penalty(float *score, const int *stopped, int B, double penalty_reward_value);
 
-/* Clamp scores to [-clip, clip]; clip <= 0 leaves them unchanged (reward.reward_clip). */
+/* Clamp scores to [-clip, clip]; clip <= 0 leaves them unchanged (reward.clip). */
 void pw_reward_clip(float *score, int B, double clip);
 
 /* Running mean/variance of scores across steps (Chan et al.'s parallel update), for optional
@@ -205,14 +205,14 @@ void pw_bt_loss(PwBtStats *st, float *dchosen, float *drejected, const float *s_
 
 /* ========================================================================= KL control ===== */
 
-/* beta for the KL penalty. Fixed: beta never changes (ppo.initial_policy_kl_penalty).
- * Adaptive (Ziegler et al. 2019): after each rollout batch of n_steps sequences with measured
+/* beta for the KL penalty, starting at ppo.initial_policy_kl_penalty. Fixed: beta never
+ * changes. Adaptive (ppo.adaptive_kl; Ziegler et al. 2019): after each rollout batch of n_steps sequences with measured
  * KL (objective/kl, nats per sequence),
  *   e = clip(kl / target - 1, -0.2, 0.2);  beta *= 1 + e * n_steps / horizon. */
 typedef struct PwKlController {
     int adaptive;
     double beta;
-    double target;  /* ppo.kl_target (adaptive only) */
+    double target;  /* ppo.target_kl (adaptive only) */
     double horizon; /* ppo.kl_horizon, in sequences (adaptive only) */
 } PwKlController;
 
@@ -227,14 +227,14 @@ double pw_kl_controller_update(PwKlController *c, double current_kl, double n_st
 
 typedef enum PwLrDecay { PW_LR_CONSTANT = 0, PW_LR_LINEAR, PW_LR_COSINE } PwLrDecay;
 
-/* "constant" | "linear" | "cosine", any case. */
+/* "constant" | "linear" | "cosine", any case (optim.decay). */
 int pw_lr_decay_parse(const char *name, PwLrDecay *out, PwErr *err);
 const char *pw_lr_decay_name(PwLrDecay d);
 
 typedef struct PwLrSchedule {
-    PwLrDecay decay;
-    double lr;          /* peak learning rate */
-    double min_lr;      /* floor the decay ends at (0 for the Hugging Face schedules) */
+    PwLrDecay decay;    /* optim.decay */
+    double lr;          /* peak learning rate: optim.lr (critic.lr for the critic) */
+    double min_lr;      /* floor the decay ends at: optim.min_lr (0 as in Hugging Face) */
     long warmup_steps;  /* linear warm-up from 0 over this many optimizer steps */
     long total_steps;   /* optimizer steps of the whole run (decay ends here) */
 } PwLrSchedule;

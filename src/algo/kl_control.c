@@ -13,7 +13,7 @@ void pw_kl_controller_fixed(PwKlController *c, double beta)
 int pw_kl_controller_adaptive(PwKlController *c, double beta, double target, double horizon,
                               PwErr *err)
 {
-    if (!(target > 0.0)) return pw_errf(err, "ppo.kl_target must be > 0, got %g", target);
+    if (!(target > 0.0)) return pw_errf(err, "ppo.target_kl must be > 0, got %g", target);
     if (!(horizon > 0.0)) return pw_errf(err, "ppo.kl_horizon must be > 0, got %g", horizon);
     if (!(beta >= 0.0))
         return pw_errf(err, "ppo.initial_policy_kl_penalty must be >= 0, got %g", beta);

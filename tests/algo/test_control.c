@@ -21,7 +21,7 @@ static void test_kl_controller(void)
     pw_kl_controller_fixed(&c, 0.05);
     CHECK(pw_kl_controller_update(&c, 100.0, 512) == 0.05, "fixed beta moved");
     CHECK(pw_kl_controller_adaptive(&c, 0.1, 0.0, 10000.0, &err) == -1, "target 0");
-    CHECK(strstr(err.msg, "ppo.kl_target") != NULL, "%s", err.msg);
+    CHECK(strstr(err.msg, "ppo.target_kl") != NULL, "%s", err.msg);
     CHECK(pw_kl_controller_adaptive(&c, 0.1, 6.0, -1.0, &err) == -1, "horizon < 0");
 }
 
