@@ -1,0 +1,147 @@
+/* config_out.c: the configuration written out: JSON for tools, YAML that the loader reads back
+ * (kept in the run folder for resumes), and the Markdown key reference of docs/config.md. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config_internal.h"
+
+/* "ppo.epochs" -> section "ppo" (length 3), leaf "epochs"; top-level keys have no section. */
+static size_t section_len(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot ? (size_t)(dot - name) : 0;
+}
+
+void *pw_config_to_json(const PwConfig *cfg)
+{
+    size_t n;
+    const PwCfgKey *keys = pw_config_keys(&n);
+    json_t *root = json_object();
+    if (!root) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const PwCfgKey *k = &keys[i];
+        json_t *v = NULL;
+        switch (k->type) {
+        case PW_CFG_BOOL: v = json_boolean(*PW_CFG_CFIELD(cfg, k, bool)); break;
+        case PW_CFG_INT: v = json_integer((json_int_t)*PW_CFG_CFIELD(cfg, k, int64_t)); break;
+        case PW_CFG_FLOAT: v = json_real(*PW_CFG_CFIELD(cfg, k, double)); break;
+        case PW_CFG_STRING: v = json_string(*PW_CFG_CFIELD(cfg, k, char *)); break;
+        case PW_CFG_ENUM:
+            v = json_string(pw_config_enum_name(k->name, *PW_CFG_CFIELD(cfg, k, int)));
+            break;
+        case PW_CFG_STRLIST: {
+            const PwStrList *l = PW_CFG_CFIELD(cfg, k, PwStrList);
+            v = json_array();
+            for (int j = 0; v && j < l->n; j++) json_array_append_new(v, json_string(l->items[j]));
+            break;
+        }
+        }
+        if (!v) goto fail;
+        size_t sl = section_len(k->name);
+        json_t *parent = root;
+        if (sl) {
+            char sec[64];
+            snprintf(sec, sizeof sec, "%.*s", (int)sl, k->name);
+            parent = json_object_get(root, sec);
+            if (!parent) {
+                parent = json_object();
+                if (!parent || json_object_set_new(root, sec, parent)) {
+                    json_decref(v);
+                    goto fail;
+                }
+            }
+        }
+        if (json_object_set_new(parent, k->name + (sl ? sl + 1 : 0), v)) goto fail;
+    }
+    return root;
+fail:
+    json_decref(root);
+    return NULL;
+}
+
+int pw_config_write_yaml(const PwConfig *cfg, FILE *f)
+{
+    size_t n;
+    const PwCfgKey *keys = pw_config_keys(&n);
+    char cur[64] = "";
+    char val[8192];
+    fprintf(f, "# ppo_world: effective run configuration (every key, defaults included)\n");
+    for (size_t i = 0; i < n; i++) {
+        const PwCfgKey *k = &keys[i];
+        size_t sl = section_len(k->name);
+        /* The table keeps each section's keys together, so each section opens once. */
+        if (sl && (strlen(cur) != sl || strncmp(cur, k->name, sl))) {
+            snprintf(cur, sizeof cur, "%.*s", (int)sl, k->name);
+            fprintf(f, "%s:\n", cur);
+        }
+        pw_cfg_format_value(cfg, k, val, sizeof val);
+        fprintf(f, "%s%s: %s\n", sl ? "  " : "", k->name + (sl ? sl + 1 : 0), val);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int pw_config_save_yaml(const PwConfig *cfg, const char *path, PwErr *err)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return pw_errf(err, "%s: cannot create: %s", tmp, strerror(errno));
+    int bad = pw_config_write_yaml(cfg, f) || fflush(f) || fsync(fileno(f));
+    bad |= fclose(f) != 0;
+    /* Rename only a complete file, so a crash leaves the old one or the new one. */
+    if (bad || rename(tmp, path)) {
+        int e = errno;
+        remove(tmp);
+        return pw_errf(err, "%s: cannot write: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+/* Markdown table cells: a '|' would end the cell. */
+static void put_cell(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+int pw_config_write_markdown(FILE *f)
+{
+    size_t n;
+    const PwCfgKey *keys = pw_config_keys(&n);
+    fprintf(f, "| key | type | default | range | description | default from |\n");
+    fprintf(f, "|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        const PwCfgKey *k = &keys[i];
+        char range[300];
+        if (k->type == PW_CFG_ENUM) {
+            size_t used = 0;
+            range[0] = '\0';
+            for (int j = 0; k->enum_names[j] && used < sizeof range; j++)
+                used += (size_t)snprintf(range + used, sizeof range - used, "%s`%s`",
+                                         j ? ", " : "", k->enum_names[j]);
+        } else {
+            pw_cfg_format_range(k, range, sizeof range);
+        }
+        fprintf(f, "| `%s` | %s | ", k->name, pw_cfg_type_name(k->type));
+        if (k->flags & PW_CFG_REQUIRED)
+            fprintf(f, "required");
+        else if (k->type == PW_CFG_STRING && !k->def[0])
+            fprintf(f, "empty");
+        else
+            fprintf(f, "`%s`", k->def);
+        fprintf(f, " | ");
+        put_cell(f, range);
+        fprintf(f, " | ");
+        put_cell(f, k->doc);
+        fprintf(f, " | ");
+        put_cell(f, k->source);
+        fprintf(f, " |\n");
+    }
+    return ferror(f) ? -1 : 0;
+}

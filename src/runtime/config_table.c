@@ -1,0 +1,268 @@
+/* config_table.c: the one table of run-configuration keys (type, default, range, doc, where the
+ * default comes from), and what follows from it alone: defaults, lookup, freeing, derived values. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+/* Enum stores go through an int pointer, so every enum field must be int-sized. */
+_Static_assert(sizeof(PwKlEstimator) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwRewardObjective) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwStopToken) == sizeof(int), "enum field size");
+
+static const char *const kl_names[] = {"k1", "k2", "k3", "abs", NULL};
+static const char *const objective_names[] = {"mean", "wco", "uwo", NULL};
+static const char *const decay_names[] = {"constant", "linear", "cosine", NULL};
+static const char *const stop_names[] = {"eos", "period", "none", NULL};
+
+#define OFF(field) offsetof(PwConfig, field)
+#define NEMO "NeMo-Aligner"
+#define OI "open-instruct"
+
+/* Documentation order: what a run needs first, then the algorithm, then the machinery. */
+static const PwCfgKey keys[] = {
+    /* ---- the run */
+    {"seed", PW_CFG_INT, OFF(seed), "1", 0, 0, PW_CFG_MIN, NULL,
+     "seed of every random stream (data order, sampling, initialisation)", OI " `seed`"},
+    {"async", PW_CFG_BOOL, OFF(async), "false", 0, 0, 0, NULL,
+     "generate batch k+1 with the weights of step k while the actor trains on batch k",
+     "ours: sync is the exact on-policy algorithm (" OI " `async_mode` defaults to true)"},
+    {"episodes", PW_CFG_INT, OFF(episodes), "100000", 1, 0, PW_CFG_MIN, NULL,
+     "total rollouts to train on; steps = episodes / ppo.num_rollout_samples",
+     OI " `total_episodes`"},
+
+    /* ---- models and data */
+    {"model.sft", PW_CFG_STRING, OFF(model.sft), "", 0, 0, PW_CFG_REQUIRED, NULL,
+     "SFT checkpoint: initial actor, frozen reference and generator weights",
+     NEMO " (actor starts from the SFT model)"},
+    {"model.reward", PW_CFG_STRLIST, OFF(model.reward), "[]", 0, 0, PW_CFG_REQUIRED, NULL,
+     "reward model checkpoints; two or more form an ensemble combined by reward.objective",
+     "seed 004 `rank_config.model_names`"},
+    {"model.critic", PW_CFG_STRING, OFF(model.critic), "", 0, 0, 0, NULL,
+     "critic initial weights; empty: the first of model.reward", NEMO " (critic starts from the RM)"},
+    {"model.gold", PW_CFG_STRING, OFF(model.gold), "", 0, 0, 0, NULL,
+     "gold reward model (or verifier) scored at evaluation only; empty: none",
+     "seed 004 `gold_config.model_name`"},
+    {"data.prompts", PW_CFG_STRING, OFF(data.prompts), "", 0, 0, PW_CFG_REQUIRED, NULL,
+     "training prompts, JSONL", "ours"},
+    {"data.eval_prompts", PW_CFG_STRING, OFF(data.eval_prompts), "", 0, 0, 0, NULL,
+     "evaluation prompts, JSONL; empty: the first eval.num_prompts of data.prompts", "ours"},
+    {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "256", 1, 0, PW_CFG_MIN, NULL,
+     "prompts longer than this many tokens are skipped", OI " `max_prompt_token_length`"},
+
+    /* ---- PPO */
+    {"ppo.initial_policy_kl_penalty", PW_CFG_FLOAT, OFF(ppo.initial_policy_kl_penalty), "0.05",
+     0, 0, PW_CFG_MIN, NULL, "beta: weight of the per-token KL penalty against the reference",
+     OI " `beta` (" NEMO " example: 0.01)"},
+    {"ppo.use_absolute_kl", PW_CFG_BOOL, OFF(ppo.use_absolute_kl), "false", 0, 0, 0, NULL,
+     "penalise |kl| (the same as ppo.kl_estimator: abs)",
+     OI " k1 (" NEMO " defaults to true)"},
+    {"ppo.kl_estimator", PW_CFG_ENUM, OFF(ppo.kl_estimator), "k1", 0, 0, 0, kl_names,
+     "per-token KL estimator: k1 log-ratio, k2 half squared, k3 (r-1)-log r, abs |k1|",
+     OI " `kl_estimator` kl1"},
+    {"ppo.adaptive_kl", PW_CFG_BOOL, OFF(ppo.adaptive_kl), "false", 0, 0, 0, NULL,
+     "adapt beta towards ppo.target_kl (Ziegler et al. controller)", NEMO ", " OI " (fixed beta)"},
+    {"ppo.target_kl", PW_CFG_FLOAT, OFF(ppo.target_kl), "6", 0, 0, PW_CFG_MIN | PW_CFG_MIN_OPEN,
+     NULL, "target KL (sum over tokens) of the adaptive controller",
+     "Ziegler et al. 2019 (target 6 nats)"},
+    {"ppo.kl_horizon", PW_CFG_INT, OFF(ppo.kl_horizon), "10000", 1, 0, PW_CFG_MIN, NULL,
+     "horizon (in episodes) of the adaptive controller", "Ziegler et al. 2019"},
+    {"ppo.discount_factor", PW_CFG_FLOAT, OFF(ppo.discount_factor), "1", 0, 1,
+     PW_CFG_MIN | PW_CFG_MAX, NULL, "gamma of GAE", NEMO " `discount_factor`, " OI " `gamma`"},
+    {"ppo.gae_lambda", PW_CFG_FLOAT, OFF(ppo.gae_lambda), "0.95", 0, 1, PW_CFG_MIN | PW_CFG_MAX,
+     NULL, "lambda of GAE", NEMO " `gae_lambda`, " OI " `lam`"},
+    {"ppo.normalize_advantages", PW_CFG_BOOL, OFF(ppo.normalize_advantages), "true", 0, 0, 0,
+     NULL, "whiten advantages over the real tokens of the global batch",
+     NEMO " `normalize_advantages`; " OI " always whitens"},
+    {"ppo.entropy_bonus", PW_CFG_FLOAT, OFF(ppo.entropy_bonus), "0", 0, 0, PW_CFG_MIN, NULL,
+     "weight of the entropy bonus in the actor loss", NEMO " `entropy_bonus`"},
+    {"ppo.ratio_eps", PW_CFG_FLOAT, OFF(ppo.ratio_eps), "0.2", 0, 1,
+     PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "clip range of the policy ratio",
+     NEMO " `ratio_eps`, " OI " `cliprange`"},
+    {"ppo.num_rollout_samples", PW_CFG_INT, OFF(ppo.num_rollout_samples), "512", 1, 0,
+     PW_CFG_MIN, NULL, "rollouts generated per PPO step (the global batch)",
+     NEMO " `num_rollout_samples`"},
+    {"ppo.rollout_micro_batch_size", PW_CFG_INT, OFF(ppo.rollout_micro_batch_size), "8", 1, 0,
+     PW_CFG_MIN, NULL, "sequences per generation micro batch on one rank",
+     NEMO " `rollout_micro_batch_size`"},
+    {"ppo.epochs", PW_CFG_INT, OFF(ppo.epochs), "1", 1, 0, PW_CFG_MIN, NULL,
+     "optimisation passes over each global batch",
+     NEMO " `max_epochs` 1 (" OI " `num_epochs`: 4)"},
+    {"ppo.minibatches", PW_CFG_INT, OFF(ppo.minibatches), "8", 1, 0, PW_CFG_MIN, NULL,
+     "optimiser steps per epoch; must divide ppo.num_rollout_samples",
+     NEMO " 512 samples / `global_batch_size` 64 (" OI ": 1)"},
+
+    /* ---- critic */
+    {"critic.loss_clip_val", PW_CFG_FLOAT, OFF(critic.loss_clip_val), "0.2", 0, 0, PW_CFG_MIN,
+     NULL, "value clip around the rollout values; 0: plain squared error",
+     NEMO " `loss_clip_val`, " OI " `cliprange_value`"},
+    {"critic.lr", PW_CFG_FLOAT, OFF(critic.lr), "9e-6", 0, 0, PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
+     "critic peak learning rate (other optimiser settings: optim.*)", NEMO " critic `optim.lr`"},
+    {"critic.min_lr", PW_CFG_FLOAT, OFF(critic.min_lr), "9e-7", 0, 0, PW_CFG_MIN, NULL,
+     "critic learning rate at the end of the decay", NEMO " critic `sched.min_lr`"},
+
+    /* ---- generation */
+    {"generation.max_new_tokens", PW_CFG_INT, OFF(generation.max_new_tokens), "53", 1, 0,
+     PW_CFG_MIN, NULL, "response length limit in tokens", OI " `response_length`"},
+    {"generation.temperature", PW_CFG_FLOAT, OFF(generation.temperature), "1", 0, 0,
+     PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
+     "sampling temperature (the actor scores with the same temperature)",
+     NEMO " `sampling_params.temperature` (" OI ": 0.7)"},
+    {"generation.top_k", PW_CFG_INT, OFF(generation.top_k), "0", 0, 0, PW_CFG_MIN, NULL,
+     "sample from the k most likely tokens; 0: off", NEMO " `sampling_params.top_k`"},
+    {"generation.top_p", PW_CFG_FLOAT, OFF(generation.top_p), "1", 0, 1,
+     PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "nucleus sampling mass; 1: off",
+     NEMO " `sampling_params.top_p`"},
+    {"generation.stop_token", PW_CFG_ENUM, OFF(generation.stop_token), "eos", 0, 0, 0,
+     stop_names, "token that ends a response: eos (end of text), period ('.') or none",
+     OI " `--stop_token eos` (seed 001)"},
+
+    /* ---- reward */
+    {"reward.objective", PW_CFG_ENUM, OFF(reward.objective), "mean", 0, 0, 0, objective_names,
+     "ensemble score: mean, wco (min over members) or uwo (mean - uwo_weight * variance)",
+     "seed 004 `objective_name`"},
+    {"reward.uwo_weight", PW_CFG_FLOAT, OFF(reward.uwo_weight), "0.1", 0, 0, PW_CFG_MIN, NULL,
+     "variance weight of the uwo objective", "seed 004 `uwo_weight`"},
+    {"reward.normalize", PW_CFG_BOOL, OFF(reward.normalize), "false", 0, 0, 0, NULL,
+     "normalise scores by the running mean and variance of all scores so far (before clip)",
+     NEMO " `reward_standardization.enable` (off); " OI " has none"},
+    {"reward.non_stop_penalty", PW_CFG_BOOL, OFF(reward.non_stop_penalty), "true", 0, 0, 0,
+     NULL, "a response without the stop token scores reward.penalty_reward_value",
+     "seed 001 (implementation details)"},
+    {"reward.penalty_reward_value", PW_CFG_FLOAT, OFF(reward.penalty_reward_value), "-10", 0, 0,
+     0, NULL, "score of a response that never emitted the stop token",
+     "seed 001 `--penalty_reward_value -10.0`"},
+    {"reward.clip", PW_CFG_FLOAT, OFF(reward.clip), "0", 0, 0, PW_CFG_MIN, NULL,
+     "clip scores to [-clip, clip]; 0: off", NEMO ", " OI " (no clipping)"},
+
+    /* ---- actor optimiser (AdamW) */
+    {"optim.lr", PW_CFG_FLOAT, OFF(optim.lr), "9e-7", 0, 0, PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
+     "actor peak learning rate", NEMO " actor `optim.lr` (" OI ": 2e-5)"},
+    {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "10", 0, 0, PW_CFG_MIN, NULL,
+     "linear warm-up steps (actor and critic)", NEMO " `sched.warmup_steps`"},
+    {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0, decay_names,
+     "learning-rate decay after warm-up, down to min_lr at the last step",
+     NEMO " `CosineAnnealing` (" OI ": linear)"},
+    {"optim.min_lr", PW_CFG_FLOAT, OFF(optim.min_lr), "9e-8", 0, 0, PW_CFG_MIN, NULL,
+     "actor learning rate at the end of the decay", NEMO " actor `sched.min_lr`"},
+    {"optim.weight_decay", PW_CFG_FLOAT, OFF(optim.weight_decay), "0.1", 0, 0, PW_CFG_MIN, NULL,
+     "decoupled weight decay (actor and critic)", NEMO " `optim.weight_decay`"},
+    {"optim.beta1", PW_CFG_FLOAT, OFF(optim.beta1), "0.9", 0, 1, PW_CFG_MIN | PW_CFG_MAX |
+     PW_CFG_MAX_OPEN, NULL, "Adam first-moment decay", NEMO " `optim.betas[0]`"},
+    {"optim.beta2", PW_CFG_FLOAT, OFF(optim.beta2), "0.98", 0, 1, PW_CFG_MIN | PW_CFG_MAX |
+     PW_CFG_MAX_OPEN, NULL, "Adam second-moment decay", NEMO " `optim.betas[1]`"},
+    {"optim.eps", PW_CFG_FLOAT, OFF(optim.eps), "1e-8", 0, 0, PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
+     "Adam epsilon", "AdamW's usual 1e-8 (" OI ": 1e-5)"},
+    {"optim.grad_clip", PW_CFG_FLOAT, OFF(optim.grad_clip), "1", 0, 0, PW_CFG_MIN, NULL,
+     "clip gradients to this global norm; 0: off", NEMO " `gradient_clip_val`"},
+
+    /* ---- checkpoints, evaluation, runtime */
+    {"checkpoint.every", PW_CFG_INT, OFF(checkpoint.every), "10", 0, 0, PW_CFG_MIN, NULL,
+     "save a checkpoint every this many steps (and at the end); 0: only at the end",
+     NEMO " `save_interval`"},
+    {"checkpoint.keep", PW_CFG_INT, OFF(checkpoint.keep), "1", 0, 0, PW_CFG_MIN, NULL,
+     "newest checkpoints kept on disk; 0: keep all", NEMO " `save_top_k`"},
+    {"eval.every", PW_CFG_INT, OFF(eval.every), "10", 0, 0, PW_CFG_MIN, NULL,
+     "evaluate every this many steps; 0: never", NEMO " `val_check_interval`"},
+    {"eval.num_prompts", PW_CFG_INT, OFF(eval.num_prompts), "512", 1, 0, PW_CFG_MIN, NULL,
+     "prompts per evaluation", NEMO " `num_val_samples`"},
+    {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
+     "abort the job when a message or collective waits longer than this; 0: never",
+     "PyTorch's NCCL process-group time-out (10 min)"},
+};
+
+const PwCfgKey *pw_config_keys(size_t *n)
+{
+    if (n) *n = PW_ARRAY_LEN(keys);
+    return keys;
+}
+
+const PwCfgKey *pw_config_find_key(const char *name)
+{
+    for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++)
+        if (!strcmp(keys[i].name, name)) return &keys[i];
+    return NULL;
+}
+
+const char *pw_cfg_type_name(PwCfgType t)
+{
+    switch (t) {
+    case PW_CFG_BOOL: return "bool";
+    case PW_CFG_INT: return "int";
+    case PW_CFG_FLOAT: return "float";
+    case PW_CFG_STRING: return "string";
+    case PW_CFG_ENUM: return "enum";
+    case PW_CFG_STRLIST: return "string list";
+    }
+    return "?";
+}
+
+const char *pw_config_enum_name(const char *key, int value)
+{
+    const PwCfgKey *k = pw_config_find_key(key);
+    if (!k || k->type != PW_CFG_ENUM || value < 0) return NULL;
+    for (int i = 0; k->enum_names[i]; i++)
+        if (i == value) return k->enum_names[i];
+    return NULL;
+}
+
+int pw_config_defaults(PwConfig *cfg)
+{
+    /* Start from zero so that freeing a half-filled config is safe. */
+    memset(cfg, 0, sizeof *cfg);
+    char why[256];
+    for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++) {
+        const PwCfgKey *k = &keys[i];
+        int rc;
+        /* Defaults are parsed by the same rules as a file, so the docs cannot disagree. */
+        if (k->type == PW_CFG_STRLIST)
+            rc = pw_cfg_set_list(cfg, k, NULL, 0, why, sizeof why);
+        else
+            rc = pw_cfg_set_scalar(cfg, k, k->def,
+                                   k->type == PW_CFG_STRING ? PW_SCALAR_QUOTED : PW_SCALAR_PLAIN,
+                                   why, sizeof why);
+        if (rc) {
+            pw_config_free(cfg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void pw_config_free(PwConfig *cfg)
+{
+    if (!cfg) return;
+    for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++) {
+        const PwCfgKey *k = &keys[i];
+        if (k->type == PW_CFG_STRING) {
+            char **s = PW_CFG_FIELD(cfg, k, char *);
+            free(*s);
+            *s = NULL;
+        } else if (k->type == PW_CFG_STRLIST) {
+            PwStrList *l = PW_CFG_FIELD(cfg, k, PwStrList);
+            for (int j = 0; j < l->n; j++) free(l->items[j]);
+            free(l->items);
+            l->items = NULL;
+            l->n = 0;
+        }
+    }
+}
+
+PwKlEstimator pw_config_kl_estimator(const PwConfig *cfg)
+{
+    if (cfg->ppo.use_absolute_kl && cfg->ppo.kl_estimator == PW_KL_K1) return PW_KL_ABS;
+    return cfg->ppo.kl_estimator;
+}
+
+const char *pw_config_critic_init(const PwConfig *cfg)
+{
+    if (cfg->model.critic && cfg->model.critic[0]) return cfg->model.critic;
+    if (cfg->model.reward.n > 0) return cfg->model.reward.items[0];
+    return "";
+}
+
+int64_t pw_config_num_steps(const PwConfig *cfg)
+{
+    return cfg->ppo.num_rollout_samples > 0 ? cfg->episodes / cfg->ppo.num_rollout_samples : 0;
+}
