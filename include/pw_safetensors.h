@@ -29,8 +29,8 @@ typedef enum PwDType {
 #define PW_ST_MAX_NDIM 8
 
 /* One tensor of an open file. data points into the mapped file and stays valid until
- * pw_st_close; it is little-endian and may be unaligned for files written elsewhere (ours are
- * 8-byte aligned), so read it through pw_st_read_* or memcpy. */
+ * pw_st_close; it is little-endian and may be unaligned for files written elsewhere (ours and
+ * Python's align each tensor to its element size), so read it through pw_st_read_* or memcpy. */
 typedef struct PwStTensor {
     const char *name;
     PwDType dtype;
@@ -81,9 +81,10 @@ typedef struct PwStWriteTensor {
     PwDType dtype;
 } PwStWriteTensor;
 
-/* Write n tensors, data in the given order, atomically (temporary file in the same folder,
- * fsync, rename, fsync of the folder). metadata_kv is NULL or a NULL-terminated list of
- * key, value, key, value, ... strings stored under __metadata__. */
+/* Write n tensors atomically (temporary file in the same folder, fsync, rename, fsync of the
+ * folder). The data buffer holds larger elements first so that each tensor is aligned to its
+ * element size. metadata_kv is NULL or a NULL-terminated list of key, value, key, value, ...
+ * strings stored under __metadata__. */
 int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
                 const char *const *metadata_kv, PwErr *err);
 
