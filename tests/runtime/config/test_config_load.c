@@ -1,0 +1,141 @@
+/* test_config_load.c: a file that sets every key loads to exactly those values; overrides win
+ * over the file; the YAML dump reads back to the same configuration; JSON and diff agree.
+ * Run from this folder (meson sets the working directory) so that full.yaml is found. */
+#include <string.h>
+
+#include <jansson.h>
+
+#include "config_tmp.h"
+#include "pw_config.h"
+#include "pw_test.h"
+
+static void check_full(const PwConfig *c)
+{
+    CHECK(c->seed == 42 && c->async == true && c->episodes == 2048, "top level");
+    CHECK(!strcmp(c->model.sft, "models/sft.safetensors"), "sft %s", c->model.sft);
+    CHECK(c->model.reward.n == 2, "reward n %d", c->model.reward.n);
+    if (c->model.reward.n == 2) {
+        CHECK(!strcmp(c->model.reward.items[0], "models/rm_seed1.safetensors"), "rm 1");
+        CHECK(!strcmp(c->model.reward.items[1], "models/rm seed2.safetensors"), "rm 2");
+    }
+    CHECK(!strcmp(c->model.critic, "models/critic.safetensors"), "critic");
+    CHECK(!strcmp(c->model.gold, "models/gold.safetensors"), "gold");
+    CHECK(!strcmp(c->data.prompts, "data/train.jsonl"), "prompts");
+    CHECK(!strcmp(c->data.eval_prompts, "data/eval.jsonl"), "eval prompts");
+    CHECK(c->data.max_prompt_len == 128, "max_prompt_len");
+    const PwPpoConfig *p = &c->ppo;
+    CHECK(p->initial_policy_kl_penalty == 0.02 && p->use_absolute_kl && p->kl_estimator == PW_KL_ABS,
+          "kl");
+    CHECK(p->adaptive_kl && p->target_kl == 3.5 && p->kl_horizon == 5000, "adaptive");
+    CHECK(p->discount_factor == 0.99 && p->gae_lambda == 0.9 && !p->normalize_advantages, "gae");
+    CHECK(p->entropy_bonus == 0.01 && p->ratio_eps == 0.1, "loss");
+    CHECK(p->num_rollout_samples == 64 && p->rollout_micro_batch_size == 16 && p->epochs == 4 &&
+              p->minibatches == 2, "batches");
+    CHECK(c->critic.loss_clip_val == 0.5 && c->critic.lr == 1e-5 && c->critic.min_lr == 1e-6,
+          "critic");
+    CHECK(c->generation.max_new_tokens == 64 && c->generation.temperature == 0.7 &&
+              c->generation.top_k == 50 && c->generation.top_p == 0.9 &&
+              c->generation.stop_token == PW_STOP_PERIOD, "generation");
+    CHECK(c->reward.objective == PW_OBJ_UWO && c->reward.uwo_weight == 0.5 && c->reward.normalize &&
+              !c->reward.non_stop_penalty && c->reward.penalty_reward_value == -1.5 &&
+              c->reward.clip == 5.0, "reward");
+    CHECK(c->optim.lr == 2e-5 && c->optim.warmup_steps == 0 && c->optim.decay == PW_DECAY_LINEAR &&
+              c->optim.min_lr == 0.0 && c->optim.weight_decay == 0.0 && c->optim.beta1 == 0.8 &&
+              c->optim.beta2 == 0.999 && c->optim.eps == 1e-5 && c->optim.grad_clip == 0.5,
+          "optim");
+    CHECK(c->checkpoint.every == 20 && c->checkpoint.keep == 3, "checkpoint");
+    CHECK(c->eval.every == 5 && c->eval.num_prompts == 32, "eval");
+    CHECK(c->runtime.timeout_s == 120.5, "timeout");
+}
+
+/* Every key of full.yaml differs from its default: a key the loader skipped would show here. */
+static void check_every_key_moved(const PwConfig *c)
+{
+    PwConfig d;
+    pw_config_defaults(&d);
+    size_t n;
+    pw_config_keys(&n);
+    CHECK(pw_config_diff(&d, c, NULL) == (int)n, "full.yaml changes %d of %zu keys",
+          pw_config_diff(&d, c, NULL), n);
+    pw_config_free(&d);
+}
+
+static void check_overrides(void)
+{
+    PwConfig c;
+    PwErr err;
+    pw_config_defaults(&c);
+    CHECK(pw_config_load_file(&c, "full.yaml", &err) == 0, "%s", err.msg);
+    const char *args[] = {"ppo.epochs=2", "generation.temperature=1.5", "async=false",
+                          "model.reward=[a.st, b.st, c.st]", "reward.objective=wco",
+                          "model.gold=", "data.prompts=odd: name #1.jsonl", "optim.min_lr=1e-6"};
+    for (size_t i = 0; i < PW_ARRAY_LEN(args); i++)
+        CHECK(pw_config_apply_override(&c, args[i], &err) == 0, "%s: %s", args[i], err.msg);
+    CHECK(c.ppo.epochs == 2, "epochs %lld", (long long)c.ppo.epochs);
+    CHECK(c.generation.temperature == 1.5, "temperature");
+    CHECK(c.async == false, "async");
+    CHECK(c.model.reward.n == 3 && !strcmp(c.model.reward.items[2], "c.st"), "reward list");
+    CHECK(c.reward.objective == PW_OBJ_WCO, "objective");
+    CHECK(!strcmp(c.model.gold, ""), "gold emptied");
+    CHECK(!strcmp(c.data.prompts, "odd: name #1.jsonl"), "paths are verbatim: %s", c.data.prompts);
+    CHECK(c.optim.min_lr == 1e-6, "min_lr");
+    CHECK(c.ppo.minibatches == 2, "untouched key keeps the file's value");
+    /* A single path is a one-member list. */
+    CHECK(pw_config_apply_override(&c, "model.reward=only.st", &err) == 0, "%s", err.msg);
+    CHECK(c.model.reward.n == 1 && !strcmp(c.model.reward.items[0], "only.st"), "one member");
+    CHECK(pw_config_validate(&c, &err) == 0, "%s", err.msg);
+    pw_config_free(&c);
+}
+
+static void check_dumps(const PwConfig *c)
+{
+    /* YAML written out reads back to the same configuration. */
+    PwErr err;
+    const char *path = config_tmp_path("saved.yaml");
+    CHECK(pw_config_save_yaml(c, path, &err) == 0, "%s", err.msg);
+    PwConfig back;
+    pw_config_defaults(&back);
+    CHECK(pw_config_load_file(&back, path, &err) == 0, "%s", err.msg);
+    CHECK(pw_config_diff(c, &back, &err) == 0, "round trip: %s", err.msg);
+    remove(path);
+
+    /* A change is named by the diff. */
+    back.ppo.epochs = 7;
+    CHECK(pw_config_diff(c, &back, &err) == 1, "one key differs");
+    CHECK(!strcmp(err.msg, "1 key differs: ppo.epochs: 4 -> 7"), "got: %s", err.msg);
+    back.seed = 3;
+    CHECK(pw_config_diff(c, &back, &err) == 2, "two keys differ");
+    CHECK(!strcmp(err.msg, "2 keys differ: seed: 42 -> 3; ppo.epochs: 4 -> 7"), "got: %s", err.msg);
+    pw_config_free(&back);
+
+    json_t *j = pw_config_to_json(c);
+    CHECK(j != NULL, "json");
+    if (j) {
+        CHECK(json_integer_value(json_object_get(j, "seed")) == 42, "json seed");
+        CHECK(json_is_true(json_object_get(j, "async")), "json async");
+        json_t *ppo = json_object_get(j, "ppo");
+        CHECK(json_real_value(json_object_get(ppo, "gae_lambda")) == 0.9, "json lambda");
+        CHECK(!strcmp(json_string_value(json_object_get(ppo, "kl_estimator")), "abs"), "json enum");
+        json_t *rm = json_object_get(json_object_get(j, "model"), "reward");
+        CHECK(json_array_size(rm) == 2 &&
+                  !strcmp(json_string_value(json_array_get(rm, 1)), "models/rm seed2.safetensors"),
+              "json list");
+        json_decref(j);
+    }
+}
+
+int main(void)
+{
+    PwConfig c;
+    PwErr err;
+    CHECK(pw_config_defaults(&c) == 0, "defaults");
+    CHECK(pw_config_load_file(&c, "full.yaml", &err) == 0, "%s", err.msg);
+    check_full(&c);
+    check_every_key_moved(&c);
+    CHECK(pw_config_validate(&c, &err) == 0, "%s", err.msg);
+    check_dumps(&c);
+    pw_config_free(&c);
+    check_overrides();
+    config_tmp_clean();
+    return pw_test_done("config_load");
+}
