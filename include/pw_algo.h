@@ -40,7 +40,8 @@ void pw_response_mask(float *mask, int *lengths, int *stopped, const int *tokens
  *   K1: d      K2: 0.5*d^2      K3: (r - 1) - log r = exp(-d) - 1 + d      ABS: |d| */
 typedef enum PwKlEstimator { PW_KL_K1 = 0, PW_KL_K2, PW_KL_K3, PW_KL_ABS } PwKlEstimator;
 
-/* "k1" | "k2" | "k3" | "abs", any case (ppo.kl_estimator); -1 with a message naming the valid values. */
+/* "k1" | "k2" | "k3" | "abs", any case (ppo.kl_estimator); -1 with a message naming the valid
+ * values. */
 int pw_kl_estimator_parse(const char *name, PwKlEstimator *out, PwErr *err);
 const char *pw_kl_estimator_name(PwKlEstimator est);
 /* ppo.use_absolute_kl = true overrides ppo.kl_estimator with ABS (NeMo-Aligner's switch). */
@@ -206,8 +207,8 @@ void pw_bt_loss(PwBtStats *st, float *dchosen, float *drejected, const float *s_
 /* ========================================================================= KL control ===== */
 
 /* beta for the KL penalty, starting at ppo.initial_policy_kl_penalty. Fixed: beta never
- * changes. Adaptive (ppo.adaptive_kl; Ziegler et al. 2019): after each rollout batch of n_steps sequences with measured
- * KL (objective/kl, nats per sequence),
+ * changes. Adaptive (ppo.adaptive_kl; Ziegler et al. 2019): after each rollout batch of n_steps
+ * sequences with measured KL (objective/kl, nats per sequence),
  *   e = clip(kl / target - 1, -0.2, 0.2);  beta *= 1 + e * n_steps / horizon. */
 typedef struct PwKlController {
     int adaptive;

@@ -8,7 +8,8 @@ static const char *const objective_names[] = {"mean", "wco", "uwo"};
 
 int pw_reward_objective_parse(const char *name, PwRewardObjective *out, PwErr *err)
 {
-    int i = pw_name_lookup("reward.objective", name, objective_names, (int)PW_ARRAY_LEN(objective_names), err);
+    int i = pw_name_lookup("reward.objective", name, objective_names,
+                           (int)PW_ARRAY_LEN(objective_names), err);
     if (i < 0) return -1;
     *out = (PwRewardObjective)i;
     return 0;

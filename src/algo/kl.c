@@ -8,7 +8,8 @@ static const char *const kl_names[] = {"k1", "k2", "k3", "abs"};
 
 int pw_kl_estimator_parse(const char *name, PwKlEstimator *out, PwErr *err)
 {
-    int i = pw_name_lookup("ppo.kl_estimator", name, kl_names, (int)PW_ARRAY_LEN(kl_names), err);
+    int i = pw_name_lookup("ppo.kl_estimator", name, kl_names, (int)PW_ARRAY_LEN(kl_names),
+                           err);
     if (i < 0) return -1;
     *out = (PwKlEstimator)i;
     return 0;

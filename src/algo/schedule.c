@@ -8,7 +8,7 @@ static const char *const decay_names[] = {"constant", "linear", "cosine"};
 
 int pw_lr_decay_parse(const char *name, PwLrDecay *out, PwErr *err)
 {
-    int i = pw_name_lookup("lr schedule", name, decay_names, (int)PW_ARRAY_LEN(decay_names), err);
+    int i = pw_name_lookup("optim.decay", name, decay_names, (int)PW_ARRAY_LEN(decay_names), err);
     if (i < 0) return -1;
     *out = (PwLrDecay)i;
     return 0;
