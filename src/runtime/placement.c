@@ -339,7 +339,7 @@ static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
 
 static int parse_top(Ctx *c, PwPlacement *p, yaml_node_t *root)
 {
-    if (!root) return pw_errf(c->err, "%s:1:1: the file is empty; expected a mapping with a 'roles:' key", c->path);
+    if (!root) return pw_errf(c->err, "%s:1:1: key '(none)': the file is empty; expected a mapping with a 'roles:' key", c->path);
     if (want_type(c, root, YAML_MAPPING_NODE, "(top level)", "a mapping with a 'roles:' key") ||
         check_keys(c, root, "(top level)"))
         return -1;

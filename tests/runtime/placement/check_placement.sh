@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# check_placement.sh: run `ppo_world --placement F --dry-run` (under mpirun, or alone with
+# --world-size) with a time limit, then check the exit status and what it printed.
+#
+#   check_placement.sh MPIRUN PPO_WORLD NP FILE ok   'ROW'...    rows: "rank roles device gpu models"
+#   check_placement.sh MPIRUN PPO_WORLD NP FILE fail 'REGEX'     one error line on stderr
+#   check_placement.sh MPIRUN PPO_WORLD NP FILE cuda 'REGEX'     fail, or skip (77) if a GPU works
+#   check_placement.sh MPIRUN PPO_WORLD 0 FILE core 'REGEX'      bind core with cores+1 ranks
+#   NP "plan:N" runs ppo_world alone with --world-size N (no mpirun).
+set -u
+mpirun=$1 ppo=$2 np=$3 file=$4 mode=$5
+shift 5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+limit=60 # seconds: far above a normal run (about 1 s), so only a hang reaches it
+
+if [ "$mode" = core ]; then
+    # More ranks than this machine has cores, whatever the machine: write the file here.
+    cores=$(hwloc-calc --number-of core machine:0 2>/dev/null || nproc)
+    np=$((cores + 1))
+    if [ "$np" -gt 17 ]; then echo "SKIP: $cores cores, too many ranks to oversubscribe"; exit 77; fi
+    ranks=$(seq -s, 0 $((np - 1)))
+    cp "$file" "$tmp/bind_core.yaml"
+    sed -i "s/RANKS/[$ranks]/" "$tmp/bind_core.yaml"
+    file=$tmp/bind_core.yaml
+fi
+
+case $np in
+plan:*) cmd=("$ppo" --placement "$file" --dry-run --world-size "${np#plan:}") ;;
+*) cmd=("$mpirun" -np "$np" "$ppo" --placement "$file" --dry-run) ;;
+esac
+timeout -k 5 "$limit" "${cmd[@]}" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+echo "\$ ${cmd[*]}  (exit $rc)"
+cat "$tmp/out"
+sed 's/^/stderr: /' "$tmp/err"
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL: no exit within ${limit}s (a rank hung)"; exit 1; fi
+
+fail=0
+case $mode in
+ok)
+    [ $rc -eq 0 ] || { echo "FAIL: exit $rc, expected 0"; exit 1; }
+    for row in "$@"; do
+        # Columns: rank host local roles device threads cores numa gpu reward_models
+        read -r r roles dev gpu models <<<"$row"
+        got=$(awk -v r="$r" '$1 == r && NF == 10 && $2 != "host" { print $4, $5, $9, $10 }' "$tmp/out")
+        if [ "$got" != "$roles $dev $gpu $models" ]; then
+            echo "FAIL: rank $r: got '$got', expected '$roles $dev $gpu $models'"
+            fail=1
+        fi
+    done
+    want=${np#plan:}
+    n=$(awk 'NF == 10 && $1 ~ /^[0-9]+$/' "$tmp/out" | wc -l)
+    [ "$n" -eq "$want" ] || { echo "FAIL: $n rows, expected $want"; fail=1; }
+    ;;
+fail | cuda | core)
+    if [ "$mode" = cuda ] && [ $rc -eq 0 ]; then echo "SKIP: a GPU is usable here"; exit 77; fi
+    [ $rc -ne 0 ] || { echo "FAIL: exit 0, expected an error"; exit 1; }
+    n=$(grep -c '^ppo_world: ' "$tmp/err")
+    [ "$n" -eq 1 ] || { echo "FAIL: $n error lines, expected exactly one (from rank 0)"; fail=1; }
+    for re in "$@"; do
+        grep -qE -- "$re" "$tmp/err" || { echo "FAIL: stderr lacks /$re/"; fail=1; }
+    done
+    ;;
+*)
+    echo "FAIL: unknown mode $mode"
+    exit 2
+    ;;
+esac
+[ $fail -eq 0 ] && echo PASS
+exit $fail
