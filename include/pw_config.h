@@ -173,7 +173,7 @@ void pw_config_free(PwConfig *cfg);
  * holding only comments) is valid and changes nothing; a top level that is not a mapping,
  * an unknown key, a key given twice, a wrong type or an out-of-range value is an error that
  * names path:line:column and the dotted key. Ranges are checked here; cross-key rules are
- * pw_config_validate's. */
+ * pw_config_validate's. After an error cfg may hold part of the file: report and stop. */
 int pw_config_load_file(PwConfig *cfg, const char *path, PwErr *err);
 /* The same from a string; `label` stands for the file name in messages. */
 int pw_config_load_string(PwConfig *cfg, const char *text, const char *label, PwErr *err);

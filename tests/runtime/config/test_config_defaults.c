@@ -65,7 +65,7 @@ static void check_defaults(void)
     /* Defaults alone are not a run: the model and data paths must be given. */
     PwErr err;
     CHECK(pw_config_validate(&c, &err) == -1, "defaults validated without paths");
-    CHECK(!strcmp(err.msg, "model.sft: required but not given (SFT checkpoint: initial actor, "
+    CHECK(!strcmp(err.msg, "model.sft: required but not given (SFT checkpoint folder: initial actor, "
                            "frozen reference and generator weights)"),
           "got: %s", err.msg);
     pw_config_free(&c);

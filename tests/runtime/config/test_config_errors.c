@@ -153,7 +153,7 @@ static const RuleCase rule_cases[] = {
     {{"model.reward=[a, a]"}, "model.reward: member 2 repeats member 1 ('a')"},
     {{"model.reward=[a, '']"}, "model.reward: member 2 is empty"},
     {{"model.reward=[]"},
-     "model.reward: required but not given (reward model checkpoints; two or more form an ensemble combined by reward.objective)"},
+     "model.reward: required but not given (reward model checkpoint folders; two or more form an ensemble (reward.objective))"},
     {{"data.prompts="}, "data.prompts: required but not given (training prompts, JSONL)"},
 };
 
