@@ -32,7 +32,10 @@ int pw_gpt2_config_load(PwGPT2Config *cfg, const char *path, PwErr *err)
 {
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    if (!root) {
+        if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
+        return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    }
     int rc = -1;
     if (!json_is_object(root)) {
         pw_errf(err, "%s: the top level must be a JSON object", path);

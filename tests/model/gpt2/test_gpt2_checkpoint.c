@@ -1,0 +1,381 @@
+/* test_gpt2_checkpoint.c: save/load round trips (bit-identical forward, BF16/F16 files, heads
+ * present or initialised, critic from reward model) and the loader's error messages. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pw_model.h"
+#include "pw_safetensors.h"
+#include "pw_test.h"
+
+enum { B = 2, T = 8 };
+static const PwGPT2Config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 16, .vocab_size = 24,
+                                 .n_positions = 16};
+static const int ALL = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE;
+static const char *root;
+
+static const char *dir_of(const char *name)
+{
+    static char buf[8][4096];
+    static int k = 0;
+    char *d = buf[k++ % 8];
+    snprintf(d, 4096, "%s/ckpt_%s", root, name);
+    mkdir(d, 0755);
+    return d;
+}
+
+static PwGPT2 *make(int heads, uint64_t seed)
+{
+    PwErr err;
+    PwGPT2 *m = pw_gpt2_create(&cfg, heads, B, T, &err);
+    if (!m) {
+        fprintf(stderr, "create: %s\n", err.msg);
+        exit(1);
+    }
+    pw_gpt2_init_random(m, seed);
+    return m;
+}
+
+static void save(const PwGPT2 *m, const char *dir)
+{
+    PwErr err;
+    if (pw_gpt2_save(m, dir, &err)) {
+        fprintf(stderr, "save: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+/* ---- bit-identical round trip */
+static void test_round_trip(void)
+{
+    PwGPT2 *m = make(ALL, 3);
+    const char *dir = dir_of("roundtrip");
+    save(m, dir);
+    PwErr err;
+    PwGPT2 *l = pw_gpt2_load(dir, ALL, B, T, 99, &err);
+    CHECK(l != NULL, "load: %s", err.msg);
+    if (!l) return;
+    CHECK(l->num_params == m->num_params &&
+              !memcmp(l->params_memory, m->params_memory, m->num_params * sizeof(float)),
+          "parameters differ after save + load");
+    const int inp[B * T] = {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 9, 10, 11, 23, 12};
+    const int mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1};
+    int targets[B * T];
+    pw_gpt2_next_token_targets(targets, inp, mask, B, T);
+    pw_gpt2_forward(m, inp, mask, targets, B, T, &err);
+    pw_gpt2_forward(l, inp, mask, targets, B, T, &err);
+    const size_t bt = B * T * sizeof(float);
+    CHECK(!memcmp(l->acts.logits, m->acts.logits, bt * cfg.vocab_size), "logits differ");
+    CHECK(!memcmp(l->acts.logp, m->acts.logp, bt) && !memcmp(l->acts.entropy, m->acts.entropy, bt),
+          "logp/entropy differ");
+    CHECK(!memcmp(l->acts.value, m->acts.value, bt), "values differ");
+    CHECK(!memcmp(l->acts.score, m->acts.score, B * sizeof(float)), "scores differ");
+    pw_gpt2_free(l);
+
+    /* fewer heads than the file has: the trunk alone, and the same function */
+    l = pw_gpt2_load(dir, PW_HEAD_LM, B, T, 0, &err);
+    CHECK(l && l->params.scorew == NULL && l->params.valuew == NULL, "LM-only load");
+    if (l) {
+        size_t trunk = l->num_params;
+        CHECK(trunk == m->num_params - 2 * (cfg.n_embd + 1), "LM-only size %zu", trunk);
+        CHECK(!memcmp(l->params_memory, m->params_memory, trunk * sizeof(float)),
+              "trunk differs");
+        pw_gpt2_free(l);
+    }
+    pw_gpt2_free(m);
+}
+
+/* ---- heads the file lacks are initialised; a critic copies the reward model's score head */
+static void test_heads(void)
+{
+    PwErr err;
+    PwGPT2 *lm = make(PW_HEAD_LM, 4);
+    const char *dir = dir_of("lm_only");
+    save(lm, dir);
+    PwGPT2 *l = pw_gpt2_load(dir, ALL, B, T, 5, &err);
+    CHECK(l != NULL, "load: %s", err.msg);
+    PwGPT2 *fresh = make(ALL, 5);
+    if (l) {
+        CHECK(!memcmp(l->params.scorew, fresh->params.scorew, cfg.n_embd * sizeof(float)) &&
+                  l->params.scoreb[0] == 0.0f,
+              "missing score head not initialised from the seed");
+        CHECK(!memcmp(l->params.valuew, fresh->params.valuew, cfg.n_embd * sizeof(float)) &&
+                  l->params.valueb[0] == 0.0f,
+              "missing value head not initialised from the seed");
+        double ss = 0.0;
+        for (int i = 0; i < cfg.n_embd; i++) ss += l->params.scorew[i] * l->params.scorew[i];
+        /* std 1/sqrt(C+1): the mean square should be near 1/(C+1) */
+        CHECK(ss / cfg.n_embd > 0.2 / (cfg.n_embd + 1) && ss / cfg.n_embd < 5.0 / (cfg.n_embd + 1),
+              "head init scale %g", ss / cfg.n_embd);
+        pw_gpt2_free(l);
+    }
+    /* the critic from the reward model */
+    PwGPT2 *rm = make(PW_HEAD_SCORE, 6);
+    rm->params.scoreb[0] = 0.25f;
+    const char *rmdir_ = dir_of("reward");
+    save(rm, rmdir_);
+    PwGPT2 *critic = pw_gpt2_load_critic_from_reward(rmdir_, PW_HEAD_VALUE, B, T, 0, &err);
+    CHECK(critic != NULL, "critic: %s", err.msg);
+    if (critic) {
+        CHECK(!memcmp(critic->params.valuew, rm->params.scorew, cfg.n_embd * sizeof(float)) &&
+                  critic->params.valueb[0] == 0.25f,
+              "critic value head is not the reward model's score head");
+        CHECK(!memcmp(critic->params_memory, rm->params_memory,
+                      (critic->num_params - cfg.n_embd - 1) * sizeof(float)),
+              "critic trunk differs from the reward model's");
+        pw_gpt2_free(critic);
+    }
+    critic = pw_gpt2_load_critic_from_reward(dir, PW_HEAD_VALUE, B, T, 0, &err);
+    CHECK(!critic && strstr(err.msg, "\"score.weight\" is missing"),
+          "critic from an LM checkpoint: %s", critic ? "loaded" : err.msg);
+    /* and in memory */
+    CHECK(pw_gpt2_copy_score_to_value(fresh, &err) == 0 &&
+              !memcmp(fresh->params.valuew, fresh->params.scorew, cfg.n_embd * sizeof(float)),
+          "pw_gpt2_copy_score_to_value");
+    CHECK(pw_gpt2_copy_score_to_value(lm, &err) == -1, "copy without heads must fail");
+    pw_gpt2_free(rm);
+    pw_gpt2_free(fresh);
+    pw_gpt2_free(lm);
+}
+
+/* ---- half-precision files: rewrite our file in BF16/F16, load, compare with rounded values */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *f = fopen(from, "rb");
+    char buf[1 << 14];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    PwErr err;
+    if (!n || pw_write_file_atomic(to, buf, n, &err)) {
+        fprintf(stderr, "copy %s -> %s failed\n", from, to);
+        exit(1);
+    }
+}
+
+static void rewrite_half(const char *src_dir, const char *dst_dir, PwDType dt)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", src_dir);
+    PwSafetensors *st;
+    PwErr err;
+    if (pw_st_open(&st, path, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    int n = pw_st_count(st);
+    PwStWriteTensor *wt = calloc(n, sizeof *wt);
+    uint16_t **bufs = calloc(n, sizeof *bufs);
+    for (int i = 0; i < n; i++) {
+        const PwStTensor *t = pw_st_get(st, i);
+        float *f = malloc(t->numel * sizeof(float));
+        pw_st_read_f32(st, t->name, t->shape, t->ndim, f, &err);
+        bufs[i] = malloc(t->numel * sizeof(uint16_t));
+        for (int64_t k = 0; k < t->numel; k++) {
+#ifdef __FLT16_MAX__
+            if (dt == PW_DT_F16) {
+                _Float16 h = (_Float16)f[k];
+                memcpy(&bufs[i][k], &h, 2);
+                continue;
+            }
+#endif
+            bufs[i][k] = to_bf16(f[k]);
+        }
+        free(f);
+        wt[i].name = t->name;
+        wt[i].ndim = t->ndim;
+        memcpy(wt[i].shape, t->shape, sizeof t->shape);
+        wt[i].data = bufs[i];
+        wt[i].dtype = dt;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dst_dir);
+    if (pw_st_write(path, wt, n, NULL, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    free(bufs);
+    free(wt);
+    pw_st_close(st);
+    char from[4200], to[4200];
+    snprintf(from, sizeof from, "%s/config.json", src_dir);
+    snprintf(to, sizeof to, "%s/config.json", dst_dir);
+    copy_file(from, to);
+}
+
+static void test_half(PwDType dt, const char *name)
+{
+    PwGPT2 *m = make(ALL, 8);
+    const char *src = dir_of("half_src"), *dst = dir_of(name);
+    save(m, src);
+    rewrite_half(src, dst, dt);
+    PwErr err;
+    PwGPT2 *l = pw_gpt2_load(dst, ALL, B, T, 0, &err);
+    CHECK(l != NULL, "%s load: %s", name, err.msg);
+    if (!l) return;
+    size_t bad = 0;
+    for (size_t i = 0; i < m->num_params; i++) {
+        float x = m->params_memory[i], want = from_bf16(to_bf16(x));
+#ifdef __FLT16_MAX__
+        if (dt == PW_DT_F16) want = (float)(_Float16)x;
+#endif
+        bad += l->params_memory[i] != want;
+    }
+    CHECK(bad == 0, "%s: %zu parameters differ from the rounded originals", name, bad);
+    pw_gpt2_free(l);
+    pw_gpt2_free(m);
+}
+
+/* ---- loader errors: one broken folder per case, each with its own message */
+static void edit_config(const char *dir, const char *key, json_t *value)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *rootj = json_load_file(path, 0, NULL);
+    if (value)
+        json_object_set_new(rootj, key, value);
+    else
+        json_object_del(rootj, key);
+    char *text = json_dumps(rootj, JSON_INDENT(2));
+    PwErr err;
+    pw_write_file_atomic(path, text, strlen(text), &err);
+    free(text);
+    json_decref(rootj);
+}
+
+/* Rewrite dir/model.safetensors without tensor `name`, adding `extra` (if not NULL) instead. */
+static void replace_tensor(const char *dir, const char *name, const PwStWriteTensor *extra)
+{
+    char path[4200], tmp[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(tmp, sizeof tmp, "%s/model.tmp.safetensors", dir);
+    PwSafetensors *st;
+    PwErr err;
+    if (pw_st_open(&st, path, &err)) exit(1);
+    int n = pw_st_count(st), k = 0;
+    PwStWriteTensor *wt = calloc(n + 1, sizeof *wt);
+    for (int i = 0; i < n; i++) {
+        const PwStTensor *t = pw_st_get(st, i);
+        if (!strcmp(t->name, name)) continue;
+        wt[k] = (PwStWriteTensor){.name = t->name, .ndim = t->ndim, .data = t->data,
+                                  .dtype = t->dtype};
+        memcpy(wt[k].shape, t->shape, sizeof t->shape);
+        k++;
+    }
+    if (extra) wt[k++] = *extra;
+    if (pw_st_write(tmp, wt, k, NULL, &err)) exit(1);
+    pw_st_close(st);
+    free(wt);
+    rename(tmp, path);
+}
+
+static void expect_error(const char *dir, const char *file, const char *want, const char *what)
+{
+    PwErr err = {{0}};
+    PwGPT2 *m = pw_gpt2_load(dir, ALL, B, T, 0, &err);
+    CHECK(m == NULL, "%s: loaded", what);
+    pw_gpt2_free(m);
+    CHECK(strstr(err.msg, want) != NULL && strstr(err.msg, file) != NULL,
+          "%s: message \"%s\" should name %s and say %s", what, err.msg, file, want);
+    printf("  %-28s -> %s\n", what, err.msg);
+}
+
+static void test_errors(void)
+{
+    PwGPT2 *m = make(ALL, 9);
+    const char *d;
+    printf("loader errors:\n");
+
+    /* config.json edits: key, new value (NULL deletes; a string value is written as a string,
+     * anything else as an integer), the file the message must name, and what it must say */
+    static const struct {
+        const char *dir, *key, *str;
+        long long num;
+        int del;
+        const char *file, *want, *what;
+    } cases[] = {
+        {"err_nokey", "n_head", NULL, 0, 1, "config.json", "missing key \"n_head\"",
+         "missing config key"},
+        {"err_type", "n_embd", "16", 0, 0, "config.json", "key \"n_embd\" must be an integer",
+         "wrong type"},
+        {"err_zero", "n_layer", NULL, 0, 0, "config.json",
+         "key \"n_layer\" must be a positive integer, got 0", "non-positive value"},
+        {"err_heads", "n_head", NULL, 3, 0, "config.json",
+         "n_embd (16) must be a multiple of n_head (3)", "n_embd % n_head"},
+        {"err_act", "activation_function", "relu", 0, 0, "config.json",
+         "\"activation_function\" must be \"gelu_new\"", "other activation"},
+        {"err_shape", "n_positions", NULL, 32, 0, "model.safetensors",
+         "tensor \"transformer.wpe.weight\" has shape [16, 16] but config.json implies [32, 16]",
+         "shape mismatch (n_positions)"},
+        {"err_shape2", "n_embd", NULL, 32, 0, "model.safetensors",
+         "tensor \"transformer.wte.weight\" has shape [24, 16] but config.json implies [24, 32]",
+         "shape mismatch (n_embd)"},
+        {"err_layers", "n_layer", NULL, 3, 0, "model.safetensors",
+         "tensor \"transformer.h.2.ln_1.weight\" is missing", "more layers than tensors"},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(cases); i++) {
+        d = dir_of(cases[i].dir);
+        save(m, d);
+        edit_config(d, cases[i].key,
+                    cases[i].del   ? NULL
+                    : cases[i].str ? json_string(cases[i].str)
+                                   : json_integer(cases[i].num));
+        expect_error(d, cases[i].file, cases[i].want, cases[i].what);
+    }
+
+    d = dir_of("err_missing");
+    save(m, d);
+    replace_tensor(d, "transformer.h.1.mlp.c_fc.bias", NULL);
+    expect_error(d, "model.safetensors", "tensor \"transformer.h.1.mlp.c_fc.bias\" is missing",
+                 "missing tensor");
+
+    d = dir_of("err_headshape");
+    save(m, d);
+    {
+        /* a head tensor of the wrong width is an error too, not a silent re-init */
+        float w[8] = {0};
+        PwStWriteTensor narrow = {.name = "value_head.weight", .ndim = 2, .shape = {1, 8},
+                                  .data = w};
+        replace_tensor(d, "value_head.weight", &narrow);
+    }
+    expect_error(d, "model.safetensors",
+                 "tensor \"value_head.weight\" has shape [1, 8] but config.json implies [1, 16]",
+                 "head shape mismatch");
+
+    d = dir_of("err_noconfig");
+    save(m, d);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", d);
+    remove(path);
+    expect_error(d, "config.json", "config.json", "no config.json");
+    pw_gpt2_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    root = argc > 1 ? argv[1] : ".";
+    test_round_trip();
+    test_heads();
+    test_half(PW_DT_BF16, "bf16");
+#ifdef __FLT16_MAX__
+    test_half(PW_DT_F16, "f16");
+#endif
+    test_errors();
+    return pw_test_done("test_gpt2_checkpoint");
+}
