@@ -185,6 +185,11 @@ int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err);
 /* Cross-key rules and required keys; the message names the keys involved. */
 int pw_config_validate(const PwConfig *cfg, PwErr *err);
 
+/* The whole sequence of `ppo_world --config FILE key=value ...`: defaults, then the file (if
+ * path is not NULL), then the overrides in order, then validation. On error cfg is freed. */
+int pw_config_build(PwConfig *cfg, const char *path, const char *const *overrides, int n,
+                    PwErr *err);
+
 /* ---- derived values --------------------------------------------------------------------- */
 
 /* ppo.kl_estimator, with ppo.use_absolute_kl (NeMo-Aligner's spelling) turning k1 into abs. */
@@ -205,6 +210,12 @@ void *pw_config_to_json(const PwConfig *cfg);
 int pw_config_write_yaml(const PwConfig *cfg, FILE *f);
 /* Write cfg as YAML to path atomically (temporary name, fsync, rename). */
 int pw_config_save_yaml(const PwConfig *cfg, const char *path, PwErr *err);
+/* The YAML of pw_config_write_yaml in a malloc'd string (free it), e.g. for rank 0 to send
+ * with MPI_Bcast and the other ranks to read with pw_config_load_string. NULL on no memory. */
+char *pw_config_yaml_string(const PwConfig *cfg);
+/* For a resume: load the configuration saved in the run folder and fail, naming every changed
+ * key (up to four), if it differs from cfg. */
+int pw_config_check_saved(const PwConfig *cfg, const char *saved_path, PwErr *err);
 /* Number of keys whose values differ; err (if given and any differ) lists the first few as
  * "key: a -> b". For a resume: a = the saved configuration, b = the one given now. */
 int pw_config_diff(const PwConfig *a, const PwConfig *b, PwErr *err);

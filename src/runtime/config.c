@@ -369,3 +369,16 @@ int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err)
     yaml_parser_delete(&ps);
     return rc;
 }
+
+/* ---- the whole command line ----------------------------------------------------------- */
+
+int pw_config_build(PwConfig *cfg, const char *path, const char *const *overrides, int n,
+                    PwErr *err)
+{
+    if (pw_config_defaults(cfg)) return pw_errf(err, "configuration: out of memory");
+    int rc = path ? pw_config_load_file(cfg, path, err) : 0;
+    for (int i = 0; rc == 0 && i < n; i++) rc = pw_config_apply_override(cfg, overrides[i], err);
+    if (rc == 0) rc = pw_config_validate(cfg, err);
+    if (rc) pw_config_free(cfg);
+    return rc;
+}

@@ -104,3 +104,20 @@ int pw_config_diff(const PwConfig *a, const PwConfig *b, PwErr *err)
                 list, ndiff > 4 ? "; ..." : "");
     return ndiff;
 }
+
+int pw_config_check_saved(const PwConfig *cfg, const char *saved_path, PwErr *err)
+{
+    PwConfig saved;
+    if (pw_config_defaults(&saved)) return pw_errf(err, "%s: out of memory", saved_path);
+    int rc = pw_config_load_file(&saved, saved_path, err);
+    if (rc == 0) {
+        PwErr d;
+        if (pw_config_diff(&saved, cfg, &d)) {
+            /* Changing a key under a resumed run makes its curves mean nothing: refuse. */
+            rc = pw_errf(err, "%s: the run was started with another configuration: %s (saved -> now)",
+                         saved_path, d.msg);
+        }
+    }
+    pw_config_free(&saved);
+    return rc;
+}

@@ -84,6 +84,20 @@ int pw_config_write_yaml(const PwConfig *cfg, FILE *f)
     return ferror(f) ? -1 : 0;
 }
 
+char *pw_config_yaml_string(const PwConfig *cfg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) return NULL;
+    int bad = pw_config_write_yaml(cfg, mem);
+    if (fclose(mem) || bad) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 int pw_config_save_yaml(const PwConfig *cfg, const char *path, PwErr *err)
 {
     char tmp[4200];

@@ -124,6 +124,50 @@ static void check_dumps(const PwConfig *c)
     }
 }
 
+/* The calls main.c makes: build from file + arguments, send as text, check a saved run. */
+static void check_build_and_resume(void)
+{
+    PwConfig c;
+    PwErr err = {""};
+    const char *args[] = {"ppo.epochs=2", "seed=7"};
+    CHECK(pw_config_build(&c, "full.yaml", args, 2, &err) == 0, "%s", err.msg);
+    CHECK(c.ppo.epochs == 2 && c.seed == 7 && c.ppo.minibatches == 2, "file then overrides");
+
+    char *text = pw_config_yaml_string(&c);
+    CHECK(text != NULL, "yaml string");
+    PwConfig other;
+    pw_config_defaults(&other);
+    CHECK(text && pw_config_load_string(&other, text, "bcast", &err) == 0, "%s", err.msg);
+    CHECK(pw_config_diff(&c, &other, &err) == 0, "string round trip: %s", err.msg);
+    free(text);
+    pw_config_free(&other);
+
+    const char *saved = config_tmp_path("run_config.yaml");
+    CHECK(pw_config_save_yaml(&c, saved, &err) == 0, "%s", err.msg);
+    CHECK(pw_config_check_saved(&c, saved, &err) == 0, "%s", err.msg);
+    c.ppo.epochs = 3;
+    char want[1024];
+    snprintf(want, sizeof want,
+             "%s: the run was started with another configuration: 1 key differs: "
+             "ppo.epochs: 2 -> 3 (saved -> now)", saved);
+    CHECK(pw_config_check_saved(&c, saved, &err) == -1 && !strcmp(err.msg, want), "got: %s",
+          err.msg);
+    remove(saved);
+    pw_config_free(&c);
+
+    /* Without a file: defaults and arguments; errors come from the step that failed. */
+    const char *paths[] = {"model.sft=sft", "model.reward=rm", "data.prompts=p.jsonl"};
+    CHECK(pw_config_build(&c, NULL, paths, 3, &err) == 0, "%s", err.msg);
+    pw_config_free(&c);
+    CHECK(pw_config_build(&c, NULL, paths, 2, &err) == -1 &&
+              !strcmp(err.msg, "data.prompts: required but not given (training prompts, JSONL)"),
+          "got: %s", err.msg);
+    const char *bad[] = {"ppo.epochs=0"};
+    CHECK(pw_config_build(&c, "full.yaml", bad, 1, &err) == -1 &&
+              !strcmp(err.msg, "override 'ppo.epochs=0': ppo.epochs: 0 is out of range >= 1"),
+          "got: %s", err.msg);
+}
+
 int main(void)
 {
     PwConfig c;
@@ -136,6 +180,7 @@ int main(void)
     check_dumps(&c);
     pw_config_free(&c);
     check_overrides();
+    check_build_and_resume();
     config_tmp_clean();
     return pw_test_done("config_load");
 }
