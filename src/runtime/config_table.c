@@ -19,6 +19,7 @@ static const char *const stop_names[] = {"eos", "period", "none", NULL};
 #define OFF(field) offsetof(PwConfig, field)
 #define NEMO "NeMo-Aligner"
 #define OI "open-instruct"
+#define COSTE "Coste et al. reward ensembles"
 
 /* Documentation order: what a run needs first, then the algorithm, then the machinery. */
 static const PwCfgKey keys[] = {
@@ -38,12 +39,12 @@ static const PwCfgKey keys[] = {
      NEMO " (actor starts from the SFT model)"},
     {"model.reward", PW_CFG_STRLIST, OFF(model.reward), "[]", 0, 0, PW_CFG_REQUIRED, NULL,
      "reward model checkpoint folders; two or more form an ensemble (reward.objective)",
-     "seed 004 `rank_config.model_names`"},
+     COSTE " `rank_config.model_names`"},
     {"model.critic", PW_CFG_STRING, OFF(model.critic), "", 0, 0, 0, NULL,
      "critic checkpoint folder; empty: the first of model.reward (its score head seeds the value head)", NEMO " (critic starts from the RM)"},
     {"model.gold", PW_CFG_STRING, OFF(model.gold), "", 0, 0, 0, NULL,
      "gold reward model folder, scored at evaluation only; empty: none",
-     "seed 004 `gold_config.model_name`"},
+     COSTE " `gold_config.model_name`"},
     {"data.prompts", PW_CFG_STRING, OFF(data.prompts), "", 0, 0, PW_CFG_REQUIRED, NULL,
      "training prompts, JSONL", "ours"},
     {"data.eval_prompts", PW_CFG_STRING, OFF(data.eval_prompts), "", 0, 0, 0, NULL,
@@ -116,23 +117,23 @@ static const PwCfgKey keys[] = {
      NEMO " `sampling_params.top_p`"},
     {"generation.stop_token", PW_CFG_ENUM, OFF(generation.stop_token), "eos", 0, 0, 0,
      stop_names, "token that ends a response: eos (end of text), period ('.') or none",
-     OI " `--stop_token eos` (seed 001)"},
+     OI " PPO docs: `--stop_token eos`"},
 
     /* ---- reward */
     {"reward.objective", PW_CFG_ENUM, OFF(reward.objective), "mean", 0, 0, 0, objective_names,
      "ensemble score: mean, wco (min over members) or uwo (mean - uwo_weight * variance)",
-     "seed 004 `objective_name`"},
+     COSTE " `objective_name`"},
     {"reward.uwo_weight", PW_CFG_FLOAT, OFF(reward.uwo_weight), "0.1", 0, 0, PW_CFG_MIN, NULL,
-     "variance weight of the uwo objective", "seed 004 `uwo_weight`"},
+     "variance weight of the uwo objective", COSTE " `uwo_weight` example"},
     {"reward.normalize", PW_CFG_BOOL, OFF(reward.normalize), "false", 0, 0, 0, NULL,
      "normalise scores by the running mean and variance of all scores so far (before clip)",
      NEMO " `reward_standardization.enable` (off); " OI " has none"},
     {"reward.non_stop_penalty", PW_CFG_BOOL, OFF(reward.non_stop_penalty), "true", 0, 0, 0,
      NULL, "a response without the stop token scores reward.penalty_reward_value",
-     "seed 001 (implementation details)"},
+     OI " PPO docs, implementation details (code flag `non_stop_penalty`)"},
     {"reward.penalty_reward_value", PW_CFG_FLOAT, OFF(reward.penalty_reward_value), "-10", 0, 0,
      0, NULL, "score of a response that never emitted the stop token",
-     "seed 001 `--penalty_reward_value -10.0`"},
+     OI " PPO docs: `--penalty_reward_value -10.0` (code default -1)"},
     {"reward.clip", PW_CFG_FLOAT, OFF(reward.clip), "0", 0, 0, PW_CFG_MIN, NULL,
      "clip scores to [-clip, clip]; 0: off", NEMO ", " OI " (no clipping)"},
 

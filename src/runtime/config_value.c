@@ -186,7 +186,7 @@ int pw_cfg_set_scalar(PwConfig *cfg, const PwCfgKey *k, const char *text, PwScal
         return 0;
     }
     case PW_CFG_ENUM:
-        /* Case-insensitive: seed 004 spells its objectives "WCO" and "UWO". */
+        /* Case-insensitive: the reward-ensemble code (Coste et al.) spells "WCO" and "UWO". */
         for (int i = 0; k->enum_names[i]; i++) {
             if (!strcasecmp(text, k->enum_names[i])) {
                 *PW_CFG_FIELD(cfg, k, int) = i;
