@@ -1,0 +1,24 @@
+/* pw_collective.h: collectives among the ranks of one role (all-reduce, broadcast, barrier).
+ * NCCL when the role computes on CUDA and NCCL was built, MPI otherwise; one API either way. */
+#ifndef PW_COLLECTIVE_H
+#define PW_COLLECTIVE_H
+
+#include "pw_comm.h"
+#include "pw_message.h"
+
+typedef enum PwReduceOp { PW_REDUCE_SUM = 0, PW_REDUCE_MEAN } PwReduceOp;
+
+/* In place over the ranks of role r; every rank of the role calls it with the same dtype and
+ * shape. Sum: f32, f64, bf16, i32, i64 (bf16 is summed in f32 on the MPI path). Mean: floating
+ * dtypes only. Returns -1 with `err` for an unsupported dtype or a rank lacking the role; a
+ * wait past the world's timeout aborts the job. */
+int pw_allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err);
+/* Copies role-rank `root`'s tensor to every rank of role r, in place. */
+int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err);
+/* Returns once every rank of role r has entered it. */
+int pw_barrier(PwWorld *w, PwRole r, PwErr *err);
+
+/* Which path the collectives of role r take on this rank: "nccl" or "mpi". */
+const char *pw_collective_backend(const PwWorld *w, PwRole r);
+
+#endif

@@ -1,0 +1,130 @@
+/* pw_comm.h: the communication world of one rank: a communicator per role, the routing of a
+ * batch between roles of different data-parallel degrees, the watchdog, and the check macros. */
+#ifndef PW_COMM_H
+#define PW_COMM_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "pw_common.h"
+#include "pw_role.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Check macros: every MPI / CUDA / NCCL call goes through one. A failure names the file, the
+ * line and the call, then ends the whole job with MPI_Abort: a failed call must never turn into
+ * a rank that the others wait for forever. */
+
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 3, 4)))
+#endif
+void pw_comm_fatal(const char *file, int line, const char *fmt, ...);
+
+#define PW_MPI_CHECK(call)                                                                   \
+    do {                                                                                     \
+        int pw_mpi_rc_ = (call);                                                             \
+        if (pw_mpi_rc_ != MPI_SUCCESS) {                                                     \
+            char pw_mpi_s_[MPI_MAX_ERROR_STRING];                                            \
+            int pw_mpi_n_ = 0;                                                               \
+            MPI_Error_string(pw_mpi_rc_, pw_mpi_s_, &pw_mpi_n_);                             \
+            pw_comm_fatal(__FILE__, __LINE__, "MPI call %s failed: %s", #call, pw_mpi_s_);   \
+        }                                                                                    \
+    } while (0)
+
+#ifdef PW_HAVE_CUDA
+#include <cuda_runtime.h>
+#define PW_CUDA_CHECK(call)                                                                  \
+    do {                                                                                     \
+        cudaError_t pw_cu_rc_ = (call);                                                      \
+        if (pw_cu_rc_ != cudaSuccess)                                                        \
+            pw_comm_fatal(__FILE__, __LINE__, "CUDA call %s failed: %s", #call,              \
+                          cudaGetErrorString(pw_cu_rc_));                                    \
+    } while (0)
+#endif
+
+#ifdef PW_HAVE_NCCL
+#include <nccl.h>
+#define PW_NCCL_CHECK(call)                                                                  \
+    do {                                                                                     \
+        ncclResult_t pw_nc_rc_ = (call);                                                     \
+        if (pw_nc_rc_ != ncclSuccess)                                                        \
+            pw_comm_fatal(__FILE__, __LINE__, "NCCL call %s failed: %s", #call,              \
+                          ncclGetErrorString(pw_nc_rc_));                                    \
+    } while (0)
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * The world of one rank. */
+
+struct PwLocalMsg; /* a message between two roles of this same rank (message.c) */
+
+typedef struct PwWorld {
+    int rank, size;                       /* in the parent communicator */
+    MPI_Comm comm;                        /* private duplicate: our tags never meet the caller's */
+    PwRoleMap map;                        /* deep copy of the caller's map (ranks owned here) */
+    MPI_Comm role_comm[PW_ROLE_COUNT];    /* MPI_COMM_NULL where this rank lacks the role */
+    int role_rank[PW_ROLE_COUNT];         /* this rank's index inside each role, -1 if none */
+    double timeout_s;                     /* watchdog: longest wait before the job is aborted */
+    int mpi_cuda_aware;                   /* MPI takes device pointers: no staging needed */
+    struct PwLocalMsg *local_head, *local_tail; /* same-rank mailbox, in send order */
+    void *nccl[PW_ROLE_COUNT];            /* ncclComm_t per GPU role, made on first collective */
+    void *nccl_stream[PW_ROLE_COUNT];     /* cudaStream_t the collectives of that role run on */
+    void *pinned[4];                      /* freed pinned staging buffers kept for reuse: */
+    size_t pinned_bytes[4];               /* cudaMallocHost costs milliseconds per call */
+    char who[160];                        /* "rank 2 (critic[0]+reward[0])", for messages */
+} PwWorld;
+
+/* Builds the world from a role map: checks the map against the communicator, splits one
+ * communicator per role (collective over `parent`: every rank calls it, whatever its roles)
+ * and sets the watchdog timeout. Returns 0, or -1 with `err` naming what is wrong in the map. */
+int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double timeout_s, PwErr *err);
+/* Frees communicators and buffers; collective over the parent like init. */
+void pw_world_free(PwWorld *w);
+
+static inline int pw_world_has_role(const PwWorld *w, PwRole r) { return w->role_rank[r] >= 0; }
+/* World rank of rank `idx` of role r. */
+static inline int pw_world_rank_of(const PwWorld *w, PwRole r, int idx)
+{
+    return w->map.role[r].ranks[idx];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Routing (pure functions, no MPI). A global batch of `nrows` rows is block-distributed over
+ * the ranks of each role: part i of n holds rows [start, start + count), the first nrows % n
+ * parts one row more. A route is the intersection of a producer's block with a consumer's. */
+
+typedef struct PwBlock {
+    int64_t start, count;
+} PwBlock;
+
+typedef struct PwRoute {
+    int peer;       /* role-rank of the other side */
+    int64_t row0;   /* first global row of the slice */
+    int64_t nrows;  /* rows in the slice, > 0 */
+} PwRoute;
+
+PwBlock pw_block(int64_t nrows, int nparts, int part);
+/* Routes out of producer `prod` (of nprod) to the ncons consumers, in ascending row order.
+ * Writes at most `max` routes and returns how many there are (which may exceed max). */
+int pw_route_sends(int64_t nrows, int nprod, int prod, int ncons, PwRoute *out, int max);
+/* Routes into consumer `cons` (of ncons) from the nprod producers, in ascending row order:
+ * received one after the other they fill the consumer's block exactly. */
+int pw_route_recvs(int64_t nrows, int nprod, int ncons, int cons, PwRoute *out, int max);
+
+/* ---------------------------------------------------------------------------------------------
+ * Watchdog. Every wait of the runtime goes through pw_watchdog_wait: it polls the requests
+ * (spinning first, then yielding, then sleeping briefly so oversubscribed ranks share cores)
+ * and, past w->timeout_s, prints "<who> waited <t> s for <what>" and aborts the job. */
+
+typedef void (*PwDescribeFn)(const void *ctx, char *buf, size_t len);
+
+/* Waits for all n requests. `describe(ctx)` is called only on timeout, to say what was awaited
+ * and from whom. Request errors end the job through the MPI check. */
+void pw_watchdog_wait(PwWorld *w, int n, MPI_Request *reqs, PwDescribeFn describe, const void *ctx);
+/* Polls `ready(ctx)` (returns non-zero when done) under the same timeout and backoff: for
+ * waits that are not MPI requests, such as a CUDA stream running an NCCL collective. */
+void pw_watchdog_poll(PwWorld *w, int (*ready)(void *ctx), void *ctx, PwDescribeFn describe,
+                      const void *dctx);
+/* Seconds on a monotonic clock. */
+double pw_now(void);
+
+#endif

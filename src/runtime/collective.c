@@ -1,0 +1,300 @@
+/* collective.c: all-reduce, broadcast and barrier among the ranks of one role. NCCL for GPU
+ * tensors of GPU roles (when built), non-blocking MPI otherwise; both waits go to the watchdog. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_collective.h"
+
+/* What the watchdog prints when a collective never completes: usually a rank of the role that
+ * did not call it (crashed, or its schedule differs). */
+typedef struct CollCtx {
+    const PwWorld *w;
+    PwRole role;
+    const char *op;
+    const PwTensor *t;
+    const char *backend;
+} CollCtx;
+
+static void describe_coll(const void *vctx, char *buf, size_t len)
+{
+    const CollCtx *c = vctx;
+    const PwRoleRanks *rr = &c->w->map.role[c->role];
+    int n = snprintf(buf, len, "%s %s of role %s over world ranks [", c->backend, c->op,
+                     pw_role_name(c->role));
+    for (int i = 0; i < rr->nranks && n > 0 && (size_t)n < len; i++)
+        n += snprintf(buf + n, len - (size_t)n, "%s%d", i ? "," : "", rr->ranks[i]);
+    if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "]");
+    if (c->t && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " (%s, %lld elements); one of them has not joined",
+                 pw_dtype_name(c->t->dtype), (long long)pw_tensor_numel(c->t));
+    else if (n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "; one of them has not joined");
+}
+
+static int check_role(const PwWorld *w, PwRole r, PwErr *err)
+{
+    if (r < 0 || r >= PW_ROLE_COUNT) return pw_errf(err, "%s: role %d out of range", w->who, r);
+    if (w->role_rank[r] < 0)
+        return pw_errf(err, "%s does not hold role %s for a collective", w->who, pw_role_name(r));
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * NCCL path: compiled whenever NCCL is found; runs only for GPU tensors of GPU roles. */
+
+#ifdef PW_HAVE_NCCL
+static int use_nccl(const PwWorld *w, PwRole r, const PwTensor *t)
+{
+    return w->map.role[r].device == PW_DEVICE_CUDA && (!t || t->device == PW_DEVICE_CUDA);
+}
+
+/* Made on the first collective of the role, when every rank of the role is there anyway:
+ * rank 0 of the role makes the id, the role's MPI communicator carries it to the others. */
+static ncclComm_t nccl_comm(PwWorld *w, PwRole r)
+{
+    if (w->nccl[r]) return (ncclComm_t)w->nccl[r];
+    ncclUniqueId id;
+    if (w->role_rank[r] == 0) PW_NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_Request req;
+    PW_MPI_CHECK(MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->role_comm[r], &req));
+    CollCtx ctx = {w, r, "exchange of the NCCL id", NULL, "MPI"};
+    pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+    ncclComm_t comm;
+    PW_NCCL_CHECK(ncclCommInitRank(&comm, w->map.role[r].nranks, id, w->role_rank[r]));
+    cudaStream_t s;
+    PW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    w->nccl[r] = comm;
+    w->nccl_stream[r] = s;
+    return comm;
+}
+
+typedef struct StreamWait {
+    cudaStream_t s;
+    ncclComm_t comm;
+} StreamWait;
+
+static int stream_ready(void *vctx)
+{
+    StreamWait *sw = vctx;
+    ncclResult_t async = ncclSuccess;
+    PW_NCCL_CHECK(ncclCommGetAsyncError(sw->comm, &async));
+    PW_NCCL_CHECK(async);
+    cudaError_t e = cudaStreamQuery(sw->s);
+    if (e == cudaErrorNotReady) return 0;
+    PW_CUDA_CHECK(e);
+    return 1;
+}
+
+static int nccl_dtype(PwDtype t, ncclDataType_t *out)
+{
+    switch (t) {
+    case PW_DTYPE_F32: *out = ncclFloat32; return 0;
+    case PW_DTYPE_F64: *out = ncclFloat64; return 0;
+    case PW_DTYPE_BF16: *out = ncclBfloat16; return 0;
+    case PW_DTYPE_F16: *out = ncclFloat16; return 0;
+    case PW_DTYPE_I32: *out = ncclInt32; return 0;
+    case PW_DTYPE_I64: *out = ncclInt64; return 0;
+    case PW_DTYPE_U8: *out = ncclUint8; return 0;
+    default: return -1;
+    }
+}
+
+static void nccl_wait(PwWorld *w, PwRole r, CollCtx *ctx)
+{
+    StreamWait sw = {(cudaStream_t)w->nccl_stream[r], (ncclComm_t)w->nccl[r]};
+    pw_watchdog_poll(w, stream_ready, &sw, describe_coll, ctx);
+}
+#endif
+
+void pw_collective_release(PwWorld *w)
+{
+    for (int r = 0; r < PW_ROLE_COUNT; r++) {
+#ifdef PW_HAVE_NCCL
+        if (w->nccl[r]) PW_NCCL_CHECK(ncclCommDestroy((ncclComm_t)w->nccl[r]));
+        if (w->nccl_stream[r]) PW_CUDA_CHECK(cudaStreamDestroy((cudaStream_t)w->nccl_stream[r]));
+#endif
+        w->nccl[r] = NULL;
+        w->nccl_stream[r] = NULL;
+    }
+}
+
+const char *pw_collective_backend(const PwWorld *w, PwRole r)
+{
+#ifdef PW_HAVE_NCCL
+    if (r >= 0 && r < PW_ROLE_COUNT && w->map.role[r].device == PW_DEVICE_CUDA) return "nccl";
+#endif
+    (void)w;
+    (void)r;
+    return "mpi";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MPI path. GPU tensors (a GPU role built without NCCL) are copied through host memory. */
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+    return (uint16_t)(u >> 16);
+}
+
+static void *host_view(PwWorld *w, const PwTensor *t, size_t bytes)
+{
+#ifdef PW_HAVE_CUDA
+    if (t->device == PW_DEVICE_CUDA && !w->mpi_cuda_aware) {
+        void *h = malloc(bytes ? bytes : 1);
+        if (!h) pw_comm_fatal(__FILE__, __LINE__, "out of memory staging a collective");
+        if (bytes) PW_CUDA_CHECK(cudaMemcpy(h, t->data, bytes, cudaMemcpyDeviceToHost));
+        return h;
+    }
+#endif
+    (void)w;
+    (void)bytes;
+    return t->data;
+}
+
+static void host_view_done(const PwTensor *t, void *h, size_t bytes, int copy_back)
+{
+    if (h == t->data) return;
+#ifdef PW_HAVE_CUDA
+    if (copy_back && bytes) PW_CUDA_CHECK(cudaMemcpy(t->data, h, bytes, cudaMemcpyHostToDevice));
+#endif
+    (void)bytes;
+    (void)copy_back;
+    free(h);
+}
+
+/* MPI counts are ints: large buffers go in pieces, each a non-blocking collective. */
+static void mpi_allreduce(PwWorld *w, PwRole r, void *buf, int64_t count, MPI_Datatype dt,
+                          size_t esize, CollCtx *ctx)
+{
+    for (int64_t off = 0; off < count; off += INT_MAX) {
+        int64_t n = count - off < INT_MAX ? count - off : INT_MAX;
+        MPI_Request req;
+        PW_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + (size_t)off * esize, (int)n, dt,
+                                    MPI_SUM, w->role_comm[r], &req));
+        pw_watchdog_wait(w, 1, &req, describe_coll, ctx);
+    }
+}
+
+int pw_allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
+{
+    if (check_role(w, r, err)) return -1;
+    int floating = t->dtype == PW_DTYPE_F32 || t->dtype == PW_DTYPE_F64 ||
+                   t->dtype == PW_DTYPE_BF16 || t->dtype == PW_DTYPE_F16;
+    if (op == PW_REDUCE_MEAN && !floating)
+        return pw_errf(err, "%s: all-reduce mean of %s is not defined (floating dtypes only)",
+                       w->who, pw_dtype_name(t->dtype));
+    int64_t count = pw_tensor_numel(t);
+    int nranks = w->map.role[r].nranks;
+    CollCtx ctx = {w, r, op == PW_REDUCE_MEAN ? "all-reduce (mean)" : "all-reduce (sum)", t, ""};
+
+#ifdef PW_HAVE_NCCL
+    if (use_nccl(w, r, t)) {
+        ncclDataType_t dt;
+        if (nccl_dtype(t->dtype, &dt))
+            return pw_errf(err, "%s: NCCL all-reduce of %s", w->who, pw_dtype_name(t->dtype));
+        ncclComm_t comm = nccl_comm(w, r);
+        ctx.backend = "NCCL";
+        PW_NCCL_CHECK(ncclAllReduce(t->data, t->data, (size_t)count, dt,
+                                    op == PW_REDUCE_MEAN ? ncclAvg : ncclSum, comm,
+                                    (cudaStream_t)w->nccl_stream[r]));
+        nccl_wait(w, r, &ctx);
+        return 0;
+    }
+#endif
+    ctx.backend = "MPI";
+    MPI_Datatype dt;
+    switch (t->dtype) {
+    case PW_DTYPE_F32: dt = MPI_FLOAT; break;
+    case PW_DTYPE_F64: dt = MPI_DOUBLE; break;
+    case PW_DTYPE_I32: dt = MPI_INT32_T; break;
+    case PW_DTYPE_I64: dt = MPI_INT64_T; break;
+    case PW_DTYPE_BF16: dt = MPI_FLOAT; break; /* MPI has no bf16: summed in f32 */
+    default:
+        return pw_errf(err, "%s: MPI all-reduce of %s is not supported (f32, f64, bf16, i32, "
+                       "i64)", w->who, pw_dtype_name(t->dtype));
+    }
+    size_t bytes = pw_tensor_bytes(t);
+    void *h = host_view(w, t, bytes);
+    if (t->dtype == PW_DTYPE_BF16) {
+        float *f = malloc((size_t)(count ? count : 1) * sizeof *f);
+        if (!f) pw_comm_fatal(__FILE__, __LINE__, "out of memory for a bf16 all-reduce");
+        uint16_t *b = h;
+        for (int64_t i = 0; i < count; i++) f[i] = bf16_to_f32(b[i]);
+        mpi_allreduce(w, r, f, count, MPI_FLOAT, sizeof *f, &ctx);
+        float scale = op == PW_REDUCE_MEAN ? 1.0f / (float)nranks : 1.0f;
+        for (int64_t i = 0; i < count; i++) b[i] = f32_to_bf16(f[i] * scale);
+        free(f);
+    } else {
+        mpi_allreduce(w, r, h, count, dt, pw_dtype_size(t->dtype), &ctx);
+        if (op == PW_REDUCE_MEAN && t->dtype == PW_DTYPE_F32) {
+            float *f = h, s = 1.0f / (float)nranks;
+            for (int64_t i = 0; i < count; i++) f[i] *= s;
+        } else if (op == PW_REDUCE_MEAN) { /* f64; f16 was refused above */
+            double *d = h, s = 1.0 / (double)nranks;
+            for (int64_t i = 0; i < count; i++) d[i] *= s;
+        }
+    }
+    host_view_done(t, h, bytes, 1);
+    return 0;
+}
+
+int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
+{
+    if (check_role(w, r, err)) return -1;
+    int nranks = w->map.role[r].nranks;
+    if (root < 0 || root >= nranks)
+        return pw_errf(err, "%s: broadcast root %d is not a rank of role %s (%d ranks)", w->who,
+                       root, pw_role_name(r), nranks);
+    size_t bytes = pw_tensor_bytes(t);
+    CollCtx ctx = {w, r, "broadcast", t, "MPI"};
+#ifdef PW_HAVE_NCCL
+    if (use_nccl(w, r, t)) {
+        ncclComm_t comm = nccl_comm(w, r);
+        ctx.backend = "NCCL";
+        PW_NCCL_CHECK(ncclBroadcast(t->data, t->data, bytes, ncclUint8, root, comm,
+                                    (cudaStream_t)w->nccl_stream[r]));
+        nccl_wait(w, r, &ctx);
+        return 0;
+    }
+#endif
+    void *h = host_view(w, t, bytes);
+    for (size_t off = 0; off < bytes || (off == 0 && bytes == 0); off += INT_MAX) {
+        size_t n = bytes - off < (size_t)INT_MAX ? bytes - off : (size_t)INT_MAX;
+        MPI_Request req;
+        PW_MPI_CHECK(MPI_Ibcast((char *)h + off, (int)n, MPI_BYTE, root, w->role_comm[r], &req));
+        pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+        if (bytes == 0) break;
+    }
+    host_view_done(t, h, bytes, w->role_rank[r] != root);
+    return 0;
+}
+
+int pw_barrier(PwWorld *w, PwRole r, PwErr *err)
+{
+    if (check_role(w, r, err)) return -1;
+    CollCtx ctx = {w, r, "barrier", NULL, "MPI"};
+#ifdef PW_HAVE_NCCL
+    /* NCCL has no barrier: drain the role's stream, then meet on MPI, so that work queued
+     * before the barrier is finished on every rank once it returns. */
+    if (w->nccl[r]) nccl_wait(w, r, &ctx);
+#endif
+    MPI_Request req;
+    PW_MPI_CHECK(MPI_Ibarrier(w->role_comm[r], &req));
+    pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+    return 0;
+}

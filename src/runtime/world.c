@@ -1,0 +1,137 @@
+/* world.c: the communication world of a rank: checks the role map, splits one communicator per
+ * role, and owns the fatal-error path that every check macro of the runtime ends in. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_comm.h"
+#include "pw_message.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+void pw_comm_fatal(const char *file, int line, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int init = 0, fin = 0, rank = -1;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* One write with the whole line so that lines of several ranks do not interleave. */
+    fprintf(stderr, "[ppo_world] rank %d: %s:%d: %s\n", rank, file, line, msg);
+    fflush(stderr);
+    if (init && !fin) MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+/* The map must describe exactly this communicator, or routes would name ranks that do not
+ * exist; placement files are checked upstream, maps built in code are checked here. */
+static int check_map(const PwRoleMap *m, int size, PwErr *err)
+{
+    if (m->world_size != size)
+        return pw_errf(err, "role map is for %d ranks but the job has %d", m->world_size, size);
+    for (int r = 0; r < PW_ROLE_COUNT; r++) {
+        const PwRoleRanks *rr = &m->role[r];
+        if (rr->nranks < 0 || rr->nranks > size)
+            return pw_errf(err, "role %s: %d ranks in a job of %d", pw_role_name(r), rr->nranks,
+                           size);
+        for (int i = 0; i < rr->nranks; i++) {
+            if (rr->ranks[i] < 0 || rr->ranks[i] >= size)
+                return pw_errf(err, "role %s: rank %d is outside 0..%d", pw_role_name(r),
+                               rr->ranks[i], size - 1);
+            if (i > 0 && rr->ranks[i] <= rr->ranks[i - 1])
+                return pw_errf(err, "role %s: ranks must ascend without repeats (%d after %d)",
+                               pw_role_name(r), rr->ranks[i], rr->ranks[i - 1]);
+        }
+    }
+    return 0;
+}
+
+static int query_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support();
+#else
+    /* The library was not built for device pointers (Debian's Open MPI 4.1): stage via host. */
+    return 0;
+#endif
+}
+
+int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double timeout_s, PwErr *err)
+{
+    memset(w, 0, sizeof *w);
+    w->comm = MPI_COMM_NULL; /* not a zero bit pattern in every MPI */
+    for (int r = 0; r < PW_ROLE_COUNT; r++) w->role_comm[r] = MPI_COMM_NULL;
+    PW_MPI_CHECK(MPI_Comm_rank(parent, &w->rank));
+    PW_MPI_CHECK(MPI_Comm_size(parent, &w->size));
+    if (check_map(map, w->size, err)) return -1;
+    if (!(timeout_s > 0)) return pw_errf(err, "watchdog timeout must be > 0 s, got %g", timeout_s);
+    w->timeout_s = timeout_s;
+
+    w->map.world_size = map->world_size;
+    for (int r = 0; r < PW_ROLE_COUNT; r++) {
+        const PwRoleRanks *src = &map->role[r];
+        PwRoleRanks *dst = &w->map.role[r];
+        dst->nranks = src->nranks;
+        dst->device = src->device;
+        dst->ranks = malloc((size_t)(src->nranks > 0 ? src->nranks : 1) * sizeof(int));
+        if (!dst->ranks) pw_comm_fatal(__FILE__, __LINE__, "out of memory for the role map");
+        if (src->nranks > 0) memcpy(dst->ranks, src->ranks, (size_t)src->nranks * sizeof(int));
+        w->role_rank[r] = pw_role_index(&w->map, (PwRole)r, w->rank);
+    }
+
+    /* A private duplicate keeps our tags apart from anything else on the parent, and errors
+     * return to the check macros (which abort with a message) instead of the default handler. */
+    PW_MPI_CHECK(MPI_Comm_dup(parent, &w->comm));
+    PW_MPI_CHECK(MPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN));
+    for (int r = 0; r < PW_ROLE_COUNT; r++) {
+        /* Every rank joins every split (collective), those outside the role with MPI_UNDEFINED;
+         * the key keeps role-rank order equal to world-rank order, as the map promises. */
+        int color = w->role_rank[r] >= 0 ? r : MPI_UNDEFINED;
+        PW_MPI_CHECK(MPI_Comm_split(w->comm, color, w->rank, &w->role_comm[r]));
+        if (w->role_comm[r] != MPI_COMM_NULL) {
+            PW_MPI_CHECK(MPI_Comm_set_errhandler(w->role_comm[r], MPI_ERRORS_RETURN));
+            int rr = -1;
+            PW_MPI_CHECK(MPI_Comm_rank(w->role_comm[r], &rr));
+            if (rr != w->role_rank[r])
+                pw_comm_fatal(__FILE__, __LINE__, "role %s: communicator rank %d != map index %d",
+                              pw_role_name(r), rr, w->role_rank[r]);
+        }
+    }
+    w->mpi_cuda_aware = query_cuda_aware();
+
+    int n = snprintf(w->who, sizeof w->who, "rank %d (", w->rank);
+    int any = 0;
+    for (int r = 0; r < PW_ROLE_COUNT && n < (int)sizeof w->who; r++) {
+        if (w->role_rank[r] < 0) continue;
+        n += snprintf(w->who + n, sizeof w->who - (size_t)n, "%s%s[%d]", any ? "+" : "",
+                      pw_role_name(r), w->role_rank[r]);
+        any = 1;
+    }
+    if (n < (int)sizeof w->who)
+        snprintf(w->who + n, sizeof w->who - (size_t)n, "%s)", any ? "" : "no role");
+    return 0;
+}
+
+/* Defined with the code that made them: the same-rank mailbox and pinned buffers (message.c),
+ * NCCL communicators (collective.c). */
+void pw_message_release(PwWorld *w);
+void pw_collective_release(PwWorld *w);
+
+void pw_world_free(PwWorld *w)
+{
+    pw_message_release(w);
+    pw_collective_release(w);
+    for (int r = 0; r < PW_ROLE_COUNT; r++) {
+        if (w->role_comm[r] != MPI_COMM_NULL) PW_MPI_CHECK(MPI_Comm_free(&w->role_comm[r]));
+        free(w->map.role[r].ranks);
+        w->map.role[r].ranks = NULL;
+    }
+    if (w->comm != MPI_COMM_NULL) PW_MPI_CHECK(MPI_Comm_free(&w->comm));
+}

@@ -1,0 +1,131 @@
+/* test_collective.c: all-reduce (sum, mean), broadcast and barrier inside roles over MPI: results
+ * equal the serial sum over the role's ranks, for roles that span all, some or one rank. */
+#include <stdlib.h>
+
+#include "comm_test.h"
+#include "pw_collective.h"
+
+enum { N = 1000 };
+
+/* Rank-dependent values that are exact in every dtype tested, so sums compare exactly. */
+static double value(int role_rank, int i) { return (double)((role_rank * 37 + i * 11) % 101) - 50.0; }
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (uint16_t)(u >> 16); /* exact for the small integers used here */
+}
+static double from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void set(void *p, PwDtype dt, int i, double v)
+{
+    switch (dt) {
+    case PW_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+    case PW_DTYPE_F64: ((double *)p)[i] = v; break;
+    case PW_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case PW_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case PW_DTYPE_BF16: ((uint16_t *)p)[i] = to_bf16((float)v); break;
+    default: break;
+    }
+}
+static double get(const void *p, PwDtype dt, int i)
+{
+    switch (dt) {
+    case PW_DTYPE_F32: return ((const float *)p)[i];
+    case PW_DTYPE_F64: return ((const double *)p)[i];
+    case PW_DTYPE_I32: return ((const int32_t *)p)[i];
+    case PW_DTYPE_I64: return (double)((const int64_t *)p)[i];
+    case PW_DTYPE_BF16: return from_bf16(((const uint16_t *)p)[i]);
+    default: return 0;
+    }
+}
+
+static void check_role(PwWorld *w, PwRole r)
+{
+    if (!pw_world_has_role(w, r)) return;
+    int me = w->role_rank[r], n = w->map.role[r].nranks;
+    CHECK(strcmp(pw_collective_backend(w, r), "mpi") == 0, "CPU role not on MPI");
+    static const PwDtype dts[] = {PW_DTYPE_F32, PW_DTYPE_F64, PW_DTYPE_I32, PW_DTYPE_I64,
+                                  PW_DTYPE_BF16};
+    double *expect = malloc(N * sizeof *expect);
+    double buf[N];
+    int64_t shape[2] = {N / 10, 10};
+    PwErr err;
+    for (size_t k = 0; k < PW_ARRAY_LEN(dts); k++)
+        for (int op = 0; op < 2; op++) {
+            PwDtype dt = dts[k];
+            int floating = dt == PW_DTYPE_F32 || dt == PW_DTYPE_F64 || dt == PW_DTYPE_BF16;
+            PwTensor t = pw_tensor_host(buf, dt, 2, shape);
+            for (int i = 0; i < N; i++) {
+                set(buf, dt, i, value(me, i));
+                expect[i] = 0;
+                for (int q = 0; q < n; q++) expect[i] += value(q, i); /* serial sum */
+                if (op == PW_REDUCE_MEAN) expect[i] /= n;
+            }
+            int rc = pw_allreduce(w, r, &t, (PwReduceOp)op, &err);
+            if (op == PW_REDUCE_MEAN && !floating) {
+                CHECK(rc == -1 && strstr(err.msg, "not defined"), "int mean: '%s'", err.msg);
+                continue;
+            }
+            CHECK(rc == 0, "%s %s: %s", pw_role_name(r), pw_dtype_name(dt), err.msg);
+            double tol = dt == PW_DTYPE_BF16 ? 1e-2 : (dt == PW_DTYPE_F32 ? 1e-6 : 1e-12);
+            int bad = 0;
+            for (int i = 0; i < N; i++) {
+                double g = get(buf, dt, i);
+                bad += !(fabs(g - expect[i]) <= tol * fmax(1.0, fabs(expect[i])));
+            }
+            CHECK(bad == 0, "role %s (%d ranks) %s %s: %d of %d wrong", pw_role_name(r), n,
+                  op ? "mean" : "sum", pw_dtype_name(dt), bad, N);
+        }
+    /* a dtype MPI cannot add */
+    PwTensor t16 = pw_tensor_host(buf, PW_DTYPE_F16, 2, shape);
+    CHECK(pw_allreduce(w, r, &t16, PW_REDUCE_SUM, &err) == -1 && strstr(err.msg, "f16"),
+          "f16 sum: '%s'", err.msg);
+
+    /* broadcast from the last rank of the role, every byte */
+    unsigned char bytes[3001];
+    int64_t bl[1] = {sizeof bytes};
+    if (me == n - 1) tfill(bytes, sizeof bytes, 42 + (uint64_t)r);
+    else memset(bytes, 0, sizeof bytes);
+    PwTensor tb = pw_tensor_host(bytes, PW_DTYPE_U8, 1, bl);
+    CHECK(pw_broadcast(w, r, &tb, n - 1, &err) == 0, "broadcast: %s", err.msg);
+    CHECK(tverify(bytes, sizeof bytes, 42 + (uint64_t)r) < 0, "role %s: broadcast corrupted",
+          pw_role_name(r));
+    CHECK(pw_broadcast(w, r, &tb, n, &err) == -1 && strstr(err.msg, "root"), "bad root: '%s'",
+          err.msg);
+    CHECK(pw_barrier(w, r, &err) == 0, "barrier: %s", err.msg);
+    free(expect);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* actor: every rank; critic: the even ranks; reward: the last rank alone */
+    TestMap t;
+    tmap_init(&t, size);
+    tmap_range(&t, PW_ROLE_ACTOR, 0, size);
+    int even[64], ne = 0;
+    for (int r = 0; r < size; r += 2) even[ne++] = r;
+    tmap_list(&t, PW_ROLE_CRITIC, ne, even);
+    tmap_range(&t, PW_ROLE_REWARD, size - 1, 1);
+    PwWorld w;
+    tworld(&w, &t, 30.0);
+    check_role(&w, PW_ROLE_ACTOR);
+    check_role(&w, PW_ROLE_CRITIC);
+    check_role(&w, PW_ROLE_REWARD);
+    PwErr err;
+    CHECK(pw_world_has_role(&w, PW_ROLE_GENERATOR) == 0 &&
+              pw_barrier(&w, PW_ROLE_GENERATOR, &err) == -1 && strstr(err.msg, "does not hold"),
+          "collective of a role not held: '%s'", err.msg);
+    pw_world_free(&w);
+    return tdone("test_collective");
+}

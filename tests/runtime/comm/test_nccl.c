@@ -1,0 +1,69 @@
+/* test_nccl.c: the NCCL path of the collectives, for a GPU role: all-reduce and broadcast of
+ * device tensors against the serial result. Skips (77) where NCCL or enough GPUs are missing. */
+#include <stdlib.h>
+
+#include "comm_test.h"
+#include "pw_collective.h"
+#include "pw_device.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int size, rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#ifndef PW_HAVE_NCCL
+    MPI_Finalize();
+    return PW_SKIP_CODE;
+#else
+    /* NCCL refuses two ranks on one GPU: one GPU per rank or skip. */
+    if (pw_device_count() < size) {
+        if (rank == 0) printf("test_nccl: %d GPU(s) for %d ranks: skipped\n", pw_device_count(), size);
+        MPI_Finalize();
+        return PW_SKIP_CODE;
+    }
+    PW_CUDA_CHECK(cudaSetDevice(rank));
+    TestMap t;
+    tmap_init(&t, size);
+    tmap_range(&t, PW_ROLE_ACTOR, 0, size);
+    t.map.role[PW_ROLE_ACTOR].device = PW_DEVICE_CUDA;
+    PwWorld w;
+    tworld(&w, &t, 60.0);
+    CHECK(strcmp(pw_collective_backend(&w, PW_ROLE_ACTOR), "nccl") == 0, "GPU role not on NCCL");
+    enum { N = 4096 };
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)((rank * 7 + i) % 13);
+    float *dev = NULL;
+    PW_CUDA_CHECK(cudaMalloc((void **)&dev, sizeof host));
+    PW_CUDA_CHECK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
+    int64_t shape[1] = {N};
+    PwTensor tt = pw_tensor_host(dev, PW_DTYPE_F32, 1, shape);
+    tt.device = PW_DEVICE_CUDA;
+    PwErr err;
+    for (int op = 0; op < 2; op++) {
+        PW_CUDA_CHECK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
+        CHECK(pw_allreduce(&w, PW_ROLE_ACTOR, &tt, (PwReduceOp)op, &err) == 0, "%s", err.msg);
+        float got[N];
+        PW_CUDA_CHECK(cudaMemcpy(got, dev, sizeof got, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            double e = 0;
+            for (int q = 0; q < size; q++) e += (q * 7 + i) % 13;
+            if (op == PW_REDUCE_MEAN) e /= size;
+            bad += fabs(got[i] - e) > 1e-5 * fmax(1, fabs(e));
+        }
+        CHECK(bad == 0, "NCCL all-reduce %s: %d wrong", op ? "mean" : "sum", bad);
+    }
+    if (rank == 0) for (int i = 0; i < N; i++) host[i] = (float)i;
+    PW_CUDA_CHECK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
+    CHECK(pw_broadcast(&w, PW_ROLE_ACTOR, &tt, 0, &err) == 0, "%s", err.msg);
+    PW_CUDA_CHECK(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += host[i] != (float)i;
+    CHECK(bad == 0, "NCCL broadcast: %d wrong", bad);
+    CHECK(pw_barrier(&w, PW_ROLE_ACTOR, &err) == 0, "%s", err.msg);
+    PW_CUDA_CHECK(cudaFree(dev));
+    pw_world_free(&w);
+    return tdone("test_nccl");
+#endif
+}

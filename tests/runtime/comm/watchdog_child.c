@@ -1,0 +1,68 @@
+/* watchdog_child.c: jobs that must not hang, run by test_watchdog.sh, which checks how each ends.
+ * Usage: watchdog_child MODE TIMEOUT_S. Every mode leaves some rank waiting for what never comes. */
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "comm_test.h"
+#include "pw_collective.h"
+#include "pw_message.h"
+
+static void idle_forever(void)
+{
+    for (;;) sleep(1); /* ended by the other rank's abort */
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies TIMEOUT_S\n", argv[0]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *mode = argv[1];
+    double timeout = atof(argv[2]);
+    int size, rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* reference on rank 0, actor on rank 1 (alone: both on rank 0), every rank in critic */
+    TestMap t;
+    tmap_init(&t, size);
+    tmap_range(&t, PW_ROLE_REFERENCE, 0, 1);
+    tmap_range(&t, PW_ROLE_ACTOR, size > 1 ? 1 : 0, 1);
+    tmap_range(&t, PW_ROLE_CRITIC, 0, size);
+    PwWorld w;
+    tworld(&w, &t, timeout);
+    float buf[16] = {0};
+    int64_t shape[2] = {4, 4};
+    PwTensor tt = pw_tensor_host(buf, PW_DTYPE_F32, 2, shape);
+
+    if (!strcmp(mode, "nosend") || !strcmp(mode, "wrongkind") || !strcmp(mode, "mismatch")) {
+        /* the reference owes the actor 'logp_ref' step 7 */
+        if (pw_world_has_role(&w, PW_ROLE_REFERENCE)) {
+            if (!strcmp(mode, "wrongkind"))
+                pw_send(&w, PW_ROLE_REFERENCE, PW_ROLE_ACTOR, 0, PW_MSG_SCORES, 7, &tt);
+            if (!strcmp(mode, "mismatch"))
+                pw_send(&w, PW_ROLE_REFERENCE, PW_ROLE_ACTOR, 0, PW_MSG_LOGP_REF, 6, &tt);
+        }
+        if (pw_world_has_role(&w, PW_ROLE_ACTOR))
+            pw_recv(&w, PW_ROLE_ACTOR, PW_ROLE_REFERENCE, 0, PW_MSG_LOGP_REF, 7, &tt);
+        idle_forever();
+    }
+    if (!strcmp(mode, "collective")) {
+        /* the last rank never joins the critic's all-reduce */
+        PwErr err;
+        if (rank != size - 1) pw_allreduce(&w, PW_ROLE_CRITIC, &tt, PW_REDUCE_SUM, &err);
+        idle_forever();
+    }
+    if (!strcmp(mode, "dies")) {
+        /* the reference crashes before sending; the actor must not wait out its timeout */
+        if (rank == 0 && size > 1) raise(SIGKILL);
+        if (pw_world_has_role(&w, PW_ROLE_ACTOR))
+            pw_recv(&w, PW_ROLE_ACTOR, PW_ROLE_REFERENCE, 0, PW_MSG_LOGP_REF, 7, &tt);
+        idle_forever();
+    }
+    fprintf(stderr, "unknown mode %s\n", mode);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return 2;
+}
