@@ -237,6 +237,7 @@ static int parse_header(PwSafetensors *st, const char *hdr, size_t hlen, size_t 
                         const unsigned char *data, PwErr *err)
 {
     json_error_t je;
+    size_t cnt = 0;
     json_t *root = json_loadb(hdr, hlen, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return pw_errf(err, "%s: header is not valid JSON: %s (line %d, column %d)", st->path,
@@ -247,7 +248,7 @@ static int parse_header(PwSafetensors *st, const char *hdr, size_t hlen, size_t 
         pw_errf(err, "%s: header is not a JSON object", st->path);
         goto done;
     }
-    size_t cnt = json_object_size(root);
+    cnt = json_object_size(root);
     s = calloc(cnt + 1, sizeof *s);
     if (!s) {
         pw_errf(err, "%s: out of memory for %zu header entries", st->path, cnt);
