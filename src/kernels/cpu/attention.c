@@ -33,18 +33,19 @@ static void softmax_row(float *row, const int *mrow, int lo, int t, int T, int r
         return;
     }
     for (int s = 0; s < lo; s++) row[s] = 0.0f;
+    /* padding keys become -inf first, so the loops below carry no condition and vectorise */
+    if (mrow) {
+#pragma omp simd
+        for (int s = lo; s <= t; s++) row[s] = mrow[s] ? row[s] : -INFINITY;
+    }
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
-    for (int s = lo; s <= t; s++) {
-        float x = (!mrow || mrow[s]) ? row[s] : -INFINITY;
-        m = x > m ? x : m;
-    }
+    for (int s = lo; s <= t; s++) m = row[s] > m ? row[s] : m;
     float z = 0.0f;
 #pragma omp simd reduction(+ : z)
     for (int s = lo; s <= t; s++) {
-        float e = (!mrow || mrow[s]) ? pw_vexpf(row[s] - m) : 0.0f;
-        row[s] = e;
-        z += e;
+        row[s] = pw_vexpf(row[s] - m);
+        z += row[s];
     }
     float inv = 1.0f / z; /* z >= 1: the query itself is real and holds the max or more */
 #pragma omp simd
