@@ -64,6 +64,7 @@ typedef struct PwWorld {
     MPI_Comm role_comm[PW_ROLE_COUNT];    /* MPI_COMM_NULL where this rank lacks the role */
     int role_rank[PW_ROLE_COUNT];         /* this rank's index inside each role, -1 if none */
     double timeout_s;                     /* watchdog: longest wait before the job is aborted */
+    double spin_s;                        /* a wait spins this long before it yields the core */
     int mpi_cuda_aware;                   /* MPI takes device pointers: no staging needed */
     struct PwLocalMsg *local_head, *local_tail; /* same-rank mailbox, in send order */
     void *nccl[PW_ROLE_COUNT];            /* ncclComm_t per GPU role, made on first collective */

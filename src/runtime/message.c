@@ -467,8 +467,13 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
     }
 
     /* Remote: headers first, so a mismatch is reported before its payload is trusted. */
-    MPI_Request *mpi = malloc((size_t)(3 * n + 1) * sizeof *mpi);
-    int *owner = malloc((size_t)(3 * n + 1) * sizeof *owner);
+    /* The common case (a message or two) keeps its request lists on the stack: small
+     * messages are bound by per-message overhead. */
+    MPI_Request mpi_small[12];
+    int owner_small[12];
+    int heap = 3 * n + 1 > 12;
+    MPI_Request *mpi = heap ? malloc((size_t)(3 * n + 1) * sizeof *mpi) : mpi_small;
+    int *owner = heap ? malloc((size_t)(3 * n + 1) * sizeof *owner) : owner_small;
     if (!mpi || !owner) pw_comm_fatal(__FILE__, __LINE__, "out of memory waiting for messages");
     WaitCtx ctx = {w, reqs, mpi, owner, 0};
     for (int i = 0; i < n; i++) {
@@ -503,8 +508,10 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
         reqs[i].req[1] = reqs[i].req[2] = MPI_REQUEST_NULL;
         finish_request(w, &reqs[i]);
     }
-    free(mpi);
-    free(owner);
+    if (heap) {
+        free(mpi);
+        free(owner);
+    }
     return rc;
 }
 

@@ -17,18 +17,17 @@ double pw_now(void)
  * transfers moving at full speed), yield while waits are short (lets an oversubscribed peer on
  * the same core run), sleep briefly once a wait is clearly long (a peer busy computing). Any
  * progress resets the backoff, so a transfer that starts after a long wait runs at full speed. */
-#define PW_SPIN_S 50e-6
 #define PW_YIELD_S 0.5
 #define PW_SLEEP_NS 100000L
 
 typedef struct Backoff {
-    double start, phase_start;
+    double start, phase_start, spin_s;
 } Backoff;
 
 static void backoff_step(Backoff *b, double now)
 {
     double idle = now - b->phase_start;
-    if (idle < PW_SPIN_S) return;
+    if (idle < b->spin_s) return;
     if (idle < PW_YIELD_S) {
         sched_yield();
         return;
@@ -54,7 +53,7 @@ void pw_watchdog_wait(PwWorld *w, int n, MPI_Request *reqs, PwDescribeFn describ
     PW_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
     if (done) return;
     double t0 = pw_now();
-    Backoff b = {t0, t0};
+    Backoff b = {t0, t0, w->spin_s};
     int remaining = 0;
     for (int i = 0; i < n; i++) remaining += reqs[i] != MPI_REQUEST_NULL;
     for (;;) {
@@ -83,7 +82,7 @@ void pw_watchdog_poll(PwWorld *w, int (*ready)(void *ctx), void *ctx, PwDescribe
 {
     if (ready(ctx)) return;
     double t0 = pw_now();
-    Backoff b = {t0, t0};
+    Backoff b = {t0, t0, w->spin_s};
     for (;;) {
         if (ready(ctx)) return;
         double now = pw_now();
