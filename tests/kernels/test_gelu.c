@@ -3,15 +3,17 @@
 #include "kref.h"
 #include "pw_kernels.h"
 
+#define PI 3.14159265358979323846 /* M_PI is not C11 */
+
 static double ref_gelu(double x)
 {
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / PI) * (x + 0.044715 * x * x * x)));
 }
 
 /* the derivative written out independently of the kernel's grouping */
 static double ref_dgelu(double x)
 {
-    double k = sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x), th = tanh(u);
+    double k = sqrt(2.0 / PI), u = k * (x + 0.044715 * x * x * x), th = tanh(u);
     double sech2 = 1.0 / (cosh(u) * cosh(u));
     return 0.5 * (1.0 + th) + 0.5 * x * sech2 * k * (1.0 + 3.0 * 0.044715 * x * x);
 }
