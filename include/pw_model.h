@@ -148,9 +148,10 @@ int pw_gpt2_forward(PwGPT2 *m, const int *inp, const int *mask, const int *targe
 int pw_gpt2_zero_grad(PwGPT2 *m);
 /* Backward of a loss given its gradients w.r.t. the forward outputs of the last forward:
  * dlogp (B,T), dentropy (B,T), dvalue (B,T), dscore (B); NULL = zero. ACCUMULATES into grads.
- * Uses acts.logits as scratch when dlogp or dentropy is given. */
-void pw_gpt2_backward(PwGPT2 *m, const float *dlogp, const float *dentropy, const float *dvalue,
-                      const float *dscore);
+ * Uses acts.logits as scratch when dlogp or dentropy is given. -1 if no forward came first or
+ * the gradient buffer cannot be allocated. */
+int pw_gpt2_backward(PwGPT2 *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                     const float *dscore);
 
 /* ---- the weighted LM loss, loss = -sum_{b,t} w[b,t] logp[b,t] (SFT, the fixture test) */
 /* targets[b,t] = inp[b,t+1] where mask[b,t] and mask[b,t+1] are real, else -1 (last column -1):
@@ -161,7 +162,7 @@ void pw_gpt2_next_token_targets(int *targets, const int *inp, const int *mask, i
 int pw_gpt2_mean_weights(float *w, const int *targets, int N);
 /* Loss of the last forward; NaN if the model has no LM head or forward had no targets. */
 double pw_gpt2_lm_loss(const PwGPT2 *m, const float *w);
-/* loss and backward in one call (dlogp = -w); returns the loss. */
+/* loss and backward in one call (dlogp = -w); returns the loss (NaN on failure). */
 double pw_gpt2_lm_loss_backward(PwGPT2 *m, const float *w);
 
 /* ---- optimiser */

@@ -394,10 +394,11 @@ int pw_gpt2_zero_grad(PwGPT2 *m)
 
 static void zero(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
 
-void pw_gpt2_backward(PwGPT2 *m, const float *dlogp, const float *dentropy, const float *dvalue,
-                      const float *dscore)
+int pw_gpt2_backward(PwGPT2 *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                     const float *dscore)
 {
-    if (!m->grads_memory && pw_gpt2_zero_grad(m)) abort(); /* no memory: nothing sane to do */
+    if (m->B == 0) return -1;
+    if (!m->grads_memory && pw_gpt2_zero_grad(m)) return -1;
     const PwGPT2Config *cfg = &m->config;
     const int L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
     const int B = m->B, T = m->T, BT = B * T;
@@ -471,6 +472,7 @@ void pw_gpt2_backward(PwGPT2 *m, const float *dlogp, const float *dentropy, cons
                               p->ln1w + l * C, ln1_mean, ln1_rstd, BT, C);
     }
     pw_encoder_backward(g->wte, g->wpe, dres, m->inputs, m->pos, B, T, C);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -512,9 +514,9 @@ double pw_gpt2_lm_loss_backward(PwGPT2 *m, const float *w)
     float *dlogp = malloc((size_t)N * sizeof(float));
     if (!dlogp) return NAN;
     for (int i = 0; i < N; i++) dlogp[i] = -w[i];
-    pw_gpt2_backward(m, dlogp, NULL, NULL, NULL);
+    int rc = pw_gpt2_backward(m, dlogp, NULL, NULL, NULL);
     free(dlogp);
-    return loss;
+    return rc ? NAN : loss;
 }
 
 /* ------------------------------------------------------------------------------------------ */
