@@ -28,6 +28,9 @@ int pw_topo_load(PwTopo **t, PwErr *err);
 void pw_topo_free(PwTopo *t);
 int pw_topo_ncores(const PwTopo *t);
 int pw_topo_ngpus(const PwTopo *t);
+/* 0 when hwloc read the machine from HWLOC_XMLFILE or HWLOC_SYNTHETIC: planning for another
+ * machine, whose GPUs are the PCI GPUs in that description. */
+int pw_topo_is_this_system(const PwTopo *t);
 
 /* Decide the cores, NUMA nodes, threads and GPU of local rank `local_rank` out of `local_size`
  * ranks on this node. Ranks are spread in hwloc's topology order, so consecutive local ranks

@@ -71,6 +71,11 @@ int pw_topo_ngpus(const PwTopo *t)
     return t->ngpus;
 }
 
+int pw_topo_is_this_system(const PwTopo *t)
+{
+    return hwloc_topology_is_thissystem(t->topo);
+}
+
 /* Contiguous blocks in topology order: rank i of n gets items [i*m/n, (i+1)*m/n). */
 static int block_lo(int i, int n, int m)
 {
@@ -196,14 +201,22 @@ int pw_binding_apply(PwTopo *t, const PwBinding *b, PwErr *err)
     if (b->policy != PW_BIND_NONE) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();
         HWLOC_ALLOC_CHECK(set, err);
-        int rc = hwloc_bitmap_list_sscanf(set, b->cpus);
+        hwloc_bitmap_t got = hwloc_bitmap_alloc();
+        int rc = got ? hwloc_bitmap_list_sscanf(set, b->cpus) : -1;
         /* PROCESS, not THREAD: the BLAS pool and MPI's progress threads already exist and
-         * must move with the main thread. */
+         * must move with the main thread. Reading the binding back makes the report show what
+         * the kernel accepted, not what was asked. */
         if (rc == 0) rc = hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_PROCESS);
+        if (rc == 0) rc = hwloc_get_cpubind(t->topo, got, HWLOC_CPUBIND_PROCESS);
+        int same = rc == 0 && hwloc_bitmap_isequal(set, got);
         int e = errno;
         hwloc_bitmap_free(set);
+        hwloc_bitmap_free(got);
         errno = e;
         HWLOC_CHECK(rc, err);
+        if (!same)
+            return pw_errf(err, "hwloc_set_cpubind to %s did not take: the process runs elsewhere (%s:%d)",
+                           b->cpus, __FILE__, __LINE__);
     }
     /* OpenBLAS and libgomp read these variables when they load, before main; the calls below
      * resize the pools that already exist, the variables reach any child process. */

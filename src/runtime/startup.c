@@ -40,7 +40,8 @@ static int plan_rank(PwStartup *s, int rank, int local_rank, int local_size, PwB
 {
     const PwPlacement *p = &s->place;
     int cuda = pw_placement_rank_device(p, rank) == PW_DEVICE_CUDA;
-    if (pw_placement_check_gpu(p, rank, pw_device_count(), b->host, err) ||
+    int ngpus = pw_topo_is_this_system(s->topo) ? pw_device_count() : pw_topo_ngpus(s->topo);
+    if (pw_placement_check_gpu(p, rank, ngpus, b->host, err) ||
         pw_placement_check_cores(p, local_size, pw_topo_ncores(s->topo), b->host, err))
         return -1;
     return pw_binding_plan(s->topo, p->bind, local_rank, local_size,

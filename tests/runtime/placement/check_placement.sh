@@ -3,6 +3,7 @@
 # --world-size) with a time limit, then check the exit status and what it printed.
 #
 #   check_placement.sh MPIRUN PPO_WORLD NP FILE ok   'ROW'...    rows: "rank roles device gpu models"
+#                      or "rank roles device threads cores numa gpu models" to check binding too
 #   check_placement.sh MPIRUN PPO_WORLD NP FILE fail 'REGEX'     one error line on stderr
 #   check_placement.sh MPIRUN PPO_WORLD NP FILE cuda 'REGEX'     fail, or skip (77) if a GPU works
 #   check_placement.sh MPIRUN PPO_WORLD 0 FILE core 'REGEX'      bind core with cores+1 ranks
@@ -44,12 +45,13 @@ ok)
         exit 77
     fi
     [ $rc -eq 0 ] || { echo "FAIL: exit $rc, expected 0"; exit 1; }
-    for row in "$@"; do
+    for row in "$@"; do # the list is expanded once: `set --` below does not disturb it
         # Columns: rank host local roles device threads cores numa gpu reward_models
-        read -r r roles dev gpu models <<<"$row"
-        got=$(awk -v r="$r" '$1 == r && NF == 10 && $2 != "host" { print $4, $5, $9, $10 }' "$tmp/out")
-        if [ "$got" != "$roles $dev $gpu $models" ]; then
-            echo "FAIL: rank $r: got '$got', expected '$roles $dev $gpu $models'"
+        set -- $row
+        if [ $# -eq 8 ]; then cols='$1, $4, $5, $6, $7, $8, $9, $10'; else cols='$1, $4, $5, $9, $10'; fi
+        got=$(awk -v r="$1" 'NF == 10 && $1 == r && $2 != "host" { print '"$cols"' }' "$tmp/out")
+        if [ "$got" != "$row" ]; then
+            echo "FAIL: rank $1: got '$got', expected '$row'"
             fail=1
         fi
     done
