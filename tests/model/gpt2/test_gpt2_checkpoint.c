@@ -169,7 +169,10 @@ static void copy_file(const char *from, const char *to)
     }
 }
 
-static void rewrite_half(const char *src_dir, const char *dst_dir, PwDType dt)
+/* Rewrite src_dir's checkpoint into dst_dir: tensors in dtype dt (F32, BF16 or F16), names
+ * without "transformer." if strip, plus the tensors Hugging Face files may carry and we ignore
+ * (lm_head.weight, a causal-mask buffer) if extras. */
+static void rewrite(const char *src_dir, const char *dst_dir, PwDType dt, int strip, int extras)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", src_dir);
@@ -179,33 +182,45 @@ static void rewrite_half(const char *src_dir, const char *dst_dir, PwDType dt)
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }
-    int n = pw_st_count(st);
-    PwStWriteTensor *wt = calloc(n, sizeof *wt);
-    uint16_t **bufs = calloc(n, sizeof *bufs);
+    int n = pw_st_count(st), k = 0;
+    PwStWriteTensor *wt = calloc(n + 2, sizeof *wt);
+    void **bufs = calloc(n, sizeof *bufs);
     for (int i = 0; i < n; i++) {
         const PwStTensor *t = pw_st_get(st, i);
         float *f = malloc(t->numel * sizeof(float));
         pw_st_read_f32(st, t->name, t->shape, t->ndim, f, &err);
-        bufs[i] = malloc(t->numel * sizeof(uint16_t));
-        for (int64_t k = 0; k < t->numel; k++) {
+        uint16_t *h = dt == PW_DT_F32 ? NULL : malloc(t->numel * sizeof(uint16_t));
+        for (int64_t j = 0; h && j < t->numel; j++) {
 #ifdef __FLT16_MAX__
             if (dt == PW_DT_F16) {
-                _Float16 h = (_Float16)f[k];
-                memcpy(&bufs[i][k], &h, 2);
+                _Float16 x = (_Float16)f[j];
+                memcpy(&h[j], &x, 2);
                 continue;
             }
 #endif
-            bufs[i][k] = to_bf16(f[k]);
+            h[j] = to_bf16(f[j]);
         }
-        free(f);
-        wt[i].name = t->name;
-        wt[i].ndim = t->ndim;
-        memcpy(wt[i].shape, t->shape, sizeof t->shape);
-        wt[i].data = bufs[i];
-        wt[i].dtype = dt;
+        if (h) {
+            free(f);
+            bufs[i] = h;
+        } else {
+            bufs[i] = f;
+        }
+        wt[k] = (PwStWriteTensor){.name = t->name, .ndim = t->ndim, .data = bufs[i], .dtype = dt};
+        if (strip && !strncmp(t->name, "transformer.", 12)) wt[k].name = t->name + 12;
+        memcpy(wt[k].shape, t->shape, sizeof t->shape);
+        k++;
+    }
+    static float junk[4 * 4];
+    if (extras) {
+        /* wrong on purpose: a loader that read them would break the round trip */
+        wt[k++] = (PwStWriteTensor){.name = "lm_head.weight", .ndim = 2, .shape = {4, 4},
+                                    .data = junk};
+        wt[k++] = (PwStWriteTensor){.name = "h.0.attn.bias", .ndim = 4, .shape = {1, 1, 4, 4},
+                                    .data = junk};
     }
     snprintf(path, sizeof path, "%s/model.safetensors", dst_dir);
-    if (pw_st_write(path, wt, n, NULL, &err)) {
+    if (pw_st_write(path, wt, k, NULL, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }
@@ -219,25 +234,28 @@ static void rewrite_half(const char *src_dir, const char *dst_dir, PwDType dt)
     copy_file(from, to);
 }
 
-static void test_half(PwDType dt, const char *name)
+/* dt: half-precision files load as the rounded values; F32 with strip and extras: a file in
+ * bare GPT2Model names with tensors we ignore loads exactly */
+static void test_rewritten(PwDType dt, int strip, int extras, const char *name)
 {
     PwGPT2 *m = make(ALL, 8);
-    const char *src = dir_of("half_src"), *dst = dir_of(name);
+    const char *src = dir_of("rewrite_src"), *dst = dir_of(name);
     save(m, src);
-    rewrite_half(src, dst, dt);
+    rewrite(src, dst, dt, strip, extras);
     PwErr err;
     PwGPT2 *l = pw_gpt2_load(dst, ALL, B, T, 0, &err);
     CHECK(l != NULL, "%s load: %s", name, err.msg);
     if (!l) return;
     size_t bad = 0;
     for (size_t i = 0; i < m->num_params; i++) {
-        float x = m->params_memory[i], want = from_bf16(to_bf16(x));
+        float x = m->params_memory[i], want = x;
+        if (dt == PW_DT_BF16) want = from_bf16(to_bf16(x));
 #ifdef __FLT16_MAX__
         if (dt == PW_DT_F16) want = (float)(_Float16)x;
 #endif
         bad += l->params_memory[i] != want;
     }
-    CHECK(bad == 0, "%s: %zu parameters differ from the rounded originals", name, bad);
+    CHECK(bad == 0, "%s: %zu parameters differ from the (rounded) originals", name, bad);
     pw_gpt2_free(l);
     pw_gpt2_free(m);
 }
@@ -372,10 +390,11 @@ int main(int argc, char **argv)
     root = argc > 1 ? argv[1] : ".";
     test_round_trip();
     test_heads();
-    test_half(PW_DT_BF16, "bf16");
+    test_rewritten(PW_DT_BF16, 0, 0, "bf16");
 #ifdef __FLT16_MAX__
-    test_half(PW_DT_F16, "f16");
+    test_rewritten(PW_DT_F16, 0, 0, "f16");
 #endif
+    test_rewritten(PW_DT_F32, 1, 1, "bare_names");
     test_errors();
     return pw_test_done("test_gpt2_checkpoint");
 }
