@@ -70,6 +70,10 @@ static void tag_decode(int tag, int *kind, int *src, int *dst, int *payload)
     *kind = x / PW_ROLE_COUNT;
 }
 
+/* The header travels as raw bytes between ranks of one build: its layout must not depend on
+ * padding the compiler chooses (docs/runtime.md gives its size). */
+_Static_assert(sizeof(PwMsgHeader) == 96, "PwMsgHeader layout changed: update docs/runtime.md");
+
 /* ---------------------------------------------------------------------------------------------
  * Header description and check */
 

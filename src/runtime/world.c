@@ -78,6 +78,12 @@ static int query_cuda_aware(void)
 #endif
 }
 
+static void describe_init(const void *ctx, char *buf, size_t len)
+{
+    (void)ctx;
+    snprintf(buf, len, "every rank of the job to start the communication world (pw_world_init)");
+}
+
 int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double timeout_s, PwErr *err)
 {
     memset(w, 0, sizeof *w);
@@ -101,6 +107,23 @@ int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double time
         w->role_rank[r] = pw_role_index(&w->map, (PwRole)r, w->rank);
     }
 
+    int n = snprintf(w->who, sizeof w->who, "rank %d (", w->rank);
+    int any = 0;
+    for (int r = 0; r < PW_ROLE_COUNT && n < (int)sizeof w->who; r++) {
+        if (w->role_rank[r] < 0) continue;
+        n += snprintf(w->who + n, sizeof w->who - (size_t)n, "%s%s[%d]", any ? "+" : "",
+                      pw_role_name(r), w->role_rank[r]);
+        any = 1;
+    }
+    if (n < (int)sizeof w->who)
+        snprintf(w->who + n, sizeof w->who - (size_t)n, "%s)", any ? "" : "no role");
+
+    /* The splits below block; meeting first under the watchdog means a rank that never
+     * arrives aborts the job with a message instead of leaving the others in MPI_Comm_split. */
+    MPI_Request arrive;
+    PW_MPI_CHECK(MPI_Ibarrier(parent, &arrive));
+    pw_watchdog_wait(w, 1, &arrive, describe_init, NULL);
+
     /* A private duplicate keeps our tags apart from anything else on the parent, and errors
      * return to the check macros (which abort with a message) instead of the default handler. */
     PW_MPI_CHECK(MPI_Comm_dup(parent, &w->comm));
@@ -122,16 +145,6 @@ int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double time
     w->mpi_cuda_aware = query_cuda_aware();
     w->spin_s = spin_time(w->comm);
 
-    int n = snprintf(w->who, sizeof w->who, "rank %d (", w->rank);
-    int any = 0;
-    for (int r = 0; r < PW_ROLE_COUNT && n < (int)sizeof w->who; r++) {
-        if (w->role_rank[r] < 0) continue;
-        n += snprintf(w->who + n, sizeof w->who - (size_t)n, "%s%s[%d]", any ? "+" : "",
-                      pw_role_name(r), w->role_rank[r]);
-        any = 1;
-    }
-    if (n < (int)sizeof w->who)
-        snprintf(w->who + n, sizeof w->who - (size_t)n, "%s)", any ? "" : "no role");
     return 0;
 }
 

@@ -43,6 +43,7 @@ expect collective 3 1.0 20 "watchdog: rank 0" "all-reduce (sum) of role critic o
 expect mismatch 2 20 15 "wrong step: expected message 'logp_ref' step 7" "got 'logp_ref' step 6"
 # a rank that dies: the job ends long before the watchdog's 30 s
 expect dies 2 30 20 "signal 9"
+expect noinit 2 1.0 20 "watchdog: rank 0 (reference[0]+critic[0]) waited" "pw_world_init"
 # one rank alone waiting for itself: reported at once, no timeout needed
 expect nosend 1 30 15 "never sent"
 

@@ -17,7 +17,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     if (argc < 3) {
-        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies TIMEOUT_S\n", argv[0]);
+        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies|noinit TIMEOUT_S\n", argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *mode = argv[1];
@@ -32,6 +32,7 @@ int main(int argc, char **argv)
     tmap_range(&t, PW_ROLE_ACTOR, size > 1 ? 1 : 0, 1);
     tmap_range(&t, PW_ROLE_CRITIC, 0, size);
     PwWorld w;
+    if (!strcmp(mode, "noinit") && rank == size - 1) idle_forever(); /* never joins the world */
     tworld(&w, &t, timeout);
     float buf[16] = {0};
     int64_t shape[2] = {4, 4};
