@@ -1,0 +1,275 @@
+/* test_gen_generate.c: pw_generate as callers see it: the same seed gives the same tokens,
+ * a prompt's response does not depend on its batch, stop and max_new_tokens, errors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_generate.h"
+#include "pw_model.h"
+#include "pw_test.h"
+
+enum { B = 5, P = 6, R = 8, W = P + R, V = 50, PAD = 0 };
+
+static const int prompt_len[B] = {6, 2, 4, 1, 5};
+
+static PwGPT2 *tiny_model(void)
+{
+    PwGPT2Config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 32, .vocab_size = V,
+                        .n_positions = 32};
+    PwErr err;
+    PwGPT2 *m = pw_gpt2_create(&cfg, PW_HEAD_LM, B, W, &err);
+    if (!m) {
+        fprintf(stderr, "model: %s\n", err.msg);
+        exit(1);
+    }
+    pw_gpt2_init_random(m, 77);
+    /* spread the logits so that draws differ from row to row */
+    for (size_t i = 0; i < m->param_sizes[0]; i++) m->params.wte[i] *= 4.0f;
+    return m;
+}
+
+static void make_prompts(int *prompt, int *mask)
+{
+    unsigned long long rng = 3;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < P; t++) {
+            mask[b * P + t] = t >= P - prompt_len[b];
+            prompt[b * P + t] = mask[b * P + t] ? (int)(pw_test_rng_next(&rng) % V) : PAD;
+        }
+}
+
+/* a copy of one generation's outputs, to compare runs */
+typedef struct Out {
+    int tokens[B * R], mask[B * R], lengths[B], stopped[B];
+    float logp[B * R], logp_full[B * R];
+} Out;
+
+static void keep(Out *o, const PwGen *g, int row0, int n)
+{
+    memcpy(o->tokens + row0 * R, g->tokens, sizeof(int) * n * R);
+    memcpy(o->mask + row0 * R, g->resp_mask, sizeof(int) * n * R);
+    memcpy(o->lengths + row0, g->lengths, sizeof(int) * n);
+    memcpy(o->stopped + row0, g->stopped, sizeof(int) * n);
+    memcpy(o->logp + row0 * R, g->logp, sizeof(float) * n * R);
+    memcpy(o->logp_full + row0 * R, g->logp_full, sizeof(float) * n * R);
+}
+
+/* row a of x against row b of y: tokens exactly, log-probs to float rounding (the packed rows
+ * of a batch may go through the matmuls in another blocking) */
+static int same_row(const Out *x, int a, const Out *y, int b, const char *what)
+{
+    int ok = x->lengths[a] == y->lengths[b] && x->stopped[a] == y->stopped[b];
+    for (int t = 0; t < R; t++) {
+        ok &= x->tokens[a * R + t] == y->tokens[b * R + t];
+        ok &= x->mask[a * R + t] == y->mask[b * R + t];
+        ok &= fabsf(x->logp[a * R + t] - y->logp[b * R + t]) <= 1e-5f;
+        ok &= fabsf(x->logp_full[a * R + t] - y->logp_full[b * R + t]) <= 1e-5f;
+    }
+    CHECK(ok, "%s: row %d differs from row %d", what, a, b);
+    return ok;
+}
+
+static void test_determinism_and_batches(PwGPT2 *m, PwGen *g)
+{
+    int prompt[B * P], mask[B * P];
+    make_prompts(prompt, mask);
+    PwErr err;
+    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
+                       .sample = {.temperature = 0.8f, .top_k = 20, .top_p = 0.9f}, .seed = 99};
+    static Out base, again, other, perm_out, split;
+    /* rows that end at different steps: the stop token is what row 1 draws third without one */
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    cfg.stop_token = g->tokens[1 * R + 2];
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    keep(&base, g, 0, B);
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    keep(&again, g, 0, B);
+    for (int b = 0; b < B; b++) same_row(&again, b, &base, b, "same seed");
+    cfg.seed = 100;
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    keep(&other, g, 0, B);
+    CHECK(memcmp(other.tokens, base.tokens, sizeof base.tokens) != 0, "another seed, same tokens");
+    cfg.seed = 99;
+
+    /* a different batch order, each prompt keeping its sample id */
+    const int perm[B] = {3, 0, 4, 1, 2};
+    int pprompt[B * P], pmask[B * P];
+    uint64_t ids[B];
+    for (int i = 0; i < B; i++) {
+        memcpy(pprompt + i * P, prompt + perm[i] * P, sizeof(int) * P);
+        memcpy(pmask + i * P, mask + perm[i] * P, sizeof(int) * P);
+        ids[i] = (uint64_t)perm[i];
+    }
+    CHECK(pw_generate(g, pprompt, pmask, B, P, ids, &cfg, &err) == 0, "%s", err.msg);
+    keep(&perm_out, g, 0, B);
+    for (int i = 0; i < B; i++) same_row(&perm_out, i, &base, perm[i], "permuted batch");
+
+    /* the batch split in three: one row alone, then two, then two */
+    const int cut[4] = {0, 1, 3, 5};
+    for (int c = 0; c < 3; c++) {
+        int n = cut[c + 1] - cut[c];
+        for (int i = 0; i < n; i++) ids[i] = (uint64_t)(cut[c] + i);
+        CHECK(pw_generate(g, prompt + cut[c] * P, mask + cut[c] * P, n, P, ids, &cfg, &err) == 0,
+              "%s", err.msg);
+        keep(&split, g, cut[c], n);
+    }
+    for (int b = 0; b < B; b++) same_row(&split, b, &base, b, "split batch");
+
+    /* outputs are well formed: real tokens first, then padding with zero log-probs */
+    int longest = 0, nstop = 0, bitwise = 0;
+    for (int b = 0; b < B; b++) {
+        nstop += base.stopped[b];
+        longest = base.lengths[b] > longest ? base.lengths[b] : longest;
+        for (int t = 0; t < R; t++) {
+            int real = t < base.lengths[b];
+            CHECK(base.mask[b * R + t] == real, "mask (%d, %d)", b, t);
+            if (!real) CHECK(base.tokens[b * R + t] == PAD && base.logp[b * R + t] == 0.0f,
+                             "padding (%d, %d)", b, t);
+            else CHECK(base.logp[b * R + t] <= 0.0f &&
+                       base.logp[b * R + t] >= base.logp_full[b * R + t],
+                       "filtered logp >= unfiltered logp at (%d, %d)", b, t);
+        }
+    }
+    bitwise = !memcmp(split.logp, base.logp, sizeof base.logp) &&
+              !memcmp(perm_out.logp, base.logp, sizeof base.logp);
+    CHECK(nstop >= 1 && base.lengths[1] <= 3, "stop token %d: %d rows stopped", cfg.stop_token,
+          nstop);
+    printf("batch invariance: %d rows, %d stopped, longest response %d of %d, split logp "
+           "bitwise equal: %d\n", B, nstop, longest, R, bitwise);
+    (void)m;
+}
+
+static void test_max_new_tokens(PwGen *g)
+{
+    int prompt[B * P], mask[B * P];
+    make_prompts(prompt, mask);
+    PwErr err;
+    PwGenConfig cfg = {.max_new_tokens = 3, .stop_token = -1, .pad_token = PAD,
+                       .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 1};
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    CHECK(g->B == B && g->R == 3, "output shape (%d, %d)", g->B, g->R);
+    for (int b = 0; b < B; b++) {
+        CHECK(g->lengths[b] == 3 && !g->stopped[b], "row %d: length %d stopped %d", b,
+              g->lengths[b], g->stopped[b]);
+        for (int t = 0; t < 3; t++) CHECK(g->resp_mask[b * 3 + t] == 1, "mask (%d, %d)", b, t);
+    }
+}
+
+/* Make the stop token win every draw: the final LayerNorm's output gets a large constant part
+ * (its bias) and the stop token's embedding row points along it, so its logit is about 10 C
+ * above every other. The generator was built before the change, which also checks that it
+ * reads the weights at each call. */
+static void test_forced_stop(PwGPT2 *m, PwGen *g)
+{
+    const int STOP = 13, C = m->config.n_embd;
+    for (int c = 0; c < C; c++) {
+        m->params.lnfb[c] = 10.0f;
+        m->params.wte[STOP * C + c] = 1.0f;
+    }
+    int prompt[B * P], mask[B * P];
+    make_prompts(prompt, mask);
+    PwErr err;
+    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = STOP, .pad_token = PAD,
+                       .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 4};
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    for (int b = 0; b < B; b++) {
+        CHECK(g->lengths[b] == 1 && g->stopped[b] == 1, "row %d: length %d stopped %d", b,
+              g->lengths[b], g->stopped[b]);
+        CHECK(g->tokens[b * R] == STOP && g->resp_mask[b * R] == 1, "row %d first token %d", b,
+              g->tokens[b * R]);
+        CHECK(g->logp[b * R] == 0.0f, "stop drawn with probability 1: logp %g", g->logp[b * R]);
+        for (int t = 1; t < R; t++)
+            CHECK(g->tokens[b * R + t] == PAD && g->resp_mask[b * R + t] == 0 &&
+                  g->logp_full[b * R + t] == 0.0f, "padding after stop (%d, %d)", b, t);
+    }
+    /* the same with filters on */
+    cfg.sample = (PwSampleConfig){.temperature = 0.5f, .top_k = 5, .top_p = 0.5f};
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    for (int b = 0; b < B; b++) CHECK(g->lengths[b] == 1 && g->stopped[b], "filtered row %d", b);
+}
+
+static void expect_error(int rc, const PwErr *err, const char *part, const char *what)
+{
+    CHECK(rc == -1 && strstr(err->msg, part), "%s: rc %d, message '%s' lacks '%s'", what, rc,
+          err->msg, part);
+}
+
+static void test_errors(PwGPT2 *m, PwGen *g)
+{
+    PwErr err;
+    CHECK(pw_gen_create(m, 2, 33, &err) == NULL && strstr(err.msg, "n_positions 32"),
+          "create past n_positions: '%s'", err.msg);
+    CHECK(pw_gen_create(m, 0, 8, &err) == NULL && strstr(err.msg, "capacity"),
+          "create with B=0: '%s'", err.msg);
+
+    int prompt[B * 16], mask[B * 16];
+    for (int i = 0; i < B * 16; i++) {
+        prompt[i] = 1;
+        mask[i] = 1;
+    }
+    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
+                       .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 1};
+    expect_error(pw_generate(g, prompt, mask, B, W + 1, NULL, &cfg, &err), &err,
+                 "prompt width P=15 exceeds the generator's capacity of 14 tokens", "long prompt");
+    expect_error(pw_generate(g, prompt, mask, B, P + 1, NULL, &cfg, &err), &err,
+                 "P=7 + max_new_tokens=8 = 15 exceeds the generator's capacity of 14 tokens",
+                 "prompt + new tokens");
+    expect_error(pw_generate(g, prompt, mask, B + 1, P, NULL, &cfg, &err), &err,
+                 "batch B=6 is outside the generator's capacity [1, 5]", "batch");
+    mask[2 * P + 3] = 0;
+    expect_error(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err), &err,
+                 "prompt row 2 is not left-padded: padding at column 3", "right padding");
+    for (int t = 0; t < P; t++) mask[1 * P + t] = 0;
+    expect_error(pw_generate(g, prompt, mask, 2, P, NULL, &cfg, &err), &err,
+                 "prompt row 1 has no real token", "empty row");
+    for (int i = 0; i < B * P; i++) mask[i] = 1;
+    prompt[4] = V;
+    expect_error(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err), &err,
+                 "prompt token 50 at (b=0, t=4) is outside the vocabulary", "token id");
+    prompt[4] = 1;
+
+    PwGenConfig bad = cfg;
+    bad.pad_token = V;
+    expect_error(pw_generate(g, prompt, mask, B, P, NULL, &bad, &err), &err, "pad token 50",
+                 "pad");
+    bad = cfg;
+    bad.stop_token = -2;
+    expect_error(pw_generate(g, prompt, mask, B, P, NULL, &bad, &err), &err, "stop token -2",
+                 "stop");
+    bad = cfg;
+    bad.max_new_tokens = 0;
+    expect_error(pw_generate(g, prompt, mask, B, P, NULL, &bad, &err), &err,
+                 "max_new_tokens must be positive", "R=0");
+    bad = cfg;
+    bad.sample.temperature = 0.0f;
+    expect_error(pw_generate(g, prompt, mask, B, P, NULL, &bad, &err), &err, "temperature",
+                 "temperature");
+
+    /* decode past the cache: fill one row to capacity by hand */
+    CHECK(pw_gen_prefill(g, prompt, mask, 1, P, &err) == 0, "%s", err.msg);
+    int tok[1] = {2}, rc = 0;
+    for (int i = 0; i < W - P && rc == 0; i++) rc = pw_gen_decode(g, tok, NULL, 1, &err);
+    CHECK(rc == 0 && g->len[0] == W, "filled the row: len %d", g->len[0]);
+    expect_error(pw_gen_decode(g, tok, NULL, 1, &err), &err,
+                 "row 0 already holds 14 tokens, the generator's capacity", "decode past end");
+    tok[0] = -1;
+    expect_error(pw_gen_decode(g, tok, NULL, 1, &err), &err, "decode token -1 of row 0",
+                 "decode token");
+}
+
+int main(void)
+{
+    PwGPT2 *m = tiny_model();
+    PwErr err;
+    PwGen *g = pw_gen_create(m, B, W, &err);
+    if (!g) {
+        fprintf(stderr, "generator: %s\n", err.msg);
+        return 1;
+    }
+    test_determinism_and_batches(m, g);
+    test_max_new_tokens(g);
+    test_errors(m, g);
+    test_forced_stop(m, g);
+    pw_gen_free(g);
+    pw_gpt2_free(m);
+    return pw_test_done("test_gen_generate");
+}
