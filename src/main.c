@@ -122,6 +122,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "ppo_world: placement ready; no role loop is built yet, stopping\n");
     }
     pw_startup_free(&s);
-    if (use_mpi) MPI_Finalize();
+    if (use_mpi && MPI_Finalize() != MPI_SUCCESS) {
+        fprintf(stderr, "ppo_world: MPI_Finalize failed (%s:%d)\n", __FILE__, __LINE__);
+        rc = 1;
+    }
     return rc;
 }

@@ -19,6 +19,14 @@
             return pw_errf(err, "%s failed: %s (%s:%d)", #call, strerror(errno), __FILE__,    \
                            __LINE__);                                                         \
     } while (0)
+/* The same inside a function that must free its bitmaps: record the error, jump to `out`. */
+#define HWLOC_TRY(call, err)                                                                  \
+    do {                                                                                      \
+        if ((call) < 0) {                                                                     \
+            pw_errf(err, "%s failed: %s (%s:%d)", #call, strerror(errno), __FILE__, __LINE__);\
+            goto out;                                                                         \
+        }                                                                                     \
+    } while (0)
 #define HWLOC_ALLOC_CHECK(ptr, err)                                                           \
     do {                                                                                      \
         if (!(ptr)) return pw_errf(err, "%s: out of memory (%s:%d)", #ptr, __FILE__, __LINE__);\
@@ -173,17 +181,11 @@ int pw_binding_plan(PwTopo *t, PwBind policy, int local_rank, int local_size, in
     b->policy = policy;
     hwloc_bitmap_t set = hwloc_bitmap_alloc(), nodes = hwloc_bitmap_alloc();
     int rc = -1, owned = 1;
-    if (!set || !nodes) {
-        pw_errf(err, "hwloc_bitmap_alloc: out of memory (%s:%d)", __FILE__, __LINE__);
-        goto out;
-    }
+    HWLOC_TRY((set && nodes) ? 0 : (errno = ENOMEM, -1), err);
     if (plan_cpus(t, policy, local_rank, local_size, set, &owned, err)) goto out;
-    if (hwloc_cpuset_to_nodeset(t->topo, set, nodes) < 0 ||
-        hwloc_bitmap_list_snprintf(b->cpus, sizeof b->cpus, set) < 0 ||
-        hwloc_bitmap_list_snprintf(b->numa, sizeof b->numa, nodes) < 0) {
-        pw_errf(err, "hwloc cpuset/nodeset formatting failed: %s (%s:%d)", strerror(errno), __FILE__, __LINE__);
-        goto out;
-    }
+    HWLOC_TRY(hwloc_cpuset_to_nodeset(t->topo, set, nodes), err);
+    HWLOC_TRY(hwloc_bitmap_list_snprintf(b->cpus, sizeof b->cpus, set), err);
+    HWLOC_TRY(hwloc_bitmap_list_snprintf(b->numa, sizeof b->numa, nodes), err);
     b->ncores = owned;
     b->threads = threads_asked > 0 ? threads_asked : owned;
     b->gpu = -1;
@@ -199,24 +201,22 @@ out:
 int pw_binding_apply(PwTopo *t, const PwBinding *b, PwErr *err)
 {
     if (b->policy != PW_BIND_NONE) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
-        HWLOC_ALLOC_CHECK(set, err);
-        hwloc_bitmap_t got = hwloc_bitmap_alloc();
-        int rc = got ? hwloc_bitmap_list_sscanf(set, b->cpus) : -1;
+        hwloc_bitmap_t set = hwloc_bitmap_alloc(), got = hwloc_bitmap_alloc();
+        int rc = -1;
+        HWLOC_TRY((set && got) ? 0 : (errno = ENOMEM, -1), err);
+        HWLOC_TRY(hwloc_bitmap_list_sscanf(set, b->cpus), err);
         /* PROCESS, not THREAD: the BLAS pool and MPI's progress threads already exist and
          * must move with the main thread. Reading the binding back makes the report show what
          * the kernel accepted, not what was asked. */
-        if (rc == 0) rc = hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_PROCESS);
-        if (rc == 0) rc = hwloc_get_cpubind(t->topo, got, HWLOC_CPUBIND_PROCESS);
-        int same = rc == 0 && hwloc_bitmap_isequal(set, got);
-        int e = errno;
+        HWLOC_TRY(hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_PROCESS), err);
+        HWLOC_TRY(hwloc_get_cpubind(t->topo, got, HWLOC_CPUBIND_PROCESS), err);
+        rc = hwloc_bitmap_isequal(set, got) ? 0
+             : pw_errf(err, "hwloc_set_cpubind to %s did not take: the process runs on other cores (%s:%d)",
+                       b->cpus, __FILE__, __LINE__);
+    out:
         hwloc_bitmap_free(set);
         hwloc_bitmap_free(got);
-        errno = e;
-        HWLOC_CHECK(rc, err);
-        if (!same)
-            return pw_errf(err, "hwloc_set_cpubind to %s did not take: the process runs elsewhere (%s:%d)",
-                           b->cpus, __FILE__, __LINE__);
+        if (rc) return -1;
     }
     /* OpenBLAS and libgomp read these variables when they load, before main; the calls below
      * resize the pools that already exist, the variables reach any child process. */
