@@ -6,6 +6,7 @@
 #include "pw_generate.h"
 #include "pw_model.h"
 #include "pw_test.h"
+#include "gen_model.h"
 
 enum { B = 6, P = 7, R = 6, W = P + R, V = 50 };
 
@@ -16,20 +17,7 @@ static const int resp_len[B] = {6, 1, 3, 6, 2, 4};
 
 static PwGPT2 *tiny_model(int maxB, int maxT)
 {
-    PwGPT2Config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 32, .vocab_size = V,
-                        .n_positions = 32};
-    PwErr err;
-    PwGPT2 *m = pw_gpt2_create(&cfg, PW_HEAD_LM, maxB, maxT, &err);
-    if (!m) {
-        fprintf(stderr, "model: %s\n", err.msg);
-        exit(1);
-    }
-    pw_gpt2_init_random(m, 1234);
-    /* GPT-2's init makes logits nearly flat; larger weights give the cache a real distribution
-     * to reproduce, attention that is far from uniform included */
-    for (size_t i = 0; i < m->param_sizes[0]; i++) m->params.wte[i] *= 4.0f;
-    for (size_t i = 0; i < m->param_sizes[4]; i++) m->params.qkvw[i] *= 10.0f;
-    return m;
+    return gen_tiny_model(V, maxB, maxT, 1234, 4.0f, 10.0f);
 }
 
 static void make_prompts(int *prompt, int *mask, unsigned long long *rng)

@@ -6,26 +6,13 @@
 #include "pw_generate.h"
 #include "pw_model.h"
 #include "pw_test.h"
+#include "gen_model.h"
 
 enum { B = 5, P = 6, R = 8, W = P + R, V = 50, PAD = 0 };
 
 static const int prompt_len[B] = {6, 2, 4, 1, 5};
 
-static PwGPT2 *tiny_model(void)
-{
-    PwGPT2Config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 32, .vocab_size = V,
-                        .n_positions = 32};
-    PwErr err;
-    PwGPT2 *m = pw_gpt2_create(&cfg, PW_HEAD_LM, B, W, &err);
-    if (!m) {
-        fprintf(stderr, "model: %s\n", err.msg);
-        exit(1);
-    }
-    pw_gpt2_init_random(m, 77);
-    /* spread the logits so that draws differ from row to row */
-    for (size_t i = 0; i < m->param_sizes[0]; i++) m->params.wte[i] *= 4.0f;
-    return m;
-}
+static PwGPT2 *tiny_model(void) { return gen_tiny_model(V, B, W, 77, 4.0f, 1.0f); }
 
 static void make_prompts(int *prompt, int *mask)
 {
