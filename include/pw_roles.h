@@ -1,0 +1,24 @@
+/* pw_roles.h: the PPO run as a whole: every rank of one MPI job runs the roles the placement
+ * gives it (actor, reference, critic, reward, generator) step after step; see docs/roles.md. */
+#ifndef PW_ROLES_H
+#define PW_ROLES_H
+
+#include <mpi.h>
+
+#include "pw_common.h"
+
+struct PwConfig;    /* pw_config.h */
+struct PwPlacement; /* pw_placement.h */
+
+/* Runs the whole PPO job on this rank. Collective over `comm`: every rank of the placement
+ * calls it with the same configuration and placement. The world (one communicator per role) is
+ * built inside from the placement's role map. Rank 0 of the actor role writes
+ * out_dir/metrics.jsonl (one JSON object per step). Bad input (a missing checkpoint, vocabulary
+ * sizes that differ, an empty prompt file, a prompt that does not fit the context) is found
+ * before any training and returns -1 on every rank with the same message in `err`; a failure
+ * that only one rank can see after the checks (a damaged weight file) ends the job through
+ * the runtime's fatal path, also with a message. Returns 0 when every step ran. */
+int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
+               const char *out_dir, PwErr *err);
+
+#endif

@@ -1,0 +1,162 @@
+/* actor.c: the actor role: logp_old of the sampled tokens, per-token rewards with the KL
+ * penalty, GAE advantages whitened over the whole role, and the clipped policy loss with an
+ * entropy bonus for ppo.epochs x ppo.minibatches AdamW steps (ppo.md 2, KL, GAE, optimisation). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_algo.h"
+#include "roles.h"
+
+#define PW_MAX_CHUNKS 4096
+
+/* Recomputed on the full sequences by the actor itself, never taken from the generator; the
+ * chunks are the ones training uses, so epoch 0 sees exactly these numbers again. */
+void pw_actor_logprobs(PwRun *r)
+{
+    PwRows *rows = &r->act_rows;
+    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
+    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
+    for (int c = 0; c < n && c < PW_MAX_CHUNKS; c++) {
+        size_t o = (size_t)start[c] * r->R;
+        pw_rows_forward(r->actor, rows, start[c], count[c], r->logp_old + o, r->ent_old + o, NULL,
+                        NULL);
+    }
+}
+
+/* Ensemble objective (mean | wco | uwo), then optional running normalisation over every score
+ * so far, then optional clip, then the non-stop penalty, which must win over everything. */
+void pw_actor_combine_scores(PwRun *r)
+{
+    PwErr err;
+    PwRows *rows = &r->act_rows;
+    int n = rows->n;
+    if (pw_ensemble_combine(r->score, NULL, r->scores_k, r->K, n, (PwRewardObjective)r->s.objective,
+                            r->s.uwo_weight, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    if (r->s.reward_normalize) {
+        double b[3] = {0, 0, (double)n}; /* sum, sum of squares, count over the global batch */
+        for (int i = 0; i < n; i++) {
+            b[0] += r->score[i];
+            b[1] += (double)r->score[i] * r->score[i];
+        }
+        pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, b, 3);
+        double mean = b[0] / b[2], m2 = b[1] - b[0] * mean;
+        double *run = r->running; /* Chan et al.: merge (count, mean, m2) of the batch */
+        double tot = run[0] + b[2], d = mean - run[1];
+        run[2] += m2 + d * d * run[0] * b[2] / tot;
+        run[1] += d * b[2] / tot;
+        run[0] = tot;
+        double var = run[0] > 1 ? run[2] / (run[0] - 1) : 0.0;
+        for (int i = 0; i < n; i++) r->score[i] = (float)((r->score[i] - run[1]) / sqrt(var + 1e-8));
+    }
+    pw_reward_clip(r->score, n, r->s.reward_clip);
+    if (r->s.non_stop_penalty && r->stop_id >= 0)
+        pw_nonstop_penalty(r->score, rows->stopped, n, r->s.penalty);
+}
+
+void pw_actor_advantages(PwRun *r)
+{
+    PwErr err;
+    PwRows *rows = &r->act_rows;
+    int n = rows->n, R = r->R;
+    float *kl_sum = pw_roles_alloc((size_t)n * sizeof(float));
+    float *non_score = pw_roles_alloc((size_t)n * sizeof(float));
+    float *rlhf = pw_roles_alloc((size_t)n * sizeof(float));
+    pw_kl_per_token(r->kl, r->logp_old, r->logp_ref, rows->rmask, n, R,
+                    (PwKlEstimator)r->s.kl_estimator);
+    if (pw_rewards_with_kl(r->rewards, kl_sum, non_score, rlhf, r->kl, r->score, rows->rmask, n, R,
+                           r->beta, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    pw_gae(r->adv, r->ret, r->rewards, r->values, rows->rmask, n, R, r->s.gamma, r->s.lambda);
+    if (r->s.normalize_advantages) { /* over every real token of the role: needs the all-reduce */
+        PwWhitenStats ws;
+        pw_whiten_partial(&ws, r->adv, rows->rmask, (size_t)n * R);
+        pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, &ws.sum, 3);
+        pw_whiten_apply(r->adv, rows->rmask, (size_t)n * R, &ws, 1);
+    }
+
+    /* rollout statistics: per-sequence sums here, summed over the role, divided by N later */
+    double st[PW_ST_COUNT] = {0};
+    for (int b = 0; b < n; b++) {
+        st[PW_ST_KL] += kl_sum[b];
+        st[PW_ST_SCORE] += r->score[b];
+        st[PW_ST_RLHF] += rlhf[b];
+        st[PW_ST_NONSCORE] += non_score[b];
+        st[PW_ST_LENGTH] += rows->lengths[b];
+        st[PW_ST_STOPPED] += rows->stopped[b];
+        for (int t = 0; t < R; t++) {
+            size_t i = (size_t)b * R + t;
+            if (rows->rmask[i] == 0.0f) continue;
+            st[PW_ST_ENTROPY] -= r->logp_old[i]; /* open-instruct: sum of -logp, per sequence */
+            st[PW_ST_GENDIFF] += fabs((double)r->gen_logp_act[i] - r->logp_old[i]);
+            st[PW_ST_GENCOUNT] += 1.0;
+        }
+    }
+    pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, PW_ST_PG);
+    memcpy(r->stats, st, sizeof st);
+    free(kl_sum);
+    free(non_score);
+    free(rlhf);
+}
+
+/* ratio = exp(logp - logp_old); L = -mean min(ratio A, clip(ratio) A) - bonus * mean H over the
+ * real tokens of each minibatch (the global count, so the ranks' gradients sum to the whole). */
+void pw_actor_train(PwRun *r)
+{
+    PwRows *rows = &r->act_rows;
+    int R = r->R, T = rows->T, M = r->s.minibatches, mb = r->s.micro;
+    int bonus = r->s.entropy_bonus != 0.0;
+    float *lp = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    float *ent = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    float *dlp = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    float *dent = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    float *dlpT = pw_roles_alloc((size_t)mb * T * sizeof(float));
+    float *dentT = pw_roles_alloc((size_t)mb * T * sizeof(float));
+    double acc[6] = {0}; /* per-minibatch means summed: loss, approxkl, clipfrac, ratio, H, count */
+    double lr = 0.0;
+    for (int e = 0; e < r->s.epochs; e++)
+        for (int k = 0; k < M; k++) {
+            PwBlock blk = pw_block(rows->n, M, k);
+            double tok = pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
+            pw_gpt2_zero_grad(r->actor);
+            double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
+            for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
+                int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
+                size_t o = (size_t)i0 * R;
+                pw_rows_forward(r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
+                PwPolicyStats ps;
+                pw_policy_loss(&ps, dlp, dent, lp, r->logp_old + o, r->adv + o, ent,
+                               rows->rmask + o, (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus,
+                               tok);
+                pw_rows_scatter(rows, nb, dlp, dlpT);
+                if (bonus) pw_rows_scatter(rows, nb, dent, dentT);
+                pw_gpt2_backward(r->actor, dlpT, bonus ? dentT : NULL, NULL, NULL);
+                st[0] += ps.loss;
+                st[1] += ps.approxkl * ps.count;
+                st[2] += ps.clipfrac * ps.count;
+                st[3] += ps.ratio_mean * ps.count;
+                st[4] += ps.entropy_mean * ps.count;
+                st[5] += ps.count;
+            }
+            pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, 6);
+            lr = pw_roles_lr(&r->s, r->s.lr, r->s.min_lr, r->opt_step + e * M + k);
+            pw_roles_optimizer_step(r, PW_ROLE_ACTOR, r->actor, lr, r->opt_step + e * M + k + 1);
+            double c = st[5] > 0 ? st[5] : 1.0;
+            acc[0] += st[0];
+            for (int j = 1; j < 5; j++) acc[j] += st[j] / c;
+            acc[5] += 1.0;
+        }
+    r->stats[PW_ST_PG] = acc[0] / acc[5];
+    r->stats[PW_ST_APPROXKL] = acc[1] / acc[5];
+    r->stats[PW_ST_CLIPFRAC] = acc[2] / acc[5];
+    r->stats[PW_ST_RATIO] = acc[3] / acc[5];
+    r->stats[PW_ST_ENTROPY_AVG] = acc[4] / acc[5];
+    r->stats[PW_ST_LR] = lr;
+    free(lp);
+    free(ent);
+    free(dlp);
+    free(dent);
+    free(dlpT);
+    free(dentT);
+}

@@ -1,0 +1,64 @@
+/* critic.c: the critic role: V_t, the value head at each response position (the value of the
+ * state before y_t), and its training on the actor's returns with the clipped value loss. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_algo.h"
+#include "roles.h"
+
+#define PW_MAX_CHUNKS 4096
+
+void pw_critic_evaluate(PwRun *r)
+{
+    PwRows *rows = &r->crit_rows;
+    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
+    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
+    for (int c = 0; c < n && c < PW_MAX_CHUNKS; c++)
+        pw_rows_forward(r->critic, rows, start[c], count[c], NULL, NULL,
+                        r->vold + (size_t)start[c] * r->R, NULL);
+}
+
+/* L_v = 0.5 * mean max((V - R)^2, (clip(V, Vold - c, Vold + c) - R)^2) over the real tokens of
+ * each minibatch, for ppo.epochs passes; gradients summed over the critic ranks. */
+void pw_critic_train(PwRun *r)
+{
+    PwRows *rows = &r->crit_rows;
+    int R = r->R, M = r->s.minibatches, mb = r->s.micro;
+    float *v = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    float *dv = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    float *dvT = pw_roles_alloc((size_t)mb * rows->T * sizeof(float));
+    double acc[3] = {0, 0, 0}; /* sum of minibatch losses, clipfrac, minibatches */
+    double lr = 0.0;
+    for (int e = 0; e < r->s.epochs; e++)
+        for (int k = 0; k < M; k++) {
+            PwBlock blk = pw_block(rows->n, M, k);
+            double tok = pw_minibatch_tokens(r, PW_ROLE_CRITIC, rows, blk);
+            pw_gpt2_zero_grad(r->critic);
+            double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
+            for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
+                int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
+                size_t o = (size_t)i0 * R;
+                pw_rows_forward(r->critic, rows, (int)i0, nb, NULL, NULL, v, NULL);
+                PwValueStats vs;
+                pw_value_loss(&vs, dv, v, r->vold + o, r->vret + o, rows->rmask + o,
+                              (size_t)nb * R, r->s.vclip, tok);
+                pw_rows_scatter(rows, nb, dv, dvT);
+                pw_gpt2_backward(r->critic, NULL, NULL, dvT, NULL);
+                st[0] += vs.loss;
+                st[1] += vs.clipfrac * vs.count;
+                st[2] += vs.count;
+            }
+            pw_roles_allreduce_f64(r, PW_ROLE_CRITIC, st, 3);
+            lr = pw_roles_lr(&r->s, r->s.critic_lr, r->s.critic_min_lr, r->opt_step + e * M + k);
+            pw_roles_optimizer_step(r, PW_ROLE_CRITIC, r->critic, lr, r->opt_step + e * M + k + 1);
+            acc[0] += st[0];
+            acc[1] += st[2] > 0 ? st[1] / st[2] : 0.0;
+            acc[2] += 1.0;
+        }
+    r->critic_stats[0] = acc[0] / acc[2];
+    r->critic_stats[1] = acc[1] / acc[2];
+    r->critic_stats[2] = lr;
+    free(v);
+    free(dv);
+    free(dvT);
+}

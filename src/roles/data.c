@@ -1,0 +1,291 @@
+/* data.c: the prompt data set (JSONL of token ids), its per-epoch order, the random streams of
+ * the roles, and the rollout rows every role builds for its block of the global batch. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "roles.h"
+
+void *pw_roles_alloc(size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) pw_comm_fatal(__FILE__, __LINE__, "out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+/* ------------------------------------------------------------------------ random streams */
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Each number goes through a full splitmix round before the next is folded in, so that nearby
+ * tuples (row 3 of step 4, row 4 of step 3) give unrelated streams. */
+uint64_t pw_roles_mix(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t s = a;
+    uint64_t h = splitmix(&s);
+    s = h ^ b;
+    h = splitmix(&s);
+    s = h ^ c;
+    return splitmix(&s);
+}
+
+uint64_t pw_roles_next(uint64_t *state) { return splitmix(state); }
+
+double pw_roles_uniform(uint64_t *state) { return (double)(splitmix(state) >> 11) * 0x1.0p-53; }
+
+/* ------------------------------------------------------------------------------ prompts */
+
+static int add_prompt(PwPrompts *d, int *cap, int *tcap, size_t *ntok, const int *ids, int len)
+{
+    if (d->n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        int *o = realloc(d->off, (size_t)*cap * sizeof *o), *l = realloc(d->len, (size_t)*cap * sizeof *l);
+        if (o) d->off = o;
+        if (l) d->len = l;
+        if (!o || !l) return -1;
+    }
+    if (*ntok + (size_t)len > (size_t)*tcap) {
+        while (*ntok + (size_t)len > (size_t)*tcap) *tcap = *tcap ? 2 * *tcap : 1024;
+        int *t = realloc(d->tok, (size_t)*tcap * sizeof *t);
+        if (!t) return -1;
+        d->tok = t;
+    }
+    memcpy(d->tok + *ntok, ids, (size_t)len * sizeof *ids);
+    d->off[d->n] = (int)*ntok;
+    d->len[d->n] = len;
+    d->n++;
+    *ntok += (size_t)len;
+    if (len > d->max_len) d->max_len = len;
+    return 0;
+}
+
+int pw_prompts_load(PwPrompts *d, const char *path, int vocab, int max_len, int context,
+                    PwErr *err)
+{
+    memset(d, 0, sizeof *d);
+    d->perm_epoch = -1;
+    snprintf(d->path, sizeof d->path, "%s", path);
+    FILE *f = fopen(path, "r");
+    if (!f) return pw_errf(err, "data.prompts: cannot open '%s': %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int pcap = 0, tcap = 0, lineno = 0, rc = 0;
+    size_t ntok = 0;
+    int *ids = NULL;
+    while (getline(&line, &cap, f) >= 0) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+        if (!*p) continue; /* blank lines are not prompts */
+        json_error_t je;
+        json_t *o = json_loads(p, 0, &je);
+        json_t *a = o ? json_object_get(o, "input_ids") : NULL;
+        if (!o || !json_is_array(a)) {
+            rc = pw_errf(err, "%s:%d: expected a JSON object with an \"input_ids\" array%s%s",
+                         path, lineno, o ? "" : ": ", o ? "" : je.text);
+            json_decref(o);
+            break;
+        }
+        int len = (int)json_array_size(a);
+        if (len == 0) {
+            rc = pw_errf(err, "%s:%d: empty \"input_ids\": a prompt needs at least one token",
+                         path, lineno);
+            json_decref(o);
+            break;
+        }
+        int *grown = realloc(ids, (size_t)len * sizeof *ids);
+        if (!grown) {
+            rc = pw_errf(err, "%s: out of memory", path);
+            json_decref(o);
+            break;
+        }
+        ids = grown;
+        for (int i = 0; i < len && !rc; i++) {
+            json_t *v = json_array_get(a, (size_t)i);
+            json_int_t t = json_is_integer(v) ? json_integer_value(v) : -1;
+            if (t < 0 || t >= vocab)
+                rc = pw_errf(err, "%s:%d: input_ids[%d] is not a token id in [0, %d) (the "
+                             "model's vocab_size)", path, lineno, i, vocab);
+            else ids[i] = (int)t;
+        }
+        json_decref(o);
+        if (rc) break;
+        if (len > max_len) { /* data.max_prompt_len: open-instruct drops longer prompts */
+            d->skipped++;
+            continue;
+        }
+        if (len > context) {
+            rc = pw_errf(err, "%s:%d: the prompt has %d tokens but the model context leaves room "
+                         "for at most %d (n_positions minus generation.max_new_tokens); lower "
+                         "data.max_prompt_len to skip it", path, lineno, len, context);
+            break;
+        }
+        if (add_prompt(d, &pcap, &tcap, &ntok, ids, len)) {
+            rc = pw_errf(err, "%s: out of memory", path);
+            break;
+        }
+    }
+    free(ids);
+    free(line);
+    fclose(f);
+    if (!rc && d->n == 0)
+        rc = d->skipped ? pw_errf(err, "%s: all %d prompts are longer than data.max_prompt_len "
+                                  "(%d)", path, d->skipped, max_len)
+                        : pw_errf(err, "data.prompts: '%s' holds no prompt", path);
+    if (!rc) d->perm = malloc((size_t)d->n * sizeof *d->perm);
+    if (!rc && !d->perm) rc = pw_errf(err, "%s: out of memory", path);
+    if (rc) pw_prompts_free(d);
+    return rc;
+}
+
+void pw_prompts_free(PwPrompts *d)
+{
+    free(d->off);
+    free(d->len);
+    free(d->tok);
+    free(d->perm);
+    memset(d, 0, sizeof *d);
+}
+
+int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode)
+{
+    int64_t epoch = episode / d->n;
+    if (epoch != d->perm_epoch) { /* Fisher-Yates from (seed, epoch): the same on every rank */
+        uint64_t st = pw_roles_mix(seed, 0x5eedda7aull, (uint64_t)epoch);
+        for (int i = 0; i < d->n; i++) d->perm[i] = i;
+        for (int i = d->n - 1; i > 0; i--) {
+            int j = (int)(pw_roles_next(&st) % (uint64_t)(i + 1));
+            int t = d->perm[i];
+            d->perm[i] = d->perm[j];
+            d->perm[j] = t;
+        }
+        d->perm_epoch = epoch;
+    }
+    return d->perm[episode % d->n];
+}
+
+/* --------------------------------------------------------------------------------- rows */
+
+void pw_rows_free(PwRows *r)
+{
+    free(r->prompt);
+    free(r->pmask);
+    free(r->tokens);
+    free(r->rmask);
+    free(r->lengths);
+    free(r->stopped);
+    free(r->seq);
+    free(r->smask);
+    free(r->tgt);
+    memset(r, 0, sizeof *r);
+}
+
+int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int64_t r0,
+                    int n, int P, int R)
+{
+    pw_rows_free(r);
+    r->r0 = r0;
+    r->n = n;
+    r->P = P;
+    r->R = R;
+    r->T = P + R;
+    size_t np = (size_t)n * P, nr = (size_t)n * R, nt = (size_t)n * r->T;
+    r->prompt = pw_roles_alloc(np * sizeof(int));
+    r->pmask = pw_roles_alloc(np * sizeof(int));
+    r->tokens = pw_roles_alloc(nr * sizeof(int));
+    r->rmask = pw_roles_alloc(nr * sizeof(float));
+    r->lengths = pw_roles_alloc((size_t)n * sizeof(int));
+    r->stopped = pw_roles_alloc((size_t)n * sizeof(int));
+    r->seq = pw_roles_alloc(nt * sizeof(int));
+    r->smask = pw_roles_alloc(nt * sizeof(int));
+    r->tgt = pw_roles_alloc(nt * sizeof(int));
+    for (int b = 0; b < n; b++) {
+        int id = pw_prompts_pick(d, seed, step * (int64_t)N + r0 + b);
+        int len = d->len[id], pad = P - len;
+        for (int t = 0; t < P; t++) {
+            r->prompt[(size_t)b * P + t] = t < pad ? 0 : d->tok[d->off[id] + t - pad];
+            r->pmask[(size_t)b * P + t] = t >= pad;
+        }
+    }
+    return 0;
+}
+
+void pw_rows_finish(PwRows *r, int stop_id)
+{
+    int P = r->P, R = r->R, T = r->T;
+    for (int b = 0; b < r->n; b++) {
+        int len = R, stopped = 0;
+        for (int t = 0; t < R; t++)
+            if (stop_id >= 0 && r->tokens[(size_t)b * R + t] == stop_id) {
+                len = t + 1;
+                stopped = 1;
+                break;
+            }
+        r->lengths[b] = len;
+        r->stopped[b] = stopped;
+        for (int t = 0; t < R; t++) r->rmask[(size_t)b * R + t] = t < len ? 1.0f : 0.0f;
+        int *seq = r->seq + (size_t)b * T, *sm = r->smask + (size_t)b * T, *tg = r->tgt + (size_t)b * T;
+        for (int t = 0; t < P; t++) {
+            seq[t] = r->prompt[(size_t)b * P + t];
+            sm[t] = r->pmask[(size_t)b * P + t];
+        }
+        for (int t = 0; t < R; t++) {
+            seq[P + t] = t < len ? r->tokens[(size_t)b * R + t] : 0;
+            sm[P + t] = t < len;
+        }
+        for (int t = 0; t < T; t++) tg[t] = -1;
+        for (int t = 0; t < len; t++) tg[P - 1 + t] = r->tokens[(size_t)b * R + t];
+    }
+}
+
+void pw_rows_forward(PwGPT2 *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
+                     float *value, float *score)
+{
+    PwErr err;
+    int T = r->T, P = r->P, R = r->R;
+    size_t o = (size_t)i0 * T;
+    if (pw_gpt2_forward(m, r->seq + o, r->smask + o, r->tgt + o, nb, T, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "forward of rows %lld..%lld: %s",
+                      (long long)(r->r0 + i0), (long long)(r->r0 + i0 + nb - 1), err.msg);
+    for (int b = 0; b < nb; b++)
+        for (int t = 0; t < R; t++) {
+            size_t src = (size_t)b * T + P - 1 + t, dst = (size_t)b * R + t;
+            int real = r->rmask[(size_t)(i0 + b) * R + t] != 0.0f;
+            if (logp) logp[dst] = real ? m->acts.logp[src] : 0.0f;
+            if (entropy) entropy[dst] = real ? m->acts.entropy[src] : 0.0f;
+            if (value) value[dst] = real ? m->acts.value[src] : 0.0f;
+        }
+    if (score)
+        for (int b = 0; b < nb; b++) score[b] = m->acts.score[b];
+}
+
+int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max)
+{
+    int k = 0;
+    for (int mb = 0; mb < minibatches; mb++) {
+        PwBlock blk = pw_block(n, minibatches, mb);
+        for (int64_t i = 0; i < blk.count; i += micro) {
+            if (k < max) {
+                start[k] = (int)(blk.start + i);
+                count[k] = (int)(blk.count - i < micro ? blk.count - i : micro);
+            }
+            k++;
+        }
+    }
+    return k;
+}
+
+void pw_rows_scatter(const PwRows *r, int nb, const float *src, float *dst)
+{
+    int T = r->T, P = r->P, R = r->R;
+    memset(dst, 0, (size_t)nb * T * sizeof *dst);
+    for (int b = 0; b < nb; b++)
+        for (int t = 0; t < R; t++) dst[(size_t)b * T + P - 1 + t] = src[(size_t)b * R + t];
+}

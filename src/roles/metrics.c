@@ -1,0 +1,52 @@
+/* metrics.c: one JSON line per PPO step in RUN_DIR/metrics.jsonl, with the names open-instruct
+ * logs (ppo.md "Metrics") plus time/<role>/<phase> and the idle time of each role. */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "roles.h"
+
+static void put(json_t *o, const char *key, double v) { json_object_set_new(o, key, json_real(v)); }
+
+void pw_metrics_write(PwRun *r, int64_t step)
+{
+    const double *st = r->stats;
+    double N = r->s.N;
+    json_t *o = json_object();
+    json_object_set_new(o, "step", json_integer(step));
+    json_object_set_new(o, "episode", json_integer((step + 1) * r->s.N));
+    put(o, "lr", st[PW_ST_LR]);
+    put(o, "epoch", (double)((step + 1) * r->s.N) / r->data.n); /* passes over the prompts */
+    put(o, "objective/kl", st[PW_ST_KL] / N);
+    put(o, "objective/scores", st[PW_ST_SCORE] / N);
+    put(o, "objective/rlhf_reward", st[PW_ST_RLHF] / N);
+    put(o, "objective/non_score_reward", st[PW_ST_NONSCORE] / N);
+    put(o, "objective/entropy", st[PW_ST_ENTROPY] / N);
+    put(o, "objective/kl_coef", st[PW_ST_BETA]);
+    put(o, "loss/policy_avg", st[PW_ST_PG]);
+    put(o, "loss/value_avg", st[PW_ST_VLOSS]);
+    put(o, "policy/approxkl_avg", st[PW_ST_APPROXKL]);
+    put(o, "policy/clipfrac_avg", st[PW_ST_CLIPFRAC]);
+    put(o, "policy/entropy_avg", st[PW_ST_ENTROPY_AVG]);
+    put(o, "val/clipfrac_avg", st[PW_ST_VCLIPFRAC]);
+    put(o, "val/sequence_lengths", st[PW_ST_LENGTH] / N);
+    put(o, "val/num_stop_token_ids", st[PW_ST_STOPPED]);
+    put(o, "val/ratio", st[PW_ST_RATIO]);
+    put(o, "critic/lr", st[PW_ST_CRITIC_LR]);
+    put(o, "generator/logprob_diff",
+        st[PW_ST_GENCOUNT] > 0 ? st[PW_ST_GENDIFF] / st[PW_ST_GENCOUNT] : 0.0);
+    char key[64];
+    for (int role = 0; role < PW_ROLE_COUNT; role++) {
+        if (!r->w.map.role[role].nranks) continue;
+        for (int ph = 0; ph < PW_PH_COUNT; ph++) {
+            snprintf(key, sizeof key, "time/%s/%s", pw_role_name((PwRole)role), pw_phase_names[ph]);
+            put(o, key, r->time[role][ph]);
+        }
+    }
+    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    if (line) {
+        fprintf(r->metrics, "%s\n", line);
+        fflush(r->metrics);
+        free(line);
+    }
+    json_decref(o);
+}

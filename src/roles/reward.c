@@ -1,0 +1,32 @@
+/* reward.c: the reward role: s = RM(x, y), the score head at the last real token, from every
+ * member of the ensemble this rank serves; members may live on different ranks (ppo.md 4). */
+#include "roles.h"
+
+#define PW_MAX_CHUNKS 4096
+
+/* The toy verifier: how many real response tokens equal the chosen token. */
+static void verify_count(const PwRows *rows, int token, float *score)
+{
+    for (int b = 0; b < rows->n; b++) {
+        int c = 0;
+        for (int t = 0; t < rows->lengths[b]; t++) c += rows->tokens[(size_t)b * rows->R + t] == token;
+        score[b] = (float)c;
+    }
+}
+
+void pw_reward_evaluate(PwRun *r)
+{
+    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
+    for (int k = 0; k < r->K; k++) {
+        PwMember *mem = &r->member[k];
+        if (mem->me < 0) continue;
+        if (mem->verifier_token >= 0) {
+            verify_count(&mem->rows, mem->verifier_token, mem->score);
+            continue;
+        }
+        int n = pw_chunks(mem->rows.n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
+        for (int c = 0; c < n && c < PW_MAX_CHUNKS; c++)
+            pw_rows_forward(mem->model, &mem->rows, start[c], count[c], NULL, NULL, NULL,
+                            mem->score + start[c]);
+    }
+}

@@ -1,0 +1,237 @@
+/* roles.h: what the files of src/roles share: the run settings, the prompt data, the rollout rows
+ * of one block, the state of every role a rank may hold, and the phase exchange between roles.
+ * Internal: nothing outside src/roles includes it. Never include pw_config.h here: its enums
+ * collide with pw_algo.h's, so settings.c alone reads the configuration (see docs/roles.md). */
+#ifndef PW_ROLES_INTERNAL_H
+#define PW_ROLES_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pw_comm.h"
+#include "pw_common.h"
+#include "pw_message.h"
+#include "pw_model.h"
+#include "pw_role.h"
+
+struct PwConfig;
+struct PwPlacement;
+typedef struct PwRun PwRun;
+
+/* ============================================================================ settings === */
+
+#define PW_MAX_MEMBERS 16
+
+/* The configuration keys the roles read, as plain numbers (settings.c). Enum fields hold the
+ * values of pw_algo.h's enums, which number their members as pw_config.h does. */
+typedef struct PwSettings {
+    uint64_t seed;
+    int async;
+    int64_t episodes, steps;
+    int N, micro, epochs, minibatches;       /* ppo.num_rollout_samples, ...micro_batch_size */
+    double beta, target_kl, kl_horizon;
+    int adaptive_kl, kl_estimator;           /* PwKlEstimator after use_absolute_kl */
+    double gamma, lambda, entropy_bonus, ratio_eps;
+    int normalize_advantages;
+    double vclip, critic_lr, critic_min_lr;
+    int max_new_tokens, top_k, stop_kind;    /* stop_kind: 0 eos, 1 period, 2 none */
+    double temperature, top_p;
+    int reward_normalize, non_stop_penalty, objective;
+    double penalty, uwo_weight, reward_clip;
+    double lr, min_lr, weight_decay, beta1, beta2, eps, grad_clip;
+    int64_t warmup;
+    int decay;
+    int64_t eval_every, checkpoint_every;
+    double timeout_s;
+    const char *sft, *critic, *prompts;      /* borrowed from the PwConfig */
+    int n_reward;
+    const char *reward[PW_MAX_MEMBERS];
+    int max_prompt_len;
+} PwSettings;
+
+int pw_settings_from_config(PwSettings *s, const struct PwConfig *cfg, PwErr *err);
+
+/* ============================================================================== prompts === */
+
+typedef struct PwPrompts {
+    char path[512];
+    int n;          /* prompts kept */
+    int *off, *len; /* (n) into tok */
+    int *tok;
+    int max_len;    /* longest kept prompt: the prompt width of every batch */
+    int skipped;    /* longer than data.max_prompt_len */
+    int *perm;      /* order of the epoch `perm_epoch` */
+    int64_t perm_epoch;
+} PwPrompts;
+
+/* Reads the JSONL file: one {"input_ids": [...]} per line, ids in [0, vocab). A prompt longer than
+ * max_len is skipped (data.max_prompt_len); one longer than `context` is an error naming the line,
+ * as is an empty file or one whose every prompt was skipped. */
+int pw_prompts_load(PwPrompts *d, const char *path, int vocab, int max_len, int context,
+                    PwErr *err);
+void pw_prompts_free(PwPrompts *d);
+/* The prompt of global episode e: epoch e / n in an order reshuffled from (seed, epoch). */
+int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode);
+
+/* A random stream from a tuple of numbers (splitmix64 over a mix of them). */
+uint64_t pw_roles_mix(uint64_t a, uint64_t b, uint64_t c);
+uint64_t pw_roles_next(uint64_t *state);
+double pw_roles_uniform(uint64_t *state);
+
+/* ========================================================================= rollout rows === */
+
+/* One block of rows of the global batch: global rows [r0, r0 + n). Every rank builds the prompts
+ * of its block itself from the data set (so prompts never travel); the response tokens arrive
+ * from the generator. The layout fed to the models is (n, T = P + R): the left-padded prompt,
+ * then the right-padded response, so that the response token t sits at column P + t and its
+ * log-prob / value is read at column P - 1 + t. */
+typedef struct PwRows {
+    int64_t r0;
+    int n, P, R, T;
+    int *prompt, *pmask;      /* (n, P) */
+    int *tokens;              /* (n, R) */
+    float *rmask;             /* (n, R) 1 on real response tokens (stop token included) */
+    int *lengths, *stopped;   /* (n) */
+    int *seq, *smask, *tgt;   /* (n, T) */
+} PwRows;
+
+void pw_rows_free(PwRows *r);
+/* Allocates the block and fills its prompts for PPO step `step` (prompt width P). */
+int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int64_t r0,
+                    int n, int P, int R);
+/* After tokens arrived: mask, lengths, stop flags and the (n, T) model inputs. */
+void pw_rows_finish(PwRows *r, int stop_id);
+
+/* Forward of rows [i0, i0 + nb) of the block; then the per-response-position outputs are
+ * gathered into (nb, R) arrays (any may be NULL): logp, entropy, value. score (nb) for a score
+ * head. Ends the job on a model error (the inputs were checked before). */
+void pw_rows_forward(PwGPT2 *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
+                     float *value, float *score);
+/* The chunks every role forwards a block in: the minibatches of the block, each cut into micro
+ * batches of at most `micro` rows. Using one rule everywhere makes the actor's train-time
+ * forward of epoch 0 the same computation as its rollout forward (ratio == 1 bit for bit). */
+int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max);
+/* dst (nb, T) = 0 except dst[b, P - 1 + t] = src[b, t]: a per-response-position gradient placed
+ * where pw_rows_forward read the output, for pw_gpt2_backward. */
+void pw_rows_scatter(const PwRows *r, int nb, const float *src, float *dst);
+/* Learning rate of optimizer step `step` (0-based) for a peak lr and floor min_lr with the run's
+ * warm-up and decay; total = steps x epochs x minibatches optimizer steps. */
+double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step);
+/* Real response tokens of minibatch `blk` over all ranks of `role` (at least 1): the normaliser
+ * that makes the ranks' loss gradients sum to the gradient of the whole minibatch. */
+double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk);
+/* Sum the gradient buffer over the ranks of `role`, then one AdamW step at learning rate lr. */
+void pw_roles_optimizer_step(PwRun *r, PwRole role, PwGPT2 *m, double lr, int64_t t);
+
+/* ============================================================================= phases ===== */
+
+enum { PW_PH_GENERATE = 0, PW_PH_EVALUATE, PW_PH_ADVANTAGES, PW_PH_TRAIN, PW_PH_WEIGHTS,
+       PW_PH_IDLE, PW_PH_COUNT };
+extern const char *const pw_phase_names[PW_PH_COUNT];
+
+/* A set of ranks of one role that a batch is block-distributed over: rank i of the set is role
+ * rank idx[i] (idx NULL: role ranks 0..n-1). Reward ensemble members use subsets. */
+typedef struct PwGroup {
+    PwRole role;
+    int n;
+    const int *idx;
+} PwGroup;
+
+/* Messages of one phase. Every rank posts all the sends of the phase for every role it holds,
+ * then all its receives, then waits once: sends never block, so no order of ranks and no
+ * co-location of roles can deadlock, and same-rank messages are in the mailbox before their
+ * receive is matched. */
+typedef struct PwXfer {
+    PwMsgReq *req;
+    int n, cap;
+} PwXfer;
+
+void pw_xfer_send(PwXfer *x, PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind,
+                  int64_t step, const PwTensor *t);
+void pw_xfer_recv(PwXfer *x, PwWorld *w, PwRole dst, PwRole src, int src_idx, PwMsgKind kind,
+                  int64_t step, PwTensor *t);
+/* Rows of a global batch of N rows: `local` is producer `me`'s block (dimension 0). */
+void pw_xfer_send_rows(PwXfer *x, PwWorld *w, PwGroup prod, int me, PwGroup cons, PwMsgKind kind,
+                       int64_t step, int64_t N, const PwTensor *local);
+void pw_xfer_recv_rows(PwXfer *x, PwWorld *w, PwGroup prod, PwGroup cons, int me, PwMsgKind kind,
+                       int64_t step, int64_t N, PwTensor *local);
+/* Waits for everything posted; returns the seconds waited. Errors end the job. */
+double pw_xfer_wait(PwXfer *x, PwWorld *w);
+void pw_xfer_free(PwXfer *x);
+
+/* ======================================================================== run state ===== */
+
+/* One member of the reward ensemble: a checkpoint folder, or a verifier written as
+ * "verifier:count:K" (the score is the number of response tokens equal to K). */
+typedef struct PwMember {
+    const char *name;
+    int verifier_token;       /* >= 0 for a verifier */
+    int nranks;
+    int idx[64];              /* reward role ranks serving it */
+    int me;                   /* this rank's position among them, -1 if it does not serve it */
+    PwGPT2 *model;            /* loaded where served (NULL for a verifier) */
+    PwRows rows;              /* this rank's block of the member's rows, this step */
+    float *score;             /* (rows.n) */
+} PwMember;
+
+/* Per-step numbers the actor reports; indices of PwRun.stats. */
+enum { PW_ST_KL, PW_ST_SCORE, PW_ST_RLHF, PW_ST_NONSCORE, PW_ST_ENTROPY, PW_ST_LENGTH,
+       PW_ST_STOPPED, PW_ST_GENDIFF, PW_ST_GENCOUNT, PW_ST_PG, PW_ST_APPROXKL, PW_ST_CLIPFRAC,
+       PW_ST_ENTROPY_AVG, PW_ST_RATIO, PW_ST_VLOSS, PW_ST_VCLIPFRAC, PW_ST_LR, PW_ST_CRITIC_LR,
+       PW_ST_BETA, PW_ST_COUNT };
+
+struct PwRun {
+    PwWorld w;
+    PwSettings s;
+    PwPrompts data;
+    int V, R, maxT, stop_id, pad_id;
+    PwRole producer; /* who generates: the generator role, or the actor without one */
+
+    PwGPT2 *actor, *ref, *critic, *gen; /* the models this rank holds (NULL otherwise) */
+    int K;
+    PwMember member[PW_MAX_MEMBERS];
+
+    /* this step's blocks, one per role held */
+    int P;               /* prompt width of this step */
+    PwRows gen_rows;     /* the producer's block */
+    float *gen_logp;     /* (n, R) log-probs the sampler saw */
+    PwRows act_rows;
+    float *logp_old, *ent_old, *logp_ref, *values, *gen_logp_act, *scores_k, *score;
+    float *kl, *rewards, *adv, *ret;
+    PwRows ref_rows;
+    float *ref_logp;
+    PwRows crit_rows;
+    float *vold, *vret;
+
+    double beta;
+    int64_t opt_step;    /* optimizer steps taken (the schedule's index) */
+    double running[3];   /* running score moments (count, mean, m2) for reward.normalize */
+
+    double time[PW_ROLE_COUNT][PW_PH_COUNT]; /* this step's seconds per role and phase */
+    double stats[PW_ST_COUNT];
+    double critic_stats[4]; /* value loss, clipfrac, lr, count: critic rank 0 to actor 0 */
+    FILE *metrics;
+};
+
+/* The role paragraphs of docs/roles.md. Each works on this rank's block of its role. */
+void pw_generator_generate(PwRun *r, PwGPT2 *m, int64_t step);
+void pw_reference_evaluate(PwRun *r);
+void pw_reward_evaluate(PwRun *r);
+void pw_critic_evaluate(PwRun *r);
+void pw_critic_train(PwRun *r);
+void pw_actor_logprobs(PwRun *r);
+void pw_actor_combine_scores(PwRun *r);
+void pw_actor_advantages(PwRun *r);
+void pw_actor_train(PwRun *r);
+
+/* One PPO step across all roles (ppo_step.c). */
+void pw_ppo_step(PwRun *r, int64_t step);
+/* The metrics line of a step (metrics.c); actor rank 0 only. */
+void pw_metrics_write(PwRun *r, int64_t step);
+
+/* Allocation that ends the job on failure: role buffers are small and a NULL is no recovery. */
+void *pw_roles_alloc(size_t bytes);
+/* In-role all-reduce (sum) of n doubles; ends the job on error. */
+void pw_roles_allreduce_f64(PwRun *r, PwRole role, double *x, int n);
+
+#endif

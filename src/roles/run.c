@@ -1,0 +1,243 @@
+/* run.c: pw_ppo_run: check every input on every rank before anything trains, build the world
+ * from the placement, load the models of the roles this rank holds, then run the steps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pw_algo.h"
+#include "pw_placement.h"
+#include "pw_roles.h"
+#include "roles.h"
+
+#define PW_GPT2_PERIOD 13 /* '.' in the GPT-2 byte-level vocabulary */
+
+/* "verifier:count:K" -> K, else -1 (a checkpoint folder). */
+static int verifier_token(const char *name)
+{
+    const char *pre = "verifier:count:";
+    if (strncmp(name, pre, strlen(pre)) != 0) return -1;
+    char *end;
+    long k = strtol(name + strlen(pre), &end, 10);
+    return (*end || k < 0) ? -2 : (int)k;
+}
+
+static int load_config(PwGPT2Config *c, const char *key, const char *dir, PwErr *err)
+{
+    char path[1200];
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return pw_errf(err, "%s: checkpoint folder '%s' does not exist", key, dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    PwErr e2;
+    if (pw_gpt2_config_load(c, path, &e2)) return pw_errf(err, "%s: %s", key, e2.msg);
+    return 0;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s && s[1] ? s + 1 : p;
+}
+
+/* Which reward ranks serve which member: the placement's `models:` list when it names members
+ * (matched to model.reward by name, folder name, or else position), every reward rank else. */
+static int map_members(PwRun *r, const PwPlacement *pl, PwErr *err)
+{
+    const PwRoleMap *map = &pl->map;
+    int nrew = map->role[PW_ROLE_REWARD].nranks;
+    for (int k = 0; k < r->K; k++) r->member[k].nranks = 0;
+    if (map->n_reward_models == 0) {
+        for (int k = 0; k < r->K; k++) {
+            if (nrew > 64) return pw_errf(err, "reward: at most 64 ranks per member");
+            r->member[k].nranks = nrew;
+            for (int i = 0; i < nrew; i++) r->member[k].idx[i] = i;
+        }
+        return 0;
+    }
+    int by_name = 1;
+    int match[64];
+    if (map->n_reward_models > 64) return pw_errf(err, "%s: too many reward models", pl->path);
+    for (int p = 0; p < map->n_reward_models; p++) {
+        match[p] = -1;
+        for (int k = 0; k < r->K && match[p] < 0; k++)
+            if (!strcmp(map->reward_models[p].name, r->s.reward[k]) ||
+                !strcmp(map->reward_models[p].name, base_name(r->s.reward[k])))
+                match[p] = k;
+        if (match[p] < 0) by_name = 0;
+    }
+    if (!by_name) {
+        if (map->n_reward_models != r->K)
+            return pw_errf(err, "%s: the placement names %d reward models and model.reward has %d; "
+                           "name them alike or give as many", pl->path, map->n_reward_models, r->K);
+        for (int p = 0; p < r->K; p++) match[p] = p;
+    }
+    for (int p = 0; p < map->n_reward_models; p++) {
+        PwMember *m = &r->member[match[p]];
+        const PwRewardModel *pm = &map->reward_models[p];
+        for (int i = 0; i < pm->nranks && m->nranks < 64; i++)
+            m->idx[m->nranks++] = pw_role_index(map, PW_ROLE_REWARD, pm->ranks[i]);
+    }
+    for (int k = 0; k < r->K; k++)
+        if (r->member[k].nranks == 0)
+            return pw_errf(err, "%s: no reward rank serves model.reward member '%s'", pl->path,
+                           r->s.reward[k]);
+    return 0;
+}
+
+/* Everything that can be wrong with the input, decided from files every rank can read, so that
+ * every rank reaches the same verdict without talking to the others. */
+static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
+{
+    const PwSettings *s = &r->s;
+    const PwRoleMap *map = &pl->map;
+    static const PwRole needed[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
+    for (size_t i = 0; i < PW_ARRAY_LEN(needed); i++)
+        if (!pw_role_present(map, needed[i]))
+            return pw_errf(err, "%s: a PPO run needs the %s role", pl->path,
+                           pw_role_name(needed[i]));
+    if (!pw_role_present(map, PW_ROLE_REFERENCE) && (s->beta != 0.0 || s->adaptive_kl))
+        return pw_errf(err, "%s: without a reference role the KL penalty must be 0 "
+                       "(ppo.initial_policy_kl_penalty = %g, ppo.adaptive_kl = %d)", pl->path,
+                       s->beta, s->adaptive_kl);
+    if (s->async)
+        return pw_errf(err, "async: true is not implemented yet; run with async: false");
+
+    PwGPT2Config sft, c;
+    if (load_config(&sft, "model.sft", s->sft, err)) return -1;
+    r->V = sft.vocab_size;
+    int ctx = sft.n_positions;
+    char key[64];
+    for (int k = 0; k < s->n_reward; k++) {
+        snprintf(key, sizeof key, "model.reward[%d]", k);
+        int vt = verifier_token(s->reward[k]);
+        r->member[k].name = s->reward[k];
+        r->member[k].verifier_token = vt;
+        if (vt == -2) return pw_errf(err, "%s: '%s': a verifier is written verifier:count:K", key,
+                                    s->reward[k]);
+        if (vt >= 0) {
+            if (vt >= r->V)
+                return pw_errf(err, "%s: token %d is outside the vocabulary (%d)", key, vt, r->V);
+            continue;
+        }
+        if (load_config(&c, key, s->reward[k], err)) return -1;
+        if (c.vocab_size != r->V)
+            return pw_errf(err, "%s: vocab_size %d of '%s' differs from %d of model.sft '%s'", key,
+                           c.vocab_size, s->reward[k], r->V, s->sft);
+        if (c.n_positions < ctx) ctx = c.n_positions;
+    }
+    r->K = s->n_reward;
+    if (s->critic && *s->critic) {
+        if (load_config(&c, "model.critic", s->critic, err)) return -1;
+        if (c.vocab_size != r->V)
+            return pw_errf(err, "model.critic: vocab_size %d of '%s' differs from %d of model.sft "
+                           "'%s'", c.vocab_size, s->critic, r->V, s->sft);
+        if (c.n_positions < ctx) ctx = c.n_positions;
+    }
+    r->R = s->max_new_tokens;
+    if (ctx - r->R < 1)
+        return pw_errf(err, "generation.max_new_tokens (%d) leaves no room for a prompt in the "
+                       "models' context of %d positions", r->R, ctx);
+    r->stop_id = s->stop_kind == 0 ? r->V - 1 : s->stop_kind == 1 ? PW_GPT2_PERIOD : -1;
+    if (r->stop_id >= r->V)
+        return pw_errf(err, "generation.stop_token: token %d is outside the vocabulary (%d)",
+                       r->stop_id, r->V);
+    r->pad_id = 0;
+    if (pw_prompts_load(&r->data, s->prompts, r->V, s->max_prompt_len, ctx - r->R, err)) return -1;
+    r->maxT = r->data.max_len + r->R;
+    PwLrSchedule sc = {(PwLrDecay)s->decay, s->lr, s->min_lr, (long)s->warmup,
+                       (long)(s->steps * s->epochs * s->minibatches)};
+    if (pw_lr_schedule_check(&sc, err)) return -1;
+    if (s->N % s->minibatches)
+        return pw_errf(err, "ppo.minibatches (%d) must divide ppo.num_rollout_samples (%d)",
+                       s->minibatches, s->N);
+    return map_members(r, pl, err);
+}
+
+static PwGPT2 *load_or_die(PwRun *r, const char *role, const char *dir, int heads, int critic_from_rm)
+{
+    PwErr err;
+    int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;
+    PwGPT2 *m = critic_from_rm
+                    ? pw_gpt2_load_critic_from_reward(dir, heads, mb, r->maxT, r->s.seed, &err)
+                    : pw_gpt2_load(dir, heads, mb, r->maxT, r->s.seed, &err);
+    if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", role, dir, err.msg);
+    return m;
+}
+
+static void load_models(PwRun *r)
+{
+    PwWorld *w = &r->w;
+    const PwSettings *s = &r->s;
+    if (pw_world_has_role(w, PW_ROLE_ACTOR)) r->actor = load_or_die(r, "actor", s->sft, PW_HEAD_LM, 0);
+    if (pw_world_has_role(w, PW_ROLE_REFERENCE))
+        r->ref = load_or_die(r, "reference", s->sft, PW_HEAD_LM, 0);
+    if (pw_world_has_role(w, PW_ROLE_GENERATOR))
+        r->gen = load_or_die(r, "generator", s->sft, PW_HEAD_LM, 0);
+    if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
+        if (s->critic && *s->critic) r->critic = load_or_die(r, "critic", s->critic, PW_HEAD_VALUE, 0);
+        else if (r->member[0].verifier_token < 0)
+            r->critic = load_or_die(r, "critic", s->reward[0], PW_HEAD_VALUE, 1);
+        else /* a verifier has no trunk: the SFT trunk with a fresh value head */
+            r->critic = load_or_die(r, "critic", s->sft, PW_HEAD_VALUE, 0);
+    }
+    int me = w->role_rank[PW_ROLE_REWARD];
+    for (int k = 0; k < r->K; k++) {
+        PwMember *m = &r->member[k];
+        m->me = -1;
+        for (int i = 0; i < m->nranks && me >= 0; i++)
+            if (m->idx[i] == me) m->me = i;
+        if (m->me >= 0 && m->verifier_token < 0)
+            m->model = load_or_die(r, "reward", m->name, PW_HEAD_SCORE, 0);
+    }
+}
+
+static void free_run(PwRun *r)
+{
+    pw_gpt2_free(r->actor);
+    pw_gpt2_free(r->ref);
+    pw_gpt2_free(r->gen);
+    pw_gpt2_free(r->critic);
+    for (int k = 0; k < r->K; k++) pw_gpt2_free(r->member[k].model);
+    pw_prompts_free(&r->data);
+    if (r->metrics) fclose(r->metrics);
+}
+
+int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
+               const char *out_dir, PwErr *err)
+{
+    PwRun *r = pw_roles_alloc(sizeof *r);
+    int rc = pw_settings_from_config(&r->s, cfg, err);
+    if (!rc) rc = check_inputs(r, pl, err);
+    if (!rc && mkdir(out_dir, 0755) != 0 && errno != EEXIST)
+        rc = pw_errf(err, "--out: cannot create '%s': %s", out_dir, strerror(errno));
+    if (rc) {
+        free_run(r);
+        free(r);
+        return -1;
+    }
+    double timeout = r->s.timeout_s > 0 ? r->s.timeout_s : 1e9; /* 0: never */
+    /* A placement without world_size fits any job size; the world wants the actual one. */
+    PwRoleMap map = pl->map;
+    if (map.world_size == 0) MPI_Comm_size(comm, &map.world_size);
+    if (pw_world_init(&r->w, comm, &map, timeout, err)) {
+        free_run(r);
+        free(r);
+        return -1;
+    }
+    r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
+    r->beta = r->s.beta;
+    load_models(r);
+    if (pw_world_has_role(&r->w, PW_ROLE_ACTOR) && r->w.role_rank[PW_ROLE_ACTOR] == 0) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/metrics.jsonl", out_dir);
+        r->metrics = fopen(path, "w");
+        if (!r->metrics)
+            pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
+    }
+    for (int64_t step = 0; step < r->s.steps; step++) pw_ppo_step(r, step);
+    free_run(r);
+    pw_world_free(&r->w);
+    free(r);
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* settings.c: the configuration keys the roles read, copied into plain numbers.
+ * The one file of src/roles that includes pw_config.h (its enums collide with pw_algo.h's). */
+#include <string.h>
+
+#include "pw_config.h"
+#include "roles.h"
+
+int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
+{
+    memset(s, 0, sizeof *s);
+    s->seed = (uint64_t)c->seed;
+    s->async = c->async;
+    s->episodes = c->episodes;
+    s->steps = pw_config_num_steps(c);
+    s->N = (int)c->ppo.num_rollout_samples;
+    s->micro = (int)c->ppo.rollout_micro_batch_size;
+    s->epochs = (int)c->ppo.epochs;
+    s->minibatches = (int)c->ppo.minibatches;
+    s->beta = c->ppo.initial_policy_kl_penalty;
+    s->adaptive_kl = c->ppo.adaptive_kl;
+    s->target_kl = c->ppo.target_kl;
+    s->kl_horizon = (double)c->ppo.kl_horizon;
+    s->kl_estimator = (int)pw_config_kl_estimator(c);
+    s->gamma = c->ppo.discount_factor;
+    s->lambda = c->ppo.gae_lambda;
+    s->normalize_advantages = c->ppo.normalize_advantages;
+    s->entropy_bonus = c->ppo.entropy_bonus;
+    s->ratio_eps = c->ppo.ratio_eps;
+    s->vclip = c->critic.loss_clip_val;
+    s->critic_lr = c->critic.lr;
+    s->critic_min_lr = c->critic.min_lr;
+    s->max_new_tokens = (int)c->generation.max_new_tokens;
+    s->temperature = c->generation.temperature;
+    s->top_k = (int)c->generation.top_k;
+    s->top_p = c->generation.top_p;
+    s->stop_kind = (int)c->generation.stop_token;
+    s->reward_normalize = c->reward.normalize;
+    s->non_stop_penalty = c->reward.non_stop_penalty;
+    s->penalty = c->reward.penalty_reward_value;
+    s->objective = (int)c->reward.objective;
+    s->uwo_weight = c->reward.uwo_weight;
+    s->reward_clip = c->reward.clip;
+    s->lr = c->optim.lr;
+    s->min_lr = c->optim.min_lr;
+    s->weight_decay = c->optim.weight_decay;
+    s->beta1 = c->optim.beta1;
+    s->beta2 = c->optim.beta2;
+    s->eps = c->optim.eps;
+    s->grad_clip = c->optim.grad_clip;
+    s->warmup = c->optim.warmup_steps;
+    s->decay = (int)c->optim.decay;
+    s->eval_every = c->eval.every;
+    s->checkpoint_every = c->checkpoint.every;
+    s->timeout_s = c->runtime.timeout_s;
+    s->sft = c->model.sft;
+    s->critic = c->model.critic;
+    s->prompts = c->data.prompts;
+    s->max_prompt_len = (int)c->data.max_prompt_len;
+    if (c->model.reward.n > PW_MAX_MEMBERS)
+        return pw_errf(err, "model.reward: %d members, at most %d are supported",
+                       c->model.reward.n, PW_MAX_MEMBERS);
+    s->n_reward = c->model.reward.n;
+    for (int k = 0; k < s->n_reward; k++) s->reward[k] = c->model.reward.items[k];
+    if (s->N < 1 || s->steps < 1)
+        return pw_errf(err, "episodes (%lld) / ppo.num_rollout_samples (%d) gives no PPO step",
+                       (long long)c->episodes, s->N);
+    if (s->n_reward < 1) return pw_errf(err, "model.reward: at least one reward model is needed");
+    if (!s->sft || !*s->sft) return pw_errf(err, "model.sft: the SFT checkpoint folder is required");
+    if (!s->prompts || !*s->prompts)
+        return pw_errf(err, "data.prompts: the prompt file (JSONL) is required");
+    return 0;
+}

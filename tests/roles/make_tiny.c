@@ -1,0 +1,60 @@
+/* make_tiny.c: writes the test inputs of the roles tests: a random tiny GPT-2 checkpoint (with or
+ * without a score head) and a prompts JSONL file, deterministic from a seed. Usage:
+ *   make_tiny model DIR SEED VOCAB [score]      L=2, C=32, NH=2, n_positions=32
+ *   make_tiny prompts FILE SEED VOCAB COUNT MINLEN MAXLEN */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pw_model.h"
+
+static int write_model(const char *dir, unsigned long long seed, int vocab, int score)
+{
+    PwErr err;
+    PwGPT2Config c = {2, 2, 32, vocab, 32};
+    PwGPT2 *m = pw_gpt2_create(&c, PW_HEAD_LM | (score ? PW_HEAD_SCORE : 0), 1, 8, &err);
+    if (!m) {
+        fprintf(stderr, "make_tiny: %s\n", err.msg);
+        return 1;
+    }
+    pw_gpt2_init_random(m, seed);
+    mkdir(dir, 0755);
+    int rc = pw_gpt2_save(m, dir, &err);
+    if (rc) fprintf(stderr, "make_tiny: %s\n", err.msg);
+    pw_gpt2_free(m);
+    return rc ? 1 : 0;
+}
+
+static int write_prompts(const char *path, unsigned long long seed, int vocab, int count, int lo,
+                         int hi)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return 1;
+    unsigned long long s = seed * 2654435761ull + 1;
+    for (int i = 0; i < count; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int len = lo + (int)((s >> 33) % (unsigned long long)(hi - lo + 1));
+        fprintf(f, "{\"input_ids\": [");
+        for (int t = 0; t < len; t++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            /* never the last id: that is the stop token of the tests' models */
+            fprintf(f, "%s%d", t ? ", " : "", (int)((s >> 33) % (unsigned long long)(vocab - 1)));
+        }
+        fprintf(f, "]}\n");
+    }
+    return fclose(f) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && !strcmp(argv[1], "model"))
+        return write_model(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]),
+                           argc > 5 && !strcmp(argv[5], "score"));
+    if (argc == 8 && !strcmp(argv[1], "prompts"))
+        return write_prompts(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), atoi(argv[5]),
+                             atoi(argv[6]), atoi(argv[7]));
+    fprintf(stderr, "usage: make_tiny model DIR SEED VOCAB [score] | "
+                    "make_tiny prompts FILE SEED VOCAB COUNT MINLEN MAXLEN\n");
+    return 2;
+}
