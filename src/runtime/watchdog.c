@@ -2,6 +2,7 @@
  * the job with a message naming the waiting rank and what it waited for, so nothing hangs. */
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "pw_comm.h"
@@ -54,27 +55,22 @@ void pw_watchdog_wait(PwWorld *w, int n, MPI_Request *reqs, PwDescribeFn describ
     if (done) return;
     double t0 = pw_now();
     Backoff b = {t0, t0, w->spin_s};
-    int remaining = 0;
-    for (int i = 0; i < n; i++) remaining += reqs[i] != MPI_REQUEST_NULL;
+    int idx_small[64];
+    int *idx = n <= (int)PW_ARRAY_LEN(idx_small) ? idx_small : malloc((size_t)n * sizeof *idx);
+    if (!idx) pw_comm_fatal(__FILE__, __LINE__, "out of memory waiting for %d requests", n);
     for (;;) {
         /* MPI_Testsome reports partial progress (a header before its payload), which resets
-         * the backoff; completed requests become MPI_REQUEST_NULL and are skipped after. */
+         * the backoff; completed requests become MPI_REQUEST_NULL and are skipped after, and
+         * MPI_UNDEFINED says none is left. */
         int outcount = 0;
-        int idx[8];
-        if (n <= (int)PW_ARRAY_LEN(idx)) {
-            PW_MPI_CHECK(MPI_Testsome(n, reqs, &outcount, idx, MPI_STATUSES_IGNORE));
-            if (outcount == MPI_UNDEFINED) return;
-            remaining -= outcount;
-            if (remaining <= 0) return;
-        } else {
-            PW_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-            if (done) return;
-        }
+        PW_MPI_CHECK(MPI_Testsome(n, reqs, &outcount, idx, MPI_STATUSES_IGNORE));
+        if (outcount == MPI_UNDEFINED) break;
         double now = pw_now();
         if (outcount > 0) b.phase_start = now;
         if (now - b.start > w->timeout_s) timeout_abort(w, now - b.start, describe, ctx);
         backoff_step(&b, now);
     }
+    if (idx != idx_small) free(idx);
 }
 
 void pw_watchdog_poll(PwWorld *w, int (*ready)(void *ctx), void *ctx, PwDescribeFn describe,
