@@ -121,34 +121,51 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
 {
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    /* dP and then dS of one (b, h), laid out as att; the header leaves no room for scratch */
-    float *dp = malloc(sizeof(float) * (size_t)T * T);
-    if (!dp) {
-        fprintf(stderr, "pw_attention_backward: out of memory for %dx%d floats\n", T, T);
+    /* dP and then dS for every (b, h), laid out as att (the header has no workspace argument).
+     * One buffer for all heads lets the work run in three phases, sgemms / one parallel loop /
+     * sgemms, as in the forward: switching between the OpenBLAS and OpenMP thread pools once
+     * per head cost more than the arithmetic on a busy machine. */
+    float *dpall = malloc(sizeof(float) * (size_t)B * NH * T * T);
+    if (!dpall) {
+        fprintf(stderr, "pw_attention_backward: out of memory for %dx%dx%dx%d floats\n", B, NH,
+                T, T);
         abort();
     }
+
+    /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
     for (int b = 0; b < B; b++) {
         int lo = first_real(mask, b, T);
         for (int h = 0; h < NH; h++) {
-            size_t base = (size_t)b * T * C3 + h * hs;
-            const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
-            const float *a = att + ((size_t)b * NH + h) * T * T;
+            const float *v = qkv + (size_t)b * T * C3 + 2 * C + h * hs;
             const float *dO = dout + (size_t)b * T * C + h * hs;
-
-            /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
+            float *dp = dpall + ((size_t)b * NH + h) * T * T;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
                             1.0f, dO + (size_t)r0 * C, C, v + (size_t)lo * C3, C3,
                             0.0f, dp + (size_t)r0 * T + lo, T);
             }
+        }
+    }
+
 #pragma omp parallel for schedule(static)
-            for (int t = lo; t < T; t++) {
-                int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
-                softmax_backward_row(dp + (size_t)t * T, a + (size_t)t * T, lo, t,
-                                     r1 < T ? r1 : T, is_real(mask, b, t, T), scale);
-            }
+    for (long i = 0; i < (long)B * NH * T; i++) {
+        int t = (int)(i % T), b = (int)(i / ((long)NH * T)), lo = first_real(mask, b, T);
+        if (t < lo) continue;
+        int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
+        softmax_backward_row(dpall + (size_t)i * T, att + (size_t)i * T, lo, t, r1 < T ? r1 : T,
+                             is_real(mask, b, t, T), scale);
+    }
+
+    for (int b = 0; b < B; b++) {
+        int lo = first_real(mask, b, T);
+        for (int h = 0; h < NH; h++) {
+            size_t base = (size_t)b * T * C3 + h * hs;
+            const float *q = qkv + base, *k = q + C;
+            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+            const float *a = att + ((size_t)b * NH + h) * T * T;
+            const float *dp = dpall + ((size_t)b * NH + h) * T * T;
+            const float *dO = dout + (size_t)b * T * C + h * hs;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 const float *dS = dp + (size_t)r0 * T + lo, *P = a + (size_t)r0 * T + lo;
@@ -164,5 +181,5 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
             }
         }
     }
-    free(dp);
+    free(dpall);
 }
