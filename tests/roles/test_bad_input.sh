@@ -1,0 +1,34 @@
+#!/bin/sh
+# test_bad_input.sh: bad input is a clear error before any training, on every rank, with a
+# non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, an empty prompt file,
+# a prompt longer than the context. Each run is bounded by timeout so a hang fails the test.
+. "$(dirname "$0")/common.sh"
+make_inputs
+"$MAKE_TINY" model "$WORK/rm80" 55 80 score
+: > "$WORK/empty.jsonl"
+"$MAKE_TINY" prompts "$WORK/long.jsonl" 66 64 4 30 30
+placement two 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'generator: { ranks: [0] }' \
+    'critic: { ranks: [1] }' 'reward: { ranks: [1] }'
+
+# expect_error NAME PATTERN [key=value ...]: both ranks fail with PATTERN, no metrics written.
+expect_error() {
+    name=$1 pattern=$2; shift 2
+    if timeout 60 "$MPIRUN" -np 2 "$PPO_DRIVER" "$WORK/two.yaml" "$WORK/ppo.yaml" "$WORK/$name" \
+        "$@" 2> "$WORK/$name.err"; then
+        echo "FAIL $name: the run succeeded"; exit 1
+    fi
+    for rank in 0 1; do
+        if ! grep -q "rank $rank: error: .*$pattern" "$WORK/$name.err"; then
+            echo "FAIL $name: rank $rank did not report '$pattern'"; cat "$WORK/$name.err"; exit 1
+        fi
+    done
+    if [ -e "$WORK/$name/metrics.jsonl" ]; then echo "FAIL $name: metrics written"; exit 1; fi
+    echo "ok $name: $(grep -m1 'rank 0: error' "$WORK/$name.err")"
+}
+
+expect_error missing "model.sft: checkpoint folder '$WORK/nope' does not exist" "model.sft=$WORK/nope"
+expect_error missing_rm "model.reward\[0\]: checkpoint folder" "model.reward=[$WORK/nope]"
+expect_error vocab "vocab_size 80 of '$WORK/rm80' differs from 64" "model.reward=[$WORK/rm80]"
+expect_error empty "'$WORK/empty.jsonl' holds no prompt" "data.prompts=$WORK/empty.jsonl"
+expect_error long "long.jsonl:1: the prompt has 30 tokens" "data.prompts=$WORK/long.jsonl" \
+    data.max_prompt_len=64

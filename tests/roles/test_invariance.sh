@@ -1,0 +1,15 @@
+#!/bin/sh
+# test_invariance.sh: in sync mode the placement must not change the numbers: everything on one
+# rank, one role per rank (5 ranks) and a NeMo-Aligner-like co-location (3 ranks), each with one
+# rank per role, give bit-identical metrics for 3 steps (only the time/ keys may differ).
+. "$(dirname "$0")/common.sh"
+make_inputs
+placement colo 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
+    'reward: { ranks: [1] }' 'generator: { ranks: [2] }'
+set -- ppo.epochs=2 ppo.minibatches=2 ppo.initial_policy_kl_penalty=0.05 generation.temperature=0.9
+run_ppo 1 single one "$@"
+run_ppo 5 five five "$@"
+run_ppo 3 colo colo "$@"
+"$METRICS_CHECK" lines "$WORK/one/metrics.jsonl" 3
+"$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/five/metrics.jsonl"
+"$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo/metrics.jsonl"

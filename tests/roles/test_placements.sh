@@ -1,0 +1,26 @@
+#!/bin/sh
+# test_placements.sh: several ranks per role (data parallel inside roles, a reward ensemble
+# whose members live on different ranks) and no generator (the actor generates) all run and
+# give finite metrics.
+. "$(dirname "$0")/common.sh"
+make_inputs
+"$MAKE_TINY" model "$WORK/rm2" 44 64 score
+placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' 'critic: { ranks: [0, 3] }' \
+    'reward: { ranks: [1, 2] }' 'generator: { ranks: [3, 4] }'
+run_ppo 5 dp dp ppo.minibatches=2 ppo.initial_policy_kl_penalty=0.05
+"$METRICS_CHECK" lines "$WORK/dp/metrics.jsonl" 3
+
+placement nogen 'actor: { ranks: [0, 1] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
+    'reward: { ranks: [1] }'
+run_ppo 2 nogen nogen ppo.initial_policy_kl_penalty=0.05
+"$METRICS_CHECK" lines "$WORK/nogen/metrics.jsonl" 3
+"$METRICS_CHECK" zero "$WORK/nogen/metrics.jsonl" 0 objective/kl
+
+# Three members: two checkpoints and a verifier, each served by its own ranks.
+placement ens 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [0] }' \
+    'generator: { ranks: [0] }' 'reward: { ranks: [1, 2, 3], models: [rm, rm2, v] }'
+for obj in mean wco uwo; do
+    run_ppo 4 ens "ens_$obj" "model.reward=[$WORK/rm, $WORK/rm2, verifier:count:5]" \
+        reward.objective=$obj reward.non_stop_penalty=false
+    "$METRICS_CHECK" lines "$WORK/ens_$obj/metrics.jsonl" 3
+done
