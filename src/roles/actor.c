@@ -119,7 +119,7 @@ void pw_actor_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(rows->n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
-            pw_gpt2_zero_grad(r->actor);
+            if (pw_gpt2_zero_grad(r->actor)) pw_comm_fatal(__FILE__, __LINE__, "actor: no gradient memory");
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
@@ -131,7 +131,8 @@ void pw_actor_train(PwRun *r)
                                tok);
                 pw_rows_scatter(rows, nb, dlp, dlpT);
                 if (bonus) pw_rows_scatter(rows, nb, dent, dentT);
-                pw_gpt2_backward(r->actor, dlpT, bonus ? dentT : NULL, NULL, NULL);
+                if (pw_gpt2_backward(r->actor, dlpT, bonus ? dentT : NULL, NULL, NULL))
+                    pw_comm_fatal(__FILE__, __LINE__, "actor: backward failed");
                 st[0] += ps.loss;
                 st[1] += ps.approxkl * ps.count;
                 st[2] += ps.clipfrac * ps.count;

@@ -33,7 +33,7 @@ void pw_critic_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(rows->n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_CRITIC, rows, blk);
-            pw_gpt2_zero_grad(r->critic);
+            if (pw_gpt2_zero_grad(r->critic)) pw_comm_fatal(__FILE__, __LINE__, "critic: no gradient memory");
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
@@ -43,7 +43,8 @@ void pw_critic_train(PwRun *r)
                 pw_value_loss(&vs, dv, v, r->vold + o, r->vret + o, rows->rmask + o,
                               (size_t)nb * R, r->s.vclip, tok);
                 pw_rows_scatter(rows, nb, dv, dvT);
-                pw_gpt2_backward(r->critic, NULL, NULL, dvT, NULL);
+                if (pw_gpt2_backward(r->critic, NULL, NULL, dvT, NULL))
+                    pw_comm_fatal(__FILE__, __LINE__, "critic: backward failed");
                 st[0] += vs.loss;
                 st[1] += vs.clipfrac * vs.count;
                 st[2] += vs.count;

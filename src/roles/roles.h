@@ -17,6 +17,7 @@
 struct PwConfig;
 struct PwPlacement;
 typedef struct PwRun PwRun;
+struct PwGen;
 
 /* ============================================================================ settings === */
 
@@ -188,6 +189,7 @@ struct PwRun {
     PwRole producer; /* who generates: the generator role, or the actor without one */
 
     PwGPT2 *actor, *ref, *critic, *gen; /* the models this rank holds (NULL otherwise) */
+    struct PwGen *sampler;              /* KV-cache sampler of the producing model */
     int K;
     PwMember member[PW_MAX_MEMBERS];
 

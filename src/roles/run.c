@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "pw_algo.h"
+#include "pw_generate.h"
 #include "pw_placement.h"
 #include "pw_roles.h"
 #include "roles.h"
@@ -194,6 +195,7 @@ static void load_models(PwRun *r)
 
 static void free_run(PwRun *r)
 {
+    pw_gen_free(r->sampler);
     pw_gpt2_free(r->actor);
     pw_gpt2_free(r->ref);
     pw_gpt2_free(r->gen);
