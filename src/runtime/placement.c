@@ -365,8 +365,9 @@ static int parse_top(Ctx *c, PwPlacement *p, yaml_node_t *root)
             long ws;
             if (want_int(c, v, "world_size", 1, PW_MAX_RANKS, &ws)) return -1;
             if (ws != c->world_size)
-                return fail(c, v, "world_size", "the file is written for %ld ranks but the job has %d; expected a job of %ld ranks (mpirun -np %ld)",
-                            ws, c->world_size, ws, ws);
+                return fail(c, v, "world_size", "the file is written for %ld ranks but the job has %d; expected a job of %ld ranks "
+                            "(mpirun -np %ld, or --world-size %ld with --dry-run)",
+                            ws, c->world_size, ws, ws, ws);
         } else {
             return fail(c, k, name, "unknown key; expected roles, bind, version or world_size");
         }

@@ -34,18 +34,24 @@ static int agree(int rank, int failed, PwErr *err)
     return -1;
 }
 
-/* Node checks and the binding plan of one rank; shared by the launched and the planned path. */
+/* The checks that depend on the node: they name file, line, key, rank and host themselves. */
+static int check_node(PwStartup *s, int rank, int local_size, const char *host, PwErr *err)
+{
+    const PwPlacement *p = &s->place;
+    int ngpus = pw_topo_is_this_system(s->topo) ? pw_device_count() : pw_topo_ngpus(s->topo);
+    if (pw_placement_check_gpu(p, rank, ngpus, host, err) ||
+        pw_placement_check_cores(p, local_size, pw_topo_ncores(s->topo), host, err))
+        return -1;
+    return 0;
+}
+
 static int plan_rank(PwStartup *s, int rank, int local_rank, int local_size, PwBinding *b,
                      PwErr *err)
 {
     const PwPlacement *p = &s->place;
-    int cuda = pw_placement_rank_device(p, rank) == PW_DEVICE_CUDA;
-    int ngpus = pw_topo_is_this_system(s->topo) ? pw_device_count() : pw_topo_ngpus(s->topo);
-    if (pw_placement_check_gpu(p, rank, ngpus, b->host, err) ||
-        pw_placement_check_cores(p, local_size, pw_topo_ncores(s->topo), b->host, err))
-        return -1;
     return pw_binding_plan(s->topo, p->bind, local_rank, local_size,
-                           pw_placement_rank_threads(p, rank), cuda, b, err);
+                           pw_placement_rank_threads(p, rank),
+                           pw_placement_rank_device(p, rank) == PW_DEVICE_CUDA, b, err);
 }
 
 static void host_name(char *buf, size_t n)
@@ -67,7 +73,8 @@ static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
     for (int r = 0; r < s->size && rc == 0; r++) {
         PwBinding b = {0};
         host_name(b.host, sizeof b.host);
-        rc = plan_rank(s, r, r, s->size, &b, err);
+        rc = check_node(s, r, s->size, b.host, err);
+        if (rc == 0) rc = plan_rank(s, r, r, s->size, &b, err);
         if (rc == 0) pw_place_row(&s->place, r, &b, &rows[r]);
         if (r == 0) s->binding = b;
     }
@@ -97,13 +104,17 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
 
     host_name(s->binding.host, sizeof s->binding.host);
     failed = pw_topo_load(&s->topo, err);
-    if (!failed) failed = plan_rank(s, s->rank, local_rank, local_size, &s->binding, err);
-    if (!failed) failed = pw_binding_apply(s->topo, &s->binding, err);
-    if (failed) {
-        /* Say which rank: the message travels to rank 0, which prints it. */
+    int system_error = failed; /* hwloc's own failures do not say where they happened */
+    if (!failed) failed = check_node(s, s->rank, local_size, s->binding.host, err);
+    if (!failed) {
+        failed = plan_rank(s, s->rank, local_rank, local_size, &s->binding, err) ||
+                 pw_binding_apply(s->topo, &s->binding, err);
+        system_error = failed;
+    }
+    if (system_error) {
         char tmp[sizeof err->msg];
         snprintf(tmp, sizeof tmp, "%s", err->msg);
-        pw_errf(err, "%s [rank %d on %s]", tmp, s->rank, s->binding.host);
+        pw_errf(err, "rank %d on %s: %s", s->rank, s->binding.host, tmp);
     }
     if (agree(s->rank, failed, err)) return -1;
 
