@@ -91,6 +91,7 @@ typedef struct PwGen {
     float *proj;         /* (N, C) output of either projection into the residual stream */
     float *fc;           /* (N, 4C) MLP hidden, GELU in place */
     float *scores;       /* (maxB, NH, maxT) attention scores of one query per (row, head) */
+    float *head;         /* (maxB, V) LM head output of one pass, one row per segment */
     float *logits;       /* (maxB, V) next-token logits of row b after prefill/decode */
     double *prob;        /* (V) sampling scratch */
     int *work;           /* (V) sampling scratch */

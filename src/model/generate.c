@@ -15,8 +15,8 @@
 /* ------------------------------------------------------------------------------------------ */
 /* life cycle: a table of sizes, one allocation, sliced in the order of the table */
 
-enum { F_K, F_V, F_X, F_LN, F_MEAN, F_RSTD, F_QKV, F_ATTY, F_PROJ, F_FC, F_SCORES, F_LOGITS,
-       F_LOGP, F_LOGPF, NUM_F };
+enum { F_K, F_V, F_X, F_LN, F_MEAN, F_RSTD, F_QKV, F_ATTY, F_PROJ, F_FC, F_SCORES, F_HEAD,
+       F_LOGITS, F_LOGP, F_LOGPF, NUM_F };
 enum { I_LEN, I_TOK, I_POS, I_SEGROW, I_SEGOFF, I_NEXT, I_LIVE, I_TOKENS, I_RMASK, I_LENGTHS,
        I_STOPPED, I_WORK, NUM_I };
 
@@ -37,7 +37,8 @@ PwGen *pw_gen_create(const PwGPT2 *model, int maxB, int maxT, PwErr *err)
     size_t fs[NUM_F] = {
         [F_K] = L * B * T * C, [F_V] = L * B * T * C, [F_X] = N * C, [F_LN] = N * C,
         [F_MEAN] = N, [F_RSTD] = N, [F_QKV] = N * 3 * C, [F_ATTY] = N * C, [F_PROJ] = N * C,
-        [F_FC] = N * 4 * C, [F_SCORES] = B * NH * T, [F_LOGITS] = B * V, [F_LOGP] = B * T,
+        [F_FC] = N * 4 * C, [F_SCORES] = B * NH * T, [F_HEAD] = B * V,
+        [F_LOGITS] = B * V, [F_LOGP] = B * T,
         [F_LOGPF] = B * T,
     };
     size_t is[NUM_I] = {
@@ -68,8 +69,8 @@ PwGen *pw_gen_create(const PwGPT2 *model, int maxB, int maxT, PwErr *err)
     g->rng = (uint64_t *)(g->prob + V);
     float *f = (float *)(g->rng + B);
     float **fp[NUM_F] = {&g->kcache, &g->vcache, &g->x, &g->ln, &g->ln_mean, &g->ln_rstd,
-                         &g->qkv, &g->atty, &g->proj, &g->fc, &g->scores, &g->logits, &g->logp,
-                         &g->logp_full};
+                         &g->qkv, &g->atty, &g->proj, &g->fc, &g->scores, &g->head, &g->logits,
+                         &g->logp, &g->logp_full};
     for (int i = 0; i < NUM_F; i++) {
         *fp[i] = f;
         f += fs[i];
@@ -182,13 +183,12 @@ static void trunk_pass(PwGen *g)
         memcpy(g->atty + (size_t)s * C, g->x + (size_t)(g->seg_off[s + 1] - 1) * C,
                C * sizeof(float));
     pw_layernorm_forward(g->ln, g->ln_mean, g->ln_rstd, g->atty, p->lnfw, p->lnfb, g->nseg, C);
-    pw_matmul_forward(g->logits, g->ln, p->wte, NULL, g->nseg, C, V);
-    /* segments are in increasing row order, so moving from the last one down never overwrites a
-     * row that is still to be moved */
-    for (int s = g->nseg - 1; s >= 0; s--) {
+    pw_matmul_forward(g->head, g->ln, p->wte, NULL, g->nseg, C, V);
+    /* rows outside this pass keep their logits: an earlier prefill pass wrote them, or the row
+     * has finished */
+    for (int s = 0; s < g->nseg; s++) {
         int b = g->seg_row[s];
-        if (b != s)
-            memcpy(g->logits + (size_t)b * V, g->logits + (size_t)s * V, V * sizeof(float));
+        memcpy(g->logits + (size_t)b * V, g->head + (size_t)s * V, V * sizeof(float));
         g->len[b] += g->seg_off[s + 1] - g->seg_off[s];
     }
 }
