@@ -94,7 +94,7 @@ void pw_actor_advantages(PwRun *r)
         }
     }
     pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, PW_ST_PG);
-    memcpy(r->stats, st, sizeof st);
+    memcpy(r->stats, st, PW_ST_PG * sizeof *st); /* the rest is set elsewhere */
     free(kl_sum);
     free(non_score);
     free(rlhf);

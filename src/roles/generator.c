@@ -6,10 +6,9 @@
 #include "pw_generate.h"
 #include "roles.h"
 
-void pw_generator_generate(PwRun *r, PwGPT2 *m, int64_t step)
+void pw_generator_generate(PwRun *r, PwGPT2 *m, PwRows *rows, float *logp, int64_t step)
 {
     PwErr err;
-    PwRows *rows = &r->gen_rows;
     int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;
     if (!r->sampler && !(r->sampler = pw_gen_create(m, mb, r->maxT, &err)))
         pw_comm_fatal(__FILE__, __LINE__, "generator: %s", err.msg);
@@ -29,7 +28,7 @@ void pw_generator_generate(PwRun *r, PwGPT2 *m, int64_t step)
         PwGen *g = r->sampler;
         memcpy(rows->tokens + (size_t)i0 * R, g->tokens, (size_t)nb * R * sizeof(int));
         /* unfiltered log-probs at the sampling temperature: what the actor recomputes */
-        memcpy(r->gen_logp + (size_t)i0 * R, g->logp_full, (size_t)nb * R * sizeof(float));
+        memcpy(logp + (size_t)i0 * R, g->logp_full, (size_t)nb * R * sizeof(float));
     }
     free(ids);
     pw_rows_finish(rows, r->stop_id);

@@ -38,7 +38,12 @@ static void start_blocks(PwRun *r, int64_t step)
 {
     int N = r->s.N, R = r->R;
     size_t nr;
-    if (has(r, r->producer)) {
+    if (has(r, r->producer) && r->async && step > 0) { /* sampled during the last step */
+        r->gen_rows = r->next_rows;
+        r->gen_logp = r->next_logp;
+        memset(&r->next_rows, 0, sizeof r->next_rows);
+        r->next_logp = NULL;
+    } else if (has(r, r->producer)) {
         block_rows(r, &r->gen_rows, step, nranks(r, r->producer), r->w.role_rank[r->producer]);
         r->gen_logp = pw_roles_alloc((size_t)r->gen_rows.n * R * sizeof(float));
     }
@@ -121,6 +126,13 @@ static void idle(PwRun *r, double secs, const int *roles)
         r->time[role][phase] += pw_now() - t0_;                                              \
     } while (0)
 
+/* Async: the generator takes new weights at step k (after sending batch k) to sample batch
+ * k + 1, for every k >= 1 that has a next batch. */
+static int weights_in_async(const PwRun *r, int64_t step)
+{
+    return step >= 1 && step + 1 < r->s.steps;
+}
+
 static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
 {
     PwWorld *w = &r->w;
@@ -130,7 +142,8 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     PwGroup prod = group(r, pr);
     if (has(r, pr)) {
         PwGPT2 *m = pr == PW_ROLE_GENERATOR ? r->gen : r->actor;
-        TIMED(pr, PW_PH_GENERATE, pw_generator_generate(r, m, step));
+        if (!r->async || step == 0)
+            TIMED(pr, PW_PH_GENERATE, pw_generator_generate(r, m, &r->gen_rows, r->gen_logp, step));
         int me = w->role_rank[pr];
         PwTensor tok = t2(r->gen_rows.tokens, PW_DTYPE_I32, r->gen_rows.n, R);
         PwTensor lp = t2(r->gen_logp, PW_DTYPE_F32, r->gen_rows.n, R);
@@ -174,9 +187,24 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
         PwTensor tok = t2(m->rows.tokens, PW_DTYPE_I32, m->rows.n, R);
         pw_xfer_recv_rows(x, w, prod, member_group(m), m->me, PW_MSG_TOKENS, step, N, &tok);
     }
-    static const int receivers[] = {PW_ROLE_ACTOR, PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
-                                    PW_ROLE_REWARD, -1};
-    idle(r, pw_xfer_wait(x, w), receivers);
+    if (r->async && has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step)) {
+        PwTensor p = t2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+        pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step - 1, &p);
+    }
+    static const int receivers[] = {PW_ROLE_ACTOR,  PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
+                                    PW_ROLE_REWARD, PW_ROLE_GENERATOR, -1};
+    idle(r, pw_xfer_wait(x, w) + pw_xfer_wait(&r->carry, w), receivers);
+    /* Async: the next batch is sampled now, with the weights of the last update, while the
+     * other roles of other ranks evaluate and train on this one (one step stale). */
+    if (r->async && has(r, PW_ROLE_GENERATOR) && step + 1 < r->s.steps) {
+        int P = r->P;
+        r->P = step_width(r, step + 1);
+        block_rows(r, &r->next_rows, step + 1, nranks(r, pr), w->role_rank[pr]);
+        r->next_logp = pw_roles_alloc((size_t)r->next_rows.n * R * sizeof(float));
+        r->P = P;
+        TIMED(PW_ROLE_GENERATOR, PW_PH_GENERATE,
+              pw_generator_generate(r, r->gen, &r->next_rows, r->next_logp, step + 1));
+    }
     if (has(r, PW_ROLE_ACTOR)) pw_rows_finish(&r->act_rows, r->stop_id);
     if (has(r, PW_ROLE_REFERENCE)) pw_rows_finish(&r->ref_rows, r->stop_id);
     if (has(r, PW_ROLE_CRITIC)) pw_rows_finish(&r->crit_rows, r->stop_id);
@@ -264,13 +292,16 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
 {
     PwWorld *w = &r->w;
     double t0 = pw_now();
-    if (has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
-        /* The parameters are one buffer: one message per generator rank, no per-tensor trips. */
+    if (has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
+        (!r->async || weights_in_async(r, step + 1))) {
+        /* The parameters are one buffer: one message per generator rank, no per-tensor trips.
+         * Async: the send completes in the next step, before the actor's next update. */
         PwTensor p = t2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
         for (int g = 0; g < nranks(r, PW_ROLE_GENERATOR); g++)
-            pw_xfer_send(x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS, step, &p);
+            pw_xfer_send(r->async ? &r->carry : x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g,
+                         PW_MSG_WEIGHTS, step, &p);
     }
-    if (has(r, PW_ROLE_GENERATOR)) {
+    if (has(r, PW_ROLE_GENERATOR) && !r->async) {
         PwTensor p = t2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
     }
@@ -313,6 +344,8 @@ void pw_ppo_step(PwRun *r, int64_t step)
     r->P = step_width(r, step);
     start_blocks(r, step);
     r->stats[PW_ST_BETA] = r->beta;
+    /* batch k was sampled with the weights of k - 1 updates in async mode (k >= 1) */
+    r->stats[PW_ST_STALENESS] = r->async && step > 0 ? 1.0 : 0.0;
 
     phase_generate(r, &x, step);
     phase_evaluate(r, &x, step);

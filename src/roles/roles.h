@@ -179,7 +179,7 @@ typedef struct PwMember {
 enum { PW_ST_KL, PW_ST_SCORE, PW_ST_RLHF, PW_ST_NONSCORE, PW_ST_ENTROPY, PW_ST_LENGTH,
        PW_ST_STOPPED, PW_ST_GENDIFF, PW_ST_GENCOUNT, PW_ST_PG, PW_ST_APPROXKL, PW_ST_CLIPFRAC,
        PW_ST_ENTROPY_AVG, PW_ST_RATIO, PW_ST_VLOSS, PW_ST_VCLIPFRAC, PW_ST_LR, PW_ST_CRITIC_LR,
-       PW_ST_BETA, PW_ST_COUNT };
+       PW_ST_BETA, PW_ST_STALENESS, PW_ST_COUNT };
 
 struct PwRun {
     PwWorld w;
@@ -197,6 +197,10 @@ struct PwRun {
     int P;               /* prompt width of this step */
     PwRows gen_rows;     /* the producer's block */
     float *gen_logp;     /* (n, R) log-probs the sampler saw */
+    int async;           /* async and a generator role: batch k+1 sampled during step k */
+    PwRows next_rows;    /* async: the producer's block of the next step, already sampled */
+    float *next_logp;
+    PwXfer carry;        /* async: the actor's weight sends, finished in the next step */
     PwRows act_rows;
     float *logp_old, *ent_old, *logp_ref, *values, *gen_logp_act, *scores_k, *score;
     float *kl, *rewards, *adv, *ret;
@@ -216,7 +220,8 @@ struct PwRun {
 };
 
 /* The role paragraphs of docs/roles.md. Each works on this rank's block of its role. */
-void pw_generator_generate(PwRun *r, PwGPT2 *m, int64_t step);
+/* Samples rows->tokens and logp (n, R) for the rows of PPO step `step` with model m. */
+void pw_generator_generate(PwRun *r, PwGPT2 *m, PwRows *rows, float *logp, int64_t step);
 void pw_reference_evaluate(PwRun *r);
 void pw_reward_evaluate(PwRun *r);
 void pw_critic_evaluate(PwRun *r);

@@ -101,8 +101,6 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
         return pw_errf(err, "%s: without a reference role the KL penalty must be 0 "
                        "(ppo.initial_policy_kl_penalty = %g, ppo.adaptive_kl = %d)", pl->path,
                        s->beta, s->adaptive_kl);
-    if (s->async)
-        return pw_errf(err, "async: true is not implemented yet; run with async: false");
 
     PwGPT2Config sft, c;
     if (load_config(&sft, "model.sft", s->sft, err)) return -1;
@@ -196,6 +194,9 @@ static void load_models(PwRun *r)
 static void free_run(PwRun *r)
 {
     pw_gen_free(r->sampler);
+    pw_rows_free(&r->next_rows);
+    free(r->next_logp);
+    pw_xfer_free(&r->carry);
     pw_gpt2_free(r->actor);
     pw_gpt2_free(r->ref);
     pw_gpt2_free(r->gen);
@@ -229,6 +230,8 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     }
     r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
     r->beta = r->s.beta;
+    /* Without a generator the actor samples between its own updates: nothing to overlap. */
+    r->async = r->s.async && r->producer == PW_ROLE_GENERATOR;
     load_models(r);
     if (pw_world_has_role(&r->w, PW_ROLE_ACTOR) && r->w.role_rank[PW_ROLE_ACTOR] == 0) {
         char path[1200];
