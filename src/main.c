@@ -11,9 +11,9 @@
 
 typedef struct PwArgs {
     const char *placement;
-    const char *config;   /* --config: the run configuration (read by the config layer) */
-    const char *out;      /* --out: the run folder */
-    int resume;           /* --resume: continue from the latest checkpoint in --out */
+    const char *config; /* --config: the run configuration (read by the config layer) */
+    const char *out;    /* --out: the run folder */
+    int resume;         /* --resume: continue from the latest checkpoint in --out */
     int dry_run;
     int world_size;
     int noverrides;
@@ -22,18 +22,17 @@ typedef struct PwArgs {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpirun -np N ppo_world --placement p.yaml [--config c.yaml] [--out DIR]\n"
-            "                 [--resume] [key=value ...]\n"
-            "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
-            "       ppo_world --help\n"
-            "\n"
-            "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
-            "                    (docs/placement.md)\n"
-            "  --dry-run         print rank -> roles -> device -> cores/NUMA -> GPU and exit\n"
-            "  --world-size N    the job size to check the file for; alone (no mpirun) plans\n"
-            "                    N ranks on this host without launching them\n"
-            "  --config FILE, --out DIR, --resume, key=value: the run (docs/launch.md)\n");
+    fprintf(f, "usage: mpirun -np N ppo_world --placement p.yaml [--config c.yaml] [--out DIR]\n"
+               "                 [--resume] [key=value ...]\n"
+               "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
+               "       ppo_world --help\n"
+               "\n"
+               "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
+               "                    (docs/placement.md)\n"
+               "  --dry-run         print rank -> roles -> device -> cores/NUMA -> GPU and exit\n"
+               "  --world-size N    the job size to check the file for; alone (no mpirun) plans\n"
+               "                    N ranks on this host without launching them\n"
+               "  --config FILE, --out DIR, --resume, key=value: the run (docs/launch.md)\n");
 }
 
 /* The launcher's rank, read before MPI_Init so that only one process complains about flags;
@@ -77,17 +76,22 @@ static int parse_args(int argc, char **argv, PwArgs *a)
                    !strcmp(s, "--world-size")) {
             if (!next) return bad_usage("%s needs a value", s);
             i++;
-            if (!strcmp(s, "--placement")) a->placement = next;
-            else if (!strcmp(s, "--config")) a->config = next;
-            else if (!strcmp(s, "--out")) a->out = next;
+            if (!strcmp(s, "--placement"))
+                a->placement = next;
+            else if (!strcmp(s, "--config"))
+                a->config = next;
+            else if (!strcmp(s, "--out"))
+                a->out = next;
             else {
                 char *end;
                 long n = strtol(next, &end, 10);
-                if (*end || n < 1 || n > PW_MAX_RANKS) return bad_usage("--world-size %s: expected 1..4096", next);
+                if (*end || n < 1 || n > PW_MAX_RANKS)
+                    return bad_usage("--world-size %s: expected 1..4096", next);
                 a->world_size = (int)n;
             }
         } else if (s[0] != '-' && strchr(s, '=') && s[0] != '=') {
-            if (a->noverrides == PW_MAX_OVERRIDES) return bad_usage("too many key=value overrides at %s", s);
+            if (a->noverrides == PW_MAX_OVERRIDES)
+                return bad_usage("too many key=value overrides at %s", s);
             a->overrides[a->noverrides++] = s;
         } else {
             return bad_usage("unknown argument '%s'", s);

@@ -13,23 +13,23 @@
 
 /* hwloc calls answer -1 (and errno) or NULL on failure; both become an error naming the call,
  * so a rank that cannot bind says so through the placement's agreement instead of aborting. */
-#define HWLOC_CHECK(call, err)                                                                \
-    do {                                                                                      \
-        if ((call) < 0)                                                                       \
-            return pw_errf(err, "%s failed: %s (%s:%d)", #call, strerror(errno), __FILE__,    \
-                           __LINE__);                                                         \
+#define HWLOC_CHECK(call, err)                                                                     \
+    do {                                                                                           \
+        if ((call) < 0)                                                                            \
+            return pw_errf(err, "%s failed: %s (%s:%d)", #call, strerror(errno), __FILE__,         \
+                           __LINE__);                                                              \
     } while (0)
 /* The same inside a function that must free its bitmaps: record the error, jump to `out`. */
-#define HWLOC_TRY(call, err)                                                                  \
-    do {                                                                                      \
-        if ((call) < 0) {                                                                     \
-            pw_errf(err, "%s failed: %s (%s:%d)", #call, strerror(errno), __FILE__, __LINE__);\
-            goto out;                                                                         \
-        }                                                                                     \
+#define HWLOC_TRY(call, err)                                                                       \
+    do {                                                                                           \
+        if ((call) < 0) {                                                                          \
+            pw_errf(err, "%s failed: %s (%s:%d)", #call, strerror(errno), __FILE__, __LINE__);     \
+            goto out;                                                                              \
+        }                                                                                          \
     } while (0)
-#define HWLOC_ALLOC_CHECK(ptr, err)                                                           \
-    do {                                                                                      \
-        if (!(ptr)) return pw_errf(err, "%s: out of memory (%s:%d)", #ptr, __FILE__, __LINE__);\
+#define HWLOC_ALLOC_CHECK(ptr, err)                                                                \
+    do {                                                                                           \
+        if (!(ptr)) return pw_errf(err, "%s: out of memory (%s:%d)", #ptr, __FILE__, __LINE__);    \
     } while (0)
 
 #define PW_MAX_GPUS 64
@@ -38,7 +38,8 @@ struct PwTopo {
     hwloc_topology_t topo;
     hwloc_obj_type_t core_type; /* CORE, or PU where a virtual machine shows no cores */
     int ngpus;
-    hwloc_obj_t gpus[PW_MAX_GPUS]; /* NVIDIA PCI GPUs in bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID */
+    hwloc_obj_t
+        gpus[PW_MAX_GPUS]; /* NVIDIA PCI GPUs in bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID */
 };
 
 static int is_nvidia_gpu(hwloc_obj_t o)
@@ -56,7 +57,8 @@ int pw_topo_load(PwTopo **out, PwErr *err)
     /* PCI devices are filtered out by default; GPUs are "important" ones. */
     HWLOC_CHECK(hwloc_topology_set_io_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT), err);
     HWLOC_CHECK(hwloc_topology_load(t->topo), err);
-    t->core_type = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    t->core_type =
+        hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
     for (hwloc_obj_t o = NULL; (o = hwloc_get_next_pcidev(t->topo, o)) != NULL;)
         if (is_nvidia_gpu(o) && t->ngpus < PW_MAX_GPUS) t->gpus[t->ngpus++] = o;
     return 0;
@@ -94,7 +96,8 @@ static int block_lo(int i, int n, int m)
 static int numa_with_cpus(hwloc_topology_t topo, hwloc_obj_t *nodes, int max)
 {
     int n = 0;
-    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o)) != NULL;)
+    for (hwloc_obj_t o = NULL;
+         (o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o)) != NULL;)
         if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset) && n < max) nodes[n++] = o;
     return n;
 }
@@ -105,10 +108,14 @@ static int plan_cpus(PwTopo *t, PwBind policy, int lr, int ls, hwloc_bitmap_t se
     int ncores = pw_topo_ncores(t);
     if (policy == PW_BIND_CORE) {
         if (ls > ncores)
-            return pw_errf(err, "bind core: %d ranks on %d cores (%s:%d)", ls, ncores, __FILE__, __LINE__);
+            return pw_errf(err, "bind core: %d ranks on %d cores (%s:%d)", ls, ncores, __FILE__,
+                           __LINE__);
         int lo = block_lo(lr, ls, ncores), hi = block_lo(lr + 1, ls, ncores);
         for (int i = lo; i < hi; i++)
-            HWLOC_CHECK(hwloc_bitmap_or(set, set, hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)i)->cpuset), err);
+            HWLOC_CHECK(
+                hwloc_bitmap_or(set, set,
+                                hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)i)->cpuset),
+                err);
         *owned = hi - lo;
         return 0;
     }
@@ -211,8 +218,10 @@ int pw_binding_apply(PwTopo *t, const PwBinding *b, PwErr *err)
         HWLOC_TRY(hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_PROCESS), err);
         HWLOC_TRY(hwloc_get_cpubind(t->topo, got, HWLOC_CPUBIND_PROCESS), err);
         rc = hwloc_bitmap_isequal(set, got) ? 0
-             : pw_errf(err, "hwloc_set_cpubind to %s did not take: the process runs on other cores (%s:%d)",
-                       b->cpus, __FILE__, __LINE__);
+                                            : pw_errf(err,
+                                                      "hwloc_set_cpubind to %s did not take: the "
+                                                      "process runs on other cores (%s:%d)",
+                                                      b->cpus, __FILE__, __LINE__);
     out:
         hwloc_bitmap_free(set);
         hwloc_bitmap_free(got);

@@ -15,8 +15,19 @@ void pw_place_row(const PwPlacement *p, int rank, const PwBinding *b, PwPlaceRow
     row->b = *b;
 }
 
-enum { COL_RANK, COL_HOST, COL_LOCAL, COL_ROLES, COL_DEVICE, COL_THREADS, COL_CORES, COL_NUMA,
-       COL_GPU, COL_MODELS, NCOL };
+enum {
+    COL_RANK,
+    COL_HOST,
+    COL_LOCAL,
+    COL_ROLES,
+    COL_DEVICE,
+    COL_THREADS,
+    COL_CORES,
+    COL_NUMA,
+    COL_GPU,
+    COL_MODELS,
+    NCOL
+};
 
 static void cells(const PwPlaceRow *r, char c[NCOL][200])
 {
@@ -41,8 +52,8 @@ static void print_line(FILE *f, const int *w, char c[NCOL][200])
 /* Fields never contain spaces, so the table reads back as whitespace-separated columns. */
 void pw_place_report(FILE *f, const PwPlacement *p, const PwPlaceRow *rows, int n, int planned)
 {
-    static const char *const head[NCOL] = {"rank", "host", "local", "roles", "device", "threads",
-                                           "cores", "numa", "gpu", "reward_models"};
+    static const char *const head[NCOL] = {"rank",    "host",  "local", "roles", "device",
+                                           "threads", "cores", "numa",  "gpu",   "reward_models"};
     int w[NCOL];
     char c[NCOL][200];
     for (int k = 0; k < NCOL; k++) w[k] = (int)strlen(head[k]);
@@ -56,14 +67,15 @@ void pw_place_report(FILE *f, const PwPlacement *p, const PwPlaceRow *rows, int 
         nhosts += !seen;
     }
     const PwRoleMap *m = &p->map;
-    fprintf(f, "placement %s: %d rank%s on %d host%s, bind %s%s\n", p->path, n, n == 1 ? "" : "s", nhosts,
-            nhosts == 1 ? "" : "s", pw_bind_name(p->bind),
+    fprintf(f, "placement %s: %d rank%s on %d host%s, bind %s%s\n", p->path, n, n == 1 ? "" : "s",
+            nhosts, nhosts == 1 ? "" : "s", pw_bind_name(p->bind),
             planned ? " (planned for this host, not launched)" : "");
     fprintf(f, "roles:");
     for (int r = 0; r < PW_ROLE_COUNT; r++) {
         fprintf(f, " %s=", pw_role_name((PwRole)r));
         if (!pw_role_present(m, (PwRole)r)) fprintf(f, "absent");
-        for (int i = 0; i < m->role[r].nranks; i++) fprintf(f, "%s%d", i ? "," : "", m->role[r].ranks[i]);
+        for (int i = 0; i < m->role[r].nranks; i++)
+            fprintf(f, "%s%d", i ? "," : "", m->role[r].ranks[i]);
     }
     fprintf(f, "\n");
     fprintf(f, "reference: %s; generator: %s\n",

@@ -9,12 +9,17 @@
 #include <yaml.h>
 
 /* libyaml reports failure as 0; its own problem text and mark say where. */
-#define YAML_CHECK(call, c)                                                                   \
-    do {                                                                                      \
-        if (!(call))                                                                          \
-            return pw_errf((c)->err, "%s: %s failed (%s:%d)", (c)->path, #call, __FILE__,     \
-                           __LINE__);                                                         \
+#define YAML_CHECK(call, c)                                                                        \
+    do {                                                                                           \
+        if (!(call))                                                                               \
+            return pw_errf((c)->err, "%s: %s failed (%s:%d)", (c)->path, #call, __FILE__,          \
+                           __LINE__);                                                              \
     } while (0)
+
+/* Every (key, value) pair of a mapping node. */
+#define FOR_PAIRS(q, map)                                                                          \
+    for (yaml_node_pair_t *q = (map)->data.mapping.pairs.start; q < (map)->data.mapping.pairs.top; \
+         q++)
 
 typedef struct Ctx {
     const char *path;
@@ -26,8 +31,7 @@ typedef struct Ctx {
 /* The parts of the file that can only be checked once the whole mapping is read. */
 typedef struct Parsed {
     int seen[PW_ROLE_COUNT];
-    yaml_node_t *role_node[PW_ROLE_COUNT]; /* the role's name, for errors about the role */
-    yaml_node_t *models;                    /* roles.reward.models, checked after the ranks */
+    yaml_node_t *models; /* roles.reward.models, checked after the ranks */
     yaml_node_t *roles_key;
 } Parsed;
 
@@ -89,7 +93,8 @@ static int want_int(Ctx *c, const yaml_node_t *n, const char *key, long lo, long
     long v = strtol(s, &end, 10);
     if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || !*s || *end || errno)
         return fail(c, n, key, "expected an integer, found '%s'", s);
-    if (v < lo || v > hi) return fail(c, n, key, "expected an integer in %ld..%ld, found %ld", lo, hi, v);
+    if (v < lo || v > hi)
+        return fail(c, n, key, "expected an integer in %ld..%ld, found %ld", lo, hi, v);
     *out = v;
     return 0;
 }
@@ -110,7 +115,7 @@ static int want_choice(Ctx *c, const yaml_node_t *n, const char *key, const char
  * silently win in a hand-written loop, so say so instead. */
 static int check_keys(Ctx *c, const yaml_node_t *map, const char *where)
 {
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    FOR_PAIRS (p, map) {
         yaml_node_t *k = node(c, p->key);
         if (k->type != YAML_SCALAR_NODE)
             return fail(c, k, where, "expected a key name, found %s", kind(k));
@@ -131,31 +136,27 @@ static int cmp_int(const void *a, const void *b)
 /* `ranks:` is an integer or a list of integers, each a world rank of this job, none twice. */
 static int want_ranks(Ctx *c, const yaml_node_t *n, const char *key, int **out, int *count)
 {
-    yaml_node_item_t one = 0, *items = &one, *end = &one + 1;
-    if (n->type == YAML_SEQUENCE_NODE) {
-        items = n->data.sequence.items.start;
-        end = n->data.sequence.items.top;
-    } else if (n->type == YAML_SCALAR_NODE && n->data.scalar.length > 0) {
-        one = 0; /* handled below: the scalar itself is the one rank */
-    } else {
+    int seq = n->type == YAML_SEQUENCE_NODE, cnt = 1;
+    if (seq) {
+        cnt = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    } else if (n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0) {
         return fail(c, n, key, "expected a rank or a list of ranks like [0, 1], found %s",
                     n->type == YAML_SCALAR_NODE ? "an empty value" : kind(n));
     }
-    int cnt = (int)(end - items);
     if (cnt == 0)
         return fail(c, n, key, "the role has no rank; expected at least one rank in 0..%d",
                     c->world_size - 1);
     int *r = malloc(sizeof *r * (size_t)cnt);
     if (!r) return pw_errf(c->err, "%s: out of memory", c->path);
     for (int i = 0; i < cnt; i++) {
-        const yaml_node_t *item = n->type == YAML_SEQUENCE_NODE ? node(c, items[i]) : n;
+        const yaml_node_t *item = seq ? node(c, n->data.sequence.items.start[i]) : n;
         long v;
         if (want_type(c, item, YAML_SCALAR_NODE, key, "a rank (an integer)") ||
-            want_int(c, item, key, 0, 1L << 30, &v))
+            want_int(c, item, key, -(1L << 30), 1L << 30, &v))
             goto bad;
-        if (v >= c->world_size) {
-            fail(c, item, key, "rank %ld is out of range for a job of %d ranks (expected 0..%d)",
-                 v, c->world_size, c->world_size - 1);
+        if (v < 0 || v >= c->world_size) {
+            fail(c, item, key, "rank %ld is out of range for a job of %d ranks (expected 0..%d)", v,
+                 c->world_size, c->world_size - 1);
             goto bad;
         }
         for (int j = 0; j < i; j++)
@@ -193,7 +194,7 @@ static int parse_role(Ctx *c, PwPlacement *p, Parsed *ps, PwRole r, yaml_node_t 
     PwRoleRanks *rr = &p->map.role[r];
     p->device_mark[r] = mark_of(name);
     int have_ranks = 0;
-    for (yaml_node_pair_t *q = val->data.mapping.pairs.start; q < val->data.mapping.pairs.top; q++) {
+    FOR_PAIRS (q, val) {
         yaml_node_t *k = node(c, q->key), *v = node(c, q->value);
         snprintf(key, sizeof key, "%s.%s", where, str(k));
         if (!strcmp(str(k), "ranks")) {
@@ -215,14 +216,75 @@ static int parse_role(Ctx *c, PwPlacement *p, Parsed *ps, PwRole r, yaml_node_t 
                         r == PW_ROLE_REWARD ? " or models" : " (models is for role reward only)");
         }
     }
-    if (!have_ranks)
-        return fail(c, name, where, "missing key 'ranks'; expected e.g. ranks: [0]");
+    if (!have_ranks) return fail(c, name, where, "missing key 'ranks'; expected e.g. ranks: [0]");
     return 0;
 }
 
-/* Reward ensemble members: "name" or { name: n, ranks: [...] }. Without explicit ranks member i
- * goes to reward rank i mod R, and when there are fewer members than ranks the spare reward
- * ranks serve copies: reward rank j serves member j mod M. */
+/* One ensemble entry: "name" or { name: n, ranks: [...] }; explicit ranks must be reward ranks. */
+static int parse_member(Ctx *c, PwPlacement *p, yaml_node_t *it, int i, int *explicit_ranks)
+{
+    PwRewardModel *ms = p->map.reward_models;
+    yaml_node_t *name = it, *ranks = NULL;
+    char ik[64], nk[80], rk[80];
+    snprintf(ik, sizeof ik, "roles.reward.models[%d]", i);
+    if (it->type == YAML_MAPPING_NODE) {
+        if (check_keys(c, it, ik)) return -1;
+        name = NULL;
+        FOR_PAIRS (q, it) {
+            yaml_node_t *k = node(c, q->key);
+            if (!strcmp(str(k), "name"))
+                name = node(c, q->value);
+            else if (!strcmp(str(k), "ranks"))
+                ranks = node(c, q->value);
+            else
+                return fail(c, k, ik, "unknown key '%s'; expected name or ranks", str(k));
+        }
+        if (!name) return fail(c, it, ik, "missing key 'name'; expected a model name or path");
+    }
+    snprintf(nk, sizeof nk, "%s%s", ik, name == it ? "" : ".name");
+    if (want_type(c, name, YAML_SCALAR_NODE, nk, "a model name or path")) return -1;
+    if (!name->data.scalar.length)
+        return fail(c, name, nk, "expected a model name or path, found an empty value");
+    for (int j = 0; j < i; j++)
+        if (!strcmp(ms[j].name, str(name)))
+            return fail(c, name, nk, "model '%s' is listed twice; expected each member once",
+                        str(name));
+    ms[i].name = strdup(str(name));
+    if (!ms[i].name) return pw_errf(c->err, "%s: out of memory", c->path);
+    *explicit_ranks = ranks != NULL;
+    if (!ranks) return 0;
+    snprintf(rk, sizeof rk, "%s.ranks", ik);
+    if (want_ranks(c, ranks, rk, &ms[i].ranks, &ms[i].nranks)) return -1;
+    for (int j = 0; j < ms[i].nranks; j++)
+        if (pw_role_index(&p->map, PW_ROLE_REWARD, ms[i].ranks[j]) < 0)
+            return fail(c, ranks, rk,
+                        "rank %d does not hold role reward; expected one of the reward ranks",
+                        ms[i].ranks[j]);
+    return 0;
+}
+
+/* The default assignment of M members to R reward ranks: member i on reward rank i mod R, and
+ * when there are fewer members than ranks the spare ranks serve copies: rank j serves member
+ * j mod M. Either way every reward rank serves something. */
+static int serves(int member, int reward_rank, int m, int r)
+{
+    return m >= r ? member % r == reward_rank : reward_rank % m == member;
+}
+
+static int assign_members(Ctx *c, PwPlacement *p)
+{
+    PwRoleRanks *rw = &p->map.role[PW_ROLE_REWARD];
+    int m = p->map.n_reward_models;
+    for (int i = 0; i < m; i++) {
+        PwRewardModel *mi = &p->map.reward_models[i];
+        mi->ranks = malloc(sizeof(int) * (size_t)rw->nranks);
+        if (!mi->ranks) return pw_errf(c->err, "%s: out of memory", c->path);
+        for (int j = 0; j < rw->nranks; j++)
+            if (serves(i, j, m, rw->nranks)) mi->ranks[mi->nranks++] = rw->ranks[j];
+    }
+    return 0;
+}
+
 static int parse_models(Ctx *c, PwPlacement *p, const yaml_node_t *n)
 {
     const char *key = "roles.reward.models";
@@ -230,69 +292,30 @@ static int parse_models(Ctx *c, PwPlacement *p, const yaml_node_t *n)
     yaml_node_item_t *items = n->data.sequence.items.start;
     int m = (int)(n->data.sequence.items.top - items);
     if (m == 0) return fail(c, n, key, "the list is empty; expected at least one model name");
-    PwRoleRanks *rw = &p->map.role[PW_ROLE_REWARD];
-    PwRewardModel *ms = calloc((size_t)m, sizeof *ms);
-    if (!ms) return pw_errf(c->err, "%s: out of memory", c->path);
-    p->map.reward_models = ms;
+    p->map.reward_models = calloc((size_t)m, sizeof *p->map.reward_models);
+    if (!p->map.reward_models) return pw_errf(c->err, "%s: out of memory", c->path);
     p->map.n_reward_models = m;
     int nexplicit = 0;
-    char ik[128];
     for (int i = 0; i < m; i++) {
-        yaml_node_t *it = node(c, items[i]), *name = NULL, *ranks = NULL;
-        snprintf(ik, sizeof ik, "%s[%d]", key, i);
-        if (it->type == YAML_MAPPING_NODE) {
-            if (check_keys(c, it, ik)) return -1;
-            for (yaml_node_pair_t *q = it->data.mapping.pairs.start; q < it->data.mapping.pairs.top; q++) {
-                yaml_node_t *k = node(c, q->key);
-                if (!strcmp(str(k), "name")) name = node(c, q->value);
-                else if (!strcmp(str(k), "ranks")) ranks = node(c, q->value);
-                else return fail(c, k, ik, "unknown key '%s'; expected name or ranks", str(k));
-            }
-            if (!name) return fail(c, it, ik, "missing key 'name'; expected a model name or path");
-        } else {
-            name = it;
-        }
-        char nk[160];
-        snprintf(nk, sizeof nk, "%s%s", ik, name == it ? "" : ".name");
-        if (want_type(c, name, YAML_SCALAR_NODE, nk, "a model name or path") ) return -1;
-        if (!name->data.scalar.length) return fail(c, name, nk, "expected a model name or path, found an empty value");
-        for (int j = 0; j < i; j++)
-            if (!strcmp(ms[j].name, str(name)))
-                return fail(c, name, nk, "model '%s' is listed twice; expected each member once", str(name));
-        ms[i].name = strdup(str(name));
-        if (!ms[i].name) return pw_errf(c->err, "%s: out of memory", c->path);
-        if (ranks) {
-            char rk[160];
-            snprintf(rk, sizeof rk, "%s.ranks", ik);
-            if (want_ranks(c, ranks, rk, &ms[i].ranks, &ms[i].nranks)) return -1;
-            for (int j = 0; j < ms[i].nranks; j++)
-                if (pw_role_index(&p->map, PW_ROLE_REWARD, ms[i].ranks[j]) < 0)
-                    return fail(c, ranks, rk, "rank %d does not hold role reward; expected one of the reward ranks",
-                                ms[i].ranks[j]);
-            nexplicit++;
-        }
+        int e = 0;
+        if (parse_member(c, p, node(c, items[i]), i, &e)) return -1;
+        nexplicit += e;
     }
     if (nexplicit && nexplicit != m)
-        return fail(c, n, key, "some members give ranks and some do not; expected ranks on every member or on none");
-    if (!nexplicit) {
-        int nr = rw->nranks;
-        for (int i = 0; i < m; i++) {
-            int cnt = 0;
-            for (int j = 0; j < nr; j++)
-                if ((m >= nr && i % nr == j) || (m < nr && j % m == i)) cnt++;
-            ms[i].ranks = malloc(sizeof(int) * (size_t)cnt);
-            if (!ms[i].ranks) return pw_errf(c->err, "%s: out of memory", c->path);
-            for (int j = 0; j < nr; j++)
-                if ((m >= nr && i % nr == j) || (m < nr && j % m == i))
-                    ms[i].ranks[ms[i].nranks++] = rw->ranks[j];
-        }
-    }
+        return fail(c, n, key,
+                    "some members give ranks and some do not; "
+                    "expected ranks on every member or on none");
+    if (!nexplicit) return assign_members(c, p);
+    const PwRoleRanks *rw = &p->map.role[PW_ROLE_REWARD];
     for (int j = 0; j < rw->nranks; j++) {
         int served = 0;
-        for (int i = 0; i < m && !served; i++)
-            for (int k = 0; k < ms[i].nranks; k++) served |= ms[i].ranks[k] == rw->ranks[j];
+        for (int i = 0; i < m; i++)
+            for (int k = 0; k < p->map.reward_models[i].nranks; k++)
+                served |= p->map.reward_models[i].ranks[k] == rw->ranks[j];
         if (!served)
-            return fail(c, n, key, "reward rank %d serves no model; expected every reward rank in some member's ranks",
+            return fail(c, n, key,
+                        "reward rank %d serves no model; expected every reward rank in some "
+                        "member's ranks",
                         rw->ranks[j]);
     }
     return 0;
@@ -300,10 +323,11 @@ static int parse_models(Ctx *c, PwPlacement *p, const yaml_node_t *n)
 
 static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
 {
-    if (want_type(c, n, YAML_MAPPING_NODE, "roles", "a mapping of role names to { ranks: [...] }") ||
+    if (want_type(c, n, YAML_MAPPING_NODE, "roles",
+                  "a mapping of role names to { ranks: [...] }") ||
         check_keys(c, n, "roles"))
         return -1;
-    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < n->data.mapping.pairs.top; q++) {
+    FOR_PAIRS (q, n) {
         yaml_node_t *k = node(c, q->key);
         int r = -1;
         for (int i = 0; i < PW_ROLE_COUNT; i++)
@@ -311,27 +335,30 @@ static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
         char key[96];
         snprintf(key, sizeof key, "roles.%s", str(k));
         if (r < 0)
-            return fail(c, k, key, "unknown role '%s'; expected actor, reference, critic, reward or generator",
+            return fail(c, k, key,
+                        "unknown role '%s'; expected actor, reference, critic, reward or generator",
                         str(k));
         ps->seen[r] = 1;
-        ps->role_node[r] = k;
         if (parse_role(c, p, ps, (PwRole)r, k, node(c, q->value))) return -1;
     }
     static const PwRole required[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
     for (size_t i = 0; i < PW_ARRAY_LEN(required); i++)
         if (!ps->seen[required[i]])
             return fail(c, ps->roles_key, "roles",
-                        "missing required role '%s'; expected actor, critic and reward (reference and generator are optional)",
+                        "missing required role '%s'; expected actor, critic and reward (reference "
+                        "and generator are optional)",
                         pw_role_name(required[i]));
     if (ps->models && parse_models(c, p, ps->models)) return -1;
     /* An idle rank would hold a process and cores for nothing and wait forever at the first
      * collective of a role it does not hold: launch fewer ranks instead. */
     for (int rank = 0; rank < c->world_size; rank++) {
         int held = 0;
-        for (int r = 0; r < PW_ROLE_COUNT; r++) held |= pw_role_index(&p->map, (PwRole)r, rank) >= 0;
+        for (int r = 0; r < PW_ROLE_COUNT; r++)
+            held |= pw_role_index(&p->map, (PwRole)r, rank) >= 0;
         if (!held)
             return fail(c, ps->roles_key, "roles",
-                        "rank %d holds no role; expected every rank 0..%d of the job in some role's ranks (idle ranks are not allowed)",
+                        "rank %d holds no role; expected every rank 0..%d of the job in some "
+                        "role's ranks (idle ranks are not allowed)",
                         rank, c->world_size - 1);
     }
     return 0;
@@ -339,7 +366,11 @@ static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
 
 static int parse_top(Ctx *c, PwPlacement *p, yaml_node_t *root)
 {
-    if (!root) return pw_errf(c->err, "%s:1:1: key '(none)': the file is empty; expected a mapping with a 'roles:' key", c->path);
+    if (!root)
+        return pw_errf(
+            c->err,
+            "%s:1:1: key '(none)': the file is empty; expected a mapping with a 'roles:' key",
+            c->path);
     if (want_type(c, root, YAML_MAPPING_NODE, "(top level)", "a mapping with a 'roles:' key") ||
         check_keys(c, root, "(top level)"))
         return -1;
@@ -347,7 +378,7 @@ static int parse_top(Ctx *c, PwPlacement *p, yaml_node_t *root)
     yaml_node_t *roles = NULL;
     p->bind = PW_BIND_NUMA;
     p->bind_mark = mark_of(root);
-    for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < root->data.mapping.pairs.top; q++) {
+    FOR_PAIRS (q, root) {
         yaml_node_t *k = node(c, q->key), *v = node(c, q->value);
         const char *name = str(k);
         if (!strcmp(name, "roles")) {
@@ -365,14 +396,18 @@ static int parse_top(Ctx *c, PwPlacement *p, yaml_node_t *root)
             long ws;
             if (want_int(c, v, "world_size", 1, PW_MAX_RANKS, &ws)) return -1;
             if (ws != c->world_size)
-                return fail(c, v, "world_size", "the file is written for %ld ranks but the job has %d; expected a job of %ld ranks "
+                return fail(c, v, "world_size",
+                            "the file is written for %ld ranks but the job has %d; expected a job "
+                            "of %ld ranks "
                             "(mpirun -np %ld, or --world-size %ld with --dry-run)",
                             ws, c->world_size, ws, ws, ws);
         } else {
             return fail(c, k, name, "unknown key; expected roles, bind, version or world_size");
         }
     }
-    if (!roles) return fail(c, root, "roles", "missing key 'roles'; expected a mapping of role names to { ranks: [...] }");
+    if (!roles)
+        return fail(c, root, "roles",
+                    "missing key 'roles'; expected a mapping of role names to { ranks: [...] }");
     return parse_roles(c, p, &ps, roles);
 }
 
@@ -381,7 +416,8 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
     memset(p, 0, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     if (world_size < 1 || world_size > PW_MAX_RANKS)
-        return pw_errf(err, "%s: a job of %d ranks; expected 1..%d ranks", path, world_size, PW_MAX_RANKS);
+        return pw_errf(err, "%s: a job of %d ranks; expected 1..%d ranks", path, world_size,
+                       PW_MAX_RANKS);
     yaml_parser_t parser;
     yaml_document_t doc;
     Ctx c = {path, &doc, world_size, err};
@@ -412,7 +448,8 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
         } else {
             yaml_node_t *r2 = yaml_document_get_root_node(&extra);
             if (r2)
-                rc = fail(&c, r2, "(none)", "a second YAML document; expected one placement per file");
+                rc = fail(&c, r2, "(none)",
+                          "a second YAML document; expected one placement per file");
             yaml_document_delete(&extra);
         }
     }
@@ -461,7 +498,8 @@ void pw_placement_rank_roles(const PwPlacement *p, int rank, char *buf, size_t n
     buf[0] = '\0';
     for (int r = 0; r < PW_ROLE_COUNT; r++)
         if (pw_role_index(&p->map, (PwRole)r, rank) >= 0 && used < n)
-            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "+" : "", pw_role_name((PwRole)r));
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "+" : "",
+                                     pw_role_name((PwRole)r));
     if (!used) snprintf(buf, n, "-");
 }
 
@@ -482,11 +520,12 @@ int pw_placement_check_gpu(const PwPlacement *p, int rank, int ngpus, const char
     if (ngpus > 0) return 0;
     for (int r = 0; r < PW_ROLE_COUNT; r++)
         if (p->map.role[r].device == PW_DEVICE_CUDA && pw_role_index(&p->map, (PwRole)r, rank) >= 0)
-            return pw_errf(err,
-                           "%s:%d:%d: key 'roles.%s.device': device cuda but rank %d on host %s sees no GPU "
-                           "(none found, or ppo_world built without CUDA); expected device: cpu",
-                           p->path, p->device_mark[r].line, p->device_mark[r].col, pw_role_name((PwRole)r),
-                           rank, host);
+            return pw_errf(
+                err,
+                "%s:%d:%d: key 'roles.%s.device': device cuda but rank %d on host %s sees no GPU "
+                "(none found, or ppo_world built without CUDA); expected device: cpu",
+                p->path, p->device_mark[r].line, p->device_mark[r].col, pw_role_name((PwRole)r),
+                rank, host);
     return 0;
 }
 
@@ -494,8 +533,9 @@ int pw_placement_check_cores(const PwPlacement *p, int local_size, int ncores, c
                              PwErr *err)
 {
     if (p->bind != PW_BIND_CORE || local_size <= ncores) return 0;
-    return pw_errf(err,
-                   "%s:%d:%d: key 'bind': bind core but host %s runs %d ranks on %d cores; expected at "
-                   "most one rank per core (use bind: numa or none to oversubscribe, or fewer ranks per node)",
-                   p->path, p->bind_mark.line, p->bind_mark.col, host, local_size, ncores);
+    return pw_errf(
+        err,
+        "%s:%d:%d: key 'bind': bind core but host %s runs %d ranks on %d cores; expected at "
+        "most one rank per core (use bind: numa or none to oversubscribe, or fewer ranks per node)",
+        p->path, p->bind_mark.line, p->bind_mark.col, host, local_size, ncores);
 }

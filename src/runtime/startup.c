@@ -10,17 +10,17 @@
 #include <unistd.h>
 
 /* An MPI failure here means the job itself is broken; there is no one left to agree with. */
-#define MPI_CHECK(call)                                                                       \
-    do {                                                                                      \
-        int mpi_rc_ = (call);                                                                 \
-        if (mpi_rc_ != MPI_SUCCESS) {                                                         \
-            char mpi_msg_[MPI_MAX_ERROR_STRING];                                              \
-            int mpi_len_ = 0;                                                                 \
-            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                                   \
-            fprintf(stderr, "ppo_world: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, \
-                    mpi_msg_);                                                                \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                     \
-        }                                                                                     \
+#define MPI_CHECK(call)                                                                            \
+    do {                                                                                           \
+        int mpi_rc_ = (call);                                                                      \
+        if (mpi_rc_ != MPI_SUCCESS) {                                                              \
+            char mpi_msg_[MPI_MAX_ERROR_STRING];                                                   \
+            int mpi_len_ = 0;                                                                      \
+            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                                        \
+            fprintf(stderr, "ppo_world: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,      \
+                    mpi_msg_);                                                                     \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
     } while (0)
 
 /* The lowest failing rank's message wins, so rank 0 prints exactly one error whichever node
@@ -97,7 +97,8 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
     /* Ranks sharing memory share a node: that group is what cores and GPUs are divided among. */
     MPI_Comm node;
     int local_rank, local_size;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, s->rank, MPI_INFO_NULL, &node));
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, s->rank, MPI_INFO_NULL, &node));
     MPI_CHECK(MPI_Comm_rank(node, &local_rank));
     MPI_CHECK(MPI_Comm_size(node, &local_size));
     MPI_CHECK(MPI_Comm_free(&node));
