@@ -172,6 +172,12 @@ int main(void)
     check("T=150, no mask", big, NULL, 0, 4);
     check("T=150, left pads 0/37/101", big, m_big, 0, 5);
 
-    free(m_small); free(m_hole); free(m_big);
+    /* T = 1024: 4 MB of scratch per head, so the backward works through its heads in groups */
+    Shape longT = {2, 1024, 6, 3};
+    int pads_long[2] = {0, 700};
+    int *m_long = left_pad_mask(pads_long, 2, 1024);
+    check("T=1024, left pads 0/700", longT, m_long, 0, 6);
+
+    free(m_small); free(m_hole); free(m_big); free(m_long);
     return pw_test_done("test_attention");
 }

@@ -116,29 +116,37 @@ static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r
     for (int s = t + 1; s < r1; s++) dp[s] = 0.0f;
 }
 
+/* The backward's scratch holds dP for this many bytes' worth of heads at a time (at least one
+ * head): all of GPT-2 124M's 48 heads at T = 256, while long sequences stay bounded. */
+#define ATT_SCRATCH_BYTES (16u << 20)
+
 void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                            const int *mask, int B, int T, int C, int NH)
 {
-    int hs = C / NH, C3 = 3 * C;
+    int hs = C / NH, C3 = 3 * C, BH = B * NH;
     float scale = 1.0f / sqrtf((float)hs);
-    /* dP and then dS for every (b, h), laid out as att (the header has no workspace argument).
-     * One buffer for all heads lets the work run in three phases, sgemms / one parallel loop /
-     * sgemms, as in the forward: switching between the OpenBLAS and OpenMP thread pools once
-     * per head cost more than the arithmetic on a busy machine. */
-    float *dpall = malloc(sizeof(float) * (size_t)B * NH * T * T);
-    if (!dpall) {
-        fprintf(stderr, "pw_attention_backward: out of memory for %dx%dx%dx%d floats\n", B, NH,
-                T, T);
+    /* dP and then dS for a group of heads, laid out as att (the header has no workspace
+     * argument). A group runs in three phases, sgemms / one parallel loop / sgemms, as the
+     * forward does: switching between the OpenBLAS and OpenMP thread pools once per head cost
+     * more than the arithmetic on a busy machine. */
+    size_t head = sizeof(float) * (size_t)T * T;
+    int group = head >= ATT_SCRATCH_BYTES ? 1 : (int)(ATT_SCRATCH_BYTES / head);
+    group = group < BH ? group : BH;
+    float *scratch = malloc(head * group);
+    if (!scratch) {
+        fprintf(stderr, "pw_attention_backward: out of memory for %d x %dx%d floats\n", group, T,
+                T);
         abort();
     }
+    for (int g0 = 0; g0 < BH; g0 += group) {
+        int g1 = g0 + group < BH ? g0 + group : BH;
 
-    /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
-    for (int b = 0; b < B; b++) {
-        int lo = first_real(mask, b, T);
-        for (int h = 0; h < NH; h++) {
+        /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
+        for (int bh = g0; bh < g1; bh++) {
+            int b = bh / NH, h = bh % NH, lo = first_real(mask, b, T);
             const float *v = qkv + (size_t)b * T * C3 + 2 * C + h * hs;
             const float *dO = dout + (size_t)b * T * C + h * hs;
-            float *dp = dpall + ((size_t)b * NH + h) * T * T;
+            float *dp = scratch + (size_t)(bh - g0) * T * T;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
@@ -146,25 +154,23 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
                             0.0f, dp + (size_t)r0 * T + lo, T);
             }
         }
-    }
 
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)B * NH * T; i++) {
-        int t = (int)(i % T), b = (int)(i / ((long)NH * T)), lo = first_real(mask, b, T);
-        if (t < lo) continue;
-        int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
-        softmax_backward_row(dpall + (size_t)i * T, att + (size_t)i * T, lo, t, r1 < T ? r1 : T,
-                             is_real(mask, b, t, T), scale);
-    }
+        for (long i = (long)g0 * T; i < (long)g1 * T; i++) {
+            int t = (int)(i % T), b = (int)(i / ((long)NH * T)), lo = first_real(mask, b, T);
+            if (t < lo) continue;
+            int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
+            softmax_backward_row(scratch + (size_t)(i - (long)g0 * T) * T, att + (size_t)i * T,
+                                 lo, t, r1 < T ? r1 : T, is_real(mask, b, t, T), scale);
+        }
 
-    for (int b = 0; b < B; b++) {
-        int lo = first_real(mask, b, T);
-        for (int h = 0; h < NH; h++) {
+        for (int bh = g0; bh < g1; bh++) {
+            int b = bh / NH, h = bh % NH, lo = first_real(mask, b, T);
             size_t base = (size_t)b * T * C3 + h * hs;
             const float *q = qkv + base, *k = q + C;
             float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
-            const float *a = att + ((size_t)b * NH + h) * T * T;
-            const float *dp = dpall + ((size_t)b * NH + h) * T * T;
+            const float *a = att + (size_t)bh * T * T;
+            const float *dp = scratch + (size_t)(bh - g0) * T * T;
             const float *dO = dout + (size_t)b * T * C + h * hs;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
@@ -181,5 +187,5 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
             }
         }
     }
-    free(dpall);
+    free(scratch);
 }
