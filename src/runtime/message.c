@@ -405,16 +405,18 @@ static void describe_wait(const void *vctx, char *buf, size_t len)
     }
 }
 
-static void finish_request(PwWorld *w, PwMsgReq *q)
+/* `ok`: the header matched, so a staged payload is the caller's data and goes to the device. */
+static void finish_request(PwWorld *w, PwMsgReq *q, int ok)
 {
 #ifdef PW_HAVE_CUDA
     if (q->stage) {
-        if (q->is_recv) copy_bytes(q->tensor.data, q->stage, q->want.nbytes, 1);
+        if (q->is_recv && ok) copy_bytes(q->tensor.data, q->stage, q->want.nbytes, 1);
         pinned_put(w, q->stage, q->stage_bytes);
         q->stage = NULL;
     }
 #endif
     (void)w;
+    (void)ok;
     q->active = 0;
 }
 
@@ -493,7 +495,7 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
         if (pw_msg_header_check(&q->hdr, &q->want, rc ? NULL : err)) {
             rc = -1;
             drain_payload(w, q);
-            finish_request(w, q);
+            finish_request(w, q, 0);
         }
     }
 
@@ -510,7 +512,7 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
     for (int i = 0; i < n; i++) {
         if (!reqs[i].active) continue;
         reqs[i].req[1] = reqs[i].req[2] = MPI_REQUEST_NULL;
-        finish_request(w, &reqs[i]);
+        finish_request(w, &reqs[i], 1);
     }
     if (heap) {
         free(mpi);

@@ -70,7 +70,8 @@ static double spin_time(MPI_Comm comm)
 
 static int query_cuda_aware(void)
 {
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    /* Asked at run time: the library loaded may differ from the one compiled against. */
     return MPIX_Query_cuda_support();
 #else
     /* The library was not built for device pointers (Debian's Open MPI 4.1): stage via host. */

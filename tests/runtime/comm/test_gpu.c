@@ -1,10 +1,12 @@
-/* test_nccl.c: the NCCL path of the collectives, for a GPU role: all-reduce and broadcast of
- * device tensors against the serial result. Skips (77) where NCCL or enough GPUs are missing. */
+/* test_gpu.c: GPU tensors through the runtime: messages between roles (staged through pinned
+ * host memory, or through memory on one rank) and the NCCL collectives of a GPU role, against
+ * the serial result. Skips (77) where NCCL or a GPU per rank is missing. */
 #include <stdlib.h>
 
 #include "comm_test.h"
 #include "pw_collective.h"
 #include "pw_device.h"
+#include "pw_message.h"
 
 int main(int argc, char **argv)
 {
@@ -18,7 +20,7 @@ int main(int argc, char **argv)
 #else
     /* NCCL refuses two ranks on one GPU: one GPU per rank or skip. */
     if (pw_device_count() < size) {
-        if (rank == 0) printf("test_nccl: %d GPU(s) for %d ranks: skipped\n", pw_device_count(), size);
+        if (rank == 0) printf("test_gpu: %d GPU(s) for %d ranks: skipped\n", pw_device_count(), size);
         MPI_Finalize();
         return PW_SKIP_CODE;
     }
@@ -27,6 +29,8 @@ int main(int argc, char **argv)
     tmap_init(&t, size);
     tmap_range(&t, PW_ROLE_ACTOR, 0, size);
     t.map.role[PW_ROLE_ACTOR].device = PW_DEVICE_CUDA;
+    tmap_range(&t, PW_ROLE_CRITIC, size - 1, 1); /* rank 0's peer: MPI, or memory when alone */
+    t.map.role[PW_ROLE_CRITIC].device = PW_DEVICE_CUDA;
     PwWorld w;
     tworld(&w, &t, 60.0);
     CHECK(strcmp(pw_collective_backend(&w, PW_ROLE_ACTOR), "nccl") == 0, "GPU role not on NCCL");
@@ -40,6 +44,29 @@ int main(int argc, char **argv)
     PwTensor tt = pw_tensor_host(dev, PW_DTYPE_F32, 1, shape);
     tt.device = PW_DEVICE_CUDA;
     PwErr err;
+
+    /* critic -> actor[0], a device tensor of 3 MiB + 5 bytes, every byte checked */
+    size_t nb = (3u << 20) + 5;
+    unsigned char *hb = malloc(nb), *db = NULL;
+    PW_CUDA_CHECK(cudaMalloc((void **)&db, nb));
+    int64_t bshape[1] = {(int64_t)nb};
+    PwTensor tb = pw_tensor_host(db, PW_DTYPE_U8, 1, bshape);
+    tb.device = PW_DEVICE_CUDA;
+    if (pw_world_has_role(&w, PW_ROLE_CRITIC)) {
+        tfill(hb, nb, 99);
+        PW_CUDA_CHECK(cudaMemcpy(db, hb, nb, cudaMemcpyHostToDevice));
+        pw_send(&w, PW_ROLE_CRITIC, PW_ROLE_ACTOR, 0, PW_MSG_VALUES, 1, &tb);
+    }
+    if (w.role_rank[PW_ROLE_ACTOR] == 0) {
+        PW_CUDA_CHECK(cudaMemset(db, 0, nb));
+        pw_recv(&w, PW_ROLE_ACTOR, PW_ROLE_CRITIC, 0, PW_MSG_VALUES, 1, &tb);
+        PW_CUDA_CHECK(cudaMemcpy(hb, db, nb, cudaMemcpyDeviceToHost));
+        CHECK(tverify(hb, nb, 99) < 0, "device message corrupted (%s)",
+              size > 1 ? "staged over MPI" : "same rank");
+    }
+    PW_CUDA_CHECK(cudaFree(db));
+    free(hb);
+
     for (int op = 0; op < 2; op++) {
         PW_CUDA_CHECK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
         CHECK(pw_allreduce(&w, PW_ROLE_ACTOR, &tt, (PwReduceOp)op, &err) == 0, "%s", err.msg);
@@ -64,6 +91,6 @@ int main(int argc, char **argv)
     CHECK(pw_barrier(&w, PW_ROLE_ACTOR, &err) == 0, "%s", err.msg);
     PW_CUDA_CHECK(cudaFree(dev));
     pw_world_free(&w);
-    return tdone("test_nccl");
+    return tdone("test_gpu");
 #endif
 }

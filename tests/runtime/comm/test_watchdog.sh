@@ -15,7 +15,7 @@ expect() {
     local name=$1 np=$2 tmo=$3 max=$4
     shift 4
     local t0=$SECONDS
-    timeout -k 5 60 "$mpirun" -np "$np" "$child" "$name" "$tmo" >"$out" 2>&1
+    timeout -k 5 90 "$mpirun" -np "$np" "$child" "$name" "$tmo" >"$out" 2>&1
     local rc=$? dt=$((SECONDS - t0))
     local ok=1
     if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
@@ -34,18 +34,18 @@ expect() {
     fi
 }
 
-expect nosend 2 1.0 20 "watchdog: rank 1 (actor[0]+critic[1]) waited" \
+expect nosend 2 1.0 30 "watchdog: rank 1 (actor[0]+critic[1]) waited" \
     "receiving message 'logp_ref' step 7" "from reference[0] to actor[0]" "world rank 0" \
     "nothing from that rank has arrived"
-expect wrongkind 2 1.0 20 "watchdog: rank 1" "receiving message 'logp_ref' step 7" \
+expect wrongkind 2 1.0 30 "watchdog: rank 1" "receiving message 'logp_ref' step 7" \
     "pending from that rank instead: 'scores' from reference to actor"
-expect collective 3 1.0 20 "watchdog: rank 0" "all-reduce (sum) of role critic over world ranks [0,1,2]"
-expect mismatch 2 20 15 "wrong step: expected message 'logp_ref' step 7" "got 'logp_ref' step 6"
-# a rank that dies: the job ends long before the watchdog's 30 s
-expect dies 2 30 20 "signal 9"
-expect noinit 2 1.0 20 "watchdog: rank 0 (reference[0]+critic[0]) waited" "pw_world_init"
+expect collective 3 1.0 30 "watchdog: rank 0" "all-reduce (sum) of role critic over world ranks [0,1,2]"
+expect mismatch 2 20 30 "wrong step: expected message 'logp_ref' step 7" "got 'logp_ref' step 6"
+# a rank that dies: the job ends long before the watchdog's 60 s
+expect dies 2 60 30 "signal 9"
+expect noinit 2 1.0 30 "watchdog: rank 0 (reference[0]+critic[0]) waited" "pw_world_init"
 # one rank alone waiting for itself: reported at once, no timeout needed
-expect nosend 1 30 15 "never sent"
+expect nosend 1 30 30 "never sent"
 
 echo "test_watchdog: $fails failed"
 [ $fails -eq 0 ]
