@@ -13,12 +13,15 @@ struct PwPlacement; /* pw_placement.h */
 /* Runs the whole PPO job on this rank. Collective over `comm`: every rank of the placement
  * calls it with the same configuration and placement. The world (one communicator per role) is
  * built inside from the placement's role map. Rank 0 of the actor role writes
- * out_dir/metrics.jsonl (one JSON object per step). Bad input (a missing checkpoint, vocabulary
+ * out_dir/metrics.jsonl (one JSON object per step), out_dir/config.yaml and, per
+ * checkpoint.every, out_dir/checkpoints/step_N. With resume != 0 the run continues from the
+ * newest complete checkpoint in out_dir (the configuration must be the saved one), with the
+ * same numbers as a run that was never interrupted. Bad input (a missing checkpoint, vocabulary
  * sizes that differ, an empty prompt file, a prompt that does not fit the context) is found
  * before any training and returns -1 on every rank with the same message in `err`; a failure
  * that only one rank can see after the checks (a damaged weight file) ends the job through
  * the runtime's fatal path, also with a message. Returns 0 when every step ran. */
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
-               const char *out_dir, PwErr *err);
+               const char *out_dir, int resume, PwErr *err);
 
 #endif

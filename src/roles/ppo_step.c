@@ -38,7 +38,7 @@ static void start_blocks(PwRun *r, int64_t step)
 {
     int N = r->s.N, R = r->R;
     size_t nr;
-    if (has(r, r->producer) && r->async && step > 0) { /* sampled during the last step */
+    if (has(r, r->producer) && r->async && step > r->first_step) { /* sampled last step */
         r->gen_rows = r->next_rows;
         r->gen_logp = r->next_logp;
         memset(&r->next_rows, 0, sizeof r->next_rows);
@@ -142,7 +142,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     PwGroup prod = group(r, pr);
     if (has(r, pr)) {
         PwGPT2 *m = pr == PW_ROLE_GENERATOR ? r->gen : r->actor;
-        if (!r->async || step == 0)
+        if (!r->async || step == r->first_step)
             TIMED(pr, PW_PH_GENERATE, pw_generator_generate(r, m, &r->gen_rows, r->gen_logp, step));
         int me = w->role_rank[pr];
         PwTensor tok = t2(r->gen_rows.tokens, PW_DTYPE_I32, r->gen_rows.n, R);
@@ -335,6 +335,19 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
     } else {
         pw_xfer_wait(x, w);
     }
+}
+
+void pw_ppo_resume_async(PwRun *r)
+{
+    /* The weight message the interrupted run posted at the end of step first_step - 1. */
+    PwWorld *w = &r->w;
+    if (!r->async || !weights_in_async(r, r->first_step) || !pw_world_has_role(w, PW_ROLE_ACTOR) ||
+        w->role_rank[PW_ROLE_ACTOR] != 0)
+        return;
+    PwTensor p = t2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+    for (int g = 0; g < nranks(r, PW_ROLE_GENERATOR); g++)
+        pw_xfer_send(&r->carry, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS,
+                     r->first_step - 1, &p);
 }
 
 void pw_ppo_step(PwRun *r, int64_t step)

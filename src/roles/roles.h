@@ -42,7 +42,7 @@ typedef struct PwSettings {
     double lr, min_lr, weight_decay, beta1, beta2, eps, grad_clip;
     int64_t warmup;
     int decay;
-    int64_t eval_every, checkpoint_every;
+    int64_t eval_every, checkpoint_every, checkpoint_keep;
     double timeout_s;
     const char *sft, *critic, *prompts;      /* borrowed from the PwConfig */
     int n_reward;
@@ -210,6 +210,7 @@ struct PwRun {
     float *vold, *vret;
 
     double beta;
+    int64_t first_step;  /* 0, or the step a --resume starts at */
     int64_t opt_step;    /* optimizer steps taken (the schedule's index) */
     double running[3];   /* running score moments (count, mean, m2) for reward.normalize */
 
@@ -231,8 +232,20 @@ void pw_actor_combine_scores(PwRun *r);
 void pw_actor_advantages(PwRun *r);
 void pw_actor_train(PwRun *r);
 
+/* Checkpoints (checkpoint.c). */
+void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done);
+int64_t pw_ckpt_latest(const char *out_dir); /* newest complete step_N, -1 if none */
+int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err);
+void pw_ckpt_load_optimizer(PwGPT2 *m, const char *dir);
+void pw_ckpt_dir(char *buf, size_t n, const char *out_dir, int64_t step, const char *part);
+/* The run configuration saved in RUN_DIR, and its check on --resume (settings.c). */
+int pw_settings_save_config(const struct PwConfig *cfg, const char *path, PwErr *err);
+int pw_settings_check_saved(const struct PwConfig *cfg, const char *path, PwErr *err);
+
 /* One PPO step across all roles (ppo_step.c). */
 void pw_ppo_step(PwRun *r, int64_t step);
+/* Async --resume: actor rank 0 posts the weights the generator expects at first_step. */
+void pw_ppo_resume_async(PwRun *r);
 /* The metrics line of a step (metrics.c); actor rank 0 only. */
 void pw_metrics_write(PwRun *r, int64_t step);
 

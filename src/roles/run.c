@@ -8,6 +8,7 @@
 #include "pw_algo.h"
 #include "pw_generate.h"
 #include "pw_placement.h"
+#include "pw_safetensors.h"
 #include "pw_roles.h"
 #include "roles.h"
 
@@ -164,21 +165,38 @@ static PwGPT2 *load_or_die(PwRun *r, const char *role, const char *dir, int head
     return m;
 }
 
-static void load_models(PwRun *r)
+static void load_models(PwRun *r, const char *out_dir)
 {
     PwWorld *w = &r->w;
     const PwSettings *s = &r->s;
-    if (pw_world_has_role(w, PW_ROLE_ACTOR)) r->actor = load_or_die(r, "actor", s->sft, PW_HEAD_LM, 0);
+    char actor[1300], critic[1300], gen[1300];
+    const char *actor_dir = s->sft, *gen_dir = s->sft;
+    if (r->first_step > 0) { /* --resume: the trained models come from the checkpoint */
+        pw_ckpt_dir(actor, sizeof actor, out_dir, r->first_step, "actor");
+        pw_ckpt_dir(critic, sizeof critic, out_dir, r->first_step, "critic");
+        pw_ckpt_dir(gen, sizeof gen, out_dir, r->first_step, r->async ? "generator" : "actor");
+        actor_dir = actor;
+        gen_dir = gen;
+    }
+    if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
+        r->actor = load_or_die(r, "actor", actor_dir, PW_HEAD_LM, 0);
+        if (r->first_step > 0) pw_ckpt_load_optimizer(r->actor, actor_dir);
+    }
     if (pw_world_has_role(w, PW_ROLE_REFERENCE))
         r->ref = load_or_die(r, "reference", s->sft, PW_HEAD_LM, 0);
     if (pw_world_has_role(w, PW_ROLE_GENERATOR))
-        r->gen = load_or_die(r, "generator", s->sft, PW_HEAD_LM, 0);
+        r->gen = load_or_die(r, "generator", gen_dir, PW_HEAD_LM, 0);
     if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
-        if (s->critic && *s->critic) r->critic = load_or_die(r, "critic", s->critic, PW_HEAD_VALUE, 0);
-        else if (r->member[0].verifier_token < 0)
+        if (r->first_step > 0) {
+            r->critic = load_or_die(r, "critic", critic, PW_HEAD_VALUE, 0);
+            pw_ckpt_load_optimizer(r->critic, critic);
+        } else if (s->critic && *s->critic) {
+            r->critic = load_or_die(r, "critic", s->critic, PW_HEAD_VALUE, 0);
+        } else if (r->member[0].verifier_token < 0) {
             r->critic = load_or_die(r, "critic", s->reward[0], PW_HEAD_VALUE, 1);
-        else /* a verifier has no trunk: the SFT trunk with a fresh value head */
+        } else { /* a verifier has no trunk: the SFT trunk with a fresh value head */
             r->critic = load_or_die(r, "critic", s->sft, PW_HEAD_VALUE, 0);
+        }
     }
     int me = w->role_rank[PW_ROLE_REWARD];
     for (int k = 0; k < r->K; k++) {
@@ -189,6 +207,41 @@ static void load_models(PwRun *r)
         if (m->me >= 0 && m->verifier_token < 0)
             m->model = load_or_die(r, "reward", m->name, PW_HEAD_SCORE, 0);
     }
+}
+
+/* --resume: the newest complete checkpoint, the configuration it was made with, its state. */
+static int find_resume(PwRun *r, const struct PwConfig *cfg, const char *out_dir, PwErr *err)
+{
+    int64_t step = pw_ckpt_latest(out_dir);
+    if (step < 0)
+        return pw_errf(err, "--resume: no complete checkpoint in '%s/checkpoints'", out_dir);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config.yaml", out_dir);
+    if (pw_settings_check_saved(cfg, path, err)) return -1;
+    r->first_step = step;
+    return pw_ckpt_load_state(r, out_dir, step, err);
+}
+
+/* Keeps the first `lines` lines of the metrics file (the steps the checkpoint covers), then
+ * opens it for appending. */
+static FILE *open_metrics(const char *path, int64_t lines)
+{
+    if (lines == 0) return fopen(path, "w");
+    FILE *f = fopen(path, "r");
+    char *buf = NULL, *line = NULL;
+    size_t len = 0, cap = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    for (int64_t i = 0; f && mem && i < lines && getline(&line, &cap, f) >= 0; i++) fputs(line, mem);
+    if (mem) fclose(mem);
+    if (f) fclose(f);
+    free(line);
+    PwErr err;
+    if (!buf || pw_write_file_atomic(path, buf, len, &err)) {
+        free(buf);
+        return NULL;
+    }
+    free(buf);
+    return fopen(path, "a");
 }
 
 static void free_run(PwRun *r)
@@ -207,13 +260,14 @@ static void free_run(PwRun *r)
 }
 
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
-               const char *out_dir, PwErr *err)
+               const char *out_dir, int resume, PwErr *err)
 {
     PwRun *r = pw_roles_alloc(sizeof *r);
     int rc = pw_settings_from_config(&r->s, cfg, err);
     if (!rc) rc = check_inputs(r, pl, err);
     if (!rc && mkdir(out_dir, 0755) != 0 && errno != EEXIST)
         rc = pw_errf(err, "--out: cannot create '%s': %s", out_dir, strerror(errno));
+    if (!rc && resume) rc = find_resume(r, cfg, out_dir, err);
     if (rc) {
         free_run(r);
         free(r);
@@ -229,18 +283,26 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         return -1;
     }
     r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
-    r->beta = r->s.beta;
+    if (!resume) r->beta = r->s.beta;
     /* Without a generator the actor samples between its own updates: nothing to overlap. */
     r->async = r->s.async && r->producer == PW_ROLE_GENERATOR;
-    load_models(r);
+    load_models(r, out_dir);
     if (pw_world_has_role(&r->w, PW_ROLE_ACTOR) && r->w.role_rank[PW_ROLE_ACTOR] == 0) {
         char path[1200];
+        snprintf(path, sizeof path, "%s/config.yaml", out_dir);
+        if (!resume && pw_settings_save_config(cfg, path, err))
+            pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
         snprintf(path, sizeof path, "%s/metrics.jsonl", out_dir);
-        r->metrics = fopen(path, "w");
+        r->metrics = open_metrics(path, r->first_step);
         if (!r->metrics)
             pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
     }
-    for (int64_t step = 0; step < r->s.steps; step++) pw_ppo_step(r, step);
+    pw_ppo_resume_async(r);
+    for (int64_t step = r->first_step; step < r->s.steps; step++) {
+        pw_ppo_step(r, step);
+        int64_t done = step + 1, every = r->s.checkpoint_every;
+        if ((every > 0 && done % every == 0) || done == r->s.steps) pw_ckpt_save(r, out_dir, done);
+    }
     free_run(r);
     pw_world_free(&r->w);
     free(r);

@@ -51,6 +51,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->decay = (int)c->optim.decay;
     s->eval_every = c->eval.every;
     s->checkpoint_every = c->checkpoint.every;
+    s->checkpoint_keep = c->checkpoint.keep;
     s->timeout_s = c->runtime.timeout_s;
     s->sft = c->model.sft;
     s->critic = c->model.critic;
@@ -69,4 +70,14 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     if (!s->prompts || !*s->prompts)
         return pw_errf(err, "data.prompts: the prompt file (JSONL) is required");
     return 0;
+}
+
+int pw_settings_save_config(const PwConfig *cfg, const char *path, PwErr *err)
+{
+    return pw_config_save_yaml(cfg, path, err);
+}
+
+int pw_settings_check_saved(const PwConfig *cfg, const char *path, PwErr *err)
+{
+    return pw_config_check_saved(cfg, path, err);
 }

@@ -1,7 +1,8 @@
 /* ppo_driver.c: a small ppo_world for the roles tests: MPI, placement, configuration, then
- * pw_ppo_run. Usage: mpirun -np N ppo_driver PLACEMENT CONFIG OUT_DIR [key=value ...] */
+ * pw_ppo_run. Usage: mpirun -np N ppo_driver PLACEMENT CONFIG OUT_DIR [--resume] [key=value ...] */
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "pw_config.h"
 #include "pw_placement.h"
@@ -23,9 +24,10 @@ int main(int argc, char **argv)
     PwConfig cfg;
     int rc = pw_placement_load(argv[1], size, &pl, &err);
     if (!rc) {
-        rc = pw_config_build(&cfg, argv[2], (const char *const *)argv + 4, argc - 4, &err);
+        int resume = argc > 4 && !strcmp(argv[4], "--resume"), first = 4 + resume;
+        rc = pw_config_build(&cfg, argv[2], (const char *const *)argv + first, argc - first, &err);
         if (!rc) {
-            rc = pw_ppo_run(&cfg, &pl, MPI_COMM_WORLD, argv[3], &err);
+            rc = pw_ppo_run(&cfg, &pl, MPI_COMM_WORLD, argv[3], resume, &err);
             pw_config_free(&cfg);
         }
         pw_placement_free(&pl);

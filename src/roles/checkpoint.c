@@ -1,0 +1,192 @@
+/* checkpoint.c: RUN_DIR/checkpoints/step_N: actor and critic weights with their AdamW moments,
+ * the generator's weights in async mode, and the run state; --resume continues from the newest. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pw_safetensors.h"
+#include "roles.h"
+
+/* Nothing else is needed to continue bit for bit: prompts, sampling streams and minibatches
+ * are functions of (seed, step, row), so the step number is the data position and the RNG. */
+
+static void ckpt_path(char *buf, size_t n, const char *out_dir, int64_t step, const char *leaf)
+{
+    snprintf(buf, n, "%s/checkpoints/step_%lld%s%s", out_dir, (long long)step, leaf ? "/" : "",
+             leaf ? leaf : "");
+}
+
+static void save_model(PwGPT2 *m, const char *dir, int with_optimizer)
+{
+    PwErr err;
+    mkdir(dir, 0755);
+    if (pw_gpt2_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+    if (!with_optimizer || !m->adam_m) return;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)m->num_params}, m->adam_m, PW_DT_F32},
+                            {"adam_v", 1, {(int64_t)m->num_params}, m->adam_v, PW_DT_F32}};
+    static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
+    if (pw_st_write(path, t, 2, meta, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+}
+
+void pw_ckpt_load_optimizer(PwGPT2 *m, const char *dir)
+{
+    PwErr err;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    if (access(path, F_OK) != 0) return; /* saved before the first update: no moments yet */
+    PwSafetensors *st = NULL;
+    int64_t shape[1] = {(int64_t)m->num_params};
+    m->adam_m = calloc(m->num_params, sizeof(float));
+    m->adam_v = calloc(m->num_params, sizeof(float));
+    if (!m->adam_m || !m->adam_v) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    if (pw_st_open(&st, path, &err) || pw_st_read_f32(st, "adam_m", shape, 1, m->adam_m, &err) ||
+        pw_st_read_f32(st, "adam_v", shape, 1, m->adam_v, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "resume: %s", err.msg);
+    pw_st_close(st);
+}
+
+static void remove_model(const char *dir)
+{
+    static const char *const files[] = {"config.json", "model.safetensors", "optimizer.safetensors"};
+    char path[1400];
+    for (size_t i = 0; i < PW_ARRAY_LEN(files); i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* Steps of the checkpoints on disk that are complete (state.json is written last). */
+static int list_steps(const char *out_dir, int64_t *steps, int max)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/checkpoints", out_dir);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, "step_", 5)) continue;
+        long long s = strtoll(e->d_name + 5, &end, 10);
+        char state[1300];
+        ckpt_path(state, sizeof state, out_dir, s, "state.json");
+        if (*end || access(state, F_OK) != 0) continue;
+        if (n < max) steps[n++] = s;
+    }
+    closedir(d);
+    return n;
+}
+
+int64_t pw_ckpt_latest(const char *out_dir)
+{
+    int64_t steps[4096], best = -1;
+    int n = list_steps(out_dir, steps, 4096);
+    for (int i = 0; i < n; i++)
+        if (steps[i] > best) best = steps[i];
+    return best;
+}
+
+static void prune(PwRun *r, const char *out_dir, int64_t newest)
+{
+    if (r->s.checkpoint_keep <= 0) return;
+    int64_t steps[4096];
+    int n = list_steps(out_dir, steps, 4096);
+    for (int i = 0; i < n; i++) {
+        int newer = 0;
+        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
+        if (newer < r->s.checkpoint_keep || steps[i] == newest) continue;
+        char path[1300];
+        ckpt_path(path, sizeof path, out_dir, steps[i], "state.json");
+        unlink(path); /* first: a half-removed checkpoint must never look complete */
+        static const char *const parts[] = {"actor", "critic", "generator"};
+        for (size_t k = 0; k < PW_ARRAY_LEN(parts); k++) {
+            ckpt_path(path, sizeof path, out_dir, steps[i], parts[k]);
+            remove_model(path);
+        }
+        ckpt_path(path, sizeof path, out_dir, steps[i], NULL);
+        rmdir(path);
+    }
+}
+
+/* After step `done - 1`: rank 0 of actor and critic (and of the generator in async mode) write
+ * their part, tell actor rank 0, which then writes state.json, the mark of a whole checkpoint. */
+void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
+{
+    PwWorld *w = &r->w;
+    PwXfer x = {0};
+    char path[1300];
+    ckpt_path(path, sizeof path, out_dir, 0, NULL);
+    *strrchr(path, '/') = '\0';
+    mkdir(path, 0755);
+    ckpt_path(path, sizeof path, out_dir, done, NULL);
+    mkdir(path, 0755);
+    double one = 1.0, got[PW_ROLE_COUNT];
+    int64_t shape[1] = {1};
+    static const PwRole writers[] = {PW_ROLE_CRITIC, PW_ROLE_GENERATOR};
+    for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
+        PwRole role = writers[i];
+        if (!pw_world_has_role(w, role) || w->role_rank[role] != 0) continue;
+        if (role == PW_ROLE_GENERATOR && !r->async) continue;
+        ckpt_path(path, sizeof path, out_dir, done, pw_role_name(role));
+        save_model(role == PW_ROLE_CRITIC ? r->critic : r->gen, path, role == PW_ROLE_CRITIC);
+        PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
+        pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_TEST, done, &t);
+    }
+    if (pw_world_has_role(w, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
+        ckpt_path(path, sizeof path, out_dir, done, "actor");
+        save_model(r->actor, path, 1);
+        for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
+            PwRole role = writers[i];
+            if (!w->map.role[role].nranks || (role == PW_ROLE_GENERATOR && !r->async)) continue;
+            PwTensor t = pw_tensor_host(&got[role], PW_DTYPE_F64, 1, shape);
+            pw_xfer_recv(&x, w, PW_ROLE_ACTOR, role, 0, PW_MSG_TEST, done, &t);
+        }
+    }
+    pw_xfer_wait(&x, w);
+    pw_xfer_free(&x);
+    if (!pw_world_has_role(w, PW_ROLE_ACTOR) || w->role_rank[PW_ROLE_ACTOR] != 0) return;
+
+    json_t *o = json_pack("{s:I, s:I, s:f, s:[f, f, f]}", "step", (json_int_t)done, "opt_step",
+                          (json_int_t)r->opt_step, "beta", r->beta, "running", r->running[0],
+                          r->running[1], r->running[2]);
+    char *text = json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    PwErr err;
+    ckpt_path(path, sizeof path, out_dir, done, "state.json");
+    if (!text || pw_write_file_atomic(path, text, strlen(text), &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", text ? err.msg : "no memory");
+    free(text);
+    prune(r, out_dir, done);
+}
+
+int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err)
+{
+    char path[1300];
+    ckpt_path(path, sizeof path, out_dir, step, "state.json");
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    json_int_t s = -1, opt = -1;
+    double beta = 0, run[3] = {0, 0, 0};
+    int bad = !o || json_unpack(o, "{s:I, s:I, s:F, s:[F, F, F]}", "step", &s, "opt_step", &opt,
+                                "beta", &beta, "running", &run[0], &run[1], &run[2]) ||
+              s != step;
+    json_decref(o);
+    if (bad) return pw_errf(err, "--resume: %s: not a checkpoint state (%s)", path, o ? "fields" : je.text);
+    r->opt_step = opt;
+    r->beta = beta;
+    memcpy(r->running, run, sizeof run);
+    return 0;
+}
+
+void pw_ckpt_dir(char *buf, size_t n, const char *out_dir, int64_t step, const char *part)
+{
+    ckpt_path(buf, n, out_dir, step, part);
+}
