@@ -472,9 +472,9 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
         free(m);
     }
 
-    /* Remote: headers first, so a mismatch is reported before its payload is trusted. */
-    /* The common case (a message or two) keeps its request lists on the stack: small
-     * messages are bound by per-message overhead. */
+    /* Remote: headers first, so a mismatch is reported before its payload is trusted. The
+     * common case (a message or two) keeps its request lists on the stack: small messages
+     * are bound by per-message overhead. */
     MPI_Request mpi_small[12];
     int owner_small[12];
     int heap = 3 * n + 1 > 12;
