@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_comm.h"
 #include "pw_startup.h"
 
 #define PW_MAX_OVERRIDES 64
@@ -110,10 +111,7 @@ int main(int argc, char **argv)
     /* Alone with --dry-run there is no job to join: plan --world-size ranks on this host.
      * Anything else initialises MPI (a process started without mpirun becomes a job of one). */
     int use_mpi = !(a.dry_run && launcher_rank() < 0);
-    if (use_mpi && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-        fprintf(stderr, "ppo_world: MPI_Init failed (%s:%d)\n", __FILE__, __LINE__);
-        return 1;
-    }
+    if (use_mpi) PW_MPI_CHECK(MPI_Init(&argc, &argv));
     PwStartupOpts o = {a.placement, a.world_size, use_mpi, stdout};
     PwStartup s;
     PwErr err = {{0}};
@@ -126,9 +124,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "ppo_world: placement ready; no role loop is built yet, stopping\n");
     }
     pw_startup_free(&s);
-    if (use_mpi && MPI_Finalize() != MPI_SUCCESS) {
-        fprintf(stderr, "ppo_world: MPI_Finalize failed (%s:%d)\n", __FILE__, __LINE__);
-        rc = 1;
-    }
+    if (use_mpi) PW_MPI_CHECK(MPI_Finalize());
     return rc;
 }

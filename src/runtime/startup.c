@@ -1,6 +1,7 @@
 /* startup.c: every rank reads the placement, the ranks agree on one verdict with MPI_Allreduce,
  * then each binds itself and rank 0 prints the table: no rank is ever left waiting. */
 #include "pw_startup.h"
+#include "pw_comm.h"
 #include "pw_device.h"
 
 #include <limits.h>
@@ -9,28 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* An MPI failure here means the job itself is broken; there is no one left to agree with. */
-#define MPI_CHECK(call)                                                                            \
-    do {                                                                                           \
-        int mpi_rc_ = (call);                                                                      \
-        if (mpi_rc_ != MPI_SUCCESS) {                                                              \
-            char mpi_msg_[MPI_MAX_ERROR_STRING];                                                   \
-            int mpi_len_ = 0;                                                                      \
-            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                                        \
-            fprintf(stderr, "ppo_world: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,      \
-                    mpi_msg_);                                                                     \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
-
 /* The lowest failing rank's message wins, so rank 0 prints exactly one error whichever node
  * found it. Parsing errors are identical on every rank; GPU and core checks are per node. */
 static int agree(int rank, int failed, PwErr *err)
 {
     int mine = failed ? rank : INT_MAX, first = INT_MAX;
-    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    PW_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (first == INT_MAX) return 0;
-    MPI_CHECK(MPI_Bcast(err->msg, (int)sizeof err->msg, MPI_CHAR, first, MPI_COMM_WORLD));
+    PW_MPI_CHECK(MPI_Bcast(err->msg, (int)sizeof err->msg, MPI_CHAR, first, MPI_COMM_WORLD));
     return -1;
 }
 
@@ -85,8 +72,8 @@ static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
 
 static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
 {
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &s->rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &s->size));
+    PW_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &s->rank));
+    PW_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &s->size));
     int failed = 0;
     if (o->world_size > 0 && o->world_size != s->size)
         failed = pw_errf(err, "--world-size %d but the job has %d ranks; expected the same number",
@@ -97,11 +84,11 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
     /* Ranks sharing memory share a node: that group is what cores and GPUs are divided among. */
     MPI_Comm node;
     int local_rank, local_size;
-    MPI_CHECK(
+    PW_MPI_CHECK(
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, s->rank, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Comm_rank(node, &local_rank));
-    MPI_CHECK(MPI_Comm_size(node, &local_size));
-    MPI_CHECK(MPI_Comm_free(&node));
+    PW_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+    PW_MPI_CHECK(MPI_Comm_size(node, &local_size));
+    PW_MPI_CHECK(MPI_Comm_free(&node));
 
     host_name(s->binding.host, sizeof s->binding.host);
     failed = pw_topo_load(&s->topo, err);
@@ -123,10 +110,10 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
     pw_place_row(&s->place, s->rank, &s->binding, &mine);
     if (s->rank == 0) {
         rows = calloc((size_t)s->size, sizeof *rows);
-        if (!rows) MPI_Abort(MPI_COMM_WORLD, 1);
+        if (!rows) pw_comm_fatal(__FILE__, __LINE__, "out of memory for %d table rows", s->size);
     }
-    MPI_CHECK(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, rows, (int)sizeof mine, MPI_BYTE, 0,
-                         MPI_COMM_WORLD));
+    PW_MPI_CHECK(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, rows, (int)sizeof mine, MPI_BYTE, 0,
+                            MPI_COMM_WORLD));
     if (s->rank == 0 && o->report) pw_place_report(o->report, &s->place, rows, s->size, 0);
     free(rows);
     return 0;
