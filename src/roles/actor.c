@@ -93,6 +93,12 @@ void pw_actor_advantages(PwRun *r)
             st[PW_ST_GENCOUNT] += 1.0;
         }
     }
+    /* objective/verifiable_correct_rate: rows the first verifier member scores above 0 */
+    for (int k = 0; k < r->K; k++) {
+        if (r->member[k].verifier_token < 0) continue;
+        for (int b = 0; b < n; b++) st[PW_ST_CORRECT] += r->scores_k[(size_t)k * n + b] > 0.0f;
+        break;
+    }
     pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, PW_ST_PG);
     memcpy(r->stats, st, PW_ST_PG * sizeof *st); /* the rest is set elsewhere */
     free(kl_sum);

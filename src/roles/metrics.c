@@ -22,6 +22,11 @@ void pw_metrics_write(PwRun *r, int64_t step)
     put(o, "objective/non_score_reward", st[PW_ST_NONSCORE] / N);
     put(o, "objective/entropy", st[PW_ST_ENTROPY] / N);
     put(o, "objective/kl_coef", st[PW_ST_BETA]);
+    for (int k = 0; k < r->K; k++)
+        if (r->member[k].verifier_token >= 0) {
+            put(o, "objective/verifiable_correct_rate", st[PW_ST_CORRECT] / N);
+            break;
+        }
     put(o, "loss/policy_avg", st[PW_ST_PG]);
     put(o, "loss/value_avg", st[PW_ST_VLOSS]);
     put(o, "policy/approxkl_avg", st[PW_ST_APPROXKL]);

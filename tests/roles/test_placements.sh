@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_placements.sh: several ranks per role (data parallel inside roles, a reward ensemble
 # whose members live on different ranks) and no generator (the actor generates) all run and
-# give finite metrics.
+# give finite metrics, also with eight ranks and with more ranks per role than rows.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm2" 44 64 score
@@ -24,3 +24,14 @@ for obj in mean wco uwo; do
         reward.objective=$obj reward.non_stop_penalty=false
     "$METRICS_CHECK" lines "$WORK/ens_$obj/metrics.jsonl" 3
 done
+
+# Eight ranks with a rank holding critic+reward, and more ranks per role than rows (empty blocks).
+placement dp8 'actor: { ranks: [0, 1] }' 'generator: { ranks: [2, 3] }' 'reference: { ranks: [4] }' \
+    'critic: { ranks: [5, 7] }' 'reward: { ranks: [6, 7] }'
+run_ppo 8 dp8 dp8 ppo.num_rollout_samples=3 episodes=9 ppo.rollout_micro_batch_size=1 \
+    ppo.minibatches=3 "model.reward=[$WORK/rm, verifier:count:3]"
+"$METRICS_CHECK" lines "$WORK/dp8/metrics.jsonl" 3
+placement wide 'actor: { ranks: [0, 1, 2, 3] }' 'reference: { ranks: [0, 1, 2, 3] }' \
+    'critic: { ranks: [0, 1, 2, 3] }' 'reward: { ranks: [0, 1, 2, 3] }'
+run_ppo 4 wide wide ppo.num_rollout_samples=2 episodes=6 ppo.rollout_micro_batch_size=1
+"$METRICS_CHECK" lines "$WORK/wide/metrics.jsonl" 3
