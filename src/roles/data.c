@@ -207,7 +207,7 @@ int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N,
     r->smask = pw_roles_alloc(nt * sizeof(int));
     r->tgt = pw_roles_alloc(nt * sizeof(int));
     for (int b = 0; b < n; b++) {
-        int id = pw_prompts_pick(d, seed, step * (int64_t)N + r0 + b);
+        int id = N > 0 ? pw_prompts_pick(d, seed, step * (int64_t)N + r0 + b) : (int)(r0 + b);
         int len = d->len[id], pad = P - len;
         for (int t = 0; t < P; t++) {
             r->prompt[(size_t)b * P + t] = t < pad ? 0 : d->tok[d->off[id] + t - pad];

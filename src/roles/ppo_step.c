@@ -16,17 +16,6 @@
  *   5 weights      actor rank 0 -> every generator rank, one message of the whole buffer;
  *                  role rank 0 of every other role -> actor rank 0: timings and critic stats */
 
-static int has(const PwRun *r, PwRole role) { return pw_world_has_role(&r->w, role); }
-static int nranks(const PwRun *r, PwRole role) { return r->w.map.role[role].nranks; }
-static PwGroup group(const PwRun *r, PwRole role) { return (PwGroup){role, nranks(r, role), NULL}; }
-static PwGroup member_group(const PwMember *m) { return (PwGroup){PW_ROLE_REWARD, m->nranks, m->idx}; }
-
-static PwTensor t2(void *data, PwDtype dt, int64_t a, int64_t b)
-{
-    int64_t shape[2] = {a, b};
-    return pw_tensor_host(data, dt, b > 0 ? 2 : 1, shape);
-}
-
 /* Rows of `role`'s block (or a member's block) with this step's prompts. */
 static void block_rows(PwRun *r, PwRows *rows, int64_t step, int parts, int part)
 {
@@ -38,17 +27,17 @@ static void start_blocks(PwRun *r, int64_t step)
 {
     int N = r->s.N, R = r->R;
     size_t nr;
-    if (has(r, r->producer) && r->async && step > r->first_step) { /* sampled last step */
+    if (pw_run_has(r, r->producer) && r->async && step > r->first_step) { /* sampled last step */
         r->gen_rows = r->next_rows;
         r->gen_logp = r->next_logp;
         memset(&r->next_rows, 0, sizeof r->next_rows);
         r->next_logp = NULL;
-    } else if (has(r, r->producer)) {
-        block_rows(r, &r->gen_rows, step, nranks(r, r->producer), r->w.role_rank[r->producer]);
+    } else if (pw_run_has(r, r->producer)) {
+        block_rows(r, &r->gen_rows, step, pw_run_nranks(r, r->producer), r->w.role_rank[r->producer]);
         r->gen_logp = pw_roles_alloc((size_t)r->gen_rows.n * R * sizeof(float));
     }
-    if (has(r, PW_ROLE_ACTOR)) {
-        block_rows(r, &r->act_rows, step, nranks(r, PW_ROLE_ACTOR), r->w.role_rank[PW_ROLE_ACTOR]);
+    if (pw_run_has(r, PW_ROLE_ACTOR)) {
+        block_rows(r, &r->act_rows, step, pw_run_nranks(r, PW_ROLE_ACTOR), r->w.role_rank[PW_ROLE_ACTOR]);
         nr = (size_t)r->act_rows.n * R;
         r->logp_old = pw_roles_alloc(nr * sizeof(float));
         r->ent_old = pw_roles_alloc(nr * sizeof(float));
@@ -62,13 +51,13 @@ static void start_blocks(PwRun *r, int64_t step)
         r->scores_k = pw_roles_alloc((size_t)r->K * r->act_rows.n * sizeof(float));
         r->score = pw_roles_alloc((size_t)r->act_rows.n * sizeof(float));
     }
-    if (has(r, PW_ROLE_REFERENCE)) {
-        block_rows(r, &r->ref_rows, step, nranks(r, PW_ROLE_REFERENCE),
+    if (pw_run_has(r, PW_ROLE_REFERENCE)) {
+        block_rows(r, &r->ref_rows, step, pw_run_nranks(r, PW_ROLE_REFERENCE),
                    r->w.role_rank[PW_ROLE_REFERENCE]);
         r->ref_logp = pw_roles_alloc((size_t)r->ref_rows.n * R * sizeof(float));
     }
-    if (has(r, PW_ROLE_CRITIC)) {
-        block_rows(r, &r->crit_rows, step, nranks(r, PW_ROLE_CRITIC), r->w.role_rank[PW_ROLE_CRITIC]);
+    if (pw_run_has(r, PW_ROLE_CRITIC)) {
+        block_rows(r, &r->crit_rows, step, pw_run_nranks(r, PW_ROLE_CRITIC), r->w.role_rank[PW_ROLE_CRITIC]);
         r->vold = pw_roles_alloc((size_t)r->crit_rows.n * R * sizeof(float));
         r->vret = pw_roles_alloc((size_t)r->crit_rows.n * R * sizeof(float));
     }
@@ -116,7 +105,7 @@ static int step_width(PwRun *r, int64_t step)
 static void idle(PwRun *r, double secs, const int *roles)
 {
     for (int i = 0; roles[i] >= 0; i++)
-        if (has(r, (PwRole)roles[i])) r->time[roles[i]][PW_PH_IDLE] += secs;
+        if (pw_run_has(r, (PwRole)roles[i])) r->time[roles[i]][PW_PH_IDLE] += secs;
 }
 
 #define TIMED(role, phase, stmt)                                                             \
@@ -139,56 +128,56 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     int64_t N = r->s.N;
     int R = r->R;
     PwRole pr = r->producer;
-    PwGroup prod = group(r, pr);
-    if (has(r, pr)) {
+    PwGroup prod = pw_run_group(r, pr);
+    if (pw_run_has(r, pr)) {
         PwGPT2 *m = pr == PW_ROLE_GENERATOR ? r->gen : r->actor;
         if (!r->async || step == r->first_step)
             TIMED(pr, PW_PH_GENERATE, pw_generator_generate(r, m, &r->gen_rows, r->gen_logp, step));
         int me = w->role_rank[pr];
-        PwTensor tok = t2(r->gen_rows.tokens, PW_DTYPE_I32, r->gen_rows.n, R);
-        PwTensor lp = t2(r->gen_logp, PW_DTYPE_F32, r->gen_rows.n, R);
+        PwTensor tok = pw_tensor2(r->gen_rows.tokens, PW_DTYPE_I32, r->gen_rows.n, R);
+        PwTensor lp = pw_tensor2(r->gen_logp, PW_DTYPE_F32, r->gen_rows.n, R);
         if (pr != PW_ROLE_ACTOR) {
-            pw_xfer_send_rows(x, w, prod, me, group(r, PW_ROLE_ACTOR), PW_MSG_TOKENS, step, N, &tok);
-            pw_xfer_send_rows(x, w, prod, me, group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_OLD, step, N, &lp);
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_TOKENS, step, N, &tok);
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_OLD, step, N, &lp);
         }
-        if (nranks(r, PW_ROLE_REFERENCE))
-            pw_xfer_send_rows(x, w, prod, me, group(r, PW_ROLE_REFERENCE), PW_MSG_TOKENS, step, N,
+        if (pw_run_nranks(r, PW_ROLE_REFERENCE))
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_REFERENCE), PW_MSG_TOKENS, step, N,
                               &tok);
-        pw_xfer_send_rows(x, w, prod, me, group(r, PW_ROLE_CRITIC), PW_MSG_TOKENS, step, N, &tok);
+        pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_CRITIC), PW_MSG_TOKENS, step, N, &tok);
         for (int k = 0; k < r->K; k++)
-            pw_xfer_send_rows(x, w, prod, me, member_group(&r->member[k]), PW_MSG_TOKENS, step, N,
+            pw_xfer_send_rows(x, w, prod, me, pw_member_group(&r->member[k]), PW_MSG_TOKENS, step, N,
                               &tok);
     }
-    if (has(r, PW_ROLE_ACTOR)) {
+    if (pw_run_has(r, PW_ROLE_ACTOR)) {
         if (pr == PW_ROLE_ACTOR) { /* the actor generated its own block */
             memcpy(r->act_rows.tokens, r->gen_rows.tokens, (size_t)r->act_rows.n * R * sizeof(int));
             memcpy(r->gen_logp_act, r->gen_logp, (size_t)r->act_rows.n * R * sizeof(float));
         } else {
             int me = w->role_rank[PW_ROLE_ACTOR];
-            PwTensor tok = t2(r->act_rows.tokens, PW_DTYPE_I32, r->act_rows.n, R);
-            PwTensor lp = t2(r->gen_logp_act, PW_DTYPE_F32, r->act_rows.n, R);
-            pw_xfer_recv_rows(x, w, prod, group(r, PW_ROLE_ACTOR), me, PW_MSG_TOKENS, step, N, &tok);
-            pw_xfer_recv_rows(x, w, prod, group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_OLD, step, N, &lp);
+            PwTensor tok = pw_tensor2(r->act_rows.tokens, PW_DTYPE_I32, r->act_rows.n, R);
+            PwTensor lp = pw_tensor2(r->gen_logp_act, PW_DTYPE_F32, r->act_rows.n, R);
+            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_TOKENS, step, N, &tok);
+            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_OLD, step, N, &lp);
         }
     }
-    if (has(r, PW_ROLE_REFERENCE)) {
-        PwTensor tok = t2(r->ref_rows.tokens, PW_DTYPE_I32, r->ref_rows.n, R);
-        pw_xfer_recv_rows(x, w, prod, group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE],
+    if (pw_run_has(r, PW_ROLE_REFERENCE)) {
+        PwTensor tok = pw_tensor2(r->ref_rows.tokens, PW_DTYPE_I32, r->ref_rows.n, R);
+        pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE],
                           PW_MSG_TOKENS, step, N, &tok);
     }
-    if (has(r, PW_ROLE_CRITIC)) {
-        PwTensor tok = t2(r->crit_rows.tokens, PW_DTYPE_I32, r->crit_rows.n, R);
-        pw_xfer_recv_rows(x, w, prod, group(r, PW_ROLE_CRITIC), w->role_rank[PW_ROLE_CRITIC],
+    if (pw_run_has(r, PW_ROLE_CRITIC)) {
+        PwTensor tok = pw_tensor2(r->crit_rows.tokens, PW_DTYPE_I32, r->crit_rows.n, R);
+        pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_CRITIC), w->role_rank[PW_ROLE_CRITIC],
                           PW_MSG_TOKENS, step, N, &tok);
     }
     for (int k = 0; k < r->K; k++) {
         PwMember *m = &r->member[k];
         if (m->me < 0) continue;
-        PwTensor tok = t2(m->rows.tokens, PW_DTYPE_I32, m->rows.n, R);
-        pw_xfer_recv_rows(x, w, prod, member_group(m), m->me, PW_MSG_TOKENS, step, N, &tok);
+        PwTensor tok = pw_tensor2(m->rows.tokens, PW_DTYPE_I32, m->rows.n, R);
+        pw_xfer_recv_rows(x, w, prod, pw_member_group(m), m->me, PW_MSG_TOKENS, step, N, &tok);
     }
-    if (r->async && has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step)) {
-        PwTensor p = t2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+    if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step)) {
+        PwTensor p = pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step - 1, &p);
     }
     static const int receivers[] = {PW_ROLE_ACTOR,  PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
@@ -196,18 +185,18 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     idle(r, pw_xfer_wait(x, w) + pw_xfer_wait(&r->carry, w), receivers);
     /* Async: the next batch is sampled now, with the weights of the last update, while the
      * other roles of other ranks evaluate and train on this one (one step stale). */
-    if (r->async && has(r, PW_ROLE_GENERATOR) && step + 1 < r->s.steps) {
+    if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && step + 1 < r->s.steps) {
         int P = r->P;
         r->P = step_width(r, step + 1);
-        block_rows(r, &r->next_rows, step + 1, nranks(r, pr), w->role_rank[pr]);
+        block_rows(r, &r->next_rows, step + 1, pw_run_nranks(r, pr), w->role_rank[pr]);
         r->next_logp = pw_roles_alloc((size_t)r->next_rows.n * R * sizeof(float));
         r->P = P;
         TIMED(PW_ROLE_GENERATOR, PW_PH_GENERATE,
               pw_generator_generate(r, r->gen, &r->next_rows, r->next_logp, step + 1));
     }
-    if (has(r, PW_ROLE_ACTOR)) pw_rows_finish(&r->act_rows, r->stop_id);
-    if (has(r, PW_ROLE_REFERENCE)) pw_rows_finish(&r->ref_rows, r->stop_id);
-    if (has(r, PW_ROLE_CRITIC)) pw_rows_finish(&r->crit_rows, r->stop_id);
+    if (pw_run_has(r, PW_ROLE_ACTOR)) pw_rows_finish(&r->act_rows, r->stop_id);
+    if (pw_run_has(r, PW_ROLE_REFERENCE)) pw_rows_finish(&r->ref_rows, r->stop_id);
+    if (pw_run_has(r, PW_ROLE_CRITIC)) pw_rows_finish(&r->crit_rows, r->stop_id);
     for (int k = 0; k < r->K; k++)
         if (r->member[k].me >= 0) pw_rows_finish(&r->member[k].rows, r->stop_id);
 }
@@ -217,48 +206,48 @@ static void phase_evaluate(PwRun *r, PwXfer *x, int64_t step)
     PwWorld *w = &r->w;
     int64_t N = r->s.N;
     int R = r->R;
-    PwGroup act = group(r, PW_ROLE_ACTOR);
-    if (has(r, PW_ROLE_ACTOR)) TIMED(PW_ROLE_ACTOR, PW_PH_EVALUATE, pw_actor_logprobs(r));
-    if (has(r, PW_ROLE_REFERENCE)) {
+    PwGroup act = pw_run_group(r, PW_ROLE_ACTOR);
+    if (pw_run_has(r, PW_ROLE_ACTOR)) TIMED(PW_ROLE_ACTOR, PW_PH_EVALUATE, pw_actor_logprobs(r));
+    if (pw_run_has(r, PW_ROLE_REFERENCE)) {
         TIMED(PW_ROLE_REFERENCE, PW_PH_EVALUATE, pw_reference_evaluate(r));
-        PwTensor t = t2(r->ref_logp, PW_DTYPE_F32, r->ref_rows.n, R);
-        pw_xfer_send_rows(x, w, group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE], act,
+        PwTensor t = pw_tensor2(r->ref_logp, PW_DTYPE_F32, r->ref_rows.n, R);
+        pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE], act,
                           PW_MSG_LOGP_REF, step, N, &t);
     }
-    if (has(r, PW_ROLE_CRITIC)) {
+    if (pw_run_has(r, PW_ROLE_CRITIC)) {
         TIMED(PW_ROLE_CRITIC, PW_PH_EVALUATE, pw_critic_evaluate(r));
-        PwTensor t = t2(r->vold, PW_DTYPE_F32, r->crit_rows.n, R);
-        pw_xfer_send_rows(x, w, group(r, PW_ROLE_CRITIC), w->role_rank[PW_ROLE_CRITIC], act,
+        PwTensor t = pw_tensor2(r->vold, PW_DTYPE_F32, r->crit_rows.n, R);
+        pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_CRITIC), w->role_rank[PW_ROLE_CRITIC], act,
                           PW_MSG_VALUES, step, N, &t);
     }
-    if (has(r, PW_ROLE_REWARD)) {
+    if (pw_run_has(r, PW_ROLE_REWARD)) {
         TIMED(PW_ROLE_REWARD, PW_PH_EVALUATE, pw_reward_evaluate(r));
         for (int k = 0; k < r->K; k++) {
             PwMember *m = &r->member[k];
             if (m->me < 0) continue;
-            PwTensor t = t2(m->score, PW_DTYPE_F32, m->rows.n, 0);
-            pw_xfer_send_rows(x, w, member_group(m), m->me, act, PW_MSG_SCORES, step, N, &t);
+            PwTensor t = pw_tensor2(m->score, PW_DTYPE_F32, m->rows.n, 0);
+            pw_xfer_send_rows(x, w, pw_member_group(m), m->me, act, PW_MSG_SCORES, step, N, &t);
         }
     }
-    if (has(r, PW_ROLE_ACTOR)) {
+    if (pw_run_has(r, PW_ROLE_ACTOR)) {
         int me = w->role_rank[PW_ROLE_ACTOR], n = r->act_rows.n;
-        if (nranks(r, PW_ROLE_REFERENCE)) {
-            PwTensor t = t2(r->logp_ref, PW_DTYPE_F32, n, R);
-            pw_xfer_recv_rows(x, w, group(r, PW_ROLE_REFERENCE), act, me, PW_MSG_LOGP_REF, step, N,
+        if (pw_run_nranks(r, PW_ROLE_REFERENCE)) {
+            PwTensor t = pw_tensor2(r->logp_ref, PW_DTYPE_F32, n, R);
+            pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), act, me, PW_MSG_LOGP_REF, step, N,
                               &t);
         }
-        PwTensor v = t2(r->values, PW_DTYPE_F32, n, R);
-        pw_xfer_recv_rows(x, w, group(r, PW_ROLE_CRITIC), act, me, PW_MSG_VALUES, step, N, &v);
+        PwTensor v = pw_tensor2(r->values, PW_DTYPE_F32, n, R);
+        pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_CRITIC), act, me, PW_MSG_VALUES, step, N, &v);
         for (int k = 0; k < r->K; k++) {
-            PwTensor t = t2(r->scores_k + (size_t)k * n, PW_DTYPE_F32, n, 0);
-            pw_xfer_recv_rows(x, w, member_group(&r->member[k]), act, me, PW_MSG_SCORES, step, N,
+            PwTensor t = pw_tensor2(r->scores_k + (size_t)k * n, PW_DTYPE_F32, n, 0);
+            pw_xfer_recv_rows(x, w, pw_member_group(&r->member[k]), act, me, PW_MSG_SCORES, step, N,
                               &t);
         }
     }
     static const int receivers[] = {PW_ROLE_ACTOR, -1};
     idle(r, pw_xfer_wait(x, w), receivers);
     /* Without a reference the policy is its own reference: KL is 0 (beta must be 0, run.c). */
-    if (has(r, PW_ROLE_ACTOR) && !nranks(r, PW_ROLE_REFERENCE))
+    if (pw_run_has(r, PW_ROLE_ACTOR) && !pw_run_nranks(r, PW_ROLE_REFERENCE))
         memcpy(r->logp_ref, r->logp_old, (size_t)r->act_rows.n * R * sizeof(float));
 }
 
@@ -267,18 +256,18 @@ static void phase_advantages(PwRun *r, PwXfer *x, int64_t step)
     PwWorld *w = &r->w;
     int64_t N = r->s.N;
     int R = r->R;
-    if (has(r, PW_ROLE_ACTOR)) {
+    if (pw_run_has(r, PW_ROLE_ACTOR)) {
         TIMED(PW_ROLE_ACTOR, PW_PH_ADVANTAGES, {
             pw_actor_combine_scores(r);
             pw_actor_advantages(r);
         });
-        PwTensor t = t2(r->ret, PW_DTYPE_F32, r->act_rows.n, R);
-        pw_xfer_send_rows(x, w, group(r, PW_ROLE_ACTOR), w->role_rank[PW_ROLE_ACTOR],
-                          group(r, PW_ROLE_CRITIC), PW_MSG_RETURNS, step, N, &t);
+        PwTensor t = pw_tensor2(r->ret, PW_DTYPE_F32, r->act_rows.n, R);
+        pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_ACTOR), w->role_rank[PW_ROLE_ACTOR],
+                          pw_run_group(r, PW_ROLE_CRITIC), PW_MSG_RETURNS, step, N, &t);
     }
-    if (has(r, PW_ROLE_CRITIC)) {
-        PwTensor t = t2(r->vret, PW_DTYPE_F32, r->crit_rows.n, R);
-        pw_xfer_recv_rows(x, w, group(r, PW_ROLE_ACTOR), group(r, PW_ROLE_CRITIC),
+    if (pw_run_has(r, PW_ROLE_CRITIC)) {
+        PwTensor t = pw_tensor2(r->vret, PW_DTYPE_F32, r->crit_rows.n, R);
+        pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_ACTOR), pw_run_group(r, PW_ROLE_CRITIC),
                           w->role_rank[PW_ROLE_CRITIC], PW_MSG_RETURNS, step, N, &t);
     }
     static const int receivers[] = {PW_ROLE_CRITIC, -1};
@@ -292,43 +281,43 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
 {
     PwWorld *w = &r->w;
     double t0 = pw_now();
-    if (has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
+    if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
         (!r->async || weights_in_async(r, step + 1))) {
         /* The parameters are one buffer: one message per generator rank, no per-tensor trips.
          * Async: the send completes in the next step, before the actor's next update. */
-        PwTensor p = t2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
-        for (int g = 0; g < nranks(r, PW_ROLE_GENERATOR); g++)
+        PwTensor p = pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+        for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
             pw_xfer_send(r->async ? &r->carry : x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g,
                          PW_MSG_WEIGHTS, step, &p);
     }
-    if (has(r, PW_ROLE_GENERATOR) && !r->async) {
-        PwTensor p = t2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+    if (pw_run_has(r, PW_ROLE_GENERATOR) && !r->async) {
+        PwTensor p = pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
     idle(r, pw_xfer_wait(x, w), receivers);
-    if (has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0)
+    if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0)
         r->time[PW_ROLE_ACTOR][PW_PH_WEIGHTS] += pw_now() - t0;
-    if (has(r, PW_ROLE_GENERATOR)) r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0;
+    if (pw_run_has(r, PW_ROLE_GENERATOR)) r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0;
 
     /* reports */
     static double out[PW_ROLE_COUNT][PW_REPORT_LEN], in[PW_ROLE_COUNT][PW_REPORT_LEN];
     for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++) {
-        if (!has(r, (PwRole)role) || w->role_rank[role] != 0) continue;
+        if (!pw_run_has(r, (PwRole)role) || w->role_rank[role] != 0) continue;
         memcpy(out[role], r->time[role], sizeof r->time[role]);
         if (role == PW_ROLE_CRITIC) memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
-        PwTensor t = t2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
+        PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
         pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_TEST, step, &t);
     }
-    if (has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
+    if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
         for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++) {
-            if (!nranks(r, (PwRole)role)) continue;
-            PwTensor t = t2(in[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
+            if (!pw_run_nranks(r, (PwRole)role)) continue;
+            PwTensor t = pw_tensor2(in[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
             pw_xfer_recv(x, w, PW_ROLE_ACTOR, (PwRole)role, 0, PW_MSG_TEST, step, &t);
         }
         pw_xfer_wait(x, w);
         for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++)
-            if (nranks(r, (PwRole)role)) memcpy(r->time[role], in[role], sizeof r->time[role]);
+            if (pw_run_nranks(r, (PwRole)role)) memcpy(r->time[role], in[role], sizeof r->time[role]);
         r->stats[PW_ST_VLOSS] = in[PW_ROLE_CRITIC][PW_PH_COUNT];
         r->stats[PW_ST_VCLIPFRAC] = in[PW_ROLE_CRITIC][PW_PH_COUNT + 1];
         r->stats[PW_ST_CRITIC_LR] = in[PW_ROLE_CRITIC][PW_PH_COUNT + 2];
@@ -344,8 +333,8 @@ void pw_ppo_resume_async(PwRun *r)
     if (!r->async || !weights_in_async(r, r->first_step) || !pw_world_has_role(w, PW_ROLE_ACTOR) ||
         w->role_rank[PW_ROLE_ACTOR] != 0)
         return;
-    PwTensor p = t2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
-    for (int g = 0; g < nranks(r, PW_ROLE_GENERATOR); g++)
+    PwTensor p = pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+    for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
         pw_xfer_send(&r->carry, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS,
                      r->first_step - 1, &p);
 }
@@ -363,13 +352,13 @@ void pw_ppo_step(PwRun *r, int64_t step)
     phase_generate(r, &x, step);
     phase_evaluate(r, &x, step);
     phase_advantages(r, &x, step);
-    if (has(r, PW_ROLE_ACTOR)) TIMED(PW_ROLE_ACTOR, PW_PH_TRAIN, pw_actor_train(r));
-    if (has(r, PW_ROLE_CRITIC)) TIMED(PW_ROLE_CRITIC, PW_PH_TRAIN, pw_critic_train(r));
+    if (pw_run_has(r, PW_ROLE_ACTOR)) TIMED(PW_ROLE_ACTOR, PW_PH_TRAIN, pw_actor_train(r));
+    if (pw_run_has(r, PW_ROLE_CRITIC)) TIMED(PW_ROLE_CRITIC, PW_PH_TRAIN, pw_critic_train(r));
     r->opt_step += (int64_t)r->s.epochs * r->s.minibatches;
     phase_weights(r, &x, step);
 
     /* The KL controller sees the global objective/kl, the same on every actor rank. */
-    if (has(r, PW_ROLE_ACTOR)) {
+    if (pw_run_has(r, PW_ROLE_ACTOR)) {
         if (r->w.role_rank[PW_ROLE_ACTOR] == 0) pw_metrics_write(r, step);
         PwKlController c = {r->s.adaptive_kl, r->beta, r->s.target_kl, r->s.kl_horizon};
         r->beta = pw_kl_controller_update(&c, r->stats[PW_ST_KL] / r->s.N, r->s.N);

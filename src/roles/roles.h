@@ -42,9 +42,9 @@ typedef struct PwSettings {
     double lr, min_lr, weight_decay, beta1, beta2, eps, grad_clip;
     int64_t warmup;
     int decay;
-    int64_t eval_every, checkpoint_every, checkpoint_keep;
+    int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
     double timeout_s;
-    const char *sft, *critic, *prompts;      /* borrowed from the PwConfig */
+    const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
     int n_reward;
     const char *reward[PW_MAX_MEMBERS];
     int max_prompt_len;
@@ -97,7 +97,8 @@ typedef struct PwRows {
 } PwRows;
 
 void pw_rows_free(PwRows *r);
-/* Allocates the block and fills its prompts for PPO step `step` (prompt width P). */
+/* Allocates the block and fills its prompts for PPO step `step` (prompt width P); N <= 0: the
+ * prompts in file order (evaluation). */
 int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int64_t r0,
                     int n, int P, int R);
 /* After tokens arrived: mask, lengths, stop flags and the (n, T) model inputs. */
@@ -192,6 +193,10 @@ struct PwRun {
     struct PwGen *sampler;              /* KV-cache sampler of the producing model */
     int K;
     PwMember member[PW_MAX_MEMBERS];
+    PwPrompts eval_data; /* data.eval_prompts; empty: the evaluation reads `data` in file order */
+    int eval_n;          /* prompts per evaluation */
+    PwGPT2 *gold;        /* model.gold on reward rank 0, scored at evaluation only */
+    FILE *eval_file;     /* RUN_DIR/eval.jsonl on actor rank 0 */
 
     /* this step's blocks, one per role held */
     int P;               /* prompt width of this step */
@@ -220,6 +225,23 @@ struct PwRun {
     FILE *metrics;
 };
 
+static inline int pw_run_has(const PwRun *r, PwRole role) { return pw_world_has_role(&r->w, role); }
+static inline int pw_run_nranks(const PwRun *r, PwRole role) { return r->w.map.role[role].nranks; }
+static inline PwGroup pw_run_group(const PwRun *r, PwRole role)
+{
+    return (PwGroup){role, pw_run_nranks(r, role), NULL};
+}
+static inline PwGroup pw_member_group(const PwMember *m)
+{
+    return (PwGroup){PW_ROLE_REWARD, m->nranks, m->idx};
+}
+/* A host tensor (a, b), or (a) when b is 0. */
+static inline PwTensor pw_tensor2(void *data, PwDtype dt, int64_t a, int64_t b)
+{
+    int64_t shape[2] = {a, b};
+    return pw_tensor_host(data, dt, b > 0 ? 2 : 1, shape);
+}
+
 /* The role paragraphs of docs/roles.md. Each works on this rank's block of its role. */
 /* Samples rows->tokens and logp (n, R) for the rows of PPO step `step` with model m. */
 void pw_generator_generate(PwRun *r, PwGPT2 *m, PwRows *rows, float *logp, int64_t step);
@@ -231,6 +253,9 @@ void pw_actor_logprobs(PwRun *r);
 void pw_actor_combine_scores(PwRun *r);
 void pw_actor_advantages(PwRun *r);
 void pw_actor_train(PwRun *r);
+
+/* Evaluation after step `step` (eval.c): every rank calls it; eval.jsonl gets one line. */
+void pw_eval_run(PwRun *r, int64_t step);
 
 /* Checkpoints (checkpoint.c). */
 void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done);

@@ -145,6 +145,25 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     r->pad_id = 0;
     if (pw_prompts_load(&r->data, s->prompts, r->V, s->max_prompt_len, ctx - r->R, err)) return -1;
     r->maxT = r->data.max_len + r->R;
+    if (s->eval_every > 0) { /* the evaluation prompts: their own file, or the training file */
+        if (s->eval_prompts && *s->eval_prompts) {
+            if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->V, s->max_prompt_len,
+                                ctx - r->R, err))
+                return -1;
+            if (r->eval_data.max_len + r->R > r->maxT) r->maxT = r->eval_data.max_len + r->R;
+        }
+        int avail = r->eval_data.n ? r->eval_data.n : r->data.n;
+        r->eval_n = (int)(s->eval_num < avail ? s->eval_num : avail);
+    }
+    if (s->gold && *s->gold) {
+        if (load_config(&c, "model.gold", s->gold, err)) return -1;
+        if (c.vocab_size != r->V)
+            return pw_errf(err, "model.gold: vocab_size %d of '%s' differs from %d of model.sft "
+                           "'%s'", c.vocab_size, s->gold, r->V, s->sft);
+        if (c.n_positions < r->maxT)
+            return pw_errf(err, "model.gold: '%s' has %d positions, the run needs %d", s->gold,
+                           c.n_positions, r->maxT);
+    }
     PwLrSchedule sc = {(PwLrDecay)s->decay, s->lr, s->min_lr, (long)s->warmup,
                        (long)(s->steps * s->epochs * s->minibatches)};
     if (pw_lr_schedule_check(&sc, err)) return -1;
@@ -199,6 +218,8 @@ static void load_models(PwRun *r, const char *out_dir)
         }
     }
     int me = w->role_rank[PW_ROLE_REWARD];
+    if (me == 0 && s->eval_every > 0 && s->gold && *s->gold)
+        r->gold = load_or_die(r, "gold reward", s->gold, PW_HEAD_SCORE, 0);
     for (int k = 0; k < r->K; k++) {
         PwMember *m = &r->member[k];
         m->me = -1;
@@ -255,8 +276,11 @@ static void free_run(PwRun *r)
     pw_gpt2_free(r->gen);
     pw_gpt2_free(r->critic);
     for (int k = 0; k < r->K; k++) pw_gpt2_free(r->member[k].model);
+    pw_gpt2_free(r->gold);
     pw_prompts_free(&r->data);
+    pw_prompts_free(&r->eval_data);
     if (r->metrics) fclose(r->metrics);
+    if (r->eval_file) fclose(r->eval_file);
 }
 
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
@@ -296,11 +320,18 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         r->metrics = open_metrics(path, r->first_step);
         if (!r->metrics)
             pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
+        if (r->s.eval_every > 0) { /* one line per evaluation before the resumed step */
+            snprintf(path, sizeof path, "%s/eval.jsonl", out_dir);
+            r->eval_file = open_metrics(path, r->first_step / r->s.eval_every);
+            if (!r->eval_file)
+                pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
+        }
     }
     pw_ppo_resume_async(r);
     for (int64_t step = r->first_step; step < r->s.steps; step++) {
         pw_ppo_step(r, step);
         int64_t done = step + 1, every = r->s.checkpoint_every;
+        if (r->s.eval_every > 0 && done % r->s.eval_every == 0) pw_eval_run(r, step);
         if ((every > 0 && done % every == 0) || done == r->s.steps) pw_ckpt_save(r, out_dir, done);
     }
     free_run(r);

@@ -50,6 +50,9 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->warmup = c->optim.warmup_steps;
     s->decay = (int)c->optim.decay;
     s->eval_every = c->eval.every;
+    s->eval_num = c->eval.num_prompts;
+    s->eval_prompts = c->data.eval_prompts;
+    s->gold = c->model.gold;
     s->checkpoint_every = c->checkpoint.every;
     s->checkpoint_keep = c->checkpoint.keep;
     s->timeout_s = c->runtime.timeout_s;
