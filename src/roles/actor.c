@@ -48,7 +48,8 @@ void pw_actor_combine_scores(PwRun *r)
         run[1] += d * b[2] / tot;
         run[0] = tot;
         double var = run[0] > 1 ? run[2] / (run[0] - 1) : 0.0;
-        for (int i = 0; i < n; i++) r->score[i] = (float)((r->score[i] - run[1]) / sqrt(var + 1e-8));
+        for (int i = 0; i < n; i++)
+            r->score[i] = (float)((r->score[i] - run[1]) / sqrt(var + 1e-8));
     }
     pw_reward_clip(r->score, n, r->s.reward_clip);
     if (r->s.non_stop_penalty && r->stop_id >= 0)
@@ -125,7 +126,8 @@ void pw_actor_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(rows->n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
-            if (pw_gpt2_zero_grad(r->actor)) pw_comm_fatal(__FILE__, __LINE__, "actor: no gradient memory");
+            if (pw_gpt2_zero_grad(r->actor))
+                pw_comm_fatal(__FILE__, __LINE__, "actor: no gradient memory");
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);

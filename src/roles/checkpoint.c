@@ -54,7 +54,8 @@ void pw_ckpt_load_optimizer(PwGPT2 *m, const char *dir)
 
 static void remove_model(const char *dir)
 {
-    static const char *const files[] = {"config.json", "model.safetensors", "optimizer.safetensors"};
+    static const char *const files[] = {"config.json", "model.safetensors",
+                                        "optimizer.safetensors"};
     char path[1400];
     for (size_t i = 0; i < PW_ARRAY_LEN(files); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -179,7 +180,9 @@ int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err)
                                 "beta", &beta, "running", &run[0], &run[1], &run[2]) ||
               s != step;
     json_decref(o);
-    if (bad) return pw_errf(err, "--resume: %s: not a checkpoint state (%s)", path, o ? "fields" : je.text);
+    if (bad)
+        return pw_errf(err, "--resume: %s: not a checkpoint state (%s)", path,
+                       o ? "fields" : je.text);
     r->opt_step = opt;
     r->beta = beta;
     memcpy(r->running, run, sizeof run);

@@ -33,7 +33,8 @@ void pw_critic_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(rows->n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_CRITIC, rows, blk);
-            if (pw_gpt2_zero_grad(r->critic)) pw_comm_fatal(__FILE__, __LINE__, "critic: no gradient memory");
+            if (pw_gpt2_zero_grad(r->critic))
+                pw_comm_fatal(__FILE__, __LINE__, "critic: no gradient memory");
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);

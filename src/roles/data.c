@@ -46,7 +46,8 @@ static int add_prompt(PwPrompts *d, int *cap, int *tcap, size_t *ntok, const int
 {
     if (d->n == *cap) {
         *cap = *cap ? 2 * *cap : 64;
-        int *o = realloc(d->off, (size_t)*cap * sizeof *o), *l = realloc(d->len, (size_t)*cap * sizeof *l);
+        int *o = realloc(d->off, (size_t)*cap * sizeof *o),
+            *l = realloc(d->len, (size_t)*cap * sizeof *l);
         if (o) d->off = o;
         if (l) d->len = l;
         if (!o || !l) return -1;
@@ -231,7 +232,8 @@ void pw_rows_finish(PwRows *r, int stop_id)
         r->lengths[b] = len;
         r->stopped[b] = stopped;
         for (int t = 0; t < R; t++) r->rmask[(size_t)b * R + t] = t < len ? 1.0f : 0.0f;
-        int *seq = r->seq + (size_t)b * T, *sm = r->smask + (size_t)b * T, *tg = r->tgt + (size_t)b * T;
+        int *seq = r->seq + (size_t)b * T, *sm = r->smask + (size_t)b * T,
+            *tg = r->tgt + (size_t)b * T;
         for (int t = 0; t < P; t++) {
             seq[t] = r->prompt[(size_t)b * P + t];
             sm[t] = r->pmask[(size_t)b * P + t];

@@ -43,7 +43,8 @@ static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step,
         PwBlock b = pw_block(E, act.n, w->role_rank[PW_ROLE_ACTOR]);
         pw_rows_prompts(&ev->act, d, r->s.seed, 0, 0, b.start, (int)b.count, P, R);
         PwTensor tok = pw_tensor2(ev->act.tokens, PW_DTYPE_I32, b.count, R);
-        pw_xfer_recv_rows(x, w, prod, act, w->role_rank[PW_ROLE_ACTOR], PW_MSG_TOKENS, step, E, &tok);
+        pw_xfer_recv_rows(x, w, prod, act, w->role_rank[PW_ROLE_ACTOR], PW_MSG_TOKENS, step, E,
+                          &tok);
     }
     for (int k = 0; k < r->K; k++) {
         PwMember *m = &r->member[k];

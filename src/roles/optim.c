@@ -25,7 +25,8 @@ void pw_roles_optimizer_step(PwRun *r, PwRole role, PwGPT2 *m, double lr, int64_
     PwAdamWConfig ac = {(float)lr, (float)r->s.beta1, (float)r->s.beta2, (float)r->s.eps,
                         (float)r->s.weight_decay, (float)r->s.grad_clip};
     if (pw_gpt2_adamw_step(m, &ac, (int)t) < 0)
-        pw_comm_fatal(__FILE__, __LINE__, "%s: no memory for the AdamW moments", pw_role_name(role));
+        pw_comm_fatal(__FILE__, __LINE__, "%s: no memory for the AdamW moments",
+                      pw_role_name(role));
 }
 
 double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk)

@@ -33,11 +33,13 @@ static void start_blocks(PwRun *r, int64_t step)
         memset(&r->next_rows, 0, sizeof r->next_rows);
         r->next_logp = NULL;
     } else if (pw_run_has(r, r->producer)) {
-        block_rows(r, &r->gen_rows, step, pw_run_nranks(r, r->producer), r->w.role_rank[r->producer]);
+        block_rows(r, &r->gen_rows, step, pw_run_nranks(r, r->producer),
+                   r->w.role_rank[r->producer]);
         r->gen_logp = pw_roles_alloc((size_t)r->gen_rows.n * R * sizeof(float));
     }
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
-        block_rows(r, &r->act_rows, step, pw_run_nranks(r, PW_ROLE_ACTOR), r->w.role_rank[PW_ROLE_ACTOR]);
+        block_rows(r, &r->act_rows, step, pw_run_nranks(r, PW_ROLE_ACTOR),
+                   r->w.role_rank[PW_ROLE_ACTOR]);
         nr = (size_t)r->act_rows.n * R;
         r->logp_old = pw_roles_alloc(nr * sizeof(float));
         r->ent_old = pw_roles_alloc(nr * sizeof(float));
@@ -57,7 +59,8 @@ static void start_blocks(PwRun *r, int64_t step)
         r->ref_logp = pw_roles_alloc((size_t)r->ref_rows.n * R * sizeof(float));
     }
     if (pw_run_has(r, PW_ROLE_CRITIC)) {
-        block_rows(r, &r->crit_rows, step, pw_run_nranks(r, PW_ROLE_CRITIC), r->w.role_rank[PW_ROLE_CRITIC]);
+        block_rows(r, &r->crit_rows, step, pw_run_nranks(r, PW_ROLE_CRITIC),
+                   r->w.role_rank[PW_ROLE_CRITIC]);
         r->vold = pw_roles_alloc((size_t)r->crit_rows.n * R * sizeof(float));
         r->vret = pw_roles_alloc((size_t)r->crit_rows.n * R * sizeof(float));
     }
@@ -137,16 +140,19 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
         PwTensor tok = pw_tensor2(r->gen_rows.tokens, PW_DTYPE_I32, r->gen_rows.n, R);
         PwTensor lp = pw_tensor2(r->gen_logp, PW_DTYPE_F32, r->gen_rows.n, R);
         if (pr != PW_ROLE_ACTOR) {
-            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_TOKENS, step, N, &tok);
-            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_OLD, step, N, &lp);
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_TOKENS, step,
+                              N, &tok);
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_OLD, step,
+                              N, &lp);
         }
         if (pw_run_nranks(r, PW_ROLE_REFERENCE))
-            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_REFERENCE), PW_MSG_TOKENS, step, N,
-                              &tok);
-        pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_CRITIC), PW_MSG_TOKENS, step, N, &tok);
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_REFERENCE), PW_MSG_TOKENS,
+                              step, N, &tok);
+        pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_CRITIC), PW_MSG_TOKENS, step, N,
+                          &tok);
         for (int k = 0; k < r->K; k++)
-            pw_xfer_send_rows(x, w, prod, me, pw_member_group(&r->member[k]), PW_MSG_TOKENS, step, N,
-                              &tok);
+            pw_xfer_send_rows(x, w, prod, me, pw_member_group(&r->member[k]), PW_MSG_TOKENS, step,
+                              N, &tok);
     }
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
         if (pr == PW_ROLE_ACTOR) { /* the actor generated its own block */
@@ -156,14 +162,16 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
             int me = w->role_rank[PW_ROLE_ACTOR];
             PwTensor tok = pw_tensor2(r->act_rows.tokens, PW_DTYPE_I32, r->act_rows.n, R);
             PwTensor lp = pw_tensor2(r->gen_logp_act, PW_DTYPE_F32, r->act_rows.n, R);
-            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_TOKENS, step, N, &tok);
-            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_OLD, step, N, &lp);
+            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_TOKENS, step,
+                              N, &tok);
+            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_OLD, step,
+                              N, &lp);
         }
     }
     if (pw_run_has(r, PW_ROLE_REFERENCE)) {
         PwTensor tok = pw_tensor2(r->ref_rows.tokens, PW_DTYPE_I32, r->ref_rows.n, R);
-        pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE],
-                          PW_MSG_TOKENS, step, N, &tok);
+        pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_REFERENCE),
+                          w->role_rank[PW_ROLE_REFERENCE], PW_MSG_TOKENS, step, N, &tok);
     }
     if (pw_run_has(r, PW_ROLE_CRITIC)) {
         PwTensor tok = pw_tensor2(r->crit_rows.tokens, PW_DTYPE_I32, r->crit_rows.n, R);
@@ -177,7 +185,8 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
         pw_xfer_recv_rows(x, w, prod, pw_member_group(m), m->me, PW_MSG_TOKENS, step, N, &tok);
     }
     if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step)) {
-        PwTensor p = pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+        PwTensor p =
+            pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step - 1, &p);
     }
     static const int receivers[] = {PW_ROLE_ACTOR,  PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
@@ -211,8 +220,8 @@ static void phase_evaluate(PwRun *r, PwXfer *x, int64_t step)
     if (pw_run_has(r, PW_ROLE_REFERENCE)) {
         TIMED(PW_ROLE_REFERENCE, PW_PH_EVALUATE, pw_reference_evaluate(r));
         PwTensor t = pw_tensor2(r->ref_logp, PW_DTYPE_F32, r->ref_rows.n, R);
-        pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE], act,
-                          PW_MSG_LOGP_REF, step, N, &t);
+        pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), w->role_rank[PW_ROLE_REFERENCE],
+                          act, PW_MSG_LOGP_REF, step, N, &t);
     }
     if (pw_run_has(r, PW_ROLE_CRITIC)) {
         TIMED(PW_ROLE_CRITIC, PW_PH_EVALUATE, pw_critic_evaluate(r));
@@ -233,11 +242,12 @@ static void phase_evaluate(PwRun *r, PwXfer *x, int64_t step)
         int me = w->role_rank[PW_ROLE_ACTOR], n = r->act_rows.n;
         if (pw_run_nranks(r, PW_ROLE_REFERENCE)) {
             PwTensor t = pw_tensor2(r->logp_ref, PW_DTYPE_F32, n, R);
-            pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), act, me, PW_MSG_LOGP_REF, step, N,
-                              &t);
+            pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), act, me, PW_MSG_LOGP_REF,
+                              step, N, &t);
         }
         PwTensor v = pw_tensor2(r->values, PW_DTYPE_F32, n, R);
-        pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_CRITIC), act, me, PW_MSG_VALUES, step, N, &v);
+        pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_CRITIC), act, me, PW_MSG_VALUES, step, N,
+                          &v);
         for (int k = 0; k < r->K; k++) {
             PwTensor t = pw_tensor2(r->scores_k + (size_t)k * n, PW_DTYPE_F32, n, 0);
             pw_xfer_recv_rows(x, w, pw_member_group(&r->member[k]), act, me, PW_MSG_SCORES, step, N,
@@ -285,27 +295,31 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         (!r->async || weights_in_async(r, step + 1))) {
         /* The parameters are one buffer: one message per generator rank, no per-tensor trips.
          * Async: the send completes in the next step, before the actor's next update. */
-        PwTensor p = pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+        PwTensor p =
+            pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
         for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
             pw_xfer_send(r->async ? &r->carry : x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g,
                          PW_MSG_WEIGHTS, step, &p);
     }
     if (pw_run_has(r, PW_ROLE_GENERATOR) && !r->async) {
-        PwTensor p = pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+        PwTensor p =
+            pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
     idle(r, pw_xfer_wait(x, w), receivers);
     if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0)
         r->time[PW_ROLE_ACTOR][PW_PH_WEIGHTS] += pw_now() - t0;
-    if (pw_run_has(r, PW_ROLE_GENERATOR)) r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0;
+    if (pw_run_has(r, PW_ROLE_GENERATOR))
+        r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0;
 
     /* reports */
     static double out[PW_ROLE_COUNT][PW_REPORT_LEN], in[PW_ROLE_COUNT][PW_REPORT_LEN];
     for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++) {
         if (!pw_run_has(r, (PwRole)role) || w->role_rank[role] != 0) continue;
         memcpy(out[role], r->time[role], sizeof r->time[role]);
-        if (role == PW_ROLE_CRITIC) memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
+        if (role == PW_ROLE_CRITIC)
+            memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
         PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
         pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_TEST, step, &t);
     }
@@ -317,7 +331,8 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         }
         pw_xfer_wait(x, w);
         for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++)
-            if (pw_run_nranks(r, (PwRole)role)) memcpy(r->time[role], in[role], sizeof r->time[role]);
+            if (pw_run_nranks(r, (PwRole)role))
+                memcpy(r->time[role], in[role], sizeof r->time[role]);
         r->stats[PW_ST_VLOSS] = in[PW_ROLE_CRITIC][PW_PH_COUNT];
         r->stats[PW_ST_VCLIPFRAC] = in[PW_ROLE_CRITIC][PW_PH_COUNT + 1];
         r->stats[PW_ST_CRITIC_LR] = in[PW_ROLE_CRITIC][PW_PH_COUNT + 2];
@@ -333,7 +348,8 @@ void pw_ppo_resume_async(PwRun *r)
     if (!r->async || !weights_in_async(r, r->first_step) || !pw_world_has_role(w, PW_ROLE_ACTOR) ||
         w->role_rank[PW_ROLE_ACTOR] != 0)
         return;
-    PwTensor p = pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+    PwTensor p =
+        pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
     for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
         pw_xfer_send(&r->carry, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS,
                      r->first_step - 1, &p);

@@ -9,7 +9,8 @@ static void verify_count(const PwRows *rows, int token, float *score)
 {
     for (int b = 0; b < rows->n; b++) {
         int c = 0;
-        for (int t = 0; t < rows->lengths[b]; t++) c += rows->tokens[(size_t)b * rows->R + t] == token;
+        for (int t = 0; t < rows->lengths[b]; t++)
+            c += rows->tokens[(size_t)b * rows->R + t] == token;
         score[b] = (float)c;
     }
 }

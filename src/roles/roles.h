@@ -177,10 +177,30 @@ typedef struct PwMember {
 } PwMember;
 
 /* Per-step numbers the actor reports; indices of PwRun.stats. */
-enum { PW_ST_KL, PW_ST_SCORE, PW_ST_RLHF, PW_ST_NONSCORE, PW_ST_ENTROPY, PW_ST_LENGTH,
-       PW_ST_STOPPED, PW_ST_GENDIFF, PW_ST_GENCOUNT, PW_ST_CORRECT, PW_ST_PG, PW_ST_APPROXKL, PW_ST_CLIPFRAC,
-       PW_ST_ENTROPY_AVG, PW_ST_RATIO, PW_ST_VLOSS, PW_ST_VCLIPFRAC, PW_ST_LR, PW_ST_CRITIC_LR,
-       PW_ST_BETA, PW_ST_STALENESS, PW_ST_COUNT };
+enum {
+    PW_ST_KL,
+    PW_ST_SCORE,
+    PW_ST_RLHF,
+    PW_ST_NONSCORE,
+    PW_ST_ENTROPY,
+    PW_ST_LENGTH,
+    PW_ST_STOPPED,
+    PW_ST_GENDIFF,
+    PW_ST_GENCOUNT,
+    PW_ST_CORRECT,
+    PW_ST_PG,
+    PW_ST_APPROXKL,
+    PW_ST_CLIPFRAC,
+    PW_ST_ENTROPY_AVG,
+    PW_ST_RATIO,
+    PW_ST_VLOSS,
+    PW_ST_VCLIPFRAC,
+    PW_ST_LR,
+    PW_ST_CRITIC_LR,
+    PW_ST_BETA,
+    PW_ST_STALENESS,
+    PW_ST_COUNT
+};
 
 struct PwRun {
     PwWorld w;

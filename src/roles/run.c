@@ -173,7 +173,8 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     return map_members(r, pl, err);
 }
 
-static PwGPT2 *load_or_die(PwRun *r, const char *role, const char *dir, int heads, int critic_from_rm)
+static PwGPT2 *load_or_die(PwRun *r, const char *role, const char *dir, int heads,
+                           int critic_from_rm)
 {
     PwErr err;
     int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;
@@ -252,7 +253,8 @@ static FILE *open_metrics(const char *path, int64_t lines)
     char *buf = NULL, *line = NULL;
     size_t len = 0, cap = 0;
     FILE *mem = open_memstream(&buf, &len);
-    for (int64_t i = 0; f && mem && i < lines && getline(&line, &cap, f) >= 0; i++) fputs(line, mem);
+    for (int64_t i = 0; f && mem && i < lines && getline(&line, &cap, f) >= 0; i++)
+        fputs(line, mem);
     if (mem) fclose(mem);
     if (f) fclose(f);
     free(line);

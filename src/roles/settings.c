@@ -69,7 +69,8 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
         return pw_errf(err, "episodes (%lld) / ppo.num_rollout_samples (%d) gives no PPO step",
                        (long long)c->episodes, s->N);
     if (s->n_reward < 1) return pw_errf(err, "model.reward: at least one reward model is needed");
-    if (!s->sft || !*s->sft) return pw_errf(err, "model.sft: the SFT checkpoint folder is required");
+    if (!s->sft || !*s->sft)
+        return pw_errf(err, "model.sft: the SFT checkpoint folder is required");
     if (!s->prompts || !*s->prompts)
         return pw_errf(err, "data.prompts: the prompt file (JSONL) is required");
     return 0;

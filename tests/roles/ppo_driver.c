@@ -15,7 +15,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 4) {
-        if (rank == 0) fprintf(stderr, "usage: ppo_driver PLACEMENT CONFIG OUT_DIR [key=value ...]\n");
+        if (rank == 0)
+            fprintf(stderr, "usage: ppo_driver PLACEMENT CONFIG OUT_DIR [key=value ...]\n");
         MPI_Finalize();
         return 2;
     }
