@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "pw_comm.h"
+#include "pw_config.h"
+#include "pw_roles.h"
 #include "pw_startup.h"
 
 #define PW_MAX_OVERRIDES 64
@@ -99,7 +101,19 @@ static int parse_args(int argc, char **argv, PwArgs *a)
         }
     }
     if (!a->placement) return bad_usage("%s", "--placement is required");
+    if (!a->dry_run && !a->out) return bad_usage("%s", "--out DIR is required for a run");
     return 0;
+}
+
+/* The run itself: configuration (defaults, --config, key=value), then the role loops. Both
+ * return the same verdict on every rank, so rank 0 alone reports an error. */
+static int run(const PwArgs *a, PwStartup *s, PwErr *err)
+{
+    PwConfig cfg;
+    if (pw_config_build(&cfg, a->config, a->overrides, a->noverrides, err)) return 1;
+    int rc = pw_ppo_run(&cfg, &s->place, MPI_COMM_WORLD, a->out, a->resume, err);
+    pw_config_free(&cfg);
+    return rc ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -119,9 +133,9 @@ int main(int argc, char **argv)
     if (pw_startup(&o, &s, &err)) {
         if (s.rank == 0) fprintf(stderr, "ppo_world: %s\n", err.msg);
         rc = 1;
-    } else if (!a.dry_run && s.rank == 0) {
-        /* The role loops (src/roles) are called from here once they exist. */
-        fprintf(stderr, "ppo_world: placement ready; no role loop is built yet, stopping\n");
+    } else if (!a.dry_run) {
+        rc = run(&a, &s, &err);
+        if (rc && s.rank == 0) fprintf(stderr, "ppo_world: %s\n", err.msg);
     }
     pw_startup_free(&s);
     if (use_mpi) PW_MPI_CHECK(MPI_Finalize());
