@@ -13,3 +13,12 @@ run_ppo 3 colo colo "$@"
 "$METRICS_CHECK" lines "$WORK/one/metrics.jsonl" 3
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/five/metrics.jsonl"
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo/metrics.jsonl"
+
+# A two-member ensemble, each member data parallel over two of four reward ranks, scores as the
+# same ensemble on one rank (the actor, critic and reference keep one rank each).
+"$MAKE_TINY" model "$WORK/rm2" 44 64 score
+placement ens4 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [0] }' \
+    'generator: { ranks: [0] }' 'reward: { ranks: [1, 2, 3, 4], models: [rm, rm2] }'
+run_ppo 5 ens4 ens4 "model.reward=[$WORK/rm, $WORK/rm2]" reward.objective=uwo
+run_ppo 1 single ens1 "model.reward=[$WORK/rm, $WORK/rm2]" reward.objective=uwo
+"$METRICS_CHECK" same "$WORK/ens1/metrics.jsonl" "$WORK/ens4/metrics.jsonl"
