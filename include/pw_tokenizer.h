@@ -1,0 +1,39 @@
+/* pw_tokenizer.h: turning text into token ids and back. The embedded default is byte-level
+ * (one token per byte plus a few special tokens); a BPE tokenizer can implement the same table. */
+#ifndef PW_TOKENIZER_H
+#define PW_TOKENIZER_H
+
+#include <stddef.h>
+
+#include "pw_common.h"
+
+/* The byte tokenizer's ids: 0..255 are the bytes themselves, then the specials. */
+enum {
+    PW_BYTE_EOS = 256, /* end of response: the stop token */
+    PW_BYTE_PAD = 257, /* padding (never attended, never a target) */
+    PW_BYTE_SEP = 258, /* between prompt and response, the last prompt token */
+    PW_BYTE_VOCAB = 259,
+};
+
+typedef struct PwTokenizer PwTokenizer;
+struct PwTokenizer {
+    const char *name;
+    int vocab_size;
+    int eos_id, pad_id, sep_id; /* -1 where the tokenizer has none */
+    /* Encodes text (len bytes) into at most cap ids; returns the number of ids the whole text
+     * needs (which may exceed cap: nothing past cap is written), or -1 with err on bad input. */
+    int (*encode)(const PwTokenizer *t, const char *text, size_t len, int *ids, int cap,
+                  PwErr *err);
+    /* Decodes n ids into out (cap bytes, always NUL-terminated when cap > 0); special tokens
+     * render as <eos>, <pad>, <sep>; returns the length the whole text needs, -1 on a bad id. */
+    int (*decode)(const PwTokenizer *t, const int *ids, int n, char *out, size_t cap);
+    void *impl;
+};
+
+/* The byte-level tokenizer (a static instance: nothing to free). */
+const PwTokenizer *pw_tokenizer_bytes(void);
+
+/* Looks a tokenizer up by name ("bytes"); NULL with err naming the known ones otherwise. */
+const PwTokenizer *pw_tokenizer_get(const char *name, PwErr *err);
+
+#endif

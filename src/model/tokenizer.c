@@ -1,0 +1,62 @@
+/* tokenizer.c: the byte-level tokenizer, the embedded default's vocabulary (256 bytes and three
+ * specials). Any UTF-8 or binary text encodes losslessly, so no merges table has to ship. */
+#include <string.h>
+
+#include "pw_tokenizer.h"
+
+static int bytes_encode(const PwTokenizer *t, const char *text, size_t len, int *ids, int cap,
+                        PwErr *err)
+{
+    (void)t;
+    if (len > (size_t)0x7fffffff) return pw_errf(err, "text of %zu bytes is too long", len);
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len && (int)i < cap; i++) ids[i] = s[i];
+    return (int)len;
+}
+
+static int bytes_decode(const PwTokenizer *t, const int *ids, int n, char *out, size_t cap)
+{
+    (void)t;
+    size_t need = 0;
+    for (int i = 0; i < n; i++) {
+        const char *special = NULL;
+        char one[2] = {0, 0};
+        if (ids[i] >= 0 && ids[i] < 256) {
+            one[0] = (char)ids[i];
+        } else if (ids[i] == PW_BYTE_EOS) {
+            special = "<eos>";
+        } else if (ids[i] == PW_BYTE_PAD) {
+            special = "<pad>";
+        } else if (ids[i] == PW_BYTE_SEP) {
+            special = "<sep>";
+        } else {
+            return -1;
+        }
+        const char *piece = special ? special : one;
+        size_t plen = special ? strlen(special) : 1;
+        for (size_t k = 0; k < plen; k++, need++)
+            if (cap > 0 && need < cap - 1) out[need] = piece[k];
+    }
+    if (cap > 0) out[need < cap - 1 ? need : cap - 1] = '\0';
+    return (int)need;
+}
+
+static const PwTokenizer byte_tokenizer = {
+    .name = "bytes",
+    .vocab_size = PW_BYTE_VOCAB,
+    .eos_id = PW_BYTE_EOS,
+    .pad_id = PW_BYTE_PAD,
+    .sep_id = PW_BYTE_SEP,
+    .encode = bytes_encode,
+    .decode = bytes_decode,
+    .impl = NULL,
+};
+
+const PwTokenizer *pw_tokenizer_bytes(void) { return &byte_tokenizer; }
+
+const PwTokenizer *pw_tokenizer_get(const char *name, PwErr *err)
+{
+    if (name && !strcmp(name, "bytes")) return &byte_tokenizer;
+    pw_errf(err, "unknown tokenizer '%s' (known: bytes)", name ? name : "(null)");
+    return NULL;
+}
