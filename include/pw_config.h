@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pw_algo.h" /* PwKlEstimator, PwRewardObjective, PwLrDecay: one owner for each enum */
 #include "pw_common.h"
 
 /* ---- value types ---------------------------------------------------------------------- */
@@ -18,9 +19,6 @@ typedef struct PwStrList {
     int n;
 } PwStrList;
 
-typedef enum { PW_KL_K1 = 0, PW_KL_K2, PW_KL_K3, PW_KL_ABS } PwKlEstimator;
-typedef enum { PW_OBJ_MEAN = 0, PW_OBJ_WCO, PW_OBJ_UWO } PwRewardObjective;
-typedef enum { PW_DECAY_CONSTANT = 0, PW_DECAY_LINEAR, PW_DECAY_COSINE } PwLrDecay;
 typedef enum { PW_STOP_EOS = 0, PW_STOP_PERIOD, PW_STOP_NONE } PwStopToken;
 
 /* ---- the configuration: plain data, one field per key of the table ------------------- */

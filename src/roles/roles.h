@@ -1,7 +1,7 @@
 /* roles.h: what the files of src/roles share: the run settings, the prompt data, the rollout rows
  * of one block, the state of every role a rank may hold, and the phase exchange between roles.
- * Internal: nothing outside src/roles includes it. Never include pw_config.h here: its enums
- * collide with pw_algo.h's, so settings.c alone reads the configuration (see docs/roles.md). */
+ * Internal: nothing outside src/roles includes it. settings.c alone reads the configuration and
+ * copies what the roles use into PwSettings (see docs/roles.md). */
 #ifndef PW_ROLES_INTERNAL_H
 #define PW_ROLES_INTERNAL_H
 
@@ -23,8 +23,8 @@ struct PwGen;
 
 #define PW_MAX_MEMBERS 16
 
-/* The configuration keys the roles read, as plain numbers (settings.c). Enum fields hold the
- * values of pw_algo.h's enums, which number their members as pw_config.h does. */
+/* The configuration keys the roles read, as plain numbers (settings.c). Enum fields hold
+ * pw_algo.h's enums (pw_config.h uses the same ones). */
 typedef struct PwSettings {
     uint64_t seed;
     int async;

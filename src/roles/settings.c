@@ -1,5 +1,5 @@
 /* settings.c: the configuration keys the roles read, copied into plain numbers.
- * The one file of src/roles that includes pw_config.h (its enums collide with pw_algo.h's). */
+ * The one file of src/roles that reads PwConfig, so the roles see one flat, validated struct. */
 #include <string.h>
 
 #include "pw_config.h"

@@ -51,10 +51,10 @@ static void check_defaults(void)
     CHECK(c.generation.temperature == 1.0 && c.generation.top_k == 0 && c.generation.top_p == 1.0,
           "sampling");
     CHECK(c.generation.stop_token == PW_STOP_EOS, "stop_token");
-    CHECK(c.reward.objective == PW_OBJ_MEAN && c.reward.uwo_weight == 0.1, "objective");
+    CHECK(c.reward.objective == PW_OBJECTIVE_MEAN && c.reward.uwo_weight == 0.1, "objective");
     CHECK(c.reward.non_stop_penalty == true && c.reward.penalty_reward_value == -10.0, "penalty");
     CHECK(c.reward.clip == 0.0 && c.reward.normalize == false, "reward clip, normalize");
-    CHECK(c.optim.lr == 9e-7 && c.optim.warmup_steps == 10 && c.optim.decay == PW_DECAY_COSINE &&
+    CHECK(c.optim.lr == 9e-7 && c.optim.warmup_steps == 10 && c.optim.decay == PW_LR_COSINE &&
               c.optim.min_lr == 9e-8, "schedule");
     CHECK(c.optim.weight_decay == 0.1 && c.optim.beta1 == 0.9 && c.optim.beta2 == 0.98 &&
               c.optim.eps == 1e-8 && c.optim.grad_clip == 1.0, "adamw");
@@ -91,7 +91,7 @@ static void check_derived(void)
     c.ppo.kl_estimator = PW_KL_K3;
     CHECK(pw_config_kl_estimator(&c) == PW_KL_K3, "k3");
 
-    CHECK(!strcmp(pw_config_enum_name("reward.objective", PW_OBJ_UWO), "uwo"), "enum name");
+    CHECK(!strcmp(pw_config_enum_name("reward.objective", PW_OBJECTIVE_UWO), "uwo"), "enum name");
     CHECK(pw_config_enum_name("reward.objective", 7) == NULL, "enum out of range");
     CHECK(pw_config_enum_name("seed", 0) == NULL, "not an enum");
     pw_config_free(&c);

@@ -36,10 +36,10 @@ static void check_full(const PwConfig *c)
     CHECK(c->generation.max_new_tokens == 64 && c->generation.temperature == 0.7 &&
               c->generation.top_k == 50 && c->generation.top_p == 0.9 &&
               c->generation.stop_token == PW_STOP_PERIOD, "generation");
-    CHECK(c->reward.objective == PW_OBJ_UWO && c->reward.uwo_weight == 0.5 && c->reward.normalize &&
+    CHECK(c->reward.objective == PW_OBJECTIVE_UWO && c->reward.uwo_weight == 0.5 && c->reward.normalize &&
               !c->reward.non_stop_penalty && c->reward.penalty_reward_value == -1.5 &&
               c->reward.clip == 5.0, "reward");
-    CHECK(c->optim.lr == 2e-5 && c->optim.warmup_steps == 0 && c->optim.decay == PW_DECAY_LINEAR &&
+    CHECK(c->optim.lr == 2e-5 && c->optim.warmup_steps == 0 && c->optim.decay == PW_LR_LINEAR &&
               c->optim.min_lr == 0.0 && c->optim.weight_decay == 0.0 && c->optim.beta1 == 0.8 &&
               c->optim.beta2 == 0.999 && c->optim.eps == 1e-5 && c->optim.grad_clip == 0.5,
           "optim");
@@ -75,7 +75,7 @@ static void check_overrides(void)
     CHECK(c.generation.temperature == 1.5, "temperature");
     CHECK(c.async == false, "async");
     CHECK(c.model.reward.n == 3 && !strcmp(c.model.reward.items[2], "c.st"), "reward list");
-    CHECK(c.reward.objective == PW_OBJ_WCO, "objective");
+    CHECK(c.reward.objective == PW_OBJECTIVE_WCO, "objective");
     CHECK(!strcmp(c.model.gold, ""), "gold emptied");
     CHECK(!strcmp(c.data.prompts, "odd: name #1.jsonl"), "paths are verbatim: %s", c.data.prompts);
     CHECK(c.optim.min_lr == 1e-6, "min_lr");
