@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_rng.h"
+
 static int pw_test_failures = 0;
 static int pw_test_checks = 0;
 
@@ -57,13 +59,13 @@ static inline int pw_test_done(const char *name)
     return pw_test_failures ? 1 : 0;
 }
 
-/* Reproducible random numbers for tests (splitmix64 -> uniform / normal). */
+/* Reproducible random numbers for tests: the project's generator (pw_rng.h). The state type
+ * stays unsigned long long, which is uint64_t on every platform we build for. */
 static inline unsigned long long pw_test_rng_next(unsigned long long *s)
 {
-    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    uint64_t st = *s, z = pw_rng_next(&st);
+    *s = st;
+    return z;
 }
 static inline double pw_test_uniform(unsigned long long *s)
 {

@@ -1,6 +1,7 @@
 /* gpt2.c: the GPT-2 model on the kernels of pw_kernels.h: memory layout, init, forward and
  * backward through the LM, score and value heads, the weighted LM loss and AdamW. */
 #include "pw_model.h"
+#include "pw_rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -206,23 +207,15 @@ double pw_gpt2_flops_per_token(const PwGPT2 *m, int T)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* init: a private generator so that a seed means the same weights on every machine */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* init: the project's portable generator, so that a seed means the same weights everywhere */
 
 static void fill_normal(float *x, size_t n, double std, uint64_t seed, int stream)
 {
     /* one stream per tensor index: a tensor's values depend on (seed, tensor) only */
     uint64_t s = seed ^ (0xd1b54a32d192ed03ULL * (uint64_t)(stream + 1));
     for (size_t i = 0; i < n; i += 2) {
-        double u1 = ((rng_next(&s) >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
-        double u2 = (rng_next(&s) >> 11) * (1.0 / 9007199254740992.0);
+        double u1 = ((pw_rng_next(&s) >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
+        double u2 = (pw_rng_next(&s) >> 11) * (1.0 / 9007199254740992.0);
         double r = sqrt(-2.0 * log(u1)) * std;
         x[i] = (float)(r * cos(6.283185307179586 * u2));
         if (i + 1 < n) x[i + 1] = (float)(r * sin(6.283185307179586 * u2));

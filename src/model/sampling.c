@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "pw_rng.h"
+
 int pw_sample_config_check(const PwSampleConfig *sc, PwErr *err)
 {
     if (!(sc->temperature > 0.0f) || isinf(sc->temperature))
@@ -18,27 +20,16 @@ int pw_sample_config_check(const PwSampleConfig *sc, PwErr *err)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* random streams: splitmix64, the same mixer the model's init uses, so one seed reads the same
- * on every machine and compiler */
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* random streams: the project's splitmix64 (pw_rng.h), so one seed reads the same on every
+ * machine and compiler */
 
 uint64_t pw_sample_stream(uint64_t seed, uint64_t id)
 {
     /* mixing the seed before the id keeps (seed, id) and (seed + 1, id - 1) apart */
-    return mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ (id * 0xd1b54a32d192ed03ULL + 1));
+    return pw_rng_mix(pw_rng_mix(seed + 0x9e3779b97f4a7c15ULL) ^ (id * 0xd1b54a32d192ed03ULL + 1));
 }
 
-double pw_sample_uniform(uint64_t *state)
-{
-    uint64_t z = mix64(*state += 0x9e3779b97f4a7c15ULL);
-    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
-}
+double pw_sample_uniform(uint64_t *state) { return pw_rng_uniform(state); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* ordering token ids by key, descending, ties by id: a strict total order, so that the kept
