@@ -9,6 +9,7 @@
 #include "pw_config.h"
 #include "pw_roles.h"
 #include "pw_startup.h"
+#include "pw_task.h"
 
 #define PW_MAX_OVERRIDES 64
 
@@ -28,6 +29,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: mpirun -np N ppo_world --placement p.yaml [--config c.yaml] [--out DIR]\n"
                "                 [--resume] [key=value ...]\n"
                "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
+               "       ppo_world gen-task --out DIR [flags]  (the synthetic task's data sets:\n"
+               "                 docs/task.md; ppo_world gen-task --help)\n"
                "       ppo_world --help\n"
                "\n"
                "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
@@ -118,6 +121,8 @@ static int run(const PwArgs *a, PwStartup *s, PwErr *err)
 
 int main(int argc, char **argv)
 {
+    /* writing data sets is no MPI job: it runs before (and without) MPI_Init */
+    if (argc > 1 && !strcmp(argv[1], "gen-task")) return pw_task_gen_main(argc - 1, argv + 1);
     PwArgs a;
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
