@@ -1,0 +1,120 @@
+/* pw_kernels_cuda.h: the CUDA twins of pw_kernels.h, plus a bf16 matmul and its conversions.
+ * Only for builds with PW_HAVE_CUDA; every pointer is a device pointer unless said otherwise.
+ *
+ * Each pw_<name>_cuda has the CPU kernel's name, argument order and semantics (pw_kernels.h:
+ * backwards accumulate, NULL gradients are skipped, left-padding masks, NULL mask = all real),
+ * with a trailing stream on which all of its work is queued. Nothing here synchronises except
+ * pw_sumsq_cuda, which returns a host value. Inputs must be finite: the attention multiplies
+ * whole T x T tiles, so a NaN in q, k or v at a padding position would reach the output through
+ * 0 * NaN, where the CPU twin never reads those positions.
+ *
+ * cuBLAS handles (matmul, attention) are owned by this layer: one per (device, stream) pair,
+ * created on the first call that needs it and bound to that stream, kept until
+ * pw_cuda_release(). Call pw_cuda_release() once the streams are idle and before they are
+ * destroyed; a stream that is destroyed and re-created may reuse an old handle's entry (the
+ * pointer value may repeat), which is harmless because the handle is re-bound on every use.
+ * A stream must be used from one host thread at a time (a cuBLAS handle is not thread-safe).
+ *
+ * Scratch: the attention backward, the column sums (dweight, dbias) and pw_sumsq take their
+ * temporary buffers from the stream-ordered allocator (cudaMallocAsync on the same stream). */
+#ifndef PW_KERNELS_CUDA_H
+#define PW_KERNELS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h> /* cudaStream_t; plain C */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* bf16 as its 16 storage bits, so that C code can hold and copy it; the .cu files view it as
+ * __nv_bfloat16 (same size, same bits). */
+typedef uint16_t pw_bf16;
+
+/* ---- context: cuBLAS handles and the fp32 GEMM mode */
+/* TF32 tensor cores for the fp32 GEMMs (matmul and attention): off by default, so fp32 twins
+ * agree with the CPU to 1e-5; on, expect about 1e-3. Applies to calls made after it. */
+void pw_cuda_set_tf32(int enable);
+int pw_cuda_get_tf32(void);
+/* destroys every cuBLAS handle this layer created */
+void pw_cuda_release(void);
+
+/* ---- embeddings. dwte and dwpe are accumulated with atomicAdd: the order of additions into
+ * one row (a repeated token, a shared position) varies between runs, so results agree with the
+ * CPU to rounding but are not bitwise reproducible. */
+void pw_positions_from_mask_cuda(int *pos, const int *mask, int B, int T, cudaStream_t stream);
+void pw_encoder_forward_cuda(float *out, const int *inp, const int *pos, const float *wte,
+                             const float *wpe, int B, int T, int C, cudaStream_t stream);
+void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *dout, const int *inp,
+                              const int *pos, int B, int T, int C, cudaStream_t stream);
+
+/* ---- LayerNorm (dweight and dbias by a deterministic two-stage column sum) */
+void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float *inp,
+                               const float *weight, const float *bias, int N, int C,
+                               cudaStream_t stream);
+void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, const float *mean,
+                                const float *rstd, int N, int C, cudaStream_t stream);
+
+/* ---- matmul through cuBLAS (fp32, or TF32 when pw_cuda_set_tf32(1)) */
+void pw_matmul_forward_cuda(float *out, const float *inp, const float *weight, const float *bias,
+                            int N, int C, int OC, cudaStream_t stream);
+void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbias, const float *dout,
+                             const float *inp, const float *weight, int N, int C, int OC,
+                             cudaStream_t stream);
+
+/* ---- attention: per (b, h) the scores go through a (B,NH,T,T) att buffer (batched GEMMs,
+ * then a masked softmax kernel); the backward needs NH*T*T floats of scratch. */
+void pw_attention_forward_cuda(float *out, float *att, const float *qkv, const int *mask, int B,
+                               int T, int C, int NH, cudaStream_t stream);
+void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                const int *mask, int B, int T, int C, int NH, cudaStream_t stream);
+
+/* ---- GELU, residual */
+void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream);
+void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,
+                           cudaStream_t stream);
+void pw_residual_forward_cuda(float *out, const float *a, const float *b, size_t N,
+                              cudaStream_t stream);
+void pw_residual_backward_cuda(float *da, float *db, const float *dout, size_t N,
+                               cudaStream_t stream);
+
+/* ---- log-probabilities, entropy, cross-entropy: one block per row (dlogits may alias logits) */
+void pw_logprobs_forward_cuda(float *logp, float *entropy, const float *logits, const int *targets,
+                              int N, int V, cudaStream_t stream);
+void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
+                               const float *dlogp, const float *dentropy, int N, int V,
+                               cudaStream_t stream);
+void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int *targets, int N,
+                                  int V, cudaStream_t stream);
+void pw_crossentropy_backward_cuda(float *dlogits, const float *logits, const int *targets,
+                                   const float *dlosses, int N, int V, cudaStream_t stream);
+
+/* ---- AdamW, global-norm clipping */
+void pw_adamw_update_cuda(float *params, const float *grads, float *m, float *v, size_t n, float lr,
+                          float beta1, float beta2, float eps, float weight_decay, int t,
+                          cudaStream_t stream);
+/* waits for the stream: the sum is returned to the host */
+double pw_sumsq_cuda(const float *x, size_t n, cudaStream_t stream);
+/* *sum (one device double) += sum of squares of x, without waiting: sum several buffers and
+ * copy the total once */
+void pw_sumsq_add_cuda(double *sum, const float *x, size_t n, cudaStream_t stream);
+void pw_scale_cuda(float *x, float s, size_t n, cudaStream_t stream);
+
+/* ---- bf16: conversions (round to nearest even) and a matmul with bf16 operands, fp32
+ * accumulation and fp32 results/gradients; the same semantics as pw_matmul_*. */
+void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cudaStream_t stream);
+void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cudaStream_t stream);
+void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, const pw_bf16 *weight,
+                                 const float *bias, int N, int C, int OC, cudaStream_t stream);
+void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias, const pw_bf16 *dout,
+                                  const pw_bf16 *inp, const pw_bf16 *weight, int N, int C, int OC,
+                                  cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

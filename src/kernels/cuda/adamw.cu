@@ -1,0 +1,35 @@
+/* adamw.cu: the AdamW update on the GPU (decoupled weight decay, bias correction as PyTorch;
+ * twin of cpu/adamw.c). */
+#include <math.h>
+
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n,
+                             float lr, float beta1, float beta2, float eps, float weight_decay,
+                             float c1, float c2)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float g = grads[i];
+        float mi = beta1 * m[i] + (1.0f - beta1) * g;
+        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float p = params[i];
+        params[i] = p - lr * (mi * c1 / (sqrtf(vi * c2) + eps) + weight_decay * p);
+    }
+}
+
+extern "C" void pw_adamw_update_cuda(float *params, const float *grads, float *m, float *v,
+                                     size_t n, float lr, float beta1, float beta2, float eps,
+                                     float weight_decay, int t, cudaStream_t stream)
+{
+    if (n == 0) return;
+    /* bias corrections on the host in double, exactly as the CPU twin computes them */
+    float c1 = (float)(1.0 / (1.0 - pow(beta1, t)));
+    float c2 = (float)(1.0 / (1.0 - pow(beta2, t)));
+    adamw_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(params, grads, m, v, n, lr, beta1,
+                                                                beta2, eps, weight_decay, c1, c2);
+    CUDA_CHECK_LAUNCH();
+}

@@ -1,0 +1,57 @@
+/* common.cuh: what the CUDA kernel files share (private): warp and block reductions, launch
+ * sizes, the cuBLAS handle of a stream, and the deterministic column sum behind dbias/dweight. */
+#ifndef PW_CUDA_COMMON_CUH
+#define PW_CUDA_COMMON_CUH
+
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "cuda_check.h"
+
+#define PW_WARP 32
+
+/* Elementwise kernels use grid-stride loops over size_t, so a grid of at most this many
+ * blocks covers any n; enough blocks to fill any current GPU many times over. */
+#define PW_EW_THREADS 256
+#define PW_EW_MAX_BLOCKS 65536
+
+static inline unsigned int pw_ew_blocks(size_t n)
+{
+    size_t b = (n + PW_EW_THREADS - 1) / PW_EW_THREADS;
+    return (unsigned int)(b < PW_EW_MAX_BLOCKS ? b : PW_EW_MAX_BLOCKS);
+}
+
+__device__ __forceinline__ float pw_warp_sum(float x)
+{
+    for (int o = PW_WARP / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+__device__ __forceinline__ double pw_warp_sum_d(double x)
+{
+    for (int o = PW_WARP / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+__device__ __forceinline__ float pw_warp_max(float x)
+{
+    for (int o = PW_WARP / 2; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+
+/* The handle bound to this stream (context.cu), and the compute type of the fp32 GEMMs. */
+cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
+cublasComputeType_t pw_cuda_f32_compute(void);
+
+/* dst[c] += sum over rows i of src[i*ld + c], c < C, for float or bf16 src, summed in a fixed
+ * order (row chunks, then the chunks in sequence): no atomics, the same bits every run
+ * (colsum.cu). */
+void pw_colsum_add_f32(float *dst, const float *src, int N, int C, int ld, cudaStream_t stream);
+void pw_colsum_add_bf16(float *dst, const void *src, int N, int C, int ld, cudaStream_t stream);
+
+/* Rows of a column sum's stage-one chunk (at least; more when N is huge) */
+#define PW_COLSUM_ROWS 64
+
+#endif

@@ -1,0 +1,73 @@
+/* context.cu: the cuBLAS handles of the CUDA kernels, one per (device, stream), made on first
+ * use and kept until pw_cuda_release(); and the fp32 GEMM mode (pure fp32 or TF32). */
+#include <pthread.h>
+
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+/* A rank drives a handful of streams; a fixed table keeps the lookup a short scan. */
+#define PW_MAX_HANDLES 64
+
+typedef struct HandleEntry {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t handle;
+} HandleEntry;
+
+static HandleEntry handles[PW_MAX_HANDLES];
+static int nhandles = 0;
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static int use_tf32 = 0;
+
+extern "C" void pw_cuda_set_tf32(int enable) { use_tf32 = enable != 0; }
+extern "C" int pw_cuda_get_tf32(void) { return use_tf32; }
+
+cublasComputeType_t pw_cuda_f32_compute(void)
+{
+    return use_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+cublasHandle_t pw_cuda_cublas(cudaStream_t stream)
+{
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    pthread_mutex_lock(&handles_lock);
+    cublasHandle_t h = NULL;
+    for (int i = 0; i < nhandles; i++)
+        if (handles[i].device == device && handles[i].stream == stream) h = handles[i].handle;
+    if (!h) {
+        if (nhandles == PW_MAX_HANDLES) {
+            fprintf(stderr, "pw_cuda_cublas: more than %d (device, stream) pairs\n",
+                    PW_MAX_HANDLES);
+            abort();
+        }
+        CUBLAS_CHECK(cublasCreate(&h));
+        /* the TF32 choice is made per call through the compute type, not by the math mode */
+        CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+        handles[nhandles].device = device;
+        handles[nhandles].stream = stream;
+        handles[nhandles].handle = h;
+        nhandles++;
+    }
+    pthread_mutex_unlock(&handles_lock);
+    /* re-bound on every use: cheap, and correct even if a stream's address was recycled */
+    CUBLAS_CHECK(cublasSetStream(h, stream));
+    /* scalars (alpha, beta) are host values in every call of this layer */
+    CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    return h;
+}
+
+extern "C" void pw_cuda_release(void)
+{
+    pthread_mutex_lock(&handles_lock);
+    int current = 0;
+    CUDA_CHECK(cudaGetDevice(&current));
+    for (int i = 0; i < nhandles; i++) {
+        /* a handle must be destroyed on the device it was created on */
+        CUDA_CHECK(cudaSetDevice(handles[i].device));
+        CUBLAS_CHECK(cublasDestroy(handles[i].handle));
+    }
+    nhandles = 0;
+    CUDA_CHECK(cudaSetDevice(current));
+    pthread_mutex_unlock(&handles_lock);
+}

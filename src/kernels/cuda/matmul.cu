@@ -1,0 +1,125 @@
+/* matmul.cu: the linear layer on the GPU through cuBLAS, out = inp . weight^T + bias, in fp32
+ * (twin of cpu/matmul.c) and with bf16 operands accumulated in fp32. */
+#include <cuda_bf16.h>
+
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+/* cuBLAS is column-major: a row-major (R, K) matrix is its (K, R) column-major transpose, so
+ * out(N,OC) = inp(N,C) W(OC,C)^T is computed as out^T(OC,N) = W(C,OC)^T inp(C,N), and so on.
+ * The comments write each product in those column-major views. */
+
+/* every row of out(N,OC) starts as the bias, and the GEMM adds onto it (beta = 1), as the CPU */
+__global__ void bias_seed_kernel(float *out, const float *bias, int N, int OC)
+{
+    size_t n = (size_t)N * OC;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = bias[i % OC];
+}
+
+static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream)
+{
+    if (!bias) return 0.0f;
+    size_t n = (size_t)N * OC;
+    bias_seed_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, bias, N, OC);
+    CUDA_CHECK_LAUNCH();
+    return 1.0f;
+}
+
+/* The three products of a linear layer for operands of type ab (fp32 or bf16), results fp32. */
+static void linear_forward(float *out, const void *inp, const void *weight, const float *bias,
+                           int N, int C, int OC, cudaDataType_t ab, cublasComputeType_t compute,
+                           cudaStream_t stream)
+{
+    if (N <= 0 || OC <= 0) return;
+    float alpha = 1.0f, beta = seed_bias(out, bias, N, OC, stream);
+    /* out^T(OC,N) = W^T . inp: W is (C,OC) column-major, transposed; inp is (C,N) */
+    CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha,
+                              weight, ab, C, inp, ab, C, &beta, out, CUDA_R_32F, OC, compute,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+static void linear_backward_products(float *dinp, float *dweight, const void *dout, const void *inp,
+                                     const void *weight, int N, int C, int OC, cudaDataType_t ab,
+                                     cublasComputeType_t compute, cudaStream_t stream)
+{
+    float one = 1.0f;
+    /* dinp(N,C) += dout(N,OC) W(OC,C): dinp^T(C,N) += W(C,OC) . dout^T(OC,N) */
+    if (dinp && N > 0 && C > 0)
+        CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one,
+                                  weight, ab, C, dout, ab, OC, &one, dinp, CUDA_R_32F, C, compute,
+                                  CUBLAS_GEMM_DEFAULT));
+    /* dweight(OC,C) += dout^T(OC,N) inp(N,C): dweight^T(C,OC) += inp^T(C,N) . dout(N,OC) */
+    if (dweight && OC > 0 && C > 0)
+        CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one,
+                                  inp, ab, C, dout, ab, OC, &one, dweight, CUDA_R_32F, C, compute,
+                                  CUBLAS_GEMM_DEFAULT));
+}
+
+extern "C" void pw_matmul_forward_cuda(float *out, const float *inp, const float *weight,
+                                       const float *bias, int N, int C, int OC, cudaStream_t stream)
+{
+    linear_forward(out, inp, weight, bias, N, C, OC, CUDA_R_32F, pw_cuda_f32_compute(), stream);
+}
+
+extern "C" void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbias,
+                                        const float *dout, const float *inp, const float *weight,
+                                        int N, int C, int OC, cudaStream_t stream)
+{
+    linear_backward_products(dinp, dweight, dout, inp, weight, N, C, OC, CUDA_R_32F,
+                             pw_cuda_f32_compute(), stream);
+    if (dbias) pw_colsum_add_f32(dbias, dout, N, OC, OC, stream);
+}
+
+/* bf16 operands, fp32 accumulation and results: CUBLAS_COMPUTE_32F on bf16 inputs runs on the
+ * tensor cores (there is no "pedantic" bf16 path to avoid) */
+extern "C" void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, const pw_bf16 *weight,
+                                            const float *bias, int N, int C, int OC,
+                                            cudaStream_t stream)
+{
+    linear_forward(out, inp, weight, bias, N, C, OC, CUDA_R_16BF, CUBLAS_COMPUTE_32F, stream);
+}
+
+extern "C" void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias,
+                                             const pw_bf16 *dout, const pw_bf16 *inp,
+                                             const pw_bf16 *weight, int N, int C, int OC,
+                                             cudaStream_t stream)
+{
+    linear_backward_products(dinp, dweight, dout, inp, weight, N, C, OC, CUDA_R_16BF,
+                             CUBLAS_COMPUTE_32F, stream);
+    if (dbias) pw_colsum_add_bf16(dbias, dout, N, OC, OC, stream);
+}
+
+/* ---- conversions */
+__global__ void f32_to_bf16_kernel(__nv_bfloat16 *out, const float *inp, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2bfloat16_rn(inp[i]);
+}
+
+__global__ void bf16_to_f32_kernel(float *out, const __nv_bfloat16 *inp, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __bfloat162float(inp[i]);
+}
+
+/* pw_bf16 is the storage type of __nv_bfloat16: same size, so the casts below are views */
+static_assert(sizeof(pw_bf16) == sizeof(__nv_bfloat16), "pw_bf16 must be 16 bits");
+
+extern "C" void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cudaStream_t stream)
+{
+    if (n == 0) return;
+    f32_to_bf16_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>((__nv_bfloat16 *)out, inp, n);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cudaStream_t stream)
+{
+    if (n == 0) return;
+    bf16_to_f32_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(
+        out, (const __nv_bfloat16 *)inp, n);
+    CUDA_CHECK_LAUNCH();
+}

@@ -1,0 +1,38 @@
+/* residual.cu: the residual connection on the GPU, out = a + b, and its backward, which adds
+ * the gradient into both branches (twin of cpu/residual.c). */
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+__global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
+/* da or db may be NULL (not needed) */
+__global__ void residual_backward_kernel(float *da, float *db, const float *dout, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float d = dout[i];
+        if (da) da[i] += d;
+        if (db) db[i] += d;
+    }
+}
+
+extern "C" void pw_residual_forward_cuda(float *out, const float *a, const float *b, size_t N,
+                                         cudaStream_t stream)
+{
+    if (N == 0) return;
+    residual_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, a, b, N);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void pw_residual_backward_cuda(float *da, float *db, const float *dout, size_t N,
+                                          cudaStream_t stream)
+{
+    if (N == 0 || (!da && !db)) return;
+    residual_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(da, db, dout, N);
+    CUDA_CHECK_LAUNCH();
+}

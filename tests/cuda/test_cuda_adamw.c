@@ -1,0 +1,28 @@
+/* test_cuda_adamw.c: the CUDA AdamW against the CPU twin: several steps (t = 1, 2, 3 and a
+ * late t) on the same parameters, gradients and moments, with and without weight decay. */
+#include "cutest.h"
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_adamw");
+    unsigned long long rng = 18;
+    size_t n = 1000003;
+    float *p = cu_randn(n, 1.0, &rng), *m = cu_host(sizeof(float) * n),
+          *v = cu_host(sizeof(float) * n);
+    float *d_p = cu_upload(p, sizeof(float) * n), *d_m = cu_upload(m, sizeof(float) * n);
+    float *d_v = cu_upload(v, sizeof(float) * n), *d_g = cu_dev(sizeof(float) * n);
+    int steps[] = {1, 2, 3, 5000};
+    for (int k = 0; k < 4; k++) {
+        float *g = cu_randn(n, k == 3 ? 1e-3 : 1.0, &rng); /* small gradients late: eps matters */
+        CU_CHECK(cudaMemcpy(d_g, g, sizeof(float) * n, cudaMemcpyHostToDevice));
+        float wd = k % 2 ? 0.1f : 0.0f;
+        pw_adamw_update(p, g, m, v, n, 3e-4f, 0.9f, 0.95f, 1e-8f, wd, steps[k]);
+        pw_adamw_update_cuda(d_p, d_g, d_m, d_v, n, 3e-4f, 0.9f, 0.95f, 1e-8f, wd, steps[k], 0);
+        printf("t=%d weight_decay=%g\n", steps[k], wd);
+        cu_compare("params", d_p, p, n, CU_TOL_F32);
+        cu_compare("m", d_m, m, n, CU_TOL_F32);
+        cu_compare("v", d_v, v, n, CU_TOL_F32);
+    }
+    cu_release();
+    return pw_test_done("test_cuda_adamw");
+}

@@ -1,0 +1,64 @@
+/* test_cuda_attention.c: the CUDA attention against the CPU twin on the same random data: NULL
+ * mask, left padding of different lengths (a padding-only row too), T up to 1024, poisoned
+ * outputs, and the backward accumulating into pre-filled gradients. */
+#include "cutest.h"
+
+static void run(int B, int T, int C, int NH, const int *pads, int npads, int use_mask,
+                unsigned long long *rng)
+{
+    printf("B=%d T=%d C=%d NH=%d mask=%d\n", B, T, C, NH, use_mask);
+    size_t BT = (size_t)B * T, n3 = BT * 3 * C, nout = BT * C, natt = (size_t)B * NH * T * T;
+    int *mask = use_mask ? cu_left_mask(B, T, pads, npads) : NULL;
+    float *qkv = cu_randn(n3, 1.0, rng), *dout = cu_randn(nout, 1.0, rng);
+    float *dqkv0 = cu_randn(n3, 1.0, rng);
+    float *out = cu_host(sizeof(float) * nout), *att = cu_host(sizeof(float) * natt);
+    pw_attention_forward(out, att, qkv, mask, B, T, C, NH);
+    float *dqkv = cu_copy(dqkv0, n3);
+    pw_attention_backward(dqkv, dout, qkv, att, mask, B, T, C, NH);
+
+    int *d_mask = mask ? cu_upload(mask, sizeof(int) * BT) : NULL;
+    float *d_qkv = cu_upload(qkv, sizeof(float) * n3),
+          *d_dout = cu_upload(dout, sizeof(float) * nout);
+    float *d_out = cu_dev(sizeof(float) * nout), *d_att = cu_dev(sizeof(float) * natt);
+    cu_poison(d_out, sizeof(float) * nout);
+    cu_poison(d_att, sizeof(float) * natt);
+    pw_attention_forward_cuda(d_out, d_att, d_qkv, d_mask, B, T, C, NH, 0);
+    cu_compare("forward out", d_out, out, nout, CU_TOL_F32);
+    cu_compare("forward att", d_att, att, natt, CU_TOL_F32);
+
+    /* padding queries: output rows and att rows exactly 0, as the contract says */
+    if (mask) {
+        float *h_out = cu_host(sizeof(float) * nout);
+        cu_download(h_out, d_out, sizeof(float) * nout);
+        size_t nonzero = 0;
+        for (size_t bt = 0; bt < BT; bt++)
+            if (!mask[bt])
+                for (int c = 0; c < C; c++) nonzero += h_out[bt * C + c] != 0.0f;
+        CHECK(nonzero == 0, "%zu output values of padding queries are not 0", nonzero);
+    }
+
+    /* the backward reads the CPU's att, so that only the backward itself is compared */
+    float *d_attc = cu_upload(att, sizeof(float) * natt);
+    float *d_dqkv = cu_upload(dqkv0, sizeof(float) * n3);
+    pw_attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_attc, d_mask, B, T, C, NH, 0);
+    cu_compare("backward dqkv (+=)", d_dqkv, dqkv, n3, CU_TOL_F32);
+
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_attention");
+    unsigned long long rng = 14;
+    int pads[] = {0, 5, 33, 64, 1};
+    int all_pad[] = {3, 64}; /* row 1 is padding only */
+    run(2, 16, 32, 2, pads, 5, 0, &rng);
+    run(5, 64, 96, 3, pads, 5, 1, &rng);
+    run(2, 64, 64, 4, all_pad, 2, 1, &rng);
+    run(3, 150, 48, 2, pads, 5, 1, &rng); /* T not a multiple of the warp */
+    int long_pads[] = {0, 700};
+    run(2, 1024, 64, 2, long_pads, 2, 1, &rng);
+    run(1, 1024, 128, 2, long_pads, 1, 0, &rng);
+    pw_cuda_release();
+    return pw_test_done("test_cuda_attention");
+}

@@ -1,0 +1,71 @@
+/* test_cuda_encoder.c: the CUDA embeddings against the CPU twin on the same random data:
+ * positions of left-padded rows, forward with and without pos, accumulating backward. */
+#include "cutest.h"
+
+static void run(int B, int T, int C, int Vt, const int *pads, int npads, int use_mask,
+                unsigned long long *rng)
+{
+    printf("B=%d T=%d C=%d vocab=%d mask=%d\n", B, T, C, Vt, use_mask);
+    size_t BT = (size_t)B * T, BTC = BT * C;
+    int *mask = use_mask ? cu_left_mask(B, T, pads, npads) : NULL;
+    int *inp = cu_host(sizeof(int) * BT);
+    /* a small vocabulary makes tokens repeat, so dwte rows receive many additions */
+    for (size_t i = 0; i < BT; i++) inp[i] = (int)(pw_test_rng_next(rng) % (unsigned)Vt);
+    float *wte = cu_randn((size_t)Vt * C, 1.0, rng), *wpe = cu_randn((size_t)T * C, 1.0, rng);
+    float *dout = cu_randn(BTC, 1.0, rng);
+    float *dwte0 = cu_randn((size_t)Vt * C, 1.0, rng), *dwpe0 = cu_randn((size_t)T * C, 1.0, rng);
+
+    int *d_mask = mask ? cu_upload(mask, sizeof(int) * BT) : NULL;
+    int *d_inp = cu_upload(inp, sizeof(int) * BT);
+    float *d_wte = cu_upload(wte, sizeof(float) * Vt * C),
+          *d_wpe = cu_upload(wpe, sizeof(float) * T * C);
+    float *d_dout = cu_upload(dout, sizeof(float) * BTC);
+
+    /* positions: exact */
+    int *pos = cu_host(sizeof(int) * BT), *got = cu_host(sizeof(int) * BT);
+    pw_positions_from_mask(pos, mask, B, T);
+    int *d_pos = cu_dev(sizeof(int) * BT);
+    cu_poison(d_pos, sizeof(int) * BT);
+    pw_positions_from_mask_cuda(d_pos, d_mask, B, T, 0);
+    cu_download(got, d_pos, sizeof(int) * BT);
+    int diff = 0;
+    for (size_t i = 0; i < BT; i++) diff += pos[i] != got[i];
+    CHECK(diff == 0, "positions: %d of %zu differ", diff, BT);
+
+    for (int with_pos = 0; with_pos < 2; with_pos++) {
+        const int *p = with_pos ? pos : NULL;
+        const int *dp = with_pos ? d_pos : NULL;
+        float *out = cu_host(sizeof(float) * BTC);
+        pw_encoder_forward(out, inp, p, wte, wpe, B, T, C);
+        float *d_out = cu_dev(sizeof(float) * BTC);
+        cu_poison(d_out, sizeof(float) * BTC);
+        pw_encoder_forward_cuda(d_out, d_inp, dp, d_wte, d_wpe, B, T, C, 0);
+        cu_compare(with_pos ? "forward (pos)" : "forward (pos NULL)", d_out, out, BTC, CU_TOL_F32);
+
+        /* both gradients, then each alone (the other NULL) */
+        for (int which = 0; which < 3; which++) {
+            float *dwte = cu_copy(dwte0, (size_t)Vt * C), *dwpe = cu_copy(dwpe0, (size_t)T * C);
+            float *d_dwte = cu_upload(dwte0, sizeof(float) * Vt * C);
+            float *d_dwpe = cu_upload(dwpe0, sizeof(float) * T * C);
+            int te = which != 2, pe = which != 1;
+            pw_encoder_backward(te ? dwte : NULL, pe ? dwpe : NULL, dout, inp, p, B, T, C);
+            pw_encoder_backward_cuda(te ? d_dwte : NULL, pe ? d_dwpe : NULL, d_dout, d_inp, dp, B,
+                                     T, C, 0);
+            /* a NULL gradient must stay untouched: compare against its pre-filled values */
+            cu_compare("backward dwte (+=)", d_dwte, dwte, (size_t)Vt * C, CU_TOL_F32);
+            cu_compare("backward dwpe (+=)", d_dwpe, dwpe, (size_t)T * C, CU_TOL_F32);
+        }
+    }
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_encoder");
+    unsigned long long rng = 11;
+    int pads[] = {0, 3, 17, 40, 64};
+    run(4, 32, 48, 5, pads, 5, 0, &rng);
+    run(5, 64, 72, 13, pads, 5, 1, &rng);
+    run(3, 1024, 64, 50, pads, 5, 1, &rng);
+    return pw_test_done("test_cuda_encoder");
+}

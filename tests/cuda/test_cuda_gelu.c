@@ -1,0 +1,34 @@
+/* test_cuda_gelu.c: the CUDA GELU against the CPU twin on the same random data, including the
+ * far tails; the backward accumulates into a pre-filled gradient. */
+#include "cutest.h"
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_gelu");
+    unsigned long long rng = 15;
+    size_t sizes[] = {1, 1000, 3 * 1024 * 1024 + 7};
+    for (int k = 0; k < 3; k++) {
+        size_t N = sizes[k];
+        printf("N=%zu\n", N);
+        float *inp = cu_randn(N, 3.0, &rng), *dout = cu_randn(N, 1.0, &rng);
+        float *dinp0 = cu_randn(N, 1.0, &rng);
+        if (N > 4) {
+            inp[0] = -20.0f; /* tails: sigmoid near 0 and near 1 */
+            inp[1] = 20.0f;
+            inp[2] = 0.0f;
+        }
+        float *out = cu_host(sizeof(float) * N), *dinp = cu_copy(dinp0, N);
+        pw_gelu_forward(out, inp, N);
+        pw_gelu_backward(dinp, inp, dout, N);
+        float *d_inp = cu_upload(inp, sizeof(float) * N),
+              *d_dout = cu_upload(dout, sizeof(float) * N);
+        float *d_out = cu_dev(sizeof(float) * N), *d_dinp = cu_upload(dinp0, sizeof(float) * N);
+        cu_poison(d_out, sizeof(float) * N);
+        pw_gelu_forward_cuda(d_out, d_inp, N, 0);
+        pw_gelu_backward_cuda(d_dinp, d_inp, d_dout, N, 0);
+        cu_compare("forward", d_out, out, N, CU_TOL_F32);
+        cu_compare("backward dinp (+=)", d_dinp, dinp, N, CU_TOL_F32);
+        cu_release();
+    }
+    return pw_test_done("test_cuda_gelu");
+}

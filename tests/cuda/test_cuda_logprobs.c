@@ -1,0 +1,83 @@
+/* test_cuda_logprobs.c: the CUDA log-probs, entropies and cross-entropy against the CPU twin on
+ * the same logits: V = 50257 and small V, offset, peaked and flat rows, skipped rows, every NULL
+ * combination of dlogp/dentropy/entropy, poisoned outputs, and dlogits aliasing logits. */
+#include "cutest.h"
+
+static void run(int N, int V, unsigned long long *rng)
+{
+    printf("N=%d V=%d\n", N, V);
+    size_t NV = (size_t)N * V;
+    float *logits = cu_randn(NV, 2.0, rng);
+    int *targets = cu_host(sizeof(int) * N);
+    for (int i = 0; i < N; i++) {
+        targets[i] = (int)(pw_test_rng_next(rng) % (unsigned)V);
+        float *x = logits + (size_t)i * V;
+        switch (i % 5) {
+        case 1: targets[i] = -1; break; /* skipped row */
+        case 2:
+            for (int v = 0; v < V; v++) x[v] += 1000.0f;
+            break; /* far from zero */
+        case 3: x[targets[i]] += 50.0f; break; /* peaked: p_t ~ 1 */
+        case 4:
+            for (int v = 0; v < V; v++) x[v] = 0.25f;
+            break; /* flat */
+        default: break;
+        }
+    }
+    float *dlogp = cu_randn(N, 1.0, rng), *dent = cu_randn(N, 1.0, rng);
+    int *d_targets = cu_upload(targets, sizeof(int) * N);
+    float *d_logits = cu_upload(logits, sizeof(float) * NV);
+    float *d_dlogp = cu_upload(dlogp, sizeof(float) * N),
+          *d_dent = cu_upload(dent, sizeof(float) * N);
+    float *logp = cu_host(sizeof(float) * N), *ent = cu_host(sizeof(float) * N);
+    float *d_logp = cu_dev(sizeof(float) * N), *d_ent = cu_dev(sizeof(float) * N);
+
+    pw_logprobs_forward(logp, ent, logits, targets, N, V);
+    cu_poison(d_logp, sizeof(float) * N);
+    cu_poison(d_ent, sizeof(float) * N);
+    pw_logprobs_forward_cuda(d_logp, d_ent, d_logits, d_targets, N, V, 0);
+    cu_compare("logprobs forward logp", d_logp, logp, N, CU_TOL_F32);
+    cu_compare("logprobs forward entropy", d_ent, ent, N, CU_TOL_F32);
+    cu_poison(d_logp, sizeof(float) * N);
+    pw_logprobs_forward_cuda(d_logp, NULL, d_logits, d_targets, N, V, 0);
+    cu_compare("logprobs forward logp (entropy NULL)", d_logp, logp, N, CU_TOL_F32);
+
+    /* backward, written (poisoned first): dlogp and dentropy each present or NULL */
+    float *dlogits = cu_host(sizeof(float) * NV), *d_dlogits = cu_dev(sizeof(float) * NV);
+    for (int sel = 0; sel < 4; sel++) {
+        const float *g = sel & 1 ? dlogp : NULL, *h = sel & 2 ? dent : NULL;
+        pw_logprobs_backward(dlogits, logits, targets, g, h, N, V);
+        cu_poison(d_dlogits, sizeof(float) * NV);
+        pw_logprobs_backward_cuda(d_dlogits, d_logits, d_targets, sel & 1 ? d_dlogp : NULL,
+                                  sel & 2 ? d_dent : NULL, N, V, 0);
+        cu_comparef(d_dlogits, dlogits, NV, CU_TOL_F32, "logprobs backward sel %d", sel);
+    }
+    /* dlogits aliasing logits */
+    float *d_alias = cu_upload(logits, sizeof(float) * NV);
+    pw_logprobs_backward(dlogits, logits, targets, dlogp, dent, N, V);
+    pw_logprobs_backward_cuda(d_alias, d_alias, d_targets, d_dlogp, d_dent, N, V, 0);
+    cu_compare("logprobs backward (dlogits = logits)", d_alias, dlogits, NV, CU_TOL_F32);
+
+    /* cross-entropy, with per-row weights */
+    float *loss = cu_host(sizeof(float) * N), *d_loss = cu_dev(sizeof(float) * N);
+    pw_crossentropy_forward(loss, logits, targets, N, V);
+    cu_poison(d_loss, sizeof(float) * N);
+    pw_crossentropy_forward_cuda(d_loss, d_logits, d_targets, N, V, 0);
+    cu_compare("crossentropy forward", d_loss, loss, N, CU_TOL_F32);
+    pw_crossentropy_backward(dlogits, logits, targets, dlogp, N, V);
+    cu_poison(d_dlogits, sizeof(float) * NV);
+    pw_crossentropy_backward_cuda(d_dlogits, d_logits, d_targets, d_dlogp, N, V, 0);
+    cu_compare("crossentropy backward", d_dlogits, dlogits, NV, CU_TOL_F32);
+
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_logprobs");
+    unsigned long long rng = 17;
+    run(12, 50257, &rng);
+    run(37, 1000, &rng);
+    run(13, 7, &rng); /* fewer logits than threads: empty partial statistics */
+    return pw_test_done("test_cuda_logprobs");
+}

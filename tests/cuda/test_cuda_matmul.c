@@ -1,0 +1,113 @@
+/* test_cuda_matmul.c: the cuBLAS matmuls against the CPU twin on the same random data: fp32
+ * (and TF32) forward with and without bias, the accumulating backward with every NULL
+ * gradient, the bf16 path (conversions, forward, backward). */
+#include "cutest.h"
+
+/* x rounded to bf16 and back, on the host, to check the conversion kernel bit for bit */
+static float round_bf16(float x)
+{
+    unsigned int u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return x; /* NaN stays NaN */
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static pw_bf16 *to_bf16_dev(const float *d_x, size_t n)
+{
+    pw_bf16 *d = cu_dev(n * sizeof(pw_bf16));
+    pw_f32_to_bf16_cuda(d, d_x, n, 0);
+    return d;
+}
+
+static void run(int N, int C, int OC, unsigned long long *rng)
+{
+    printf("N=%d C=%d OC=%d\n", N, C, OC);
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    float *inp = cu_randn(NC, 1.0, rng), *w = cu_randn(OCC, 0.1, rng),
+          *bias = cu_randn(OC, 1.0, rng);
+    float *dout = cu_randn(NO, 1.0, rng);
+    float *dinp0 = cu_randn(NC, 1.0, rng), *dw0 = cu_randn(OCC, 1.0, rng),
+          *db0 = cu_randn(OC, 1.0, rng);
+    float *d_inp = cu_upload(inp, sizeof(float) * NC), *d_w = cu_upload(w, sizeof(float) * OCC);
+    float *d_bias = cu_upload(bias, sizeof(float) * OC),
+          *d_dout = cu_upload(dout, sizeof(float) * NO);
+    float *d_out = cu_dev(sizeof(float) * NO);
+    float *out = cu_host(sizeof(float) * NO);
+
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        pw_matmul_forward(out, inp, w, with_bias ? bias : NULL, N, C, OC);
+        cu_poison(d_out, sizeof(float) * NO);
+        pw_matmul_forward_cuda(d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC, 0);
+        cu_compare(with_bias ? "forward fp32 (bias)" : "forward fp32 (bias NULL)", d_out, out, NO,
+                   CU_TOL_F32);
+        pw_cuda_set_tf32(1);
+        cu_poison(d_out, sizeof(float) * NO);
+        pw_matmul_forward_cuda(d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC, 0);
+        cu_compare("forward tf32", d_out, out, NO, CU_TOL_TF32);
+        pw_cuda_set_tf32(0);
+    }
+
+    for (int sel = 1; sel < 8; sel++) {
+        int gi = sel & 1, gw = sel & 2, gb = sel & 4;
+        float *dinp = cu_copy(dinp0, NC), *dw = cu_copy(dw0, OCC), *db = cu_copy(db0, OC);
+        float *d_dinp = cu_upload(dinp0, sizeof(float) * NC),
+              *d_dw = cu_upload(dw0, sizeof(float) * OCC);
+        float *d_db = cu_upload(db0, sizeof(float) * OC);
+        pw_matmul_backward(gi ? dinp : NULL, gw ? dw : NULL, gb ? db : NULL, dout, inp, w, N, C,
+                           OC);
+        pw_matmul_backward_cuda(gi ? d_dinp : NULL, gw ? d_dw : NULL, gb ? d_db : NULL, d_dout,
+                                d_inp, d_w, N, C, OC, 0);
+        cu_comparef(d_dinp, dinp, NC, CU_TOL_F32, "backward fp32 dinp (+=) sel %d", sel);
+        cu_comparef(d_dw, dw, OCC, CU_TOL_F32, "backward fp32 dweight (+=) sel %d", sel);
+        cu_comparef(d_db, db, OC, CU_TOL_F32, "backward fp32 dbias (+=) sel %d", sel);
+
+        if (sel == 7) { /* bf16 operands: the same accumulation, against the fp32 CPU result */
+            float *b_dinp = cu_upload(dinp0, sizeof(float) * NC),
+                  *b_dw = cu_upload(dw0, sizeof(float) * OCC);
+            float *b_db = cu_upload(db0, sizeof(float) * OC);
+            pw_bf16 *h_dout = to_bf16_dev(d_dout, NO), *h_inp = to_bf16_dev(d_inp, NC);
+            pw_bf16 *h_w = to_bf16_dev(d_w, OCC);
+            pw_matmul_backward_bf16_cuda(b_dinp, b_dw, b_db, h_dout, h_inp, h_w, N, C, OC, 0);
+            cu_compare("backward bf16 dinp (+=)", b_dinp, dinp, NC, CU_TOL_BF16);
+            cu_compare("backward bf16 dweight (+=)", b_dw, dw, OCC, CU_TOL_BF16);
+            cu_compare("backward bf16 dbias (+=)", b_db, db, OC, CU_TOL_BF16);
+        }
+    }
+
+    /* bf16 forward against fp32 CPU */
+    pw_bf16 *h_inp = to_bf16_dev(d_inp, NC), *h_w = to_bf16_dev(d_w, OCC);
+    pw_matmul_forward(out, inp, w, bias, N, C, OC);
+    cu_poison(d_out, sizeof(float) * NO);
+    pw_matmul_forward_bf16_cuda(d_out, h_inp, h_w, d_bias, N, C, OC, 0);
+    cu_compare("forward bf16 (bias)", d_out, out, NO, CU_TOL_BF16);
+    pw_matmul_forward(out, inp, w, NULL, N, C, OC);
+    cu_poison(d_out, sizeof(float) * NO);
+    pw_matmul_forward_bf16_cuda(d_out, h_inp, h_w, NULL, N, C, OC, 0);
+    cu_compare("forward bf16 (bias NULL)", d_out, out, NO, CU_TOL_BF16);
+
+    /* conversions: f32 -> bf16 rounds to nearest even, bf16 -> f32 is exact */
+    float *back = cu_host(sizeof(float) * NC), *d_back = cu_dev(sizeof(float) * NC);
+    cu_poison(d_back, sizeof(float) * NC);
+    pw_bf16_to_f32_cuda(d_back, h_inp, NC, 0);
+    cu_download(back, d_back, sizeof(float) * NC);
+    size_t bad = 0;
+    for (size_t i = 0; i < NC; i++) bad += back[i] != round_bf16(inp[i]);
+    CHECK(bad == 0, "f32 -> bf16 -> f32: %zu of %zu values differ from round-to-nearest-even", bad,
+          NC);
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_matmul");
+    unsigned long long rng = 13;
+    run(64, 768, 2304, &rng);
+    run(37, 70, 129, &rng); /* odd sizes: no alignment to lean on */
+    run(1000, 768, 768, &rng); /* 16 row chunks in the dbias sum */
+    run(8, 768, 50257, &rng); /* an LM-head width */
+    pw_cuda_release();
+    return pw_test_done("test_cuda_matmul");
+}
