@@ -300,10 +300,7 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         return -1;
     }
     double timeout = r->s.timeout_s > 0 ? r->s.timeout_s : 1e9; /* 0: never */
-    /* A placement without world_size fits any job size; the world wants the actual one. */
-    PwRoleMap map = pl->map;
-    if (map.world_size == 0) MPI_Comm_size(comm, &map.world_size);
-    if (pw_world_init(&r->w, comm, &map, timeout, err)) {
+    if (pw_world_init(&r->w, comm, &pl->map, timeout, err)) {
         free_run(r);
         free(r);
         return -1;

@@ -438,6 +438,9 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
         goto out_parser;
     }
     rc = parse_top(&c, p, yaml_document_get_root_node(&doc));
+    /* The map is for this job: a file without `world_size` fits any size, but whoever builds a
+     * world from the map needs the size it was checked against. */
+    if (rc == 0) p->map.world_size = world_size;
     if (rc == 0) {
         /* A second document would be ignored silently; one placement per file. */
         yaml_document_t extra;
