@@ -30,6 +30,8 @@ typedef enum PwMsgKind {
     PW_MSG_SCORES,
     PW_MSG_RETURNS,
     PW_MSG_WEIGHTS,
+    PW_MSG_REPORT,     /* measurements for the step's metrics: timings, losses */
+    PW_MSG_CONTROL,    /* coordination without data: "my part of the checkpoint is written" */
     PW_MSG_TEST,       /* free for tests and benchmarks */
     PW_MSG_KIND_COUNT
 } PwMsgKind;

@@ -111,8 +111,11 @@ void pw_actor_advantages(PwRun *r)
  * real tokens of each minibatch (the global count, so the ranks' gradients sum to the whole). */
 void pw_actor_train(PwRun *r)
 {
-    PwRows *rows = &r->act_rows;
-    int R = r->R, T = rows->T, M = r->s.minibatches, mb = r->s.micro;
+    PwRows *all = &r->act_rows, ord = {0}, *rows = &ord; /* this epoch's order of the block */
+    int R = r->R, T = all->T, M = r->s.minibatches, mb = r->s.micro, n = all->n;
+    int *perm = pw_roles_alloc((size_t)n * sizeof(int));
+    float *logp_old = pw_roles_alloc((size_t)n * R * sizeof(float));
+    float *adv = pw_roles_alloc((size_t)n * R * sizeof(float));
     int bonus = r->s.entropy_bonus != 0.0;
     float *lp = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *ent = pw_roles_alloc((size_t)mb * R * sizeof(float));
@@ -122,9 +125,13 @@ void pw_actor_train(PwRun *r)
     float *dentT = pw_roles_alloc((size_t)mb * T * sizeof(float));
     double acc[6] = {0}; /* per-minibatch means summed: loss, approxkl, clipfrac, ratio, H, count */
     double lr = 0.0;
-    for (int e = 0; e < r->s.epochs; e++)
+    for (int e = 0; e < r->s.epochs; e++) {
+        pw_minibatch_order(r, all, e, perm);
+        pw_rows_permuted(&ord, all, perm);
+        pw_permute_f32(logp_old, r->logp_old, perm, n, R);
+        pw_permute_f32(adv, r->adv, perm, n, R);
         for (int k = 0; k < M; k++) {
-            PwBlock blk = pw_block(rows->n, M, k);
+            PwBlock blk = pw_block(n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
             if (pw_gpt2_zero_grad(r->actor))
                 pw_comm_fatal(__FILE__, __LINE__, "actor: no gradient memory");
@@ -134,7 +141,7 @@ void pw_actor_train(PwRun *r)
                 size_t o = (size_t)i0 * R;
                 pw_rows_forward(r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
                 PwPolicyStats ps;
-                pw_policy_loss(&ps, dlp, dent, lp, r->logp_old + o, r->adv + o, ent,
+                pw_policy_loss(&ps, dlp, dent, lp, logp_old + o, adv + o, ent,
                                rows->rmask + o, (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus,
                                tok);
                 pw_rows_scatter(rows, nb, dlp, dlpT);
@@ -156,6 +163,7 @@ void pw_actor_train(PwRun *r)
             for (int j = 1; j < 5; j++) acc[j] += st[j] / c;
             acc[5] += 1.0;
         }
+    }
     r->stats[PW_ST_PG] = acc[0] / acc[5];
     r->stats[PW_ST_APPROXKL] = acc[1] / acc[5];
     r->stats[PW_ST_CLIPFRAC] = acc[2] / acc[5];
@@ -168,4 +176,8 @@ void pw_actor_train(PwRun *r)
     free(dent);
     free(dlpT);
     free(dentT);
+    free(perm);
+    free(logp_old);
+    free(adv);
+    pw_rows_free(&ord);
 }

@@ -139,7 +139,7 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         ckpt_path(path, sizeof path, out_dir, done, pw_role_name(role));
         save_model(role == PW_ROLE_CRITIC ? r->critic : r->gen, path, role == PW_ROLE_CRITIC);
         PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
-        pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_TEST, done, &t);
+        pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_CONTROL, done, &t);
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
         ckpt_path(path, sizeof path, out_dir, done, "actor");
@@ -148,7 +148,7 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
             PwRole role = writers[i];
             if (!w->map.role[role].nranks || (role == PW_ROLE_GENERATOR && !r->async)) continue;
             PwTensor t = pw_tensor_host(&got[role], PW_DTYPE_F64, 1, shape);
-            pw_xfer_recv(&x, w, PW_ROLE_ACTOR, role, 0, PW_MSG_TEST, done, &t);
+            pw_xfer_recv(&x, w, PW_ROLE_ACTOR, role, 0, PW_MSG_CONTROL, done, &t);
         }
     }
     pw_xfer_wait(&x, w);

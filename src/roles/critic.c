@@ -22,16 +22,23 @@ void pw_critic_evaluate(PwRun *r)
  * each minibatch, for ppo.epochs passes; gradients summed over the critic ranks. */
 void pw_critic_train(PwRun *r)
 {
-    PwRows *rows = &r->crit_rows;
-    int R = r->R, M = r->s.minibatches, mb = r->s.micro;
+    PwRows *all = &r->crit_rows, ord = {0}, *rows = &ord; /* this epoch's order of the block */
+    int R = r->R, M = r->s.minibatches, mb = r->s.micro, n = all->n;
+    int *perm = pw_roles_alloc((size_t)n * sizeof(int));
+    float *vold = pw_roles_alloc((size_t)n * R * sizeof(float));
+    float *vret = pw_roles_alloc((size_t)n * R * sizeof(float));
     float *v = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dv = pw_roles_alloc((size_t)mb * R * sizeof(float));
-    float *dvT = pw_roles_alloc((size_t)mb * rows->T * sizeof(float));
+    float *dvT = pw_roles_alloc((size_t)mb * all->T * sizeof(float));
     double acc[3] = {0, 0, 0}; /* sum of minibatch losses, clipfrac, minibatches */
     double lr = 0.0;
-    for (int e = 0; e < r->s.epochs; e++)
+    for (int e = 0; e < r->s.epochs; e++) {
+        pw_minibatch_order(r, all, e, perm);
+        pw_rows_permuted(&ord, all, perm);
+        pw_permute_f32(vold, r->vold, perm, n, R);
+        pw_permute_f32(vret, r->vret, perm, n, R);
         for (int k = 0; k < M; k++) {
-            PwBlock blk = pw_block(rows->n, M, k);
+            PwBlock blk = pw_block(n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_CRITIC, rows, blk);
             if (pw_gpt2_zero_grad(r->critic))
                 pw_comm_fatal(__FILE__, __LINE__, "critic: no gradient memory");
@@ -41,7 +48,7 @@ void pw_critic_train(PwRun *r)
                 size_t o = (size_t)i0 * R;
                 pw_rows_forward(r->critic, rows, (int)i0, nb, NULL, NULL, v, NULL);
                 PwValueStats vs;
-                pw_value_loss(&vs, dv, v, r->vold + o, r->vret + o, rows->rmask + o,
+                pw_value_loss(&vs, dv, v, vold + o, vret + o, rows->rmask + o,
                               (size_t)nb * R, r->s.vclip, tok);
                 pw_rows_scatter(rows, nb, dv, dvT);
                 if (pw_gpt2_backward(r->critic, NULL, NULL, dvT, NULL))
@@ -57,10 +64,15 @@ void pw_critic_train(PwRun *r)
             acc[1] += st[2] > 0 ? st[1] / st[2] : 0.0;
             acc[2] += 1.0;
         }
+    }
     r->critic_stats[0] = acc[0] / acc[2];
     r->critic_stats[1] = acc[1] / acc[2];
     r->critic_stats[2] = lr;
     free(v);
     free(dv);
     free(dvT);
+    free(perm);
+    free(vold);
+    free(vret);
+    pw_rows_free(&ord);
 }

@@ -284,6 +284,53 @@ int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max
     return k;
 }
 
+void pw_minibatch_order(const PwRun *r, const PwRows *rows, int epoch, int *perm)
+{
+    for (int i = 0; i < rows->n; i++) perm[i] = i;
+    if (epoch == 0) return;
+    /* The block's first global row names the block: with the same data-parallel degree every
+     * placement has the same blocks, hence the same orders. */
+    uint64_t st = pw_roles_mix(pw_roles_mix(r->s.seed, 0x6d696e69ull, (uint64_t)r->step),
+                               (uint64_t)epoch, (uint64_t)rows->r0);
+    for (int i = rows->n - 1; i > 0; i--) {
+        int j = (int)(pw_roles_next(&st) % (uint64_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+static void gather_rows(void *dst, const void *src, const int *perm, int n, size_t row_bytes)
+{
+    for (int i = 0; i < n; i++)
+        memcpy((char *)dst + (size_t)i * row_bytes, (const char *)src + (size_t)perm[i] * row_bytes,
+               row_bytes);
+}
+
+void pw_rows_permuted(PwRows *dst, const PwRows *src, const int *perm)
+{
+    pw_rows_free(dst);
+    int n = src->n, T = src->T, R = src->R;
+    *dst = (PwRows){.r0 = src->r0, .n = n, .P = src->P, .R = R, .T = T};
+    dst->rmask = pw_roles_alloc((size_t)n * R * sizeof(float));
+    dst->lengths = pw_roles_alloc((size_t)n * sizeof(int));
+    dst->stopped = pw_roles_alloc((size_t)n * sizeof(int));
+    dst->seq = pw_roles_alloc((size_t)n * T * sizeof(int));
+    dst->smask = pw_roles_alloc((size_t)n * T * sizeof(int));
+    dst->tgt = pw_roles_alloc((size_t)n * T * sizeof(int));
+    gather_rows(dst->rmask, src->rmask, perm, n, (size_t)R * sizeof(float));
+    gather_rows(dst->lengths, src->lengths, perm, n, sizeof(int));
+    gather_rows(dst->stopped, src->stopped, perm, n, sizeof(int));
+    gather_rows(dst->seq, src->seq, perm, n, (size_t)T * sizeof(int));
+    gather_rows(dst->smask, src->smask, perm, n, (size_t)T * sizeof(int));
+    gather_rows(dst->tgt, src->tgt, perm, n, (size_t)T * sizeof(int));
+}
+
+void pw_permute_f32(float *dst, const float *src, const int *perm, int n, int R)
+{
+    gather_rows(dst, src, perm, n, (size_t)R * sizeof(float));
+}
+
 void pw_rows_scatter(const PwRows *r, int nb, const float *src, float *dst)
 {
     int T = r->T, P = r->P, R = r->R;

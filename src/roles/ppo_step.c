@@ -14,7 +14,7 @@
  *   3 advantages   actor: scores, KL, rewards, GAE, whitening; returns -> critic
  *   4 train        actor then critic (their in-role collectives never interleave)
  *   5 weights      actor rank 0 -> every generator rank, one message of the whole buffer;
- *                  role rank 0 of every other role -> actor rank 0: timings and critic stats */
+ *                  every rank of every role -> actor rank 0: timings (and critic stats) */
 
 /* Rows of `role`'s block (or a member's block) with this step's prompts. */
 static void block_rows(PwRun *r, PwRows *rows, int64_t step, int parts, int part)
@@ -284,8 +284,9 @@ static void phase_advantages(PwRun *r, PwXfer *x, int64_t step)
     idle(r, pw_xfer_wait(x, w), receivers);
 }
 
-/* Timings of one role (and the critic's losses) as one message to actor rank 0. */
-#define PW_REPORT_LEN (PW_PH_COUNT + 4)
+/* What each rank of each role reports to actor rank 0 at the end of a step: its seconds per
+ * phase for that role, then (critic) value loss, value clipfrac, critic lr. */
+#define PW_REPORT_LEN (PW_PH_COUNT + 3)
 
 static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
 {
@@ -308,37 +309,53 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
     idle(r, pw_xfer_wait(x, w), receivers);
-    if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0)
-        r->time[PW_ROLE_ACTOR][PW_PH_WEIGHTS] += pw_now() - t0;
+    if (pw_run_has(r, PW_ROLE_ACTOR)) r->time[PW_ROLE_ACTOR][PW_PH_WEIGHTS] += pw_now() - t0;
     if (pw_run_has(r, PW_ROLE_GENERATOR))
         r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0;
 
-    /* reports */
-    static double out[PW_ROLE_COUNT][PW_REPORT_LEN], in[PW_ROLE_COUNT][PW_REPORT_LEN];
-    for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++) {
-        if (!pw_run_has(r, (PwRole)role) || w->role_rank[role] != 0) continue;
+    /* Reports: every rank of every role, so a role's times are its mean over its ranks (rank 0
+     * alone would hide a slow or idle data-parallel rank). Actor rank 0 reports to itself too. */
+    double out[PW_ROLE_COUNT][PW_REPORT_LEN];
+    for (int role = 0; role < PW_ROLE_COUNT; role++) {
+        if (!pw_run_has(r, (PwRole)role)) continue;
+        memset(out[role], 0, sizeof out[role]);
         memcpy(out[role], r->time[role], sizeof r->time[role]);
-        if (role == PW_ROLE_CRITIC)
-            memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
+        if (role == PW_ROLE_CRITIC) memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
         PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
-        pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_TEST, step, &t);
+        pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_REPORT, step, &t);
     }
-    if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
-        for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++) {
-            if (!pw_run_nranks(r, (PwRole)role)) continue;
-            PwTensor t = pw_tensor2(in[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
-            pw_xfer_recv(x, w, PW_ROLE_ACTOR, (PwRole)role, 0, PW_MSG_TEST, step, &t);
+    if (!pw_run_has(r, PW_ROLE_ACTOR) || w->role_rank[PW_ROLE_ACTOR] != 0) {
+        pw_xfer_wait(x, w);
+        return;
+    }
+    int total = 0;
+    for (int role = 0; role < PW_ROLE_COUNT; role++) total += pw_run_nranks(r, (PwRole)role);
+    double *in = pw_roles_alloc((size_t)total * PW_REPORT_LEN * sizeof(double));
+    int k = 0;
+    for (int role = 0; role < PW_ROLE_COUNT; role++)
+        for (int i = 0; i < pw_run_nranks(r, (PwRole)role); i++, k++) {
+            PwTensor t = pw_tensor2(in + (size_t)k * PW_REPORT_LEN, PW_DTYPE_F64, PW_REPORT_LEN, 0);
+            pw_xfer_recv(x, w, PW_ROLE_ACTOR, (PwRole)role, i, PW_MSG_REPORT, step, &t);
         }
-        pw_xfer_wait(x, w);
-        for (int role = PW_ROLE_REFERENCE; role < PW_ROLE_COUNT; role++)
-            if (pw_run_nranks(r, (PwRole)role))
-                memcpy(r->time[role], in[role], sizeof r->time[role]);
-        r->stats[PW_ST_VLOSS] = in[PW_ROLE_CRITIC][PW_PH_COUNT];
-        r->stats[PW_ST_VCLIPFRAC] = in[PW_ROLE_CRITIC][PW_PH_COUNT + 1];
-        r->stats[PW_ST_CRITIC_LR] = in[PW_ROLE_CRITIC][PW_PH_COUNT + 2];
-    } else {
-        pw_xfer_wait(x, w);
+    pw_xfer_wait(x, w);
+    k = 0;
+    for (int role = 0; role < PW_ROLE_COUNT; role++) {
+        int n = pw_run_nranks(r, (PwRole)role);
+        if (!n) continue;
+        const double *rep = in + (size_t)k * PW_REPORT_LEN; /* role rank 0 */
+        for (int ph = 0; ph < PW_PH_COUNT; ph++) {
+            double sum = 0.0;
+            for (int i = 0; i < n; i++) sum += rep[(size_t)i * PW_REPORT_LEN + ph];
+            r->time[role][ph] = sum / n;
+        }
+        if (role == PW_ROLE_CRITIC) { /* all-reduced inside the critic: rank 0 speaks for all */
+            r->stats[PW_ST_VLOSS] = rep[PW_PH_COUNT];
+            r->stats[PW_ST_VCLIPFRAC] = rep[PW_PH_COUNT + 1];
+            r->stats[PW_ST_CRITIC_LR] = rep[PW_PH_COUNT + 2];
+        }
+        k += n;
     }
+    free(in);
 }
 
 void pw_ppo_resume_async(PwRun *r)
@@ -358,6 +375,8 @@ void pw_ppo_resume_async(PwRun *r)
 void pw_ppo_step(PwRun *r, int64_t step)
 {
     PwXfer x = {0};
+    double t0 = pw_now();
+    r->step = step;
     memset(r->time, 0, sizeof r->time);
     r->P = step_width(r, step);
     start_blocks(r, step);
@@ -375,6 +394,7 @@ void pw_ppo_step(PwRun *r, int64_t step)
 
     /* The KL controller sees the global objective/kl, the same on every actor rank. */
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
+        r->step_seconds = pw_now() - t0;
         if (r->w.role_rank[PW_ROLE_ACTOR] == 0) pw_metrics_write(r, step);
         PwKlController c = {r->s.adaptive_kl, r->beta, r->s.target_kl, r->s.kl_horizon};
         r->beta = pw_kl_controller_update(&c, r->stats[PW_ST_KL] / r->s.N, r->s.N);

@@ -113,6 +113,17 @@ void pw_rows_forward(PwGPT2 *m, const PwRows *r, int i0, int nb, float *logp, fl
  * batches of at most `micro` rows. Using one rule everywhere makes the actor's train-time
  * forward of epoch 0 the same computation as its rollout forward (ratio == 1 bit for bit). */
 int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max);
+/* The order of the block's rows in PPO epoch `epoch` of this step (perm (rows->n)), cut into
+ * contiguous minibatches. Epoch 0 keeps the rollout order: its rows are already prompts in the
+ * data set's shuffled order, and its forward is then the rollout forward (ratio == 1 exactly).
+ * Later epochs reshuffle from (seed, step, epoch, first row of the block), so each cuts other
+ * minibatches (as TRL and open-instruct do) and every placement with the same data-parallel
+ * degree cuts the same ones. */
+void pw_minibatch_order(const PwRun *r, const PwRows *rows, int epoch, int *perm);
+/* dst = the rows of src in the order perm (the arrays a forward and a loss read). */
+void pw_rows_permuted(PwRows *dst, const PwRows *src, const int *perm);
+/* dst (n, R) = rows of src (n, R) in the order perm. */
+void pw_permute_f32(float *dst, const float *src, const int *perm, int n, int R);
 /* dst (nb, T) = 0 except dst[b, P - 1 + t] = src[b, t]: a per-response-position gradient placed
  * where pw_rows_forward read the output, for pw_gpt2_backward. */
 void pw_rows_scatter(const PwRows *r, int nb, const float *src, float *dst);
@@ -143,9 +154,11 @@ typedef struct PwGroup {
  * then all its receives, then waits once: sends never block, so no order of ranks and no
  * co-location of roles can deadlock, and same-rank messages are in the mailbox before their
  * receive is matched. */
+#define PW_XFER_BLOCK 32
 typedef struct PwXfer {
-    PwMsgReq *req;
-    int n, cap;
+    PwMsgReq **blk; /* blocks of PW_XFER_BLOCK requests: a posted request never moves, since
+                     * MPI writes its header and status where it was posted */
+    int n, nblk;
 } PwXfer;
 
 void pw_xfer_send(PwXfer *x, PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind,
@@ -235,11 +248,13 @@ struct PwRun {
     float *vold, *vret;
 
     double beta;
+    int64_t step;        /* the PPO step being run */
     int64_t first_step;  /* 0, or the step a --resume starts at */
     int64_t opt_step;    /* optimizer steps taken (the schedule's index) */
     double running[3];   /* running score moments (count, mean, m2) for reward.normalize */
 
     double time[PW_ROLE_COUNT][PW_PH_COUNT]; /* this step's seconds per role and phase */
+    double step_seconds;                     /* wall time of the step on this actor rank */
     double stats[PW_ST_COUNT];
     double critic_stats[4]; /* value loss, clipfrac, lr, count: critic rank 0 to actor 0 */
     FILE *metrics;

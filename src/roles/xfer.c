@@ -11,13 +11,15 @@ const char *const pw_phase_names[PW_PH_COUNT] = {"generate", "evaluate", "advant
 
 static PwMsgReq *next_req(PwXfer *x)
 {
-    if (x->n == x->cap) {
-        x->cap = x->cap ? 2 * x->cap : 16;
-        PwMsgReq *q = realloc(x->req, (size_t)x->cap * sizeof *q);
-        if (!q) pw_comm_fatal(__FILE__, __LINE__, "out of memory for messages");
-        x->req = q;
+    int b = x->n / PW_XFER_BLOCK;
+    if (b == x->nblk) { /* only the table of blocks grows; the blocks stay where they are */
+        PwMsgReq **t = realloc(x->blk, (size_t)(b + 1) * sizeof *t);
+        if (!t) pw_comm_fatal(__FILE__, __LINE__, "out of memory for messages");
+        x->blk = t;
+        x->blk[b] = pw_roles_alloc(PW_XFER_BLOCK * sizeof **t);
+        x->nblk = b + 1;
     }
-    return &x->req[x->n++];
+    return &x->blk[b][x->n++ % PW_XFER_BLOCK];
 }
 
 void pw_xfer_send(PwXfer *x, PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind,
@@ -89,15 +91,20 @@ double pw_xfer_wait(PwXfer *x, PwWorld *w)
 {
     PwErr err;
     double t0 = pw_now();
-    if (x->n && pw_msg_waitall(w, x->n, x->req, &err))
-        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    /* Block by block: every rank posted all its sends of the phase before waiting, so waiting
+     * for one block's receives before the next cannot deadlock. */
+    for (int b = 0; b * PW_XFER_BLOCK < x->n; b++) {
+        int n = x->n - b * PW_XFER_BLOCK < PW_XFER_BLOCK ? x->n - b * PW_XFER_BLOCK : PW_XFER_BLOCK;
+        if (pw_msg_waitall(w, n, x->blk[b], &err)) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    }
     x->n = 0;
     return pw_now() - t0;
 }
 
 void pw_xfer_free(PwXfer *x)
 {
-    free(x->req);
+    for (int b = 0; b < x->nblk; b++) free(x->blk[b]);
+    free(x->blk);
     memset(x, 0, sizeof *x);
 }
 

@@ -15,7 +15,7 @@ static const char *const dtype_names[PW_DTYPE_COUNT] = {"f32", "f64", "bf16", "f
                                                         "i32", "i64", "u8"};
 static const char *const kind_names[PW_MSG_KIND_COUNT] = {
     "prompts", "tokens", "mask", "logp_ref", "logp_old", "values", "scores", "returns", "weights",
-    "test"};
+    "report", "control", "test"};
 
 size_t pw_dtype_size(PwDtype t) { return (t >= 0 && t < PW_DTYPE_COUNT) ? dtype_sizes[t] : 0; }
 const char *pw_dtype_name(PwDtype t) { return (t >= 0 && t < PW_DTYPE_COUNT) ? dtype_names[t] : "?"; }
