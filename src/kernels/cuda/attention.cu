@@ -139,8 +139,7 @@ extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const
 
     /* dP then dS for the NH heads of one sequence at a time (NH*T*T floats, 48 MB at the
      * GPT-2 124M shape with T = 1024), reused in stream order for the next sequence */
-    float *dp = NULL;
-    CUDA_CHECK(cudaMallocAsync((void **)&dp, sizeof(float) * (size_t)NH * TT, stream));
+    float *dp = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
     size_t rows = (size_t)NH * T;
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (size_t)b * T * C3, *k = q + C, *v = q + 2 * C;
@@ -172,5 +171,5 @@ extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const
             d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dO, CUDA_R_32F, C, hs, P,
             CUDA_R_32F, T, TT, &one, dv, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
     }
-    CUDA_CHECK(cudaFreeAsync(dp, stream));
+    pw_cuda_scratch_free(dp, stream);
 }

@@ -39,14 +39,13 @@ static void colsum_add(float *dst, const T *src, int N, int C, int ld, cudaStrea
     int rows = PW_COLSUM_ROWS;
     if ((N + rows - 1) / rows > 65535) rows = (N + 65534) / 65535;
     int nchunks = (N + rows - 1) / rows;
-    float *partial = NULL;
-    CUDA_CHECK(cudaMallocAsync((void **)&partial, sizeof(float) * (size_t)nchunks * C, stream));
+    float *partial = (float *)pw_cuda_scratch(sizeof(float) * (size_t)nchunks * C, stream);
     dim3 grid((C + 255) / 256, nchunks);
     colsum_partial_kernel<T><<<grid, 256, 0, stream>>>(partial, src, N, C, ld, rows);
     CUDA_CHECK_LAUNCH();
     colsum_finish_kernel<<<(C + 255) / 256, 256, 0, stream>>>(dst, partial, nchunks, C);
     CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaFreeAsync(partial, stream));
+    pw_cuda_scratch_free(partial, stream);
 }
 
 void pw_colsum_add_f32(float *dst, const float *src, int N, int C, int ld, cudaStream_t stream)

@@ -45,6 +45,12 @@ __device__ __forceinline__ float pw_warp_max(float x)
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
 
+/* Temporary device memory in stream order (cudaMallocAsync from the device's default pool,
+ * which keeps freed blocks for the next call); free it on the same stream once queued work is
+ * done with it. */
+void *pw_cuda_scratch(size_t bytes, cudaStream_t stream);
+void pw_cuda_scratch_free(void *p, cudaStream_t stream);
+
 /* dst[c] += sum over rows i of src[i*ld + c], c < C, for float or bf16 src, summed in a fixed
  * order (row chunks, then the chunks in sequence): no atomics, the same bits every run
  * (colsum.cu). */

@@ -18,6 +18,9 @@ static HandleEntry handles[PW_MAX_HANDLES];
 static int nhandles = 0;
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static int use_tf32 = 0;
+/* devices whose default memory pool already keeps freed scratch (see pw_cuda_scratch) */
+#define PW_MAX_DEVICES 64
+static int pool_kept[PW_MAX_DEVICES];
 
 extern "C" void pw_cuda_set_tf32(int enable) { use_tf32 = enable != 0; }
 extern "C" int pw_cuda_get_tf32(void) { return use_tf32; }
@@ -71,3 +74,26 @@ extern "C" void pw_cuda_release(void)
     CUDA_CHECK(cudaSetDevice(current));
     pthread_mutex_unlock(&handles_lock);
 }
+
+/* Scratch comes from the device's default pool in stream order. The pool's release threshold
+ * is raised once per device so that freed scratch stays in the pool: with the default (0) it
+ * would go back to the driver at every synchronisation and be mapped again on the next call. */
+void *pw_cuda_scratch(size_t bytes, cudaStream_t stream)
+{
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    pthread_mutex_lock(&handles_lock);
+    if (device < PW_MAX_DEVICES && !pool_kept[device]) {
+        cudaMemPool_t pool;
+        unsigned long long keep = ~0ull; /* the attribute is a 64-bit unsigned integer */
+        CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+        CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        pool_kept[device] = 1;
+    }
+    pthread_mutex_unlock(&handles_lock);
+    void *p = NULL;
+    CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, stream));
+    return p;
+}
+
+void pw_cuda_scratch_free(void *p, cudaStream_t stream) { CUDA_CHECK(cudaFreeAsync(p, stream)); }

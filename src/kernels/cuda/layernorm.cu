@@ -116,8 +116,7 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *d
     int rows = PW_COLSUM_ROWS;
     if ((N + rows - 1) / rows > 65535) rows = (N + 65534) / 65535; /* grid.y limit */
     int nchunks = (N + rows - 1) / rows;
-    float *partial = NULL;
-    CUDA_CHECK(cudaMallocAsync((void **)&partial, 2 * sizeof(float) * (size_t)nchunks * C, stream));
+    float *partial = (float *)pw_cuda_scratch(2 * sizeof(float) * (size_t)nchunks * C, stream);
     float *pw = partial, *pb = partial + (size_t)nchunks * C;
     dim3 grid((C + 255) / 256, nchunks);
     layernorm_dwdb_partial_kernel<<<grid, 256, 0, stream>>>(pw, pb, dout, inp, mean, rstd, N, C,
@@ -126,5 +125,5 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *d
     layernorm_dwdb_finish_kernel<<<(C + 255) / 256, 256, 0, stream>>>(dweight, dbias, pw, pb,
                                                                       nchunks, C);
     CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaFreeAsync(partial, stream));
+    pw_cuda_scratch_free(partial, stream);
 }

@@ -42,24 +42,22 @@ __global__ void sumsq_finish_kernel(double *sum, const double *partial)
 extern "C" void pw_sumsq_add_cuda(double *sum, const float *x, size_t n, cudaStream_t stream)
 {
     if (n == 0) return;
-    double *partial = NULL;
-    CUDA_CHECK(cudaMallocAsync((void **)&partial, sizeof(double) * SUMSQ_BLOCKS, stream));
+    double *partial = (double *)pw_cuda_scratch(sizeof(double) * SUMSQ_BLOCKS, stream);
     sumsq_partial_kernel<<<SUMSQ_BLOCKS, SUMSQ_THREADS, 0, stream>>>(partial, x, n);
     CUDA_CHECK_LAUNCH();
     sumsq_finish_kernel<<<1, SUMSQ_THREADS, 0, stream>>>(sum, partial);
     CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaFreeAsync(partial, stream));
+    pw_cuda_scratch_free(partial, stream);
 }
 
 extern "C" double pw_sumsq_cuda(const float *x, size_t n, cudaStream_t stream)
 {
     if (n == 0) return 0.0;
-    double *d = NULL, h = 0.0;
-    CUDA_CHECK(cudaMallocAsync((void **)&d, sizeof(double), stream));
+    double h = 0.0, *d = (double *)pw_cuda_scratch(sizeof(double), stream);
     CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), stream));
     pw_sumsq_add_cuda(d, x, n, stream);
     CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof(double), cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(cudaFreeAsync(d, stream));
+    pw_cuda_scratch_free(d, stream);
     CUDA_CHECK(cudaStreamSynchronize(stream));
     return h;
 }

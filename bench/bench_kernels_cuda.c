@@ -1,0 +1,329 @@
+/* bench_kernels_cuda.c: each CUDA kernel's time at the GPT-2 124M shape, as GB/s or TFLOP/s
+ * next to what this GPU measurably does (a device-to-device copy, big fp32 and bf16 GEMMs).
+ * Run: bench_kernels_cuda [reps]. Prints a table, then `RESULT ...`; exits 77 without a GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "pw_device.h"
+#include "pw_kernels.h"
+#include "pw_kernels_cuda.h"
+
+enum { B = 16, T = 1024, C = 768, NH = 12, V = 50257, N = B * T };
+#define NPARAMS 124475904ul /* GPT-2 124M's parameter count: the AdamW and clipping size */
+
+#define CHECK_CUDA(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---- buffers, one set for every kernel (about 12 GB) */
+typedef struct Bufs {
+    int *inp, *targets, *mask, *pos;
+    float *wte, *wpe, *x, *y, *dx, *dy, *mean, *rstd, *lnw, *lnb, *dlnw, *dlnb;
+    float *qkv, *dqkv, *att, *fc, *dfc, *w, *dw, *bias, *dbias, *logits, *dlogits, *rowv, *rowg;
+    float *params, *grads, *m, *v;
+    pw_bf16 *x16, *w16, *dy16;
+} Bufs;
+
+static void *dev(size_t bytes)
+{
+    void *p = NULL;
+    CHECK_CUDA(cudaMalloc(&p, bytes));
+    return p;
+}
+
+/* fill n floats with scale * N(0,1)-ish values: a host tile of random numbers copied over the
+ * buffer, much faster than generating gigabytes on the host */
+#define TILE (1u << 20)
+static float tile[TILE];
+static void fill(float *d, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i += TILE) {
+        size_t k = n - i < TILE ? n - i : TILE;
+        for (size_t j = 0; j < k; j++) tile[j] = scale * ((float)rand() / RAND_MAX * 2.0f - 1.0f);
+        CHECK_CUDA(cudaMemcpy(d + i, tile, k * sizeof(float), cudaMemcpyHostToDevice));
+    }
+}
+
+static float *devf(size_t n, float scale)
+{
+    float *d = dev(n * sizeof(float));
+    fill(d, n, scale);
+    return d;
+}
+
+static int *devi(const int *h, size_t n)
+{
+    int *d = dev(n * sizeof(int));
+    CHECK_CUDA(cudaMemcpy(d, h, n * sizeof(int), cudaMemcpyHostToDevice));
+    return d;
+}
+
+static pw_bf16 *dev16(const float *src, size_t n)
+{
+    pw_bf16 *d = dev(n * sizeof(pw_bf16));
+    pw_f32_to_bf16_cuda(d, src, n, 0);
+    return d;
+}
+
+static void setup(Bufs *b)
+{
+    size_t NC = (size_t)N * C, NV = (size_t)N * V;
+    int *h = malloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) h[i] = rand() % V;
+    b->inp = devi(h, N);
+    b->targets = devi(h, N);
+    /* left padding of 0, 40, 80, ... tokens: the RLHF batches this code exists for */
+    for (int i = 0; i < N; i++) h[i] = i % T >= (i / T) * 40;
+    b->mask = devi(h, N);
+    free(h);
+    b->pos = dev(sizeof(int) * N);
+    pw_positions_from_mask_cuda(b->pos, b->mask, B, T, 0);
+    b->wte = devf((size_t)V * C, 0.02f);
+    b->wpe = devf((size_t)T * C, 0.01f);
+    b->x = devf(NC, 1.0f);
+    b->y = devf(NC, 1.0f);
+    b->dx = devf(NC, 1.0f);
+    b->dy = devf(NC, 1.0f);
+    b->mean = devf(N, 0.0f);
+    b->rstd = devf(N, 1.0f);
+    b->lnw = devf(C, 1.0f);
+    b->lnb = devf(C, 0.1f);
+    b->dlnw = devf(C, 0.0f);
+    b->dlnb = devf(C, 0.0f);
+    b->qkv = devf(NC * 3, 1.0f);
+    b->dqkv = devf(NC * 3, 0.0f);
+    b->att = devf((size_t)B * NH * T * T, 0.0f);
+    b->fc = devf(NC * 4, 1.0f);
+    b->dfc = devf(NC * 4, 1.0f);
+    b->w = devf((size_t)V * C, 0.02f); /* big enough for every weight, the LM head's included */
+    b->dw = devf((size_t)V * C, 0.0f);
+    b->bias = devf(V, 0.01f);
+    b->dbias = devf(V, 0.0f);
+    b->logits = devf(NV, 2.0f);
+    b->dlogits = devf(NV, 0.0f);
+    b->rowv = devf(N, 1.0f);
+    b->rowg = devf(N, 1.0f);
+    b->params = devf(NPARAMS, 0.02f);
+    b->grads = devf(NPARAMS, 1e-3f);
+    b->m = devf(NPARAMS, 0.0f);
+    b->v = devf(NPARAMS, 0.0f);
+    b->x16 = dev16(b->x, NC);
+    b->w16 = dev16(b->w, (size_t)V * C);
+    b->dy16 = dev16(b->logits, NV); /* a (N,V) gradient for the LM head's bf16 backward */
+    CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+/* ---- the kernels, each as one call on the default stream */
+static Bufs g;
+static void encoder_fwd(void)
+{
+    pw_encoder_forward_cuda(g.y, g.inp, g.pos, g.wte, g.wpe, B, T, C, 0);
+}
+static void encoder_bwd(void)
+{
+    pw_encoder_backward_cuda(g.dw, g.dx, g.dy, g.inp, g.pos, B, T, C, 0);
+}
+static void ln_fwd(void)
+{
+    pw_layernorm_forward_cuda(g.y, g.mean, g.rstd, g.x, g.lnw, g.lnb, N, C, 0);
+}
+static void ln_bwd(void)
+{
+    pw_layernorm_backward_cuda(g.dx, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd, N, C, 0);
+}
+static void qkv_fwd(void) { pw_matmul_forward_cuda(g.qkv, g.x, g.w, g.bias, N, C, 3 * C, 0); }
+static void qkv_bwd(void)
+{
+    pw_matmul_backward_cuda(g.dx, g.dw, g.dbias, g.dqkv, g.x, g.w, N, C, 3 * C, 0);
+}
+static void fc_fwd(void) { pw_matmul_forward_cuda(g.fc, g.x, g.w, g.bias, N, C, 4 * C, 0); }
+static void fcproj_fwd(void) { pw_matmul_forward_cuda(g.y, g.fc, g.w, g.bias, N, 4 * C, C, 0); }
+static void lm_fwd(void) { pw_matmul_forward_cuda(g.logits, g.x, g.wte, NULL, N, C, V, 0); }
+static void lm_bwd(void)
+{
+    pw_matmul_backward_cuda(g.dx, g.dw, NULL, g.dlogits, g.x, g.wte, N, C, V, 0);
+}
+static void qkv16_fwd(void)
+{
+    pw_matmul_forward_bf16_cuda(g.qkv, g.x16, g.w16, g.bias, N, C, 3 * C, 0);
+}
+static void lm16_fwd(void)
+{
+    pw_matmul_forward_bf16_cuda(g.logits, g.x16, g.w16, NULL, N, C, V, 0);
+}
+static void lm16_bwd(void)
+{
+    pw_matmul_backward_bf16_cuda(g.dx, g.dw, NULL, g.dy16, g.x16, g.w16, N, C, V, 0);
+}
+static void att_fwd(void) { pw_attention_forward_cuda(g.y, g.att, g.qkv, g.mask, B, T, C, NH, 0); }
+static void att_bwd(void)
+{
+    pw_attention_backward_cuda(g.dqkv, g.dy, g.qkv, g.att, g.mask, B, T, C, NH, 0);
+}
+static void gelu_fwd(void) { pw_gelu_forward_cuda(g.dfc, g.fc, (size_t)N * 4 * C, 0); }
+static void gelu_bwd(void) { pw_gelu_backward_cuda(g.dfc, g.fc, g.fc, (size_t)N * 4 * C, 0); }
+static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
+static void res_bwd(void) { pw_residual_backward_cuda(g.dx, g.x, g.dy, (size_t)N * C, 0); }
+static void lp_fwd(void) { pw_logprobs_forward_cuda(g.rowv, g.rowg, g.logits, g.targets, N, V, 0); }
+static void lp_bwd(void)
+{
+    pw_logprobs_backward_cuda(g.dlogits, g.logits, g.targets, g.rowv, g.rowg, N, V, 0);
+}
+static void ce_fwd(void) { pw_crossentropy_forward_cuda(g.rowv, g.logits, g.targets, N, V, 0); }
+static void adamw(void)
+{
+    pw_adamw_update_cuda(g.params, g.grads, g.m, g.v, NPARAMS, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10,
+                         0);
+}
+static double sumsq_result;
+static void sumsq(void) { sumsq_result += pw_sumsq_cuda(g.grads, NPARAMS, 0); }
+static void scale(void) { pw_scale_cuda(g.grads, 1.0f, NPARAMS, 0); }
+
+/* milliseconds per call: one warm-up call, then reps calls between two events */
+static double time_ms(void (*fn)(void), int reps)
+{
+    cudaEvent_t e0, e1;
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
+    fn();
+    CHECK_CUDA(cudaEventRecord(e0, 0));
+    for (int i = 0; i < reps; i++) fn();
+    CHECK_CUDA(cudaEventRecord(e1, 0));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    CHECK_CUDA(cudaGetLastError());
+    float ms = 0.0f;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(e1));
+    return ms / reps;
+}
+
+/* ---- references: what the GPU does at best, measured here */
+static float *copy_src, *copy_dst;
+static size_t copy_bytes;
+static void copy(void)
+{
+    CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice, 0));
+}
+enum { G = 8192 };
+static float *ga, *gb, *gc;
+static pw_bf16 *ga16, *gb16;
+static void gemm32(void) { pw_matmul_forward_cuda(gc, ga, gb, NULL, G, G, G, 0); }
+static void gemm16(void) { pw_matmul_forward_bf16_cuda(gc, ga16, gb16, NULL, G, G, G, 0); }
+
+/* what a row measures against: memory traffic, fp32 GEMM flops or bf16 GEMM flops */
+enum Ref { BW, F32, BF16 };
+
+typedef struct Row {
+    const char *name;
+    void (*fn)(void);
+    double bytes, flops; /* the traffic or work one call needs at least */
+    enum Ref ref;
+} Row;
+
+int main(int argc, char **argv)
+{
+    if (pw_device_count() == 0) {
+        printf("bench_kernels_cuda: no CUDA device, skipped\n");
+        return 77;
+    }
+    int reps = argc > 1 ? atoi(argv[1]) : 10;
+    if (reps < 1) reps = 1;
+    CHECK_CUDA(cudaSetDevice(0));
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+    srand(1);
+
+    copy_bytes = 1ul << 30;
+    copy_src = devf(copy_bytes / 4, 1.0f);
+    copy_dst = dev(copy_bytes);
+    double copy_gbs = 2.0 * copy_bytes / (time_ms(copy, reps) * 1e-3) / 1e9; /* read + write */
+    CHECK_CUDA(cudaFree(copy_src));
+    CHECK_CUDA(cudaFree(copy_dst));
+    ga = devf((size_t)G * G, 1.0f);
+    gb = devf((size_t)G * G, 1.0f);
+    gc = dev(sizeof(float) * G * G);
+    ga16 = dev16(ga, (size_t)G * G);
+    gb16 = dev16(gb, (size_t)G * G);
+    double gflop = 2.0 * G * G * (double)G;
+    double f32_tflops = gflop / (time_ms(gemm32, reps) * 1e-3) / 1e12;
+    double bf16_tflops = gflop / (time_ms(gemm16, reps) * 1e-3) / 1e12;
+    CHECK_CUDA(cudaFree(ga));
+    CHECK_CUDA(cudaFree(gb));
+    CHECK_CUDA(cudaFree(gc));
+    CHECK_CUDA(cudaFree(ga16));
+    CHECK_CUDA(cudaFree(gb16));
+
+    setup(&g);
+    const double f = 4.0, NC = (double)N * C, NV = (double)N * V, NP = (double)NPARAMS;
+    const double TT = (double)B * NH * T * T, hs = C / NH;
+    Row rows[] = {
+        {"encoder forward", encoder_fwd, 3 * NC * f, 0, BW},
+        {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},
+        {"layernorm forward", ln_fwd, 2 * NC * f, 0, BW},
+        {"layernorm backward", ln_bwd, 6 * NC * f, 0, BW},
+        {"matmul qkv C->3C forward", qkv_fwd, 0, 2 * NC * 3 * C, F32},
+        {"matmul qkv C->3C backward", qkv_bwd, 0, 4 * NC * 3 * C, F32},
+        {"matmul fc C->4C forward", fc_fwd, 0, 2 * NC * 4 * C, F32},
+        {"matmul fcproj 4C->C forward", fcproj_fwd, 0, 2 * NC * 4 * C, F32},
+        {"matmul LM head C->V forward", lm_fwd, 0, 2 * NC * V, F32},
+        {"matmul LM head C->V backward", lm_bwd, 0, 4 * NC * V, F32},
+        {"bf16 matmul qkv forward", qkv16_fwd, 0, 2 * NC * 3 * C, BF16},
+        {"bf16 matmul LM head forward", lm16_fwd, 0, 2 * NC * V, BF16},
+        {"bf16 matmul LM head backward", lm16_bwd, 0, 4 * NC * V, BF16},
+        /* full T x T tiles are multiplied: 2 GEMMs forward, 4 backward */
+        {"attention forward", att_fwd, 0, 2 * 2 * TT * hs, F32},
+        {"attention backward", att_bwd, 0, 4 * 2 * TT * hs, F32},
+        {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
+        {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
+        {"residual forward", res_fwd, 3 * NC * f, 0, BW},
+        {"residual backward (both)", res_bwd, 5 * NC * f, 0, BW},
+        {"logprobs+entropy forward (V)", lp_fwd, NV * f, 0, BW},
+        {"logprobs backward", lp_bwd, 3 * NV * f, 0, BW},
+        {"crossentropy forward", ce_fwd, NV * f, 0, BW},
+        {"adamw 124M", adamw, 7 * NP * f, 0, BW},
+        {"sumsq 124M (waits)", sumsq, NP * f, 0, BW},
+        {"scale 124M", scale, 2 * NP * f, 0, BW},
+    };
+    int nrows = (int)(sizeof rows / sizeof rows[0]);
+
+    printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
+           prop.l2CacheSize >> 20);
+    printf("shape: B=%d T=%d C=%d NH=%d V=%d, %d reps per kernel, fp32 GEMMs %s\n", B, T, C, NH, V,
+           reps, pw_cuda_get_tf32() ? "tf32" : "pure fp32");
+    printf("reference: copy %.0f GB/s (D2D, read+write), fp32 GEMM %.1f TFLOP/s, bf16 GEMM %.1f "
+           "TFLOP/s (%dx%dx%d)\n\n",
+           copy_gbs, f32_tflops, bf16_tflops, G, G, G);
+    printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
+    double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
+    for (int i = 0; i < nrows; i++) {
+        Row *r = &rows[i];
+        double ms = time_ms(r->fn, reps), s = ms * 1e-3;
+        double gbs = r->bytes / s / 1e9, tf = r->flops / s / 1e12;
+        double ref =
+            r->ref == BW ? gbs / copy_gbs : tf / (r->ref == F32 ? f32_tflops : bf16_tflops);
+        printf("%-32s %10.3f ", r->name, ms);
+        if (r->ref == BW)
+            printf("%12.0f %12s %7.0f%%\n", gbs, "-", 100.0 * ref);
+        else
+            printf("%12s %12.2f %7.0f%%\n", "-", tf, 100.0 * ref);
+        total += ms;
+        if (r->fn == att_fwd) att_f = ms;
+        if (r->fn == att_bwd) att_b = ms;
+        if (r->fn == lp_fwd) lp_f = ms;
+        if (r->fn == qkv_fwd) qkv_tf = tf;
+    }
+    pw_cuda_release();
+    printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
+           "attention_fwd_ms=%.3f attention_bwd_ms=%.3f logprobs_fwd_ms=%.3f total_ms=%.2f\n",
+           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, lp_f, total);
+    return 0;
+}
