@@ -308,10 +308,12 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
-    idle(r, pw_xfer_wait(x, w), receivers);
+    double waited = pw_xfer_wait(x, w);
+    idle(r, waited, receivers);
     if (pw_run_has(r, PW_ROLE_ACTOR)) r->time[PW_ROLE_ACTOR][PW_PH_WEIGHTS] += pw_now() - t0;
+    /* the generator's wait for the end of training is idle time, not weights time */
     if (pw_run_has(r, PW_ROLE_GENERATOR))
-        r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0;
+        r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0 - waited;
 
     /* Reports: every rank of every role, so a role's times are its mean over its ranks (rank 0
      * alone would hide a slow or idle data-parallel rank). Actor rank 0 reports to itself too. */

@@ -1,0 +1,292 @@
+/* bench_ppo.c: PPO steps per second of one run configuration under several placements, sync
+ * against async, with each role's busy and waiting seconds per step; last line RESULT.
+ *
+ * One MPI job runs every case: each placement runs on the first ranks of the job (a
+ * communicator of its own) while the other ranks sleep, so a single command gives the table.
+ *   OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe -np 5 bench_ppo [--steps S] [--only NAME]
+ * Placements: "one" (every role on rank 0), "split" (rank 0: actor, reference, critic, reward;
+ * rank 1: generator; the layout where async can overlap generation with training on two cores)
+ * and "five" (one role per rank). Those needing more ranks than the job has are skipped.
+ * The RESULT line compares sync and async on "split"; ideal_speedup is what perfect overlap
+ * would give: (generation + training) / max(generation, training), both measured in the sync
+ * run (generation: the generator's generate seconds; training: the busy seconds of the other
+ * four roles, which share rank 0). Steps 0 and S - 1 are left out of every figure: step 0 of an
+ * async run samples its first batch before anything can overlap, the last has nothing to
+ * overlap with. */
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pw_config.h"
+#include "pw_model.h"
+#include "pw_placement.h"
+#include "pw_roles.h"
+
+/* The run: a GPT-2 of 4 layers, 128 wide, 512 tokens, 16 rollouts of 40 new tokens per step
+ * (no stop token, so every step does the same work), prompts of 8..16 tokens. */
+enum { V = 512, L = 4, NH = 4, C = 128, NPOS = 96, N = 16, MICRO = 1, RESP = 64 };
+
+typedef struct Case {
+    const char *name;
+    int ranks;
+    const char *roles[5]; /* placement lines */
+} Case;
+
+static const Case cases[] = {
+    {"one", 1,
+     {"actor: { ranks: [0] }", "reference: { ranks: [0] }", "critic: { ranks: [0] }",
+      "reward: { ranks: [0] }", "generator: { ranks: [0] }"}},
+    {"split", 2,
+     {"actor: { ranks: [0] }", "reference: { ranks: [0] }", "critic: { ranks: [0] }",
+      "reward: { ranks: [0] }", "generator: { ranks: [1] }"}},
+    {"five", 5,
+     {"actor: { ranks: [0] }", "reference: { ranks: [1] }", "critic: { ranks: [2] }",
+      "reward: { ranks: [3] }", "generator: { ranks: [4] }"}},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+static const char *const role_keys[5] = {"actor", "reference", "critic", "reward", "generator"};
+static const char *const busy_phases[5] = {"generate", "evaluate", "advantages", "train",
+                                           "weights"};
+
+/* Per-step means over the measured steps. */
+typedef struct Figures {
+    int steps;
+    double step_s;
+    double busy[5], idle[5], generate[5];
+} Figures;
+
+static void die(const char *what, const char *msg)
+{
+    fprintf(stderr, "bench_ppo: %s: %s\n", what, msg);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* ------------------------------------------------------------------------------ inputs */
+
+static void write_model(const char *dir, uint64_t seed, int heads)
+{
+    PwErr err;
+    PwGPT2Config c = {L, NH, C, V, NPOS};
+    PwGPT2 *m = pw_gpt2_create(&c, heads, 1, 8, &err);
+    if (!m) die("model", err.msg);
+    pw_gpt2_init_random(m, seed);
+    mkdir(dir, 0755);
+    if (pw_gpt2_save(m, dir, &err)) die(dir, err.msg);
+    pw_gpt2_free(m);
+}
+
+static void write_inputs(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sft", dir);
+    write_model(path, 11, PW_HEAD_LM);
+    snprintf(path, sizeof path, "%s/rm", dir);
+    write_model(path, 22, PW_HEAD_LM | PW_HEAD_SCORE);
+    snprintf(path, sizeof path, "%s/prompts.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) die(path, strerror(errno));
+    uint64_t s = 12345;
+    for (int i = 0; i < 64; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int len = 8 + (int)((s >> 33) % 9);
+        fprintf(f, "{\"input_ids\": [");
+        for (int t = 0; t < len; t++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            fprintf(f, "%s%d", t ? ", " : "", (int)((s >> 33) % (V - 1)));
+        }
+        fprintf(f, "]}\n");
+    }
+    if (fclose(f)) die(path, strerror(errno));
+    for (int c = 0; c < NCASES; c++) {
+        snprintf(path, sizeof path, "%s/%s.yaml", dir, cases[c].name);
+        f = fopen(path, "w");
+        if (!f) die(path, strerror(errno));
+        fprintf(f, "version: 1\nbind: none\nroles:\n");
+        for (int i = 0; i < 5; i++) fprintf(f, "  %s\n", cases[c].roles[i]);
+        if (fclose(f)) die(path, strerror(errno));
+    }
+}
+
+/* ----------------------------------------------------------------------------- one case */
+
+/* Ranks outside the case wait here without spinning, so the case has the cores to itself. */
+static void rest_until_all_done(void)
+{
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    int done = 0;
+    while (!done) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done) nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+}
+
+static void run_case(const char *dir, const Case *c, int async, int steps, int rank)
+{
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < c->ranks ? 0 : MPI_UNDEFINED, rank, &sub);
+    if (sub != MPI_COMM_NULL) {
+        char pl_path[512], out[512], ov[8][600];
+        snprintf(pl_path, sizeof pl_path, "%s/%s.yaml", dir, c->name);
+        snprintf(out, sizeof out, "%s/%s_%s", dir, c->name, async ? "async" : "sync");
+        snprintf(ov[0], sizeof ov[0], "model.sft=%s/sft", dir);
+        snprintf(ov[1], sizeof ov[1], "model.reward=[%s/rm]", dir);
+        snprintf(ov[2], sizeof ov[2], "data.prompts=%s/prompts.jsonl", dir);
+        snprintf(ov[3], sizeof ov[3], "episodes=%d", N * steps);
+        snprintf(ov[4], sizeof ov[4], "ppo.num_rollout_samples=%d", N);
+        snprintf(ov[5], sizeof ov[5], "ppo.rollout_micro_batch_size=%d", MICRO);
+        snprintf(ov[6], sizeof ov[6], "generation.max_new_tokens=%d", RESP);
+        snprintf(ov[7], sizeof ov[7], "async=%s", async ? "true" : "false");
+        const char *fixed[] = {"ppo.epochs=1", "ppo.minibatches=2", "generation.stop_token=none",
+                               "reward.non_stop_penalty=false", "optim.lr=1e-4",
+                               "optim.warmup_steps=0", "critic.lr=1e-4", "checkpoint.every=0",
+                               "eval.every=0", "seed=1"};
+        const char *all[20];
+        int n = 0;
+        for (int i = 0; i < 8; i++) all[n++] = ov[i];
+        for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) all[n++] = fixed[i];
+        PwErr err = {{0}};
+        PwPlacement pl;
+        PwConfig cfg;
+        if (pw_placement_load(pl_path, c->ranks, &pl, &err)) die(pl_path, err.msg);
+        if (pw_config_build(&cfg, NULL, all, n, &err)) die("configuration", err.msg);
+        if (pw_ppo_run(&cfg, &pl, sub, out, 0, &err)) die(c->name, err.msg);
+        pw_config_free(&cfg);
+        pw_placement_free(&pl);
+        MPI_Comm_free(&sub);
+    }
+    rest_until_all_done();
+}
+
+/* --------------------------------------------------------------------------- figures */
+
+/* The number after "key": in one metrics line (0 when absent: a role the placement lacks). */
+static double field(const char *line, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    return p ? strtod(p + strlen(pat), NULL) : 0.0;
+}
+
+static Figures read_figures(const char *dir, const Case *c, int async, int steps)
+{
+    char path[600], line[8192], key[96];
+    snprintf(path, sizeof path, "%s/%s_%s/metrics.jsonl", dir, c->name, async ? "async" : "sync");
+    FILE *f = fopen(path, "r");
+    if (!f) die(path, strerror(errno));
+    Figures g;
+    memset(&g, 0, sizeof g);
+    for (int s = 0; fgets(line, sizeof line, f); s++) {
+        if (s == 0 || s >= steps - 1) continue;
+        g.steps++;
+        g.step_s += field(line, "time/step");
+        for (int r = 0; r < 5; r++) {
+            for (int p = 0; p < 5; p++) {
+                snprintf(key, sizeof key, "time/%s/%s", role_keys[r], busy_phases[p]);
+                g.busy[r] += field(line, key);
+            }
+            snprintf(key, sizeof key, "time/%s/idle", role_keys[r]);
+            g.idle[r] += field(line, key);
+            snprintf(key, sizeof key, "time/%s/generate", role_keys[r]);
+            g.generate[r] += field(line, key);
+        }
+    }
+    fclose(f);
+    if (g.steps < 1) die(path, "too few steps to measure (--steps must be at least 3)");
+    g.step_s /= g.steps;
+    for (int r = 0; r < 5; r++) {
+        g.busy[r] /= g.steps;
+        g.idle[r] /= g.steps;
+        g.generate[r] /= g.steps;
+    }
+    return g;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, steps = 10;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else {
+            if (rank == 0)
+                fprintf(stderr, "usage: mpirun -np 5 bench_ppo [--steps S] [--only one|split|five]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (steps < 3) die("--steps", "at least 3 (steps 0 and S - 1 are not measured)");
+
+    char dir[256] = "";
+    if (rank == 0) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/bench_ppo.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) die("temporary folder", strerror(errno));
+        write_inputs(dir);
+    }
+    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+
+    Figures fig[NCASES][2];
+    int ran[NCASES] = {0};
+    for (int c = 0; c < NCASES; c++) {
+        if (cases[c].ranks > size || (only && strcmp(only, cases[c].name))) continue;
+        for (int a = 0; a < 2; a++) run_case(dir, &cases[c], a, steps, rank);
+        ran[c] = 1;
+    }
+
+    if (rank == 0) {
+        /* The overlap async can show is bounded by free cores: say what the machine had. */
+        double load[1] = {-1.0};
+        if (getloadavg(load, 1) < 1) load[0] = -1.0;
+        printf("machine: %ld cores online, load average %.2f (1 min) after the runs\n",
+               sysconf(_SC_NPROCESSORS_ONLN), load[0]);
+        printf("bench_ppo: GPT-2 L=%d C=%d V=%d, %d rollouts x %d new tokens per step (micro "
+               "batch %d, 2 minibatches), %d steps, steps 1..%d measured; %d ranks in the job\n",
+               L, C, V, N, RESP, MICRO, steps, steps - 2, size);
+        printf("per role: busy / waiting seconds per step (mean over the role's ranks)\n");
+        printf("%-6s %5s %-5s %8s %7s", "place", "ranks", "mode", "steps/s", "s/step");
+        for (int r = 0; r < 5; r++) printf(" %15s", role_keys[r]);
+        printf("\n");
+        for (int c = 0; c < NCASES; c++) {
+            if (!ran[c]) continue;
+            for (int a = 0; a < 2; a++) {
+                Figures *g = &fig[c][a];
+                *g = read_figures(dir, &cases[c], a, steps);
+                printf("%-6s %5d %-5s %8.3f %7.3f", cases[c].name, cases[c].ranks,
+                       a ? "async" : "sync", 1.0 / g->step_s, g->step_s);
+                for (int r = 0; r < 5; r++) printf("   %5.3f / %5.3f", g->busy[r], g->idle[r]);
+                printf("\n");
+            }
+        }
+        const int split = 1;
+        if (ran[split]) {
+            const Figures *s = &fig[split][0], *as = &fig[split][1];
+            double gen = s->generate[4], train = 0.0;
+            for (int r = 0; r < 4; r++) train += s->busy[r];
+            double hi = gen > train ? gen : train;
+            printf("split sync: generation %.3f s, training %.3f s per step\n", gen, train);
+            printf("RESULT sync_steps_per_s=%.3f async_steps_per_s=%.3f async_speedup=%.3f "
+                   "ideal_speedup=%.3f\n",
+                   1.0 / s->step_s, 1.0 / as->step_s, s->step_s / as->step_s, (gen + train) / hi);
+        } else {
+            printf("RESULT none: the split placement needs 2 ranks\n");
+        }
+        fflush(stdout);
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "bench_ppo: could not remove %s\n", dir);
+    }
+    MPI_Finalize();
+    return 0;
+}
