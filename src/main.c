@@ -10,6 +10,7 @@
 #include "pw_roles.h"
 #include "pw_startup.h"
 #include "pw_task.h"
+#include "pw_train.h"
 
 #define PW_MAX_OVERRIDES 64
 
@@ -31,6 +32,8 @@ static void usage(FILE *f)
                "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
                "       ppo_world gen-task --out DIR [flags]  (the synthetic task's data sets:\n"
                "                 docs/task.md; ppo_world gen-task --help)\n"
+               "       [mpirun -np N] ppo_world sft|rm --data DIR --out DIR [flags]  (training\n"
+               "                 modes: docs/training.md; ppo_world sft --help)\n"
                "       ppo_world --help\n"
                "\n"
                "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
@@ -119,10 +122,25 @@ static int run(const PwArgs *a, PwStartup *s, PwErr *err)
     return rc ? 1 : 0;
 }
 
+/* `ppo_world sft|rm ...`: the supervised modes need no placement file: every rank of the job is
+ * one data-parallel worker. MPI is set up here so that the modes, like roles, never call it. */
+static int train_mode(int argc, char **argv)
+{
+    int (*entry)(int, char **, MPI_Comm, int) = !strcmp(argv[1], "sft") ? pw_sft_main : pw_rm_main;
+    PW_MPI_CHECK(MPI_Init(&argc, &argv));
+    int size = 1;
+    PW_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    int rc = entry(argc - 1, argv + 1, MPI_COMM_WORLD, size);
+    PW_MPI_CHECK(MPI_Finalize());
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     /* writing data sets is no MPI job: it runs before (and without) MPI_Init */
     if (argc > 1 && !strcmp(argv[1], "gen-task")) return pw_task_gen_main(argc - 1, argv + 1);
+    if (argc > 1 && (!strcmp(argv[1], "sft") || !strcmp(argv[1], "rm")))
+        return train_mode(argc, argv);
     PwArgs a;
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;

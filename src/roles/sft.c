@@ -1,0 +1,97 @@
+/* sft.c: `ppo_world sft`: supervised fine-tuning, the mean next-token loss over response tokens
+ * only (prompt targets weigh 0), data parallel over every rank of the job. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "pw_train.h"
+#include "train.h"
+
+/* Validation loss: -sum log p over every response target of the validation set divided by
+ * their number, each rank taking its block of the set. */
+static double valid_loss(PwTrainer *t, PwBatch *b, int *idx)
+{
+    if (!t->have_valid) return NAN;
+    int64_t s, c;
+    pw_data_shard(t->valid.n, t->nranks, t->rank, &s, &c);
+    double acc[2] = {0.0, 0.0};
+    PwErr err;
+    for (int64_t i = s; i < s + c; i += t->local_max) {
+        int n = (int)(s + c - i < t->local_max ? s + c - i : t->local_max);
+        for (int j = 0; j < n; j++) idx[j] = (int)i + j;
+        /* Normaliser 1: every response target weighs 1, so the loss is the sum. */
+        if (pw_batch_build(b, &t->valid, idx, n, 0, 1.0, &err) ||
+            pw_gpt2_forward(t->model, b->tokens, b->mask, b->targets, b->B, b->T, &err))
+            pw_comm_fatal(__FILE__, __LINE__, "sft validation: %s", err.msg);
+        acc[0] += pw_gpt2_lm_loss(t->model, b->weights);
+        acc[1] += b->count;
+    }
+    pw_train_sum(t, acc, 2);
+    return acc[1] > 0 ? acc[0] / acc[1] : NAN;
+}
+
+/* One optimizer step on the global batch of `step`; returns the batch's mean loss. */
+static double train_step(PwTrainer *t, long step, PwBatch *b, int *rows)
+{
+    int64_t s, c;
+    pw_train_rows(t, step, rows, &s, &c);
+    /* Width and normaliser come from the global rows, so every rank pads alike and the
+     * per-rank losses add up to the loss of the whole batch. */
+    int T = pw_data_width(&t->train, rows, t->a.batch);
+    double norm = pw_data_response_targets(&t->train, rows, t->a.batch);
+    PwErr err;
+    if (pw_batch_build(b, &t->train, rows + s, (int)c, T, norm, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
+    if (pw_gpt2_zero_grad(t->model)) pw_comm_fatal(__FILE__, __LINE__, "sft: no gradient memory");
+    double loss = 0.0;
+    if (c > 0) {
+        if (pw_gpt2_forward(t->model, b->tokens, b->mask, b->targets, b->B, b->T, &err))
+            pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
+        loss = pw_gpt2_lm_loss_backward(t->model, b->weights);
+    }
+    pw_train_sum(t, &loss, 1);
+    pw_train_optimize(t, step);
+    return loss;
+}
+
+int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
+{
+    PwTrainer t = {.mode = "sft", .shape = PW_DATA_SFT, .role = PW_ROLE_ACTOR, .heads = PW_HEAD_LM};
+    int code;
+    if (!pw_train_open(&t, argc, argv, comm, nranks, &code)) return code;
+    int *rows = malloc((size_t)(t.a.batch + t.local_max) * sizeof *rows);
+    if (!rows) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    PwBatch b = {0};
+    double first = valid_loss(&t, &b, rows), last = first, sum = 0.0, tstep = 0.0;
+    long nsum = 0;
+    static const char *const keys[] = {"train/loss", "valid/loss", "lr", "time/step_s"};
+    double v0[] = {NAN, first, 0.0, NAN};
+    pw_train_log(&t, 0, keys, v0, 4);
+    for (long step = 0; step < t.a.steps; step++) {
+        double t0 = pw_now();
+        sum += train_step(&t, step, &b, rows);
+        tstep += pw_now() - t0;
+        nsum++;
+        long done = step + 1;
+        if ((t.a.eval_every > 0 && done % t.a.eval_every == 0) || done == t.a.steps) {
+            PwLrSchedule sc = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
+            last = valid_loss(&t, &b, rows);
+            double v[] = {sum / nsum, last, pw_lr_at(&sc, step), tstep / nsum};
+            pw_train_log(&t, done, keys, v, 4);
+            if (t.rank == 0) {
+                printf("sft step %ld: train/loss %.4f valid/loss %.4f (%.1f ms/step)\n", done,
+                       sum / nsum, last, 1e3 * tstep / nsum);
+                fflush(stdout);
+            }
+            sum = tstep = 0.0;
+            nsum = 0;
+        }
+    }
+    pw_train_save(&t);
+    if (t.rank == 0)
+        printf("ppo_world sft: done: %ld steps, valid/loss %.4f (start %.4f), saved %s\n",
+               t.a.steps, last, first, t.a.out);
+    pw_batch_free(&b);
+    free(rows);
+    pw_train_end(&t);
+    return 0;
+}

@@ -1,0 +1,67 @@
+/* train.h: what `ppo_world sft` and `ppo_world rm` share: flags, the data-parallel world, data
+ * sets, model, optimizer step and metrics. Internal to src/roles (sft.c, rm.c, train.c). */
+#ifndef PW_ROLES_TRAIN_H
+#define PW_ROLES_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pw_algo.h"
+#include "pw_comm.h"
+#include "pw_data.h"
+#include "pw_model.h"
+
+typedef struct PwTrainArgs {
+    const char *data, *train, *valid, *init, *out, *tokenizer;
+    double valid_fraction;
+    int n_layer, n_head, n_embd, n_positions;
+    long steps, warmup, eval_every;
+    int batch;
+    double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, timeout;
+    PwLrDecay decay;
+    uint64_t seed;
+    int max_len, max_prompt_len, max_response_len;
+    PwOverlong overlong;
+} PwTrainArgs;
+
+typedef struct PwTrainer {
+    const char *mode;      /* "sft" | "rm": messages and metrics */
+    PwDataShape shape;
+    PwRole role;           /* the role every rank holds: actor (sft) or reward (rm) */
+    int heads;
+    PwTrainArgs a;
+    PwWorld w;
+    int have_world;
+    int rank, nranks;      /* data-parallel worker index and count */
+    const PwTokenizer *tok;
+    PwDataset train, valid;
+    int have_valid;
+    PwSampler sampler;
+    PwGPT2 *model;
+    int local_max;         /* rows of the largest local block: the model's batch capacity */
+    FILE *metrics;         /* rank 0 only */
+    double t0;
+} PwTrainer;
+
+/* Builds the world (every rank holding t->role), parses the flags, loads the data sets and the
+ * model and opens the output folder. Returns 1 to train; 0 when the mode ends here, with the
+ * trainer freed and *exit_code set: 0 after --help, 2 on bad usage (said by rank 0 only), 1
+ * when a data set, the model or the folder failed on any rank (agreed over all ranks, each
+ * failing rank having printed its own message). */
+int pw_train_open(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks,
+                  int *exit_code);
+void pw_train_end(PwTrainer *t);
+
+/* Sum of x (n) over the data-parallel ranks, in place. */
+void pw_train_sum(PwTrainer *t, double *x, int n);
+/* Gradients summed over the ranks, then the schedule's learning rate, clipping and AdamW step
+ * `step` (0-based). Returns the learning rate used. */
+double pw_train_optimize(PwTrainer *t, long step);
+/* The global batch of a step: rows (B) and this rank's block of them. */
+void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *count);
+/* One line of out/metrics.jsonl (rank 0): keys and values, n pairs. */
+void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n);
+/* Writes out/model.safetensors and out/config.json (rank 0); fatal on failure. */
+void pw_train_save(PwTrainer *t);
+
+#endif

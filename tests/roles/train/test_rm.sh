@@ -1,0 +1,17 @@
+#!/bin/bash
+# test_rm.sh: `ppo_world rm` on separable preference pairs (explicit prompt and HH layout mixed)
+# reaches high validation accuracy, and saves a model with a score head.
+. "$(dirname "$0")/common.sh"
+make_prefs "$WORK/prefs_train.jsonl" 300 1
+make_prefs "$WORK/prefs_valid.jsonl" 60 2
+"$PPO_WORLD" rm --data "$WORK" --out "$WORK/out" --steps 60 --eval-every 30 --batch-size 8 \
+    --n-embd 32 --lr 3e-3 --seed 3 > "$WORK/log" || { cat "$WORK/log"; fail "rm exited $?"; }
+cat "$WORK/log"
+grep -q '^ppo_world rm: done: 60 steps' "$WORK/log" || fail "no final line"
+acc=$(last_metric "$WORK/out/metrics.jsonl" valid/accuracy)
+loss=$(last_metric "$WORK/out/metrics.jsonl" valid/loss)
+echo "valid/accuracy $acc valid/loss $loss"
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.95) }' || fail "valid accuracy $acc < 0.95"
+awk -v a="$loss" 'BEGIN { exit !(a < 0.3) }' || fail "valid loss $loss >= 0.3"
+head -c 4096 "$WORK/out/model.safetensors" | grep -q '"score.weight"' || fail "no score head saved"
+echo "rm: ok"
