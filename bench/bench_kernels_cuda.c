@@ -39,15 +39,15 @@ static void *dev(size_t bytes)
     return p;
 }
 
-/* fill n floats with scale * N(0,1)-ish values: a host tile of random numbers copied over the
- * buffer, much faster than generating gigabytes on the host */
+/* fill n floats with values uniform in [-scale, scale]: one host tile of random numbers copied
+ * over the whole buffer (the values only need to be ordinary numbers, not independent) */
 #define TILE (1u << 20)
 static float tile[TILE];
 static void fill(float *d, size_t n, float scale)
 {
+    for (size_t j = 0; j < TILE; j++) tile[j] = scale * ((float)rand() / RAND_MAX * 2.0f - 1.0f);
     for (size_t i = 0; i < n; i += TILE) {
         size_t k = n - i < TILE ? n - i : TILE;
-        for (size_t j = 0; j < k; j++) tile[j] = scale * ((float)rand() / RAND_MAX * 2.0f - 1.0f);
         CHECK_CUDA(cudaMemcpy(d + i, tile, k * sizeof(float), cudaMemcpyHostToDevice));
     }
 }
