@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_dp.sh: data parallel sft and rm equal single-rank training on the global batch: 1, 2 and
-# 3 ranks (3 does not divide the batch of 8) end 6 steps with the same weights to 1e-6 (measured
-# about 1.5e-7 on weights of size 1).
+# 3 ranks (3 does not divide the batch of 8) end 6 steps with the same weights to 2e-6 (measured
+# 1.2e-7 for sft and 5.8e-7 for rm on weights of size 1).
 . "$(dirname "$0")/common.sh"
 make_sft "$WORK/sft_train.jsonl" 100 1
 make_prefs "$WORK/prefs_train.jsonl" 100 1
@@ -19,7 +19,7 @@ for mode in sft rm; do
         tail -n 1 "$WORK/$mode$np.log"
     done
     for np in 2 3; do
-        "$WEIGHTS_DIFF" "$WORK/${mode}1" "$WORK/$mode$np" $heads 1e-6 $skip ||
+        "$WEIGHTS_DIFF" "$WORK/${mode}1" "$WORK/$mode$np" $heads 2e-6 $skip ||
             fail "$mode: 1 rank and $np ranks differ"
     done
     # The logged losses agree too (they are sums over ranks of the same terms).
