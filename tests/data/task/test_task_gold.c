@@ -151,14 +151,12 @@ static void test_prompts(void)
     double p = 0.2, se = sqrt(p * (1 - p) / N);
     for (int l = sp.min_len; l <= sp.max_len; l++)
         CHECK(fabs(counts[l] / (double)N - p) < 5 * se, "length %d: %d of %d", l, counts[l], N);
-    /* a fixed value pins the stream, so data sets stay the same across versions */
+    /* pinned: the first evaluation prompt of seed 1 (stream (1, 1, 0)), so that a change to the
+     * streams, which would change every data set, cannot pass unnoticed */
     uint64_t r = pw_task_stream(1, 1, 0);
     char first[PW_TASK_MAX_LEN + 1];
     pw_task_prompt(&sp, &r, first);
-    uint64_t r_again = pw_task_stream(1, 1, 0);
-    char again[PW_TASK_MAX_LEN + 1];
-    pw_task_prompt(&sp, &r_again, again);
-    CHECK(!strcmp(first, again), "stream (1, 1, 0)");
+    CHECK(!strcmp(first, "umlz"), "stream (1, 1, 0) gave '%s'", first);
     char ans[8];
     CHECK(pw_task_answer("abc", 3, ans, sizeof ans) == 3 && !strcmp(ans, "cba"), "answer");
     CHECK(pw_task_answer("abc", 3, ans, 2) == -1, "answer without room");
