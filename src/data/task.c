@@ -277,9 +277,9 @@ PwTaskGenOpts pw_task_gen_defaults(void)
     o.spec = pw_task_spec_default();
     o.n_train = 2048;
     o.n_eval = 512;
-    o.n_sft = 4096;
-    o.n_valid = 256;
-    o.n_pairs = 4096;
+    o.n_sft = 16384;
+    o.n_valid = 512;
+    o.n_pairs = 16384;
     o.sft_error_rate = 0.5;
     o.sft_max_errors = 2;
     o.pair_max_errors = 3;
@@ -457,9 +457,11 @@ static int write_prefs(OutFile *f, const PwTaskGenOpts *o, const PromptSet *held
         int len = fresh_prompt(&o->spec, held, &rng, p);
         if (len < 0) return pw_errf(err, "the prompt space is too small");
         pw_task_answer(p, (size_t)len, ans, sizeof ans);
-        int ka = pair_errors(o, &rng), kb;
-        do kb = pair_errors(o, &rng);
-        while (kb == ka);
+        int ka, kb;
+        do { /* both redrawn: the pair is the weighted draw conditioned on ka != kb */
+            ka = pair_errors(o, &rng);
+            kb = pair_errors(o, &rng);
+        } while (ka == kb);
         int la = pw_task_corrupt(&o->spec, ans, len, ka, &rng, a);
         int lb = pw_task_corrupt(&o->spec, ans, len, kb, &rng, b);
         if (la < 0 || lb < 0)
