@@ -54,6 +54,12 @@ double pw_task_gold_tokens(const int *prompt, int plen, const int *response, int
 /* 1 when the response is exactly the answer (gold == 1): the verifier's "correct". */
 int pw_task_correct_tokens(const int *prompt, int plen, const int *response, int rlen);
 
+/* The two above over n rows, as the reward role holds them: prompt (n, P) left-padded rows,
+ * response (n, R) rows as generated (EOS, then padding). gold (n) receives the scores, correct
+ * (n, may be NULL) 1 for exact answers. Returns the number of exact answers. */
+int pw_task_gold_rows(const int *prompt, int P, const int *response, int R, int n, float *gold,
+                      int *correct);
+
 /* ---- the corruption model: the errors an imperfect demonstrator or policy makes */
 enum {
     PW_TASK_ERR_SUBST,  /* one letter replaced by another */

@@ -171,6 +171,19 @@ int pw_task_correct_tokens(const int *prompt, int plen, const int *response, int
     return token_distance(prompt, plen, response, rlen) == 0;
 }
 
+int pw_task_gold_rows(const int *prompt, int P, const int *response, int R, int n, float *gold,
+                      int *correct)
+{
+    int exact = 0;
+    for (int b = 0; b < n; b++) {
+        size_t d = token_distance(prompt + (size_t)b * P, P, response + (size_t)b * R, R);
+        gold[b] = (float)gold_of_distance(d); /* 2^-d is exact in float down to 2^-149 */
+        exact += d == 0;
+        if (correct) correct[b] = d == 0;
+    }
+    return exact;
+}
+
 /* --------------------------------------------------------------------- the corruption model */
 
 static char other_letter(const PwTaskSpec *s, char c, uint64_t *rng)

@@ -103,6 +103,21 @@ static void test_gold_tokens(void)
     CHECK(pw_task_gold_tokens(bare, 4, perfect, 7) == 1.0, "prompt without SEP");
     int bad_prompt[] = {'a', E, 'c', S};
     CHECK(pw_task_gold_tokens(bad_prompt, 4, perfect, 7) == 0.0, "EOS inside the prompt");
+    /* a block of rows, as the reward role holds it: (3, 7) prompts, (3, 7) responses */
+    int rows_p[3 * 7], rows_r[3 * 7];
+    for (int b = 0; b < 3; b++) memcpy(rows_p + b * 7, prompt, sizeof prompt);
+    memcpy(rows_r, perfect, sizeof perfect);
+    int sub7[] = {'d', 'c', 'x', 'a', E, P, P};
+    memcpy(rows_r + 7, sub7, sizeof sub7);
+    memcpy(rows_r + 14, after, sizeof after);
+    rows_r[14 + 4] = 'q'; /* no EOS left in the third row */
+    float g3[3];
+    int c3[3];
+    CHECK(pw_task_gold_rows(rows_p, 7, rows_r, 7, 3, g3, c3) == 1, "one exact row");
+    CHECK(g3[0] == 1.0f && g3[1] == 0.5f && g3[2] == 0.0f, "rows %g %g %g", g3[0], g3[1], g3[2]);
+    CHECK(c3[0] == 1 && c3[1] == 0 && c3[2] == 0, "correct flags");
+    CHECK(pw_task_gold_rows(rows_p, 7, rows_r, 7, 2, g3, NULL) == 1, "correct may be NULL");
+
     /* the token form agrees with the string form on random strings */
     uint64_t rng = pw_task_stream(3, 4, 5);
     PwTaskSpec sp = {1, 12, 4};
