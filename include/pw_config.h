@@ -104,6 +104,7 @@ typedef struct PwDataConfig {
     char *prompts;
     char *eval_prompts;
     int64_t max_prompt_len;
+    char *tokenizer;
 } PwDataConfig;
 
 typedef struct PwConfig {

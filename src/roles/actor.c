@@ -94,10 +94,11 @@ void pw_actor_advantages(PwRun *r)
             st[PW_ST_GENCOUNT] += 1.0;
         }
     }
-    /* objective/verifiable_correct_rate: rows the first verifier member scores above 0 */
+    /* objective/verifiable_correct_rate: rows the first verifier member counts as correct */
     for (int k = 0; k < r->K; k++) {
-        if (r->member[k].verifier_token < 0) continue;
-        for (int b = 0; b < n; b++) st[PW_ST_CORRECT] += r->scores_k[(size_t)k * n + b] > 0.0f;
+        if (!pw_member_is_verifier(&r->member[k])) continue;
+        const float *sk = r->scores_k + (size_t)k * n;
+        for (int b = 0; b < n; b++) st[PW_ST_CORRECT] += pw_verifier_correct(r->member[k].task, sk[b]);
         break;
     }
     pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, PW_ST_PG);

@@ -1,10 +1,11 @@
-/* data.c: the prompt data set (JSONL of token ids), its per-epoch order, the random streams of
- * the roles, and the rollout rows every role builds for its block of the global batch. */
+/* data.c: the prompt data set (JSONL of token ids, or text through a tokenizer), its per-epoch
+ * order, the random streams of the roles, and the rollout rows every role builds for its block. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_data.h"
 #include "roles.h"
 
 void *pw_roles_alloc(size_t bytes)
@@ -67,12 +68,10 @@ static int add_prompt(PwPrompts *d, int *cap, int *tcap, size_t *ntok, const int
     return 0;
 }
 
-int pw_prompts_load(PwPrompts *d, const char *path, int vocab, int max_len, int context,
+/* {"input_ids": [...]} lines, read here: no tokenizer is configured. */
+static int load_ids(PwPrompts *d, const char *path, int vocab, int max_len, int context,
                     PwErr *err)
 {
-    memset(d, 0, sizeof *d);
-    d->perm_epoch = -1;
-    snprintf(d->path, sizeof d->path, "%s", path);
     FILE *f = fopen(path, "r");
     if (!f) return pw_errf(err, "data.prompts: cannot open '%s': %s", path, strerror(errno));
     char *line = NULL;
@@ -88,6 +87,12 @@ int pw_prompts_load(PwPrompts *d, const char *path, int vocab, int max_len, int 
         json_error_t je;
         json_t *o = json_loads(p, 0, &je);
         json_t *a = o ? json_object_get(o, "input_ids") : NULL;
+        if (o && !a && json_is_string(json_object_get(o, "prompt"))) {
+            rc = pw_errf(err, "%s:%d: a text prompt needs a tokenizer: set data.tokenizer "
+                         "(bytes), or give {\"input_ids\": [...]}", path, lineno);
+            json_decref(o);
+            break;
+        }
         if (!o || !json_is_array(a)) {
             rc = pw_errf(err, "%s:%d: expected a JSON object with an \"input_ids\" array%s%s",
                          path, lineno, o ? "" : ": ", o ? "" : je.text);
@@ -136,6 +141,48 @@ int pw_prompts_load(PwPrompts *d, const char *path, int vocab, int max_len, int 
     free(ids);
     free(line);
     fclose(f);
+    return rc;
+}
+
+/* Text (and id) prompts through the data-set reader, which adds SEP and applies max_len. */
+static int load_text(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab,
+                     int max_len, int context, PwErr *err)
+{
+    PwDataOpts o = {PW_DATA_PROMPTS, tok, max_len, 0, 0, PW_OVERLONG_DROP};
+    PwDataset ds;
+    PwErr e;
+    if (pw_dataset_load(&ds, path, &o, &e)) return pw_errf(err, "data.prompts: %s", e.msg);
+    int pcap = 0, tcap = 0, rc = 0;
+    size_t ntok = 0;
+    d->skipped = ds.dropped;
+    for (int i = 0; i < ds.n && !rc; i++) {
+        const int *ids = ds.tok + ds.prompt_off[i];
+        int len = ds.prompt_len[i];
+        for (int t = 0; t < len && !rc; t++)
+            if (ids[t] < 0 || ids[t] >= vocab)
+                rc = pw_errf(err, "%s: prompt %d: token %d is not an id in [0, %d) (the model's "
+                             "vocab_size)", path, i + 1, ids[t], vocab);
+        if (!rc && len > context)
+            rc = pw_errf(err, "%s: prompt %d has %d tokens (SEP included) but the model context "
+                         "leaves room for at most %d (n_positions minus "
+                         "generation.max_new_tokens); lower data.max_prompt_len to skip it", path,
+                         i + 1, len, context);
+        if (!rc && add_prompt(d, &pcap, &tcap, &ntok, ids, len))
+            rc = pw_errf(err, "%s: out of memory", path);
+    }
+    pw_dataset_free(&ds);
+    return rc;
+}
+
+int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab, int max_len,
+                    int context, PwErr *err)
+{
+    memset(d, 0, sizeof *d);
+    d->perm_epoch = -1;
+    d->pad_id = tok && tok->pad_id >= 0 ? tok->pad_id : 0;
+    snprintf(d->path, sizeof d->path, "%s", path);
+    int rc = tok ? load_text(d, path, tok, vocab, max_len, context, err)
+                 : load_ids(d, path, vocab, max_len, context, err);
     if (!rc && d->n == 0)
         rc = d->skipped ? pw_errf(err, "%s: all %d prompts are longer than data.max_prompt_len "
                                   "(%d)", path, d->skipped, max_len)
@@ -211,7 +258,7 @@ int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N,
         int id = N > 0 ? pw_prompts_pick(d, seed, step * (int64_t)N + r0 + b) : (int)(r0 + b);
         int len = d->len[id], pad = P - len;
         for (int t = 0; t < P; t++) {
-            r->prompt[(size_t)b * P + t] = t < pad ? 0 : d->tok[d->off[id] + t - pad];
+            r->prompt[(size_t)b * P + t] = t < pad ? d->pad_id : d->tok[d->off[id] + t - pad];
             r->pmask[(size_t)b * P + t] = t >= pad;
         }
     }

@@ -15,6 +15,12 @@ typedef struct Eval {
 } Eval;
 
 static int has_gold(const PwRun *r) { return r->s.gold && *r->s.gold; }
+/* Whether this rank scores model.gold: reward rank 0, with the gold model or a gold verifier. */
+static int gold_here(const PwRun *r)
+{
+    return r->gold || ((r->gold_task || r->gold_token >= 0) && has_gold(r) &&
+                       r->w.role_rank[PW_ROLE_REWARD] == 0);
+}
 
 /* Phase 1: sample on the producer's block, tokens to the actor, the members, the gold model. */
 static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step, PwXfer *x)
@@ -55,7 +61,7 @@ static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step,
         PwTensor tok = pw_tensor2(m->rows.tokens, PW_DTYPE_I32, b.count, R);
         pw_xfer_recv_rows(x, w, prod, pw_member_group(m), m->me, PW_MSG_TOKENS, step, E, &tok);
     }
-    if (r->gold) {
+    if (gold_here(r)) {
         pw_rows_prompts(&ev->gold, d, r->s.seed, 0, 0, 0, E, P, R);
         ev->gold_score = pw_roles_alloc((size_t)E * sizeof(float));
         PwTensor tok = pw_tensor2(ev->gold.tokens, PW_DTYPE_I32, E, R);
@@ -65,7 +71,7 @@ static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step,
     if (pw_run_has(r, PW_ROLE_ACTOR)) pw_rows_finish(&ev->act, r->stop_id);
     for (int k = 0; k < r->K; k++)
         if (r->member[k].me >= 0) pw_rows_finish(&r->member[k].rows, r->stop_id);
-    if (r->gold) pw_rows_finish(&ev->gold, r->stop_id);
+    if (gold_here(r)) pw_rows_finish(&ev->gold, r->stop_id);
 }
 
 /* Phase 2: scores of every member and of the gold model to the actor's blocks. */
@@ -83,8 +89,9 @@ static void eval_score(PwRun *r, Eval *ev, int64_t step, PwXfer *x)
             pw_xfer_send_rows(x, w, pw_member_group(m), m->me, act, PW_MSG_SCORES, step, E, &t);
         }
     }
-    if (r->gold) {
-        for (int i0 = 0; i0 < E; i0 += r->s.micro) {
+    if (gold_here(r)) {
+        if (!r->gold) pw_verifier_score(r->gold_token, r->gold_task, &ev->gold, ev->gold_score);
+        for (int i0 = 0; i0 < E && r->gold; i0 += r->s.micro) {
             int nb = E - i0 < r->s.micro ? E - i0 : r->s.micro;
             pw_rows_forward(r->gold, &ev->gold, i0, nb, NULL, NULL, NULL, ev->gold_score + i0);
         }
@@ -124,13 +131,15 @@ static void eval_report(PwRun *r, Eval *ev, int64_t step)
     double st[5] = {0}; /* score, gold, length, stopped, verifier-correct */
     int verifier = -1;
     for (int k = 0; k < r->K && verifier < 0; k++)
-        if (r->member[k].verifier_token >= 0) verifier = k;
+        if (pw_member_is_verifier(&r->member[k])) verifier = k;
     for (int b = 0; b < n; b++) {
         st[0] += ev->score[b];
         st[1] += ev->gold_act[b];
         st[2] += ev->act.lengths[b];
         st[3] += ev->act.stopped[b];
-        if (verifier >= 0) st[4] += ev->scores[(size_t)verifier * n + b] > 0.0f;
+        if (verifier >= 0)
+            st[4] += pw_verifier_correct(r->member[verifier].task,
+                                         ev->scores[(size_t)verifier * n + b]);
     }
     pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, 5);
     if (r->w.role_rank[PW_ROLE_ACTOR] != 0) return;

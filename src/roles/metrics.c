@@ -23,7 +23,7 @@ void pw_metrics_write(PwRun *r, int64_t step)
     put(o, "objective/entropy", st[PW_ST_ENTROPY] / N);
     put(o, "objective/kl_coef", st[PW_ST_BETA]);
     for (int k = 0; k < r->K; k++)
-        if (r->member[k].verifier_token >= 0) {
+        if (pw_member_is_verifier(&r->member[k])) {
             put(o, "objective/verifiable_correct_rate", st[PW_ST_CORRECT] / N);
             break;
         }

@@ -322,7 +322,8 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         if (!pw_run_has(r, (PwRole)role)) continue;
         memset(out[role], 0, sizeof out[role]);
         memcpy(out[role], r->time[role], sizeof r->time[role]);
-        if (role == PW_ROLE_CRITIC) memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
+        if (role == PW_ROLE_CRITIC)
+            memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
         PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
         pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_REPORT, step, &t);
     }

@@ -1,5 +1,6 @@
 /* reward.c: the reward role: s = RM(x, y), the score head at the last real token, from every
  * member of the ensemble this rank serves; members may live on different ranks (ppo.md 4). */
+#include "pw_task.h"
 #include "roles.h"
 
 #define PW_MAX_CHUNKS 4096
@@ -15,14 +16,22 @@ static void verify_count(const PwRows *rows, int token, float *score)
     }
 }
 
+void pw_verifier_score(int token, int task, const PwRows *rows, float *score)
+{
+    /* the rows are the task's layout: prompt bytes + SEP left-padded with PAD, then the
+     * response up to EOS (run.c requires the byte tokenizer for the task verifier) */
+    if (task) pw_task_gold_rows(rows->prompt, rows->P, rows->tokens, rows->R, rows->n, score, NULL);
+    else verify_count(rows, token, score);
+}
+
 void pw_reward_evaluate(PwRun *r)
 {
     static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
     for (int k = 0; k < r->K; k++) {
         PwMember *mem = &r->member[k];
         if (mem->me < 0) continue;
-        if (mem->verifier_token >= 0) {
-            verify_count(&mem->rows, mem->verifier_token, mem->score);
+        if (pw_member_is_verifier(mem)) {
+            pw_verifier_score(mem->verifier_token, mem->task, &mem->rows, mem->score);
             continue;
         }
         int n = pw_chunks(mem->rows.n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);

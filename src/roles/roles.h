@@ -13,6 +13,7 @@
 #include "pw_message.h"
 #include "pw_model.h"
 #include "pw_role.h"
+#include "pw_tokenizer.h"
 
 struct PwConfig;
 struct PwPlacement;
@@ -45,6 +46,7 @@ typedef struct PwSettings {
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
     double timeout_s;
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
+    const char *tokenizer;
     int n_reward;
     const char *reward[PW_MAX_MEMBERS];
     int max_prompt_len;
@@ -63,13 +65,17 @@ typedef struct PwPrompts {
     int skipped;    /* longer than data.max_prompt_len */
     int *perm;      /* order of the epoch `perm_epoch` */
     int64_t perm_epoch;
+    int pad_id;     /* what the rows' prompts are left-padded with */
 } PwPrompts;
 
-/* Reads the JSONL file: one {"input_ids": [...]} per line, ids in [0, vocab). A prompt longer than
- * max_len is skipped (data.max_prompt_len); one longer than `context` is an error naming the line,
- * as is an empty file or one whose every prompt was skipped. */
-int pw_prompts_load(PwPrompts *d, const char *path, int vocab, int max_len, int context,
-                    PwErr *err);
+/* Reads the JSONL file. Without a tokenizer: one {"input_ids": [...]} per line, ids in
+ * [0, vocab). With one (data.tokenizer), pw_data.h reads it: {"prompt": "text"} lines become
+ * the text's tokens + SEP, {"input_ids"} lines are taken as they are, and rows are padded with
+ * the tokenizer's PAD. A prompt longer than max_len is skipped (data.max_prompt_len); one longer
+ * than `context` is an error naming it, as is an empty file or one whose every prompt was
+ * skipped. */
+int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab, int max_len,
+                    int context, PwErr *err);
 void pw_prompts_free(PwPrompts *d);
 /* The prompt of global episode e: epoch e / n in an order reshuffled from (seed, epoch). */
 int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode);
@@ -177,10 +183,13 @@ void pw_xfer_free(PwXfer *x);
 /* ======================================================================== run state ===== */
 
 /* One member of the reward ensemble: a checkpoint folder, or a verifier written as
- * "verifier:count:K" (the score is the number of response tokens equal to K). */
+ * "verifier:count:K" (the score is the number of response tokens equal to K) or "verifier:task"
+ * (the synthetic task's gold scorer, pw_task.h, on byte-tokenizer rows). */
+#define PW_TASK_VERIFIER "verifier:task"
 typedef struct PwMember {
     const char *name;
-    int verifier_token;       /* >= 0 for a verifier */
+    int verifier_token;       /* >= 0 for a counting verifier */
+    int task;                 /* 1 for the task verifier */
     int nranks;
     int idx[64];              /* reward role ranks serving it */
     int me;                   /* this rank's position among them, -1 if it does not serve it */
@@ -229,6 +238,8 @@ struct PwRun {
     PwPrompts eval_data; /* data.eval_prompts; empty: the evaluation reads `data` in file order */
     int eval_n;          /* prompts per evaluation */
     PwGPT2 *gold;        /* model.gold on reward rank 0, scored at evaluation only */
+    int gold_token, gold_task; /* model.gold as a verifier (count >= 0, or the task) instead */
+    const PwTokenizer *tok;    /* data.tokenizer, NULL without one */
     FILE *eval_file;     /* RUN_DIR/eval.jsonl on actor rank 0 */
 
     /* this step's blocks, one per role held */
@@ -259,6 +270,20 @@ struct PwRun {
     double critic_stats[4]; /* value loss, clipfrac, lr, count: critic rank 0 to actor 0 */
     FILE *metrics;
 };
+
+static inline int pw_member_is_verifier(const PwMember *m)
+{
+    return m->verifier_token >= 0 || m->task;
+}
+/* A verifier's scores of a block of rows: the count of `token`, or with `task` the task's gold
+ * score (reward.c). */
+void pw_verifier_score(int token, int task, const PwRows *rows, float *score);
+/* Whether a verifier's score means a correct answer (verifiable_correct_rate): any counted token,
+ * or the task's exact answer (gold 1). */
+static inline int pw_verifier_correct(int task, float score)
+{
+    return task ? score >= 1.0f : score > 0.0f;
+}
 
 static inline int pw_run_has(const PwRun *r, PwRole role) { return pw_world_has_role(&r->w, role); }
 static inline int pw_run_nranks(const PwRun *r, PwRole role) { return r->w.map.role[role].nranks; }

@@ -14,7 +14,8 @@
 
 #define PW_GPT2_PERIOD 13 /* '.' in the GPT-2 byte-level vocabulary */
 
-/* "verifier:count:K" -> K, else -1 (a checkpoint folder). */
+/* "verifier:count:K" -> K, -2 for a malformed one, else -1 (the task verifier is checked
+ * before, anything else is a checkpoint folder). */
 static int verifier_token(const char *name)
 {
     const char *pre = "verifier:count:";
@@ -22,6 +23,40 @@ static int verifier_token(const char *name)
     char *end;
     long k = strtol(name + strlen(pre), &end, 10);
     return (*end || k < 0) ? -2 : (int)k;
+}
+
+/* The task verifier reads byte-tokenizer rows: prompt bytes + SEP, response bytes + EOS. */
+static int need_bytes(const PwRun *r, const char *key, PwErr *err)
+{
+    if (r->tok != pw_tokenizer_bytes())
+        return pw_errf(err, "%s: %s scores byte-tokenizer rows: set data.tokenizer: bytes", key,
+                       PW_TASK_VERIFIER);
+    return 0;
+}
+
+/* data.tokenizer: its stop and pad ids replace the GPT-2 defaults (last id, 13, 0). */
+static int use_tokenizer(PwRun *r, PwErr *err)
+{
+    const PwSettings *s = &r->s;
+    r->stop_id = s->stop_kind == 0 ? r->V - 1 : s->stop_kind == 1 ? PW_GPT2_PERIOD : -1;
+    r->pad_id = 0;
+    if (!s->tokenizer || !*s->tokenizer) return 0;
+    PwErr e;
+    if (!(r->tok = pw_tokenizer_get(s->tokenizer, &e)))
+        return pw_errf(err, "data.tokenizer: %s", e.msg);
+    if (r->tok->vocab_size > r->V)
+        return pw_errf(err, "data.tokenizer: '%s' has %d ids but model.sft's vocabulary has %d",
+                       s->tokenizer, r->tok->vocab_size, r->V);
+    int period = -1;
+    if (s->stop_kind == 1 && r->tok->encode(r->tok, ".", 1, &period, 1, &e) != 1)
+        return pw_errf(err, "generation.stop_token: period is not one token of '%s'",
+                       s->tokenizer);
+    if (s->stop_kind == 0 && r->tok->eos_id < 0)
+        return pw_errf(err, "generation.stop_token: eos, but '%s' has no EOS token",
+                       s->tokenizer);
+    r->stop_id = s->stop_kind == 0 ? r->tok->eos_id : s->stop_kind == 1 ? period : -1;
+    r->pad_id = r->tok->pad_id >= 0 ? r->tok->pad_id : 0;
+    return 0;
 }
 
 static int load_config(PwGPT2Config *c, const char *key, const char *dir, PwErr *err)
@@ -107,14 +142,22 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     if (load_config(&sft, "model.sft", s->sft, err)) return -1;
     r->V = sft.vocab_size;
     int ctx = sft.n_positions;
+    if (use_tokenizer(r, err)) return -1;
     char key[64];
     for (int k = 0; k < s->n_reward; k++) {
         snprintf(key, sizeof key, "model.reward[%d]", k);
-        int vt = verifier_token(s->reward[k]);
         r->member[k].name = s->reward[k];
+        if (!strcmp(s->reward[k], PW_TASK_VERIFIER)) {
+            r->member[k].task = 1;
+            r->member[k].verifier_token = -1;
+            if (need_bytes(r, key, err)) return -1;
+            continue;
+        }
+        int vt = verifier_token(s->reward[k]);
         r->member[k].verifier_token = vt;
-        if (vt == -2) return pw_errf(err, "%s: '%s': a verifier is written verifier:count:K", key,
-                                    s->reward[k]);
+        if (vt == -2)
+            return pw_errf(err, "%s: '%s': a verifier is written verifier:count:K or %s", key,
+                           s->reward[k], PW_TASK_VERIFIER);
         if (vt >= 0) {
             if (vt >= r->V)
                 return pw_errf(err, "%s: token %d is outside the vocabulary (%d)", key, vt, r->V);
@@ -138,16 +181,15 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     if (ctx - r->R < 1)
         return pw_errf(err, "generation.max_new_tokens (%d) leaves no room for a prompt in the "
                        "models' context of %d positions", r->R, ctx);
-    r->stop_id = s->stop_kind == 0 ? r->V - 1 : s->stop_kind == 1 ? PW_GPT2_PERIOD : -1;
     if (r->stop_id >= r->V)
         return pw_errf(err, "generation.stop_token: token %d is outside the vocabulary (%d)",
                        r->stop_id, r->V);
-    r->pad_id = 0;
-    if (pw_prompts_load(&r->data, s->prompts, r->V, s->max_prompt_len, ctx - r->R, err)) return -1;
+    if (pw_prompts_load(&r->data, s->prompts, r->tok, r->V, s->max_prompt_len, ctx - r->R, err))
+        return -1;
     r->maxT = r->data.max_len + r->R;
     if (s->eval_every > 0) { /* the evaluation prompts: their own file, or the training file */
         if (s->eval_prompts && *s->eval_prompts) {
-            if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->V, s->max_prompt_len,
+            if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->tok, r->V, s->max_prompt_len,
                                 ctx - r->R, err))
                 return -1;
             if (r->eval_data.max_len + r->R > r->maxT) r->maxT = r->eval_data.max_len + r->R;
@@ -155,7 +197,18 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
         int avail = r->eval_data.n ? r->eval_data.n : r->data.n;
         r->eval_n = (int)(s->eval_num < avail ? s->eval_num : avail);
     }
-    if (s->gold && *s->gold) {
+    r->gold_token = -1;
+    if (s->gold && !strcmp(s->gold, PW_TASK_VERIFIER)) { /* a verifier as the gold score */
+        r->gold_task = 1;
+        if (need_bytes(r, "model.gold", err)) return -1;
+    } else if (s->gold && (r->gold_token = verifier_token(s->gold)) >= 0) {
+        if (r->gold_token >= r->V)
+            return pw_errf(err, "model.gold: token %d is outside the vocabulary (%d)",
+                           r->gold_token, r->V);
+    } else if (r->gold_token == -2) {
+        return pw_errf(err, "model.gold: '%s': a verifier is written verifier:count:K or %s",
+                       s->gold, PW_TASK_VERIFIER);
+    } else if (s->gold && *s->gold) {
         if (load_config(&c, "model.gold", s->gold, err)) return -1;
         if (c.vocab_size != r->V)
             return pw_errf(err, "model.gold: vocab_size %d of '%s' differs from %d of model.sft "
@@ -212,21 +265,21 @@ static void load_models(PwRun *r, const char *out_dir)
             pw_ckpt_load_optimizer(r->critic, critic);
         } else if (s->critic && *s->critic) {
             r->critic = load_or_die(r, "critic", s->critic, PW_HEAD_VALUE, 0);
-        } else if (r->member[0].verifier_token < 0) {
+        } else if (!pw_member_is_verifier(&r->member[0])) {
             r->critic = load_or_die(r, "critic", s->reward[0], PW_HEAD_VALUE, 1);
         } else { /* a verifier has no trunk: the SFT trunk with a fresh value head */
             r->critic = load_or_die(r, "critic", s->sft, PW_HEAD_VALUE, 0);
         }
     }
     int me = w->role_rank[PW_ROLE_REWARD];
-    if (me == 0 && s->eval_every > 0 && s->gold && *s->gold)
+    if (me == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task && r->gold_token < 0)
         r->gold = load_or_die(r, "gold reward", s->gold, PW_HEAD_SCORE, 0);
     for (int k = 0; k < r->K; k++) {
         PwMember *m = &r->member[k];
         m->me = -1;
         for (int i = 0; i < m->nranks && me >= 0; i++)
             if (m->idx[i] == me) m->me = i;
-        if (m->me >= 0 && m->verifier_token < 0)
+        if (m->me >= 0 && !pw_member_is_verifier(m))
             m->model = load_or_die(r, "reward", m->name, PW_HEAD_SCORE, 0);
     }
 }

@@ -51,6 +51,10 @@ static const PwCfgKey keys[] = {
      "evaluation prompts, JSONL; empty: the first eval.num_prompts of data.prompts", "ours"},
     {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "256", 1, 0, PW_CFG_MIN, NULL,
      "prompts longer than this many tokens are skipped", OI " `max_prompt_token_length`"},
+    {"data.tokenizer", PW_CFG_STRING, OFF(data.tokenizer), "", 0, 0, 0, NULL,
+     "tokenizer (bytes) of text prompts {\"prompt\": ...} (its bytes + SEP), and of the stop and "
+     "pad tokens; empty: prompts are {\"input_ids\": [...]} and the stop token is the last id",
+     "ours (open-instruct: the model's tokenizer)"},
 
     /* ---- PPO */
     {"ppo.initial_policy_kl_penalty", PW_CFG_FLOAT, OFF(ppo.initial_policy_kl_penalty), "0.05",

@@ -1,0 +1,47 @@
+#!/bin/sh
+# test_task.sh: text prompts through data.tokenizer (bytes: prompt bytes + SEP, rows padded with
+# PAD, stop at EOS) next to {"input_ids"} lines; the synthetic task's gold scorer as a reward
+# member ("verifier:task") and as model.gold in eval.jsonl; the same numbers on 1 and 3 ranks;
+# and the messages when the tokenizer is missing or does not fit the model.
+. "$(dirname "$0")/common.sh"
+"$MAKE_TINY" model "$WORK/sft" 11 260
+"$MAKE_TINY" model "$WORK/rm" 22 260 score
+for p in abcd hello dcb xyzzy '\"q' tac; do printf '{"prompt": "%s"}\n' "$p"; done \
+    > "$WORK/prompts.jsonl"
+echo '{"input_ids": [97, 98, 99, 258]}' >> "$WORK/prompts.jsonl"
+placement colo 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
+    'reward: { ranks: [1] }' 'generator: { ranks: [2] }'
+
+set -- data.tokenizer=bytes "model.reward=[$WORK/rm, verifier:task]" model.gold=verifier:task \
+    eval.every=1 eval.num_prompts=4 episodes=24 generation.temperature=3
+run_ppo 1 single one "$@"
+run_ppo 3 colo colo "$@"
+"$METRICS_CHECK" lines "$WORK/one/metrics.jsonl" 3
+"$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo/metrics.jsonl"
+"$METRICS_CHECK" same "$WORK/one/eval.jsonl" "$WORK/colo/eval.jsonl"
+grep -q '"objective/verifiable_correct_rate"' "$WORK/one/metrics.jsonl" || {
+    echo "FAIL: no objective/verifiable_correct_rate"; exit 1; }
+grep -q '"eval/gold_scores"' "$WORK/one/eval.jsonl" || { echo "FAIL: no gold score"; exit 1; }
+
+# The task verifier alone, without the non-stop penalty, is what model.gold reports.
+run_ppo 1 single alone data.tokenizer=bytes "model.reward=[verifier:task]" \
+    model.gold=verifier:task eval.every=1 eval.num_prompts=7 episodes=24 \
+    reward.non_stop_penalty=false generation.temperature=3
+value() { sed "s|.*\"$1\":\([^,}]*\).*|\1|" "$2"; }
+value eval/scores "$WORK/alone/eval.jsonl" > "$WORK/s.txt"
+value eval/gold_scores "$WORK/alone/eval.jsonl" > "$WORK/g.txt"
+cmp -s "$WORK/s.txt" "$WORK/g.txt" || { echo "FAIL: task member and gold differ"; exit 1; }
+
+expect_error() { # expect_error WHAT PATTERN key=value...
+    what=$1 pat=$2; shift 2
+    if run_ppo 1 single "err_$what" "$@" > "$WORK/$what.log" 2>&1; then
+        echo "FAIL $what: the run succeeded"; exit 1
+    fi
+    grep -q "$pat" "$WORK/$what.log" || { echo "FAIL $what:"; cat "$WORK/$what.log"; exit 1; }
+    echo "ok $what: $(grep -m1 "$pat" "$WORK/$what.log")"
+}
+expect_error text "needs a tokenizer" "model.reward=[$WORK/rm]"
+expect_error task "set data.tokenizer: bytes" "model.reward=[verifier:task]"
+"$MAKE_TINY" model "$WORK/sft64" 11 64
+expect_error small "has 259 ids" data.tokenizer=bytes "model.sft=$WORK/sft64" \
+    "model.reward=[verifier:task]"
