@@ -3,16 +3,19 @@
  *
  * One MPI job runs every case: each placement runs on the first ranks of the job (a
  * communicator of its own) while the other ranks sleep, so a single command gives the table.
- *   OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe -np 5 bench_ppo [--steps S] [--only NAME]
+ *   OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe -np 5 bench_ppo [--steps S] [--rounds K]
+ *                                                              [--only one|split|five]
  * Placements: "one" (every role on rank 0), "split" (rank 0: actor, reference, critic, reward;
  * rank 1: generator; the layout where async can overlap generation with training on two cores)
  * and "five" (one role per rank). Those needing more ranks than the job has are skipped.
  * The RESULT line compares sync and async on "split"; ideal_speedup is what perfect overlap
  * would give: (generation + training) / max(generation, training), both measured in the sync
- * run (generation: the generator's generate seconds; training: the busy seconds of the other
- * four roles, which share rank 0). Steps 0 and S - 1 are left out of every figure: step 0 of an
- * async run samples its first batch before anything can overlap, the last has nothing to
- * overlap with. */
+ * runs (generation: the generator's generate seconds; training: the busy seconds of the other
+ * four roles, which share rank 0). Steps 0 and S - 1 of a run are left out: step 0 of an async
+ * run samples its first batch before anything can overlap, the last has nothing to overlap
+ * with. Every figure is a median over the measured steps of K rounds, each round running sync
+ * then async of every placement, so that a burst of load from elsewhere on a shared machine
+ * moves it little and falls on both modes alike. */
 #include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -54,12 +57,14 @@ static const char *const role_keys[5] = {"actor", "reference", "critic", "reward
 static const char *const busy_phases[5] = {"generate", "evaluate", "advantages", "train",
                                            "weights"};
 
-/* Per-step means over the measured steps. */
-typedef struct Figures {
-    int steps;
-    double step_s;
-    double busy[5], idle[5], generate[5];
-} Figures;
+/* Per-step samples of one placement and mode over every round; medians are reported. */
+#define MAX_SAMPLES 1024
+typedef struct Samples {
+    int n;
+    double step_s[MAX_SAMPLES];
+    double busy[5][MAX_SAMPLES], idle[5][MAX_SAMPLES];
+    double generate[MAX_SAMPLES], train[MAX_SAMPLES]; /* generator; the four other roles */
+} Samples;
 
 static void die(const char *what, const char *msg)
 {
@@ -127,14 +132,14 @@ static void rest_until_all_done(void)
     }
 }
 
-static void run_case(const char *dir, const Case *c, int async, int steps, int rank)
+static void run_case(const char *dir, const Case *c, int async, int steps, int round, int rank)
 {
     MPI_Comm sub;
     MPI_Comm_split(MPI_COMM_WORLD, rank < c->ranks ? 0 : MPI_UNDEFINED, rank, &sub);
     if (sub != MPI_COMM_NULL) {
         char pl_path[512], out[512], ov[8][600];
         snprintf(pl_path, sizeof pl_path, "%s/%s.yaml", dir, c->name);
-        snprintf(out, sizeof out, "%s/%s_%s", dir, c->name, async ? "async" : "sync");
+        snprintf(out, sizeof out, "%s/%s_%s_%d", dir, c->name, async ? "async" : "sync", round);
         snprintf(ov[0], sizeof ov[0], "model.sft=%s/sft", dir);
         snprintf(ov[1], sizeof ov[1], "model.reward=[%s/rm]", dir);
         snprintf(ov[2], sizeof ov[2], "data.prompts=%s/prompts.jsonl", dir);
@@ -175,58 +180,74 @@ static double field(const char *line, const char *key)
     return p ? strtod(p + strlen(pat), NULL) : 0.0;
 }
 
-static Figures read_figures(const char *dir, const Case *c, int async, int steps)
+static void read_samples(Samples *g, const char *dir, const Case *c, int async, int steps,
+                         int round)
 {
     char path[600], line[8192], key[96];
-    snprintf(path, sizeof path, "%s/%s_%s/metrics.jsonl", dir, c->name, async ? "async" : "sync");
+    snprintf(path, sizeof path, "%s/%s_%s_%d/metrics.jsonl", dir, c->name, async ? "async" : "sync",
+             round);
     FILE *f = fopen(path, "r");
     if (!f) die(path, strerror(errno));
-    Figures g;
-    memset(&g, 0, sizeof g);
     for (int s = 0; fgets(line, sizeof line, f); s++) {
-        if (s == 0 || s >= steps - 1) continue;
-        g.steps++;
-        g.step_s += field(line, "time/step");
+        if (s == 0 || s >= steps - 1 || g->n == MAX_SAMPLES) continue;
+        int k = g->n++;
+        g->step_s[k] = field(line, "time/step");
+        g->train[k] = 0.0;
         for (int r = 0; r < 5; r++) {
+            g->busy[r][k] = 0.0;
             for (int p = 0; p < 5; p++) {
                 snprintf(key, sizeof key, "time/%s/%s", role_keys[r], busy_phases[p]);
-                g.busy[r] += field(line, key);
+                g->busy[r][k] += field(line, key);
             }
             snprintf(key, sizeof key, "time/%s/idle", role_keys[r]);
-            g.idle[r] += field(line, key);
-            snprintf(key, sizeof key, "time/%s/generate", role_keys[r]);
-            g.generate[r] += field(line, key);
+            g->idle[r][k] = field(line, key);
+            if (r < 4) g->train[k] += g->busy[r][k];
         }
+        g->generate[k] = field(line, "time/generator/generate");
     }
     fclose(f);
-    if (g.steps < 1) die(path, "too few steps to measure (--steps must be at least 3)");
-    g.step_s /= g.steps;
-    for (int r = 0; r < 5; r++) {
-        g.busy[r] /= g.steps;
-        g.idle[r] /= g.steps;
-        g.generate[r] /= g.steps;
-    }
-    return g;
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *x, int n)
+{
+    double *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+    if (!t || n < 1) die("median", "no samples");
+    memcpy(t, x, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    free(t);
+    return m;
+}
+
+static Samples samples[NCASES][2];
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, steps = 10;
+    int rank, size, steps = 8, rounds = 2;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: mpirun -np 5 bench_ppo [--steps S] [--only one|split|five]\n");
+                fprintf(stderr, "usage: mpirun -np 5 bench_ppo [--steps S] [--rounds K] "
+                                "[--only one|split|five]\n");
             MPI_Finalize();
             return 2;
         }
     }
     if (steps < 3) die("--steps", "at least 3 (steps 0 and S - 1 are not measured)");
+    if (rounds < 1) die("--rounds", "at least 1");
 
     char dir[256] = "";
     if (rank == 0) {
@@ -237,13 +258,16 @@ int main(int argc, char **argv)
     }
     MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
 
-    Figures fig[NCASES][2];
     int ran[NCASES] = {0};
-    for (int c = 0; c < NCASES; c++) {
-        if (cases[c].ranks > size || (only && strcmp(only, cases[c].name))) continue;
-        for (int a = 0; a < 2; a++) run_case(dir, &cases[c], a, steps, rank);
-        ran[c] = 1;
-    }
+    for (int k = 0; k < rounds; k++)
+        for (int c = 0; c < NCASES; c++) {
+            if (cases[c].ranks > size || (only && strcmp(only, cases[c].name))) continue;
+            for (int a = 0; a < 2; a++) {
+                run_case(dir, &cases[c], a, steps, k, rank);
+                if (rank == 0) read_samples(&samples[c][a], dir, &cases[c], a, steps, k);
+            }
+            ran[c] = 1;
+        }
 
     if (rank == 0) {
         /* The overlap async can show is bounded by free cores: say what the machine had. */
@@ -252,33 +276,36 @@ int main(int argc, char **argv)
         printf("machine: %ld cores online, load average %.2f (1 min) after the runs\n",
                sysconf(_SC_NPROCESSORS_ONLN), load[0]);
         printf("bench_ppo: GPT-2 L=%d C=%d V=%d, %d rollouts x %d new tokens per step (micro "
-               "batch %d, 2 minibatches), %d steps, steps 1..%d measured; %d ranks in the job\n",
-               L, C, V, N, RESP, MICRO, steps, steps - 2, size);
-        printf("per role: busy / waiting seconds per step (mean over the role's ranks)\n");
+               "batch %d, 2 minibatches); %d rounds of %d steps, steps 1..%d of each measured; "
+               "%d ranks in the job\n",
+               L, C, V, N, RESP, MICRO, rounds, steps, steps - 2, size);
+        printf("per role: busy / waiting seconds per step (medians; a role's seconds are the mean "
+               "over its ranks)\n");
         printf("%-6s %5s %-5s %8s %7s", "place", "ranks", "mode", "steps/s", "s/step");
         for (int r = 0; r < 5; r++) printf(" %15s", role_keys[r]);
         printf("\n");
         for (int c = 0; c < NCASES; c++) {
             if (!ran[c]) continue;
             for (int a = 0; a < 2; a++) {
-                Figures *g = &fig[c][a];
-                *g = read_figures(dir, &cases[c], a, steps);
+                const Samples *g = &samples[c][a];
+                double st = median(g->step_s, g->n);
                 printf("%-6s %5d %-5s %8.3f %7.3f", cases[c].name, cases[c].ranks,
-                       a ? "async" : "sync", 1.0 / g->step_s, g->step_s);
-                for (int r = 0; r < 5; r++) printf("   %5.3f / %5.3f", g->busy[r], g->idle[r]);
+                       a ? "async" : "sync", 1.0 / st, st);
+                for (int r = 0; r < 5; r++)
+                    printf("   %5.3f / %5.3f", median(g->busy[r], g->n), median(g->idle[r], g->n));
                 printf("\n");
             }
         }
         const int split = 1;
         if (ran[split]) {
-            const Figures *s = &fig[split][0], *as = &fig[split][1];
-            double gen = s->generate[4], train = 0.0;
-            for (int r = 0; r < 4; r++) train += s->busy[r];
+            const Samples *s = &samples[split][0], *as = &samples[split][1];
+            double gen = median(s->generate, s->n), train = median(s->train, s->n);
+            double sync_s = median(s->step_s, s->n), async_s = median(as->step_s, as->n);
             double hi = gen > train ? gen : train;
             printf("split sync: generation %.3f s, training %.3f s per step\n", gen, train);
             printf("RESULT sync_steps_per_s=%.3f async_steps_per_s=%.3f async_speedup=%.3f "
                    "ideal_speedup=%.3f\n",
-                   1.0 / s->step_s, 1.0 / as->step_s, s->step_s / as->step_s, (gen + train) / hi);
+                   1.0 / sync_s, 1.0 / async_s, sync_s / async_s, (gen + train) / hi);
         } else {
             printf("RESULT none: the split placement needs 2 ranks\n");
         }
