@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# quickstart.sh: the README's first command. Installs what is missing, builds ppo_world, and runs
+# the embedded CPU default end to end: task data, SFT, three reward models, PPO, gold evaluation.
+#
+# Usage: launch/quickstart.sh [--fresh] [--out DIR]        (docs/quickstart.md)
+#   --out DIR   run folder (default runs/quickstart)
+#   --fresh     redo every stage; otherwise a stage whose folder holds a completion marker for
+#               the same command is reused
+# Environment: BUILD (build folder, default build); PPO_WORLD (a built binary: skips the install
+# and build stages); PW_QUICKSTART_CONFIG (PPO configuration, default configs/quickstart/ppo.yaml);
+# QS_SFT_STEPS, QS_RM_STEPS (shorter runs, for the e2e test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=runs/quickstart
+FRESH=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --fresh) FRESH=1 ;;
+        --out)
+            [ $# -ge 2 ] || { echo "quickstart: --out needs a folder" >&2; exit 2; }
+            OUT=$2; shift ;;
+        --out=*) OUT=${1#--out=} ;;
+        -h|--help) sed -n '4,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "quickstart: unknown argument '$1' (expected --fresh, --out DIR)" >&2; exit 2 ;;
+    esac
+    shift
+done
+CONFIG=${PW_QUICKSTART_CONFIG:-configs/quickstart/ppo.yaml}
+[ -f "$CONFIG" ] || { echo "quickstart: no PPO configuration '$CONFIG'" >&2; exit 2; }
+
+# Sizes of the pre-PPO stages (docs/quickstart.md says why these).
+SEED=1
+SFT_STEPS=${QS_SFT_STEPS:-1500}
+RM_STEPS=${QS_RM_STEPS:-1000}
+RM_SEEDS=(1 2 3)
+TASK_FLAGS=(--seed "$SEED" --n-pairs 16384 --n-valid 1024 --n-eval 1024)
+MODEL_FLAGS=(--n-layer 2 --n-head 4 --n-embd 64 --n-positions 32)
+SFT_FLAGS=(--steps "$SFT_STEPS" --batch-size 32 --lr 1e-3 --min-lr 1e-4 --decay linear
+           --eval-every 500 --seed "$SEED")
+RM_FLAGS=(--steps "$RM_STEPS" --batch-size 32 --lr 1e-3 --eval-every 250)
+
+T0=$(date +%s.%N)
+NSTAGES=10
+STAGE=0
+REDO=$FRESH   # once a stage runs again, every later stage does too (its inputs changed)
+
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { s = b - a; printf "%d:%02d", s / 60, s % 60 }'; }
+progress() { printf '[%2d/%d] %-46s %s\n' "$STAGE" "$NSTAGES" "$1" "$2"; }
+# On a terminal a running stage shows its name until its result overwrites the line.
+running() { if [ -t 1 ]; then printf '[%2d/%d] %-46s ...\r' "$STAGE" "$NSTAGES" "$1"; fi; }
+
+# run_stage NAME DIR "what it does" command...: runs the command into DIR unless DIR/.done
+# records the same command; the marker is written last, so an interrupted stage is redone.
+run_stage() {
+    local name=$1 dir=$2 what=$3
+    shift 3
+    STAGE=$((STAGE + 1))
+    local key="$* | config $(sha1sum < "$CONFIG" | cut -c1-12)"
+    if [ "$REDO" = 0 ] && [ -f "$dir/.done" ] && [ "$(head -n 1 "$dir/.done")" = "$key" ]; then
+        progress "$what" "reused ($dir, $(sed -n 2p "$dir/.done") s)   [$(elapsed)]"
+        return 0
+    fi
+    REDO=1
+    rm -rf "$dir"
+    mkdir -p "$dir" "$OUT/logs"
+    local log="$OUT/logs/$name.log" t1
+    t1=$(date +%s.%N)
+    running "$what"
+    if ! "$@" > "$log" 2>&1; then
+        progress "$what" "FAILED"
+        echo "quickstart: stage '$name' failed; the end of $log:" >&2
+        tail -n 20 "$log" >&2
+        exit 1
+    fi
+    local secs
+    secs=$(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    printf '%s\n%s\n' "$key" "$secs" > "$dir/.done.tmp" && mv "$dir/.done.tmp" "$dir/.done"
+    progress "$what" "done in $secs s   [$(elapsed)]"
+}
+
+STAGE=1
+if [ -n "${PPO_WORLD:-}" ]; then
+    PPO=$PPO_WORLD
+    [ -x "$PPO" ] || { echo "quickstart: PPO_WORLD='$PPO' is not an executable" >&2; exit 2; }
+    progress "dependencies (Debian packages)" "skipped (PPO_WORLD given)"
+    STAGE=2
+    progress "build" "skipped (PPO_WORLD=$PPO)"
+else
+    running "dependencies (Debian packages)"
+    bash launch/install_deps.sh
+    progress "dependencies (Debian packages)" "ok   [$(elapsed)]"
+    STAGE=2
+    running "build ($BUILD)"
+    [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" > /dev/null
+    meson compile -C "$BUILD" > /dev/null ||
+        { echo "quickstart: the build failed (meson compile -C $BUILD)" >&2; exit 1; }
+    PPO=$BUILD/src/ppo_world
+    [ -x "$PPO" ] || { echo "quickstart: no binary $PPO after the build" >&2; exit 1; }
+    progress "build ($BUILD)" "ok   [$(elapsed)]"
+fi
+
+if [ "$FRESH" = 1 ]; then   # only the folders this script writes
+    rm -rf "$OUT"/{task,sft,ppo,sft_eval,logs} "$OUT"/rm_seed*
+fi
+mkdir -p "$OUT"
+# One thread per process: PPO's five ranks share the cores, and the single-process stages run
+# tiny matrices where threads only add overhead.
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+
+run_stage task "$OUT/task" "task data (reverse a string)" \
+    "$PPO" gen-task --out "$OUT/task" "${TASK_FLAGS[@]}"
+run_stage sft "$OUT/sft" "SFT policy ($SFT_STEPS steps)" \
+    "$PPO" sft --data "$OUT/task" --out "$OUT/sft" "${MODEL_FLAGS[@]}" "${SFT_FLAGS[@]}"
+RMS=()
+for s in "${RM_SEEDS[@]}"; do
+    run_stage "rm_seed$s" "$OUT/rm_seed$s" "reward model, seed $s ($RM_STEPS steps)" \
+        "$PPO" rm --data "$OUT/task" --init "$OUT/sft" --out "$OUT/rm_seed$s" "${RM_FLAGS[@]}" --seed "$s"
+    RMS+=("$OUT/rm_seed$s")
+done
+rm_list=$(IFS=,; echo "${RMS[*]}")
+PPO_ARGS=(--placement configs/placements/one_rank_per_role.yaml --config "$CONFIG"
+          "model.sft=$OUT/sft" "model.reward=[$rm_list]" "data.prompts=$OUT/task/prompts_train.jsonl"
+          "data.eval_prompts=$OUT/task/prompts_eval.jsonl")
+run_stage ppo "$OUT/ppo" "PPO, 5 ranks (one per role)" \
+    env PPO_WORLD="$PPO" launch/run.sh 5 "${PPO_ARGS[@]}" --out "$OUT/ppo"
+
+# The SFT policy's gold score: the initial evaluation of the PPO run when eval.jsonl has one
+# (episode 0); otherwise a one-step run whose update is below float resolution (lr 1e-30), so
+# its evaluation after step 0 scores the SFT weights.
+SFT_EVAL=()
+if head -n 1 "$OUT/ppo/eval.jsonl" | grep -q '"episode": *0[,}]'; then
+    STAGE=$((STAGE + 1))
+    progress "SFT policy evaluation" "from the PPO run's initial evaluation"
+else
+    N=$(awk '/^ppo:/ { p = 1 } p && /num_rollout_samples:/ { print $2; exit }' "$OUT/ppo/config.yaml")
+    run_stage sft_eval "$OUT/sft_eval" "SFT policy evaluation (gold)" \
+        env PPO_WORLD="$PPO" launch/run.sh 5 "${PPO_ARGS[@]}" --out "$OUT/sft_eval" \
+        "episodes=$N" eval.every=1 optim.lr=1e-30 optim.min_lr=0 optim.warmup_steps=0 critic.lr=1e-30 critic.min_lr=0 \
+        checkpoint.every=0
+    SFT_EVAL=(--sft-eval "$OUT/sft_eval")
+fi
+
+STAGE=$((STAGE + 1))
+minutes=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", (b - a) / 60 }')
+progress "table and plots" "[$(elapsed)]"
+python3 launch/lib/runs.py quickstart "$OUT" --minutes "$minutes" --rms "${RMS[@]}" "${SFT_EVAL[@]}"
