@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pw_model.h"
 
@@ -25,11 +26,31 @@ static double peak_rss_mib(void)
     return ru.ru_maxrss / 1024.0; /* Linux reports KiB */
 }
 
+/* Resident memory now, from /proc/self/statm (pages). */
+static double rss_now_mib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+/* What the process holds before any model: code, libraries, OpenBLAS's thread buffers. The
+ * model's own footprint is the peak above this. */
+static double baseline_mib;
+
 typedef struct Row {
     const char *name;
     size_t params;
     double sec_per_iter, tokens_per_s, gflops, rss_mib;
+    double bound_mib; /* params x 16 bytes (weights, grads, two AdamW moments) + activations */
+    double sgemm;     /* best plain-sgemm GFLOP/s measured right before and after this model */
 } Row;
+
+static double bench_sgemm(void);
 
 /* One forward + backward of the mean next-token loss, as SFT runs it. */
 static double step(PwGPT2 *m, const int *inp, const int *targets, float *w)
@@ -62,12 +83,30 @@ static Row bench_model(const char *name, PwGPT2Config cfg, int iters)
     pw_gpt2_next_token_targets(targets, inp, NULL, B, T);
     pw_gpt2_mean_weights(w, targets, B * T);
 
-    double loss = step(m, inp, targets, w); /* warm-up: first touch of every buffer */
-    double t0 = now();
-    for (int i = 0; i < iters; i++) loss = step(m, inp, targets, w);
-    double sec = (now() - t0) / iters;
+    /* warm-up: first touch of every buffer, and one AdamW step so that the optimiser's moments
+     * count in the peak memory as they do in training */
+    double loss = step(m, inp, targets, w);
+    PwAdamWConfig opt = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 1.0f};
+    pw_gpt2_adamw_step(m, &opt, 1);
+    /* The machine is shared: the best iteration, and the best sgemm window around the model,
+     * compare the two at their least disturbed. */
+    double sgemm = bench_sgemm(), sec = 1e30;
+    for (int i = 0; i < iters; i++) {
+        double t0 = now();
+        loss = step(m, inp, targets, w);
+        double t = now() - t0;
+        if (t < sec) sec = t;
+    }
+    double after = bench_sgemm();
+    if (after > sgemm) sgemm = after;
+    /* activations: what forward keeps, plus backward's one-layer scratch (14 B*T*C floats, see
+     * scratch_sizes in gpt2.c) and attention backward's bounded work space (16 MiB) */
+    double acts = 4.0 * ((double)m->num_acts + 14.0 * B * T * cfg.n_embd) + 16.0 * 1024 * 1024;
+    double bound = (16.0 * (double)m->num_params + acts) / (1024.0 * 1024.0);
     Row r = {name, m->num_params, sec, B * T / sec,
-             pw_gpt2_flops_per_token(m, T) * B * T / sec * 1e-9, peak_rss_mib()};
+             pw_gpt2_flops_per_token(m, T) * B * T / sec * 1e-9, peak_rss_mib() - baseline_mib,
+             bound, sgemm};
     fprintf(stderr, "%s: loss %.4f (ln V = %.4f)\n", name, loss, __builtin_log(cfg.vocab_size));
     free(inp);
     free(targets);
@@ -76,56 +115,88 @@ static Row bench_model(const char *name, PwGPT2Config cfg, int iters)
     return r;
 }
 
+/* OpenBLAS touches its work buffers (about 90 MiB with 2 threads) only on large products, so
+ * run the LM head's three products once before the baseline is read: the memory that remains
+ * is the library's, not the model's. The operands are freed again. */
+static void warm_openblas(int V, int C)
+{
+    const int N = B * T;
+    float *x = calloc((size_t)N * C, sizeof(float)), *w = calloc((size_t)V * C, sizeof(float));
+    float *y = calloc((size_t)N * V, sizeof(float));
+    if (!x || !w || !y) {
+        fprintf(stderr, "out of memory warming OpenBLAS\n");
+        exit(1);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, V, C, 1.0f, x, C, w, C, 0.0f, y, V);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, V, 1.0f, y, V, w, C, 0.0f, x, C);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, N, 1.0f, y, V, x, C, 0.0f, w, C);
+    free(x);
+    free(w);
+    free(y);
+}
+
 /* out (1024, 768) = inp (1024, 768) . W (768, 768)^T, the shape of the model's attention
  * projection at B*T = 1024 tokens. */
 static double bench_sgemm(void)
 {
+    /* best of five 0.2 s windows */
     const int M = 1024, K = 768, N = 768;
     float *a = malloc((size_t)M * K * sizeof(float)), *bm = malloc((size_t)N * K * sizeof(float));
     float *c = malloc((size_t)M * N * sizeof(float));
     for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)((i * 7) % 13) * 0.01f;
     for (size_t i = 0; i < (size_t)N * K; i++) bm[i] = (float)((i * 5) % 11) * 0.01f;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, bm, K, 0.0f, c, N);
-    int reps = 0;
-    double t0 = now(), t;
-    do {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, bm, K, 0.0f,
-                    c, N);
-        reps++;
-    } while ((t = now() - t0) < 1.0);
+    double best = 0.0;
+    for (int win = 0; win < 5; win++) {
+        int reps = 0;
+        double t0 = now(), t;
+        do {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, bm, K,
+                        0.0f, c, N);
+            reps++;
+        } while ((t = now() - t0) < 0.2);
+        double gf = 2.0 * M * N * K * reps / t * 1e-9;
+        if (gf > best) best = gf;
+    }
     free(a);
     free(bm);
     free(c);
-    return 2.0 * M * N * K * reps / t * 1e-9;
+    return best;
 }
 
 int main(int argc, char **argv)
 {
-    int iters = argc > 1 ? atoi(argv[1]) : 2;
+    int iters = argc > 1 ? atoi(argv[1]) : 3;
     if (iters < 1) iters = 1;
     const char *threads = getenv("OPENBLAS_NUM_THREADS");
-    printf("GPT-2 forward+backward, B=%d T=%d, %d timed iterations after one warm-up, "
+    printf("GPT-2 forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "
            "OPENBLAS_NUM_THREADS=%s\n\n", B, T, iters, threads ? threads : "(default)");
 
-    double sgemm = bench_sgemm();
     PwGPT2Config small = {.n_layer = 4, .n_head = 4, .n_embd = 256, .vocab_size = 50257,
                           .n_positions = 1024};
     PwGPT2Config gpt2 = {.n_layer = 12, .n_head = 12, .n_embd = 768, .vocab_size = 50257,
                          .n_positions = 1024};
+    warm_openblas(50257, 768);
+    baseline_mib = rss_now_mib();
     Row rows[2];
     rows[0] = bench_model("small (4x256)", small, iters);
     rows[1] = bench_model("gpt2-124M (12x768)", gpt2, iters);
 
-    printf("%-20s %12s %12s %12s %10s %14s\n", "model", "parameters", "s/iter", "tokens/s",
-           "GFLOP/s", "peak RSS MiB");
+    printf("%-20s %11s %8s %10s %9s %11s %7s %9s %10s\n", "model", "parameters", "s/iter",
+           "tokens/s", "GFLOP/s", "sgemm GF/s", "ratio", "model MiB", "bound MiB");
     for (int i = 0; i < 2; i++)
-        printf("%-20s %12zu %12.3f %12.1f %10.2f %14.0f\n", rows[i].name, rows[i].params,
-               rows[i].sec_per_iter, rows[i].tokens_per_s, rows[i].gflops, rows[i].rss_mib);
-    printf("%-20s %12s %12s %12s %10.2f\n", "sgemm 1024x768x768", "", "", "", sgemm);
+        printf("%-20s %11zu %8.3f %10.1f %9.2f %11.2f %7.3f %9.0f %10.0f%s\n", rows[i].name,
+               rows[i].params, rows[i].sec_per_iter, rows[i].tokens_per_s, rows[i].gflops,
+               rows[i].sgemm, rows[i].gflops / rows[i].sgemm, rows[i].rss_mib, rows[i].bound_mib,
+               rows[i].rss_mib > rows[i].bound_mib ? "  OVER" : "");
     printf("\nGFLOP/s count 6 x matmul parameters (incl. the tied LM head) x tokens plus "
-           "attention 12 x L x C x T per token; peak RSS is the process's high-water mark so "
-           "far.\n");
-    printf("RESULT model_gflops=%.2f sgemm_gflops=%.2f ratio=%.3f\n", rows[1].gflops, sgemm,
-           rows[1].gflops / sgemm);
+           "attention 12 x L x C x T per token. sgemm is a 1024x768x768 product (the attention\n"
+           "projection's shape) timed in 0.2 s windows just before and after each model. RSS is "
+           "the model's: the process's high-water mark less what it held before any model (%.0f MiB of\n"
+           "code, libraries and OpenBLAS buffers); bound = parameters x 16 bytes + activations.\n",
+           baseline_mib);
+    printf("RESULT model_gflops=%.2f sgemm_gflops=%.2f ratio=%.3f rss_mib=%.0f bound_mib=%.0f\n",
+           rows[1].gflops, rows[1].sgemm, rows[1].gflops / rows[1].sgemm, rows[1].rss_mib,
+           rows[1].bound_mib);
     return 0;
 }
