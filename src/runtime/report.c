@@ -1,0 +1,710 @@
+/* report.c: `ppo_world report`: read run folders (config.yaml, metrics.jsonl, eval.jsonl) and
+ * print the quickstart's table and RESULT line or the ensemble experiment's table.md. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pw_config.h"
+#include "pw_report.h"
+
+static const char usage_text[] =
+    "usage: ppo_world report quickstart OUT --minutes M --rms RM_DIR ... [--sft-eval DIR]\n"
+    "       ppo_world report ensembles [--sft-eval DIR] EXP_DIR OBJECTIVE@SEED=RUN_DIR ...\n"
+    "  (docs/report.md)\n";
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* dir/name without doubling a trailing slash of dir (as a shell user may type it) */
+static void join(char *out, size_t size, const char *dir, const char *name)
+{
+    size_t n = strlen(dir);
+    snprintf(out, size, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+}
+
+static int blank(const char *s)
+{
+    for (; *s; s++)
+        if (!strchr(" \t\r\n\f\v", *s)) return 0;
+    return 1;
+}
+
+/* The JSON objects of a JSONL file, blank lines skipped; an error names path:line. */
+typedef struct Rows {
+    json_t **row;
+    int n;
+} Rows;
+
+static void rows_free(Rows *r)
+{
+    for (int i = 0; i < r->n; i++) json_decref(r->row[i]);
+    free(r->row);
+    r->row = NULL;
+    r->n = 0;
+}
+
+static int read_jsonl(const char *path, Rows *out, PwErr *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!is_file(path)) return pw_errf(err, "missing %s", path);
+    FILE *f = fopen(path, "r");
+    if (!f) return pw_errf(err, "cannot read %s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int cap_rows = 0, rc = 0;
+    long lineno = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        lineno++;
+        if (blank(line)) continue;
+        json_error_t je;
+        json_t *o = json_loads(line, 0, &je);
+        if (!o) {
+            rc = pw_errf(err, "%s:%ld: not JSON (%s)", path, lineno, je.text);
+            break;
+        }
+        if (!json_is_object(o)) {
+            json_decref(o);
+            rc = pw_errf(err, "%s:%ld: not a JSON object", path, lineno);
+            break;
+        }
+        if (out->n == cap_rows) {
+            cap_rows = cap_rows ? 2 * cap_rows : 64;
+            json_t **grown = realloc(out->row, (size_t)cap_rows * sizeof *grown);
+            if (!grown) {
+                json_decref(o);
+                rc = pw_errf(err, "%s: out of memory", path);
+                break;
+            }
+            out->row = grown;
+        }
+        out->row[out->n++] = o;
+    }
+    free(line);
+    fclose(f);
+    if (rc) rows_free(out);
+    return rc;
+}
+
+/* Non-blank lines of a file (prompts, preference pairs), or -1 if it cannot be read. */
+static long count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    long n = 0;
+    while (getline(&line, &cap, f) >= 0)
+        if (!blank(line)) n++;
+    free(line);
+    fclose(f);
+    return n;
+}
+
+/* A number of a row: 1 and *v when present, 0 when absent or null, -1 when not a number. */
+static int get_num(json_t *row, const char *key, double *v)
+{
+    json_t *j = json_object_get(row, key);
+    if (!j || json_is_null(j)) return 0;
+    if (!json_is_number(j)) return -1;
+    *v = json_number_value(j);
+    return 1;
+}
+
+static int need_num(json_t *row, const char *key, double *v, const char *path, int i, PwErr *err)
+{
+    int got = get_num(row, key, v);
+    if (got == 1) return 0;
+    return pw_errf(err, "%s: evaluation %d: %s %s", path, i + 1, key,
+                   got == 0 ? "missing" : "is not a number");
+}
+
+/* ---- one run ---------------------------------------------------------------------------- */
+
+typedef struct Run {
+    PwReportPoint *pts;
+    int npts;
+    PwReportStep *steps;
+    int nsteps;
+} Run;
+
+static void run_free(Run *r)
+{
+    free(r->pts);
+    free(r->steps);
+    memset(r, 0, sizeof *r);
+}
+
+/* Responses per evaluation: eval.num_prompts of the run's own config.yaml, or fewer when the
+ * prompt file (a path as the run saw it, so relative to where the run was started) is shorter. */
+static int eval_size(const char *run, long *n, PwErr *err)
+{
+    char path[4096];
+    join(path, sizeof path, run, "config.yaml");
+    if (!is_file(path)) return pw_errf(err, "missing %s", path);
+    PwConfig cfg;
+    if (pw_config_defaults(&cfg)) return pw_errf(err, "out of memory");
+    if (pw_config_load_file(&cfg, path, err)) {
+        pw_config_free(&cfg);
+        return -1;
+    }
+    *n = (long)cfg.eval.num_prompts;
+    const char *src = cfg.data.eval_prompts[0] ? cfg.data.eval_prompts : cfg.data.prompts;
+    if (is_file(src)) {
+        long lines = count_lines(src);
+        if (lines >= 0 && lines < *n) *n = lines;
+    }
+    pw_config_free(&cfg);
+    return 0;
+}
+
+/* Standard error of one evaluation's mean gold score over n responses. With the spread of the
+ * per-response scores in eval.jsonl it is std / sqrt(n); otherwise only the mean is known and,
+ * gold lying in [0, 1] (so E[g^2] <= E[g]), the variance is at most m (1 - m): that bound can
+ * only overstate the error. */
+static double gold_se(json_t *row, double gold, long n, int *measured)
+{
+    double sd;
+    if (get_num(row, "eval/gold_scores_std", &sd) == 1 || get_num(row, "eval/gold_std", &sd) == 1) {
+        *measured = 1;
+        return sd / sqrt((double)n);
+    }
+    *measured = 0;
+    double m = gold < 0.0 ? 0.0 : gold > 1.0 ? 1.0 : gold;
+    return sqrt(m * (1.0 - m) / (double)n);
+}
+
+/* objective/kl of the batch sampled right after `step`'s update: the policy an evaluation
+ * after that step sees (the step's own batch when the run ends there). A step logged twice
+ * (a resumed run) counts by its last line. */
+static double kl_at(const Run *r, long step)
+{
+    for (long s = step + 1; s >= step; s--) {
+        for (int i = r->nsteps - 1; i >= 0; i--) {
+            if (r->steps[i].step != s) continue;
+            if (r->steps[i].has_kl) return r->steps[i].kl;
+            break;
+        }
+    }
+    return NAN;
+}
+
+static int load_steps(const char *run, Run *r, PwErr *err)
+{
+    char path[4096];
+    join(path, sizeof path, run, "metrics.jsonl");
+    Rows rows;
+    if (read_jsonl(path, &rows, err)) return -1;
+    r->steps = calloc(rows.n ? (size_t)rows.n : 1, sizeof *r->steps);
+    if (!r->steps) {
+        rows_free(&rows);
+        return pw_errf(err, "out of memory");
+    }
+    for (int i = 0; i < rows.n; i++) {
+        PwReportStep *s = &r->steps[i];
+        double v;
+        if (get_num(rows.row[i], "step", &v) != 1) {
+            rows_free(&rows);
+            return pw_errf(err, "%s: line %d of the steps has no step", path, i + 1);
+        }
+        s->step = (long)v;
+        s->scores = s->kl = s->rlhf_reward = NAN;
+        get_num(rows.row[i], "objective/scores", &s->scores);
+        s->has_kl = get_num(rows.row[i], "objective/kl", &s->kl) == 1;
+        get_num(rows.row[i], "objective/rlhf_reward", &s->rlhf_reward);
+    }
+    r->nsteps = rows.n;
+    rows_free(&rows);
+    return 0;
+}
+
+/* One point per evaluation of RUN (and its training steps): step, proxy score, gold score,
+ * its standard error, KL, mean response length. */
+static int load_run(const char *run, Run *r, PwErr *err)
+{
+    memset(r, 0, sizeof *r);
+    char path[4096];
+    join(path, sizeof path, run, "eval.jsonl");
+    Rows ev;
+    if (read_jsonl(path, &ev, err)) return -1;
+    long n = 0;
+    if (load_steps(run, r, err) || eval_size(run, &n, err)) goto fail;
+    r->pts = calloc(ev.n ? (size_t)ev.n : 1, sizeof *r->pts);
+    if (!r->pts) {
+        pw_errf(err, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < ev.n; i++) {
+        json_t *row = ev.row[i];
+        PwReportPoint *p = &r->pts[i];
+        double v = 0, episode = 1;
+        if (get_num(row, "eval/gold_scores", &p->gold) != 1) {
+            pw_errf(err, "%s/eval.jsonl: no eval/gold_scores (is model.gold set?)", run);
+            goto fail;
+        }
+        if (need_num(row, "step", &v, path, i, err) || need_num(row, "eval/scores", &p->proxy, path, i, err))
+            goto fail;
+        p->step = (long)v;
+        get_num(row, "episode", &episode);
+        p->initial = (long)episode == 0;
+        p->se = gold_se(row, p->gold, n, &p->se_measured);
+        p->len = NAN;
+        get_num(row, "eval/sequence_lengths", &p->len);
+        p->n = n;
+        r->npts++;
+    }
+    for (int i = 0; i < r->npts; i++)
+        r->pts[i].kl = r->pts[i].initial ? 0.0 : kl_at(r, r->pts[i].step);
+    rows_free(&ev);
+    if (r->npts == 0) {
+        run_free(r);
+        return pw_errf(err, "%s/eval.jsonl: no evaluation", run);
+    }
+    return 0;
+fail:
+    rows_free(&ev);
+    run_free(r);
+    return -1;
+}
+
+/* The first evaluation of RUN as the start (KL 0) of a curve. */
+static int load_start(const char *run, PwReportPoint *p, PwErr *err)
+{
+    Run r;
+    if (load_run(run, &r, err)) return -1;
+    *p = r.pts[0];
+    p->kl = 0.0;
+    p->is_start = 1;
+    run_free(&r);
+    return 0;
+}
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+/* A number with nd decimals, "n/a" for a missing (NaN) value; rotating buffers so that one
+ * printf can hold several. */
+static const char *fmt(double x, int nd)
+{
+    static char buf[16][64];
+    static int next;
+    char *b = buf[next++ % 16];
+    if (isnan(x))
+        snprintf(b, 64, "n/a");
+    else
+        snprintf(b, 64, "%.*f", nd, x);
+    return b;
+}
+
+static int bad_usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "ppo_world report: ");
+    fprintf(stderr, msg, arg);
+    fprintf(stderr, "\n%s", usage_text);
+    return 2;
+}
+
+static int fail(const PwErr *err)
+{
+    fprintf(stderr, "ppo_world report: %s\n", err->msg);
+    return 1;
+}
+
+/* ---- quickstart ------------------------------------------------------------------------- */
+
+typedef struct QuickArgs {
+    const char *out, *sft_eval;
+    double minutes;
+    int have_minutes;
+    const char **rms;
+    int nrms;
+} QuickArgs;
+
+static int parse_quick(int argc, char **argv, QuickArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->sft_eval = "";
+    a->rms = calloc((size_t)argc + 1, sizeof *a->rms);
+    if (!a->rms) return bad_usage("%s", "out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        const char *eq = strchr(s, '=');
+        size_t name_len = eq && s[0] == '-' ? (size_t)(eq - s) : strlen(s);
+        const char *val = eq && s[0] == '-' ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        int inline_val = eq && s[0] == '-';
+        if (!strncmp(s, "--minutes", name_len) && name_len == 9) {
+            if (!val) return bad_usage("%s needs a value", "--minutes");
+            char *end;
+            a->minutes = strtod(val, &end);
+            if (end == val || *end) return bad_usage("--minutes %s: expected a number", val);
+            a->have_minutes = 1;
+            i += !inline_val;
+        } else if (!strncmp(s, "--sft-eval", name_len) && name_len == 10) {
+            if (!val) return bad_usage("%s needs a value", "--sft-eval");
+            a->sft_eval = val;
+            i += !inline_val;
+        } else if (!strncmp(s, "--rms", name_len) && name_len == 5) {
+            /* one or more folders, up to the next flag */
+            a->nrms = 0;
+            if (inline_val) a->rms[a->nrms++] = val;
+            while (i + 1 < argc && argv[i + 1][0] != '-') a->rms[a->nrms++] = argv[++i];
+            if (!a->nrms) return bad_usage("%s needs one or more folders", "--rms");
+        } else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            fputs(usage_text, stdout);
+            return 1;
+        } else if (s[0] == '-' && s[1]) {
+            return bad_usage("unknown argument '%s'", s);
+        } else if (!a->out) {
+            a->out = s;
+        } else {
+            return bad_usage("unexpected argument '%s'", s);
+        }
+    }
+    if (!a->out) return bad_usage("%s", "quickstart: the folder OUT is required");
+    if (!a->have_minutes) return bad_usage("%s", "quickstart: --minutes is required");
+    if (!a->nrms) return bad_usage("%s", "quickstart: --rms is required");
+    return 0;
+}
+
+/* The reward models' last held-out accuracy, from each one's metrics.jsonl. */
+static int rm_accuracy(const char *rm, double *acc, PwErr *err)
+{
+    char path[4096];
+    join(path, sizeof path, rm, "metrics.jsonl");
+    Rows rows;
+    if (read_jsonl(path, &rows, err)) return -1;
+    int found = 0;
+    for (int i = rows.n - 1; i >= 0 && !found; i--) found = get_num(rows.row[i], "valid/accuracy", acc) == 1;
+    rows_free(&rows);
+    if (!found) return pw_errf(err, "%s/metrics.jsonl: no valid/accuracy", rm);
+    return 0;
+}
+
+static int quickstart(int argc, char **argv)
+{
+    QuickArgs a;
+    int rc = parse_quick(argc, argv, &a);
+    if (rc) {
+        free(a.rms);
+        return rc == 1 ? 0 : rc;
+    }
+    PwErr err = {{0}};
+    char ppo[4096], path[4096];
+    join(ppo, sizeof ppo, a.out, "ppo");
+    Run run = {0};
+    double *accs = calloc((size_t)a.nrms, sizeof *accs);
+    rc = 1;
+    if (!accs) {
+        pw_errf(&err, "out of memory");
+        goto done;
+    }
+    if (load_run(ppo, &run, &err)) goto done;
+    PwReportPoint sft;
+    if (run.pts[0].initial) {
+        sft = run.pts[0];
+    } else if (!a.sft_eval[0]) {
+        pw_errf(&err, "%s/eval.jsonl has no evaluation of the initial policy; give --sft-eval", ppo);
+        goto done;
+    } else if (load_start(a.sft_eval, &sft, &err)) {
+        goto done;
+    }
+    const PwReportPoint *fin = &run.pts[run.npts - 1];
+    if (run.nsteps == 0) {
+        pw_errf(&err, "%s/metrics.jsonl: no PPO step", ppo);
+        goto done;
+    }
+    double train_kl = run.steps[run.nsteps - 1].has_kl ? run.steps[run.nsteps - 1].kl : NAN;
+    double acc_sum = 0.0;
+    for (int i = 0; i < a.nrms; i++) {
+        if (rm_accuracy(a.rms[i], &accs[i], &err)) goto done;
+        acc_sum += accs[i];
+    }
+    double rm_acc = acc_sum / a.nrms;
+    join(path, sizeof path, a.out, "task/prefs_valid.jsonl");
+    long n_pairs = count_lines(path);
+    if (n_pairs < 0) {
+        pw_errf(&err, "missing %s", path);
+        goto done;
+    }
+    double diff = fin->gold - sft.gold;
+    double se = sqrt(sft.se * sft.se + fin->se * fin->se);
+    double z = se > 0 ? diff / se : NAN;
+    if (pw_report_plot_run(ppo, run.pts, run.npts, run.steps, run.nsteps, &sft, &err)) goto done;
+
+    const char *se_note = fin->se_measured
+        ? "standard errors from the per-response spread"
+        : "standard errors: upper bound sqrt(m(1-m)/n), eval.jsonl has no per-response spread";
+    printf("\n");
+    printf("  policy  gold score      proxy score  KL (nats)  response length   (%ld held-out prompts)\n",
+           fin->n);
+    printf("  SFT     %s +- %s  %11s  %9s  %15s\n", fmt(sft.gold, 3), fmt(sft.se, 3),
+           fmt(sft.proxy, 3), fmt(0.0, 2), fmt(sft.len, 1));
+    printf("  PPO     %s +- %s  %11s  %9s  %15s\n", fmt(fin->gold, 3), fmt(fin->se, 3),
+           fmt(fin->proxy, 3), fmt(fin->kl, 2), fmt(fin->len, 1));
+    printf("  gold improvement %+.3f +- %.3f = %.1f standard errors (%s)\n", diff, se, z, se_note);
+    printf("  reward models: held-out accuracy");
+    for (int i = 0; i < a.nrms; i++) printf(" %s", fmt(accs[i], 3));
+    printf(" (mean %s, %ld pairs, chance 0.5)\n", fmt(rm_acc, 3), n_pairs);
+    printf("  PPO: %d steps, last training batch KL %s\n", run.nsteps, fmt(train_kl, 2));
+    printf("  files: %s/ (task, sft, rm_seed*, ppo: metrics.jsonl, eval.jsonl, checkpoints, score.png, "
+           "kl.png, gold.png)\n", a.out);
+    printf("RESULT sft_gold=%.4f ppo_gold=%.4f gold_se=%.4f rm_accuracy=%.4f minutes=%.2f\n",
+           sft.gold, fin->gold, se, rm_acc, a.minutes);
+    rc = 0;
+done:
+    if (rc) fail(&err);
+    run_free(&run);
+    free(accs);
+    free(a.rms);
+    return rc;
+}
+
+/* ---- ensembles -------------------------------------------------------------------------- */
+
+/* A growing string (the table and the plot commands). */
+typedef struct Text {
+    char *s;
+    size_t len, cap;
+    int oom;
+} Text;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void addf(Text *t, const char *fmt_, ...)
+{
+    va_list ap;
+    va_start(ap, fmt_);
+    int n = vsnprintf(NULL, 0, fmt_, ap);
+    va_end(ap);
+    if (n < 0 || t->oom) return;
+    if (t->len + (size_t)n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
+        while (cap < t->len + (size_t)n + 1) cap *= 2;
+        char *grown = realloc(t->s, cap);
+        if (!grown) {
+            t->oom = 1;
+            return;
+        }
+        t->s = grown;
+        t->cap = cap;
+    }
+    va_start(ap, fmt_);
+    vsnprintf(t->s + t->len, t->cap - t->len, fmt_, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+/* One OBJECTIVE@SEED=RUN_DIR argument. */
+typedef struct Named {
+    char *objective, *seed; /* seed "" when the name has no '@' */
+    const char *dir;
+    int is_sft;             /* OBJECTIVE@sft: the SFT policy scored under that objective */
+} Named;
+
+static int split_named(const char *arg, Named *nm)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq) return -1;
+    size_t name_len = (size_t)(eq - arg);
+    const char *at = memchr(arg, '@', name_len);
+    size_t obj_len = at ? (size_t)(at - arg) : name_len;
+    nm->objective = strndup(arg, obj_len);
+    nm->seed = at ? strndup(at + 1, name_len - obj_len - 1) : strdup("");
+    nm->dir = eq + 1;
+    nm->is_sft = name_len >= 4 && !strncmp(eq - 4, "@sft", 4);
+    return nm->objective && nm->seed ? 0 : -1;
+}
+
+typedef struct Objective {
+    const char *name;
+    int nfinals;
+    double gold_sum, gold_min, gold_max, kl_sum;
+} Objective;
+
+static int write_file(const char *path, const char *text, PwErr *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return pw_errf(err, "cannot write %s: %s", path, strerror(errno));
+    size_t n = strlen(text);
+    if (fwrite(text, 1, n, f) != n || fclose(f)) return pw_errf(err, "cannot write %s", path);
+    return 0;
+}
+
+static int write_curve(const char *path, const PwReportPoint *start, const Run *r, PwErr *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return pw_errf(err, "cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "# kl gold gold_se proxy updates\n");
+    int with_start = start && !r->pts[0].initial;
+    for (int i = -with_start; i < r->npts; i++) {
+        const PwReportPoint *p = i < 0 ? start : &r->pts[i];
+        pw_report_dat_values(f, (const double[]){p->kl, p->gold, p->se, p->proxy}, 4);
+        fprintf(f, " %ld\n", p->is_start || p->initial ? 0 : p->step + 1);
+    }
+    if (ferror(f) | fclose(f)) return pw_errf(err, "cannot write %s", path);
+    return 0;
+}
+
+static int ensembles(int argc, char **argv)
+{
+    PwErr err = {{0}};
+    PwReportPoint sft;
+    int have_sft = 0;
+    if (argc >= 2 && !strcmp(argv[0], "--sft-eval")) {
+        if (load_start(argv[1], &sft, &err)) return fail(&err);
+        have_sft = 1;
+        argc -= 2;
+        argv += 2;
+    }
+    if (argc < 2) return bad_usage("%s", "ensembles: EXP_DIR and one or more OBJECTIVE@SEED=RUN_DIR");
+    const char *exp = argv[0];
+    int nn = argc - 1, rc = 1;
+    Named *names = calloc((size_t)nn, sizeof *names);
+    PwReportPoint *starts = calloc((size_t)nn, sizeof *starts);
+    const char **start_of = calloc((size_t)nn, sizeof *start_of); /* objective of starts[i] */
+    Objective *objs = calloc((size_t)nn, sizeof *objs);
+    Text table = {0}, kl_plots = {0}, step_plots = {0}, script = {0};
+    if (!names || !starts || !start_of || !objs) {
+        pw_errf(&err, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nn; i++)
+        if (split_named(argv[1 + i], &names[i])) {
+            rc = bad_usage("'%s': expected OBJECTIVE@SEED=RUN_DIR", argv[1 + i]);
+            goto done;
+        }
+
+    /* the SFT policy under each objective, in the order first named; a later one replaces it */
+    int nstarts = 0;
+    for (int i = 0; i < nn; i++) {
+        if (!names[i].is_sft) continue;
+        int k = 0;
+        while (k < nstarts && strcmp(start_of[k], names[i].objective)) k++;
+        if (load_start(names[i].dir, &starts[k], &err)) goto done;
+        start_of[k] = names[i].objective;
+        nstarts += k == nstarts;
+    }
+
+    addf(&table, "| objective | seed | steps | final KL | final proxy score | final gold +- SE | "
+                 "best gold +- SE (at KL) |\n|---|---|---|---|---|---|---|\n");
+    if (have_sft) addf(&table, "| (SFT policy) | | 0 | 0 | | %s +- %s | |\n", fmt(sft.gold, 3), fmt(sft.se, 3));
+    for (int k = 0; k < nstarts; k++)
+        addf(&table, "| %s: SFT policy | | 0 | 0 | %s | %s +- %s | |\n", start_of[k],
+             fmt(starts[k].proxy, 3), fmt(starts[k].gold, 3), fmt(starts[k].se, 3));
+
+    int nobjs = 0;
+    for (int i = 0; i < nn; i++) {
+        const Named *nm = &names[i];
+        if (nm->is_sft) continue;
+        int c = 0;
+        while (c < nobjs && strcmp(objs[c].name, nm->objective)) c++;
+        int first_of_objective = c == nobjs;
+        if (first_of_objective) objs[nobjs++].name = nm->objective;
+        Run r;
+        if (load_run(nm->dir, &r, &err)) goto done;
+        char fn[1024], path[4096];
+        snprintf(fn, sizeof fn, "%s_%s.dat", nm->objective, nm->seed[0] ? nm->seed : "0");
+        join(path, sizeof path, exp, fn);
+        const PwReportPoint *start = have_sft ? &sft : NULL;
+        for (int k = 0; k < nstarts; k++)
+            if (!strcmp(start_of[k], nm->objective)) start = &starts[k];
+        if (write_curve(path, start, &r, &err)) {
+            run_free(&r);
+            goto done;
+        }
+        /* one colour per objective and one key entry: its later seeds go untitled */
+        char title[600];
+        if (first_of_objective)
+            snprintf(title, sizeof title, "title '%s'", nm->objective);
+        else
+            snprintf(title, sizeof title, "notitle");
+        addf(&kl_plots, "%s'%s' using 1:2:3 with yerrorlines lw 1.5 lc %d pt %d %s",
+             kl_plots.len ? ", \\\n     " : "", fn, c + 1, c + 1, title);
+        addf(&step_plots, "%s'%s' using 5:2:3 with yerrorlines lw 1.5 lc %d pt %d %s",
+             step_plots.len ? ", \\\n     " : "", fn, c + 1, c + 1, title);
+
+        const PwReportPoint *fin = &r.pts[r.npts - 1], *best = &r.pts[0];
+        for (int k = 1; k < r.npts; k++)
+            if (r.pts[k].gold > best->gold) best = &r.pts[k];
+        Objective *o = &objs[c];
+        if (o->nfinals == 0 || fin->gold < o->gold_min) o->gold_min = fin->gold;
+        if (o->nfinals == 0 || fin->gold > o->gold_max) o->gold_max = fin->gold;
+        o->gold_sum += fin->gold;
+        o->kl_sum += fin->kl;
+        o->nfinals++;
+        addf(&table, "| %s | %s | %d | %s | %s | %s +- %s | %s +- %s (%s) |\n", nm->objective,
+             nm->seed, r.nsteps, fmt(fin->kl, 2), fmt(fin->proxy, 3), fmt(fin->gold, 3),
+             fmt(fin->se, 3), fmt(best->gold, 3), fmt(best->se, 3), fmt(best->kl, 2));
+        run_free(&r);
+    }
+    addf(&table, "\n| objective | runs | final gold, mean over seeds (min - max) | final KL, mean |\n"
+                 "|---|---|---|---|\n");
+    for (int c = 0; c < nobjs; c++) {
+        const Objective *o = &objs[c];
+        addf(&table, "| %s | %d | %s (%s - %s) | %s |\n", o->name, o->nfinals,
+             fmt(o->gold_sum / o->nfinals, 3), fmt(o->gold_min, 3), fmt(o->gold_max, 3),
+             fmt(o->kl_sum / o->nfinals, 2));
+    }
+    if (table.oom || kl_plots.oom || step_plots.oom) {
+        pw_errf(&err, "out of memory");
+        goto done;
+    }
+    char path[4096];
+    join(path, sizeof path, exp, "table.md");
+    if (write_file(path, table.s, &err)) goto done;
+    fputs(table.s, stdout);
+    fflush(stdout);
+
+    static const char common[] = "set grid\nset key top right\nset ylabel 'gold score (held-out prompts)'\n";
+    addf(&script, "%sset output 'gold_vs_kl.png'\n"
+                  "set title 'Gold score against KL to the SFT policy (lines join evaluations in step order)'\n"
+                  "set xlabel 'KL (nats, sum over response tokens)'\nplot %s\n",
+         common, kl_plots.s ? kl_plots.s : "");
+    if (!script.oom) pw_report_gnuplot(exp, "gold_vs_kl.gp", script.s);
+    script.len = 0;
+    addf(&script, "%sset output 'gold_vs_step.png'\nset title 'Gold score per PPO step'\n"
+                  "set xlabel 'PPO step'\nplot %s\n",
+         common, step_plots.s ? step_plots.s : "");
+    if (!script.oom) pw_report_gnuplot(exp, "gold_vs_step.gp", script.s);
+    rc = 0;
+done:
+    if (rc == 1) fail(&err);
+    for (int i = 0; names && i < nn; i++) {
+        free(names[i].objective);
+        free(names[i].seed);
+    }
+    free(names);
+    free(starts);
+    free(start_of);
+    free(objs);
+    free(table.s);
+    free(kl_plots.s);
+    free(step_plots.s);
+    free(script.s);
+    return rc;
+}
+
+/* ---- entry ------------------------------------------------------------------------------ */
+
+int pw_report_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "%s", usage_text);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "quickstart")) return quickstart(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "ensembles")) return ensembles(argc - 2, argv + 2);
+    return bad_usage("unknown command '%s'", argv[1]);
+}
