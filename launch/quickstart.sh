@@ -144,4 +144,4 @@ fi
 STAGE=$((STAGE + 1))
 minutes=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", (b - a) / 60 }')
 progress "table and plots" "[$(elapsed)]"
-python3 launch/lib/runs.py quickstart "$OUT" --minutes "$minutes" --rms "${RMS[@]}" "${SFT_EVAL[@]}"
+"$PPO" report quickstart "$OUT" --minutes "$minutes" --rms "${RMS[@]}" "${SFT_EVAL[@]}"

@@ -2,9 +2,10 @@
 # ensembles.sh: PPO against one proxy reward model and against the quickstart's 3-member ensemble
 # (objectives mean, wco, uwo), scored by the task's gold scorer against KL (docs/experiments.md).
 #
-# Usage: launch/experiments/ensembles.sh [--out DIR] [--base DIR] [--fresh]
-#   --out DIR    experiment folder (default runs/ensembles): one PPO run per objective,
-#                table.md and gold_vs_kl.png
+# Usage: launch/experiments/ensembles.sh [--out DIR] [--base DIR] [--seeds "1 2 3"] [--fresh]
+#   --out DIR    experiment folder (default runs/ensembles): one PPO run per objective and seed,
+#                table.md, gold_vs_kl.png and gold_vs_step.png
+#   --seeds L    PPO seeds (sampling, prompt order) of every objective (default "1 2 3")
 #   --base DIR   the quickstart's run folder whose task data, SFT policy and reward models are
 #                used (default runs/quickstart); the quickstart is run (or reused) first
 #   --fresh      redo the PPO runs (the quickstart's stages are still reused)
@@ -15,13 +16,15 @@ cd "$(dirname "$0")/../.."
 OUT=runs/ensembles
 BASE=runs/quickstart
 FRESH=0
+SEEDS="1 2 3"
 while [ $# -gt 0 ]; do
     case $1 in
         --out) [ $# -ge 2 ] || { echo "ensembles: --out needs a folder" >&2; exit 2; }; OUT=$2; shift ;;
         --base) [ $# -ge 2 ] || { echo "ensembles: --base needs a folder" >&2; exit 2; }; BASE=$2; shift ;;
+        --seeds) [ $# -ge 2 ] || { echo "ensembles: --seeds needs a list" >&2; exit 2; }; SEEDS=$2; shift ;;
         --fresh) FRESH=1 ;;
-        -h|--help) sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "ensembles: unknown argument '$1' (expected --out DIR, --base DIR, --fresh)" >&2; exit 2 ;;
+        -h|--help) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "ensembles: unknown argument '$1' (expected --out DIR, --base DIR, --seeds L, --fresh)" >&2; exit 2 ;;
     esac
     shift
 done
@@ -37,21 +40,35 @@ for f in "$BASE/task/prompts_train.jsonl" "$BASE/sft/.done" "$BASE"/rm_seed{1,2,
 done
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 mkdir -p "$OUT"
-[ "$FRESH" = 1 ] && rm -rf "$OUT"/{single,mean,wco,uwo}
+if [ "$FRESH" = 1 ]; then rm -rf "$OUT"/{single,mean,wco,uwo}_s*; fi   # _s1.., _sft
 
 RMS="$BASE/rm_seed1,$BASE/rm_seed2,$BASE/rm_seed3"
 # name, reward members, objective: one proxy model, then the ensemble under each objective
-RUNS=("single|$BASE/rm_seed1|mean" "mean|$RMS|mean" "wco|$RMS|wco" "uwo|$RMS|uwo")
+# The SFT policy under each objective first (its proxy score differs by objective): one step
+# with learning rates of 1e-30, as the quickstart's stage 9, evaluated after it.
+RUNS=("single|$BASE/rm_seed1|mean|sft" "mean|$RMS|mean|sft" "wco|$RMS|wco|sft" "uwo|$RMS|uwo|sft")
+for seed in $SEEDS; do
+    [[ $seed =~ ^[0-9]+$ ]] || { echo "ensembles: seed '$seed' is not a number" >&2; exit 2; }
+    RUNS+=("single|$BASE/rm_seed1|mean|$seed" "mean|$RMS|mean|$seed" "wco|$RMS|wco|$seed"
+           "uwo|$RMS|uwo|$seed")
+done
 i=0
 NAMED=()
 for r in "${RUNS[@]}"; do
-    IFS='|' read -r name members objective <<< "$r"
+    IFS='|' read -r name members objective seed <<< "$r"
     i=$((i + 1))
-    dir=$OUT/$name
-    NAMED+=("$name=$dir")
-    key="$members $objective $(sha1sum < "$CONFIG" | cut -c1-12)"
+    dir=$OUT/${name}_s$seed
+    NAMED+=("$name@$seed=$dir")
+    extra=("seed=$seed")
+    if [ "$seed" = sft ]; then
+        dir=$OUT/${name}_sft
+        NAMED[-1]="$name@sft=$dir"
+        extra=(episodes=128 ppo.num_rollout_samples=128 eval.every=1 optim.lr=1e-30 optim.min_lr=0
+               optim.warmup_steps=0 critic.lr=1e-30 critic.min_lr=0)
+    fi
+    key="$members $objective $seed $(sha1sum < "$CONFIG" | cut -c1-12)"
     if [ -f "$dir/.done" ] && [ "$(head -n 1 "$dir/.done")" = "$key" ]; then
-        echo "[$i/${#RUNS[@]}] $name: reused ($dir)"
+        echo "[$i/${#RUNS[@]}] $name, seed $seed: reused ($dir)"
         continue
     fi
     rm -rf "$dir"
@@ -59,16 +76,16 @@ for r in "${RUNS[@]}"; do
     t1=$(date +%s)
     if ! PPO_WORLD="$PPO" launch/run.sh 5 --placement configs/placements/one_rank_per_role.yaml \
         --config "$CONFIG" --out "$dir" "model.sft=$BASE/sft" "model.reward=[$members]" \
-        "reward.objective=$objective" "data.prompts=$BASE/task/prompts_train.jsonl" \
+        "reward.objective=$objective" "${extra[@]}" "data.prompts=$BASE/task/prompts_train.jsonl" \
         "data.eval_prompts=$BASE/task/prompts_eval.jsonl" > "$dir.log" 2>&1; then
-        echo "ensembles: the $name run failed; the end of $dir.log:" >&2
+        echo "ensembles: the $name run (seed $seed) failed; the end of $dir.log:" >&2
         tail -n 20 "$dir.log" >&2
         exit 1
     fi
     printf '%s\n%s\n' "$key" "$(( $(date +%s) - t1 ))" > "$dir/.done"
-    echo "[$i/${#RUNS[@]}] $name: done in $(( $(date +%s) - t1 )) s"
+    echo "[$i/${#RUNS[@]}] $name, seed $seed: done in $(( $(date +%s) - t1 )) s"
 done
 
-echo "== gold score against KL ($OUT/table.md, $OUT/gold_vs_kl.png)"
-python3 launch/lib/runs.py ensembles "$OUT" "${NAMED[@]}"
+echo "== gold score against KL ($OUT/table.md, $OUT/gold_vs_kl.png, $OUT/gold_vs_step.png)"
+"$PPO" report ensembles "$OUT" "${NAMED[@]}"
 echo "ensembles: $(( ($(date +%s) - T0) / 60 )) min"
