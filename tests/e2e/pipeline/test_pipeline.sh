@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# test_pipeline.sh: the quickstart's whole pipeline, shortened (600-step reward models, 120 PPO
+# test_pipeline.sh: the quickstart's whole pipeline, shortened (600-step reward models, 200 PPO
 # steps of 64): the PPO policy's gold score beats the SFT policy's, and a second run reuses it all.
 set -euo pipefail
 : "${PPO_WORLD:?PPO_WORLD must name the ppo_world binary (meson sets it)}"
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# Measured with these seeds and sizes: SFT gold 0.48, PPO gold 0.61-0.64 over PPO seeds 1-3,
-# so +0.13 to +0.16 (about 6 standard errors of 512 prompts); the test asks for half the least.
-MARGIN=0.06
+# Measured with these sizes: SFT gold 0.49, PPO gold 0.653-0.680 over PPO seeds 1-4 (seed 1,
+# this file's: 0.658), so +0.16 to +0.19, about 8 standard errors of 512 prompts; the test asks
+# for half the least, so that another build's rounding (a different trajectory) still passes.
+MARGIN=0.08
 export QS_RM_STEPS=600 PW_QUICKSTART_CONFIG="$root/tests/e2e/pipeline/ppo_short.yaml"
 
 bash "$root/launch/quickstart.sh" --out "$work/run" > "$work/first.log" 2>&1 ||
