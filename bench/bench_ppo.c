@@ -3,8 +3,10 @@
  *
  * One MPI job runs every case: each placement runs on the first ranks of the job (a
  * communicator of its own) while the other ranks sleep, so a single command gives the table.
- *   OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe -np 5 bench_ppo [--steps S] [--rounds K]
- *                                                              [--only one|split|five]
+ *   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe -np 5 bench_ppo
+ *       [--steps S] [--rounds K] [--only one|split|five]
+ * One thread per rank is required (checked): a rank with a thread per core would take the core
+ * the other rank of "split" overlaps on.
  * Placements: "one" (every role on rank 0), "split" (rank 0: actor, reference, critic, reward;
  * rank 1: generator; the layout where async can overlap generation with training on two cores)
  * and "five" (one role per rank). Those needing more ranks than the job has are skipped.
@@ -247,6 +249,13 @@ int main(int argc, char **argv)
         }
     }
     if (steps < 3) die("--steps", "at least 3 (steps 0 and S - 1 are not measured)");
+    static const char *const one_thread[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(one_thread[i]);
+        if (!v || strcmp(v, "1"))
+            die(one_thread[i], "set it to 1: one thread per rank, or the ranks' thread pools "
+                               "fight over the cores the placements are measured on");
+    }
     if (rounds < 1) die("--rounds", "at least 1");
 
     char dir[256] = "";
