@@ -79,8 +79,6 @@ int pw_dataset_split(const PwDataset *all, double valid_fraction, uint64_t seed,
 
 /* ============================================================================ ordering === */
 
-/* A random stream from (seed, a, b): splitmix64 over a mix of them. */
-uint64_t pw_data_mix(uint64_t seed, uint64_t a, uint64_t b);
 
 /* perm := the order of epoch `epoch` of n rows: a Fisher-Yates shuffle drawn from
  * (seed, epoch) alone, so every rank computes the same order without talking. */

@@ -5,41 +5,11 @@
 #include <string.h>
 
 #include "pw_data.h"
-
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* A full splitmix round between the numbers, so (seed, 1, 2) and (seed, 2, 1) are unrelated. */
-uint64_t pw_data_mix(uint64_t seed, uint64_t a, uint64_t b)
-{
-    uint64_t s = seed;
-    uint64_t h = splitmix(&s);
-    s = h ^ a;
-    h = splitmix(&s);
-    s = h ^ b;
-    return splitmix(&s);
-}
-
-static void shuffle(int *perm, int n, uint64_t state)
-{
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        /* The modulo bias is below 2^-32 for any n that fits an int: not worth a rejection loop. */
-        int j = (int)(splitmix(&state) % (uint64_t)(i + 1));
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-}
+#include "pw_rng.h"
 
 void pw_data_epoch_order(int *perm, int n, uint64_t seed, int64_t epoch)
 {
-    shuffle(perm, n, pw_data_mix(seed, 0x0e90c4ull, (uint64_t)epoch));
+    pw_rng_shuffle(perm, n, pw_rng_tuple(seed, 0x0e90c4ull, (uint64_t)epoch));
 }
 
 /* ------------------------------------------------------------------------------ subsets */
@@ -115,7 +85,7 @@ int pw_dataset_split(const PwDataset *all, double valid_fraction, uint64_t seed,
     if (nv > n - 1) nv = n - 1;
     int *perm = malloc((size_t)n * sizeof *perm);
     if (!perm) return pw_errf(err, "out of memory");
-    shuffle(perm, n, pw_data_mix(seed, 0x5b117ull, (uint64_t)n));
+    pw_rng_shuffle(perm, n, pw_rng_tuple(seed, 0x5b117ull, (uint64_t)n));
     /* Both parts back in file order: a split must not also be a shuffle of the training set. */
     qsort(perm, (size_t)nv, sizeof *perm, cmp_int);
     qsort(perm + nv, (size_t)(n - nv), sizeof *perm, cmp_int);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pw_data.h"
+#include "pw_rng.h"
 #include "roles.h"
 
 void *pw_roles_alloc(size_t bytes)
@@ -14,32 +15,6 @@ void *pw_roles_alloc(size_t bytes)
     if (!p) pw_comm_fatal(__FILE__, __LINE__, "out of memory (%zu bytes)", bytes);
     return p;
 }
-
-/* ------------------------------------------------------------------------ random streams */
-
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Each number goes through a full splitmix round before the next is folded in, so that nearby
- * tuples (row 3 of step 4, row 4 of step 3) give unrelated streams. */
-uint64_t pw_roles_mix(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t s = a;
-    uint64_t h = splitmix(&s);
-    s = h ^ b;
-    h = splitmix(&s);
-    s = h ^ c;
-    return splitmix(&s);
-}
-
-uint64_t pw_roles_next(uint64_t *state) { return splitmix(state); }
-
-double pw_roles_uniform(uint64_t *state) { return (double)(splitmix(state) >> 11) * 0x1.0p-53; }
 
 /* ------------------------------------------------------------------------------ prompts */
 
@@ -206,14 +181,7 @@ int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode)
 {
     int64_t epoch = episode / d->n;
     if (epoch != d->perm_epoch) { /* Fisher-Yates from (seed, epoch): the same on every rank */
-        uint64_t st = pw_roles_mix(seed, 0x5eedda7aull, (uint64_t)epoch);
-        for (int i = 0; i < d->n; i++) d->perm[i] = i;
-        for (int i = d->n - 1; i > 0; i--) {
-            int j = (int)(pw_roles_next(&st) % (uint64_t)(i + 1));
-            int t = d->perm[i];
-            d->perm[i] = d->perm[j];
-            d->perm[j] = t;
-        }
+        pw_rng_shuffle(d->perm, d->n, pw_rng_tuple(seed, 0x5eedda7aull, (uint64_t)epoch));
         d->perm_epoch = epoch;
     }
     return d->perm[episode % d->n];
@@ -333,18 +301,15 @@ int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max
 
 void pw_minibatch_order(const PwRun *r, const PwRows *rows, int epoch, int *perm)
 {
-    for (int i = 0; i < rows->n; i++) perm[i] = i;
-    if (epoch == 0) return;
+    if (epoch == 0) {
+        for (int i = 0; i < rows->n; i++) perm[i] = i;
+        return;
+    }
     /* The block's first global row names the block: with the same data-parallel degree every
      * placement has the same blocks, hence the same orders. */
-    uint64_t st = pw_roles_mix(pw_roles_mix(r->s.seed, 0x6d696e69ull, (uint64_t)r->step),
-                               (uint64_t)epoch, (uint64_t)rows->r0);
-    for (int i = rows->n - 1; i > 0; i--) {
-        int j = (int)(pw_roles_next(&st) % (uint64_t)(i + 1));
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
+    pw_rng_shuffle(perm, rows->n,
+                   pw_rng_tuple(pw_rng_tuple(r->s.seed, 0x6d696e69ull, (uint64_t)r->step),
+                                (uint64_t)epoch, (uint64_t)rows->r0));
 }
 
 static void gather_rows(void *dst, const void *src, const int *perm, int n, size_t row_bytes)

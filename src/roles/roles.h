@@ -80,11 +80,6 @@ void pw_prompts_free(PwPrompts *d);
 /* The prompt of global episode e: epoch e / n in an order reshuffled from (seed, epoch). */
 int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode);
 
-/* A random stream from a tuple of numbers (splitmix64 over a mix of them). */
-uint64_t pw_roles_mix(uint64_t a, uint64_t b, uint64_t c);
-uint64_t pw_roles_next(uint64_t *state);
-double pw_roles_uniform(uint64_t *state);
-
 /* ========================================================================= rollout rows === */
 
 /* One block of rows of the global batch: global rows [r0, r0 + n). Every rank builds the prompts
