@@ -41,7 +41,7 @@ SFT_FLAGS=(--steps "$SFT_STEPS" --batch-size 32 --lr 1e-3 --min-lr 1e-4 --decay 
 RM_FLAGS=(--steps "$RM_STEPS" --batch-size 32 --lr 1e-3 --eval-every 250)
 
 T0=$(date +%s.%N)
-NSTAGES=10
+NSTAGES=9
 STAGE=0
 REDO=$FRESH   # once a stage runs again, every later stage does too (its inputs changed)
 
@@ -125,23 +125,14 @@ PPO_ARGS=(--placement configs/placements/one_rank_per_role.yaml --config "$CONFI
 run_stage ppo "$OUT/ppo" "PPO, 5 ranks (one per role)" \
     env PPO_WORLD="$PPO" launch/run.sh 5 "${PPO_ARGS[@]}" --out "$OUT/ppo"
 
-# The SFT policy's gold score: the initial evaluation of the PPO run when eval.jsonl has one
-# (episode 0); otherwise a one-step run whose update is below float resolution (lr 1e-30), so
-# its evaluation after step 0 scores the SFT weights.
-SFT_EVAL=()
-if head -n 1 "$OUT/ppo/eval.jsonl" | grep -q '"episode": *0[,}]'; then
-    STAGE=$((STAGE + 1))
-    progress "SFT policy evaluation" "from the PPO run's initial evaluation"
-else
-    N=$(awk '/^ppo:/ { p = 1 } p && /num_rollout_samples:/ { print $2; exit }' "$OUT/ppo/config.yaml")
-    run_stage sft_eval "$OUT/sft_eval" "SFT policy evaluation (gold)" \
-        env PPO_WORLD="$PPO" launch/run.sh 5 "${PPO_ARGS[@]}" --out "$OUT/sft_eval" \
-        "episodes=$N" eval.every=1 optim.lr=1e-30 optim.min_lr=0 optim.warmup_steps=0 critic.lr=1e-30 critic.min_lr=0 \
-        checkpoint.every=0
-    SFT_EVAL=(--sft-eval "$OUT/sft_eval")
+# The SFT policy's gold score is the PPO run's initial evaluation (eval.jsonl's episode-0 line,
+# written before the first update). A PPO folder reused from an older build may lack it.
+if ! head -n 1 "$OUT/ppo/eval.jsonl" | grep -q '"episode": *0[,}]'; then
+    echo "quickstart: $OUT/ppo/eval.jsonl has no initial evaluation (episode 0); rerun with --fresh" >&2
+    exit 1
 fi
 
 STAGE=$((STAGE + 1))
 minutes=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", (b - a) / 60 }')
 progress "table and plots" "[$(elapsed)]"
-"$PPO" report quickstart "$OUT" --minutes "$minutes" --rms "${RMS[@]}" "${SFT_EVAL[@]}"
+"$PPO" report quickstart "$OUT" --minutes "$minutes" --rms "${RMS[@]}"

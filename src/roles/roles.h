@@ -309,7 +309,8 @@ void pw_actor_combine_scores(PwRun *r);
 void pw_actor_advantages(PwRun *r);
 void pw_actor_train(PwRun *r);
 
-/* Evaluation after step `step` (eval.c): every rank calls it; eval.jsonl gets one line. */
+/* Evaluation after step `step`, or of the initial policy with step -1 (eval.c): every rank
+ * calls it; eval.jsonl gets one line ("episode": 0 for the initial one). */
 void pw_eval_run(PwRun *r, int64_t step);
 
 /* Checkpoints (checkpoint.c). */

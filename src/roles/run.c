@@ -372,13 +372,17 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         r->metrics = open_metrics(path, r->first_step);
         if (!r->metrics)
             pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
-        if (r->s.eval_every > 0) { /* one line per evaluation before the resumed step */
+        if (r->s.eval_every > 0) { /* the initial evaluation and one per eval.every steps
+                                    * before the resumed step; a fresh run starts empty */
             snprintf(path, sizeof path, "%s/eval.jsonl", out_dir);
-            r->eval_file = open_metrics(path, r->first_step / r->s.eval_every);
+            int64_t keep = r->first_step ? r->first_step / r->s.eval_every + 1 : 0;
+            r->eval_file = open_metrics(path, keep);
             if (!r->eval_file)
                 pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
         }
     }
+    /* The policy before any update (the SFT weights), once: a resumed run already has it. */
+    if (r->s.eval_every > 0 && r->first_step == 0) pw_eval_run(r, -1);
     pw_ppo_resume_async(r);
     for (int64_t step = r->first_step; step < r->s.steps; step++) {
         pw_ppo_step(r, step);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_task.sh: text prompts through data.tokenizer (bytes: prompt bytes + SEP, rows padded with
 # PAD, stop at EOS) next to {"input_ids"} lines; the synthetic task's gold scorer as a reward
-# member ("verifier:task") and as model.gold in eval.jsonl; the same numbers on 1 and 3 ranks;
+# member ("verifier:task") and as model.gold in eval.jsonl, whose sample responses are decoded
+# text; the same numbers on 1 and 3 ranks;
 # and the messages when the tokenizer is missing or does not fit the model.
 . "$(dirname "$0")/common.sh"
 "$MAKE_TINY" model "$WORK/sft" 11 260
@@ -22,6 +23,13 @@ run_ppo 3 colo colo "$@"
 grep -q '"objective/verifiable_correct_rate"' "$WORK/one/metrics.jsonl" || {
     echo "FAIL: no objective/verifiable_correct_rate"; exit 1; }
 grep -q '"eval/gold_scores"' "$WORK/one/eval.jsonl" || { echo "FAIL: no gold score"; exit 1; }
+# The gold verifier scores in [0, 1]: its per-response standard deviation lies in [0, 0.5].
+sed 's|.*"eval/gold_scores_std":\([^,}]*\).*|\1|' "$WORK/one/eval.jsonl" | awk '
+    $1 + 0 < 0 || $1 + 0 > 0.5 || $1 !~ /^[0-9.eE+-]+$/ { print "FAIL: gold std " $1; bad = 1 }
+    END { exit bad + (NR != 4) }'
+# Sample responses decoded through the tokenizer: text prompts ending in the SEP token.
+grep -q '"eval/samples":\[{"prompt":"[^"]*<sep>","response":"' "$WORK/one/eval.jsonl" ||
+    { echo "FAIL: no decoded samples"; head -n 1 "$WORK/one/eval.jsonl"; exit 1; }
 
 # The task verifier alone, without the non-stop penalty, is what model.gold reports.
 run_ppo 1 single alone data.tokenizer=bytes "model.reward=[verifier:task]" \
