@@ -258,11 +258,15 @@ static int load_run(const char *run, Run *r, PwErr *err)
         p->se = gold_se(row, p->gold, n, &p->se_measured);
         p->len = NAN;
         get_num(row, "eval/sequence_lengths", &p->len);
+        /* The evaluation's own KL to the reference, on its responses; runs written before
+         * eval.jsonl carried it fall back to the next training batch's objective/kl. */
+        p->kl = NAN;
+        if (get_num(row, "eval/kl", &p->kl) != 1) p->kl = NAN;
         p->n = n;
         r->npts++;
     }
     for (int i = 0; i < r->npts; i++)
-        r->pts[i].kl = r->pts[i].initial ? 0.0 : kl_at(r, r->pts[i].step);
+        if (isnan(r->pts[i].kl)) r->pts[i].kl = r->pts[i].initial ? 0.0 : kl_at(r, r->pts[i].step);
     rows_free(&ev);
     if (r->npts == 0) {
         run_free(r);

@@ -176,6 +176,29 @@ static void test_quickstart(void)
     CHECK(has(err_text, "eval.jsonl has no evaluation of the initial policy; give --sft-eval"), "message");
 }
 
+/* An evaluation that carries its own KL to the reference (eval/kl) is plotted at that KL, not
+ * at the next training batch's objective/kl (which would be 0.5 and 0.9 here). */
+static void test_eval_kl(void)
+{
+    char metrics[4096] = "";
+    for (int s = 0; s < 10; s++) {
+        char line[200];
+        snprintf(line, sizeof line, "{\"step\": %d, \"objective/kl\": %g}\n", s, s / 10.0);
+        strcat(metrics, line);
+    }
+    mkdir(at("expkl"), 0755);
+    make_run("expkl/s1", metrics,
+             "{\"step\": 4, \"episode\": 640, \"eval/scores\": 0.1, \"eval/gold_scores\": 0.6, \"eval/kl\": 0.33}\n"
+             "{\"step\": 9, \"episode\": 1280, \"eval/scores\": 0.2, \"eval/gold_scores\": 0.7, \"eval/kl\": 0.77}\n");
+    char args[1024];
+    snprintf(args, sizeof args, "ensembles '%s' 'b@1=%s'", at("expkl"), at("expkl/s1"));
+    int rc = report(NULL, args);
+    CHECK(rc == 0, "eval/kl run exit %d: %s", rc, err_text);
+    char text[4096];
+    slurp(at("expkl/b_1.dat"), text, sizeof text);
+    CHECK(has(text, "\n0.33 0.6 ") && has(text, "\n0.77 0.7 "), "b_1.dat uses eval/kl:\n%s", text);
+}
+
 /* Three runs of one objective `a`: a@sft, the SFT policy, is the start of the others' curves;
  * a@1 carries the measured spread (std 0.5, n 25: SE 0.1); a@2 does not (bound). KL of an
  * evaluation after step s: metrics' step s + 1 (kl = step / 10), the last step at the end. */
@@ -279,6 +302,7 @@ int main(int argc, char **argv)
 
     test_quickstart();
     test_ensembles();
+    test_eval_kl();
     test_errors();
 
     if (!pw_test_failures) {
