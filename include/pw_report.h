@@ -13,7 +13,7 @@ int pw_report_main(int argc, char **argv);
 typedef struct PwReportPoint {
     long step;       /* the PPO step after which the evaluation ran */
     int initial;     /* episode 0: the policy before any update (the SFT weights) */
-    int is_start;    /* borrowed from another run as the start (KL 0) of this run's curve */
+    int is_start;    /* a curve's start (KL 0) not from the run itself: another run, or a mean */
     double proxy;    /* eval/scores: the reward models' score */
     double gold;     /* eval/gold_scores: mean gold score */
     double se;       /* its standard error */

@@ -3,8 +3,9 @@
 # (objectives mean, wco, uwo), scored by the task's gold scorer against KL (docs/experiments.md).
 #
 # Usage: launch/experiments/ensembles.sh [--out DIR] [--base DIR] [--seeds "1 2 3"] [--fresh]
-#   --out DIR    experiment folder (default runs/ensembles): one PPO run per objective and seed,
-#                table.md, gold_vs_kl.png and gold_vs_step.png
+#   --out DIR    experiment folder (default runs/ensembles): one PPO run per objective and seed
+#                (its first evaluation scores the SFT policy), table.md, gold_vs_kl.png and
+#                gold_vs_step.png
 #   --seeds L    PPO seeds (sampling, prompt order) of every objective (default "1 2 3")
 #   --base DIR   the quickstart's run folder whose task data, SFT policy and reward models are
 #                used (default runs/quickstart); the quickstart is run (or reused) first
@@ -40,18 +41,19 @@ for f in "$BASE/task/prompts_train.jsonl" "$BASE/sft/.done" "$BASE"/rm_seed{1,2,
 done
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 mkdir -p "$OUT"
-if [ "$FRESH" = 1 ]; then rm -rf "$OUT"/{single,mean,wco,uwo}_s*; fi   # _s1.., _sft
+if [ "$FRESH" = 1 ]; then rm -rf "$OUT"/{single,mean,wco,uwo}_s*; fi   # _s1.. (and the _sft of old versions)
 
 RMS="$BASE/rm_seed1,$BASE/rm_seed2,$BASE/rm_seed3"
-# name, reward members, objective: one proxy model, then the ensemble under each objective
-# The SFT policy under each objective first (its proxy score differs by objective): one step
-# with learning rates of 1e-30, as the quickstart's stage 9, evaluated after it.
-RUNS=("single|$BASE/rm_seed1|mean|sft" "mean|$RMS|mean|sft" "wco|$RMS|wco|sft" "uwo|$RMS|uwo|sft")
+# name, reward members, objective: one proxy model, then the ensemble under each objective. Each
+# run's eval.jsonl starts with the SFT policy scored under the run's own objective (its proxy
+# score differs by objective), so no separate run is needed for the curves' starting points.
+RUNS=()
 for seed in $SEEDS; do
     [[ $seed =~ ^[0-9]+$ ]] || { echo "ensembles: seed '$seed' is not a number" >&2; exit 2; }
     RUNS+=("single|$BASE/rm_seed1|mean|$seed" "mean|$RMS|mean|$seed" "wco|$RMS|wco|$seed"
            "uwo|$RMS|uwo|$seed")
 done
+[ ${#RUNS[@]} -gt 0 ] || { echo "ensembles: --seeds names no seed" >&2; exit 2; }
 i=0
 NAMED=()
 for r in "${RUNS[@]}"; do
@@ -59,15 +61,11 @@ for r in "${RUNS[@]}"; do
     i=$((i + 1))
     dir=$OUT/${name}_s$seed
     NAMED+=("$name@$seed=$dir")
-    extra=("seed=$seed")
-    if [ "$seed" = sft ]; then
-        dir=$OUT/${name}_sft
-        NAMED[-1]="$name@sft=$dir"
-        extra=(episodes=128 ppo.num_rollout_samples=128 eval.every=1 optim.lr=1e-30 optim.min_lr=0
-               optim.warmup_steps=0 critic.lr=1e-30 critic.min_lr=0)
-    fi
     key="$members $objective $seed $(sha1sum < "$CONFIG" | cut -c1-12)"
-    if [ -f "$dir/.done" ] && [ "$(head -n 1 "$dir/.done")" = "$key" ]; then
+    # A run from before eval.jsonl began with the initial policy's evaluation is redone: the
+    # report takes each objective's starting point from that line.
+    if [ -f "$dir/.done" ] && [ "$(head -n 1 "$dir/.done")" = "$key" ] &&
+        head -n 1 "$dir/eval.jsonl" 2> /dev/null | grep -q '"episode": *0[,}]'; then
         echo "[$i/${#RUNS[@]}] $name, seed $seed: reused ($dir)"
         continue
     fi
@@ -76,7 +74,7 @@ for r in "${RUNS[@]}"; do
     t1=$(date +%s)
     if ! PPO_WORLD="$PPO" launch/run.sh 5 --placement configs/placements/one_rank_per_role.yaml \
         --config "$CONFIG" --out "$dir" "model.sft=$BASE/sft" "model.reward=[$members]" \
-        "reward.objective=$objective" "${extra[@]}" "data.prompts=$BASE/task/prompts_train.jsonl" \
+        "reward.objective=$objective" "seed=$seed" "data.prompts=$BASE/task/prompts_train.jsonl" \
         "data.eval_prompts=$BASE/task/prompts_eval.jsonl" > "$dir.log" 2>&1; then
         echo "ensembles: the $name run (seed $seed) failed; the end of $dir.log:" >&2
         tail -n 20 "$dir.log" >&2

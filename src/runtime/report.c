@@ -510,7 +510,7 @@ static void addf(Text *t, const char *fmt_, ...)
 typedef struct Named {
     char *objective, *seed; /* seed "" when the name has no '@' */
     const char *dir;
-    int is_sft;             /* OBJECTIVE@sft: the SFT policy scored under that objective */
+    int is_sft;             /* OBJECTIVE@sft: the SFT policy under that objective (old runs) */
 } Named;
 
 static int split_named(const char *arg, Named *nm)
@@ -527,11 +527,28 @@ static int split_named(const char *arg, Named *nm)
     return nm->objective && nm->seed ? 0 : -1;
 }
 
+/* One objective: its starting point and the summary of its runs' final evaluations. */
 typedef struct Objective {
     const char *name;
     int nfinals;
     double gold_sum, gold_min, gold_max, kl_sum;
+    /* The SFT policy under this objective: the mean of its runs' initial evaluations (they
+     * share the weights and the prompts and differ only by the sampling stream), or an
+     * OBJECTIVE@sft run, the form of versions whose eval.jsonl had no initial evaluation. */
+    int ninitial, start_measured, have_start, from_initial;
+    long start_n;
+    double init_proxy, init_gold, init_var, init_len;
+    PwReportPoint start;
 } Objective;
+
+/* The objective called `name`, added in first-named order when new. */
+static Objective *objective_of(Objective *objs, int *nobjs, const char *name)
+{
+    int c = 0;
+    while (c < *nobjs && strcmp(objs[c].name, name)) c++;
+    if (c == *nobjs) objs[(*nobjs)++].name = name;
+    return &objs[c];
+}
 
 static int write_file(const char *path, const char *text, PwErr *err)
 {
@@ -572,11 +589,10 @@ static int ensembles(int argc, char **argv)
     const char *exp = argv[0];
     int nn = argc - 1, rc = 1;
     Named *names = calloc((size_t)nn, sizeof *names);
-    PwReportPoint *starts = calloc((size_t)nn, sizeof *starts);
-    const char **start_of = calloc((size_t)nn, sizeof *start_of); /* objective of starts[i] */
+    Run *runs = calloc((size_t)nn, sizeof *runs);
     Objective *objs = calloc((size_t)nn, sizeof *objs);
     Text table = {0}, kl_plots = {0}, step_plots = {0}, script = {0};
-    if (!names || !starts || !start_of || !objs) {
+    if (!names || !runs || !objs) {
         pw_errf(&err, "out of memory");
         goto done;
     }
@@ -586,44 +602,68 @@ static int ensembles(int argc, char **argv)
             goto done;
         }
 
-    /* the SFT policy under each objective, in the order first named; a later one replaces it */
-    int nstarts = 0;
+    /* Every run first: an objective's starting point needs all its runs' initial evaluations
+     * before its first row is written. */
+    int nobjs = 0;
     for (int i = 0; i < nn; i++) {
-        if (!names[i].is_sft) continue;
-        int k = 0;
-        while (k < nstarts && strcmp(start_of[k], names[i].objective)) k++;
-        if (load_start(names[i].dir, &starts[k], &err)) goto done;
-        start_of[k] = names[i].objective;
-        nstarts += k == nstarts;
+        Objective *o = objective_of(objs, &nobjs, names[i].objective);
+        if (names[i].is_sft) { /* a later OBJECTIVE@sft replaces an earlier one */
+            if (load_start(names[i].dir, &o->start, &err)) goto done;
+            o->have_start = 1;
+            continue;
+        }
+        if (load_run(names[i].dir, &runs[i], &err)) goto done;
+        const PwReportPoint *p0 = &runs[i].pts[0];
+        if (!p0->initial) continue;
+        o->ninitial++;
+        o->init_proxy += p0->proxy;
+        o->init_gold += p0->gold;
+        o->init_var += p0->se * p0->se;
+        o->init_len += p0->len;
+        if (o->ninitial == 1) {
+            o->start_n = p0->n;
+            o->start_measured = p0->se_measured;
+        }
+    }
+    /* The mean of k independent evaluations of one policy: its standard error is
+     * sqrt(sum se_i^2) / k. An OBJECTIVE@sft run, when named, wins: it was asked for. */
+    for (int c = 0; c < nobjs; c++) {
+        Objective *o = &objs[c];
+        if (o->have_start || o->ninitial == 0) continue;
+        double k = o->ninitial;
+        o->start = (PwReportPoint){.step = -1, .initial = 1, .is_start = 1, .proxy = o->init_proxy / k,
+                                   .gold = o->init_gold / k, .se = sqrt(o->init_var) / k,
+                                   .se_measured = o->start_measured, .kl = 0.0,
+                                   .len = o->init_len / k, .n = o->start_n};
+        o->have_start = o->from_initial = 1;
     }
 
     addf(&table, "| objective | seed | steps | final KL | final proxy score | final gold +- SE | "
                  "best gold +- SE (at KL) |\n|---|---|---|---|---|---|---|\n");
     if (have_sft) addf(&table, "| (SFT policy) | | 0 | 0 | | %s +- %s | |\n", fmt(sft.gold, 3), fmt(sft.se, 3));
-    for (int k = 0; k < nstarts; k++)
-        addf(&table, "| %s: SFT policy | | 0 | 0 | %s | %s +- %s | |\n", start_of[k],
-             fmt(starts[k].proxy, 3), fmt(starts[k].gold, 3), fmt(starts[k].se, 3));
+    for (int c = 0; c < nobjs; c++) {
+        const Objective *o = &objs[c];
+        if (!o->have_start) continue;
+        char seed_col[64] = " ";
+        if (o->from_initial) snprintf(seed_col, sizeof seed_col, " mean of %d ", o->ninitial);
+        addf(&table, "| %s: SFT policy |%s| 0 | 0 | %s | %s +- %s | |\n", o->name, seed_col,
+             fmt(o->start.proxy, 3), fmt(o->start.gold, 3), fmt(o->start.se, 3));
+    }
 
-    int nobjs = 0;
     for (int i = 0; i < nn; i++) {
         const Named *nm = &names[i];
         if (nm->is_sft) continue;
-        int c = 0;
-        while (c < nobjs && strcmp(objs[c].name, nm->objective)) c++;
-        int first_of_objective = c == nobjs;
-        if (first_of_objective) objs[nobjs++].name = nm->objective;
-        Run r;
-        if (load_run(nm->dir, &r, &err)) goto done;
+        Objective *o = objective_of(objs, &nobjs, nm->objective);
+        int c = (int)(o - objs);
+        const Run *r = &runs[i];
+        int first_of_objective = o->nfinals == 0;
         char fn[1024], path[4096];
         snprintf(fn, sizeof fn, "%s_%s.dat", nm->objective, nm->seed[0] ? nm->seed : "0");
         join(path, sizeof path, exp, fn);
-        const PwReportPoint *start = have_sft ? &sft : NULL;
-        for (int k = 0; k < nstarts; k++)
-            if (!strcmp(start_of[k], nm->objective)) start = &starts[k];
-        if (write_curve(path, start, &r, &err)) {
-            run_free(&r);
-            goto done;
-        }
+        /* a run with its own initial evaluation starts its curve there; an older one borrows
+         * its objective's start, else the --sft-eval run's */
+        const PwReportPoint *start = o->have_start ? &o->start : have_sft ? &sft : NULL;
+        if (write_curve(path, start, r, &err)) goto done;
         /* one colour per objective and one key entry: its later seeds go untitled */
         char title[600];
         if (first_of_objective)
@@ -635,24 +675,25 @@ static int ensembles(int argc, char **argv)
         addf(&step_plots, "%s'%s' using 5:2:3 with yerrorlines lw 1.5 lc %d pt %d %s",
              step_plots.len ? ", \\\n     " : "", fn, c + 1, c + 1, title);
 
-        const PwReportPoint *fin = &r.pts[r.npts - 1], *best = &r.pts[0];
-        for (int k = 1; k < r.npts; k++)
-            if (r.pts[k].gold > best->gold) best = &r.pts[k];
-        Objective *o = &objs[c];
+        /* "best" is over the evaluations after updates: the SFT point is not PPO's doing */
+        const PwReportPoint *fin = &r->pts[r->npts - 1], *best = NULL;
+        for (int k = 0; k < r->npts; k++)
+            if (!r->pts[k].initial && (!best || r->pts[k].gold > best->gold)) best = &r->pts[k];
+        if (!best) best = fin;
         if (o->nfinals == 0 || fin->gold < o->gold_min) o->gold_min = fin->gold;
         if (o->nfinals == 0 || fin->gold > o->gold_max) o->gold_max = fin->gold;
         o->gold_sum += fin->gold;
         o->kl_sum += fin->kl;
         o->nfinals++;
         addf(&table, "| %s | %s | %d | %s | %s | %s +- %s | %s +- %s (%s) |\n", nm->objective,
-             nm->seed, r.nsteps, fmt(fin->kl, 2), fmt(fin->proxy, 3), fmt(fin->gold, 3),
+             nm->seed, r->nsteps, fmt(fin->kl, 2), fmt(fin->proxy, 3), fmt(fin->gold, 3),
              fmt(fin->se, 3), fmt(best->gold, 3), fmt(best->se, 3), fmt(best->kl, 2));
-        run_free(&r);
     }
     addf(&table, "\n| objective | runs | final gold, mean over seeds (min - max) | final KL, mean |\n"
                  "|---|---|---|---|\n");
     for (int c = 0; c < nobjs; c++) {
         const Objective *o = &objs[c];
+        if (o->nfinals == 0) continue; /* named by OBJECTIVE@sft only */
         addf(&table, "| %s | %d | %s (%s - %s) | %s |\n", o->name, o->nfinals,
              fmt(o->gold_sum / o->nfinals, 3), fmt(o->gold_min, 3), fmt(o->gold_max, 3),
              fmt(o->kl_sum / o->nfinals, 2));
@@ -684,10 +725,10 @@ done:
     for (int i = 0; names && i < nn; i++) {
         free(names[i].objective);
         free(names[i].seed);
+        if (runs) run_free(&runs[i]);
     }
     free(names);
-    free(starts);
-    free(start_of);
+    free(runs);
     free(objs);
     free(table.s);
     free(kl_plots.s);

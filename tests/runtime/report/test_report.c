@@ -105,6 +105,58 @@ static int have_gnuplot(void)
     return system("command -v gnuplot >/dev/null 2>&1") == 0;
 }
 
+/* The heads of table.md's two tables: one row per run, then one per objective. */
+#define TABLE_HEAD                                                                                         \
+    "| objective | seed | steps | final KL | final proxy score | final gold +- SE | best gold +- SE (at KL) |\n" \
+    "|---|---|---|---|---|---|---|\n"
+#define SUMMARY_HEAD                                                                                       \
+    "\n| objective | runs | final gold, mean over seeds (min - max) | final KL, mean |\n|---|---|---|---|\n"
+
+/* The rows of two runs of objective `a` that both ensembles tests make (ten_steps, and final
+ * gold 0.7 with a measured SE, 0.4 with the bound), and their summary row. */
+#define A_RUN_ROWS                                                                    \
+    "| a | 1 | 10 | 0.90 | 0.200 | 0.700 +- 0.100 | 0.700 +- 0.100 (0.90) |\n" \
+    "| a | 2 | 10 | 0.90 | 0.400 | 0.400 +- 0.098 | 0.800 +- 0.080 (0.50) |\n"
+#define A_SUMMARY_ROW "| a | 2 | 0.550 (0.400 - 0.700) | 0.90 |\n"
+
+/* metrics.jsonl of steps 0 to 9 with objective/kl = step / 10 */
+static const char *ten_steps(void)
+{
+    static char metrics[4096];
+    if (!metrics[0])
+        for (int s = 0; s < 10; s++) {
+            char line[200];
+            snprintf(line, sizeof line, "{\"step\": %d, \"objective/kl\": %g}\n", s, s / 10.0);
+            strcat(metrics, line);
+        }
+    return metrics;
+}
+
+/* `ppo_world report ensembles EXP NAME=EXP/DIR ...` for n arguments "NAME=DIR", DIR under EXP */
+static int report_ensembles(const char *exp, const char *const *named, int n)
+{
+    char args[4096];
+    int len = snprintf(args, sizeof args, "ensembles '%s'", at(exp));
+    for (int i = 0; i < n && len < (int)sizeof args; i++) {
+        const char *eq = strchr(named[i], '=');
+        len += snprintf(args + len, sizeof args - (size_t)len, " '%.*s=%s/%s'", (int)(eq - named[i]), named[i],
+                        at(exp), eq + 1);
+    }
+    return report(NULL, args);
+}
+
+/* report_ensembles, then the exit status and the table, printed and in EXP/table.md */
+static void check_ensembles(const char *exp, const char *const *named, int n, const char *want)
+{
+    int rc = report_ensembles(exp, named, n);
+    CHECK(rc == 0, "ensembles in %s: exit %d: %s", exp, rc, err_text);
+    CHECK(!strcmp(out_text, want), "table:\n%s", out_text);
+    char path[256], text[4096];
+    snprintf(path, sizeof path, "%s/table.md", exp);
+    slurp(at(path), text, sizeof text);
+    CHECK(!strcmp(text, want), "table.md:\n%s", text);
+}
+
 /* OUT/ppo with an initial evaluation (gold 0.5) and a final one (gold 0.9), n = 25:
  *   SE(SFT) = sqrt(0.5 * 0.5 / 25) = 0.1, SE(PPO) = sqrt(0.9 * 0.1 / 25) = 0.06,
  *   improvement 0.4 +- sqrt(0.01 + 0.0036) = 0.11662 = 3.43 standard errors;
@@ -180,36 +232,26 @@ static void test_quickstart(void)
  * at the next training batch's objective/kl (which would be 0.5 and 0.9 here). */
 static void test_eval_kl(void)
 {
-    char metrics[4096] = "";
-    for (int s = 0; s < 10; s++) {
-        char line[200];
-        snprintf(line, sizeof line, "{\"step\": %d, \"objective/kl\": %g}\n", s, s / 10.0);
-        strcat(metrics, line);
-    }
+    const char *metrics = ten_steps();
     mkdir(at("expkl"), 0755);
     make_run("expkl/s1", metrics,
              "{\"step\": 4, \"episode\": 640, \"eval/scores\": 0.1, \"eval/gold_scores\": 0.6, \"eval/kl\": 0.33}\n"
              "{\"step\": 9, \"episode\": 1280, \"eval/scores\": 0.2, \"eval/gold_scores\": 0.7, \"eval/kl\": 0.77}\n");
-    char args[1024];
-    snprintf(args, sizeof args, "ensembles '%s' 'b@1=%s'", at("expkl"), at("expkl/s1"));
-    int rc = report(NULL, args);
+    static const char *const named[1] = {"b@1=s1"};
+    int rc = report_ensembles("expkl", named, 1);
     CHECK(rc == 0, "eval/kl run exit %d: %s", rc, err_text);
     char text[4096];
     slurp(at("expkl/b_1.dat"), text, sizeof text);
     CHECK(has(text, "\n0.33 0.6 ") && has(text, "\n0.77 0.7 "), "b_1.dat uses eval/kl:\n%s", text);
 }
 
-/* Three runs of one objective `a`: a@sft, the SFT policy, is the start of the others' curves;
- * a@1 carries the measured spread (std 0.5, n 25: SE 0.1); a@2 does not (bound). KL of an
- * evaluation after step s: metrics' step s + 1 (kl = step / 10), the last step at the end. */
-static void test_ensembles(void)
+/* Run folders of the version before eval.jsonl began with the initial evaluation: a@sft, a run
+ * whose first evaluation scored the SFT policy, is the start of the others' curves; a@1 carries
+ * the measured spread (std 0.5, n 25: SE 0.1); a@2 does not (bound). KL of an evaluation after
+ * step s: metrics' step s + 1 (kl = step / 10), the last step at the end. */
+static void test_ensembles_old_sft(void)
 {
-    char metrics[4096] = "";
-    for (int s = 0; s < 10; s++) {
-        char line[200];
-        snprintf(line, sizeof line, "{\"step\": %d, \"objective/kl\": %g}\n", s, s / 10.0);
-        strcat(metrics, line);
-    }
+    const char *metrics = ten_steps();
     mkdir(at("exp"), 0755);
     make_run("exp/sft", "{\"step\": 0, \"objective/kl\": 0.0}\n",
              "{\"step\": 0, \"episode\": 128, \"eval/scores\": -1.0, \"eval/gold_scores\": 0.5}\n");
@@ -219,25 +261,14 @@ static void test_ensembles(void)
     make_run("exp/s2", metrics,
              "{\"step\": 4, \"episode\": 640, \"eval/scores\": 0.3, \"eval/gold_scores\": 0.8}\n"
              "{\"step\": 9, \"episode\": 1280, \"eval/scores\": 0.4, \"eval/gold_scores\": 0.4}\n");
-    char args[2048];
-    snprintf(args, sizeof args, "ensembles '%s' 'a@sft=%s' 'a@1=%s' 'a@2=%s'", at("exp"), at("exp/sft"),
-             at("exp/s1"), at("exp/s2"));
-    int rc = report(NULL, args);
-    CHECK(rc == 0, "ensembles exit %d: %s", rc, err_text);
-    static const char want[] =
-        "| objective | seed | steps | final KL | final proxy score | final gold +- SE | best gold +- SE (at KL) |\n"
-        "|---|---|---|---|---|---|---|\n"
+    static const char *const named[3] = {"a@sft=sft", "a@1=s1", "a@2=s2"};
+    check_ensembles("exp", named, 3,
+        TABLE_HEAD
         "| a: SFT policy | | 0 | 0 | -1.000 | 0.500 +- 0.100 | |\n"
-        "| a | 1 | 10 | 0.90 | 0.200 | 0.700 +- 0.100 | 0.700 +- 0.100 (0.90) |\n"
-        "| a | 2 | 10 | 0.90 | 0.400 | 0.400 +- 0.098 | 0.800 +- 0.080 (0.50) |\n"
-        "\n"
-        "| objective | runs | final gold, mean over seeds (min - max) | final KL, mean |\n"
-        "|---|---|---|---|\n"
-        "| a | 2 | 0.550 (0.400 - 0.700) | 0.90 |\n";
-    CHECK(!strcmp(out_text, want), "table:\n%s", out_text);
+        A_RUN_ROWS
+        SUMMARY_HEAD
+        A_SUMMARY_ROW);
     char text[4096];
-    slurp(at("exp/table.md"), text, sizeof text);
-    CHECK(!strcmp(text, want), "table.md:\n%s", text);
     slurp(at("exp/a_1.dat"), text, sizeof text);
     CHECK(has(text, "# kl gold gold_se proxy updates\n0 0.5 0.1 -1 0\n0.5 0.6 0.1 0.1 5\n0.9 0.7 0.1 0.2 10\n"),
           "a_1.dat");
@@ -245,6 +276,47 @@ static void test_ensembles(void)
         CHECK(is_png(at("exp/gold_vs_kl.png")), "gold_vs_kl.png");
         CHECK(is_png(at("exp/gold_vs_step.png")), "gold_vs_step.png");
     }
+}
+
+/* Runs whose eval.jsonl starts with the initial evaluation (step -1, episode 0, eval/kl 0), as
+ * ensembles.sh makes them: the SFT row of an objective is the mean over its runs' initial
+ * evaluations, each run's curve starts at its own, and "best gold" leaves that point out.
+ *   a: initial gold 0.5 and 0.6, SE 0.1 each (std 0.5, n 25): mean 0.55 +- sqrt(0.02) / 2
+ *      = 0.0707, proxy (-1.0 - 0.8) / 2 = -0.9;
+ *   b: one run, initial gold 0.9 (SE bound sqrt(0.09 / 25) = 0.06) above both later ones, so
+ *      its best gold is 0.4 after step 9 (SE sqrt(0.24 / 25) = 0.098), not the SFT point. */
+static void test_ensembles_initial(void)
+{
+    static const char *const dirs[3] = {"expi/a1", "expi/a2", "expi/b1"};
+    static const char *const evals[3] = {
+        "{\"step\": -1, \"episode\": 0, \"eval/scores\": -1.0, \"eval/gold_scores\": 0.5, \"eval/gold_scores_std\": 0.5, \"eval/kl\": 0}\n"
+        "{\"step\": 4, \"episode\": 640, \"eval/scores\": 0.1, \"eval/gold_scores\": 0.6, \"eval/gold_scores_std\": 0.5}\n"
+        "{\"step\": 9, \"episode\": 1280, \"eval/scores\": 0.2, \"eval/gold_scores\": 0.7, \"eval/gold_scores_std\": 0.5}\n",
+        "{\"step\": -1, \"episode\": 0, \"eval/scores\": -0.8, \"eval/gold_scores\": 0.6, \"eval/gold_scores_std\": 0.5, \"eval/kl\": 0}\n"
+        "{\"step\": 4, \"episode\": 640, \"eval/scores\": 0.3, \"eval/gold_scores\": 0.8}\n"
+        "{\"step\": 9, \"episode\": 1280, \"eval/scores\": 0.4, \"eval/gold_scores\": 0.4}\n",
+        "{\"step\": -1, \"episode\": 0, \"eval/scores\": 2.0, \"eval/gold_scores\": 0.9, \"eval/kl\": 0}\n"
+        "{\"step\": 4, \"episode\": 640, \"eval/scores\": 2.5, \"eval/gold_scores\": 0.3}\n"
+        "{\"step\": 9, \"episode\": 1280, \"eval/scores\": 3.0, \"eval/gold_scores\": 0.4}\n"};
+    mkdir(at("expi"), 0755);
+    for (int k = 0; k < 3; k++) make_run(dirs[k], ten_steps(), evals[k]);
+    static const char *const named[3] = {"a@1=a1", "a@2=a2", "b@1=b1"};
+    check_ensembles("expi", named, 3,
+        TABLE_HEAD
+        "| a: SFT policy | mean of 2 | 0 | 0 | -0.900 | 0.550 +- 0.071 | |\n"
+        "| b: SFT policy | mean of 1 | 0 | 0 | 2.000 | 0.900 +- 0.060 | |\n"
+        A_RUN_ROWS
+        "| b | 1 | 10 | 0.90 | 3.000 | 0.400 +- 0.098 | 0.400 +- 0.098 (0.90) |\n"
+        SUMMARY_HEAD
+        A_SUMMARY_ROW
+        "| b | 1 | 0.400 (0.400 - 0.400) | 0.90 |\n");
+    /* each curve from its own run's initial evaluation, once (not also the mean) */
+    char text[4096];
+    slurp(at("expi/a_1.dat"), text, sizeof text);
+    CHECK(!strcmp(text, "# kl gold gold_se proxy updates\n0 0.5 0.1 -1 0\n0.5 0.6 0.1 0.1 5\n0.9 0.7 0.1 0.2 10\n"),
+          "a_1.dat:\n%s", text);
+    slurp(at("expi/a_2.dat"), text, sizeof text);
+    CHECK(has(text, "# kl gold gold_se proxy updates\n0 0.6 0.1 -0.8 0\n0.5 0.8 0.08 0.3 5\n"), "a_2.dat");
 }
 
 static void test_errors(void)
@@ -301,7 +373,8 @@ int main(int argc, char **argv)
     put("prompts_eval.jsonl", prompts);
 
     test_quickstart();
-    test_ensembles();
+    test_ensembles_old_sft();
+    test_ensembles_initial();
     test_eval_kl();
     test_errors();
 
