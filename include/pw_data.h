@@ -38,6 +38,9 @@ typedef struct PwDataOpts {
     int max_len;          /* prompt + response (each of chosen/rejected); 0 = no limit. Set it
                            * to the model's n_positions so every kept example fits. */
     PwOverlong overlong;
+    int vocab_size;       /* every id (given or encoded) must lie in [0, vocab_size): the model's
+                           * vocabulary; 0 = the tokenizer's. Required when tok is NULL, which
+                           * only PW_DATA_PROMPTS files of {"input_ids"} lines allow. */
 } PwDataOpts;
 
 /* Token layout: prompt = encode(prompt) + [SEP]; response = encode(response) + [EOS] (a
@@ -54,6 +57,7 @@ typedef struct PwDataset {
     int *resp_off, *resp_len;       /* (n * nresp) */
     int *tok;              /* (ntok) */
     size_t ntok;
+    int *line;             /* (n) the file line each example came from, for messages */
     int lines;             /* non-blank lines read */
     int dropped;           /* over a limit with PW_OVERLONG_DROP */
     int truncated;         /* cut with PW_OVERLONG_TRUNCATE */
@@ -64,7 +68,7 @@ typedef struct PwDataset {
 /* Reads one JSONL file of the given shape. A malformed line (bad JSON, a missing or mistyped
  * field, an id outside the vocabulary, an HH pair whose texts do not share the prompt) fails
  * with "FILE:LINE: field \"name\": what is wrong"; an empty file or one whose every example was
- * dropped also fails. Blank lines are skipped. */
+ * dropped also fails ("'FILE' holds no prompt|example"). Blank lines are skipped. */
 int pw_dataset_load(PwDataset *d, const char *path, const PwDataOpts *o, PwErr *err);
 void pw_dataset_free(PwDataset *d);
 

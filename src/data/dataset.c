@@ -36,6 +36,7 @@ void pw_dataset_free(PwDataset *d)
     free(d->resp_off);
     free(d->resp_len);
     free(d->tok);
+    free(d->line);
     memset(d, 0, sizeof *d);
 }
 
@@ -91,9 +92,15 @@ typedef struct Loader {
     const PwDataOpts *o;
     const char *path;
     int line;
-    IntVec tok, poff, plen, roff, rlen;
+    IntVec tok, poff, plen, roff, rlen, lines;
     IntVec prompt, resp[2];
 } Loader;
+
+/* The vocabulary every id must fall in: the model's when given, else the tokenizer's. */
+static int vocab_of(const PwDataOpts *o)
+{
+    return o->vocab_size > 0 ? o->vocab_size : o->tok->vocab_size;
+}
 
 static int field_error(Loader *L, PwErr *err, const char *field, const char *what)
 {
@@ -124,7 +131,7 @@ static const char *get_string(Loader *L, json_t *o, const char *name, const char
 /* Prompt ids given verbatim ({"input_ids": [...]}, the PPO roles' format). */
 static int read_ids(Loader *L, json_t *a, PwErr *err)
 {
-    int vocab = L->o->tok->vocab_size;
+    int vocab = vocab_of(L->o);
     size_t n = json_array_size(a);
     if (n == 0) return field_error(L, err, "input_ids", "empty: a prompt needs a token");
     L->prompt.n = 0;
@@ -258,15 +265,32 @@ static int read_example(Loader *L, json_t *o, PwErr *err)
         return -1;
     }
     PwErr terr;
+    if (p && !tk)
+        return field_error(L, err, "prompt", "a text prompt needs a tokenizer (data.tokenizer: "
+                           "bytes), or give {\"input_ids\": [...]}");
     if (p && encode_into(&L->prompt, tk, p, plen, tk->sep_id, &terr))
         return field_error(L, err, "prompt", terr.msg);
     static const char *const rname[2][2] = {{"response", "chosen"}, {"response", "rejected"}};
     for (int k = 0; k < nresp; k++)
         if (encode_into(&L->resp[k], tk, r[k], rlen[k], tk->eos_id, &terr))
             return field_error(L, err, rname[k][L->o->shape == PW_DATA_PREFS], terr.msg);
+    /* The tokenizer's ids may outrun a smaller model vocabulary (bytes need 259). */
+    if (L->o->vocab_size > 0 && p) {
+        const IntVec *v[3] = {&L->prompt, &L->resp[0], &L->resp[1]};
+        static const char *const vname[3] = {"prompt", "response", "rejected"};
+        for (int k = 0; k < 1 + nresp; k++)
+            for (size_t i = 0; i < v[k]->n; i++)
+                if (v[k]->v[i] >= L->o->vocab_size) {
+                    char what[160];
+                    snprintf(what, sizeof what, "encodes to token %d, outside the model's "
+                             "vocabulary [0, %d)", v[k]->v[i], L->o->vocab_size);
+                    return field_error(L, err, vname[k], what);
+                }
+    }
     int keep = apply_limits(L, nresp, err);
     if (keep <= 0) return keep;
-    if (append_slice(&L->tok, &L->prompt, &L->poff, &L->plen)) return pw_errf(err, "out of memory");
+    if (append_slice(&L->tok, &L->prompt, &L->poff, &L->plen) || vec_push(&L->lines, L->line))
+        return pw_errf(err, "out of memory");
     for (int k = 0; k < nresp; k++)
         if (append_slice(&L->tok, &L->resp[k], &L->roff, &L->rlen))
             return pw_errf(err, "out of memory");
@@ -286,8 +310,10 @@ int pw_dataset_load(PwDataset *d, const char *path, const PwDataOpts *o, PwErr *
     d->shape = o->shape;
     d->nresp = o->shape == PW_DATA_SFT ? 1 : o->shape == PW_DATA_PREFS ? 2 : 0;
     snprintf(d->path, sizeof d->path, "%s", path);
-    if (!o->tok) return pw_errf(err, "%s: no tokenizer given", path);
-    d->pad_id = o->tok->pad_id >= 0 ? o->tok->pad_id : 0;
+    if (!o->tok && (o->shape != PW_DATA_PROMPTS || o->vocab_size <= 0))
+        return pw_errf(err, "%s: no tokenizer given (only prompt files of token ids with a "
+                       "vocabulary size can do without)", path);
+    d->pad_id = o->tok && o->tok->pad_id >= 0 ? o->tok->pad_id : 0;
     FILE *f = fopen(path, "r");
     if (!f) return pw_errf(err, "cannot open '%s': %s", path, strerror(errno));
     Loader L = {.d = d, .o = o, .path = path};
@@ -317,8 +343,10 @@ int pw_dataset_load(PwDataset *d, const char *path, const PwDataOpts *o, PwErr *
     if (!rc && d->n == 0)
         rc = d->dropped ? pw_errf(err, "%s: all %d examples are over the length limits and "
                                   "were dropped", path, d->dropped)
-                        : pw_errf(err, "%s: holds no example", path);
+                        : pw_errf(err, "'%s' holds no %s", path,
+                                  o->shape == PW_DATA_PROMPTS ? "prompt" : "example");
     d->tok = L.tok.v;
+    d->line = L.lines.v;
     d->ntok = L.tok.n;
     d->prompt_off = L.poff.v;
     d->prompt_len = L.plen.v;

@@ -35,7 +35,9 @@ int pw_dataset_subset(PwDataset *out, const PwDataset *src, const int *idx, int 
     out->resp_off = malloc((nr + 1) * sizeof(int));
     out->resp_len = malloc((nr + 1) * sizeof(int));
     out->tok = malloc((ntok + 1) * sizeof(int));
-    if (!out->prompt_off || !out->prompt_len || !out->resp_off || !out->resp_len || !out->tok) {
+    out->line = malloc(((size_t)n + 1) * sizeof(int));
+    if (!out->prompt_off || !out->prompt_len || !out->resp_off || !out->resp_len || !out->tok ||
+        !out->line) {
         pw_dataset_free(out);
         return pw_errf(err, "%s: out of memory", src->path);
     }
@@ -44,6 +46,7 @@ int pw_dataset_subset(PwDataset *out, const PwDataset *src, const int *idx, int 
         int r = idx[i], total = src->prompt_len[r];
         out->prompt_off[i] = (int)at;
         out->prompt_len[i] = src->prompt_len[r];
+        out->line[i] = src->line[r];
         memcpy(out->tok + at, src->tok + src->prompt_off[r], (size_t)src->prompt_len[r] * sizeof(int));
         at += (size_t)src->prompt_len[r];
         for (int k = 0; k < src->nresp; k++) {

@@ -1,7 +1,5 @@
 /* data.c: the prompt data set (JSONL of token ids, or text through a tokenizer), its per-epoch
  * order, the random streams of the roles, and the rollout rows every role builds for its block. */
-#include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,151 +16,22 @@ void *pw_roles_alloc(size_t bytes)
 
 /* ------------------------------------------------------------------------------ prompts */
 
-static int add_prompt(PwPrompts *d, int *cap, int *tcap, size_t *ntok, const int *ids, int len)
-{
-    if (d->n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        int *o = realloc(d->off, (size_t)*cap * sizeof *o),
-            *l = realloc(d->len, (size_t)*cap * sizeof *l);
-        if (o) d->off = o;
-        if (l) d->len = l;
-        if (!o || !l) return -1;
-    }
-    if (*ntok + (size_t)len > (size_t)*tcap) {
-        while (*ntok + (size_t)len > (size_t)*tcap) *tcap = *tcap ? 2 * *tcap : 1024;
-        int *t = realloc(d->tok, (size_t)*tcap * sizeof *t);
-        if (!t) return -1;
-        d->tok = t;
-    }
-    memcpy(d->tok + *ntok, ids, (size_t)len * sizeof *ids);
-    d->off[d->n] = (int)*ntok;
-    d->len[d->n] = len;
-    d->n++;
-    *ntok += (size_t)len;
-    if (len > d->max_len) d->max_len = len;
-    return 0;
-}
-
-/* {"input_ids": [...]} lines, read here: no tokenizer is configured. */
-static int load_ids(PwPrompts *d, const char *path, int vocab, int max_len, int context,
-                    PwErr *err)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return pw_errf(err, "data.prompts: cannot open '%s': %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    int pcap = 0, tcap = 0, lineno = 0, rc = 0;
-    size_t ntok = 0;
-    int *ids = NULL;
-    while (getline(&line, &cap, f) >= 0) {
-        lineno++;
-        char *p = line;
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
-        if (!*p) continue; /* blank lines are not prompts */
-        json_error_t je;
-        json_t *o = json_loads(p, 0, &je);
-        json_t *a = o ? json_object_get(o, "input_ids") : NULL;
-        if (o && !a && json_is_string(json_object_get(o, "prompt"))) {
-            rc = pw_errf(err, "%s:%d: a text prompt needs a tokenizer: set data.tokenizer "
-                         "(bytes), or give {\"input_ids\": [...]}", path, lineno);
-            json_decref(o);
-            break;
-        }
-        if (!o || !json_is_array(a)) {
-            rc = pw_errf(err, "%s:%d: expected a JSON object with an \"input_ids\" array%s%s",
-                         path, lineno, o ? "" : ": ", o ? "" : je.text);
-            json_decref(o);
-            break;
-        }
-        int len = (int)json_array_size(a);
-        if (len == 0) {
-            rc = pw_errf(err, "%s:%d: empty \"input_ids\": a prompt needs at least one token",
-                         path, lineno);
-            json_decref(o);
-            break;
-        }
-        int *grown = realloc(ids, (size_t)len * sizeof *ids);
-        if (!grown) {
-            rc = pw_errf(err, "%s: out of memory", path);
-            json_decref(o);
-            break;
-        }
-        ids = grown;
-        for (int i = 0; i < len && !rc; i++) {
-            json_t *v = json_array_get(a, (size_t)i);
-            json_int_t t = json_is_integer(v) ? json_integer_value(v) : -1;
-            if (t < 0 || t >= vocab)
-                rc = pw_errf(err, "%s:%d: input_ids[%d] is not a token id in [0, %d) (the "
-                             "model's vocab_size)", path, lineno, i, vocab);
-            else ids[i] = (int)t;
-        }
-        json_decref(o);
-        if (rc) break;
-        if (len > max_len) { /* data.max_prompt_len: open-instruct drops longer prompts */
-            d->skipped++;
-            continue;
-        }
-        if (len > context) {
-            rc = pw_errf(err, "%s:%d: the prompt has %d tokens but the model context leaves room "
-                         "for at most %d (n_positions minus generation.max_new_tokens); lower "
-                         "data.max_prompt_len to skip it", path, lineno, len, context);
-            break;
-        }
-        if (add_prompt(d, &pcap, &tcap, &ntok, ids, len)) {
-            rc = pw_errf(err, "%s: out of memory", path);
-            break;
-        }
-    }
-    free(ids);
-    free(line);
-    fclose(f);
-    return rc;
-}
-
-/* Text (and id) prompts through the data-set reader, which adds SEP and applies max_len. */
-static int load_text(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab,
-                     int max_len, int context, PwErr *err)
-{
-    PwDataOpts o = {PW_DATA_PROMPTS, tok, max_len, 0, 0, PW_OVERLONG_DROP};
-    PwDataset ds;
-    PwErr e;
-    if (pw_dataset_load(&ds, path, &o, &e)) return pw_errf(err, "data.prompts: %s", e.msg);
-    int pcap = 0, tcap = 0, rc = 0;
-    size_t ntok = 0;
-    d->skipped = ds.dropped;
-    for (int i = 0; i < ds.n && !rc; i++) {
-        const int *ids = ds.tok + ds.prompt_off[i];
-        int len = ds.prompt_len[i];
-        for (int t = 0; t < len && !rc; t++)
-            if (ids[t] < 0 || ids[t] >= vocab)
-                rc = pw_errf(err, "%s: prompt %d: token %d is not an id in [0, %d) (the model's "
-                             "vocab_size)", path, i + 1, ids[t], vocab);
-        if (!rc && len > context)
-            rc = pw_errf(err, "%s: prompt %d has %d tokens (SEP included) but the model context "
-                         "leaves room for at most %d (n_positions minus "
-                         "generation.max_new_tokens); lower data.max_prompt_len to skip it", path,
-                         i + 1, len, context);
-        if (!rc && add_prompt(d, &pcap, &tcap, &ntok, ids, len))
-            rc = pw_errf(err, "%s: out of memory", path);
-    }
-    pw_dataset_free(&ds);
-    return rc;
-}
-
 int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab, int max_len,
                     int context, PwErr *err)
 {
     memset(d, 0, sizeof *d);
     d->perm_epoch = -1;
-    d->pad_id = tok && tok->pad_id >= 0 ? tok->pad_id : 0;
-    snprintf(d->path, sizeof d->path, "%s", path);
-    int rc = tok ? load_text(d, path, tok, vocab, max_len, context, err)
-                 : load_ids(d, path, vocab, max_len, context, err);
-    if (!rc && d->n == 0)
-        rc = d->skipped ? pw_errf(err, "%s: all %d prompts are longer than data.max_prompt_len "
-                                  "(%d)", path, d->skipped, max_len)
-                        : pw_errf(err, "data.prompts: '%s' holds no prompt", path);
-    if (!rc) d->perm = malloc((size_t)d->n * sizeof *d->perm);
+    PwDataOpts o = {PW_DATA_PROMPTS, tok, max_len, 0, 0, PW_OVERLONG_DROP, vocab};
+    PwErr e;
+    if (pw_dataset_load(&d->ds, path, &o, &e)) return pw_errf(err, "data.prompts: %s", e.msg);
+    int rc = 0;
+    for (int i = 0; i < d->ds.n && !rc; i++)
+        if (d->ds.prompt_len[i] > context)
+            rc = pw_errf(err, "%s:%d: the prompt has %d tokens but the model context leaves room "
+                         "for at most %d (n_positions minus generation.max_new_tokens); lower "
+                         "data.max_prompt_len to skip it", path, d->ds.line[i],
+                         d->ds.prompt_len[i], context);
+    if (!rc) d->perm = malloc((size_t)d->ds.n * sizeof *d->perm);
     if (!rc && !d->perm) rc = pw_errf(err, "%s: out of memory", path);
     if (rc) pw_prompts_free(d);
     return rc;
@@ -170,21 +39,20 @@ int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int 
 
 void pw_prompts_free(PwPrompts *d)
 {
-    free(d->off);
-    free(d->len);
-    free(d->tok);
+    pw_dataset_free(&d->ds);
     free(d->perm);
     memset(d, 0, sizeof *d);
 }
 
 int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode)
 {
-    int64_t epoch = episode / d->n;
+    int n = d->ds.n;
+    int64_t epoch = episode / n;
     if (epoch != d->perm_epoch) { /* Fisher-Yates from (seed, epoch): the same on every rank */
-        pw_rng_shuffle(d->perm, d->n, pw_rng_tuple(seed, 0x5eedda7aull, (uint64_t)epoch));
+        pw_rng_shuffle(d->perm, n, pw_rng_tuple(seed, 0x5eedda7aull, (uint64_t)epoch));
         d->perm_epoch = epoch;
     }
-    return d->perm[episode % d->n];
+    return d->perm[episode % n];
 }
 
 /* --------------------------------------------------------------------------------- rows */
@@ -224,9 +92,10 @@ int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N,
     r->tgt = pw_roles_alloc(nt * sizeof(int));
     for (int b = 0; b < n; b++) {
         int id = N > 0 ? pw_prompts_pick(d, seed, step * (int64_t)N + r0 + b) : (int)(r0 + b);
-        int len = d->len[id], pad = P - len;
+        int len = d->ds.prompt_len[id], pad = P - len;
         for (int t = 0; t < P; t++) {
-            r->prompt[(size_t)b * P + t] = t < pad ? d->pad_id : d->tok[d->off[id] + t - pad];
+            r->prompt[(size_t)b * P + t] =
+                t < pad ? d->ds.pad_id : d->ds.tok[d->ds.prompt_off[id] + t - pad];
             r->pmask[(size_t)b * P + t] = t >= pad;
         }
     }

@@ -266,10 +266,10 @@ static void eval_report(PwRun *r, Eval *ev, int64_t step)
 
 void pw_eval_run(PwRun *r, int64_t step)
 {
-    PwPrompts *d = r->eval_data.n ? &r->eval_data : &r->data;
+    PwPrompts *d = r->eval_data.ds.n ? &r->eval_data : &r->data;
     int P = 1;
     for (int i = 0; i < r->eval_n; i++)
-        if (d->len[i] > P) P = d->len[i];
+        if (d->ds.prompt_len[i] > P) P = d->ds.prompt_len[i];
     Eval ev;
     memset(&ev, 0, sizeof ev);
     PwXfer x = {0};

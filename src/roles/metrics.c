@@ -15,7 +15,7 @@ void pw_metrics_write(PwRun *r, int64_t step)
     json_object_set_new(o, "step", json_integer(step));
     json_object_set_new(o, "episode", json_integer((step + 1) * r->s.N));
     put(o, "lr", st[PW_ST_LR]);
-    put(o, "epoch", (double)((step + 1) * r->s.N) / r->data.n); /* passes over the prompts */
+    put(o, "epoch", (double)((step + 1) * r->s.N) / r->data.ds.n); /* passes over the prompts */
     put(o, "objective/kl", st[PW_ST_KL] / N);
     put(o, "objective/scores", st[PW_ST_SCORE] / N);
     put(o, "objective/rlhf_reward", st[PW_ST_RLHF] / N);

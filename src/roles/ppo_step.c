@@ -99,7 +99,7 @@ static int step_width(PwRun *r, int64_t step)
     int P = 1;
     for (int i = 0; i < r->s.N; i++) {
         int id = pw_prompts_pick(&r->data, r->s.seed, step * r->s.N + i);
-        if (r->data.len[id] > P) P = r->data.len[id];
+        if (r->data.ds.prompt_len[id] > P) P = r->data.ds.prompt_len[id];
     }
     return P;
 }

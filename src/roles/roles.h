@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "pw_comm.h"
+#include "pw_data.h"
 #include "pw_common.h"
 #include "pw_message.h"
 #include "pw_model.h"
@@ -57,23 +58,16 @@ int pw_settings_from_config(PwSettings *s, const struct PwConfig *cfg, PwErr *er
 /* ============================================================================== prompts === */
 
 typedef struct PwPrompts {
-    char path[512];
-    int n;          /* prompts kept */
-    int *off, *len; /* (n) into tok */
-    int *tok;
-    int max_len;    /* longest kept prompt: the prompt width of every batch */
-    int skipped;    /* longer than data.max_prompt_len */
-    int *perm;      /* order of the epoch `perm_epoch` */
+    PwDataset ds;       /* the prompts (pw_data.h): ds.n kept, ds.max_total the widest */
+    int *perm;          /* order of the epoch `perm_epoch` */
     int64_t perm_epoch;
-    int pad_id;     /* what the rows' prompts are left-padded with */
 } PwPrompts;
 
-/* Reads the JSONL file. Without a tokenizer: one {"input_ids": [...]} per line, ids in
- * [0, vocab). With one (data.tokenizer), pw_data.h reads it: {"prompt": "text"} lines become
- * the text's tokens + SEP, {"input_ids"} lines are taken as they are, and rows are padded with
- * the tokenizer's PAD. A prompt longer than max_len is skipped (data.max_prompt_len); one longer
- * than `context` is an error naming it, as is an empty file or one whose every prompt was
- * skipped. */
+/* Reads the JSONL file through pw_data.h: {"input_ids": [...]} lines as they are, ids in
+ * [0, vocab); with a tokenizer (data.tokenizer) also {"prompt": "text"} lines, which become the
+ * text's tokens + SEP, and rows are padded with the tokenizer's PAD. A prompt longer than
+ * max_len is skipped (data.max_prompt_len); one longer than `context` is an error naming its
+ * line, as is an empty file or one whose every prompt was skipped. */
 int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab, int max_len,
                     int context, PwErr *err);
 void pw_prompts_free(PwPrompts *d);

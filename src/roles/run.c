@@ -186,15 +186,15 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
                        r->stop_id, r->V);
     if (pw_prompts_load(&r->data, s->prompts, r->tok, r->V, s->max_prompt_len, ctx - r->R, err))
         return -1;
-    r->maxT = r->data.max_len + r->R;
+    r->maxT = r->data.ds.max_total + r->R;
     if (s->eval_every > 0) { /* the evaluation prompts: their own file, or the training file */
         if (s->eval_prompts && *s->eval_prompts) {
             if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->tok, r->V, s->max_prompt_len,
                                 ctx - r->R, err))
                 return -1;
-            if (r->eval_data.max_len + r->R > r->maxT) r->maxT = r->eval_data.max_len + r->R;
+            if (r->eval_data.ds.max_total + r->R > r->maxT) r->maxT = r->eval_data.ds.max_total + r->R;
         }
-        int avail = r->eval_data.n ? r->eval_data.n : r->data.n;
+        int avail = r->eval_data.ds.n ? r->eval_data.ds.n : r->data.ds.n;
         r->eval_n = (int)(s->eval_num < avail ? s->eval_num : avail);
     }
     r->gold_token = -1;

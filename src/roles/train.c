@@ -224,7 +224,7 @@ static int load_data(PwTrainer *t, int n_positions, PwErr *err)
         return pw_errf(err, "--max-len %d exceeds the model's n_positions %d", max_len,
                        n_positions);
     PwDataOpts o = {t->shape, t->tok, a->max_prompt_len, a->max_response_len, max_len,
-                    a->overlong};
+                    a->overlong, 0};
     if (!vp) {
         PwDataset all;
         if (pw_dataset_load(&all, tp, &o, err)) return -1;

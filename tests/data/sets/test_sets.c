@@ -31,7 +31,7 @@ static int ids_eq(const int *a, const int *b, int n)
 
 static PwDataOpts opts(PwDataShape s)
 {
-    PwDataOpts o = {s, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP};
+    PwDataOpts o = {s, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP, 0};
     return o;
 }
 
@@ -276,6 +276,58 @@ static void test_split(void)
     pw_dataset_free(&va);
 }
 
+/* Prompt files of token ids need no tokenizer, only the model's vocabulary; text then needs
+ * one. vocab_size bounds encoded text too (bytes reach 258), every example keeps its file line
+ * (blank lines counted) through a split, and an empty prompt file says so in those words. */
+static void test_ids_without_tokenizer(void)
+{
+    const char *p = put("ids.jsonl", "{\"input_ids\": [3, 1, 4]}\n"
+                                     "\n"
+                                     "{\"input_ids\": [9]}\n"
+                                     "{\"input_ids\": [2, 6]}\n");
+    PwDataOpts o = {PW_DATA_PROMPTS, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10};
+    PwDataset d, tr, va;
+    PwErr err = {{0}};
+    CHECK(pw_dataset_load(&d, p, &o, &err) == 0, "%s", err.msg);
+    CHECK(d.n == 3 && d.pad_id == 0, "n %d pad %d", d.n, d.pad_id);
+    CHECK(d.line[0] == 1 && d.line[1] == 3 && d.line[2] == 4, "lines %d %d %d", d.line[0],
+          d.line[1], d.line[2]);
+    int want[] = {3, 1, 4, 9, 2, 6};
+    CHECK(d.ntok == 6 && ids_eq(d.tok, want, 6), "ids verbatim");
+    CHECK(pw_dataset_split(&d, 0.34, 5, &tr, &va, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < va.n; i++)
+        CHECK(va.line[i] == (va.prompt_len[i] == 3 ? 1 : va.prompt_len[i] == 1 ? 3 : 4),
+              "split keeps line %d for a prompt of %d ids", va.line[i], va.prompt_len[i]);
+    pw_dataset_free(&tr);
+    pw_dataset_free(&va);
+    pw_dataset_free(&d);
+
+    p = put("ids_big.jsonl", "{\"input_ids\": [3]}\n{\"input_ids\": [10]}\n");
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "ids_big.jsonl:2:") &&
+          strstr(err.msg, "not a token id in [0, 10)"), "id past vocab_size: %s", err.msg);
+    p = put("text_no_tok.jsonl", "{\"input_ids\": [3]}\n{\"prompt\": \"hi\"}\n");
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "text_no_tok.jsonl:2:") &&
+          strstr(err.msg, "needs a tokenizer"), "text without a tokenizer: %s", err.msg);
+    PwDataOpts sft = {PW_DATA_SFT, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10};
+    CHECK(pw_dataset_load(&d, p, &sft, &err) != 0 && strstr(err.msg, "no tokenizer given"),
+          "sft without a tokenizer: %s", err.msg);
+
+    /* bytes encode '~' as 126 and add SEP 258: past a 200-token model, within a 259 one */
+    p = put("text_vocab.jsonl", "{\"prompt\": \"~\"}\n");
+    PwDataOpts small = {PW_DATA_PROMPTS, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP, 200};
+    CHECK(pw_dataset_load(&d, p, &small, &err) != 0 && strstr(err.msg, "text_vocab.jsonl:1:") &&
+          strstr(err.msg, "encodes to token 258, outside the model's vocabulary [0, 200)"),
+          "encoded id past vocab_size: %s", err.msg);
+    small.vocab_size = 259;
+    CHECK(pw_dataset_load(&d, p, &small, &err) == 0 && d.n == 1 && d.tok[0] == 126 &&
+          d.tok[1] == 258, "fits 259: %s", err.msg);
+    pw_dataset_free(&d);
+
+    p = put("no_prompts.jsonl", "\n");
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "no_prompts.jsonl' holds no prompt"),
+          "empty prompt file: %s", err.msg);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/pw_sets_XXXXXX");
@@ -287,6 +339,7 @@ int main(void)
     test_overlong();
     test_order_and_shard();
     test_split();
+    test_ids_without_tokenizer();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
