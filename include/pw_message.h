@@ -7,17 +7,7 @@
 #include <stdint.h>
 
 #include "pw_comm.h"
-
-typedef enum PwDtype {
-    PW_DTYPE_F32 = 0,
-    PW_DTYPE_F64,
-    PW_DTYPE_BF16,
-    PW_DTYPE_F16,
-    PW_DTYPE_I32,
-    PW_DTYPE_I64,
-    PW_DTYPE_U8,
-    PW_DTYPE_COUNT
-} PwDtype;
+#include "pw_tensor.h" /* PwTensor, PwDtype */
 
 /* What a message carries; one value per arrow of the PPO step in docs/architecture.md. */
 typedef enum PwMsgKind {
@@ -36,24 +26,7 @@ typedef enum PwMsgKind {
     PW_MSG_KIND_COUNT
 } PwMsgKind;
 
-#define PW_MAX_DIMS 6
-
-/* A tensor as the runtime sees it: contiguous, row-major, on the host or a GPU. */
-typedef struct PwTensor {
-    void *data;
-    PwDtype dtype;
-    int ndim;
-    int64_t shape[PW_MAX_DIMS];
-    PwDevice device;
-} PwTensor;
-
-size_t pw_dtype_size(PwDtype t);
-const char *pw_dtype_name(PwDtype t);
 const char *pw_msg_kind_name(PwMsgKind k);
-int64_t pw_tensor_numel(const PwTensor *t);
-size_t pw_tensor_bytes(const PwTensor *t);
-/* A host tensor over `data` with the given shape (ndim <= PW_MAX_DIMS). */
-PwTensor pw_tensor_host(void *data, PwDtype dtype, int ndim, const int64_t *shape);
 
 /* The header as it travels: fixed size, little-endian hosts only (one job, one architecture). */
 #define PW_MSG_MAGIC 0x50574d53u /* "PWMS" */

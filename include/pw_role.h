@@ -4,6 +4,8 @@
 #ifndef PW_ROLE_H
 #define PW_ROLE_H
 
+#include "pw_tensor.h" /* PwDevice */
+
 typedef enum PwRole {
     PW_ROLE_ACTOR = 0,
     PW_ROLE_REFERENCE,
@@ -13,7 +15,6 @@ typedef enum PwRole {
     PW_ROLE_COUNT
 } PwRole;
 
-typedef enum PwDevice { PW_DEVICE_CPU = 0, PW_DEVICE_CUDA } PwDevice;
 
 #define PW_MAX_RANKS 4096
 

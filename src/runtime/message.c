@@ -10,42 +10,13 @@
 /* ---------------------------------------------------------------------------------------------
  * Types, names, tags */
 
-static const size_t dtype_sizes[PW_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1};
-static const char *const dtype_names[PW_DTYPE_COUNT] = {"f32", "f64", "bf16", "f16",
-                                                        "i32", "i64", "u8"};
 static const char *const kind_names[PW_MSG_KIND_COUNT] = {
     "prompts", "tokens", "mask", "logp_ref", "logp_old", "values", "scores", "returns", "weights",
     "report", "control", "test"};
 
-size_t pw_dtype_size(PwDtype t) { return (t >= 0 && t < PW_DTYPE_COUNT) ? dtype_sizes[t] : 0; }
-const char *pw_dtype_name(PwDtype t) { return (t >= 0 && t < PW_DTYPE_COUNT) ? dtype_names[t] : "?"; }
 const char *pw_msg_kind_name(PwMsgKind k)
 {
     return (k >= 0 && k < PW_MSG_KIND_COUNT) ? kind_names[k] : "?";
-}
-
-int64_t pw_tensor_numel(const PwTensor *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-    return n;
-}
-
-size_t pw_tensor_bytes(const PwTensor *t)
-{
-    return (size_t)pw_tensor_numel(t) * pw_dtype_size(t->dtype);
-}
-
-PwTensor pw_tensor_host(void *data, PwDtype dtype, int ndim, const int64_t *shape)
-{
-    PwTensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dtype;
-    t.ndim = ndim < 0 ? 0 : (ndim > PW_MAX_DIMS ? PW_MAX_DIMS : ndim);
-    for (int i = 0; i < t.ndim; i++) t.shape[i] = shape[i];
-    t.device = PW_DEVICE_CPU;
-    return t;
 }
 
 /* Tag = (kind, source role, destination role, header|payload). The source and destination
