@@ -45,6 +45,21 @@ void pw_attention_forward(float *out, float *att, const float *qkv, const int *m
 void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                            const int *mask, int B, int T, int C, int NH);
 
+/* ---- attention of N new tokens over a KV cache (generation). The tokens come in nseg
+ * segments: segment s is tokens seg_off[s] .. seg_off[s+1]-1 (seg_off[nseg] = N) of cache row
+ * seg_row[s], and they take that row's slots seg_slot0[s], seg_slot0[s] + 1, ... (a slot is the
+ * token's position: a row's real tokens fill its slots from 0, whatever the padding of its
+ * batch). Each token's k and v (from qkv (N,3C)) are written to its slots of one layer's
+ * kcache and vcache (maxB, NH, maxT, hs) first; then its query attends to slots 0 .. its own.
+ * No slot below that is padding, so no mask is needed. out (N,C). scores: (nseg, NH, maxT)
+ * floats of scratch (the CUDA twin needs none and accepts NULL). */
+void pw_attention_cache_forward(float *out, float *kcache, float *vcache, float *scores,
+                                const float *qkv, const int *seg_row, const int *seg_off,
+                                const int *seg_slot0, int nseg, int N, int maxT, int C, int NH);
+
+/* ---- dst (n,C) = rows rows[0..n) of src (.,C) */
+void pw_gather_rows(float *dst, const float *src, const int *rows, int n, int C);
+
 /* ---- GELU, tanh approximation (GPT-2's "gelu_new") */
 void pw_gelu_forward(float *out, const float *inp, size_t N);
 void pw_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);

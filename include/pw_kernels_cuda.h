@@ -72,6 +72,18 @@ void pw_attention_forward_cuda(float *out, float *att, const float *qkv, const i
 void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv, const float *att,
                                 const int *mask, int B, int T, int C, int NH, cudaStream_t stream);
 
+/* ---- attention over a KV cache (generation): one launch stores every token's k and v, a
+ * second gives each (token, head) a block that attends with an online softmax, so `scores`
+ * (the CPU twin's scratch) is not used and may be NULL. seg_row, seg_off and seg_slot0 are
+ * device arrays; N (= seg_off[nseg]) is passed from the host. */
+void pw_attention_cache_forward_cuda(float *out, float *kcache, float *vcache, float *scores,
+                                     const float *qkv, const int *seg_row, const int *seg_off,
+                                     const int *seg_slot0, int nseg, int N, int maxT, int C,
+                                     int NH, cudaStream_t stream);
+/* ---- dst (n,C) = rows rows[0..n) of src; rows is a device array */
+void pw_gather_rows_cuda(float *dst, const float *src, const int *rows, int n, int C,
+                         cudaStream_t stream);
+
 /* ---- GELU, residual */
 void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream);
 void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,

@@ -1,0 +1,87 @@
+/* pw_ops.h: one table of every kernel of pw_kernels.h plus device memory, with a CPU and a CUDA
+ * entry, so that the model is written once and runs on either device (docs/model.md). */
+#ifndef PW_OPS_H
+#define PW_OPS_H
+
+#include <stddef.h>
+
+#include "pw_common.h"
+#include "pw_tensor.h"
+
+typedef enum PwCopyKind { PW_COPY_H2D = 0, PW_COPY_D2H, PW_COPY_D2D } PwCopyKind;
+
+/* Each entry has the semantics of the pw_kernels.h function of the same name (backwards
+ * accumulate, NULL gradients are skipped, left-padding masks, NULL mask = all real), with the
+ * table as a first argument; pointers are device pointers of the table's device (host memory
+ * for the CPU table). Work is queued in order on the table's stream: a host that reads device
+ * memory goes through `copy`, which waits for everything queued before it. */
+typedef struct PwOps PwOps;
+struct PwOps {
+    PwDevice device;
+    int device_id;  /* the GPU of a CUDA table; 0 for the CPU */
+    void *stream;   /* cudaStream_t of a CUDA table; NULL for the CPU */
+    char name[16];  /* "cpu", "cuda:0" */
+
+    /* ---- memory. alloc returns zeroed memory, or NULL when the device has no room (the
+     * caller says how much it needed). copy is complete when it returns, in every direction. */
+    void *(*alloc)(const PwOps *o, size_t bytes);
+    void (*free)(const PwOps *o, void *p);
+    void (*copy)(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind);
+    void (*zero)(const PwOps *o, void *p, size_t bytes);
+    void (*sync)(const PwOps *o);
+    /* free and total bytes of the device (the CPU reports 0, 0: no fixed budget) */
+    void (*mem_info)(const PwOps *o, size_t *free_bytes, size_t *total_bytes);
+
+    /* ---- kernels */
+    void (*encoder_forward)(const PwOps *o, float *out, const int *inp, const int *pos,
+                            const float *wte, const float *wpe, int B, int T, int C);
+    void (*encoder_backward)(const PwOps *o, float *dwte, float *dwpe, const float *dout,
+                             const int *inp, const int *pos, int B, int T, int C);
+    void (*layernorm_forward)(const PwOps *o, float *out, float *mean, float *rstd,
+                              const float *inp, const float *weight, const float *bias, int N,
+                              int C);
+    void (*layernorm_backward)(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                               const float *dout, const float *inp, const float *weight,
+                               const float *mean, const float *rstd, int N, int C);
+    void (*matmul_forward)(const PwOps *o, float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int C, int OC);
+    void (*matmul_backward)(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N,
+                            int C, int OC);
+    void (*attention_forward)(const PwOps *o, float *out, float *att, const float *qkv,
+                              const int *mask, int B, int T, int C, int NH);
+    void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
+                               const float *att, const int *mask, int B, int T, int C, int NH);
+    void (*attention_cache_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
+                                    float *scores, const float *qkv, const int *seg_row,
+                                    const int *seg_off, const int *seg_slot0, int nseg, int N,
+                                    int maxT, int C, int NH);
+    void (*gelu_forward)(const PwOps *o, float *out, const float *inp, size_t N);
+    void (*gelu_backward)(const PwOps *o, float *dinp, const float *inp, const float *dout,
+                          size_t N);
+    void (*residual_forward)(const PwOps *o, float *out, const float *a, const float *b,
+                             size_t N);
+    void (*logprobs_forward)(const PwOps *o, float *logp, float *entropy, const float *logits,
+                             const int *targets, int N, int V);
+    void (*logprobs_backward)(const PwOps *o, float *dlogits, const float *logits,
+                              const int *targets, const float *dlogp, const float *dentropy,
+                              int N, int V);
+    void (*gather_rows)(const PwOps *o, float *dst, const float *src, const int *rows, int n,
+                        int C);
+    void (*adamw_update)(const PwOps *o, float *params, const float *grads, float *m, float *v,
+                         size_t n, float lr, float beta1, float beta2, float eps,
+                         float weight_decay, int t);
+    double (*sumsq)(const PwOps *o, const float *x, size_t n); /* waits: returns a host value */
+    void (*scale)(const PwOps *o, float *x, float s, size_t n);
+};
+
+/* The CPU table: static, never freed. */
+const PwOps *pw_ops_cpu(void);
+
+/* A table for `device` (and GPU device_id): the CPU one, or a CUDA one with a stream of its own
+ * on that GPU. NULL with a message when the CUDA backend was not built, or there is no such GPU. */
+const PwOps *pw_ops_open(PwDevice device, int device_id, PwErr *err);
+/* Release a table from pw_ops_open (its stream); the CPU table and NULL are ignored. */
+void pw_ops_close(const PwOps *o);
+
+#endif

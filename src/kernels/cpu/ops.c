@@ -1,0 +1,127 @@
+/* ops.c: the CPU entry of the kernel table (pw_ops.h): host memory, and each kernel of
+ * pw_kernels.h behind the table's calling convention (the table argument is not needed here). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_kernels.h"
+#include "pw_ops.h"
+#include "../ops_entries.h"
+
+static void *cpu_alloc(const PwOps *o, size_t bytes)
+{
+    (void)o;
+    return calloc(1, bytes ? bytes : 1);
+}
+static void cpu_free(const PwOps *o, void *p) { (void)o, free(p); }
+static void cpu_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind)
+{
+    (void)o, (void)kind;
+    if (bytes && dst != src) memmove(dst, src, bytes);
+}
+static void cpu_zero(const PwOps *o, void *p, size_t bytes) { (void)o, memset(p, 0, bytes); }
+static void cpu_sync(const PwOps *o) { (void)o; }
+static void cpu_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_bytes)
+{
+    (void)o;
+    *free_bytes = *total_bytes = 0;
+}
+
+static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *pos,
+                        const float *wte, const float *wpe, int B, int T, int C)
+{
+    (void)o, pw_encoder_forward(out, inp, pos, wte, wpe, B, T, C);
+}
+static void encoder_bwd(const PwOps *o, float *dwte, float *dwpe, const float *dout,
+                        const int *inp, const int *pos, int B, int T, int C)
+{
+    (void)o, pw_encoder_backward(dwte, dwpe, dout, inp, pos, B, T, C);
+}
+static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C)
+{
+    (void)o, pw_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+static void layernorm_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                          const float *dout, const float *inp, const float *weight,
+                          const float *mean, const float *rstd, int N, int C)
+{
+    (void)o, pw_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float *weight,
+                       const float *bias, int N, int C, int OC)
+{
+    (void)o, pw_matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                       const float *dout, const float *inp, const float *weight, int N, int C,
+                       int OC)
+{
+    (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+static void attention_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+                          const int *mask, int B, int T, int C, int NH)
+{
+    (void)o, pw_attention_forward(out, att, qkv, mask, B, T, C, NH);
+}
+static void attention_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
+                          const float *att, const int *mask, int B, int T, int C, int NH)
+{
+    (void)o, pw_attention_backward(dqkv, dout, qkv, att, mask, B, T, C, NH);
+}
+static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
+                                float *scores, const float *qkv, const int *seg_row,
+                                const int *seg_off, const int *seg_slot0, int nseg, int N,
+                                int maxT, int C, int NH)
+{
+    (void)o, pw_attention_cache_forward(out, kcache, vcache, scores, qkv, seg_row, seg_off,
+                                        seg_slot0, nseg, N, maxT, C, NH);
+}
+static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
+{
+    (void)o, pw_gelu_forward(out, inp, N);
+}
+static void gelu_bwd(const PwOps *o, float *dinp, const float *inp, const float *dout, size_t N)
+{
+    (void)o, pw_gelu_backward(dinp, inp, dout, N);
+}
+static void residual_fwd(const PwOps *o, float *out, const float *a, const float *b, size_t N)
+{
+    (void)o, pw_residual_forward(out, a, b, N);
+}
+static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
+                         const int *targets, int N, int V)
+{
+    (void)o, pw_logprobs_forward(logp, entropy, logits, targets, N, V);
+}
+static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
+                         const float *dlogp, const float *dentropy, int N, int V)
+{
+    (void)o, pw_logprobs_backward(dlogits, logits, targets, dlogp, dentropy, N, V);
+}
+static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
+{
+    (void)o, pw_gather_rows(dst, src, rows, n, C);
+}
+static void adamw(const PwOps *o, float *params, const float *grads, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+{
+    (void)o, pw_adamw_update(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
+}
+static double sumsq(const PwOps *o, const float *x, size_t n) { return (void)o, pw_sumsq(x, n); }
+static void scale(const PwOps *o, float *x, float s, size_t n) { (void)o, pw_scale(x, s, n); }
+
+static const PwOps cpu_ops = {
+    .device = PW_DEVICE_CPU,
+    .device_id = 0,
+    .stream = NULL,
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .mem_info = cpu_mem_info,
+    PW_OPS_KERNEL_ENTRIES,
+};
+
+const PwOps *pw_ops_cpu(void) { return &cpu_ops; }

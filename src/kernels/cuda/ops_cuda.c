@@ -1,0 +1,184 @@
+/* ops_cuda.c: the CUDA entry of the kernel table (pw_ops.h): device memory on one GPU, a stream
+ * of the table's own, and each CUDA twin of pw_kernels_cuda.h queued on that stream. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "pw_kernels_cuda.h"
+#include "pw_ops.h"
+#include "../ops_entries.h"
+
+#define S(o) ((cudaStream_t)(o)->stream)
+
+/* A failed runtime call here is a broken device or driver, not bad input: say what and where,
+ * and stop, as the kernels' own checks do. */
+static void check(cudaError_t rc, const char *what, const char *file, int line)
+{
+    if (rc == cudaSuccess) return;
+    fprintf(stderr, "CUDA error at %s:%d: %s: %s\n", file, line, what, cudaGetErrorString(rc));
+    abort();
+}
+#define CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+static void *cuda_alloc(const PwOps *o, size_t bytes)
+{
+    void *p = NULL;
+    CHECK(cudaSetDevice(o->device_id));
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is an answer, not a sticky error */
+        return NULL;
+    }
+    CHECK(cudaMemsetAsync(p, 0, bytes, S(o)));
+    return p;
+}
+static void cuda_free(const PwOps *o, void *p)
+{
+    if (!p) return;
+    CHECK(cudaStreamSynchronize(S(o))); /* queued work may still read it */
+    CHECK(cudaFree(p));
+}
+static void cuda_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind)
+{
+    static const enum cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                                cudaMemcpyDeviceToDevice};
+    if (!bytes) return;
+    CHECK(cudaMemcpyAsync(dst, src, bytes, kinds[kind], S(o)));
+    CHECK(cudaStreamSynchronize(S(o)));
+}
+static void cuda_zero(const PwOps *o, void *p, size_t bytes)
+{
+    if (bytes) CHECK(cudaMemsetAsync(p, 0, bytes, S(o)));
+}
+static void cuda_sync(const PwOps *o) { CHECK(cudaStreamSynchronize(S(o))); }
+static void cuda_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_bytes)
+{
+    CHECK(cudaSetDevice(o->device_id));
+    CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
+static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *pos,
+                        const float *wte, const float *wpe, int B, int T, int C)
+{
+    pw_encoder_forward_cuda(out, inp, pos, wte, wpe, B, T, C, S(o));
+}
+static void encoder_bwd(const PwOps *o, float *dwte, float *dwpe, const float *dout,
+                        const int *inp, const int *pos, int B, int T, int C)
+{
+    pw_encoder_backward_cuda(dwte, dwpe, dout, inp, pos, B, T, C, S(o));
+}
+static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C)
+{
+    pw_layernorm_forward_cuda(out, mean, rstd, inp, weight, bias, N, C, S(o));
+}
+static void layernorm_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                          const float *dout, const float *inp, const float *weight,
+                          const float *mean, const float *rstd, int N, int C)
+{
+    pw_layernorm_backward_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, S(o));
+}
+static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float *weight,
+                       const float *bias, int N, int C, int OC)
+{
+    pw_matmul_forward_cuda(out, inp, weight, bias, N, C, OC, S(o));
+}
+static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                       const float *dout, const float *inp, const float *weight, int N, int C,
+                       int OC)
+{
+    pw_matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, N, C, OC, S(o));
+}
+static void attention_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+                          const int *mask, int B, int T, int C, int NH)
+{
+    pw_attention_forward_cuda(out, att, qkv, mask, B, T, C, NH, S(o));
+}
+static void attention_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
+                          const float *att, const int *mask, int B, int T, int C, int NH)
+{
+    pw_attention_backward_cuda(dqkv, dout, qkv, att, mask, B, T, C, NH, S(o));
+}
+static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
+                                float *scores, const float *qkv, const int *seg_row,
+                                const int *seg_off, const int *seg_slot0, int nseg, int N,
+                                int maxT, int C, int NH)
+{
+    pw_attention_cache_forward_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
+                                    seg_slot0, nseg, N, maxT, C, NH, S(o));
+}
+static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
+{
+    pw_gelu_forward_cuda(out, inp, N, S(o));
+}
+static void gelu_bwd(const PwOps *o, float *dinp, const float *inp, const float *dout, size_t N)
+{
+    pw_gelu_backward_cuda(dinp, inp, dout, N, S(o));
+}
+static void residual_fwd(const PwOps *o, float *out, const float *a, const float *b, size_t N)
+{
+    pw_residual_forward_cuda(out, a, b, N, S(o));
+}
+static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
+                         const int *targets, int N, int V)
+{
+    pw_logprobs_forward_cuda(logp, entropy, logits, targets, N, V, S(o));
+}
+static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
+                         const float *dlogp, const float *dentropy, int N, int V)
+{
+    pw_logprobs_backward_cuda(dlogits, logits, targets, dlogp, dentropy, N, V, S(o));
+}
+static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
+{
+    pw_gather_rows_cuda(dst, src, rows, n, C, S(o));
+}
+static void adamw(const PwOps *o, float *params, const float *grads, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+{
+    pw_adamw_update_cuda(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t, S(o));
+}
+static double sumsq(const PwOps *o, const float *x, size_t n) { return pw_sumsq_cuda(x, n, S(o)); }
+static void scale(const PwOps *o, float *x, float s, size_t n) { pw_scale_cuda(x, s, n, S(o)); }
+
+PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    if (device_id < 0 || device_id >= n)
+        return pw_errf(err, "cuda:%d: this process sees %d GPU%s", device_id, n,
+                       n == 1 ? "" : "s"), NULL;
+    PwOps *o = calloc(1, sizeof *o);
+    if (!o) return pw_errf(err, "cuda:%d: out of host memory", device_id), NULL;
+    cudaStream_t s;
+    CHECK(cudaSetDevice(device_id));
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    *o = (PwOps){
+        .device = PW_DEVICE_CUDA,
+        .device_id = device_id,
+        .stream = s,
+        .alloc = cuda_alloc,
+        .free = cuda_free,
+        .copy = cuda_copy,
+        .zero = cuda_zero,
+        .sync = cuda_sync,
+        .mem_info = cuda_mem_info,
+        PW_OPS_KERNEL_ENTRIES,
+    };
+    snprintf(o->name, sizeof o->name, "cuda:%d", device_id);
+    return o;
+}
+
+void pw_ops_cuda_close(PwOps *o)
+{
+    if (!o) return;
+    CHECK(cudaSetDevice(o->device_id));
+    CHECK(cudaStreamSynchronize(S(o)));
+    pw_cuda_release(); /* cuBLAS handles bound to this stream go before it does */
+    CHECK(cudaStreamDestroy(S(o)));
+    free(o);
+}

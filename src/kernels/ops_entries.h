@@ -1,0 +1,16 @@
+/* ops_entries.h: the kernel entries of a PwOps table (private to src/kernels): both tables name
+ * their wrappers alike in their own file, so one list fills either and neither can miss one. */
+#ifndef PW_OPS_ENTRIES_H
+#define PW_OPS_ENTRIES_H
+
+#define PW_OPS_KERNEL_ENTRIES                                                                \
+    .encoder_forward = encoder_fwd, .encoder_backward = encoder_bwd,                         \
+    .layernorm_forward = layernorm_fwd, .layernorm_backward = layernorm_bwd,                 \
+    .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd,                             \
+    .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
+    .attention_cache_forward = attention_cache_fwd, .gelu_forward = gelu_fwd,                \
+    .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \
+    .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \
+    .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale
+
+#endif
