@@ -103,9 +103,12 @@ typedef struct PwRunningMoments {
 
 void pw_running_moments_init(PwRunningMoments *m);
 void pw_running_moments_update(PwRunningMoments *m, const float *x, int n);
+/* Fold in a batch given by its count, mean and sum of squared deviations (e.g. sums gathered
+ * from the ranks of a role: mean = sum / n, m2 = sumsq - sum * mean). */
+void pw_running_moments_merge(PwRunningMoments *m, double n, double mean, double m2);
 /* Unbiased variance of everything seen (0 when fewer than two values). */
 double pw_running_moments_var(const PwRunningMoments *m);
-/* x[i] = (x[i] - mean) / sqrt(var + 1e-8), in place. */
+/* x[i] = (x[i] - mean) / sqrt(var + 1e-8), in place (one division, not a reciprocal). */
 void pw_running_moments_normalize(const PwRunningMoments *m, float *x, int n);
 
 /* ================================================================================== GAE ==== */

@@ -21,12 +21,18 @@ void pw_running_moments_update(PwRunningMoments *m, const float *x, int n)
         double d = x[i] - bmean;
         bm2 += d * d;
     }
+    pw_running_moments_merge(m, n, bmean, bm2);
+}
+
+void pw_running_moments_merge(PwRunningMoments *m, double nb, double bmean, double bm2)
+{
+    if (nb <= 0) return;
     /* Chan et al.'s pairwise merge: exact for any split of the data, and stable where the
      * naive sum of squares would cancel after many steps. */
-    double na = m->count, nb = n, tot = na + nb;
+    double na = m->count, tot = na + nb;
     double delta = bmean - m->mean;
-    m->mean += delta * nb / tot;
     m->m2 += bm2 + delta * delta * na * nb / tot;
+    m->mean += delta * nb / tot;
     m->count = tot;
 }
 
@@ -37,6 +43,6 @@ double pw_running_moments_var(const PwRunningMoments *m)
 
 void pw_running_moments_normalize(const PwRunningMoments *m, float *x, int n)
 {
-    double inv = 1.0 / sqrt(pw_running_moments_var(m) + 1e-8);
-    for (int i = 0; i < n; i++) x[i] = (float)((x[i] - m->mean) * inv);
+    double sd = sqrt(pw_running_moments_var(m) + 1e-8);
+    for (int i = 0; i < n; i++) x[i] = (float)((x[i] - m->mean) / sd);
 }
