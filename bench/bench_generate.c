@@ -28,14 +28,15 @@ typedef struct Row {
     int mismatches; /* response tokens where the two ways disagree (float rounding only) */
 } Row;
 
-/* The baseline: each step runs pw_gpt2_forward on the whole (B, P + r) sequence so far and
+/* The baseline: each step runs pw_model_forward on the whole (B, P + r) sequence so far and
  * samples from its last column, with the same per-row streams as pw_generate, so both ways
  * should draw the same tokens. No stop token: every row runs R steps. */
-static double nocache(PwGPT2 *m, const int *prompt, int Bn, const PwSampleConfig *sc,
+static double nocache(PwModel *m, const int *prompt, int Bn, const PwSampleConfig *sc,
                       uint64_t seed, int *out)
 {
-    const int W = P + R, V = m->config.vocab_size;
+    const int W = P + R, V = pw_model_arch(m)->vocab_size;
     int *seq = malloc(sizeof(int) * Bn * W);
+    float *last = malloc(sizeof(float) * Bn * V);
     double *prob = malloc(sizeof(double) * V);
     int *work = malloc(sizeof(int) * V);
     uint64_t *rng = malloc(sizeof(uint64_t) * Bn);
@@ -48,23 +49,24 @@ static double nocache(PwGPT2 *m, const int *prompt, int Bn, const PwSampleConfig
             memcpy(seq + b * T, prompt + b * P, sizeof(int) * P);
             memcpy(seq + b * T + P, out + b * R, sizeof(int) * r);
         }
-        if (pw_gpt2_forward(m, seq, NULL, NULL, Bn, T, &err)) die("forward", &err);
-        for (int b = 0; b < Bn; b++) {
-            const float *logits = m->acts.logits + ((size_t)b * T + T - 1) * V;
-            out[b * R + r] = pw_sample_row(prob, work, logits, V, sc, &rng[b]).token;
-        }
+        PwModelInput in = {seq, NULL, NULL, Bn, T};
+        PwOutputs o = {.col0 = T - 1, .width = 1, .logits = last};
+        if (pw_model_forward(m, &in, &o, &err)) die("forward", &err);
+        for (int b = 0; b < Bn; b++)
+            out[b * R + r] = pw_sample_row(prob, work, last + (size_t)b * V, V, sc, &rng[b]).token;
     }
     double t = now() - t0;
     free(seq);
+    free(last);
     free(prob);
     free(work);
     free(rng);
     return t;
 }
 
-static Row bench(PwGPT2 *m, PwGen *g, int Bn)
+static Row bench(PwModel *m, PwGen *g, int Bn)
 {
-    const int V = m->config.vocab_size;
+    const int V = pw_model_arch(m)->vocab_size;
     int *prompt = malloc(sizeof(int) * Bn * P), *base = malloc(sizeof(int) * Bn * R);
     unsigned s = 2024;
     for (int i = 0; i < Bn * P; i++) {
@@ -76,7 +78,7 @@ static Row bench(PwGPT2 *m, PwGen *g, int Bn)
     PwErr err;
     Row row = {0};
     double t0 = now();
-    if (pw_gen_prefill(g, prompt, NULL, Bn, P, &err)) die("prefill", &err);
+    if (pw_kv_prefill(g->cache, prompt, NULL, Bn, P, &err)) die("prefill", &err);
     row.prefill_s = now() - t0;
     t0 = now();
     if (pw_generate(g, prompt, NULL, Bn, P, NULL, &cfg, &err)) die("generate", &err);
@@ -96,12 +98,12 @@ int main(int argc, char **argv)
     int maxbatch = argc > 2 ? atoi(argv[2]) : 32;
     struct {
         const char *name;
-        PwGPT2Config cfg;
+        PwArch cfg;
     } shapes[] = {
-        {"small", {.n_layer = 4, .n_head = 4, .n_embd = 256, .vocab_size = 8192,
-                   .n_positions = 256}},
-        {"124M", {.n_layer = 12, .n_head = 12, .n_embd = 768, .vocab_size = 50257,
-                  .n_positions = 1024}},
+        {"small", {.family = PW_FAMILY_GPT2, .n_layer = 4, .n_head = 4, .n_embd = 256,
+                   .vocab_size = 8192, .n_positions = 256}},
+        {"124M", {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
+                  .vocab_size = 50257, .n_positions = 1024}},
     };
     const int batches[] = {1, 8, 32};
     double last_speedup = 0.0, last_tok = 0.0, last_base = 0.0;
@@ -115,9 +117,10 @@ int main(int argc, char **argv)
     for (int si = 0; si < 2; si++) {
         if (strcmp(only, "all") && strcmp(only, shapes[si].name)) continue;
         PwErr err;
-        PwGPT2 *m = pw_gpt2_create(&shapes[si].cfg, PW_HEAD_LM, 32, P + R, &err);
+        PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 32, .maxT = P + R};
+        PwModel *m = pw_model_create(&shapes[si].cfg, &o, &err);
         if (!m) die(shapes[si].name, &err);
-        pw_gpt2_init_random(m, 1);
+        pw_model_init_random(m, 1);
         PwGen *g = pw_gen_create(m, 32, P + R, &err);
         if (!g) die(shapes[si].name, &err);
         for (int bi = 0; bi < 3 && batches[bi] <= maxbatch; bi++) {
@@ -136,7 +139,7 @@ int main(int argc, char **argv)
             last_batch = Bn;
         }
         pw_gen_free(g);
-        pw_gpt2_free(m);
+        pw_model_free(m);
     }
     /* the headline is the last (largest) configuration run */
     printf("RESULT cache_speedup=%.2f shape=%s batch=%d cache_tok_s=%.1f nocache_tok_s=%.1f\n",

@@ -1,5 +1,5 @@
-/* bench_model.c: GPT-2 forward+backward throughput on the CPU kernels, next to plain sgemm in
- * the same run, so the model's GFLOP/s reads as a fraction of what the GEMM library can do. */
+/* bench_model.c: GPT-2 forward+backward throughput on the CPU, through the model interface, next
+ * to plain sgemm in the same run, so the model's GFLOP/s reads as a fraction of what BLAS does. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,66 +52,77 @@ typedef struct Row {
 
 static double bench_sgemm(void);
 
-/* One forward + backward of the mean next-token loss, as SFT runs it. */
-static double step(PwGPT2 *m, const int *inp, const int *targets, float *w)
+static void die(const char *what, const PwErr *err)
 {
-    PwErr err;
-    if (pw_gpt2_forward(m, inp, NULL, targets, B, T, &err)) {
-        fprintf(stderr, "forward: %s\n", err.msg);
-        exit(1);
-    }
-    pw_gpt2_zero_grad(m);
-    return pw_gpt2_lm_loss_backward(m, w);
+    fprintf(stderr, "%s: %s\n", what, err->msg);
+    exit(1);
 }
 
-static Row bench_model(const char *name, PwGPT2Config cfg, int iters)
+/* One forward + backward of the mean next-token loss, as SFT runs it: logp (B,T) comes back
+ * gathered, dlogp = -w goes in. */
+static double step(PwModel *m, const int *inp, const int *targets, const float *w, float *logp,
+                   const float *dlogp)
 {
     PwErr err;
-    PwGPT2 *m = pw_gpt2_create(&cfg, PW_HEAD_LM, B, T, &err);
-    if (!m) {
-        fprintf(stderr, "%s: %s\n", name, err.msg);
-        exit(1);
-    }
-    pw_gpt2_init_random(m, 1);
+    PwModelInput in = {inp, NULL, targets, B, T};
+    PwOutputs out = {.col0 = 0, .width = T, .logp = logp};
+    if (pw_model_forward(m, &in, &out, &err)) die("forward", &err);
+    double loss = pw_lm_loss(logp, w, targets, B * T);
+    PwOutputGrads g = {.dlogp = dlogp};
+    if (pw_model_zero_grad(m, &err) || pw_model_backward(m, &g, &err)) die("backward", &err);
+    return loss;
+}
+
+static Row bench_model(const char *name, PwArch cfg, int iters)
+{
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T};
+    PwModel *m = pw_model_create(&cfg, &o, &err);
+    if (!m) die(name, &err);
+    pw_model_init_random(m, 1);
     int *inp = malloc(B * T * sizeof(int)), *targets = malloc(B * T * sizeof(int));
-    float *w = malloc(B * T * sizeof(float));
+    float *w = malloc(B * T * sizeof(float)), *logp = malloc(B * T * sizeof(float));
+    float *dlogp = malloc(B * T * sizeof(float));
     unsigned s = 12345;
     for (int i = 0; i < B * T; i++) {
         s = s * 1103515245u + 12345u;
         inp[i] = (int)((s >> 8) % (unsigned)cfg.vocab_size);
     }
-    pw_gpt2_next_token_targets(targets, inp, NULL, B, T);
-    pw_gpt2_mean_weights(w, targets, B * T);
+    pw_lm_next_token_targets(targets, inp, NULL, B, T);
+    pw_lm_mean_weights(w, targets, B * T);
+    for (int i = 0; i < B * T; i++) dlogp[i] = -w[i];
 
     /* warm-up: first touch of every buffer, and one AdamW step so that the optimiser's moments
      * count in the peak memory as they do in training */
-    double loss = step(m, inp, targets, w);
+    double loss = step(m, inp, targets, w, logp, dlogp);
     PwAdamWConfig opt = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f, .grad_clip = 1.0f};
-    pw_gpt2_adamw_step(m, &opt, 1);
+    if (pw_model_adamw_step(m, &opt, 1, &err) < 0) die("AdamW", &err);
     /* The machine is shared: the best iteration, and the best sgemm window around the model,
      * compare the two at their least disturbed. */
     double sgemm = bench_sgemm(), sec = 1e30;
     for (int i = 0; i < iters; i++) {
         double t0 = now();
-        loss = step(m, inp, targets, w);
+        loss = step(m, inp, targets, w, logp, dlogp);
         double t = now() - t0;
         if (t < sec) sec = t;
     }
     double after = bench_sgemm();
     if (after > sgemm) sgemm = after;
-    /* activations: what forward keeps, plus backward's one-layer scratch (14 B*T*C floats, see
-     * scratch_sizes in gpt2.c) and attention backward's bounded work space (16 MiB) */
-    double acts = 4.0 * ((double)m->num_acts + 14.0 * B * T * cfg.n_embd) + 16.0 * 1024 * 1024;
-    double bound = (16.0 * (double)m->num_params + acts) / (1024.0 * 1024.0);
-    Row r = {name, m->num_params, sec, B * T / sec,
-             pw_gpt2_flops_per_token(m, T) * B * T / sec * 1e-9, peak_rss_mib() - baseline_mib,
-             bound, sgemm};
+    /* activations: what forward keeps and backward's one-layer scratch (the model says), plus
+     * the CPU attention backward's bounded work space (16 MiB) */
+    double acts = (double)pw_model_activation_bytes(m) + 16.0 * 1024 * 1024;
+    size_t np = pw_model_num_params(m);
+    double bound = (16.0 * (double)np + acts) / (1024.0 * 1024.0);
+    Row r = {name, np, sec, B * T / sec, pw_model_flops_per_token(m, T) * B * T / sec * 1e-9,
+             peak_rss_mib() - baseline_mib, bound, sgemm};
     fprintf(stderr, "%s: loss %.4f (ln V = %.4f)\n", name, loss, __builtin_log(cfg.vocab_size));
     free(inp);
     free(targets);
     free(w);
-    pw_gpt2_free(m);
+    free(logp);
+    free(dlogp);
+    pw_model_free(m);
     return r;
 }
 
@@ -172,10 +183,10 @@ int main(int argc, char **argv)
     printf("GPT-2 forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "
            "OPENBLAS_NUM_THREADS=%s\n\n", B, T, iters, threads ? threads : "(default)");
 
-    PwGPT2Config small = {.n_layer = 4, .n_head = 4, .n_embd = 256, .vocab_size = 50257,
-                          .n_positions = 1024};
-    PwGPT2Config gpt2 = {.n_layer = 12, .n_head = 12, .n_embd = 768, .vocab_size = 50257,
-                         .n_positions = 1024};
+    PwArch small = {.family = PW_FAMILY_GPT2, .n_layer = 4, .n_head = 4, .n_embd = 256,
+                    .vocab_size = 50257, .n_positions = 1024};
+    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
+                   .vocab_size = 50257, .n_positions = 1024};
     warm_openblas(50257, 768);
     baseline_mib = rss_now_mib();
     Row rows[2];

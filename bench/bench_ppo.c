@@ -79,13 +79,14 @@ static void die(const char *what, const char *msg)
 static void write_model(const char *dir, uint64_t seed, int heads)
 {
     PwErr err;
-    PwGPT2Config c = {L, NH, C, V, NPOS};
-    PwGPT2 *m = pw_gpt2_create(&c, heads, 1, 8, &err);
+    PwArch c = {PW_FAMILY_GPT2, L, NH, C, V, NPOS};
+    PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 8};
+    PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) die("model", err.msg);
-    pw_gpt2_init_random(m, seed);
+    pw_model_init_random(m, seed);
     mkdir(dir, 0755);
-    if (pw_gpt2_save(m, dir, &err)) die(dir, err.msg);
-    pw_gpt2_free(m);
+    if (pw_model_save(m, dir, &err)) die(dir, err.msg);
+    pw_model_free(m);
 }
 
 static void write_inputs(const char *dir)
@@ -163,7 +164,7 @@ static void run_case(const char *dir, const Case *c, int async, int steps, int r
         PwConfig cfg;
         if (pw_placement_load(pl_path, c->ranks, &pl, &err)) die(pl_path, err.msg);
         if (pw_config_build(&cfg, NULL, all, n, &err)) die("configuration", err.msg);
-        if (pw_ppo_run(&cfg, &pl, sub, out, 0, &err)) die(c->name, err.msg);
+        if (pw_ppo_run(&cfg, &pl, sub, -1, out, 0, &err)) die(c->name, err.msg);
         pw_config_free(&cfg);
         pw_placement_free(&pl);
         MPI_Comm_free(&sub);

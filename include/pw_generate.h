@@ -1,5 +1,5 @@
-/* pw_generate.h: batched sampling from a GPT-2 model with a KV cache: prefill of a left-padded
- * prompt batch, one-token decode steps, temperature / top-k / top-p sampling, stop handling. */
+/* pw_generate.h: batched sampling from any model of pw_model.h through its KV cache: prefill of a
+ * left-padded prompt batch, one-token decode steps, temperature / top-k / top-p, stop handling. */
 #ifndef PW_GENERATE_H
 #define PW_GENERATE_H
 
@@ -69,36 +69,15 @@ typedef struct PwGenConfig {
     uint64_t seed;         /* with each row's sample id, seeds the row's stream */
 } PwGenConfig;
 
-/* The state of one generator: caches, per-step buffers and the outputs of the last
- * pw_generate. It reads the model's parameters at every call, so weights loaded into the model
- * (e.g. after a PPO step) take effect at the next call without rebuilding the state. */
+/* The state of one generator: a KV cache of the model (pw_model.h), sampling scratch and the
+ * outputs of the last pw_generate. The cache reads the model's parameters at every pass, so
+ * weights loaded into the model (e.g. after a PPO step) take effect at the next call. */
 typedef struct PwGen {
-    const PwGPT2 *model;
+    PwKVCache *cache;
     int maxB, maxT;      /* capacity: rows, and columns of prompt plus new tokens */
-    int maxN;            /* tokens one trunk pass holds: a prefill chunk or a decode step */
-    /* KV cache. Row b's real tokens sit in slots 0..len[b]-1 whatever its padding, so a slot
-     * is also the token's position and no key in the cache is ever padding. */
-    float *kcache;       /* (L, maxB, NH, maxT, hs) */
-    float *vcache;       /* (L, maxB, NH, maxT, hs) */
-    int *len;            /* (maxB) tokens cached per row */
-    /* one trunk pass over N packed tokens, rows after rows (buffers of maxN rows) */
-    float *x;            /* (N, C) the residual stream */
-    float *ln;           /* (N, C) LayerNorm output */
-    float *ln_mean;      /* (N) */
-    float *ln_rstd;      /* (N) */
-    float *qkv;          /* (N, 3C) */
-    float *atty;         /* (N, C) attention output before its projection */
-    float *proj;         /* (N, C) output of either projection into the residual stream */
-    float *fc;           /* (N, 4C) MLP hidden, GELU in place */
-    float *scores;       /* (maxB, NH, maxT) attention scores of one query per (row, head) */
-    float *head;         /* (maxB, V) LM head output of one pass, one row per segment */
-    float *logits;       /* (maxB, V) next-token logits of row b after prefill/decode */
+    int V;
     double *prob;        /* (V) sampling scratch */
     int *work;           /* (V) sampling scratch */
-    int *tok, *pos;      /* (maxN) token and position of each packed token */
-    int *seg_row;        /* (maxB) row of each segment of the pass */
-    int *seg_off;        /* (maxB + 1) first packed token of each segment */
-    int nseg;
     int *next, *live;    /* (maxB) the token each row feeds back, and whether it is still going */
     uint64_t *rng;       /* (maxB) each row's stream */
     /* outputs of the last pw_generate, dense (B, R) with R = its max_new_tokens */
@@ -109,12 +88,12 @@ typedef struct PwGen {
     int *stopped;        /* (B) 1 if the row emitted the stop token */
     float *logp;         /* (B, R) log-prob under the sampled distribution; 0 at padding */
     float *logp_full;    /* (B, R) log-prob under softmax(logits / temperature); 0 at padding */
-    void *memory;        /* everything above lives in this one allocation */
+    void *memory;        /* the arrays above live in this one allocation */
 } PwGen;
 
 /* A generator for up to maxB rows of prompt width plus max_new_tokens up to maxT
  * (<= n_positions). NULL with a message on bad arguments or no memory. */
-PwGen *pw_gen_create(const PwGPT2 *model, int maxB, int maxT, PwErr *err);
+PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err);
 void pw_gen_free(PwGen *g);
 
 /* Sample responses for B prompts (B, P), left-padded: mask (B, P) is 0s then 1s in each row,
@@ -125,14 +104,7 @@ void pw_gen_free(PwGen *g);
 int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
                 const uint64_t *sample_ids, const PwGenConfig *cfg, PwErr *err);
 
-/* The two halves of pw_generate, public so that a caller (or a test) can drive the cache with
- * tokens of its own. Prefill caches the real prompt tokens of every row and leaves each row's
- * next-token logits in g->logits[b]; decode appends tokens[b] to every row with active[b] != 0
- * (active NULL = all rows) at position len[b] and overwrites those rows' logits. */
-int pw_gen_prefill(PwGen *g, const int *prompt, const int *mask, int B, int P, PwErr *err);
-int pw_gen_decode(PwGen *g, const int *tokens, const int *active, int B, PwErr *err);
-
-/* The (B, P + R) layout the actor, reference, critic and reward passes feed pw_gpt2_forward:
+/* The (B, P + R) layout the actor, reference, critic and reward passes feed pw_model_forward:
  * the left-padded prompt, then the right-padded response. seq_mask is 1 on real prompt and real
  * response tokens. targets (may be NULL) hold response token t at column P - 1 + t where it is
  * real and -1 elsewhere, so forward's logp[b, P - 1 + t] = log pi(y_t | x, y_<t). prompt_mask

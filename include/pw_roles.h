@@ -20,8 +20,10 @@ struct PwPlacement; /* pw_placement.h */
  * sizes that differ, an empty prompt file, a prompt that does not fit the context) is found
  * before any training and returns -1 on every rank with the same message in `err`; a failure
  * that only one rank can see after the checks (a damaged weight file) ends the job through
- * the runtime's fatal path, also with a message. Returns 0 when every step ran. */
-int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
+ * the runtime's fatal path, also with a message. Returns 0 when every step ran.
+ * gpu: this rank's GPU (the binding's choice, pw_binding.h), where its roles with device: cuda
+ * keep their models; -1 when it has none. */
+int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm, int gpu,
                const char *out_dir, int resume, PwErr *err);
 
 #endif

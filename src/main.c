@@ -120,7 +120,8 @@ static int run(const PwArgs *a, PwStartup *s, PwErr *err)
 {
     PwConfig cfg;
     if (pw_config_build(&cfg, a->config, a->overrides, a->noverrides, err)) return 1;
-    int rc = pw_ppo_run(&cfg, &s->place, MPI_COMM_WORLD, a->out, a->resume, err);
+    int rc = pw_ppo_run(&cfg, &s->place, MPI_COMM_WORLD, s->binding.gpu, a->out, a->resume,
+                        err);
     pw_config_free(&cfg);
     return rc ? 1 : 0;
 }

@@ -1,18 +1,18 @@
-/* gpt2.c: the GPT-2 model on the kernels of pw_kernels.h: memory layout, init, forward and
- * backward through the LM, score and value heads, the weighted LM loss and AdamW. */
-#include "pw_model.h"
-#include "pw_rng.h"
+/* gpt2.c: the GPT-2 family on the kernel table (pw_ops.h), written once for every device: layout,
+ * init, one layer loop for the batch forward and the KV-cache passes, the heads, and backward. */
+#include "gpt2.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pw_kernels.h"
+#include "pw_kernels.h" /* pw_positions_from_mask: host-side preparation of the inputs */
+#include "pw_rng.h"
 
 /* ------------------------------------------------------------------------------------------ */
-/* config */
+/* architecture and layout */
 
-int pw_gpt2_config_check(const PwGPT2Config *c, PwErr *err)
+static int arch_check(const PwArch *c, PwErr *err)
 {
     if (c->n_layer <= 0) return pw_errf(err, "n_layer must be positive, got %d", c->n_layer);
     if (c->n_head <= 0) return pw_errf(err, "n_head must be positive, got %d", c->n_head);
@@ -27,25 +27,17 @@ int pw_gpt2_config_check(const PwGPT2Config *c, PwErr *err)
     return 0;
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* memory layout: a table of sizes, one allocation, sliced into the struct of pointers */
-
 static const char *const param_names[PW_GPT2_NUM_PARAM_TENSORS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b",
     "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "scorew", "scoreb", "valuew", "valueb",
 };
 
-const char *pw_gpt2_param_name(int i)
-{
-    return (i >= 0 && i < PW_GPT2_NUM_PARAM_TENSORS) ? param_names[i] : "?";
-}
-
 /* Which tensors weight decay applies to: the 2D ones (embeddings and Linear weights). */
-static const int param_decays[PW_GPT2_NUM_PARAM_TENSORS] = {
+static const unsigned char param_decays[PW_GPT2_NUM_PARAM_TENSORS] = {
     1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0,
 };
 
-static void param_sizes(size_t *s, const PwGPT2Config *cfg, int heads)
+static void tensor_sizes(size_t *s, const PwArch *cfg, int heads)
 {
     size_t L = cfg->n_layer, C = cfg->n_embd, V = cfg->vocab_size, P = cfg->n_positions;
     s[0] = V * C;
@@ -70,47 +62,84 @@ static void param_sizes(size_t *s, const PwGPT2Config *cfg, int heads)
     s[19] = (heads & PW_HEAD_VALUE) ? 1 : 0;
 }
 
-/* Point each member of a struct made only of float pointers at its slice of memory (NULL for an
- * empty slice, so that a missing head reads as absent). */
-static void slice(float **ptrs, const size_t *sizes, int n, float *memory)
+static double flops_per_token(const PwModel *m, int T)
 {
-    float *p = memory;
-    for (int i = 0; i < n; i++) {
-        ptrs[i] = sizes[i] ? p : NULL;
-        p += sizes[i];
-    }
+    double L = m->arch.n_layer, C = m->arch.n_embd, V = m->arch.vocab_size;
+    /* every matmul weight is used once per token forward (2 flops per weight) and twice in
+     * backward (4); attention adds q.k and att.v over T keys: 2*2*T*C forward, twice that back */
+    double matmul_params = 12.0 * L * C * C;
+    if (m->heads & PW_HEAD_LM) matmul_params += V * C;
+    return 6.0 * matmul_params + 12.0 * L * C * T;
 }
 
-static size_t sum_sizes(const size_t *sizes, int n)
-{
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += sizes[i];
-    return total;
-}
+/* ------------------------------------------------------------------------------------------ */
+/* activations kept by the batch forward for backward, sized for maxB x maxT; a smaller batch
+ * uses the front of each per-layer slice. Allocated by the first forward, so a model that only
+ * decodes (a generator) never holds them. */
 
-static void act_sizes(size_t *s, const PwGPT2Config *cfg, int heads, int maxB, int maxT)
+#define NUM_ACTS 24
+typedef struct Acts {
+    float *encoded;   /* (B, T, C) */
+    float *ln1;       /* (L, B, T, C) */
+    float *ln1_mean;  /* (L, B, T) */
+    float *ln1_rstd;  /* (L, B, T) */
+    float *qkv;       /* (L, B, T, 3C) */
+    float *atty;      /* (L, B, T, C) */
+    float *att;       /* (L, B, NH, T, T) softmax probabilities */
+    float *attproj;   /* (L, B, T, C) */
+    float *residual2; /* (L, B, T, C) */
+    float *ln2;       /* (L, B, T, C) */
+    float *ln2_mean;  /* (L, B, T) */
+    float *ln2_rstd;  /* (L, B, T) */
+    float *fch;       /* (L, B, T, 4C) */
+    float *fch_gelu;  /* (L, B, T, 4C) */
+    float *fcproj;    /* (L, B, T, C) */
+    float *residual3; /* (L, B, T, C) */
+    float *lnf;       /* (B, T, C) */
+    float *lnf_mean;  /* (B, T) */
+    float *lnf_rstd;  /* (B, T) */
+    float *logits;    /* (B, T, V) LM head only; backward overwrites it with dlogits */
+    float *logp;      /* (B, T) log p(target) (0 where the target is negative) */
+    float *entropy;   /* (B, T) entropy of the next-token distribution (0 where no target) */
+    float *value;     /* (B, T) value head only */
+    float *score;     /* (B) score head only */
+} Acts;
+
+/* Backward needs gradients of one layer's activations at a time, never all layers at once:
+ * dres (B,T,C) carries the residual stream's gradient down the layers, the rest is reused by
+ * every layer. */
+enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHG, SCR_COUNT };
+
+typedef struct Gpt2 {
+    Acts a;
+    float *acts_memory;
+    float *scratch_memory;
+    int logits_valid; /* 1 after forward, 0 once backward reused the buffer */
+} Gpt2;
+
+static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int maxT)
 {
     size_t L = cfg->n_layer, C = cfg->n_embd, V = cfg->vocab_size, NH = cfg->n_head;
     size_t B = maxB, T = maxT, BT = B * T;
-    s[0] = BT * C;           /* encoded */
-    s[1] = L * BT * C;       /* ln1 */
-    s[2] = L * BT;           /* ln1_mean */
-    s[3] = L * BT;           /* ln1_rstd */
-    s[4] = L * BT * 3 * C;   /* qkv */
-    s[5] = L * BT * C;       /* atty */
+    s[0] = BT * C;             /* encoded */
+    s[1] = L * BT * C;         /* ln1 */
+    s[2] = L * BT;             /* ln1_mean */
+    s[3] = L * BT;             /* ln1_rstd */
+    s[4] = L * BT * 3 * C;     /* qkv */
+    s[5] = L * BT * C;         /* atty */
     s[6] = L * B * NH * T * T; /* att */
-    s[7] = L * BT * C;       /* attproj */
-    s[8] = L * BT * C;       /* residual2 */
-    s[9] = L * BT * C;       /* ln2 */
-    s[10] = L * BT;          /* ln2_mean */
-    s[11] = L * BT;          /* ln2_rstd */
-    s[12] = L * BT * 4 * C;  /* fch */
-    s[13] = L * BT * 4 * C;  /* fch_gelu */
-    s[14] = L * BT * C;      /* fcproj */
-    s[15] = L * BT * C;      /* residual3 */
-    s[16] = BT * C;          /* lnf */
-    s[17] = BT;              /* lnf_mean */
-    s[18] = BT;              /* lnf_rstd */
+    s[7] = L * BT * C;         /* attproj */
+    s[8] = L * BT * C;         /* residual2 */
+    s[9] = L * BT * C;         /* ln2 */
+    s[10] = L * BT;            /* ln2_mean */
+    s[11] = L * BT;            /* ln2_rstd */
+    s[12] = L * BT * 4 * C;    /* fch */
+    s[13] = L * BT * 4 * C;    /* fch_gelu */
+    s[14] = L * BT * C;        /* fcproj */
+    s[15] = L * BT * C;        /* residual3 */
+    s[16] = BT * C;            /* lnf */
+    s[17] = BT;                /* lnf_mean */
+    s[18] = BT;                /* lnf_rstd */
     s[19] = (heads & PW_HEAD_LM) ? BT * V : 0; /* logits */
     s[20] = (heads & PW_HEAD_LM) ? BT : 0;     /* logp */
     s[21] = (heads & PW_HEAD_LM) ? BT : 0;     /* entropy */
@@ -118,11 +147,7 @@ static void act_sizes(size_t *s, const PwGPT2Config *cfg, int heads, int maxB, i
     s[23] = (heads & PW_HEAD_SCORE) ? B : 0;   /* score */
 }
 
-/* Backward needs gradients of one layer's activations at a time, never all layers at once:
- * dres (B,T,C) carries the residual stream's gradient down the layers, the rest is reused by
- * every layer. */
-enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHG, SCR_COUNT };
-static void scratch_sizes(size_t *s, const PwGPT2Config *cfg, int maxB, int maxT)
+static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
 {
     size_t BT = (size_t)maxB * maxT, C = cfg->n_embd;
     s[SCR_DRES] = BT * C;
@@ -133,77 +158,41 @@ static void scratch_sizes(size_t *s, const PwGPT2Config *cfg, int maxB, int maxT
     s[SCR_DFCHG] = BT * 4 * C;
 }
 
-PwGPT2 *pw_gpt2_create(const PwGPT2Config *cfg, int heads, int maxB, int maxT, PwErr *err)
+static size_t activation_bytes(const PwModel *m)
 {
-    if (pw_gpt2_config_check(cfg, err)) return NULL;
-    if (heads & ~(PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE)) {
-        pw_errf(err, "unknown head bits 0x%x", (unsigned)heads);
-        return NULL;
-    }
-    if (maxB <= 0 || maxT <= 0 || maxT > cfg->n_positions) {
-        pw_errf(err, "activation capacity B=%d T=%d must be positive with T <= n_positions=%d",
-                maxB, maxT, cfg->n_positions);
-        return NULL;
-    }
-    PwGPT2 *m = calloc(1, sizeof *m);
-    if (!m) {
-        pw_errf(err, "out of memory for the model struct");
-        return NULL;
-    }
-    m->config = *cfg;
-    m->heads = heads;
-    m->maxB = maxB;
-    m->maxT = maxT;
-
-    param_sizes(m->param_sizes, cfg, heads);
-    m->num_params = sum_sizes(m->param_sizes, PW_GPT2_NUM_PARAM_TENSORS);
-    m->params_memory = calloc(m->num_params, sizeof(float));
-
-    act_sizes(m->act_sizes, cfg, heads, maxB, maxT);
-    m->num_acts = sum_sizes(m->act_sizes, PW_GPT2_NUM_ACT_TENSORS);
-    m->acts_memory = calloc(m->num_acts, sizeof(float));
-
-    size_t BT = (size_t)maxB * maxT;
-    m->int_memory = calloc(4 * BT + maxB, sizeof(int));
-    if (!m->params_memory || !m->acts_memory || !m->int_memory) {
-        pw_errf(err, "out of memory: %zu parameters, %zu activation floats", m->num_params,
-                m->num_acts);
-        pw_gpt2_free(m);
-        return NULL;
-    }
-    slice((float **)&m->params, m->param_sizes, PW_GPT2_NUM_PARAM_TENSORS, m->params_memory);
-    slice((float **)&m->acts, m->act_sizes, PW_GPT2_NUM_ACT_TENSORS, m->acts_memory);
-    m->inputs = m->int_memory;
-    m->mask = m->inputs + BT;
-    m->pos = m->mask + BT;
-    m->targets = m->pos + BT;
-    m->last = m->targets + BT;
-    return m;
+    size_t a[NUM_ACTS], s[SCR_COUNT];
+    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT);
+    scratch_sizes(s, &m->arch, m->maxB, m->maxT);
+    return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
 
-void pw_gpt2_free(PwGPT2 *m)
+static int attach(PwModel *m, PwErr *err)
 {
-    if (!m) return;
-    free(m->params_memory);
-    free(m->grads_memory);
-    free(m->adam_m);
-    free(m->adam_v);
-    free(m->acts_memory);
-    free(m->scratch_memory);
-    free(m->int_memory);
-    free(m);
+    if (!(m->fam = calloc(1, sizeof(Gpt2)))) return pw_errf(err, "out of host memory");
+    return 0;
 }
 
-size_t pw_gpt2_num_params(const PwGPT2 *m) { return m->num_params; }
-
-double pw_gpt2_flops_per_token(const PwGPT2 *m, int T)
+static void detach(PwModel *m)
 {
-    double L = m->config.n_layer, C = m->config.n_embd, V = m->config.vocab_size;
-    /* every matmul weight is used once per token forward (2 flops per weight) and twice in
-     * backward (4); attention adds q.k and att.v over T keys: 2*2*T*C forward, twice that back */
-    double matmul_params = 12.0 * L * C * C;
-    if (m->heads & PW_HEAD_LM) matmul_params += V * C;
-    return 6.0 * matmul_params + 12.0 * L * C * T;
+    Gpt2 *g = m->fam;
+    if (!g) return;
+    m->ops->free(m->ops, g->acts_memory);
+    m->ops->free(m->ops, g->scratch_memory);
+    free(g);
+    m->fam = NULL;
+}
+
+static int ensure_acts(PwModel *m, PwErr *err)
+{
+    Gpt2 *g = m->fam;
+    if (g->acts_memory) return 0;
+    size_t s[NUM_ACTS];
+    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT);
+    size_t bytes = pw_model_sum_sizes(s, NUM_ACTS) * sizeof(float);
+    if (!(g->acts_memory = m->ops->alloc(m->ops, bytes)))
+        return pw_model_no_room(m, "the activations", bytes, err);
+    pw_model_slice((float **)&g->a, s, NUM_ACTS, g->acts_memory);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -227,28 +216,34 @@ static void fill_const(float *x, size_t n, float v)
     for (size_t i = 0; i < n; i++) x[i] = v;
 }
 
-void pw_gpt2_init_heads(PwGPT2 *m, int heads, uint64_t seed)
+/* Head weights N(0, 1/sqrt(C+1)), bias 0. */
+static void init_heads(const PwModel *m, float *host, int heads, uint64_t seed)
 {
-    double std = 1.0 / sqrt(m->config.n_embd + 1.0);
-    if ((heads & PW_HEAD_SCORE) && m->params.scorew) {
-        fill_normal(m->params.scorew, m->param_sizes[16], std, seed, 16);
-        m->params.scoreb[0] = 0.0f;
+    PwGPT2Params p = pw_gpt2_view(m, host);
+    double std = 1.0 / sqrt(m->arch.n_embd + 1.0);
+    if ((heads & PW_HEAD_SCORE) && p.scorew) {
+        fill_normal(p.scorew, m->tensor_size[PW_GPT2_SCOREW], std, seed, PW_GPT2_SCOREW);
+        p.scoreb[0] = 0.0f;
     }
-    if ((heads & PW_HEAD_VALUE) && m->params.valuew) {
-        fill_normal(m->params.valuew, m->param_sizes[18], std, seed, 18);
-        m->params.valueb[0] = 0.0f;
+    if ((heads & PW_HEAD_VALUE) && p.valuew) {
+        fill_normal(p.valuew, m->tensor_size[PW_GPT2_VALUEW], std, seed, PW_GPT2_VALUEW);
+        p.valueb[0] = 0.0f;
     }
 }
 
-void pw_gpt2_init_random(PwGPT2 *m, uint64_t seed)
+/* GPT-2's: weights N(0, 0.02), attn.c_proj and mlp.c_proj scaled by 1/sqrt(2 L), biases 0,
+ * LayerNorm weight 1 bias 0. Each tensor draws from its own stream, so adding a head does not
+ * change the trunk. */
+static void init_random(const PwModel *m, float *host, uint64_t seed)
 {
-    float **p = (float **)&m->params;
+    PwGPT2Params params = pw_gpt2_view(m, host);
+    float **p = (float **)&params;
     const double std = 0.02;
     /* GPT-2 scales the projections that write into the residual stream by 1/sqrt(2L), since
      * each layer adds two of them to it */
-    const double std_res = 0.02 / sqrt(2.0 * m->config.n_layer);
+    const double std_res = 0.02 / sqrt(2.0 * m->arch.n_layer);
     for (int i = 0; i < 16; i++) {
-        size_t n = m->param_sizes[i];
+        size_t n = m->tensor_size[i];
         switch (i) {
         case 0: case 1: case 4: case 10: fill_normal(p[i], n, std, seed, i); break;
         case 6: case 12: fill_normal(p[i], n, std_res, seed, i); break;
@@ -256,296 +251,318 @@ void pw_gpt2_init_random(PwGPT2 *m, uint64_t seed)
         default: fill_const(p[i], n, 0.0f); break;                 /* biases */
         }
     }
-    pw_gpt2_init_heads(m, PW_HEAD_SCORE | PW_HEAD_VALUE, seed);
-}
-
-int pw_gpt2_copy_score_to_value(PwGPT2 *m, PwErr *err)
-{
-    if (!m->params.scorew || !m->params.valuew)
-        return pw_errf(err, "copying the score head into the value head needs both heads");
-    memcpy(m->params.valuew, m->params.scorew, m->param_sizes[16] * sizeof(float));
-    m->params.valueb[0] = m->params.scoreb[0];
-    return 0;
+    init_heads(m, host, PW_HEAD_SCORE | PW_HEAD_VALUE, seed);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* forward */
+/* one transformer block, the same for the batch forward and the KV-cache passes */
 
-int pw_gpt2_forward(PwGPT2 *m, const int *inp, const int *mask, const int *targets, int B, int T,
-                    PwErr *err)
+/* Where a block reads and writes. The batch forward gives every layer buffers of its own (kept
+ * for backward); a cache pass runs every layer in one set, updating the residual stream x in
+ * place (in = res2 = out), reusing one LayerNorm buffer and one projection buffer. */
+typedef struct Block {
+    const float *in;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *res2;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
+} Block;
+
+/* Whom the queries attend to: the rows of a left-padded batch (kcache NULL), or the KV cache
+ * rows of the packed tokens of a pass. */
+typedef struct Attend {
+    const int *mask;
+    int B, T;
+    float *kcache, *vcache, *scores; /* layer 0's cache; layers are `layer` floats apart */
+    size_t layer;
+    const int *seg_row, *seg_off, *seg_slot0;
+    int nseg, maxT;
+} Attend;
+
+static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const Block *k, int N,
+                          const Attend *at)
 {
-    const PwGPT2Config *cfg = &m->config;
-    if (B <= 0 || T <= 0 || B > m->maxB || T > m->maxT)
-        return pw_errf(err, "forward of B=%d T=%d exceeds the model's capacity B=%d T=%d", B, T,
-                       m->maxB, m->maxT);
-    const int L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
-    const int BT = B * T;
-    for (int i = 0; i < BT; i++) {
-        if (inp[i] < 0 || inp[i] >= V)
-            return pw_errf(err, "token id %d at (b=%d, t=%d) is outside the vocabulary [0, %d)",
-                           inp[i], i / T, i % T, V);
-        if (targets && targets[i] >= V)
-            return pw_errf(err, "target %d at (b=%d, t=%d) is outside the vocabulary [0, %d)",
-                           targets[i], i / T, i % T, V);
-    }
-    /* keep our own copies: backward runs later, after the caller may have reused its arrays */
-    memcpy(m->inputs, inp, (size_t)BT * sizeof(int));
-    for (int i = 0; i < BT; i++) {
-        m->mask[i] = mask ? (mask[i] != 0) : 1;
-        m->targets[i] = targets ? targets[i] : -1;
-    }
-    m->B = B;
-    m->T = T;
-    pw_positions_from_mask(m->pos, m->mask, B, T);
+    const PwOps *o = m->ops;
+    const int C = m->arch.n_embd, NH = m->arch.n_head;
+    const size_t CC = (size_t)C * C;
+    /* attention half: x + proj(attn(ln1(x))) */
+    o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + l * C,
+                         p->ln1b + l * C, N, C);
+    o->matmul_forward(o, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * C * l, N, C, 3 * C);
+    if (at->kcache)
+        o->attention_cache_forward(o, k->atty, at->kcache + l * at->layer,
+                                   at->vcache + l * at->layer, at->scores, k->qkv, at->seg_row,
+                                   at->seg_off, at->seg_slot0, at->nseg, N, at->maxT, C, NH);
+    else
+        o->attention_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, C, NH);
+    o->matmul_forward(o, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + C * l, N, C,
+                      C);
+    o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
+    /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
+    o->layernorm_forward(o, k->ln2, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + l * C,
+                         p->ln2b + l * C, N, C);
+    o->matmul_forward(o, k->fch, k->ln2, p->fcw + 4 * CC * l, p->fcb + 4 * C * l, N, C, 4 * C);
+    o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
+    o->matmul_forward(o, k->fcproj, k->fch_gelu, p->fcprojw + 4 * CC * l, p->fcprojb + C * l, N,
+                      4 * C, C);
+    o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
+}
 
-    PwGPT2Params *p = &m->params;
-    PwGPT2Acts *a = &m->acts;
-    /* per-layer strides follow the capacity, not this batch, so that slices do not move */
+/* Layer l's buffers of the batch forward: per-layer strides follow the capacity, not the
+ * batch, so that slices do not move. */
+static Block batch_block(const PwModel *m, const Acts *a, int l)
+{
+    const size_t C = m->arch.n_embd, NH = m->arch.n_head;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C, sBT = (size_t)m->maxB * m->maxT;
     const size_t sATT = (size_t)m->maxB * NH * m->maxT * m->maxT;
+    return (Block){
+        .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
+        .ln1 = a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
+        .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + l * 3 * sBTC,
+        .atty = a->atty + l * sBTC, .att = a->att + l * sATT, .attproj = a->attproj + l * sBTC,
+        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + l * sBTC,
+        .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
+        .fch = a->fch + l * 4 * sBTC, .fch_gelu = a->fch_gelu + l * 4 * sBTC,
+        .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
+    };
+}
 
-    pw_encoder_forward(a->encoded, m->inputs, m->pos, p->wte, p->wpe, B, T, C);
+/* ------------------------------------------------------------------------------------------ */
+/* the batch forward */
+
+static int forward(PwModel *m, PwErr *err)
+{
+    if (ensure_acts(m, err)) return -1;
+    Gpt2 *g = m->fam;
+    const PwOps *o = m->ops;
+    const int L = m->arch.n_layer, C = m->arch.n_embd, V = m->arch.vocab_size;
+    const int B = m->B, T = m->T, BT = B * T;
+    const size_t sBTC = (size_t)m->maxB * m->maxT * C;
+    PwGPT2Params p = pw_gpt2_view(m, m->params);
+    Acts *a = &g->a;
+
+    o->encoder_forward(o, a->encoded, m->d_inputs, m->d_pos, p.wte, p.wpe, B, T, C);
+    Attend at = {.mask = m->d_mask, .B = B, .T = T};
     for (int l = 0; l < L; l++) {
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC;
-        float *ln1 = a->ln1 + l * sBTC, *ln1_mean = a->ln1_mean + l * sBT;
-        float *ln1_rstd = a->ln1_rstd + l * sBT, *qkv = a->qkv + l * 3 * sBTC;
-        float *atty = a->atty + l * sBTC, *att = a->att + l * sATT;
-        float *attproj = a->attproj + l * sBTC, *residual2 = a->residual2 + l * sBTC;
-        float *ln2 = a->ln2 + l * sBTC, *ln2_mean = a->ln2_mean + l * sBT;
-        float *ln2_rstd = a->ln2_rstd + l * sBT, *fch = a->fch + l * 4 * sBTC;
-        float *fch_gelu = a->fch_gelu + l * 4 * sBTC, *fcproj = a->fcproj + l * sBTC;
-        float *residual3 = a->residual3 + l * sBTC;
-
-        pw_layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C,
-                             p->ln1b + l * C, BT, C);
-        pw_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, BT, C,
-                          3 * C);
-        pw_attention_forward(atty, att, qkv, m->mask, B, T, C, NH);
-        pw_matmul_forward(attproj, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C,
-                          BT, C, C);
-        pw_residual_forward(residual2, residual, attproj, (size_t)BT * C);
-        pw_layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C,
-                             p->ln2b + l * C, BT, C);
-        pw_matmul_forward(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, BT, C,
-                          4 * C);
-        pw_gelu_forward(fch_gelu, fch, (size_t)BT * 4 * C);
-        pw_matmul_forward(fcproj, fch_gelu, p->fcprojw + (size_t)l * C * 4 * C,
-                          p->fcprojb + l * C, BT, 4 * C, C);
-        pw_residual_forward(residual3, residual2, fcproj, (size_t)BT * C);
+        Block k = batch_block(m, a, l);
+        block_forward(m, &p, l, &k, BT, &at);
     }
-    pw_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * sBTC,
-                         p->lnfw, p->lnfb, BT, C);
+    o->layernorm_forward(o, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * sBTC,
+                         p.lnfw, p.lnfb, BT, C);
 
     if (m->heads & PW_HEAD_LM) {
-        pw_matmul_forward(a->logits, a->lnf, p->wte, NULL, BT, C, V);
-        pw_logprobs_forward(a->logp, a->entropy, a->logits, m->targets, BT, V);
-        m->logits_valid = 1;
+        o->matmul_forward(o, a->logits, a->lnf, p.wte, NULL, BT, C, V);
+        o->logprobs_forward(o, a->logp, a->entropy, a->logits, m->d_targets, BT, V);
+        g->logits_valid = 1;
     }
     if (m->heads & PW_HEAD_VALUE)
-        pw_matmul_forward(a->value, a->lnf, p->valuew, p->valueb, BT, C, 1);
-    /* the score is read at the last real token, wherever padding put it */
-    for (int b = 0; b < B; b++) {
-        int last = -1;
-        for (int t = T - 1; t >= 0; t--)
-            if (m->mask[b * T + t]) {
-                last = t;
-                break;
-            }
-        m->last[b] = last;
-        if (!(m->heads & PW_HEAD_SCORE)) continue;
-        if (last < 0)
-            a->score[b] = 0.0f; /* a row of padding only has no score */
-        else
-            pw_matmul_forward(a->score + b, a->lnf + ((size_t)b * T + last) * C, p->scorew,
-                              p->scoreb, 1, C, 1);
+        o->matmul_forward(o, a->value, a->lnf, p.valuew, p.valueb, BT, C, 1);
+    if (m->heads & PW_HEAD_SCORE) {
+        /* the score is read at the last real token, wherever padding put it; a row of padding
+         * only has no score */
+        o->zero(o, a->score, (size_t)B * sizeof(float));
+        for (int b = 0; b < B; b++)
+            if (m->h_last[b] >= 0)
+                o->matmul_forward(o, a->score + b, a->lnf + ((size_t)b * T + m->h_last[b]) * C,
+                                  p.scorew, p.scoreb, 1, C, 1);
     }
     return 0;
+}
+
+static void outputs(PwModel *m, PwFamilyOutputs *out)
+{
+    Gpt2 *g = m->fam;
+    *out = (PwFamilyOutputs){g->a.logp, g->a.entropy, g->a.value, g->a.score,
+                             g->logits_valid ? g->a.logits : NULL};
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* backward */
 
-int pw_gpt2_zero_grad(PwGPT2 *m)
+static int backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                    const float *dscore, PwErr *err)
 {
-    if (!m->grads_memory) {
-        size_t s[SCR_COUNT];
-        scratch_sizes(s, &m->config, m->maxB, m->maxT);
-        m->grads_memory = calloc(m->num_params, sizeof(float));
-        m->scratch_memory = malloc(sum_sizes(s, SCR_COUNT) * sizeof(float));
-        if (!m->grads_memory || !m->scratch_memory) {
-            free(m->grads_memory);
-            free(m->scratch_memory);
-            m->grads_memory = m->scratch_memory = NULL;
-            return -1;
-        }
-        slice((float **)&m->grads, m->param_sizes, PW_GPT2_NUM_PARAM_TENSORS, m->grads_memory);
-        return 0;
-    }
-    memset(m->grads_memory, 0, m->num_params * sizeof(float));
-    return 0;
-}
-
-static void zero(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
-
-int pw_gpt2_backward(PwGPT2 *m, const float *dlogp, const float *dentropy, const float *dvalue,
-                     const float *dscore)
-{
-    if (m->B == 0) return -1;
-    if (!m->grads_memory && pw_gpt2_zero_grad(m)) return -1;
-    const PwGPT2Config *cfg = &m->config;
+    Gpt2 *g = m->fam;
+    const PwOps *o = m->ops;
+    const PwArch *cfg = &m->arch;
     const int L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
     const int B = m->B, T = m->T, BT = B * T;
-    const size_t sBTC = (size_t)m->maxB * m->maxT * C, sBT = (size_t)m->maxB * m->maxT;
-    const size_t sATT = (size_t)m->maxB * NH * m->maxT * m->maxT;
-    PwGPT2Params *p = &m->params, *g = &m->grads;
-    PwGPT2Acts *a = &m->acts;
-
+    const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
-    scratch_sizes(ss, &m->config, m->maxB, m->maxT);
+    scratch_sizes(ss, cfg, m->maxB, m->maxT);
+    if (!g->scratch_memory) {
+        size_t bytes = pw_model_sum_sizes(ss, SCR_COUNT) * sizeof(float);
+        if (!(g->scratch_memory = o->alloc(o, bytes)))
+            return pw_model_no_room(m, "the backward scratch", bytes, err);
+    }
+    PwGPT2Params p = pw_gpt2_view(m, m->params), gr = pw_gpt2_view(m, m->grads);
+    Acts *a = &g->a;
     float *scr[SCR_COUNT];
-    slice(scr, ss, SCR_COUNT, m->scratch_memory);
+    pw_model_slice(scr, ss, SCR_COUNT, g->scratch_memory);
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfch_gelu = scr[SCR_DFCHG];
-    const size_t nBTC = (size_t)BT * C;
+    const size_t nBTC = (size_t)BT * C, fBTC = nBTC * sizeof(float);
 
     /* heads: every head's gradient lands in dln = d(lnf) */
-    zero(dln, nBTC);
+    o->zero(o, dln, fBTC);
     if ((m->heads & PW_HEAD_LM) && (dlogp || dentropy)) {
         /* the logits are dead after this step, so their buffer takes dlogits */
-        pw_logprobs_backward(a->logits, a->logits, m->targets, dlogp, dentropy, BT, V);
-        m->logits_valid = 0;
-        pw_matmul_backward(dln, g->wte, NULL, a->logits, a->lnf, p->wte, BT, C, V);
+        o->logprobs_backward(o, a->logits, a->logits, m->d_targets, dlogp, dentropy, BT, V);
+        g->logits_valid = 0;
+        o->matmul_backward(o, dln, gr.wte, NULL, a->logits, a->lnf, p.wte, BT, C, V);
     }
     if ((m->heads & PW_HEAD_VALUE) && dvalue)
-        pw_matmul_backward(dln, g->valuew, g->valueb, dvalue, a->lnf, p->valuew, BT, C, 1);
+        o->matmul_backward(o, dln, gr.valuew, gr.valueb, dvalue, a->lnf, p.valuew, BT, C, 1);
     if ((m->heads & PW_HEAD_SCORE) && dscore) {
         for (int b = 0; b < B; b++) {
-            if (m->last[b] < 0) continue;
-            size_t row = ((size_t)b * T + m->last[b]) * C;
-            pw_matmul_backward(dln + row, g->scorew, g->scoreb, dscore + b, a->lnf + row,
-                               p->scorew, 1, C, 1);
+            if (m->h_last[b] < 0) continue;
+            size_t row = ((size_t)b * T + m->h_last[b]) * C;
+            o->matmul_backward(o, dln + row, gr.scorew, gr.scoreb, dscore + b, a->lnf + row,
+                               p.scorew, 1, C, 1);
         }
     }
-    zero(dres, nBTC);
-    pw_layernorm_backward(dres, g->lnfw, g->lnfb, dln, a->residual3 + (L - 1) * sBTC, p->lnfw,
+    o->zero(o, dres, fBTC);
+    o->layernorm_backward(o, dres, gr.lnfw, gr.lnfb, dln, a->residual3 + (L - 1) * sBTC, p.lnfw,
                           a->lnf_mean, a->lnf_rstd, BT, C);
 
     /* dres holds d(output of layer l) on entry and d(input of layer l) on exit: the residual
      * adds pass it through unchanged, each LayerNorm backward adds its branch into it */
+    const size_t CC = (size_t)C * C;
     for (int l = L - 1; l >= 0; l--) {
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC;
-        const float *ln1 = a->ln1 + l * sBTC, *ln1_mean = a->ln1_mean + l * sBT;
-        const float *ln1_rstd = a->ln1_rstd + l * sBT, *qkv = a->qkv + l * 3 * sBTC;
-        const float *atty = a->atty + l * sBTC, *att = a->att + l * sATT;
-        const float *residual2 = a->residual2 + l * sBTC;
-        const float *ln2 = a->ln2 + l * sBTC, *ln2_mean = a->ln2_mean + l * sBT;
-        const float *ln2_rstd = a->ln2_rstd + l * sBT, *fch = a->fch + l * 4 * sBTC;
-        const float *fch_gelu = a->fch_gelu + l * 4 * sBTC;
+        Block k = batch_block(m, a, l);
+        o->zero(o, dfch_gelu, 4 * fBTC);
+        o->matmul_backward(o, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + l * C, dres,
+                           k.fch_gelu, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
+        o->zero(o, dfch, 4 * fBTC);
+        o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
+        o->zero(o, dln, fBTC);
+        o->matmul_backward(o, dln, gr.fcw + 4 * CC * l, gr.fcb + l * 4 * C, dfch, k.ln2,
+                           p.fcw + 4 * CC * l, BT, C, 4 * C);
+        o->layernorm_backward(o, dres, gr.ln2w + l * C, gr.ln2b + l * C, dln, k.res2,
+                              p.ln2w + l * C, k.ln2_mean, k.ln2_rstd, BT, C);
 
-        zero(dfch_gelu, 4 * nBTC);
-        pw_matmul_backward(dfch_gelu, g->fcprojw + (size_t)l * C * 4 * C, g->fcprojb + l * C,
-                           dres, fch_gelu, p->fcprojw + (size_t)l * C * 4 * C, BT, 4 * C, C);
-        zero(dfch, 4 * nBTC);
-        pw_gelu_backward(dfch, fch, dfch_gelu, 4 * nBTC);
-        zero(dln, nBTC);
-        pw_matmul_backward(dln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, dfch, ln2,
-                           p->fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
-        pw_layernorm_backward(dres, g->ln2w + l * C, g->ln2b + l * C, dln, residual2,
-                              p->ln2w + l * C, ln2_mean, ln2_rstd, BT, C);
-
-        zero(datty, nBTC);
-        pw_matmul_backward(datty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, dres,
-                           atty, p->attprojw + (size_t)l * C * C, BT, C, C);
-        zero(dqkv, 3 * nBTC);
-        pw_attention_backward(dqkv, datty, qkv, att, m->mask, B, T, C, NH);
-        zero(dln, nBTC);
-        pw_matmul_backward(dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, dqkv, ln1,
-                           p->qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
-        pw_layernorm_backward(dres, g->ln1w + l * C, g->ln1b + l * C, dln, residual,
-                              p->ln1w + l * C, ln1_mean, ln1_rstd, BT, C);
+        o->zero(o, datty, fBTC);
+        o->matmul_backward(o, datty, gr.attprojw + CC * l, gr.attprojb + l * C, dres, k.atty,
+                           p.attprojw + CC * l, BT, C, C);
+        o->zero(o, dqkv, 3 * fBTC);
+        o->attention_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, C, NH);
+        o->zero(o, dln, fBTC);
+        o->matmul_backward(o, dln, gr.qkvw + 3 * CC * l, gr.qkvb + l * 3 * C, dqkv, k.ln1,
+                           p.qkvw + 3 * CC * l, BT, C, 3 * C);
+        o->layernorm_backward(o, dres, gr.ln1w + l * C, gr.ln1b + l * C, dln, k.in,
+                              p.ln1w + l * C, k.ln1_mean, k.ln1_rstd, BT, C);
     }
-    pw_encoder_backward(g->wte, g->wpe, dres, m->inputs, m->pos, B, T, C);
+    o->encoder_backward(o, gr.wte, gr.wpe, dres, m->d_inputs, m->d_pos, B, T, C);
     return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* the weighted LM loss */
+/* the KV cache: the same blocks over the packed new tokens of a pass */
 
-void pw_gpt2_next_token_targets(int *targets, const int *inp, const int *mask, int B, int T)
+enum { K_K, K_V, K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_SCORES, K_HEAD, K_NUM };
+
+typedef struct Gpt2Cache {
+    float *buf[K_NUM]; /* slices of memory, sizes of kv_sizes */
+    float *memory;
+} Gpt2Cache;
+
+static void kv_sizes(size_t *s, const PwKVCache *c)
 {
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            int i = b * T + t;
-            int real = t + 1 < T && (!mask || (mask[i] && mask[i + 1]));
-            targets[i] = real ? inp[i + 1] : -1;
-        }
+    const PwArch *a = &c->m->arch;
+    size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, V = a->vocab_size;
+    size_t B = c->maxB, T = c->maxT, N = c->maxN;
+    s[K_K] = L * B * T * C;  /* (L, maxB, NH, maxT, hs) */
+    s[K_V] = L * B * T * C;
+    s[K_X] = N * C;          /* the residual stream of the pass */
+    s[K_LN] = N * C;         /* LayerNorm output */
+    s[K_MEAN] = N;
+    s[K_RSTD] = N;
+    s[K_QKV] = N * 3 * C;
+    s[K_ATTY] = N * C;       /* attention output; after the layers, the gathered last tokens */
+    s[K_PROJ] = N * C;       /* either projection into the residual stream */
+    s[K_FC] = N * 4 * C;     /* MLP hidden, GELU in place */
+    s[K_SCORES] = B * NH * T;/* the CPU attention's scratch */
+    s[K_HEAD] = B * V;       /* logits of each segment's last token */
+    (void)NH;
 }
 
-int pw_gpt2_mean_weights(float *w, const int *targets, int N)
+static int kv_attach(PwKVCache *c, PwErr *err)
 {
-    int count = 0;
-    for (int i = 0; i < N; i++) count += targets[i] >= 0;
-    for (int i = 0; i < N; i++) w[i] = (targets[i] >= 0 && count) ? 1.0f / count : 0.0f;
-    return count;
+    Gpt2Cache *k = calloc(1, sizeof *k);
+    if (!k) return pw_errf(err, "out of host memory");
+    c->fam = k;
+    size_t s[K_NUM];
+    kv_sizes(s, c);
+    size_t bytes = pw_model_sum_sizes(s, K_NUM) * sizeof(float);
+    const PwOps *o = c->m->ops;
+    if (!(k->memory = o->alloc(o, bytes)))
+        return pw_model_no_room(c->m, "a KV cache", bytes, err);
+    pw_model_slice(k->buf, s, K_NUM, k->memory);
+    return 0;
 }
 
-double pw_gpt2_lm_loss(const PwGPT2 *m, const float *w)
+static void kv_detach(PwKVCache *c)
 {
-    if (!(m->heads & PW_HEAD_LM) || m->B == 0) return NAN;
-    double loss = 0.0;
-    for (int i = 0; i < m->B * m->T; i++)
-        if (m->targets[i] >= 0) loss -= (double)w[i] * m->acts.logp[i];
-    return loss;
+    Gpt2Cache *k = c->fam;
+    if (!k) return;
+    c->m->ops->free(c->m->ops, k->memory);
+    free(k);
+    c->fam = NULL;
 }
 
-double pw_gpt2_lm_loss_backward(PwGPT2 *m, const float *w)
+/* The blocks over the c->ntok packed tokens, then the final LayerNorm and the LM head on the
+ * last token of each segment only: the logits are one (nseg, C) x (C, V) product. */
+static const float *kv_pass(PwKVCache *c)
 {
-    double loss = pw_gpt2_lm_loss(m, w);
-    if (isnan(loss)) return loss;
-    int N = m->B * m->T;
-    /* d(-sum w logp) / d logp = -w */
-    float *dlogp = malloc((size_t)N * sizeof(float));
-    if (!dlogp) return NAN;
-    for (int i = 0; i < N; i++) dlogp[i] = -w[i];
-    int rc = pw_gpt2_backward(m, dlogp, NULL, NULL, NULL);
-    free(dlogp);
-    return rc ? NAN : loss;
+    const PwModel *m = c->m;
+    const PwOps *o = m->ops;
+    Gpt2Cache *k = c->fam;
+    float **b = k->buf;
+    const int L = m->arch.n_layer, C = m->arch.n_embd, V = m->arch.vocab_size, N = c->ntok;
+    PwGPT2Params p = pw_gpt2_view(m, m->params);
+
+    o->encoder_forward(o, b[K_X], c->d_tok, c->d_pos, p.wte, p.wpe, 1, N, C);
+    Block blk = {
+        .in = b[K_X], .ln1 = b[K_LN], .ln1_mean = b[K_MEAN], .ln1_rstd = b[K_RSTD],
+        .qkv = b[K_QKV], .atty = b[K_ATTY], .att = NULL, .attproj = b[K_PROJ], .res2 = b[K_X],
+        .ln2 = b[K_LN], .ln2_mean = b[K_MEAN], .ln2_rstd = b[K_RSTD], .fch = b[K_FC],
+        .fch_gelu = b[K_FC], .fcproj = b[K_PROJ], .out = b[K_X],
+    };
+    Attend at = {
+        .kcache = b[K_K], .vcache = b[K_V], .scores = b[K_SCORES],
+        .layer = (size_t)c->maxB * c->maxT * C, .seg_row = c->d_seg_row, .seg_off = c->d_seg_off,
+        .seg_slot0 = c->d_seg_slot0, .nseg = c->nseg, .maxT = c->maxT,
+    };
+    for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
+    /* only the last token of each segment predicts anything sampled: gather those rows of x
+     * (into atty, free now) */
+    o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
+    o->layernorm_forward(o, b[K_LN], b[K_MEAN], b[K_RSTD], b[K_ATTY], p.lnfw, p.lnfb, c->nseg, C);
+    o->matmul_forward(o, b[K_HEAD], b[K_LN], p.wte, NULL, c->nseg, C, V);
+    return b[K_HEAD];
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* optimiser */
 
-double pw_gpt2_grad_norm(const PwGPT2 *m)
-{
-    if (!m->grads_memory) return 0.0;
-    return sqrt(pw_sumsq(m->grads_memory, m->num_params));
-}
-
-double pw_gpt2_adamw_step(PwGPT2 *m, const PwAdamWConfig *cfg, int t)
-{
-    if (!m->grads_memory) return -1.0;
-    if (!m->adam_m) {
-        m->adam_m = calloc(m->num_params, sizeof(float));
-        m->adam_v = calloc(m->num_params, sizeof(float));
-        if (!m->adam_m || !m->adam_v) {
-            free(m->adam_m);
-            free(m->adam_v);
-            m->adam_m = m->adam_v = NULL;
-            return -1.0;
-        }
-    }
-    double norm = pw_gpt2_grad_norm(m);
-    if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip)
-        pw_scale(m->grads_memory, (float)(cfg->grad_clip / norm), m->num_params);
-    /* one update per tensor: each tensor is contiguous and decays or not as a whole */
-    size_t off = 0;
-    for (int i = 0; i < PW_GPT2_NUM_PARAM_TENSORS; i++) {
-        size_t n = m->param_sizes[i];
-        if (n)
-            pw_adamw_update(m->params_memory + off, m->grads_memory + off, m->adam_m + off,
-                            m->adam_v + off, n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
-                            param_decays[i] ? cfg->weight_decay : 0.0f, t);
-        off += n;
-    }
-    return norm;
-}
+const PwFamilyImpl pw_gpt2_family = {
+    .family = PW_FAMILY_GPT2,
+    .name = "gpt2",
+    .ntensors = PW_GPT2_NUM_PARAM_TENSORS,
+    .tensor_names = param_names,
+    .tensor_decays = param_decays,
+    .arch_check = arch_check,
+    .arch_from_json = pw_gpt2_arch_from_json,
+    .tensor_sizes = tensor_sizes,
+    .flops_per_token = flops_per_token,
+    .activation_bytes = activation_bytes,
+    .attach = attach,
+    .detach = detach,
+    .init_random = init_random,
+    .init_heads = init_heads,
+    .forward = forward,
+    .outputs = outputs,
+    .backward = backward,
+    .save = pw_gpt2_save,
+    .load = pw_gpt2_load,
+    .kv_attach = kv_attach,
+    .kv_detach = kv_detach,
+    .kv_pass = kv_pass,
+};

@@ -1,6 +1,6 @@
-/* checkpoint.c: GPT-2 checkpoints as Hugging Face writes them: config.json plus model.safetensors
+/* gpt2_io.c: GPT-2 checkpoints as Hugging Face writes them: config.json plus model.safetensors
  * with transformer.* names and Conv1D weights stored (in, out), so folders move both ways. */
-#include "pw_model.h"
+#include "gpt2.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -28,20 +28,11 @@ static int json_int_key(const json_t *root, const char *key, const char *path, i
     return 0;
 }
 
-int pw_gpt2_config_load(PwGPT2Config *cfg, const char *path, PwErr *err)
+int pw_gpt2_arch_from_json(PwArch *arch, const void *json_root, const char *path, PwErr *err)
 {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
-        return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
-    }
+    const json_t *root = json_root;
     int rc = -1;
-    if (!json_is_object(root)) {
-        pw_errf(err, "%s: the top level must be a JSON object", path);
-        goto done;
-    }
-    PwGPT2Config c;
+    PwArch c = {.family = PW_FAMILY_GPT2};
     if (json_int_key(root, "n_layer", path, &c.n_layer, err) ||
         json_int_key(root, "n_head", path, &c.n_head, err) ||
         json_int_key(root, "n_embd", path, &c.n_embd, err) ||
@@ -84,16 +75,14 @@ int pw_gpt2_config_load(PwGPT2Config *cfg, const char *path, PwErr *err)
         pw_errf(err, "%s: key \"scale_attn_by_inverse_layer_idx\" must be false", path);
         goto done;
     }
-    *cfg = c;
+    *arch = c;
     rc = 0;
 done:
-    json_decref(root);
     return rc;
 }
 
-int pw_gpt2_config_save(const PwGPT2Config *cfg, const char *path, PwErr *err)
+static int config_save(const PwArch *cfg, const char *path, PwErr *err)
 {
-    if (pw_gpt2_config_check(cfg, err)) return -1;
     /* what GPT2Config.save_pretrained writes, with dropout off: PPO runs without it */
     json_t *root = json_pack(
         "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:n, s:s, s:f, s:b, s:f, s:f, s:f, s:f,"
@@ -146,7 +135,7 @@ static const TensorMap trunk_map[] = {
 };
 
 /* Our shape of one layer's slice of tensor `index` as (rows, cols); cols = 0 for a vector. */
-static void our_shape(const PwGPT2Config *c, int index, int64_t *rows, int64_t *cols)
+static void our_shape(const PwArch *c, int index, int64_t *rows, int64_t *cols)
 {
     int64_t C = c->n_embd;
     switch (index) {
@@ -176,9 +165,9 @@ static void transpose(float *dst, const float *src, int64_t rows, int64_t cols)
 
 #define NAME_LEN 96
 
-int pw_gpt2_save(const PwGPT2 *m, const char *dir, PwErr *err)
+int pw_gpt2_save(const PwModel *m, const float *host, const char *dir, PwErr *err)
 {
-    const PwGPT2Config *c = &m->config;
+    const PwArch *c = &m->arch;
     const int L = c->n_layer;
     int ntrunk = 0;
     for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) ntrunk += trunk_map[i].per_layer ? L : 1;
@@ -193,7 +182,8 @@ int pw_gpt2_save(const PwGPT2 *m, const char *dir, PwErr *err)
         goto done;
     }
     float *tp = tbuf;
-    const float *const *params = (const float *const *)&m->params;
+    PwGPT2Params view = pw_gpt2_view(m, (float *)host);
+    const float *const *params = (const float *const *)&view;
     for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) {
         const TensorMap *tm = &trunk_map[i];
         int64_t rows, cols;
@@ -245,7 +235,7 @@ int pw_gpt2_save(const PwGPT2 *m, const char *dir, PwErr *err)
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (pw_st_write(path, wt, n, meta, err)) goto done;
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (pw_gpt2_config_save(c, path, err)) goto done;
+    if (config_save(c, path, err)) goto done;
     rc = 0;
 done:
     free(wt);
@@ -298,100 +288,77 @@ static int read_tensor(const PwSafetensors *st, const char *name, int64_t rows, 
     return 0;
 }
 
-/* A head from the file's tensors wname/bname into params index (weight) and index + 1 (bias).
- * Returns 1 if the file has the head, 0 if it does not, -1 on error. A missing bias reads as 0:
- * Hugging Face's GPT2ForSequenceClassification has score.weight only. */
-static int read_head(PwGPT2 *m, const PwSafetensors *st, const char *wname, const char *bname,
-                     int index, PwErr *err)
+/* A head from the file's tensors wname/bname into weight w (1, C) and bias b (1). Returns 1 if
+ * the file has the head, 0 if it does not, -1 on error. A missing bias reads as 0: Hugging
+ * Face's GPT2ForSequenceClassification has score.weight only. */
+static int read_head(const PwSafetensors *st, int C, const char *wname, const char *bname,
+                     float *w, float *b, PwErr *err)
 {
     if (!pw_st_find(st, wname)) return 0;
-    float *const *params = (float *const *)&m->params;
-    if (read_tensor(st, wname, 1, m->config.n_embd, 0, params[index], NULL, err)) return -1;
+    if (read_tensor(st, wname, 1, C, 0, w, NULL, err)) return -1;
     if (pw_st_find(st, bname)) {
-        if (read_tensor(st, bname, 1, 0, 0, params[index + 1], NULL, err)) return -1;
+        if (read_tensor(st, bname, 1, 0, 0, b, NULL, err)) return -1;
     } else {
-        params[index + 1][0] = 0.0f;
+        b[0] = 0.0f;
     }
     return 1;
 }
 
-static PwGPT2 *load(const char *dir, int heads, int maxB, int maxT, uint64_t seed,
-                    int value_from_score, PwErr *err)
+int pw_gpt2_load(const PwModel *m, float *host, const char *dir, int value_from_score,
+                 int *missing, PwErr *err)
 {
+    const PwArch *cfg = &m->arch;
     char path[4096];
-    PwGPT2Config cfg;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (pw_gpt2_config_load(&cfg, path, err)) return NULL;
-    PwErr cerr;
-    PwGPT2 *m = pw_gpt2_create(&cfg, heads, maxB, maxT, &cerr);
-    if (!m) {
-        pw_errf(err, "%s: %s", path, cerr.msg);
-        return NULL;
-    }
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     PwSafetensors *st = NULL;
-    float *tmp = malloc((size_t)4 * cfg.n_embd * cfg.n_embd * sizeof(float));
+    int rc = -1;
+    float *tmp = malloc((size_t)4 * cfg->n_embd * cfg->n_embd * sizeof(float));
     if (!tmp) {
         pw_errf(err, "%s: out of memory while loading", path);
-        goto fail;
+        goto done;
     }
-    if (pw_st_open(&st, path, err)) goto fail;
+    if (pw_st_open(&st, path, err)) goto done;
 
-    float *const *params = (float *const *)&m->params;
+    PwGPT2Params view = pw_gpt2_view(m, host);
+    float *const *params = (float *const *)&view;
     for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) {
         const TensorMap *tm = &trunk_map[i];
         int64_t rows, cols;
-        our_shape(&cfg, tm->index, &rows, &cols);
+        our_shape(cfg, tm->index, &rows, &cols);
         size_t per = (size_t)rows * (cols ? cols : 1);
-        for (int l = 0; l < (tm->per_layer ? cfg.n_layer : 1); l++) {
+        for (int l = 0; l < (tm->per_layer ? cfg->n_layer : 1); l++) {
             char name[NAME_LEN];
             snprintf(name, sizeof name, tm->fmt, l);
             if (read_tensor(st, name, rows, cols, tm->transposed, params[tm->index] + l * per,
                             tmp, err))
-                goto fail;
+                goto done;
         }
     }
-    /* heads the caller asked for: from the file when it has them, else freshly initialised */
-    int init = 0;
-    if (heads & PW_HEAD_SCORE) {
-        int r = read_head(m, st, "score.weight", "score.bias", 16, err);
-        if (r < 0) goto fail;
-        if (!r) init |= PW_HEAD_SCORE;
+    /* heads the model has: from the file when it has them, else the caller initialises them */
+    *missing = 0;
+    if (view.scorew) {
+        int r = read_head(st, cfg->n_embd, "score.weight", "score.bias", view.scorew,
+                          view.scoreb, err);
+        if (r < 0) goto done;
+        if (!r) *missing |= PW_HEAD_SCORE;
     }
-    if (heads & PW_HEAD_VALUE) {
+    if (view.valuew) {
         int r = value_from_score
-                    ? read_head(m, st, "score.weight", "score.bias", 18, err)
-                    : read_head(m, st, "value_head.weight", "value_head.bias", 18, err);
-        if (r < 0) goto fail;
+                    ? read_head(st, cfg->n_embd, "score.weight", "score.bias", view.valuew,
+                                view.valueb, err)
+                    : read_head(st, cfg->n_embd, "value_head.weight", "value_head.bias",
+                                view.valuew, view.valueb, err);
+        if (r < 0) goto done;
         if (!r && value_from_score) {
             pw_errf(err, "%s: tensor \"score.weight\" is missing (a critic copies the reward "
                          "model's score head)", path);
-            goto fail;
+            goto done;
         }
-        if (!r) init |= PW_HEAD_VALUE;
+        if (!r) *missing |= PW_HEAD_VALUE;
     }
-    if (init) pw_gpt2_init_heads(m, init, seed);
+    rc = 0;
+done:
     pw_st_close(st);
     free(tmp);
-    return m;
-fail:
-    pw_st_close(st);
-    free(tmp);
-    pw_gpt2_free(m);
-    return NULL;
-}
-
-PwGPT2 *pw_gpt2_load(const char *dir, int heads, int maxB, int maxT, uint64_t seed, PwErr *err)
-{
-    return load(dir, heads, maxB, maxT, seed, 0, err);
-}
-
-PwGPT2 *pw_gpt2_load_critic_from_reward(const char *dir, int heads, int maxB, int maxT,
-                                        uint64_t seed, PwErr *err)
-{
-    if (!(heads & PW_HEAD_VALUE)) {
-        pw_errf(err, "%s: a critic needs the value head", dir);
-        return NULL;
-    }
-    return load(dir, heads, maxB, maxT, seed, 1, err);
+    return rc;
 }

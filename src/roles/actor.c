@@ -8,20 +8,20 @@
 #include "pw_algo.h"
 #include "roles.h"
 
-#define PW_MAX_CHUNKS 4096
-
 /* Recomputed on the full sequences by the actor itself, never taken from the generator; the
  * chunks are the ones training uses, so epoch 0 sees exactly these numbers again. */
 void pw_actor_logprobs(PwRun *r)
 {
     PwRows *rows = &r->act_rows;
-    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
-    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
-    for (int c = 0; c < n && c < PW_MAX_CHUNKS; c++) {
+    int *start, *count;
+    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, &start, &count);
+    for (int c = 0; c < n; c++) {
         size_t o = (size_t)start[c] * r->R;
         pw_rows_forward(r->actor, rows, start[c], count[c], r->logp_old + o, r->ent_old + o, NULL,
                         NULL);
     }
+    free(start);
+    free(count);
 }
 
 /* Ensemble objective (mean | wco | uwo), then optional running normalisation over every score
@@ -41,15 +41,9 @@ void pw_actor_combine_scores(PwRun *r)
             b[1] += (double)r->score[i] * r->score[i];
         }
         pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, b, 3);
-        double mean = b[0] / b[2], m2 = b[1] - b[0] * mean;
-        double *run = r->running; /* Chan et al.: merge (count, mean, m2) of the batch */
-        double tot = run[0] + b[2], d = mean - run[1];
-        run[2] += m2 + d * d * run[0] * b[2] / tot;
-        run[1] += d * b[2] / tot;
-        run[0] = tot;
-        double var = run[0] > 1 ? run[2] / (run[0] - 1) : 0.0;
-        for (int i = 0; i < n; i++)
-            r->score[i] = (float)((r->score[i] - run[1]) / sqrt(var + 1e-8));
+        double mean = b[0] / b[2];
+        pw_running_moments_merge(&r->running, b[2], mean, b[1] - b[0] * mean);
+        pw_running_moments_normalize(&r->running, r->score, n);
     }
     pw_reward_clip(r->score, n, r->s.reward_clip);
     if (r->s.non_stop_penalty && r->stop_id >= 0)
@@ -113,7 +107,8 @@ void pw_actor_advantages(PwRun *r)
 void pw_actor_train(PwRun *r)
 {
     PwRows *all = &r->act_rows, ord = {0}, *rows = &ord; /* this epoch's order of the block */
-    int R = r->R, T = all->T, M = r->s.minibatches, mb = r->s.micro, n = all->n;
+    PwErr err;
+    int R = r->R, M = r->s.minibatches, mb = r->s.micro, n = all->n;
     int *perm = pw_roles_alloc((size_t)n * sizeof(int));
     float *logp_old = pw_roles_alloc((size_t)n * R * sizeof(float));
     float *adv = pw_roles_alloc((size_t)n * R * sizeof(float));
@@ -122,8 +117,6 @@ void pw_actor_train(PwRun *r)
     float *ent = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dlp = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dent = pw_roles_alloc((size_t)mb * R * sizeof(float));
-    float *dlpT = pw_roles_alloc((size_t)mb * T * sizeof(float));
-    float *dentT = pw_roles_alloc((size_t)mb * T * sizeof(float));
     double acc[6] = {0}; /* per-minibatch means summed: loss, approxkl, clipfrac, ratio, H, count */
     double lr = 0.0;
     for (int e = 0; e < r->s.epochs; e++) {
@@ -134,8 +127,8 @@ void pw_actor_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
-            if (pw_gpt2_zero_grad(r->actor))
-                pw_comm_fatal(__FILE__, __LINE__, "actor: no gradient memory");
+            if (pw_model_zero_grad(r->actor, &err))
+                pw_comm_fatal(__FILE__, __LINE__, "actor: %s", err.msg);
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
@@ -145,10 +138,7 @@ void pw_actor_train(PwRun *r)
                 pw_policy_loss(&ps, dlp, dent, lp, logp_old + o, adv + o, ent,
                                rows->rmask + o, (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus,
                                tok);
-                pw_rows_scatter(rows, nb, dlp, dlpT);
-                if (bonus) pw_rows_scatter(rows, nb, dent, dentT);
-                if (pw_gpt2_backward(r->actor, dlpT, bonus ? dentT : NULL, NULL, NULL))
-                    pw_comm_fatal(__FILE__, __LINE__, "actor: backward failed");
+                pw_rows_backward(r->actor, dlp, bonus ? dent : NULL, NULL, "actor");
                 st[0] += ps.loss;
                 st[1] += ps.approxkl * ps.count;
                 st[2] += ps.clipfrac * ps.count;
@@ -175,8 +165,6 @@ void pw_actor_train(PwRun *r)
     free(ent);
     free(dlp);
     free(dent);
-    free(dlpT);
-    free(dentT);
     free(perm);
     free(logp_old);
     free(adv);

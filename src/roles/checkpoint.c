@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pw_safetensors.h"
+#include "pw_safetensors.h" /* pw_write_file_atomic */
 #include "roles.h"
 
 /* Nothing else is needed to continue bit for bit: prompts, sampling streams and minibatches
@@ -20,36 +20,26 @@ static void ckpt_path(char *buf, size_t n, const char *out_dir, int64_t step, co
              leaf ? leaf : "");
 }
 
-static void save_model(PwGPT2 *m, const char *dir, int with_optimizer)
+static void save_model(PwModel *m, const char *dir, int with_optimizer)
 {
     PwErr err;
     mkdir(dir, 0755);
-    if (pw_gpt2_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
-    if (!with_optimizer || !m->adam_m) return;
-    char path[1300];
+    if (pw_model_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+    if (!with_optimizer) return;
+    char path[1400];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)m->num_params}, m->adam_m, PW_DT_F32},
-                            {"adam_v", 1, {(int64_t)m->num_params}, m->adam_v, PW_DT_F32}};
-    static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
-    if (pw_st_write(path, t, 2, meta, &err))
+    if (pw_model_optimizer_save(m, path, &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
 }
 
-void pw_ckpt_load_optimizer(PwGPT2 *m, const char *dir)
+void pw_ckpt_load_optimizer(PwModel *m, const char *dir)
 {
     PwErr err;
     char path[1300];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     if (access(path, F_OK) != 0) return; /* saved before the first update: no moments yet */
-    PwSafetensors *st = NULL;
-    int64_t shape[1] = {(int64_t)m->num_params};
-    m->adam_m = calloc(m->num_params, sizeof(float));
-    m->adam_v = calloc(m->num_params, sizeof(float));
-    if (!m->adam_m || !m->adam_v) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
-    if (pw_st_open(&st, path, &err) || pw_st_read_f32(st, "adam_m", shape, 1, m->adam_m, &err) ||
-        pw_st_read_f32(st, "adam_v", shape, 1, m->adam_v, &err))
+    if (pw_model_optimizer_load(m, path, &err))
         pw_comm_fatal(__FILE__, __LINE__, "resume: %s", err.msg);
-    pw_st_close(st);
 }
 
 static void remove_model(const char *dir)
@@ -156,8 +146,8 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     if (!pw_world_has_role(w, PW_ROLE_ACTOR) || w->role_rank[PW_ROLE_ACTOR] != 0) return;
 
     json_t *o = json_pack("{s:I, s:I, s:f, s:[f, f, f]}", "step", (json_int_t)done, "opt_step",
-                          (json_int_t)r->opt_step, "beta", r->beta, "running", r->running[0],
-                          r->running[1], r->running[2]);
+                          (json_int_t)r->opt_step, "beta", r->beta, "running", r->running.count,
+                          r->running.mean, r->running.m2);
     char *text = json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     json_decref(o);
     PwErr err;
@@ -185,7 +175,7 @@ int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err)
                        o ? "fields" : je.text);
     r->opt_step = opt;
     r->beta = beta;
-    memcpy(r->running, run, sizeof run);
+    r->running = (PwRunningMoments){run[0], run[1], run[2]};
     return 0;
 }
 

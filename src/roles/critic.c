@@ -6,22 +6,23 @@
 #include "pw_algo.h"
 #include "roles.h"
 
-#define PW_MAX_CHUNKS 4096
-
 void pw_critic_evaluate(PwRun *r)
 {
     PwRows *rows = &r->crit_rows;
-    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
-    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
-    for (int c = 0; c < n && c < PW_MAX_CHUNKS; c++)
+    int *start, *count;
+    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, &start, &count);
+    for (int c = 0; c < n; c++)
         pw_rows_forward(r->critic, rows, start[c], count[c], NULL, NULL,
                         r->vold + (size_t)start[c] * r->R, NULL);
+    free(start);
+    free(count);
 }
 
 /* L_v = 0.5 * mean max((V - R)^2, (clip(V, Vold - c, Vold + c) - R)^2) over the real tokens of
  * each minibatch, for ppo.epochs passes; gradients summed over the critic ranks. */
 void pw_critic_train(PwRun *r)
 {
+    PwErr err;
     PwRows *all = &r->crit_rows, ord = {0}, *rows = &ord; /* this epoch's order of the block */
     int R = r->R, M = r->s.minibatches, mb = r->s.micro, n = all->n;
     int *perm = pw_roles_alloc((size_t)n * sizeof(int));
@@ -29,7 +30,6 @@ void pw_critic_train(PwRun *r)
     float *vret = pw_roles_alloc((size_t)n * R * sizeof(float));
     float *v = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dv = pw_roles_alloc((size_t)mb * R * sizeof(float));
-    float *dvT = pw_roles_alloc((size_t)mb * all->T * sizeof(float));
     double acc[3] = {0, 0, 0}; /* sum of minibatch losses, clipfrac, minibatches */
     double lr = 0.0;
     for (int e = 0; e < r->s.epochs; e++) {
@@ -40,8 +40,8 @@ void pw_critic_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(n, M, k);
             double tok = pw_minibatch_tokens(r, PW_ROLE_CRITIC, rows, blk);
-            if (pw_gpt2_zero_grad(r->critic))
-                pw_comm_fatal(__FILE__, __LINE__, "critic: no gradient memory");
+            if (pw_model_zero_grad(r->critic, &err))
+                pw_comm_fatal(__FILE__, __LINE__, "critic: %s", err.msg);
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
@@ -50,9 +50,7 @@ void pw_critic_train(PwRun *r)
                 PwValueStats vs;
                 pw_value_loss(&vs, dv, v, vold + o, vret + o, rows->rmask + o,
                               (size_t)nb * R, r->s.vclip, tok);
-                pw_rows_scatter(rows, nb, dv, dvT);
-                if (pw_gpt2_backward(r->critic, NULL, NULL, dvT, NULL))
-                    pw_comm_fatal(__FILE__, __LINE__, "critic: backward failed");
+                pw_rows_backward(r->critic, NULL, NULL, dv, "critic");
                 st[0] += vs.loss;
                 st[1] += vs.clipfrac * vs.count;
                 st[2] += vs.count;
@@ -70,7 +68,6 @@ void pw_critic_train(PwRun *r)
     r->critic_stats[2] = lr;
     free(v);
     free(dv);
-    free(dvT);
     free(perm);
     free(vold);
     free(vret);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_algo.h"
 #include "pw_data.h"
 #include "pw_rng.h"
 #include "roles.h"
@@ -105,17 +106,9 @@ int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N,
 void pw_rows_finish(PwRows *r, int stop_id)
 {
     int P = r->P, R = r->R, T = r->T;
+    pw_response_mask(r->rmask, r->lengths, r->stopped, r->tokens, r->n, R, stop_id);
     for (int b = 0; b < r->n; b++) {
-        int len = R, stopped = 0;
-        for (int t = 0; t < R; t++)
-            if (stop_id >= 0 && r->tokens[(size_t)b * R + t] == stop_id) {
-                len = t + 1;
-                stopped = 1;
-                break;
-            }
-        r->lengths[b] = len;
-        r->stopped[b] = stopped;
-        for (int t = 0; t < R; t++) r->rmask[(size_t)b * R + t] = t < len ? 1.0f : 0.0f;
+        int len = r->lengths[b];
         int *seq = r->seq + (size_t)b * T, *sm = r->smask + (size_t)b * T,
             *tg = r->tgt + (size_t)b * T;
         for (int t = 0; t < P; t++) {
@@ -131,38 +124,44 @@ void pw_rows_finish(PwRows *r, int stop_id)
     }
 }
 
-void pw_rows_forward(PwGPT2 *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
+void pw_rows_forward(PwModel *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
                      float *value, float *score)
 {
     PwErr err;
-    int T = r->T, P = r->P, R = r->R;
+    int T = r->T;
     size_t o = (size_t)i0 * T;
-    if (pw_gpt2_forward(m, r->seq + o, r->smask + o, r->tgt + o, nb, T, &err))
+    /* the response token t is predicted at column P - 1 + t; the targets are -1 after a row's
+     * end, so the gathered outputs are 0 there */
+    PwModelInput b = {r->seq + o, r->smask + o, r->tgt + o, nb, T};
+    PwOutputs out = {.col0 = r->P - 1, .width = r->R, .logp = logp, .entropy = entropy,
+                     .value = value, .score = score};
+    if (pw_model_forward(m, &b, &out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "forward of rows %lld..%lld: %s",
                       (long long)(r->r0 + i0), (long long)(r->r0 + i0 + nb - 1), err.msg);
-    for (int b = 0; b < nb; b++)
-        for (int t = 0; t < R; t++) {
-            size_t src = (size_t)b * T + P - 1 + t, dst = (size_t)b * R + t;
-            int real = r->rmask[(size_t)(i0 + b) * R + t] != 0.0f;
-            if (logp) logp[dst] = real ? m->acts.logp[src] : 0.0f;
-            if (entropy) entropy[dst] = real ? m->acts.entropy[src] : 0.0f;
-            if (value) value[dst] = real ? m->acts.value[src] : 0.0f;
-        }
-    if (score)
-        for (int b = 0; b < nb; b++) score[b] = m->acts.score[b];
 }
 
-int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max)
+void pw_rows_backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                      const char *who)
+{
+    PwErr err;
+    PwOutputGrads g = {dlogp, dentropy, dvalue, NULL};
+    if (pw_model_backward(m, &g, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: backward: %s", who, err.msg);
+}
+
+int pw_chunks(int n, int minibatches, int micro, int **start, int **count)
 {
     int k = 0;
+    for (int mb = 0; mb < minibatches; mb++) k += (int)((pw_block(n, minibatches, mb).count +
+                                                          micro - 1) / micro);
+    *start = pw_roles_alloc((size_t)k * sizeof(int));
+    *count = pw_roles_alloc((size_t)k * sizeof(int));
+    k = 0;
     for (int mb = 0; mb < minibatches; mb++) {
         PwBlock blk = pw_block(n, minibatches, mb);
-        for (int64_t i = 0; i < blk.count; i += micro) {
-            if (k < max) {
-                start[k] = (int)(blk.start + i);
-                count[k] = (int)(blk.count - i < micro ? blk.count - i : micro);
-            }
-            k++;
+        for (int64_t i = 0; i < blk.count; i += micro, k++) {
+            (*start)[k] = (int)(blk.start + i);
+            (*count)[k] = (int)(blk.count - i < micro ? blk.count - i : micro);
         }
     }
     return k;
@@ -210,12 +209,4 @@ void pw_rows_permuted(PwRows *dst, const PwRows *src, const int *perm)
 void pw_permute_f32(float *dst, const float *src, const int *perm, int n, int R)
 {
     gather_rows(dst, src, perm, n, (size_t)R * sizeof(float));
-}
-
-void pw_rows_scatter(const PwRows *r, int nb, const float *src, float *dst)
-{
-    int T = r->T, P = r->P, R = r->R;
-    memset(dst, 0, (size_t)nb * T * sizeof *dst);
-    for (int b = 0; b < nb; b++)
-        for (int t = 0; t < R; t++) dst[(size_t)b * T + P - 1 + t] = src[(size_t)b * R + t];
 }

@@ -28,7 +28,7 @@ static int gold_here(const PwRun *r)
 /* Log-probs of a block's responses in micro batches of ppo.rollout_micro_batch_size: the actor
  * and the reference cut their blocks alike, so with equal weights and equal blocks the two
  * forwards are the same computation and eval/kl is exactly 0 (the initial evaluation). */
-static void eval_logp(PwRun *r, PwGPT2 *m, const PwRows *rows, float *logp)
+static void eval_logp(PwRun *r, PwModel *m, const PwRows *rows, float *logp)
 {
     for (int i0 = 0; i0 < rows->n; i0 += r->s.micro) {
         int nb = rows->n - i0 < r->s.micro ? rows->n - i0 : r->s.micro;

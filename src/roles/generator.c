@@ -7,7 +7,7 @@
 #include "pw_rng.h"
 #include "roles.h"
 
-void pw_generator_generate(PwRun *r, PwGPT2 *m, PwRows *rows, float *logp, int64_t step)
+void pw_generator_generate(PwRun *r, PwModel *m, PwRows *rows, float *logp, int64_t step)
 {
     PwErr err;
     int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;

@@ -11,22 +11,20 @@ double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step)
     return pw_lr_at(&sc, (long)step);
 }
 
-void pw_roles_optimizer_step(PwRun *r, PwRole role, PwGPT2 *m, double lr, int64_t t)
+void pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_t t)
 {
     PwErr err;
     /* The losses are divided by the minibatch's GLOBAL token count, so the sum over ranks is the
      * gradient of the whole minibatch; every rank then takes the same step on the same sum. */
     if (r->w.map.role[role].nranks > 1) {
-        int64_t shape[1] = {(int64_t)m->num_params};
-        PwTensor g = pw_tensor_host(m->grads_memory, PW_DTYPE_F32, 1, shape);
+        PwTensor g = pw_model_grads(m);
         if (pw_allreduce(&r->w, role, &g, PW_REDUCE_SUM, &err))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
     }
     PwAdamWConfig ac = {(float)lr, (float)r->s.beta1, (float)r->s.beta2, (float)r->s.eps,
                         (float)r->s.weight_decay, (float)r->s.grad_clip};
-    if (pw_gpt2_adamw_step(m, &ac, (int)t) < 0)
-        pw_comm_fatal(__FILE__, __LINE__, "%s: no memory for the AdamW moments",
-                      pw_role_name(role));
+    if (pw_model_adamw_step(m, &ac, (int)t, &err) < 0)
+        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", pw_role_name(role), err.msg);
 }
 
 double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk)

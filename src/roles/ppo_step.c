@@ -133,7 +133,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     PwRole pr = r->producer;
     PwGroup prod = pw_run_group(r, pr);
     if (pw_run_has(r, pr)) {
-        PwGPT2 *m = pr == PW_ROLE_GENERATOR ? r->gen : r->actor;
+        PwModel *m = pr == PW_ROLE_GENERATOR ? r->gen : r->actor;
         if (!r->async || step == r->first_step)
             TIMED(pr, PW_PH_GENERATE, pw_generator_generate(r, m, &r->gen_rows, r->gen_logp, step));
         int me = w->role_rank[pr];
@@ -185,8 +185,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
         pw_xfer_recv_rows(x, w, prod, pw_member_group(m), m->me, PW_MSG_TOKENS, step, N, &tok);
     }
     if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step)) {
-        PwTensor p =
-            pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+        PwTensor p = pw_model_params(r->gen);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step - 1, &p);
     }
     static const int receivers[] = {PW_ROLE_ACTOR,  PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
@@ -296,15 +295,13 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         (!r->async || weights_in_async(r, step + 1))) {
         /* The parameters are one buffer: one message per generator rank, no per-tensor trips.
          * Async: the send completes in the next step, before the actor's next update. */
-        PwTensor p =
-            pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+        PwTensor p = pw_model_params(r->actor);
         for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
             pw_xfer_send(r->async ? &r->carry : x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g,
                          PW_MSG_WEIGHTS, step, &p);
     }
     if (pw_run_has(r, PW_ROLE_GENERATOR) && !r->async) {
-        PwTensor p =
-            pw_tensor2(r->gen->params_memory, PW_DTYPE_F32, (int64_t)r->gen->num_params, 0);
+        PwTensor p = pw_model_params(r->gen);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
@@ -368,8 +365,7 @@ void pw_ppo_resume_async(PwRun *r)
     if (!r->async || !weights_in_async(r, r->first_step) || !pw_world_has_role(w, PW_ROLE_ACTOR) ||
         w->role_rank[PW_ROLE_ACTOR] != 0)
         return;
-    PwTensor p =
-        pw_tensor2(r->actor->params_memory, PW_DTYPE_F32, (int64_t)r->actor->num_params, 0);
+    PwTensor p = pw_model_params(r->actor);
     for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
         pw_xfer_send(&r->carry, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS,
                      r->first_step - 1, &p);

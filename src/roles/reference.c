@@ -1,18 +1,19 @@
 /* reference.c: the reference role: logp_ref_t = log pi_ref(y_t | x, y_<t) of the response
  * tokens under the frozen initial policy (ppo.md 3). No gradients, no state across steps. */
-#include "roles.h"
+#include <stdlib.h>
 
-#define PW_MAX_CHUNKS 4096
+#include "roles.h"
 
 void pw_reference_evaluate(PwRun *r)
 {
     PwRows *rows = &r->ref_rows;
-    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
-    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
-    if (n > PW_MAX_CHUNKS) pw_comm_fatal(__FILE__, __LINE__, "reference: %d chunks", n);
+    int *start, *count;
+    int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, &start, &count);
     /* The same chunks as the actor's rollout pass: with equal blocks the two forwards are the
      * same computation, so KL is exactly 0 while the weights are equal. */
     for (int c = 0; c < n; c++)
         pw_rows_forward(r->ref, rows, start[c], count[c], r->ref_logp + (size_t)start[c] * r->R,
                         NULL, NULL, NULL);
+    free(start);
+    free(count);
 }

@@ -1,9 +1,9 @@
 /* reward.c: the reward role: s = RM(x, y), the score head at the last real token, from every
  * member of the ensemble this rank serves; members may live on different ranks (ppo.md 4). */
+#include <stdlib.h>
+
 #include "pw_task.h"
 #include "roles.h"
-
-#define PW_MAX_CHUNKS 4096
 
 /* The toy verifier: how many real response tokens equal the chosen token. */
 static void verify_count(const PwRows *rows, int token, float *score)
@@ -26,7 +26,6 @@ void pw_verifier_score(int token, int task, const PwRows *rows, float *score)
 
 void pw_reward_evaluate(PwRun *r)
 {
-    static int start[PW_MAX_CHUNKS], count[PW_MAX_CHUNKS];
     for (int k = 0; k < r->K; k++) {
         PwMember *mem = &r->member[k];
         if (mem->me < 0) continue;
@@ -34,9 +33,12 @@ void pw_reward_evaluate(PwRun *r)
             pw_verifier_score(mem->verifier_token, mem->task, &mem->rows, mem->score);
             continue;
         }
-        int n = pw_chunks(mem->rows.n, r->s.minibatches, r->s.micro, start, count, PW_MAX_CHUNKS);
-        for (int c = 0; c < n && c < PW_MAX_CHUNKS; c++)
+        int *start, *count;
+        int n = pw_chunks(mem->rows.n, r->s.minibatches, r->s.micro, &start, &count);
+        for (int c = 0; c < n; c++)
             pw_rows_forward(mem->model, &mem->rows, start[c], count[c], NULL, NULL, NULL,
                             mem->score + start[c]);
+        free(start);
+        free(count);
     }
 }

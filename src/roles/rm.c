@@ -6,18 +6,21 @@
 #include "pw_train.h"
 #include "train.h"
 
-/* Scores of a prefs batch (2n rows: chosen then rejected) into the model's acts.score. */
+/* Scores of a prefs batch (2n rows: chosen then rejected) into sc (2n). */
 static void score_batch(PwTrainer *t, const PwDataset *d, PwBatch *b, const int *idx, int n,
-                        int T)
+                        int T, float *sc)
 {
     PwErr err;
-    if (pw_batch_build(b, d, idx, n, T, 0.0, &err) ||
-        pw_gpt2_forward(t->model, b->tokens, b->mask, NULL, b->B, b->T, &err))
+    if (pw_batch_build(b, d, idx, n, T, 0.0, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
+    PwModelInput in = {b->tokens, b->mask, NULL, b->B, b->T};
+    PwOutputs out = {.score = sc};
+    if (pw_model_forward(t->model, &in, &out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
 }
 
 /* Validation loss (mean over pairs) and accuracy (s_chosen > s_rejected; ties are wrong). */
-static void validate(PwTrainer *t, PwBatch *b, int *idx, double *loss, double *acc)
+static void validate(PwTrainer *t, PwBatch *b, int *idx, float *sc, double *loss, double *acc)
 {
     *loss = *acc = NAN;
     if (!t->have_valid) return;
@@ -27,8 +30,7 @@ static void validate(PwTrainer *t, PwBatch *b, int *idx, double *loss, double *a
     for (int64_t i = s; i < s + c; i += t->local_max) {
         int n = (int)(s + c - i < t->local_max ? s + c - i : t->local_max);
         for (int j = 0; j < n; j++) idx[j] = (int)i + j;
-        score_batch(t, &t->valid, b, idx, n, 0);
-        const float *sc = t->model->acts.score;
+        score_batch(t, &t->valid, b, idx, n, 0, sc);
         PwBtStats st;
         pw_bt_loss(&st, NULL, NULL, sc, sc + n, (size_t)n, 1.0); /* normaliser 1: the sum */
         sums[0] += st.loss;
@@ -43,23 +45,24 @@ static void validate(PwTrainer *t, PwBatch *b, int *idx, double *loss, double *a
 }
 
 /* One optimizer step on the global batch of `step`; out = {loss, accuracy} of the batch. */
-static void train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *dscore,
-                       double *out)
+static void train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
+                       float *dscore, double *out)
 {
     int64_t s, c;
     pw_train_rows(t, step, rows, &s, &c);
     int n = (int)c, B = t->a.batch;
-    if (pw_gpt2_zero_grad(t->model)) pw_comm_fatal(__FILE__, __LINE__, "rm: no gradient memory");
+    PwErr err;
+    if (pw_model_zero_grad(t->model, &err)) pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
     double st2[2] = {0.0, 0.0};
     if (n > 0) {
         /* The global width and the global pair count as normaliser: the per-rank losses and
          * gradients add up to those of the whole batch. */
-        score_batch(t, &t->train, b, rows + s, n, pw_data_width(&t->train, rows, B));
-        const float *sc = t->model->acts.score;
+        score_batch(t, &t->train, b, rows + s, n, pw_data_width(&t->train, rows, B), sc);
         PwBtStats st;
         pw_bt_loss(&st, dscore, dscore + n, sc, sc + n, (size_t)n, (double)B);
-        if (pw_gpt2_backward(t->model, NULL, NULL, NULL, dscore))
-            pw_comm_fatal(__FILE__, __LINE__, "rm: backward failed");
+        PwOutputGrads g = {.dscore = dscore};
+        if (pw_model_backward(t->model, &g, &err))
+            pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
         st2[0] = st.loss;
         st2[1] = st.accuracy * st.count / B;
     }
@@ -77,11 +80,12 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
     if (!pw_train_open(&t, argc, argv, comm, nranks, &code)) return code;
     int *rows = malloc((size_t)(t.a.batch + t.local_max) * sizeof *rows);
     float *dscore = malloc((size_t)(2 * t.local_max) * sizeof *dscore);
-    if (!rows || !dscore) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    float *sc = malloc((size_t)(2 * t.local_max) * sizeof *sc); /* scores of a batch */
+    if (!rows || !dscore || !sc) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
     PwBatch b = {0};
     double loss0, acc0, loss, acc, sum[2] = {0.0, 0.0}, tstep = 0.0;
     long nsum = 0;
-    validate(&t, &b, rows, &loss0, &acc0);
+    validate(&t, &b, rows, sc, &loss0, &acc0);
     loss = loss0;
     acc = acc0;
     static const char *const keys[] = {"train/loss", "train/accuracy", "valid/loss",
@@ -90,16 +94,16 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
     pw_train_log(&t, 0, keys, v0, 6);
     for (long step = 0; step < t.a.steps; step++) {
         double t0 = pw_now(), out[2];
-        train_step(&t, step, &b, rows, dscore, out);
+        train_step(&t, step, &b, rows, sc, dscore, out);
         tstep += pw_now() - t0;
         sum[0] += out[0];
         sum[1] += out[1];
         nsum++;
         long done = step + 1;
         if ((t.a.eval_every > 0 && done % t.a.eval_every == 0) || done == t.a.steps) {
-            PwLrSchedule sc = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
-            validate(&t, &b, rows, &loss, &acc);
-            double v[] = {sum[0] / nsum, sum[1] / nsum, loss, acc, pw_lr_at(&sc, step),
+            PwLrSchedule lrs = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
+            validate(&t, &b, rows, sc, &loss, &acc);
+            double v[] = {sum[0] / nsum, sum[1] / nsum, loss, acc, pw_lr_at(&lrs, step),
                           tstep / nsum};
             pw_train_log(&t, done, keys, v, 6);
             if (t.rank == 0) {
@@ -118,6 +122,7 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
     pw_batch_free(&b);
     free(rows);
     free(dscore);
+    free(sc);
     pw_train_end(&t);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pw_algo.h"
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_common.h"
@@ -99,15 +100,20 @@ int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N,
 /* After tokens arrived: mask, lengths, stop flags and the (n, T) model inputs. */
 void pw_rows_finish(PwRows *r, int stop_id);
 
-/* Forward of rows [i0, i0 + nb) of the block; then the per-response-position outputs are
- * gathered into (nb, R) arrays (any may be NULL): logp, entropy, value. score (nb) for a score
- * head. Ends the job on a model error (the inputs were checked before). */
-void pw_rows_forward(PwGPT2 *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
+/* Forward of rows [i0, i0 + nb) of the block through the model interface, which gathers the
+ * per-response-position outputs into (nb, R) arrays (any may be NULL; 0 after a row's end):
+ * logp, entropy, value; score (nb) for a score head. Ends the job on a model error (the inputs
+ * were checked before). */
+void pw_rows_forward(PwModel *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
                      float *value, float *score);
+/* Backward of the last pw_rows_forward from gradients in the same (nb, R) layout (NULL = 0). */
+void pw_rows_backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                      const char *who);
 /* The chunks every role forwards a block in: the minibatches of the block, each cut into micro
  * batches of at most `micro` rows. Using one rule everywhere makes the actor's train-time
- * forward of epoch 0 the same computation as its rollout forward (ratio == 1 bit for bit). */
-int pw_chunks(int n, int minibatches, int micro, int *start, int *count, int max);
+ * forward of epoch 0 the same computation as its rollout forward (ratio == 1 bit for bit).
+ * Returns the number of chunks; *start and *count are allocated (free them). */
+int pw_chunks(int n, int minibatches, int micro, int **start, int **count);
 /* The order of the block's rows in PPO epoch `epoch` of this step (perm (rows->n)), cut into
  * contiguous minibatches. Epoch 0 keeps the rollout order: its rows are already prompts in the
  * data set's shuffled order, and its forward is then the rollout forward (ratio == 1 exactly).
@@ -119,9 +125,6 @@ void pw_minibatch_order(const PwRun *r, const PwRows *rows, int epoch, int *perm
 void pw_rows_permuted(PwRows *dst, const PwRows *src, const int *perm);
 /* dst (n, R) = rows of src (n, R) in the order perm. */
 void pw_permute_f32(float *dst, const float *src, const int *perm, int n, int R);
-/* dst (nb, T) = 0 except dst[b, P - 1 + t] = src[b, t]: a per-response-position gradient placed
- * where pw_rows_forward read the output, for pw_gpt2_backward. */
-void pw_rows_scatter(const PwRows *r, int nb, const float *src, float *dst);
 /* Learning rate of optimizer step `step` (0-based) for a peak lr and floor min_lr with the run's
  * warm-up and decay; total = steps x epochs x minibatches optimizer steps. */
 double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step);
@@ -129,7 +132,7 @@ double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step);
  * that makes the ranks' loss gradients sum to the gradient of the whole minibatch. */
 double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk);
 /* Sum the gradient buffer over the ranks of `role`, then one AdamW step at learning rate lr. */
-void pw_roles_optimizer_step(PwRun *r, PwRole role, PwGPT2 *m, double lr, int64_t t);
+void pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_t t);
 
 /* ============================================================================= phases ===== */
 
@@ -182,7 +185,7 @@ typedef struct PwMember {
     int nranks;
     int idx[64];              /* reward role ranks serving it */
     int me;                   /* this rank's position among them, -1 if it does not serve it */
-    PwGPT2 *model;            /* loaded where served (NULL for a verifier) */
+    PwModel *model;           /* loaded where served (NULL for a verifier) */
     PwRows rows;              /* this rank's block of the member's rows, this step */
     float *score;             /* (rows.n) */
 } PwMember;
@@ -219,14 +222,15 @@ struct PwRun {
     PwPrompts data;
     int V, R, maxT, stop_id, pad_id;
     PwRole producer; /* who generates: the generator role, or the actor without one */
+    int gpu;         /* this rank's GPU (the placement's binding) for roles with device: cuda */
 
-    PwGPT2 *actor, *ref, *critic, *gen; /* the models this rank holds (NULL otherwise) */
+    PwModel *actor, *ref, *critic, *gen; /* the models this rank holds (NULL otherwise) */
     struct PwGen *sampler;              /* KV-cache sampler of the producing model */
     int K;
     PwMember member[PW_MAX_MEMBERS];
     PwPrompts eval_data; /* data.eval_prompts; empty: the evaluation reads `data` in file order */
     int eval_n;          /* prompts per evaluation */
-    PwGPT2 *gold;        /* model.gold on reward rank 0, scored at evaluation only */
+    PwModel *gold;       /* model.gold on reward rank 0, scored at evaluation only */
     int gold_token, gold_task; /* model.gold as a verifier (count >= 0, or the task) instead */
     const PwTokenizer *tok;    /* data.tokenizer, NULL without one */
     FILE *eval_file;     /* RUN_DIR/eval.jsonl on actor rank 0 */
@@ -251,7 +255,7 @@ struct PwRun {
     int64_t step;        /* the PPO step being run */
     int64_t first_step;  /* 0, or the step a --resume starts at */
     int64_t opt_step;    /* optimizer steps taken (the schedule's index) */
-    double running[3];   /* running score moments (count, mean, m2) for reward.normalize */
+    PwRunningMoments running; /* running score moments for reward.normalize */
 
     double time[PW_ROLE_COUNT][PW_PH_COUNT]; /* this step's seconds per role and phase */
     double step_seconds;                     /* wall time of the step on this actor rank */
@@ -293,7 +297,7 @@ static inline PwTensor pw_tensor2(void *data, PwDtype dt, int64_t a, int64_t b)
 
 /* The role paragraphs of docs/roles.md. Each works on this rank's block of its role. */
 /* Samples rows->tokens and logp (n, R) for the rows of PPO step `step` with model m. */
-void pw_generator_generate(PwRun *r, PwGPT2 *m, PwRows *rows, float *logp, int64_t step);
+void pw_generator_generate(PwRun *r, PwModel *m, PwRows *rows, float *logp, int64_t step);
 void pw_reference_evaluate(PwRun *r);
 void pw_reward_evaluate(PwRun *r);
 void pw_critic_evaluate(PwRun *r);
@@ -311,7 +315,7 @@ void pw_eval_run(PwRun *r, int64_t step);
 void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done);
 int64_t pw_ckpt_latest(const char *out_dir); /* newest complete step_N, -1 if none */
 int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err);
-void pw_ckpt_load_optimizer(PwGPT2 *m, const char *dir);
+void pw_ckpt_load_optimizer(PwModel *m, const char *dir);
 void pw_ckpt_dir(char *buf, size_t n, const char *out_dir, int64_t step, const char *part);
 /* The run configuration saved in RUN_DIR, and its check on --resume (settings.c). */
 int pw_settings_save_config(const struct PwConfig *cfg, const char *path, PwErr *err);

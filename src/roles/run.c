@@ -59,15 +59,13 @@ static int use_tokenizer(PwRun *r, PwErr *err)
     return 0;
 }
 
-static int load_config(PwGPT2Config *c, const char *key, const char *dir, PwErr *err)
+static int load_config(PwArch *c, const char *key, const char *dir, PwErr *err)
 {
-    char path[1200];
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return pw_errf(err, "%s: checkpoint folder '%s' does not exist", key, dir);
-    snprintf(path, sizeof path, "%s/config.json", dir);
     PwErr e2;
-    if (pw_gpt2_config_load(c, path, &e2)) return pw_errf(err, "%s: %s", key, e2.msg);
+    if (pw_arch_load(c, dir, &e2)) return pw_errf(err, "%s: %s", key, e2.msg);
     return 0;
 }
 
@@ -138,7 +136,7 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
                        "(ppo.initial_policy_kl_penalty = %g, ppo.adaptive_kl = %d)", pl->path,
                        s->beta, s->adaptive_kl);
 
-    PwGPT2Config sft, c;
+    PwArch sft, c;
     if (load_config(&sft, "model.sft", s->sft, err)) return -1;
     r->V = sft.vocab_size;
     int ctx = sft.n_positions;
@@ -226,15 +224,18 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     return map_members(r, pl, err);
 }
 
-static PwGPT2 *load_or_die(PwRun *r, const char *role, const char *dir, int heads,
-                           int critic_from_rm)
+/* A model of `role` on the device the placement gives the role (the rank's GPU for cuda). */
+static PwModel *load_or_die(PwRun *r, PwRole role, const char *what, const char *dir, int heads,
+                            int critic_from_rm)
 {
     PwErr err;
     int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;
-    PwGPT2 *m = critic_from_rm
-                    ? pw_gpt2_load_critic_from_reward(dir, heads, mb, r->maxT, r->s.seed, &err)
-                    : pw_gpt2_load(dir, heads, mb, r->maxT, r->s.seed, &err);
-    if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", role, dir, err.msg);
+    PwDevice dev = r->w.map.role[role].device;
+    PwModelOpts o = {.heads = heads, .maxB = mb, .maxT = r->maxT, .device = dev,
+                     .device_id = r->gpu < 0 ? 0 : r->gpu, .seed = r->s.seed,
+                     .value_from_score = critic_from_rm};
+    PwModel *m = pw_model_load(dir, &o, &err);
+    if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", what, dir, err.msg);
     return m;
 }
 
@@ -252,35 +253,35 @@ static void load_models(PwRun *r, const char *out_dir)
         gen_dir = gen;
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
-        r->actor = load_or_die(r, "actor", actor_dir, PW_HEAD_LM, 0);
+        r->actor = load_or_die(r, PW_ROLE_ACTOR, "actor", actor_dir, PW_HEAD_LM, 0);
         if (r->first_step > 0) pw_ckpt_load_optimizer(r->actor, actor_dir);
     }
     if (pw_world_has_role(w, PW_ROLE_REFERENCE))
-        r->ref = load_or_die(r, "reference", s->sft, PW_HEAD_LM, 0);
+        r->ref = load_or_die(r, PW_ROLE_REFERENCE, "reference", s->sft, PW_HEAD_LM, 0);
     if (pw_world_has_role(w, PW_ROLE_GENERATOR))
-        r->gen = load_or_die(r, "generator", gen_dir, PW_HEAD_LM, 0);
+        r->gen = load_or_die(r, PW_ROLE_GENERATOR, "generator", gen_dir, PW_HEAD_LM, 0);
     if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
         if (r->first_step > 0) {
-            r->critic = load_or_die(r, "critic", critic, PW_HEAD_VALUE, 0);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", critic, PW_HEAD_VALUE, 0);
             pw_ckpt_load_optimizer(r->critic, critic);
         } else if (s->critic && *s->critic) {
-            r->critic = load_or_die(r, "critic", s->critic, PW_HEAD_VALUE, 0);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->critic, PW_HEAD_VALUE, 0);
         } else if (!pw_member_is_verifier(&r->member[0])) {
-            r->critic = load_or_die(r, "critic", s->reward[0], PW_HEAD_VALUE, 1);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->reward[0], PW_HEAD_VALUE, 1);
         } else { /* a verifier has no trunk: the SFT trunk with a fresh value head */
-            r->critic = load_or_die(r, "critic", s->sft, PW_HEAD_VALUE, 0);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->sft, PW_HEAD_VALUE, 0);
         }
     }
     int me = w->role_rank[PW_ROLE_REWARD];
     if (me == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task && r->gold_token < 0)
-        r->gold = load_or_die(r, "gold reward", s->gold, PW_HEAD_SCORE, 0);
+        r->gold = load_or_die(r, PW_ROLE_REWARD, "gold reward", s->gold, PW_HEAD_SCORE, 0);
     for (int k = 0; k < r->K; k++) {
         PwMember *m = &r->member[k];
         m->me = -1;
         for (int i = 0; i < m->nranks && me >= 0; i++)
             if (m->idx[i] == me) m->me = i;
         if (m->me >= 0 && !pw_member_is_verifier(m))
-            m->model = load_or_die(r, "reward", m->name, PW_HEAD_SCORE, 0);
+            m->model = load_or_die(r, PW_ROLE_REWARD, "reward", m->name, PW_HEAD_SCORE, 0);
     }
 }
 
@@ -326,22 +327,23 @@ static void free_run(PwRun *r)
     pw_rows_free(&r->next_rows);
     free(r->next_logp);
     pw_xfer_free(&r->carry);
-    pw_gpt2_free(r->actor);
-    pw_gpt2_free(r->ref);
-    pw_gpt2_free(r->gen);
-    pw_gpt2_free(r->critic);
-    for (int k = 0; k < r->K; k++) pw_gpt2_free(r->member[k].model);
-    pw_gpt2_free(r->gold);
+    pw_model_free(r->actor);
+    pw_model_free(r->ref);
+    pw_model_free(r->gen);
+    pw_model_free(r->critic);
+    for (int k = 0; k < r->K; k++) pw_model_free(r->member[k].model);
+    pw_model_free(r->gold);
     pw_prompts_free(&r->data);
     pw_prompts_free(&r->eval_data);
     if (r->metrics) fclose(r->metrics);
     if (r->eval_file) fclose(r->eval_file);
 }
 
-int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm,
+int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm, int gpu,
                const char *out_dir, int resume, PwErr *err)
 {
     PwRun *r = pw_roles_alloc(sizeof *r);
+    r->gpu = gpu;
     int rc = pw_settings_from_config(&r->s, cfg, err);
     if (!rc) rc = check_inputs(r, pl, err);
     if (!rc && mkdir(out_dir, 0755) != 0 && errno != EEXIST)

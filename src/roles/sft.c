@@ -6,9 +6,20 @@
 #include "pw_train.h"
 #include "train.h"
 
+/* The model's per-position log-probs of a batch's targets (B,T), and the batch's loss. */
+static double lm_forward(PwTrainer *t, const PwBatch *b, float *logp, const char *what)
+{
+    PwErr err;
+    PwModelInput in = {b->tokens, b->mask, b->targets, b->B, b->T};
+    PwOutputs out = {.col0 = 0, .width = b->T, .logp = logp};
+    if (pw_model_forward(t->model, &in, &out, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", what, err.msg);
+    return pw_lm_loss(logp, b->weights, b->targets, b->B * b->T);
+}
+
 /* Validation loss: -sum log p over every response target of the validation set divided by
  * their number, each rank taking its block of the set. */
-static double valid_loss(PwTrainer *t, PwBatch *b, int *idx)
+static double valid_loss(PwTrainer *t, PwBatch *b, int *idx, float *logp)
 {
     if (!t->have_valid) return NAN;
     int64_t s, c;
@@ -19,10 +30,9 @@ static double valid_loss(PwTrainer *t, PwBatch *b, int *idx)
         int n = (int)(s + c - i < t->local_max ? s + c - i : t->local_max);
         for (int j = 0; j < n; j++) idx[j] = (int)i + j;
         /* Normaliser 1: every response target weighs 1, so the loss is the sum. */
-        if (pw_batch_build(b, &t->valid, idx, n, 0, 1.0, &err) ||
-            pw_gpt2_forward(t->model, b->tokens, b->mask, b->targets, b->B, b->T, &err))
+        if (pw_batch_build(b, &t->valid, idx, n, 0, 1.0, &err))
             pw_comm_fatal(__FILE__, __LINE__, "sft validation: %s", err.msg);
-        acc[0] += pw_gpt2_lm_loss(t->model, b->weights);
+        acc[0] += lm_forward(t, b, logp, "sft validation");
         acc[1] += b->count;
     }
     pw_train_sum(t, acc, 2);
@@ -30,7 +40,7 @@ static double valid_loss(PwTrainer *t, PwBatch *b, int *idx)
 }
 
 /* One optimizer step on the global batch of `step`; returns the batch's mean loss. */
-static double train_step(PwTrainer *t, long step, PwBatch *b, int *rows)
+static double train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *logp)
 {
     int64_t s, c;
     pw_train_rows(t, step, rows, &s, &c);
@@ -41,12 +51,16 @@ static double train_step(PwTrainer *t, long step, PwBatch *b, int *rows)
     PwErr err;
     if (pw_batch_build(b, &t->train, rows + s, (int)c, T, norm, &err))
         pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
-    if (pw_gpt2_zero_grad(t->model)) pw_comm_fatal(__FILE__, __LINE__, "sft: no gradient memory");
+    if (pw_model_zero_grad(t->model, &err)) pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     double loss = 0.0;
     if (c > 0) {
-        if (pw_gpt2_forward(t->model, b->tokens, b->mask, b->targets, b->B, b->T, &err))
+        loss = lm_forward(t, b, logp, "sft");
+        /* d(-sum w logp) / d logp = -w, over the whole (B,T) the forward gathered; the logp
+         * buffer is free again and takes it */
+        for (int i = 0; i < b->B * b->T; i++) logp[i] = -b->weights[i];
+        PwOutputGrads g = {.dlogp = logp};
+        if (pw_model_backward(t->model, &g, &err))
             pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
-        loss = pw_gpt2_lm_loss_backward(t->model, b->weights);
     }
     pw_train_sum(t, &loss, 1);
     pw_train_optimize(t, step);
@@ -59,22 +73,23 @@ int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
     int code;
     if (!pw_train_open(&t, argc, argv, comm, nranks, &code)) return code;
     int *rows = malloc((size_t)(t.a.batch + t.local_max) * sizeof *rows);
-    if (!rows) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    float *logp = malloc((size_t)t.maxB * t.maxT * sizeof *logp);
+    if (!rows || !logp) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
     PwBatch b = {0};
-    double first = valid_loss(&t, &b, rows), last = first, sum = 0.0, tstep = 0.0;
+    double first = valid_loss(&t, &b, rows, logp), last = first, sum = 0.0, tstep = 0.0;
     long nsum = 0;
     static const char *const keys[] = {"train/loss", "valid/loss", "lr", "time/step_s"};
     double v0[] = {NAN, first, 0.0, NAN};
     pw_train_log(&t, 0, keys, v0, 4);
     for (long step = 0; step < t.a.steps; step++) {
         double t0 = pw_now();
-        sum += train_step(&t, step, &b, rows);
+        sum += train_step(&t, step, &b, rows, logp);
         tstep += pw_now() - t0;
         nsum++;
         long done = step + 1;
         if ((t.a.eval_every > 0 && done % t.a.eval_every == 0) || done == t.a.steps) {
             PwLrSchedule sc = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
-            last = valid_loss(&t, &b, rows);
+            last = valid_loss(&t, &b, rows, logp);
             double v[] = {sum / nsum, last, pw_lr_at(&sc, step), tstep / nsum};
             pw_train_log(&t, done, keys, v, 4);
             if (t.rank == 0) {
@@ -92,6 +107,7 @@ int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
                t.a.steps, last, first, t.a.out);
     pw_batch_free(&b);
     free(rows);
+    free(logp);
     pw_train_end(&t);
     return 0;
 }

@@ -247,24 +247,28 @@ static int load_data(PwTrainer *t, int n_positions, PwErr *err)
     return 0;
 }
 
-static int make_model(PwTrainer *t, PwGPT2Config *cfg, PwErr *err)
+static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
 {
     int T = t->train.max_total;
     if (t->have_valid && t->valid.max_total > T) T = t->valid.max_total;
     int64_t s0, c0;
     pw_data_shard(t->a.batch, t->nranks, 0, &s0, &c0); /* block 0 is the largest */
     t->local_max = c0 > 0 ? (int)c0 : 1;
-    int maxB = t->local_max * (t->shape == PW_DATA_PREFS ? 2 : 1);
+    t->maxB = t->local_max * (t->shape == PW_DATA_PREFS ? 2 : 1);
+    t->maxT = T;
+    PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = PW_DEVICE_CPU,
+                     .seed = t->a.seed};
     if (t->a.init) {
-        t->model = pw_gpt2_load(t->a.init, t->heads, maxB, T, t->a.seed, err);
+        t->model = pw_model_load(t->a.init, &o, err);
     } else {
-        t->model = pw_gpt2_create(cfg, t->heads, maxB, T, err);
-        if (t->model) pw_gpt2_init_random(t->model, t->a.seed);
+        t->model = pw_model_create(cfg, &o, err);
+        if (t->model) pw_model_init_random(t->model, t->a.seed);
     }
     if (!t->model) return -1;
-    if (t->model->config.vocab_size < t->tok->vocab_size)
-        return pw_errf(err, "the model's vocab_size %d is smaller than tokenizer '%s''s %d",
-                       t->model->config.vocab_size, t->tok->name, t->tok->vocab_size);
+    int V = pw_model_arch(t->model)->vocab_size;
+    if (V < t->tok->vocab_size)
+        return pw_errf(err, "the model's vocab_size %d is smaller than tokenizer '%s''s %d", V,
+                       t->tok->name, t->tok->vocab_size);
     return 0;
 }
 
@@ -273,12 +277,11 @@ static int setup_local(PwTrainer *t, PwErr *err)
     PwTrainArgs *a = &t->a;
     t->tok = pw_tokenizer_get(a->tokenizer, err);
     if (!t->tok) return -1;
-    PwGPT2Config cfg = {a->n_layer, a->n_head, a->n_embd, t->tok->vocab_size, a->n_positions};
+    PwArch cfg = {PW_FAMILY_GPT2, a->n_layer, a->n_head, a->n_embd, t->tok->vocab_size,
+                  a->n_positions};
     if (a->init) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/config.json", a->init);
-        if (pw_gpt2_config_load(&cfg, path, err)) return -1;
-    } else if (pw_gpt2_config_check(&cfg, err)) {
+        if (pw_arch_load(&cfg, a->init, err)) return -1;
+    } else if (pw_arch_check(&cfg, err)) {
         return -1;
     }
     if (load_data(t, cfg.n_positions, err)) return -1;
@@ -308,12 +311,13 @@ static int setup(PwTrainer *t)
     pw_train_sum(t, &f, 1);
     if (f > 0) return -1;
     if (t->rank == 0) {
+        const PwArch *ma = pw_model_arch(t->model);
         printf("ppo_world %s: %d ranks; train %d examples (%d dropped, %d truncated) from %s; "
-               "valid %d; model L=%d H=%d C=%d T=%d V=%d, %zu parameters\n",
+               "valid %d; model %s L=%d H=%d C=%d T=%d V=%d, %zu parameters\n",
                t->mode, t->nranks, t->train.n, t->train.dropped, t->train.truncated,
-               t->train.path, t->have_valid ? t->valid.n : 0, t->model->config.n_layer,
-               t->model->config.n_head, t->model->config.n_embd, t->model->config.n_positions,
-               t->model->config.vocab_size, t->model->num_params);
+               t->train.path, t->have_valid ? t->valid.n : 0, pw_family_name(ma->family),
+               ma->n_layer, ma->n_head, ma->n_embd, ma->n_positions, ma->vocab_size,
+               pw_model_num_params(t->model));
         if (t->train.dropped)
             fprintf(stderr, "ppo_world %s: warning: %d over-long examples dropped from %s\n",
                     t->mode, t->train.dropped, t->train.path);
@@ -339,7 +343,7 @@ int pw_train_open(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks
 void pw_train_end(PwTrainer *t)
 {
     if (t->metrics) fclose(t->metrics);
-    pw_gpt2_free(t->model);
+    pw_model_free(t->model);
     pw_sampler_free(&t->sampler);
     pw_dataset_free(&t->train);
     pw_dataset_free(&t->valid);
@@ -359,14 +363,13 @@ void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *
 
 double pw_train_optimize(PwTrainer *t, long step)
 {
-    PwGPT2 *m = t->model;
+    PwModel *m = t->model;
+    PwErr err;
     /* Each rank's loss was divided by the GLOBAL normaliser (tokens or pairs of the whole
      * batch), so the sum over ranks is the gradient of the global batch: the same step a single
      * rank would take on all of it. */
     if (t->nranks > 1) {
-        PwErr err;
-        int64_t shape[1] = {(int64_t)m->num_params};
-        PwTensor g = pw_tensor_host(m->grads_memory, PW_DTYPE_F32, 1, shape);
+        PwTensor g = pw_model_grads(m);
         if (pw_allreduce(&t->w, t->role, &g, PW_REDUCE_SUM, &err))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
     }
@@ -374,8 +377,8 @@ double pw_train_optimize(PwTrainer *t, long step)
     double lr = pw_lr_at(&sc, step);
     PwAdamWConfig ac = {(float)lr, (float)t->a.beta1, (float)t->a.beta2, (float)t->a.eps,
                         (float)t->a.weight_decay, (float)t->a.grad_clip};
-    if (pw_gpt2_adamw_step(m, &ac, (int)(step + 1)) < 0)
-        pw_comm_fatal(__FILE__, __LINE__, "%s: no memory for the AdamW moments", t->mode);
+    if (pw_model_adamw_step(m, &ac, (int)(step + 1), &err) < 0)
+        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", t->mode, err.msg);
     return lr;
 }
 
@@ -399,6 +402,6 @@ void pw_train_save(PwTrainer *t)
 {
     if (t->rank != 0) return;
     PwErr err;
-    if (pw_gpt2_save(t->model, t->a.out, &err))
+    if (pw_model_save(t->model, t->a.out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
 }

@@ -37,8 +37,9 @@ typedef struct PwTrainer {
     PwDataset train, valid;
     int have_valid;
     PwSampler sampler;
-    PwGPT2 *model;
-    int local_max;         /* rows of the largest local block: the model's batch capacity */
+    PwModel *model;
+    int local_max;         /* rows of the largest local block */
+    int maxB, maxT;        /* the model's batch capacity: rows (2 local_max for pairs), width */
     FILE *metrics;         /* rank 0 only */
     double t0;
 } PwTrainer;

@@ -12,17 +12,18 @@
 static int write_model(const char *dir, unsigned long long seed, int vocab, int score)
 {
     PwErr err;
-    PwGPT2Config c = {2, 2, 32, vocab, 32};
-    PwGPT2 *m = pw_gpt2_create(&c, PW_HEAD_LM | (score ? PW_HEAD_SCORE : 0), 1, 8, &err);
+    PwArch c = {PW_FAMILY_GPT2, 2, 2, 32, vocab, 32};
+    PwModelOpts o = {.heads = PW_HEAD_LM | (score ? PW_HEAD_SCORE : 0), .maxB = 1, .maxT = 8};
+    PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) {
         fprintf(stderr, "make_tiny: %s\n", err.msg);
         return 1;
     }
-    pw_gpt2_init_random(m, seed);
+    pw_model_init_random(m, seed);
     mkdir(dir, 0755);
-    int rc = pw_gpt2_save(m, dir, &err);
+    int rc = pw_model_save(m, dir, &err);
     if (rc) fprintf(stderr, "make_tiny: %s\n", err.msg);
-    pw_gpt2_free(m);
+    pw_model_free(m);
     return rc ? 1 : 0;
 }
 

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
         int resume = argc > 4 && !strcmp(argv[4], "--resume"), first = 4 + resume;
         rc = pw_config_build(&cfg, argv[2], (const char *const *)argv + first, argc - first, &err);
         if (!rc) {
-            rc = pw_ppo_run(&cfg, &pl, MPI_COMM_WORLD, argv[3], resume, &err);
+            rc = pw_ppo_run(&cfg, &pl, MPI_COMM_WORLD, -1, argv[3], resume, &err);
             pw_config_free(&cfg);
         }
         pw_placement_free(&pl);

@@ -5,25 +5,38 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pw_model.h"
 
+/* Multiply parameter tensor `name` of a CPU model by s. */
+static void gen_scale_tensor(PwModel *m, const char *name, float s)
+{
+    float *p = pw_model_params(m).data;
+    for (int i = 0; i < pw_model_num_tensors(m); i++) {
+        size_t off, n;
+        if (strcmp(pw_model_tensor_info(m, i, &off, &n), name)) continue;
+        for (size_t k = 0; k < n; k++) p[off + k] *= s;
+    }
+}
+
 /* GPT-2's init makes logits and attention nearly uniform; wte_scale spreads the logits (draws
  * then differ from row to row) and qkv_scale sharpens attention (so a wrong key shows). */
-static PwGPT2 *gen_tiny_model(int V, int maxB, int maxT, uint64_t seed, float wte_scale,
-                              float qkv_scale)
+static PwModel *gen_tiny_model(int V, int maxB, int maxT, uint64_t seed, float wte_scale,
+                               float qkv_scale)
 {
-    PwGPT2Config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 32, .vocab_size = V,
-                        .n_positions = 32};
+    PwArch cfg = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                  .vocab_size = V, .n_positions = 32};
     PwErr err;
-    PwGPT2 *m = pw_gpt2_create(&cfg, PW_HEAD_LM, maxB, maxT, &err);
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = maxB, .maxT = maxT};
+    PwModel *m = pw_model_create(&cfg, &o, &err);
     if (!m) {
         fprintf(stderr, "tiny model: %s\n", err.msg);
         exit(1);
     }
-    pw_gpt2_init_random(m, seed);
-    for (size_t i = 0; i < m->param_sizes[0]; i++) m->params.wte[i] *= wte_scale;
-    for (size_t i = 0; i < m->param_sizes[4]; i++) m->params.qkvw[i] *= qkv_scale;
+    pw_model_init_random(m, seed);
+    gen_scale_tensor(m, "wte", wte_scale);
+    gen_scale_tensor(m, "qkvw", qkv_scale);
     return m;
 }
 

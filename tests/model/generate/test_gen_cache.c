@@ -1,5 +1,5 @@
 /* test_gen_cache.c: the KV-cache decode against the full forward: with the same tokens, every
- * step's logits and the generator's log-probs equal what pw_gpt2_forward computes. */
+ * step's logits and the generator's log-probs equal what pw_model_forward computes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +15,7 @@ static const int prompt_len[B] = {7, 3, 1, 5, 7, 2, 7, 7, 7, 7};
 /* response tokens per row: rows stop at different steps, two run to max_new_tokens */
 static const int resp_len[B] = {6, 1, 3, 6, 2, 4, 5, 6, 1, 3};
 
-static PwGPT2 *tiny_model(int maxB, int maxT)
+static PwModel *tiny_model(int maxB, int maxT)
 {
     return gen_tiny_model(V, maxB, maxT, 1234, 4.0f, 10.0f);
 }
@@ -43,10 +43,10 @@ static void test_cache_matches_forward(void)
             resp[b * R + t] = (int)(pw_test_rng_next(&rng) % V);
             rmask[b * R + t] = t < resp_len[b];
         }
-    PwGPT2 *m = tiny_model(B, W);
+    PwModel *m = tiny_model(B, W);
     PwErr err;
-    PwGen *g = pw_gen_create(m, B, W, &err);
-    CHECK(g != NULL, "%s", err.msg);
+    PwKVCache *c = pw_kv_create(m, B, W, &err);
+    CHECK(c != NULL, "%s", err.msg);
     /* a prefill pass holds 4 full rows (52 tokens): these 53 real tokens need two passes, and
      * the logits of the first pass must survive the second */
     int real = 0, want_steps = 0;
@@ -54,12 +54,14 @@ static void test_cache_matches_forward(void)
         real += prompt_len[b];
         want_steps += resp_len[b];
     }
-    CHECK(real > g->maxN, "prefill fits one pass: %d real tokens, %d per pass", real, g->maxN);
+    CHECK(real > pw_kv_pass_tokens(c), "prefill fits one pass: %d real tokens, %d per pass", real,
+          pw_kv_pass_tokens(c));
 
     float *got = calloc((size_t)B * R * V, sizeof(float));
     float *want = calloc((size_t)B * R * V, sizeof(float));
-    CHECK(pw_gen_prefill(g, prompt, mask, B, P, &err) == 0, "%s", err.msg);
-    for (int b = 0; b < B; b++) CHECK(g->len[b] == prompt_len[b], "row %d len %d", b, g->len[b]);
+    CHECK(pw_kv_prefill(c, prompt, mask, B, P, &err) == 0, "%s", err.msg);
+    for (int b = 0; b < B; b++)
+        CHECK(pw_kv_len(c, b) == prompt_len[b], "row %d len %d", b, pw_kv_len(c, b));
     for (int r = 0; r < R; r++) {
         int in[B], active[B];
         if (r > 0) {
@@ -67,34 +69,37 @@ static void test_cache_matches_forward(void)
                 in[b] = resp[b * R + r - 1];
                 active[b] = r < resp_len[b];
             }
-            CHECK(pw_gen_decode(g, in, active, B, &err) == 0, "%s", err.msg);
+            CHECK(pw_kv_decode(c, in, active, B, &err) == 0, "%s", err.msg);
         }
         for (int b = 0; b < B; b++)
             if (r < resp_len[b])
-                memcpy(got + ((size_t)b * R + r) * V, g->logits + (size_t)b * V,
-                       V * sizeof(float));
+                memcpy(got + ((size_t)b * R + r) * V, pw_kv_logits(c, b), V * sizeof(float));
     }
     for (int b = 0; b < B; b++)
-        CHECK(g->len[b] == prompt_len[b] + resp_len[b] - 1, "row %d cached %d tokens", b,
-              g->len[b]);
+        CHECK(pw_kv_len(c, b) == prompt_len[b] + resp_len[b] - 1, "row %d cached %d tokens", b,
+              pw_kv_len(c, b));
 
     int seq[B * W], smask[B * W], targets[B * W];
     pw_gen_sequences(seq, smask, targets, prompt, mask, P, resp, rmask, R, B, 49);
-    CHECK(pw_gpt2_forward(m, seq, smask, NULL, B, W, &err) == 0, "%s", err.msg);
+    float *logits = malloc((size_t)B * R * V * sizeof(float));
+    PwModelInput in = {seq, smask, NULL, B, W};
+    PwOutputs out = {.col0 = P - 1, .width = R, .logits = logits};
+    CHECK(pw_model_forward(m, &in, &out, &err) == 0, "%s", err.msg);
     int compared = 0;
     for (int b = 0; b < B; b++)
         for (int r = 0; r < resp_len[b]; r++) {
-            memcpy(want + ((size_t)b * R + r) * V,
-                   m->acts.logits + ((size_t)b * W + P - 1 + r) * V, V * sizeof(float));
+            memcpy(want + ((size_t)b * R + r) * V, logits + ((size_t)b * R + r) * V,
+                   V * sizeof(float));
             compared++;
         }
+    free(logits);
     CHECK(compared == want_steps, "compared %d steps", compared);
     double e = pw_max_rel_err_ff(got, want, (size_t)B * R * V, 1e-6);
     CHECK(e <= 1e-5, "cached decode logits vs full forward: rel err %.3g", e);
     printf("cache vs forward: %d (row, step) logits rows, max rel err %.3g\n", compared, e);
 
-    pw_gen_free(g);
-    pw_gpt2_free(m);
+    pw_kv_free(c);
+    pw_model_free(m);
     free(got);
     free(want);
 }
@@ -108,7 +113,7 @@ static void test_generate_logp_matches_forward(void)
     unsigned long long rng = 11;
     int prompt[B * P], mask[B * P];
     make_prompts(prompt, mask, &rng);
-    PwGPT2 *m = tiny_model(B, W);
+    PwModel *m = tiny_model(B, W);
     PwErr err;
     PwGen *g = pw_gen_create(m, B, W, &err);
     PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = 49,
@@ -140,19 +145,18 @@ static void test_generate_logp_matches_forward(void)
 
     int seq[B * W], smask[B * W], targets[B * W];
     pw_gen_sequences(seq, smask, targets, prompt, mask, P, g->tokens, g->resp_mask, R, B, 49);
-    CHECK(pw_gpt2_forward(m, seq, smask, targets, B, W, &err) == 0, "%s", err.msg);
     float got[B * R], want[B * R];
+    PwModelInput in = {seq, smask, targets, B, W};
+    PwOutputs out = {.col0 = P - 1, .width = R, .logp = want}; /* 0 after each row's end */
+    CHECK(pw_model_forward(m, &in, &out, &err) == 0, "%s", err.msg);
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < R; t++) {
-            got[b * R + t] = g->logp_full[b * R + t];
-            want[b * R + t] = g->resp_mask[b * R + t] ? m->acts.logp[b * W + P - 1 + t] : 0.0f;
-        }
+        for (int t = 0; t < R; t++) got[b * R + t] = g->logp_full[b * R + t];
     double e = pw_max_rel_err_ff(got, want, B * R, 1e-3);
     CHECK(e <= 1e-5, "generator logp vs forward logp: rel err %.3g", e);
     printf("generate vs forward logp: %d rows stopped early, max rel err %.3g\n", nstop, e);
 
     pw_gen_free(g);
-    pw_gpt2_free(m);
+    pw_model_free(m);
 }
 
 int main(void)

@@ -12,7 +12,7 @@ enum { B = 5, P = 6, R = 8, W = P + R, V = 50, PAD = 0 };
 
 static const int prompt_len[B] = {6, 2, 4, 1, 5};
 
-static PwGPT2 *tiny_model(void) { return gen_tiny_model(V, B, W, 77, 4.0f, 1.0f); }
+static PwModel *tiny_model(void) { return gen_tiny_model(V, B, W, 77, 4.0f, 1.0f); }
 
 static void make_prompts(int *prompt, int *mask)
 {
@@ -144,12 +144,20 @@ static void test_max_new_tokens(PwGen *g)
  * (its bias) and the stop token's embedding row points along it, so its logit is about 10 C
  * above every other. The generator was built before the change, which also checks that it
  * reads the weights at each call. */
-static void test_forced_stop(PwGPT2 *m, PwGen *g)
+static void test_forced_stop(PwModel *m, PwGen *g)
 {
-    const int STOP = 13, C = m->config.n_embd;
+    const int STOP = 13, C = pw_model_arch(m)->n_embd;
+    float *p = pw_model_params(m).data; /* host memory: a CPU model */
+    size_t lnfb = 0, wte = 0;
+    for (int i = 0; i < pw_model_num_tensors(m); i++) {
+        size_t off;
+        const char *name = pw_model_tensor_info(m, i, &off, NULL);
+        if (!strcmp(name, "lnfb")) lnfb = off;
+        if (!strcmp(name, "wte")) wte = off;
+    }
     for (int c = 0; c < C; c++) {
-        m->params.lnfb[c] = 10.0f;
-        m->params.wte[STOP * C + c] = 1.0f;
+        p[lnfb + c] = 10.0f;
+        p[wte + (size_t)STOP * C + c] = 1.0f;
     }
     int prompt[B * P], mask[B * P];
     make_prompts(prompt, mask);
@@ -179,7 +187,7 @@ static void expect_error(int rc, const PwErr *err, const char *part, const char 
           err->msg, part);
 }
 
-static void test_errors(PwGPT2 *m, PwGen *g)
+static void test_errors(PwModel *m, PwGen *g)
 {
     PwErr err;
     CHECK(pw_gen_create(m, 2, 33, &err) == NULL && strstr(err.msg, "n_positions 32"),
@@ -231,20 +239,29 @@ static void test_errors(PwGPT2 *m, PwGen *g)
                  "temperature");
 
     /* decode past the cache: fill one row to capacity by hand */
-    CHECK(pw_gen_prefill(g, prompt, mask, 1, P, &err) == 0, "%s", err.msg);
+    CHECK(pw_kv_prefill(g->cache, prompt, mask, 1, P, &err) == 0, "%s", err.msg);
     int tok[1] = {2}, rc = 0;
-    for (int i = 0; i < W - P && rc == 0; i++) rc = pw_gen_decode(g, tok, NULL, 1, &err);
-    CHECK(rc == 0 && g->len[0] == W, "filled the row: len %d", g->len[0]);
-    expect_error(pw_gen_decode(g, tok, NULL, 1, &err), &err,
+    for (int i = 0; i < W - P && rc == 0; i++) rc = pw_kv_decode(g->cache, tok, NULL, 1, &err);
+    CHECK(rc == 0 && pw_kv_len(g->cache, 0) == W, "filled the row: len %d",
+          pw_kv_len(g->cache, 0));
+    expect_error(pw_kv_decode(g->cache, tok, NULL, 1, &err), &err,
                  "row 0 already holds 14 tokens, the generator's capacity", "decode past end");
     tok[0] = -1;
-    expect_error(pw_gen_decode(g, tok, NULL, 1, &err), &err, "decode token -1 of row 0",
+    expect_error(pw_kv_decode(g->cache, tok, NULL, 1, &err), &err, "decode token -1 of row 0",
                  "decode token");
+    /* a model without the LM head has nothing to decode with */
+    PwArch a = *pw_model_arch(m);
+    PwModelOpts vo = {.heads = PW_HEAD_VALUE, .maxB = 1, .maxT = 4};
+    PwModel *critic = pw_model_create(&a, &vo, &err);
+    CHECK(critic && pw_kv_create(critic, 1, 4, &err) == NULL &&
+              strstr(err.msg, "decoding needs the LM head"),
+          "cache of a value-only model: '%s'", err.msg);
+    pw_model_free(critic);
 }
 
 int main(void)
 {
-    PwGPT2 *m = tiny_model();
+    PwModel *m = tiny_model();
     PwErr err;
     PwGen *g = pw_gen_create(m, B, W, &err);
     if (!g) {
@@ -256,6 +273,6 @@ int main(void)
     test_errors(m, g);
     test_forced_stop(m, g);
     pw_gen_free(g);
-    pw_gpt2_free(m);
+    pw_model_free(m);
     return pw_test_done("test_gen_generate");
 }

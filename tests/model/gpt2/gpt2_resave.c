@@ -12,14 +12,16 @@ int main(int argc, char **argv)
         return 2;
     }
     PwErr err;
-    PwGPT2 *m = pw_gpt2_load(argv[1], PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, 1, 1, 7, &err);
+    PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = 1, .maxT = 1,
+                     .seed = 7};
+    PwModel *m = pw_model_load(argv[1], &o, &err);
     if (!m) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     mkdir(argv[2], 0755);
-    int rc = pw_gpt2_save(m, argv[2], &err);
+    int rc = pw_model_save(m, argv[2], &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
-    pw_gpt2_free(m);
+    pw_model_free(m);
     return rc ? 1 : 0;
 }

@@ -11,8 +11,8 @@
 #include "pw_test.h"
 
 enum { B = 2, T = 8 };
-static const PwGPT2Config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 16, .vocab_size = 24,
-                                 .n_positions = 16};
+static const PwArch cfg = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 16,
+                           .vocab_size = 24, .n_positions = 16};
 static const int ALL = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE;
 static const char *root;
 
@@ -26,118 +26,156 @@ static const char *dir_of(const char *name)
     return d;
 }
 
-static PwGPT2 *make(int heads, uint64_t seed)
+static PwModelOpts opts(int heads, uint64_t seed)
+{
+    return (PwModelOpts){.heads = heads, .maxB = B, .maxT = T, .seed = seed};
+}
+
+static PwModel *make(int heads, uint64_t seed)
 {
     PwErr err;
-    PwGPT2 *m = pw_gpt2_create(&cfg, heads, B, T, &err);
+    PwModelOpts o = opts(heads, seed);
+    PwModel *m = pw_model_create(&cfg, &o, &err);
     if (!m) {
         fprintf(stderr, "create: %s\n", err.msg);
         exit(1);
     }
-    pw_gpt2_init_random(m, seed);
+    pw_model_init_random(m, seed);
     return m;
 }
 
-static void save(const PwGPT2 *m, const char *dir)
+static PwModel *load(const char *dir, int heads, uint64_t seed, int value_from_score,
+                     PwErr *err)
+{
+    PwModelOpts o = opts(heads, seed);
+    o.value_from_score = value_from_score;
+    return pw_model_load(dir, &o, err);
+}
+
+static void save(PwModel *m, const char *dir)
 {
     PwErr err;
-    if (pw_gpt2_save(m, dir, &err)) {
+    if (pw_model_save(m, dir, &err)) {
         fprintf(stderr, "save: %s\n", err.msg);
         exit(1);
     }
 }
 
+/* The parameters (host memory: CPU models), and one tensor of them by its name (NULL when the
+ * model lacks it). */
+static float *params(PwModel *m) { return pw_model_params(m).data; }
+static float *tensor(PwModel *m, const char *name)
+{
+    for (int i = 0; i < pw_model_num_tensors(m); i++) {
+        size_t off, n;
+        const char *t = pw_model_tensor_info(m, i, &off, &n);
+        if (!strcmp(t, name)) return n ? params(m) + off : NULL;
+    }
+    return NULL;
+}
+
+/* All outputs of a forward of the test batch. */
+typedef struct Out {
+    float logits[B * T * 24], logp[B * T], entropy[B * T], value[B * T], score[B];
+} Out;
+static void forward_all(PwModel *m, Out *o)
+{
+    static const int inp[B * T] = {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 9, 10, 11, 23, 12};
+    static const int mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1};
+    int targets[B * T];
+    pw_lm_next_token_targets(targets, inp, mask, B, T);
+    PwModelInput in = {inp, mask, targets, B, T};
+    PwOutputs out = {0, T, o->logp, o->entropy, o->value, o->score, o->logits};
+    PwErr err;
+    CHECK(pw_model_forward(m, &in, &out, &err) == 0, "forward: %s", err.msg);
+}
+
 /* ---- bit-identical round trip */
 static void test_round_trip(void)
 {
-    PwGPT2 *m = make(ALL, 3);
+    PwModel *m = make(ALL, 3);
     const char *dir = dir_of("roundtrip");
     save(m, dir);
     PwErr err;
-    PwGPT2 *l = pw_gpt2_load(dir, ALL, B, T, 99, &err);
+    PwModel *l = load(dir, ALL, 99, 0, &err);
     CHECK(l != NULL, "load: %s", err.msg);
     if (!l) return;
-    CHECK(l->num_params == m->num_params &&
-              !memcmp(l->params_memory, m->params_memory, m->num_params * sizeof(float)),
+    size_t np = pw_model_num_params(m);
+    CHECK(pw_model_num_params(l) == np && !memcmp(params(l), params(m), np * sizeof(float)),
           "parameters differ after save + load");
-    const int inp[B * T] = {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 9, 10, 11, 23, 12};
-    const int mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1};
-    int targets[B * T];
-    pw_gpt2_next_token_targets(targets, inp, mask, B, T);
-    pw_gpt2_forward(m, inp, mask, targets, B, T, &err);
-    pw_gpt2_forward(l, inp, mask, targets, B, T, &err);
+    static Out a, b;
+    forward_all(m, &a);
+    forward_all(l, &b);
     const size_t bt = B * T * sizeof(float);
-    CHECK(!memcmp(l->acts.logits, m->acts.logits, bt * cfg.vocab_size), "logits differ");
-    CHECK(!memcmp(l->acts.logp, m->acts.logp, bt) && !memcmp(l->acts.entropy, m->acts.entropy, bt),
+    CHECK(!memcmp(a.logits, b.logits, sizeof a.logits), "logits differ");
+    CHECK(!memcmp(a.logp, b.logp, bt) && !memcmp(a.entropy, b.entropy, bt),
           "logp/entropy differ");
-    CHECK(!memcmp(l->acts.value, m->acts.value, bt), "values differ");
-    CHECK(!memcmp(l->acts.score, m->acts.score, B * sizeof(float)), "scores differ");
-    pw_gpt2_free(l);
+    CHECK(!memcmp(a.value, b.value, bt), "values differ");
+    CHECK(!memcmp(a.score, b.score, B * sizeof(float)), "scores differ");
+    pw_model_free(l);
 
     /* fewer heads than the file has: the trunk alone, and the same function */
-    l = pw_gpt2_load(dir, PW_HEAD_LM, B, T, 0, &err);
-    CHECK(l && l->params.scorew == NULL && l->params.valuew == NULL, "LM-only load");
+    l = load(dir, PW_HEAD_LM, 0, 0, &err);
+    CHECK(l && tensor(l, "scorew") == NULL && tensor(l, "valuew") == NULL, "LM-only load");
     if (l) {
-        size_t trunk = l->num_params;
-        CHECK(trunk == m->num_params - 2 * (cfg.n_embd + 1), "LM-only size %zu", trunk);
-        CHECK(!memcmp(l->params_memory, m->params_memory, trunk * sizeof(float)),
-              "trunk differs");
-        pw_gpt2_free(l);
+        size_t trunk = pw_model_num_params(l);
+        CHECK(trunk == np - 2 * (cfg.n_embd + 1), "LM-only size %zu", trunk);
+        CHECK(!memcmp(params(l), params(m), trunk * sizeof(float)), "trunk differs");
+        pw_model_free(l);
     }
-    pw_gpt2_free(m);
+    pw_model_free(m);
 }
 
 /* ---- heads the file lacks are initialised; a critic copies the reward model's score head */
 static void test_heads(void)
 {
     PwErr err;
-    PwGPT2 *lm = make(PW_HEAD_LM, 4);
+    const size_t C = cfg.n_embd;
+    PwModel *lm = make(PW_HEAD_LM, 4);
     const char *dir = dir_of("lm_only");
     save(lm, dir);
-    PwGPT2 *l = pw_gpt2_load(dir, ALL, B, T, 5, &err);
+    PwModel *l = load(dir, ALL, 5, 0, &err);
     CHECK(l != NULL, "load: %s", err.msg);
-    PwGPT2 *fresh = make(ALL, 5);
+    PwModel *fresh = make(ALL, 5);
     if (l) {
-        CHECK(!memcmp(l->params.scorew, fresh->params.scorew, cfg.n_embd * sizeof(float)) &&
-                  l->params.scoreb[0] == 0.0f,
+        CHECK(!memcmp(tensor(l, "scorew"), tensor(fresh, "scorew"), C * sizeof(float)) &&
+                  tensor(l, "scoreb")[0] == 0.0f,
               "missing score head not initialised from the seed");
-        CHECK(!memcmp(l->params.valuew, fresh->params.valuew, cfg.n_embd * sizeof(float)) &&
-                  l->params.valueb[0] == 0.0f,
+        CHECK(!memcmp(tensor(l, "valuew"), tensor(fresh, "valuew"), C * sizeof(float)) &&
+                  tensor(l, "valueb")[0] == 0.0f,
               "missing value head not initialised from the seed");
         double ss = 0.0;
-        for (int i = 0; i < cfg.n_embd; i++) ss += l->params.scorew[i] * l->params.scorew[i];
+        const float *sw = tensor(l, "scorew");
+        for (size_t i = 0; i < C; i++) ss += sw[i] * sw[i];
         /* std 1/sqrt(C+1): the mean square should be near 1/(C+1) */
-        CHECK(ss / cfg.n_embd > 0.2 / (cfg.n_embd + 1) && ss / cfg.n_embd < 5.0 / (cfg.n_embd + 1),
-              "head init scale %g", ss / cfg.n_embd);
-        pw_gpt2_free(l);
+        CHECK(ss / C > 0.2 / (C + 1) && ss / C < 5.0 / (C + 1), "head init scale %g", ss / C);
+        pw_model_free(l);
     }
     /* the critic from the reward model */
-    PwGPT2 *rm = make(PW_HEAD_SCORE, 6);
-    rm->params.scoreb[0] = 0.25f;
+    PwModel *rm = make(PW_HEAD_SCORE, 6);
+    tensor(rm, "scoreb")[0] = 0.25f;
     const char *rmdir_ = dir_of("reward");
     save(rm, rmdir_);
-    PwGPT2 *critic = pw_gpt2_load_critic_from_reward(rmdir_, PW_HEAD_VALUE, B, T, 0, &err);
+    PwModel *critic = load(rmdir_, PW_HEAD_VALUE, 0, 1, &err);
     CHECK(critic != NULL, "critic: %s", err.msg);
     if (critic) {
-        CHECK(!memcmp(critic->params.valuew, rm->params.scorew, cfg.n_embd * sizeof(float)) &&
-                  critic->params.valueb[0] == 0.25f,
+        CHECK(!memcmp(tensor(critic, "valuew"), tensor(rm, "scorew"), C * sizeof(float)) &&
+                  tensor(critic, "valueb")[0] == 0.25f,
               "critic value head is not the reward model's score head");
-        CHECK(!memcmp(critic->params_memory, rm->params_memory,
-                      (critic->num_params - cfg.n_embd - 1) * sizeof(float)),
+        CHECK(!memcmp(params(critic), params(rm),
+                      (pw_model_num_params(critic) - C - 1) * sizeof(float)),
               "critic trunk differs from the reward model's");
-        pw_gpt2_free(critic);
+        pw_model_free(critic);
     }
-    critic = pw_gpt2_load_critic_from_reward(dir, PW_HEAD_VALUE, B, T, 0, &err);
+    critic = load(dir, PW_HEAD_VALUE, 0, 1, &err);
     CHECK(!critic && strstr(err.msg, "\"score.weight\" is missing"),
           "critic from an LM checkpoint: %s", critic ? "loaded" : err.msg);
-    /* and in memory */
-    CHECK(pw_gpt2_copy_score_to_value(fresh, &err) == 0 &&
-              !memcmp(fresh->params.valuew, fresh->params.scorew, cfg.n_embd * sizeof(float)),
-          "pw_gpt2_copy_score_to_value");
-    CHECK(pw_gpt2_copy_score_to_value(lm, &err) == -1, "copy without heads must fail");
-    pw_gpt2_free(rm);
-    pw_gpt2_free(fresh);
-    pw_gpt2_free(lm);
+    critic = load(rmdir_, PW_HEAD_SCORE, 0, 1, &err);
+    CHECK(!critic && strstr(err.msg, "a critic needs the value head"),
+          "critic without a value head: %s", critic ? "loaded" : err.msg);
+    pw_model_free(rm);
+    pw_model_free(fresh);
+    pw_model_free(lm);
 }
 
 /* ---- half-precision files: rewrite our file in BF16/F16, load, compare with rounded values */
@@ -238,26 +276,27 @@ static void rewrite(const char *src_dir, const char *dst_dir, PwDType dt, int st
  * bare GPT2Model names with tensors we ignore loads exactly */
 static void test_rewritten(PwDType dt, int strip, int extras, const char *name)
 {
-    PwGPT2 *m = make(ALL, 8);
+    PwModel *m = make(ALL, 8);
     const char *src = dir_of("rewrite_src"), *dst = dir_of(name);
     save(m, src);
     rewrite(src, dst, dt, strip, extras);
     PwErr err;
-    PwGPT2 *l = pw_gpt2_load(dst, ALL, B, T, 0, &err);
+    PwModel *l = load(dst, ALL, 0, 0, &err);
     CHECK(l != NULL, "%s load: %s", name, err.msg);
     if (!l) return;
     size_t bad = 0;
-    for (size_t i = 0; i < m->num_params; i++) {
-        float x = m->params_memory[i], want = x;
+    const float *pm = params(m), *pl = params(l);
+    for (size_t i = 0; i < pw_model_num_params(m); i++) {
+        float x = pm[i], want = x;
         if (dt == PW_DT_BF16) want = from_bf16(to_bf16(x));
 #ifdef __FLT16_MAX__
         if (dt == PW_DT_F16) want = (float)(_Float16)x;
 #endif
-        bad += l->params_memory[i] != want;
+        bad += pl[i] != want;
     }
     CHECK(bad == 0, "%s: %zu parameters differ from the (rounded) originals", name, bad);
-    pw_gpt2_free(l);
-    pw_gpt2_free(m);
+    pw_model_free(l);
+    pw_model_free(m);
 }
 
 /* ---- loader errors: one broken folder per case, each with its own message */
@@ -306,9 +345,9 @@ static void replace_tensor(const char *dir, const char *name, const PwStWriteTen
 static void expect_error(const char *dir, const char *file, const char *want, const char *what)
 {
     PwErr err = {{0}};
-    PwGPT2 *m = pw_gpt2_load(dir, ALL, B, T, 0, &err);
+    PwModel *m = load(dir, ALL, 0, 0, &err);
     CHECK(m == NULL, "%s: loaded", what);
-    pw_gpt2_free(m);
+    pw_model_free(m);
     CHECK(strstr(err.msg, want) != NULL && strstr(err.msg, file) != NULL,
           "%s: message \"%s\" should name %s and say %s", what, err.msg, file, want);
     printf("  %-28s -> %s\n", what, err.msg);
@@ -316,7 +355,7 @@ static void expect_error(const char *dir, const char *file, const char *want, co
 
 static void test_errors(void)
 {
-    PwGPT2 *m = make(ALL, 9);
+    PwModel *m = make(ALL, 9);
     const char *d;
     printf("loader errors:\n");
 
@@ -338,6 +377,8 @@ static void test_errors(void)
          "n_embd (16) must be a multiple of n_head (3)", "n_embd % n_head"},
         {"err_act", "activation_function", "relu", 0, 0, "config.json",
          "\"activation_function\" must be \"gelu_new\"", "other activation"},
+        {"err_family", "model_type", "bert", 0, 0, "config.json",
+         "key \"model_type\" must be one of \"gpt2\"", "unknown model family"},
         {"err_shape", "n_positions", NULL, 32, 0, "model.safetensors",
          "tensor \"transformer.wpe.weight\" has shape [16, 16] but config.json implies [32, 16]",
          "shape mismatch (n_positions)"},
@@ -382,7 +423,7 @@ static void test_errors(void)
     snprintf(path, sizeof path, "%s/config.json", d);
     remove(path);
     expect_error(d, "config.json", "config.json", "no config.json");
-    pw_gpt2_free(m);
+    pw_model_free(m);
 }
 
 int main(int argc, char **argv)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pw_kernels.h" /* pw_positions_from_mask */
 #include "pw_model.h"
 #include "pw_safetensors.h"
 #include "pw_test.h"
@@ -52,20 +53,24 @@ int main(int argc, char **argv)
     }
     const int B = (int)ti->shape[0], T = (int)ti->shape[1];
 
-    PwGPT2 *m = pw_gpt2_load(modeldir, PW_HEAD_LM, B, T, 0, &err);
+    PwModelOpts opts = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T};
+    PwModel *m = pw_model_load(modeldir, &opts, &err);
     if (!m) {
         fprintf(stderr, "load: %s\n", err.msg);
         return 1;
     }
-    const int V = m->config.vocab_size, BT = B * T;
-    printf("fixture: L=%d NH=%d C=%d V=%d, B=%d T=%d, %zu parameters\n", m->config.n_layer,
-           m->config.n_head, m->config.n_embd, V, B, T, m->num_params);
+    const PwArch *arch = pw_model_arch(m);
+    const int V = arch->vocab_size, BT = B * T;
+    printf("fixture: L=%d NH=%d C=%d V=%d, B=%d T=%d, %zu parameters\n", arch->n_layer,
+           arch->n_head, arch->n_embd, V, B, T, pw_model_num_params(m));
 
     int *inp = malloc(BT * sizeof(int)), *mask = malloc(BT * sizeof(int));
     int *posref = malloc(BT * sizeof(int)), *labels = malloc(BT * sizeof(int));
     int *targets = malloc(BT * sizeof(int)), *ours = malloc(BT * sizeof(int));
     float *logits_ref = malloc((size_t)BT * V * sizeof(float)), loss_ref;
-    float *w = malloc(BT * sizeof(float));
+    float *w = malloc(BT * sizeof(float)), *logp = malloc(BT * sizeof(float));
+    float *logits = malloc((size_t)BT * V * sizeof(float));
+    int *pos = malloc(BT * sizeof(int));
     if (read_i32_2d(ref, "input_ids", B, T, inp) || read_i32_2d(ref, "attention_mask", B, T, mask) ||
         read_i32_2d(ref, "position_ids", B, T, posref) || read_i32_2d(ref, "labels", B, T, labels))
         return 1;
@@ -83,7 +88,7 @@ int main(int argc, char **argv)
                                                                             : -1;
     /* those must be exactly the next-token targets of the real tokens (a target read from a
      * padding position would compare hidden states that padding leaves undefined) */
-    pw_gpt2_next_token_targets(ours, inp, mask, B, T);
+    pw_lm_next_token_targets(ours, inp, mask, B, T);
     int same = 1;
     for (int i = 0; i < BT; i++) same &= ours[i] == targets[i];
     CHECK(same, "the fixture's shifted labels are not the next-token targets of real positions: "
@@ -92,19 +97,22 @@ int main(int argc, char **argv)
                 "each implementation; the fixture should set it to -100");
 
     /* ---- forward: positions and logits at real tokens */
-    if (pw_gpt2_forward(m, inp, mask, targets, B, T, &err)) {
+    PwModelInput in = {inp, mask, targets, B, T};
+    PwOutputs out = {.col0 = 0, .width = T, .logp = logp, .logits = logits};
+    if (pw_model_forward(m, &in, &out, &err)) {
         fprintf(stderr, "forward: %s\n", err.msg);
         return 1;
     }
+    pw_positions_from_mask(pos, mask, B, T); /* what the model computes its positions with */
     int pos_ok = 1;
     for (int i = 0; i < BT; i++)
-        if (mask[i]) pos_ok &= m->pos[i] == posref[i];
+        if (mask[i]) pos_ok &= pos[i] == posref[i];
     CHECK(pos_ok, "positions from the mask differ from the fixture's position_ids");
     double maxdiff = 0.0, maxref = 0.0;
     for (int i = 0; i < BT; i++) {
         if (!mask[i]) continue;
         for (int v = 0; v < V; v++) {
-            double a = m->acts.logits[(size_t)i * V + v], r = logits_ref[(size_t)i * V + v];
+            double a = logits[(size_t)i * V + v], r = logits_ref[(size_t)i * V + v];
             if (!isfinite(a)) maxdiff = INFINITY;
             maxdiff = fmax(maxdiff, fabs(a - r));
             maxref = fmax(maxref, fabs(r));
@@ -116,8 +124,8 @@ int main(int argc, char **argv)
     CHECK(logits_err < LOGITS_TOL, "logits rel err %.3g", logits_err);
 
     /* ---- loss: mean cross-entropy over the real next-token targets */
-    int count = pw_gpt2_mean_weights(w, targets, BT);
-    double loss = pw_gpt2_lm_loss(m, w);
+    int count = pw_lm_mean_weights(w, targets, BT);
+    double loss = pw_lm_loss(logp, w, targets, BT);
     double loss_err = fabs(loss - loss_ref) / fabs(loss_ref);
     printf("loss: ours %.8f, reference %.8f over %d targets, rel err %.3g (tol %g)\n", loss,
            loss_ref, count, loss_err, LOSS_TOL);
@@ -126,14 +134,18 @@ int main(int argc, char **argv)
     /* ---- backward: every parameter gradient. Our gradients go through the checkpoint writer
      * (a model whose parameters are the gradients), which puts each one under its Hugging Face
      * name in Hugging Face's layout, transposes included. */
-    pw_gpt2_zero_grad(m);
-    pw_gpt2_lm_loss_backward(m, w);
-    PwGPT2 *g = pw_gpt2_create(&m->config, PW_HEAD_LM, 1, 1, &err);
-    memcpy(g->params_memory, m->grads_memory, m->num_params * sizeof(float));
+    CHECK(pw_model_zero_grad(m, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < BT; i++) logp[i] = -w[i]; /* d loss / d logp */
+    PwOutputGrads dout = {.dlogp = logp};
+    CHECK(pw_model_backward(m, &dout, &err) == 0, "%s", err.msg);
+    PwModelOpts gopts = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 1};
+    PwModel *g = pw_model_create(arch, &gopts, &err);
+    memcpy(pw_model_params(g).data, pw_model_grads(m).data,
+           pw_model_num_params(m) * sizeof(float));
     char gdir[4000];
     snprintf(gdir, sizeof gdir, "%s/grads", argc > 2 ? argv[2] : ".");
     mkdir(gdir, 0755);
-    if (pw_gpt2_save(g, gdir, &err)) {
+    if (pw_model_save(g, gdir, &err)) {
         fprintf(stderr, "save: %s\n", err.msg);
         return 1;
     }
@@ -182,9 +194,9 @@ int main(int argc, char **argv)
 
     pw_st_close(ours_st);
     pw_st_close(ref);
-    pw_gpt2_free(g);
-    pw_gpt2_free(m);
+    pw_model_free(g);
+    pw_model_free(m);
     free(inp), free(mask), free(posref), free(labels), free(targets), free(ours);
-    free(logits_ref), free(w);
+    free(logits_ref), free(w), free(logp), free(logits), free(pos);
     return pw_test_done("test_gpt2_fixture");
 }

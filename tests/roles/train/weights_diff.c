@@ -19,45 +19,49 @@ int main(int argc, char **argv)
     int heads = argv[3][0] == 's' ? PW_HEAD_SCORE : PW_HEAD_LM;
     double tol = atof(argv[4]);
     PwErr err;
-    PwGPT2 *a = pw_gpt2_load(argv[1], heads, 1, 8, 0, &err);
+    PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 8};
+    PwModel *a = pw_model_load(argv[1], &o, &err);
     if (!a) {
         fprintf(stderr, "weights_diff: %s\n", err.msg);
         return 2;
     }
-    PwGPT2 *b = pw_gpt2_load(argv[2], heads, 1, 8, 0, &err);
+    PwModel *b = pw_model_load(argv[2], &o, &err);
     if (!b) {
         fprintf(stderr, "weights_diff: %s\n", err.msg);
         return 2;
     }
-    if (a->num_params != b->num_params) {
-        fprintf(stderr, "weights_diff: %zu vs %zu parameters\n", a->num_params, b->num_params);
+    size_t n = pw_model_num_params(a);
+    if (n != pw_model_num_params(b)) {
+        fprintf(stderr, "weights_diff: %zu vs %zu parameters\n", n, pw_model_num_params(b));
         return 1;
     }
-    double maxd = 0.0, maxa = 0.0;
-    size_t at = 0, worst = 0;
-    for (int k = 0; k < PW_GPT2_NUM_PARAM_TENSORS; at += a->param_sizes[k++])
+    float *pa = pw_model_params(a).data, *pb = pw_model_params(b).data; /* CPU models */
+    for (int k = 0; k < pw_model_num_tensors(a); k++) {
+        size_t off, cnt;
+        const char *name = pw_model_tensor_info(a, k, &off, &cnt);
         for (int j = 5; j < argc; j++)
-            if (!strcmp(argv[j], pw_gpt2_param_name(k)))
-                for (size_t i = at; i < at + a->param_sizes[k]; i++)
-                    a->params_memory[i] = b->params_memory[i];
-    at = 0;
-    for (size_t i = 0; i < a->num_params; i++) {
-        double d = fabs((double)a->params_memory[i] - (double)b->params_memory[i]);
+            if (!strcmp(argv[j], name))
+                for (size_t i = off; i < off + cnt; i++) pa[i] = pb[i];
+    }
+    double maxd = 0.0, maxa = 0.0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)pa[i] - (double)pb[i]);
         if (!(d <= maxd)) { /* NaN sticks */
             maxd = d;
             worst = i;
         }
-        if (fabs(a->params_memory[i]) > maxa) maxa = fabs(a->params_memory[i]);
+        if (fabs(pa[i]) > maxa) maxa = fabs(pa[i]);
     }
     const char *where = "?";
-    for (int k = 0; k < PW_GPT2_NUM_PARAM_TENSORS; at += a->param_sizes[k++])
-        if (worst >= at && worst < at + a->param_sizes[k]) {
-            where = pw_gpt2_param_name(k);
-            break;
-        }
+    for (int k = 0; k < pw_model_num_tensors(a); k++) {
+        size_t off, cnt;
+        const char *name = pw_model_tensor_info(a, k, &off, &cnt);
+        if (worst >= off && worst < off + cnt) where = name;
+    }
     printf("weights_diff: %zu parameters, max |a - b| = %.3g at %s (max |a| = %.3g), "
-           "tolerance %.3g\n", a->num_params, maxd, where, maxa, tol);
-    pw_gpt2_free(a);
-    pw_gpt2_free(b);
+           "tolerance %.3g\n", n, maxd, where, maxa, tol);
+    pw_model_free(a);
+    pw_model_free(b);
     return maxd <= tol ? 0 : 1;
 }

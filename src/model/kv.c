@@ -1,0 +1,186 @@
+/* kv.c: the family-neutral half of incremental decoding (pw_model.h): which tokens of which rows
+ * one pass of the layers carries, their upload, and each row's logits brought back to the host. */
+#include "model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A prefill pass packs the real tokens of whole rows; this many full-width rows bound the
+ * packed tokens of one pass, so the per-pass buffers stay small next to the cache. */
+#define PW_KV_PREFILL_ROWS 4
+
+PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
+{
+    if (!(m->heads & PW_HEAD_LM))
+        return pw_errf(err, "decoding needs the LM head"), NULL;
+    if (maxB <= 0 || maxT <= 0)
+        return pw_errf(err, "generator capacity must be positive, got B=%d T=%d", maxB, maxT),
+               NULL;
+    if (maxT > m->arch.n_positions)
+        return pw_errf(err, "generator length %d (prompt + new tokens) exceeds the model's "
+                       "n_positions %d", maxT, m->arch.n_positions), NULL;
+    PwKVCache *c = calloc(1, sizeof *c);
+    if (!c) return pw_errf(err, "out of host memory for a KV cache"), NULL;
+    const size_t V = m->arch.vocab_size;
+    size_t prefill = (size_t)maxT * (maxB < PW_KV_PREFILL_ROWS ? maxB : PW_KV_PREFILL_ROWS);
+    c->m = m;
+    c->maxB = maxB;
+    c->maxT = maxT;
+    c->maxN = (int)(prefill > (size_t)maxB ? prefill : (size_t)maxB);
+    /* tok, pos (maxN); seg_row, seg_off (+1), seg_slot0, seg_last (maxB) */
+    size_t nint = 2 * (size_t)c->maxN + 4 * (size_t)maxB + 1;
+    c->len = calloc(maxB, sizeof(int));
+    c->logits = calloc((size_t)maxB * V, sizeof(float));
+    c->h_head = calloc((size_t)maxB * V, sizeof(float));
+    c->h_pass = calloc(nint, sizeof(int));
+    c->d_pass = m->ops->alloc(m->ops, nint * sizeof(int));
+    if (!c->len || !c->logits || !c->h_head || !c->h_pass || !c->d_pass) {
+        pw_errf(err, "out of memory for a KV cache of B=%d T=%d", maxB, maxT);
+        pw_kv_free(c);
+        return NULL;
+    }
+    int *hp[6] = {c->h_pass, 0, 0, 0, 0, 0}, *dp[6] = {c->d_pass, 0, 0, 0, 0, 0};
+    const size_t n[6] = {(size_t)c->maxN, (size_t)c->maxN, (size_t)maxB, (size_t)maxB + 1,
+                         (size_t)maxB, (size_t)maxB};
+    for (int i = 1; i < 6; i++) {
+        hp[i] = hp[i - 1] + n[i - 1];
+        dp[i] = dp[i - 1] + n[i - 1];
+    }
+    c->h_tok = hp[0], c->h_pos = hp[1], c->h_seg_row = hp[2], c->h_seg_off = hp[3];
+    c->h_seg_slot0 = hp[4], c->h_seg_last = hp[5];
+    c->d_tok = dp[0], c->d_pos = dp[1], c->d_seg_row = dp[2], c->d_seg_off = dp[3];
+    c->d_seg_slot0 = dp[4], c->d_seg_last = dp[5];
+    PwErr e2;
+    if (m->impl->kv_attach(c, &e2)) {
+        pw_errf(err, "KV cache of B=%d T=%d: %s", maxB, maxT, e2.msg);
+        pw_kv_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void pw_kv_free(PwKVCache *c)
+{
+    if (!c) return;
+    c->m->impl->kv_detach(c);
+    c->m->ops->free(c->m->ops, c->d_pass);
+    free(c->len);
+    free(c->logits);
+    free(c->h_head);
+    free(c->h_pass);
+    free(c);
+}
+
+int pw_kv_max_rows(const PwKVCache *c) { return c->maxB; }
+int pw_kv_max_len(const PwKVCache *c) { return c->maxT; }
+int pw_kv_pass_tokens(const PwKVCache *c) { return c->maxN; }
+int pw_kv_len(const PwKVCache *c, int b) { return c->len[b]; }
+const float *pw_kv_logits(const PwKVCache *c, int b)
+{
+    return c->logits + (size_t)b * c->m->arch.vocab_size;
+}
+
+/* One pass over the segments in h_*: upload them, run the family's layers, give each segment's
+ * row its logits (rows outside the pass keep theirs: an earlier prefill pass wrote them, or the
+ * row has finished) and advance the rows' lengths. */
+static void run_pass(PwKVCache *c)
+{
+    const PwOps *o = c->m->ops;
+    const size_t V = c->m->arch.vocab_size;
+    c->ntok = c->h_seg_off[c->nseg];
+    for (int s = 0; s < c->nseg; s++) {
+        c->h_seg_slot0[s] = c->len[c->h_seg_row[s]];
+        c->h_seg_last[s] = c->h_seg_off[s + 1] - 1;
+    }
+    const size_t mb = (size_t)c->maxB;
+    o->copy(o, c->d_tok, c->h_tok, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
+    o->copy(o, c->d_pos, c->h_pos, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
+    o->copy(o, c->d_seg_row, c->h_seg_row, (4 * mb + 1) * sizeof(int), PW_COPY_H2D);
+    const float *head = c->m->impl->kv_pass(c);
+    o->copy(o, c->h_head, head, (size_t)c->nseg * V * sizeof(float), PW_COPY_D2H);
+    for (int s = 0; s < c->nseg; s++) {
+        int b = c->h_seg_row[s];
+        memcpy(c->logits + (size_t)b * V, c->h_head + (size_t)s * V, V * sizeof(float));
+        c->len[b] += c->h_seg_off[s + 1] - c->h_seg_off[s];
+    }
+}
+
+static int check_prompt(const PwKVCache *c, const int *prompt, const int *mask, int B, int P,
+                        PwErr *err)
+{
+    const int V = c->m->arch.vocab_size;
+    if (B <= 0 || B > c->maxB)
+        return pw_errf(err, "generation batch B=%d is outside the generator's capacity [1, %d]",
+                       B, c->maxB);
+    if (P <= 0 || P > c->maxT)
+        return pw_errf(err, "prompt width P=%d is outside the generator's capacity [1, %d] "
+                       "tokens", P, c->maxT);
+    for (int b = 0; b < B; b++) {
+        int seen = 0;
+        for (int t = 0; t < P; t++) {
+            int real = mask ? mask[b * P + t] != 0 : 1;
+            if (!real && seen)
+                return pw_errf(err, "prompt row %d is not left-padded: padding at column %d "
+                               "after a real token", b, t);
+            if (real && (prompt[b * P + t] < 0 || prompt[b * P + t] >= V))
+                return pw_errf(err, "prompt token %d at (b=%d, t=%d) is outside the vocabulary "
+                               "[0, %d)", prompt[b * P + t], b, t, V);
+            seen += real;
+        }
+        if (!seen) return pw_errf(err, "prompt row %d has no real token", b);
+    }
+    return 0;
+}
+
+int pw_kv_prefill(PwKVCache *c, const int *prompt, const int *mask, int B, int P, PwErr *err)
+{
+    if (check_prompt(c, prompt, mask, B, P, err)) return -1;
+    for (int b = 0; b < B; b++) c->len[b] = 0;
+    /* passes of whole rows, as many as fit in maxN packed tokens (one always does: P <= maxT) */
+    int b = 0;
+    while (b < B) {
+        int n = 0;
+        c->nseg = 0;
+        for (; b < B; b++) {
+            int first = 0;
+            while (mask && !mask[b * P + first]) first++;
+            if (n + P - first > c->maxN) break;
+            c->h_seg_row[c->nseg] = b;
+            c->h_seg_off[c->nseg++] = n;
+            for (int t = first; t < P; t++, n++) {
+                c->h_tok[n] = prompt[b * P + t];
+                c->h_pos[n] = t - first;
+            }
+        }
+        c->h_seg_off[c->nseg] = n;
+        run_pass(c);
+    }
+    return 0;
+}
+
+int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err)
+{
+    const int V = c->m->arch.vocab_size;
+    if (B <= 0 || B > c->maxB)
+        return pw_errf(err, "decode batch B=%d is outside the generator's capacity [1, %d]", B,
+                       c->maxB);
+    c->nseg = 0;
+    for (int b = 0; b < B; b++) {
+        if (active && !active[b]) continue;
+        if (tokens[b] < 0 || tokens[b] >= V)
+            return pw_errf(err, "decode token %d of row %d is outside the vocabulary [0, %d)",
+                           tokens[b], b, V);
+        if (c->len[b] >= c->maxT)
+            return pw_errf(err, "row %d already holds %d tokens, the generator's capacity", b,
+                           c->len[b]);
+        /* a row's next position is the number of real tokens it holds: its cache length */
+        c->h_tok[c->nseg] = tokens[b];
+        c->h_pos[c->nseg] = c->len[b];
+        c->h_seg_row[c->nseg] = b;
+        c->h_seg_off[c->nseg] = c->nseg;
+        c->nseg++;
+    }
+    c->h_seg_off[c->nseg] = c->nseg;
+    if (c->nseg) run_pass(c);
+    return 0;
+}

@@ -1,0 +1,578 @@
+/* model.c: the family-neutral half of the model interface (pw_model.h): device memory through the
+ * kernel table, parameters as one tensor, inputs in and gathered outputs out, AdamW, files. */
+#include "model_internal.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_kernels.h" /* pw_positions_from_mask on the host copy of the mask */
+#include "pw_safetensors.h"
+
+static const PwFamilyImpl *const families[PW_FAMILY_COUNT] = {&pw_gpt2_family};
+
+/* ------------------------------------------------------------------------------------------ */
+/* helpers the families share */
+
+void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory)
+{
+    float *p = memory;
+    for (int i = 0; i < n; i++) {
+        ptrs[i] = sizes[i] ? p : NULL;
+        p += sizes[i];
+    }
+}
+
+size_t pw_model_sum_sizes(const size_t *sizes, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += sizes[i];
+    return total;
+}
+
+int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err)
+{
+    size_t free_b = 0, total_b = 0;
+    m->ops->mem_info(m->ops, &free_b, &total_b);
+    if (total_b)
+        return pw_errf(err, "%s: no room for %s: %.1f MiB needed, %.1f MiB free of %.1f MiB",
+                       m->ops->name, what, bytes / 1048576.0, free_b / 1048576.0,
+                       total_b / 1048576.0);
+    return pw_errf(err, "%s: out of memory for %s (%.1f MiB)", m->ops->name, what,
+                   bytes / 1048576.0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* architecture */
+
+const char *pw_family_name(PwFamily f)
+{
+    return ((int)f >= 0 && f < PW_FAMILY_COUNT) ? families[f]->name : "?";
+}
+
+static const PwFamilyImpl *family_of(const PwArch *a, PwErr *err)
+{
+    if ((int)a->family < 0 || a->family >= PW_FAMILY_COUNT)
+        return pw_errf(err, "model family %d is not one of ppo_world's", (int)a->family), NULL;
+    return families[a->family];
+}
+
+int pw_arch_check(const PwArch *a, PwErr *err)
+{
+    const PwFamilyImpl *f = family_of(a, err);
+    return f ? f->arch_check(a, err) : -1;
+}
+
+int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
+        return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    }
+    int rc = -1;
+    if (!json_is_object(root)) {
+        pw_errf(err, "%s: the top level must be a JSON object", path);
+        goto done;
+    }
+    /* the family is model_type's; a config without one is GPT-2's, as the first files were */
+    const json_t *type = json_object_get(root, "model_type");
+    const PwFamilyImpl *f = families[PW_FAMILY_GPT2];
+    if (type) {
+        f = NULL;
+        for (int i = 0; i < PW_FAMILY_COUNT && json_is_string(type); i++)
+            if (!strcmp(json_string_value(type), families[i]->name)) f = families[i];
+        if (!f) {
+            char names[128] = "";
+            for (int i = 0; i < PW_FAMILY_COUNT; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"",
+                         i ? ", " : "", families[i]->name);
+            pw_errf(err, "%s: key \"model_type\" must be one of %s (the families ppo_world "
+                    "implements)", path, names);
+            goto done;
+        }
+    }
+    rc = f->arch_from_json(a, root, path, err);
+done:
+    json_decref(root);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* life cycle */
+
+static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
+{
+    if (o->heads & ~(PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE))
+        return pw_errf(err, "unknown head bits 0x%x", (unsigned)o->heads);
+    if (o->maxB <= 0 || o->maxT <= 0 || o->maxT > a->n_positions)
+        return pw_errf(err, "activation capacity B=%d T=%d must be positive with T <= "
+                       "n_positions=%d", o->maxB, o->maxT, a->n_positions);
+    return 0;
+}
+
+void pw_model_free(PwModel *m)
+{
+    if (!m) return;
+    const PwOps *o = m->ops;
+    if (m->impl && m->impl->detach) m->impl->detach(m);
+    if (o) {
+        o->free(o, m->params);
+        o->free(o, m->grads);
+        o->free(o, m->adam_m);
+        o->free(o, m->adam_v);
+        o->free(o, m->d_int);
+        o->free(o, m->d_dout);
+    }
+    free(m->h_adam_m);
+    free(m->h_adam_v);
+    free(m->h_int);
+    free(m->h_stage);
+    pw_ops_close(o);
+    free(m);
+}
+
+PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err)
+{
+    const PwFamilyImpl *f = family_of(arch, err);
+    if (!f || f->arch_check(arch, err) || check_opts(arch, opts, err)) return NULL;
+    const PwOps *ops = pw_ops_open(opts->device, opts->device_id, err);
+    if (!ops) return NULL;
+    PwModel *m = calloc(1, sizeof *m);
+    if (!m) {
+        pw_ops_close(ops);
+        return pw_errf(err, "out of memory for the model struct"), NULL;
+    }
+    m->impl = f;
+    m->arch = *arch;
+    m->heads = opts->heads;
+    m->maxB = opts->maxB;
+    m->maxT = opts->maxT;
+    m->ops = ops;
+    m->ntensors = f->ntensors;
+    f->tensor_sizes(m->tensor_size, arch, opts->heads);
+    for (int i = 0; i < m->ntensors; i++) {
+        m->tensor_off[i] = m->num_params;
+        m->num_params += m->tensor_size[i];
+    }
+    size_t BT = (size_t)opts->maxB * opts->maxT;
+    size_t pbytes = m->num_params * sizeof(float), ibytes = (4 * BT + opts->maxB) * sizeof(int);
+    size_t dbytes = (3 * BT + opts->maxB) * sizeof(float);
+    if (!(m->params = ops->alloc(ops, pbytes))) {
+        pw_model_no_room(m, "the parameters", pbytes, err);
+        goto fail;
+    }
+    if (!(m->d_int = ops->alloc(ops, ibytes)) || !(m->d_dout = ops->alloc(ops, dbytes))) {
+        pw_model_no_room(m, "the input and gradient buffers", ibytes + dbytes, err);
+        goto fail;
+    }
+    m->h_int = calloc(1, ibytes);
+    m->h_stage = calloc(BT, sizeof(float));
+    if (!m->h_int || !m->h_stage) {
+        pw_errf(err, "out of host memory: %zu parameters", m->num_params);
+        goto fail;
+    }
+    m->h_inputs = m->h_int;
+    m->h_mask = m->h_inputs + BT;
+    m->h_pos = m->h_mask + BT;
+    m->h_targets = m->h_pos + BT;
+    m->h_last = m->h_targets + BT;
+    m->d_inputs = m->d_int;
+    m->d_mask = m->d_inputs + BT;
+    m->d_pos = m->d_mask + BT;
+    m->d_targets = m->d_pos + BT;
+    if (f->attach(m, err)) goto fail;
+    return m;
+fail:
+    pw_model_free(m);
+    return NULL;
+}
+
+/* The parameters on the host: the buffer itself on the CPU, else a copy (fetched from the
+ * device when `fetch`). host_done uploads it when `upload` and frees a copy. */
+static float *host_params(PwModel *m, int fetch)
+{
+    if (m->ops->device == PW_DEVICE_CPU) return m->params;
+    float *h = malloc(m->num_params * sizeof(float));
+    if (h && fetch)
+        m->ops->copy(m->ops, h, m->params, m->num_params * sizeof(float), PW_COPY_D2H);
+    return h;
+}
+
+static void host_done(PwModel *m, float *h, int upload)
+{
+    if (h == m->params) return;
+    if (upload) m->ops->copy(m->ops, m->params, h, m->num_params * sizeof(float), PW_COPY_H2D);
+    free(h);
+}
+
+void pw_model_init_random(PwModel *m, uint64_t seed)
+{
+    float *h = host_params(m, 0);
+    if (!h) {
+        fprintf(stderr, "pw_model_init_random: out of host memory\n");
+        abort(); /* no caller can go on with unset weights */
+    }
+    m->impl->init_random(m, h, seed);
+    host_done(m, h, 1);
+}
+
+PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
+{
+    PwArch arch;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (pw_arch_load(&arch, dir, err)) return NULL;
+    if (opts->value_from_score && !(opts->heads & PW_HEAD_VALUE))
+        return pw_errf(err, "%s: a critic needs the value head", dir), NULL;
+    PwErr cerr;
+    PwModel *m = pw_model_create(&arch, opts, &cerr);
+    if (!m) return pw_errf(err, "%s: %s", path, cerr.msg), NULL;
+    float *h = host_params(m, 0);
+    int missing = 0;
+    if (!h) {
+        pw_errf(err, "%s: out of host memory while loading", dir);
+        goto fail;
+    }
+    if (m->impl->load(m, h, dir, opts->value_from_score, &missing, err)) {
+        host_done(m, h, 0);
+        goto fail;
+    }
+    if (missing) m->impl->init_heads(m, h, missing, opts->seed);
+    host_done(m, h, 1);
+    return m;
+fail:
+    pw_model_free(m);
+    return NULL;
+}
+
+int pw_model_save(PwModel *m, const char *dir, PwErr *err)
+{
+    float *h = host_params(m, 1);
+    if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
+    int rc = m->impl->save(m, h, dir, err);
+    host_done(m, h, 0);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* what it is */
+
+const PwArch *pw_model_arch(const PwModel *m) { return &m->arch; }
+int pw_model_heads(const PwModel *m) { return m->heads; }
+PwDevice pw_model_device(const PwModel *m) { return m->ops->device; }
+const char *pw_model_device_name(const PwModel *m) { return m->ops->name; }
+size_t pw_model_num_params(const PwModel *m) { return m->num_params; }
+int pw_model_num_tensors(const PwModel *m) { return m->ntensors; }
+
+const char *pw_model_tensor_info(const PwModel *m, int i, size_t *offset, size_t *count)
+{
+    if (i < 0 || i >= m->ntensors) return NULL;
+    if (offset) *offset = m->tensor_off[i];
+    if (count) *count = m->tensor_size[i];
+    return m->impl->tensor_names[i];
+}
+
+double pw_model_flops_per_token(const PwModel *m, int T) { return m->impl->flops_per_token(m, T); }
+size_t pw_model_activation_bytes(const PwModel *m) { return m->impl->activation_bytes(m); }
+
+static PwTensor flat(const PwModel *m, float *data)
+{
+    int64_t shape[1] = {(int64_t)m->num_params};
+    return pw_tensor_on(data, PW_DTYPE_F32, 1, shape, m->ops->device, m->ops->device_id);
+}
+
+PwTensor pw_model_params(PwModel *m)
+{
+    m->ops->sync(m->ops);
+    return flat(m, m->params);
+}
+
+PwTensor pw_model_grads(PwModel *m)
+{
+    m->ops->sync(m->ops);
+    return flat(m, m->grads);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* forward and backward */
+
+static int check_batch(const PwModel *m, const PwModelInput *b, const PwOutputs *out, PwErr *err)
+{
+    const int V = m->arch.vocab_size, B = b->B, T = b->T;
+    if (B <= 0 || T <= 0 || B > m->maxB || T > m->maxT)
+        return pw_errf(err, "forward of B=%d T=%d exceeds the model's capacity B=%d T=%d", B, T,
+                       m->maxB, m->maxT);
+    for (int i = 0; i < B * T; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= V)
+            return pw_errf(err, "token id %d at (b=%d, t=%d) is outside the vocabulary [0, %d)",
+                           b->tokens[i], i / T, i % T, V);
+        if (b->targets && b->targets[i] >= V)
+            return pw_errf(err, "target %d at (b=%d, t=%d) is outside the vocabulary [0, %d)",
+                           b->targets[i], i / T, i % T, V);
+    }
+    if (out && (out->col0 < 0 || out->width < 0 || out->col0 + out->width > T))
+        return pw_errf(err, "output columns [%d, %d) are outside the batch's %d", out->col0,
+                       out->col0 + out->width, T);
+    struct { const void *want; int head; const char *name; } need[] = {
+        {out ? out->logp : NULL, PW_HEAD_LM, "log-probs (the LM head)"},
+        {out ? out->entropy : NULL, PW_HEAD_LM, "entropies (the LM head)"},
+        {out ? out->logits : NULL, PW_HEAD_LM, "logits (the LM head)"},
+        {out ? out->value : NULL, PW_HEAD_VALUE, "values (the value head)"},
+        {out ? out->score : NULL, PW_HEAD_SCORE, "scores (the score head)"},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(need); i++)
+        if (need[i].want && !(m->heads & need[i].head))
+            return pw_errf(err, "the model has no head for the %s asked for", need[i].name);
+    return 0;
+}
+
+/* out (B, width) = the columns [col0, col0 + width) of the device (B, T) array src, through the
+ * host staging buffer; zero where the target is negative when zero_untargeted. */
+static void gather(PwModel *m, float *out, const float *src, int col0, int width,
+                   int zero_untargeted)
+{
+    const int B = m->B, T = m->T;
+    m->ops->copy(m->ops, m->h_stage, src, (size_t)B * T * sizeof(float), PW_COPY_D2H);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < width; t++) {
+            size_t i = (size_t)b * T + col0 + t;
+            out[(size_t)b * width + t] = zero_untargeted && m->h_targets[i] < 0 ? 0.0f
+                                                                                 : m->h_stage[i];
+        }
+}
+
+int pw_model_forward(PwModel *m, const PwModelInput *b, PwOutputs *out, PwErr *err)
+{
+    if (check_batch(m, b, out, err)) return -1;
+    const PwOps *o = m->ops;
+    const int B = b->B, T = b->T, BT = B * T;
+    /* keep our own copies: backward runs later, after the caller may have reused its arrays */
+    memcpy(m->h_inputs, b->tokens, (size_t)BT * sizeof(int));
+    for (int i = 0; i < BT; i++) {
+        m->h_mask[i] = b->mask ? (b->mask[i] != 0) : 1;
+        m->h_targets[i] = b->targets ? b->targets[i] : -1;
+    }
+    pw_positions_from_mask(m->h_pos, m->h_mask, B, T);
+    for (int r = 0; r < B; r++) { /* each row's last real token, where its score is read */
+        m->h_last[r] = -1;
+        for (int t = T - 1; t >= 0 && m->h_last[r] < 0; t--)
+            if (m->h_mask[r * T + t]) m->h_last[r] = t;
+    }
+    /* the four (B,T) arrays are maxB*maxT apart on both sides: one upload per array */
+    size_t cap = (size_t)m->maxB * m->maxT;
+    for (int k = 0; k < 4; k++)
+        o->copy(o, m->d_int + k * cap, m->h_int + k * cap, (size_t)BT * sizeof(int), PW_COPY_H2D);
+    m->B = B;
+    m->T = T;
+    m->col0 = out ? out->col0 : 0;
+    m->width = out ? out->width : T;
+    if (m->impl->forward(m, err)) {
+        m->B = m->T = 0;
+        return -1;
+    }
+    if (!out) return 0;
+    PwFamilyOutputs fo;
+    m->impl->outputs(m, &fo);
+    const int c0 = out->col0, w = out->width, tg = b->targets != NULL;
+    if (out->logp) gather(m, out->logp, fo.logp, c0, w, 0);
+    if (out->entropy) gather(m, out->entropy, fo.entropy, c0, w, 0);
+    if (out->value) gather(m, out->value, fo.value, c0, w, tg);
+    if (out->score) o->copy(o, out->score, fo.score, (size_t)B * sizeof(float), PW_COPY_D2H);
+    if (out->logits) {
+        size_t V = m->arch.vocab_size;
+        for (int r = 0; r < B; r++)
+            o->copy(o, out->logits + (size_t)r * w * V, fo.logits + ((size_t)r * T + c0) * V,
+                    (size_t)w * V * sizeof(float), PW_COPY_D2H);
+    }
+    return 0;
+}
+
+int pw_model_zero_grad(PwModel *m, PwErr *err)
+{
+    size_t bytes = m->num_params * sizeof(float);
+    if (!m->grads) {
+        if (!(m->grads = m->ops->alloc(m->ops, bytes)))
+            return pw_model_no_room(m, "the gradients", bytes, err);
+        return 0;
+    }
+    m->ops->zero(m->ops, m->grads, bytes);
+    return 0;
+}
+
+/* dst (B, T) on the device = 0 except the columns [col0, col0 + width) = src (B, width). */
+static float *scatter(PwModel *m, float *dst, const float *src, int col0, int width)
+{
+    if (!src) return NULL;
+    const int B = m->B, T = m->T;
+    memset(m->h_stage, 0, (size_t)B * T * sizeof(float));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < width; t++)
+            m->h_stage[(size_t)b * T + col0 + t] = src[(size_t)b * width + t];
+    m->ops->copy(m->ops, dst, m->h_stage, (size_t)B * T * sizeof(float), PW_COPY_H2D);
+    return dst;
+}
+
+int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
+{
+    if (m->B == 0) return pw_errf(err, "backward without a forward before it");
+    if (!m->grads && pw_model_zero_grad(m, err)) return -1;
+    const size_t cap = (size_t)m->maxB * m->maxT;
+    const int c0 = m->col0, w = m->width;
+    float *dlogp = scatter(m, m->d_dout, g->dlogp, c0, w);
+    float *dent = scatter(m, m->d_dout + cap, g->dentropy, c0, w);
+    float *dval = scatter(m, m->d_dout + 2 * cap, g->dvalue, c0, w);
+    float *dscore = NULL;
+    if (g->dscore) {
+        dscore = m->d_dout + 3 * cap;
+        m->ops->copy(m->ops, dscore, g->dscore, (size_t)m->B * sizeof(float), PW_COPY_H2D);
+    }
+    return m->impl->backward(m, dlogp, dent, dval, dscore, err);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* optimiser */
+
+double pw_model_grad_norm(PwModel *m)
+{
+    if (!m->grads) return 0.0;
+    return sqrt(m->ops->sumsq(m->ops, m->grads, m->num_params));
+}
+
+static int alloc_moments(PwModel *m, PwErr *err)
+{
+    size_t bytes = m->num_params * sizeof(float);
+    if (!(m->adam_m = m->ops->alloc(m->ops, bytes)) ||
+        !(m->adam_v = m->ops->alloc(m->ops, bytes))) {
+        m->ops->free(m->ops, m->adam_m);
+        m->adam_m = NULL;
+        return pw_model_no_room(m, "the AdamW moments", 2 * bytes, err);
+    }
+    return 0;
+}
+
+int pw_model_has_optimizer(const PwModel *m) { return m->adam_m || m->h_adam_m; }
+
+double pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, PwErr *err)
+{
+    const PwOps *o = m->ops;
+    if (!m->grads) return pw_errf(err, "an optimiser step needs gradients (no backward ran)");
+    if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1.0;
+    if (!m->adam_m && alloc_moments(m, err)) return -1.0;
+    double norm = pw_model_grad_norm(m);
+    if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip)
+        o->scale(o, m->grads, (float)(cfg->grad_clip / norm), m->num_params);
+    /* one update per tensor: each tensor is contiguous and decays or not as a whole */
+    for (int i = 0; i < m->ntensors; i++) {
+        size_t n = m->tensor_size[i], off = m->tensor_off[i];
+        if (n)
+            o->adamw_update(o, m->params + off, m->grads + off, m->adam_m + off, m->adam_v + off,
+                            n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
+                            m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
+    }
+    return norm;
+}
+
+int pw_model_optimizer_offload(PwModel *m, PwErr *err)
+{
+    if (m->ops->device == PW_DEVICE_CPU || !m->adam_m) return 0;
+    size_t bytes = m->num_params * sizeof(float);
+    if (!(m->h_adam_m = malloc(bytes)) || !(m->h_adam_v = malloc(bytes))) {
+        free(m->h_adam_m);
+        m->h_adam_m = NULL;
+        return pw_errf(err, "out of host memory for the AdamW moments (%.1f MiB)",
+                       2.0 * bytes / 1048576.0);
+    }
+    m->ops->copy(m->ops, m->h_adam_m, m->adam_m, bytes, PW_COPY_D2H);
+    m->ops->copy(m->ops, m->h_adam_v, m->adam_v, bytes, PW_COPY_D2H);
+    m->ops->free(m->ops, m->adam_m);
+    m->ops->free(m->ops, m->adam_v);
+    m->adam_m = m->adam_v = NULL;
+    return 0;
+}
+
+int pw_model_optimizer_reload(PwModel *m, PwErr *err)
+{
+    if (!m->h_adam_m) return 0;
+    if (alloc_moments(m, err)) return -1;
+    size_t bytes = m->num_params * sizeof(float);
+    m->ops->copy(m->ops, m->adam_m, m->h_adam_m, bytes, PW_COPY_H2D);
+    m->ops->copy(m->ops, m->adam_v, m->h_adam_v, bytes, PW_COPY_H2D);
+    free(m->h_adam_m);
+    free(m->h_adam_v);
+    m->h_adam_m = m->h_adam_v = NULL;
+    return 0;
+}
+
+/* The moments on the host: where they are, or a fresh copy (*copied = 1; free both). */
+static int host_moments(PwModel *m, float **hm, float **hv, int *copied, PwErr *err)
+{
+    *copied = 0;
+    if (m->h_adam_m || m->ops->device == PW_DEVICE_CPU) {
+        *hm = m->h_adam_m ? m->h_adam_m : m->adam_m;
+        *hv = m->h_adam_v ? m->h_adam_v : m->adam_v;
+        return 0;
+    }
+    size_t bytes = m->num_params * sizeof(float);
+    *hm = malloc(bytes);
+    *hv = malloc(bytes);
+    if (!*hm || !*hv) {
+        free(*hm);
+        free(*hv);
+        return pw_errf(err, "out of host memory for the AdamW moments");
+    }
+    *copied = 1;
+    m->ops->copy(m->ops, *hm, m->adam_m, bytes, PW_COPY_D2H);
+    m->ops->copy(m->ops, *hv, m->adam_v, bytes, PW_COPY_D2H);
+    return 0;
+}
+
+int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
+{
+    if (!pw_model_has_optimizer(m)) return 0;
+    float *hm, *hv;
+    int copied;
+    if (host_moments(m, &hm, &hv, &copied, err)) return -1;
+    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)m->num_params}, hm, PW_DT_F32},
+                            {"adam_v", 1, {(int64_t)m->num_params}, hv, PW_DT_F32}};
+    static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
+    int rc = pw_st_write(path, t, 2, meta, err);
+    if (copied) {
+        free(hm);
+        free(hv);
+    }
+    return rc;
+}
+
+int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err)
+{
+    PwSafetensors *st = NULL;
+    int64_t shape[1] = {(int64_t)m->num_params};
+    size_t bytes = m->num_params * sizeof(float);
+    float *hm = malloc(bytes), *hv = malloc(bytes);
+    int rc = -1;
+    if (!hm || !hv) {
+        pw_errf(err, "%s: out of host memory for the AdamW moments", path);
+        goto done;
+    }
+    if (pw_st_open(&st, path, err) || pw_st_read_f32(st, "adam_m", shape, 1, hm, err) ||
+        pw_st_read_f32(st, "adam_v", shape, 1, hv, err))
+        goto done;
+    free(m->h_adam_m);
+    free(m->h_adam_v);
+    m->h_adam_m = m->h_adam_v = NULL;
+    if (!m->adam_m && alloc_moments(m, err)) goto done;
+    m->ops->copy(m->ops, m->adam_m, hm, bytes, PW_COPY_H2D);
+    m->ops->copy(m->ops, m->adam_v, hv, bytes, PW_COPY_H2D);
+    rc = 0;
+done:
+    pw_st_close(st);
+    free(hm);
+    free(hv);
+    return rc;
+}

@@ -1,0 +1,117 @@
+/* model_internal.h: what the family-neutral model code (model.c, kv.c) and a family (gpt2.c)
+ * share inside src/model: the model and cache structs, and the table a family fills in. */
+#ifndef PW_MODEL_INTERNAL_H
+#define PW_MODEL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pw_model.h"
+#include "pw_ops.h"
+
+#define PW_MODEL_MAX_TENSORS 32
+
+typedef struct PwFamilyImpl PwFamilyImpl;
+
+/* Every buffer a model computes with lives on its device (ops); h_* buffers are host memory. */
+struct PwModel {
+    const PwFamilyImpl *impl;
+    PwArch arch;
+    int heads, maxB, maxT;
+    const PwOps *ops;              /* closed by pw_model_free */
+
+    /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
+    int ntensors;
+    size_t tensor_size[PW_MODEL_MAX_TENSORS], tensor_off[PW_MODEL_MAX_TENSORS];
+    size_t num_params;
+    float *params;                 /* (num_params) */
+    float *grads;                  /* (num_params), NULL until the first zero_grad */
+    float *adam_m, *adam_v;        /* (num_params) each, NULL until the first step */
+    float *h_adam_m, *h_adam_v;    /* host copies while offloaded (device ones NULL then) */
+
+    /* the last forward: its shape, and its integer inputs on both sides */
+    int B, T;                      /* 0 before any forward */
+    int col0, width;               /* its gathered columns: the layout backward reads */
+    int *h_int, *d_int;            /* inputs, mask, pos, targets (maxB, maxT), last (maxB) */
+    int *h_inputs, *h_mask, *h_pos, *h_targets, *h_last;
+    int *d_inputs, *d_mask, *d_pos, *d_targets;
+    float *h_stage;                /* (maxB, maxT) host staging of gathers and scatters */
+    float *d_dout;                 /* (3 maxB maxT + maxB): dlogp, dentropy, dvalue, dscore */
+
+    void *fam;                     /* the family's own state (activations and their slices) */
+};
+
+/* A KV cache and the packed tokens of one pass of the layers over it. */
+struct PwKVCache {
+    PwModel *m;
+    int maxB, maxT, maxN;
+    int *len;                      /* (maxB) host: tokens cached per row */
+    float *logits;                 /* (maxB, V) host: next-token logits of each row */
+    float *h_head;                 /* (maxB, V) host staging of one pass's logits */
+    /* the pass: ntok tokens in nseg segments (segment s: row seg_row[s], its tokens
+     * seg_off[s] .. seg_off[s+1]-1 going to slots seg_slot0[s], ...; seg_last[s] its last) */
+    int nseg, ntok;
+    int *h_pass, *d_pass;
+    int *h_tok, *h_pos, *h_seg_row, *h_seg_off, *h_seg_slot0, *h_seg_last;
+    int *d_tok, *d_pos, *d_seg_row, *d_seg_off, *d_seg_slot0, *d_seg_last;
+    void *fam;
+};
+
+/* Device pointers of the outputs of the last forward, (B,T) dense at the front of each buffer:
+ * NULL for an output the model does not have. */
+typedef struct PwFamilyOutputs {
+    float *logp, *entropy, *value, *score, *logits;
+} PwFamilyOutputs;
+
+struct PwFamilyImpl {
+    PwFamily family;
+    const char *name;              /* config.json's model_type */
+    int ntensors;
+    const char *const *tensor_names;
+    const unsigned char *tensor_decays; /* 1: AdamW weight decay applies */
+
+    int (*arch_check)(const PwArch *a, PwErr *err);
+    /* parse an open config.json (a jansson object) into a */
+    int (*arch_from_json)(PwArch *a, const void *json_root, const char *path, PwErr *err);
+    void (*tensor_sizes)(size_t *sizes, const PwArch *a, int heads);
+    double (*flops_per_token)(const PwModel *m, int T);
+    size_t (*activation_bytes)(const PwModel *m);
+
+    /* state: attach after the parameters exist; activations may come later (ensure_acts) */
+    int (*attach)(PwModel *m, PwErr *err);
+    void (*detach)(PwModel *m);
+    /* init on a host copy of the parameters (all heads selected by `heads`) */
+    void (*init_random)(const PwModel *m, float *host, uint64_t seed);
+    void (*init_heads)(const PwModel *m, float *host, int heads, uint64_t seed);
+
+    /* forward over m->B, m->T with the device inputs in m->d_*; backward from device gradients
+     * of the outputs ((B,T) dense, NULL = zero), accumulating into m->grads */
+    int (*forward)(PwModel *m, PwErr *err);
+    void (*outputs)(PwModel *m, PwFamilyOutputs *out);
+    int (*backward)(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                    const float *dscore, PwErr *err);
+
+    /* the Hugging Face layout, on a host copy of the parameters */
+    int (*save)(const PwModel *m, const float *host, const char *dir, PwErr *err);
+    /* fills host from dir (config.json already read into m->arch); *missing gets the heads the
+     * folder lacks */
+    int (*load)(const PwModel *m, float *host, const char *dir, int value_from_score,
+                int *missing, PwErr *err);
+
+    /* KV cache: its buffers, and one pass over c's packed tokens leaving the logits of each
+     * segment's last token in a device (nseg, V) buffer, returned */
+    int (*kv_attach)(PwKVCache *c, PwErr *err);
+    void (*kv_detach)(PwKVCache *c);
+    const float *(*kv_pass)(PwKVCache *c);
+};
+
+extern const PwFamilyImpl pw_gpt2_family;
+
+/* Out-of-room message for `what` of `bytes` on the model's device (with its free memory). */
+int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err);
+
+/* Point each of n float pointers at its slice of memory, in order (NULL for an empty slice). */
+void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory);
+size_t pw_model_sum_sizes(const size_t *sizes, int n);
+
+#endif
