@@ -13,7 +13,7 @@
 #include "pw_kernels_cuda.h"
 #include "kernels/kref.h" /* kref_alloc, kref_randn: host arrays */
 
-/* style.md's bounds, relative to the largest reference value; NaN never passes */
+/* docs/style.md's twin bounds, relative to the largest reference value; NaN never passes */
 #define CU_TOL_F32 1e-5
 #define CU_TOL_TF32 1e-3
 #define CU_TOL_BF16 1e-2
