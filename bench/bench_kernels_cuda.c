@@ -7,21 +7,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include "pw_cuda_check.h"
 #include "pw_device.h"
 #include "pw_kernels.h"
 #include "pw_kernels_cuda.h"
 
 enum { B = 16, T = 1024, C = 768, NH = 12, V = 50257, N = B * T };
 #define NPARAMS 124475904ul /* GPT-2 124M's parameter count: the AdamW and clipping size */
-
-#define CHECK_CUDA(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* ---- buffers, one set for every kernel (about 12 GB) */
 typedef struct Bufs {
@@ -35,7 +27,7 @@ typedef struct Bufs {
 static void *dev(size_t bytes)
 {
     void *p = NULL;
-    CHECK_CUDA(cudaMalloc(&p, bytes));
+    PW_CUDA_CHECK(cudaMalloc(&p, bytes));
     return p;
 }
 
@@ -48,7 +40,7 @@ static void fill(float *d, size_t n, float scale)
     for (size_t j = 0; j < TILE; j++) tile[j] = scale * ((float)rand() / RAND_MAX * 2.0f - 1.0f);
     for (size_t i = 0; i < n; i += TILE) {
         size_t k = n - i < TILE ? n - i : TILE;
-        CHECK_CUDA(cudaMemcpy(d + i, tile, k * sizeof(float), cudaMemcpyHostToDevice));
+        PW_CUDA_CHECK(cudaMemcpy(d + i, tile, k * sizeof(float), cudaMemcpyHostToDevice));
     }
 }
 
@@ -62,7 +54,7 @@ static float *devf(size_t n, float scale)
 static int *devi(const int *h, size_t n)
 {
     int *d = dev(n * sizeof(int));
-    CHECK_CUDA(cudaMemcpy(d, h, n * sizeof(int), cudaMemcpyHostToDevice));
+    PW_CUDA_CHECK(cudaMemcpy(d, h, n * sizeof(int), cudaMemcpyHostToDevice));
     return d;
 }
 
@@ -118,7 +110,7 @@ static void setup(Bufs *b)
     b->x16 = dev16(b->x, NC);
     b->w16 = dev16(b->w, (size_t)V * C);
     b->dy16 = dev16(b->logits, NV); /* a (N,V) gradient for the LM head's bf16 backward */
-    CHECK_CUDA(cudaDeviceSynchronize());
+    PW_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 /* ---- the kernels, each as one call on the default stream */
@@ -191,18 +183,18 @@ static void scale(void) { pw_scale_cuda(g.grads, 1.0f, NPARAMS, 0); }
 static double time_ms(void (*fn)(void), int reps)
 {
     cudaEvent_t e0, e1;
-    CHECK_CUDA(cudaEventCreate(&e0));
-    CHECK_CUDA(cudaEventCreate(&e1));
+    PW_CUDA_CHECK(cudaEventCreate(&e0));
+    PW_CUDA_CHECK(cudaEventCreate(&e1));
     fn();
-    CHECK_CUDA(cudaEventRecord(e0, 0));
+    PW_CUDA_CHECK(cudaEventRecord(e0, 0));
     for (int i = 0; i < reps; i++) fn();
-    CHECK_CUDA(cudaEventRecord(e1, 0));
-    CHECK_CUDA(cudaEventSynchronize(e1));
-    CHECK_CUDA(cudaGetLastError());
+    PW_CUDA_CHECK(cudaEventRecord(e1, 0));
+    PW_CUDA_CHECK(cudaEventSynchronize(e1));
+    PW_CUDA_CHECK(cudaGetLastError());
     float ms = 0.0f;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    CHECK_CUDA(cudaEventDestroy(e0));
-    CHECK_CUDA(cudaEventDestroy(e1));
+    PW_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    PW_CUDA_CHECK(cudaEventDestroy(e0));
+    PW_CUDA_CHECK(cudaEventDestroy(e1));
     return ms / reps;
 }
 
@@ -211,7 +203,7 @@ static float *copy_src, *copy_dst;
 static size_t copy_bytes;
 static void copy(void)
 {
-    CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice, 0));
+    PW_CUDA_CHECK(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice, 0));
 }
 enum { G = 8192 };
 static float *ga, *gb, *gc;
@@ -237,17 +229,17 @@ int main(int argc, char **argv)
     }
     int reps = argc > 1 ? atoi(argv[1]) : 10;
     if (reps < 1) reps = 1;
-    CHECK_CUDA(cudaSetDevice(0));
+    PW_CUDA_CHECK(cudaSetDevice(0));
     struct cudaDeviceProp prop;
-    CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+    PW_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     srand(1);
 
     copy_bytes = 1ul << 30;
     copy_src = devf(copy_bytes / 4, 1.0f);
     copy_dst = dev(copy_bytes);
     double copy_gbs = 2.0 * copy_bytes / (time_ms(copy, reps) * 1e-3) / 1e9; /* read + write */
-    CHECK_CUDA(cudaFree(copy_src));
-    CHECK_CUDA(cudaFree(copy_dst));
+    PW_CUDA_CHECK(cudaFree(copy_src));
+    PW_CUDA_CHECK(cudaFree(copy_dst));
     ga = devf((size_t)G * G, 1.0f);
     gb = devf((size_t)G * G, 1.0f);
     gc = dev(sizeof(float) * G * G);
@@ -256,11 +248,11 @@ int main(int argc, char **argv)
     double gflop = 2.0 * G * G * (double)G;
     double f32_tflops = gflop / (time_ms(gemm32, reps) * 1e-3) / 1e12;
     double bf16_tflops = gflop / (time_ms(gemm16, reps) * 1e-3) / 1e12;
-    CHECK_CUDA(cudaFree(ga));
-    CHECK_CUDA(cudaFree(gb));
-    CHECK_CUDA(cudaFree(gc));
-    CHECK_CUDA(cudaFree(ga16));
-    CHECK_CUDA(cudaFree(gb16));
+    PW_CUDA_CHECK(cudaFree(ga));
+    PW_CUDA_CHECK(cudaFree(gb));
+    PW_CUDA_CHECK(cudaFree(gc));
+    PW_CUDA_CHECK(cudaFree(ga16));
+    PW_CUDA_CHECK(cudaFree(gb16));
 
     setup(&g);
     const double f = 4.0, NC = (double)N * C, NV = (double)N * V, NP = (double)NPARAMS;

@@ -40,6 +40,9 @@ void pw_response_mask(float *mask, int *lengths, int *stopped, const int *tokens
  *   K1: d      K2: 0.5*d^2      K3: (r - 1) - log r = exp(-d) - 1 + d      ABS: |d| */
 typedef enum PwKlEstimator { PW_KL_K1 = 0, PW_KL_K2, PW_KL_K3, PW_KL_ABS } PwKlEstimator;
 
+/* The names, indexed by the enum and ended by NULL: the one list behind the parser, the printer
+ * and the configuration's ppo.kl_estimator key. */
+extern const char *const pw_kl_estimator_names[];
 /* "k1" | "k2" | "k3" | "abs", any case (ppo.kl_estimator); -1 with a message naming the valid
  * values. */
 int pw_kl_estimator_parse(const char *name, PwKlEstimator *out, PwErr *err);
@@ -74,6 +77,8 @@ typedef enum PwRewardObjective {
     PW_OBJECTIVE_UWO       /* uncertainty weighted: mean_k s_k - uwo_weight * var_k s_k */
 } PwRewardObjective;
 
+/* The names, indexed by the enum and ended by NULL (also the configuration's reward.objective). */
+extern const char *const pw_reward_objective_names[];
 /* "mean" | "wco" | "uwo", any case (reward.objective; seed 004 spells them mean/WCO/UWO). */
 int pw_reward_objective_parse(const char *name, PwRewardObjective *out, PwErr *err);
 const char *pw_reward_objective_name(PwRewardObjective obj);
@@ -231,6 +236,8 @@ double pw_kl_controller_update(PwKlController *c, double current_kl, double n_st
 
 typedef enum PwLrDecay { PW_LR_CONSTANT = 0, PW_LR_LINEAR, PW_LR_COSINE } PwLrDecay;
 
+/* The names, indexed by the enum and ended by NULL (also the configuration's optim.decay). */
+extern const char *const pw_lr_decay_names[];
 /* "constant" | "linear" | "cosine", any case (optim.decay). */
 int pw_lr_decay_parse(const char *name, PwLrDecay *out, PwErr *err);
 const char *pw_lr_decay_name(PwLrDecay d);

@@ -30,16 +30,9 @@ void pw_comm_fatal(const char *file, int line, const char *fmt, ...);
         }                                                                                    \
     } while (0)
 
-#ifdef PW_HAVE_CUDA
-#include <cuda_runtime.h>
-#define PW_CUDA_CHECK(call)                                                                  \
-    do {                                                                                     \
-        cudaError_t pw_cu_rc_ = (call);                                                      \
-        if (pw_cu_rc_ != cudaSuccess)                                                        \
-            pw_comm_fatal(__FILE__, __LINE__, "CUDA call %s failed: %s", #call,              \
-                          cudaGetErrorString(pw_cu_rc_));                                    \
-    } while (0)
-#endif
+/* PW_CUDA_CHECK is the kernels' own (with PW_HAVE_CUDA); pw_world_init makes its failures end
+ * the job through pw_comm_fatal like the checks here. */
+#include "pw_cuda_check.h"
 
 #ifdef PW_HAVE_NCCL
 #include <nccl.h>

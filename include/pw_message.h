@@ -11,11 +11,10 @@
 
 /* What a message carries; one value per arrow of the PPO step in docs/architecture.md. */
 typedef enum PwMsgKind {
-    PW_MSG_PROMPTS = 0,
-    PW_MSG_TOKENS,
-    PW_MSG_MASK,
+    PW_MSG_TOKENS = 0,
     PW_MSG_LOGP_REF,
-    PW_MSG_LOGP_OLD,
+    PW_MSG_LOGP_GEN,   /* the generator's log-probs, for generator/logprob_diff; the actor
+                          always computes logp_old itself and never trains on these */
     PW_MSG_VALUES,
     PW_MSG_SCORES,
     PW_MSG_RETURNS,
@@ -30,7 +29,9 @@ const char *pw_msg_kind_name(PwMsgKind k);
 
 /* The header as it travels: fixed size, little-endian hosts only (one job, one architecture). */
 #define PW_MSG_MAGIC 0x50574d53u /* "PWMS" */
-#define PW_MSG_VERSION 1
+/* 2: the unused kinds prompts and mask were removed, which renumbered every kind; a version-1
+ * header's kind byte means something else, so it is refused as not a header of this build. */
+#define PW_MSG_VERSION 2
 typedef struct PwMsgHeader {
     uint32_t magic;
     uint16_t version;

@@ -4,12 +4,13 @@
 
 #include "pw_algo.h"
 
-static const char *const objective_names[] = {"mean", "wco", "uwo"};
+const char *const pw_reward_objective_names[] = {"mean", "wco", "uwo", NULL};
+/* the names without the NULL that ends the list */
+#define NOBJ ((int)PW_ARRAY_LEN(pw_reward_objective_names) - 1)
 
 int pw_reward_objective_parse(const char *name, PwRewardObjective *out, PwErr *err)
 {
-    int i = pw_name_lookup("reward.objective", name, objective_names,
-                           (int)PW_ARRAY_LEN(objective_names), err);
+    int i = pw_name_lookup("reward.objective", name, pw_reward_objective_names, NOBJ, err);
     if (i < 0) return -1;
     *out = (PwRewardObjective)i;
     return 0;
@@ -17,7 +18,7 @@ int pw_reward_objective_parse(const char *name, PwRewardObjective *out, PwErr *e
 
 const char *pw_reward_objective_name(PwRewardObjective v)
 {
-    return pw_name_of(objective_names, (int)PW_ARRAY_LEN(objective_names), (int)v);
+    return pw_name_of(pw_reward_objective_names, NOBJ, (int)v);
 }
 
 int pw_ensemble_combine(float *score, float *var, const float *scores, int K, int B,

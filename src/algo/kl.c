@@ -4,12 +4,13 @@
 
 #include "pw_algo.h"
 
-static const char *const kl_names[] = {"k1", "k2", "k3", "abs"};
+const char *const pw_kl_estimator_names[] = {"k1", "k2", "k3", "abs", NULL};
+/* the names without the NULL that ends the list */
+#define NKL ((int)PW_ARRAY_LEN(pw_kl_estimator_names) - 1)
 
 int pw_kl_estimator_parse(const char *name, PwKlEstimator *out, PwErr *err)
 {
-    int i = pw_name_lookup("ppo.kl_estimator", name, kl_names, (int)PW_ARRAY_LEN(kl_names),
-                           err);
+    int i = pw_name_lookup("ppo.kl_estimator", name, pw_kl_estimator_names, NKL, err);
     if (i < 0) return -1;
     *out = (PwKlEstimator)i;
     return 0;
@@ -17,7 +18,7 @@ int pw_kl_estimator_parse(const char *name, PwKlEstimator *out, PwErr *err)
 
 const char *pw_kl_estimator_name(PwKlEstimator v)
 {
-    return pw_name_of(kl_names, (int)PW_ARRAY_LEN(kl_names), (int)v);
+    return pw_name_of(pw_kl_estimator_names, NKL, (int)v);
 }
 
 PwKlEstimator pw_kl_estimator_resolve(PwKlEstimator est, int use_absolute_kl)

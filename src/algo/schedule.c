@@ -4,11 +4,13 @@
 
 #include "pw_algo.h"
 
-static const char *const decay_names[] = {"constant", "linear", "cosine"};
+const char *const pw_lr_decay_names[] = {"constant", "linear", "cosine", NULL};
+/* the names without the NULL that ends the list */
+#define NDECAY ((int)PW_ARRAY_LEN(pw_lr_decay_names) - 1)
 
 int pw_lr_decay_parse(const char *name, PwLrDecay *out, PwErr *err)
 {
-    int i = pw_name_lookup("optim.decay", name, decay_names, (int)PW_ARRAY_LEN(decay_names), err);
+    int i = pw_name_lookup("optim.decay", name, pw_lr_decay_names, NDECAY, err);
     if (i < 0) return -1;
     *out = (PwLrDecay)i;
     return 0;
@@ -16,7 +18,7 @@ int pw_lr_decay_parse(const char *name, PwLrDecay *out, PwErr *err)
 
 const char *pw_lr_decay_name(PwLrDecay v)
 {
-    return pw_name_of(decay_names, (int)PW_ARRAY_LEN(decay_names), (int)v);
+    return pw_name_of(pw_lr_decay_names, NDECAY, (int)v);
 }
 
 int pw_lr_schedule_check(const PwLrSchedule *s, PwErr *err)

@@ -1,6 +1,6 @@
 /* actor.c: the actor role: logp_old of the sampled tokens, per-token rewards with the KL
  * penalty, GAE advantages whitened over the whole role, and the clipped policy loss with an
- * entropy bonus for ppo.epochs x ppo.minibatches AdamW steps (ppo.md 2, KL, GAE, optimisation). */
+ * entropy bonus for ppo.epochs x ppo.minibatches AdamW steps (docs/algorithm.md, One PPO step). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* generator.c: the generator role: sample responses y ~ pi_gen(.|x) for its block of prompts
- * with temperature / top-k / top-p, stopping at the stop token or max_new_tokens (ppo.md 1). */
+ * with temperature / top-k / top-p until stop or max_new_tokens (docs/algorithm.md, Rollout). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* metrics.c: one JSON line per PPO step in RUN_DIR/metrics.jsonl, with the names open-instruct
- * logs (ppo.md "Metrics") plus time/<role>/<phase> and the idle time of each role. */
+ * logs (docs/algorithm.md, Metrics) plus time/<role>/<phase> and the idle time of each role. */
 #include <jansson.h>
 #include <stdlib.h>
 

@@ -142,7 +142,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
         if (pr != PW_ROLE_ACTOR) {
             pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_TOKENS, step,
                               N, &tok);
-            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_OLD, step,
+            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_GEN, step,
                               N, &lp);
         }
         if (pw_run_nranks(r, PW_ROLE_REFERENCE))
@@ -164,7 +164,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
             PwTensor lp = pw_tensor2(r->gen_logp_act, PW_DTYPE_F32, r->act_rows.n, R);
             pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_TOKENS, step,
                               N, &tok);
-            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_OLD, step,
+            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_GEN, step,
                               N, &lp);
         }
     }

@@ -1,5 +1,5 @@
 /* reference.c: the reference role: logp_ref_t = log pi_ref(y_t | x, y_<t) of the response
- * tokens under the frozen initial policy (ppo.md 3). No gradients, no state across steps. */
+ * tokens under the frozen initial policy, no gradients, no state (docs/algorithm.md, Rollout). */
 #include <stdlib.h>
 
 #include "roles.h"

@@ -1,5 +1,5 @@
 /* reward.c: the reward role: s = RM(x, y), the score head at the last real token, from every
- * member of the ensemble this rank serves; members may live on different ranks (ppo.md 4). */
+ * ensemble member this rank serves; other ranks may serve others (docs/algorithm.md, Rollout). */
 #include <stdlib.h>
 
 #include "pw_task.h"

@@ -11,9 +11,8 @@ _Static_assert(sizeof(PwRewardObjective) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwStopToken) == sizeof(int), "enum field size");
 
-static const char *const kl_names[] = {"k1", "k2", "k3", "abs", NULL};
-static const char *const objective_names[] = {"mean", "wco", "uwo", NULL};
-static const char *const decay_names[] = {"constant", "linear", "cosine", NULL};
+/* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
+ * only the stop token, a configuration matter, is named here. */
 static const char *const stop_names[] = {"eos", "period", "none", NULL};
 
 #define OFF(field) offsetof(PwConfig, field)
@@ -63,7 +62,8 @@ static const PwCfgKey keys[] = {
     {"ppo.use_absolute_kl", PW_CFG_BOOL, OFF(ppo.use_absolute_kl), "false", 0, 0, 0, NULL,
      "penalise |kl| (the same as ppo.kl_estimator: abs)",
      OI " k1 (" NEMO " defaults to true)"},
-    {"ppo.kl_estimator", PW_CFG_ENUM, OFF(ppo.kl_estimator), "k1", 0, 0, 0, kl_names,
+    {"ppo.kl_estimator", PW_CFG_ENUM, OFF(ppo.kl_estimator), "k1", 0, 0, 0,
+     pw_kl_estimator_names,
      "per-token KL estimator: k1 log-ratio, k2 half squared, k3 (r-1)-log r, abs |k1|",
      OI " `kl_estimator` kl1"},
     {"ppo.adaptive_kl", PW_CFG_BOOL, OFF(ppo.adaptive_kl), "false", 0, 0, 0, NULL,
@@ -124,7 +124,8 @@ static const PwCfgKey keys[] = {
      OI " PPO docs: `--stop_token eos`"},
 
     /* ---- reward */
-    {"reward.objective", PW_CFG_ENUM, OFF(reward.objective), "mean", 0, 0, 0, objective_names,
+    {"reward.objective", PW_CFG_ENUM, OFF(reward.objective), "mean", 0, 0, 0,
+     pw_reward_objective_names,
      "ensemble score: mean, wco (min over members) or uwo (mean - uwo_weight * variance)",
      COSTE " `objective_name`"},
     {"reward.uwo_weight", PW_CFG_FLOAT, OFF(reward.uwo_weight), "0.1", 0, 0, PW_CFG_MIN, NULL,
@@ -146,7 +147,8 @@ static const PwCfgKey keys[] = {
      "actor peak learning rate", NEMO " actor `optim.lr` (" OI ": 2e-5)"},
     {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "10", 0, 0, PW_CFG_MIN, NULL,
      "linear warm-up steps (actor and critic)", NEMO " `sched.warmup_steps`"},
-    {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0, decay_names,
+    {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0,
+     pw_lr_decay_names,
      "learning-rate decay after warm-up, down to min_lr at the last step",
      NEMO " `CosineAnnealing` (" OI ": linear)"},
     {"optim.min_lr", PW_CFG_FLOAT, OFF(optim.min_lr), "9e-8", 0, 0, PW_CFG_MIN, NULL,

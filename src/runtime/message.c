@@ -11,8 +11,8 @@
  * Types, names, tags */
 
 static const char *const kind_names[PW_MSG_KIND_COUNT] = {
-    "prompts", "tokens", "mask", "logp_ref", "logp_old", "values", "scores", "returns", "weights",
-    "report", "control", "test"};
+    "tokens", "logp_ref", "logp_gen", "values", "scores", "returns", "weights", "report", "control",
+    "test"};
 
 const char *pw_msg_kind_name(PwMsgKind k)
 {

@@ -31,6 +31,15 @@ void pw_comm_fatal(const char *file, int line, const char *fmt, ...)
     exit(1);
 }
 
+#ifdef PW_HAVE_CUDA
+/* A failed CUDA check, in the kernels or anywhere above, must end the whole job like a failed
+ * MPI call: the kernels cannot call MPI, so the world hands them this path. */
+static void cuda_fail(const char *file, int line, const char *msg)
+{
+    pw_comm_fatal(file, line, "%s", msg);
+}
+#endif
+
 /* The map must describe exactly this communicator, or routes would name ranks that do not
  * exist; placement files are checked upstream, maps built in code are checked here. */
 static int check_map(const PwRoleMap *m, int size, PwErr *err)
@@ -88,6 +97,9 @@ static void describe_init(const void *ctx, char *buf, size_t len)
 int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double timeout_s, PwErr *err)
 {
     memset(w, 0, sizeof *w);
+#ifdef PW_HAVE_CUDA
+    pw_cuda_set_fail_handler(cuda_fail);
+#endif
     w->comm = MPI_COMM_NULL; /* not a zero bit pattern in every MPI */
     for (int r = 0; r < PW_ROLE_COUNT; r++) w->role_comm[r] = MPI_COMM_NULL;
     PW_MPI_CHECK(MPI_Comm_rank(parent, &w->rank));

@@ -1,5 +1,5 @@
-/* test_gae.c: GAE and returns on the hand-worked example ppo.md asks for, on padded rows, and
- * with gamma < 1 against a direct (non-recursive) double evaluation of the GAE sum. */
+/* test_gae.c: GAE and returns on the hand-worked example of docs/algorithm.md (GAE), on padded
+ * rows, and with gamma < 1 against a direct (non-recursive) double evaluation of the GAE sum. */
 #include <stdlib.h>
 
 #include "algo_test.h"

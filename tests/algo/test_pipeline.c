@@ -1,5 +1,5 @@
 /* test_pipeline.c: one PPO step's math end to end on a tiny batch, in the order the roles call
- * it, checking ppo.md's invariants at the seams (KL 0 at initialisation, ratio 1 on-policy). */
+ * it, with the exact checks at the seams (docs/algorithm.md, Checks that catch real bugs). */
 #include "algo_test.h"
 
 enum { B = 3, T = 6, K = 3, STOP = 2 };

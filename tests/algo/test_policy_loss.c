@@ -1,6 +1,6 @@
 /* test_policy_loss.c: the clipped PPO policy loss on hand values (both clip sides, both signs
  * of the advantage), its gradients by central finite differences, the ratio == 1 check of
- * ppo.md, and the data-parallel normaliser. */
+ * docs/algorithm.md (Checks that catch real bugs), and the data-parallel normaliser. */
 #include <stdlib.h>
 
 #include "algo_test.h"
@@ -49,8 +49,9 @@ static void test_hand_values(void)
     CHECK(dh[0] == 0.0f, "dentropy without entropy %g", dh[0]);
 }
 
-/* ppo.md: on the first minibatch of the first epoch logp_new == logp_old, so ratio == 1
- * exactly, approxkl == 0, clipfrac == 0 and the gradient is -A/N. */
+/* docs/algorithm.md, Checks that catch real bugs: on the first minibatch of the first epoch
+ * logp_new == logp_old, so ratio == 1 exactly, approxkl == 0, clipfrac == 0 and the gradient
+ * is -A/N. */
 static void test_on_policy(void)
 {
     enum { B = 3, T = 11, N = B * T };

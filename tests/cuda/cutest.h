@@ -7,26 +7,18 @@
 
 #include <cuda_runtime_api.h>
 
+#include "pw_cuda_check.h"
 #include "pw_device.h"
 #include "pw_kernels.h"
 #include "pw_kernels_cuda.h"
 #include "kernels/kref.h" /* kref_alloc, kref_randn: host arrays */
 
-/* style.md's bounds, relative to the largest reference value; NaN never passes */
+/* docs/style.md's twin bounds, relative to the largest reference value; NaN never passes */
 #define CU_TOL_F32 1e-5
 #define CU_TOL_TF32 1e-3
 #define CU_TOL_BF16 1e-2
 /* below this a reference's largest value is not a meaningful scale (all-zero outputs) */
 #define CU_FLOOR 1e-6
-
-#define CU_CHECK(call)                                                                             \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* exit 77 (skip) where no GPU can be seen; else make sure the device works at all */
 static inline void cu_require_gpu(const char *name)
@@ -35,7 +27,7 @@ static inline void cu_require_gpu(const char *name)
         printf("%s: no CUDA device, skipped\n", name);
         exit(PW_SKIP_CODE);
     }
-    CU_CHECK(cudaSetDevice(0));
+    PW_CUDA_CHECK(cudaSetDevice(0));
 }
 
 /* Every buffer a test makes through these helpers is remembered, and cu_release() frees them
@@ -58,10 +50,10 @@ static inline void *cu_track(void *p, int on_device)
 
 static inline void cu_release(void)
 {
-    CU_CHECK(cudaDeviceSynchronize());
+    PW_CUDA_CHECK(cudaDeviceSynchronize());
     for (int i = 0; i < cu_nbuffers; i++) {
         if (cu_buffer_on_device[i])
-            CU_CHECK(cudaFree(cu_buffers[i]));
+            PW_CUDA_CHECK(cudaFree(cu_buffers[i]));
         else
             free(cu_buffers[i]);
     }
@@ -78,7 +70,7 @@ static inline float *cu_randn(size_t n, double scale, unsigned long long *rng)
 static inline void *cu_dev(size_t bytes)
 {
     void *p = NULL;
-    CU_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    PW_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
     return cu_track(p, 1);
 }
 
@@ -86,20 +78,20 @@ static inline void *cu_dev(size_t bytes)
 static inline void *cu_upload(const void *h, size_t bytes)
 {
     void *d = cu_dev(bytes);
-    CU_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    PW_CUDA_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     return d;
 }
 
 /* waits for the default stream (where every test runs its kernels) and copies back */
 static inline void cu_download(void *h, const void *d, size_t bytes)
 {
-    CU_CHECK(cudaDeviceSynchronize());
-    CU_CHECK(cudaGetLastError());
-    CU_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    PW_CUDA_CHECK(cudaDeviceSynchronize());
+    PW_CUDA_CHECK(cudaGetLastError());
+    PW_CUDA_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
 }
 
 /* all bits set is a NaN in float: an output the kernel forgets to write cannot pass */
-static inline void cu_poison(void *d, size_t bytes) { CU_CHECK(cudaMemset(d, 0xff, bytes)); }
+static inline void cu_poison(void *d, size_t bytes) { PW_CUDA_CHECK(cudaMemset(d, 0xff, bytes)); }
 
 static inline float *cu_copy(const float *x, size_t n)
 {

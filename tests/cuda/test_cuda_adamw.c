@@ -14,7 +14,7 @@ int main(void)
     int steps[] = {1, 2, 3, 5000};
     for (int k = 0; k < 4; k++) {
         float *g = cu_randn(n, k == 3 ? 1e-3 : 1.0, &rng); /* small gradients late: eps matters */
-        CU_CHECK(cudaMemcpy(d_g, g, sizeof(float) * n, cudaMemcpyHostToDevice));
+        PW_CUDA_CHECK(cudaMemcpy(d_g, g, sizeof(float) * n, cudaMemcpyHostToDevice));
         float wd = k % 2 ? 0.1f : 0.0f;
         pw_adamw_update(p, g, m, v, n, 3e-4f, 0.9f, 0.95f, 1e-8f, wd, steps[k]);
         pw_adamw_update_cuda(d_p, d_g, d_m, d_v, n, 3e-4f, 0.9f, 0.95f, 1e-8f, wd, steps[k], 0);

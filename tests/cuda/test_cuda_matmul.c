@@ -80,14 +80,14 @@ static void run(int N, int C, int OC, unsigned long long *rng)
     /* on a stream of its own: a second cuBLAS handle, bound to that stream (a blocking stream,
      * so it waits for the poisoning memset on the legacy default stream) */
     cudaStream_t stream;
-    CU_CHECK(cudaStreamCreate(&stream));
+    PW_CUDA_CHECK(cudaStreamCreate(&stream));
     pw_matmul_forward(out, inp, w, bias, N, C, OC);
     cu_poison(d_out, sizeof(float) * NO);
     pw_matmul_forward_cuda(d_out, d_inp, d_w, d_bias, N, C, OC, stream);
-    CU_CHECK(cudaStreamSynchronize(stream));
+    PW_CUDA_CHECK(cudaStreamSynchronize(stream));
     cu_compare("forward fp32 on its own stream", d_out, out, NO, CU_TOL_F32);
     pw_cuda_release(); /* before the stream goes, as the header asks */
-    CU_CHECK(cudaStreamDestroy(stream));
+    PW_CUDA_CHECK(cudaStreamDestroy(stream));
 
     /* bf16 forward against fp32 CPU */
     pw_bf16 *h_inp = to_bf16_dev(d_inp, NC), *h_w = to_bf16_dev(d_w, OCC);

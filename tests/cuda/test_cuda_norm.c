@@ -20,7 +20,7 @@ int main(void)
 
         /* two buffers into one device total, starting from a non-zero value */
         double *d_sum = cu_dev(sizeof(double)), start = 1.5, total = 0.0;
-        CU_CHECK(cudaMemcpy(d_sum, &start, sizeof(double), cudaMemcpyHostToDevice));
+        PW_CUDA_CHECK(cudaMemcpy(d_sum, &start, sizeof(double), cudaMemcpyHostToDevice));
         pw_sumsq_add_cuda(d_sum, d_x, n, 0);
         pw_sumsq_add_cuda(d_sum, d_x, n, 0);
         cu_download(&total, d_sum, sizeof(double));

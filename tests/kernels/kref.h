@@ -7,7 +7,7 @@
 
 /* Bounds every kernel test states and uses:
  *   float kernel vs float64 reference, forward and backward: relative error < KREF_TOL
- *   (style.md's fp32 bound; errors are max |a - b| / max |b|);
+ *   (docs/style.md's fp32 bound; errors are max |a - b| / max |b|);
  *   float64 reference backward vs float64 central differences: < KREF_FD_TOL (step 1e-5, so
  *   truncation ~1e-10 and round-off ~1e-11 leave a wide margin). */
 #define KREF_TOL 1e-5

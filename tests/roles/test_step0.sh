@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_step0.sh: the checks of ppo.md on the first step: KL is exactly 0 while actor == reference,
-# and with one epoch and one minibatch the train-time log-probs equal logp_old bit for bit.
+# test_step0.sh: docs/algorithm.md's exact checks (Checks that catch real bugs) on step 0: KL is
+# exactly 0 while actor == reference; one epoch, one minibatch: train log-probs == logp_old.
 . "$(dirname "$0")/common.sh"
 make_inputs
 run_ppo 1 single out episodes=8

@@ -31,5 +31,5 @@ extern "C" void pw_adamw_update_cuda(float *params, const float *grads, float *m
     float c2 = (float)(1.0 / (1.0 - pow(beta2, t)));
     adamw_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(params, grads, m, v, n, lr, beta1,
                                                                 beta2, eps, weight_decay, c1, c2);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -105,22 +105,22 @@ extern "C" void pw_attention_forward_cuda(float *out, float *att, const float *q
      * k^T and q^T the (hs,T) views of k and q */
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (size_t)b * T * C3, *k = q + C;
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs,
-                                                &d.scale, k, CUDA_R_32F, C3, hs, q, CUDA_R_32F, C3,
-                                                hs, &zero, att + (size_t)b * NH * TT, CUDA_R_32F, T,
-                                                TT, NH, d.compute, CUBLAS_GEMM_DEFAULT));
+        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &d.scale, k, CUDA_R_32F, C3, hs, q,
+            CUDA_R_32F, C3, hs, &zero, att + (size_t)b * NH * TT, CUDA_R_32F, T, TT, NH, d.compute,
+            CUBLAS_GEMM_DEFAULT));
     }
 
     size_t rows = (size_t)B * NH * T;
     masked_softmax_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP,
                             0, stream>>>(att, mask, B, NH, T);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 
     /* out[b,:,h](T,hs) = P v: column-major out^T(hs,T) = v^T(hs,T) . P^T(T,T), and the
      * row-major P is the column-major P^T. A padding query's P row is 0, so its output is 0. */
     for (int b = 0; b < B; b++) {
         const float *v = qkv + (size_t)b * T * C3 + 2 * C;
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, CUDA_R_32F, C3, hs,
             att + (size_t)b * NH * TT, CUDA_R_32F, T, TT, &zero, out + (size_t)b * T * C,
             CUDA_R_32F, C, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
@@ -148,26 +148,26 @@ extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const
         const float *P = att + (size_t)b * NH * TT;
 
         /* dP(T,T) = dout v^T: column-major dP^T = v^T^T(T,hs) . dout^T(hs,T) */
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, v, CUDA_R_32F, C3, hs, dO,
             CUDA_R_32F, C, hs, &zero, dp, CUDA_R_32F, T, TT, NH, d.compute, CUBLAS_GEMM_DEFAULT));
 
         softmax_backward_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS),
                                   ATT_WARPS * PW_WARP, 0, stream>>>(dp, att, mask, b, NH, T,
                                                                     d.scale);
-        CUDA_CHECK_LAUNCH();
+        PW_CUDA_CHECK(cudaGetLastError());
 
         /* dq(T,hs) += dS k: column-major dq^T(hs,T) += k^T(hs,T) . dS^T(T,T) */
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, k, CUDA_R_32F, C3, hs, dp,
             CUDA_R_32F, T, TT, &one, dq, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
         /* dk(T,hs) += dS^T q: column-major dk^T(hs,T) += q^T(hs,T) . dS(T,T), dS being the
          * transpose of the column-major view of the row-major dS */
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, q, CUDA_R_32F, C3, hs, dp,
             CUDA_R_32F, T, TT, &one, dk, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
         /* dv(T,hs) += P^T dout: column-major dv^T(hs,T) += dout^T(hs,T) . P(T,T) */
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dO, CUDA_R_32F, C, hs, P,
             CUDA_R_32F, T, TT, &one, dv, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
     }

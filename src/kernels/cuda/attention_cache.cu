@@ -105,7 +105,7 @@ extern "C" void pw_attention_cache_forward_cuda(float *out, float *kcache, float
     size_t total = (size_t)N * C;
     cache_store_kernel<<<pw_ew_blocks(total), PW_EW_THREADS, 0, stream>>>(
         kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, N, maxT, C, NH);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     /* at least one thread per output channel, whole warps */
     int threads = hs > 128 ? (hs + PW_WARP - 1) / PW_WARP * PW_WARP : 128;
     size_t smem = (size_t)(hs + threads + PW_WARP) * sizeof(float);
@@ -113,5 +113,5 @@ extern "C" void pw_attention_cache_forward_cuda(float *out, float *kcache, float
     cache_attend_kernel<<<grid, threads, smem, stream>>>(out, kcache, vcache, qkv, seg_row,
                                                          seg_off, seg_slot0, nseg, maxT, C, NH,
                                                          1.0f / sqrtf((float)hs));
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -42,9 +42,9 @@ static void colsum_add(float *dst, const T *src, int N, int C, int ld, cudaStrea
     float *partial = (float *)pw_cuda_scratch(sizeof(float) * (size_t)nchunks * C, stream);
     dim3 grid((C + 255) / 256, nchunks);
     colsum_partial_kernel<T><<<grid, 256, 0, stream>>>(partial, src, N, C, ld, rows);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     colsum_finish_kernel<<<(C + 255) / 256, 256, 0, stream>>>(dst, partial, nchunks, C);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     pw_cuda_scratch_free(partial, stream);
 }
 

@@ -8,7 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "cuda_check.h"
+#include "pw_cuda_check.h"
 
 #define PW_WARP 32
 

@@ -33,20 +33,18 @@ cublasComputeType_t pw_cuda_f32_compute(void)
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream)
 {
     int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
+    PW_CUDA_CHECK(cudaGetDevice(&device));
     pthread_mutex_lock(&handles_lock);
     cublasHandle_t h = NULL;
     for (int i = 0; i < nhandles; i++)
         if (handles[i].device == device && handles[i].stream == stream) h = handles[i].handle;
     if (!h) {
-        if (nhandles == PW_MAX_HANDLES) {
-            fprintf(stderr, "pw_cuda_cublas: more than %d (device, stream) pairs\n",
-                    PW_MAX_HANDLES);
-            abort();
-        }
-        CUBLAS_CHECK(cublasCreate(&h));
+        if (nhandles == PW_MAX_HANDLES)
+            pw_cuda_fail(__FILE__, __LINE__, "pw_cuda_cublas: more than %d (device, stream) pairs",
+                         PW_MAX_HANDLES);
+        PW_CUBLAS_CHECK(cublasCreate(&h));
         /* the TF32 choice is made per call through the compute type, not by the math mode */
-        CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+        PW_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
         handles[nhandles].device = device;
         handles[nhandles].stream = stream;
         handles[nhandles].handle = h;
@@ -54,9 +52,9 @@ cublasHandle_t pw_cuda_cublas(cudaStream_t stream)
     }
     pthread_mutex_unlock(&handles_lock);
     /* re-bound on every use: cheap, and correct even if a stream's address was recycled */
-    CUBLAS_CHECK(cublasSetStream(h, stream));
+    PW_CUBLAS_CHECK(cublasSetStream(h, stream));
     /* scalars (alpha, beta) are host values in every call of this layer */
-    CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    PW_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
     return h;
 }
 
@@ -64,14 +62,14 @@ extern "C" void pw_cuda_release(void)
 {
     pthread_mutex_lock(&handles_lock);
     int current = 0;
-    CUDA_CHECK(cudaGetDevice(&current));
+    PW_CUDA_CHECK(cudaGetDevice(&current));
     for (int i = 0; i < nhandles; i++) {
         /* a handle must be destroyed on the device it was created on */
-        CUDA_CHECK(cudaSetDevice(handles[i].device));
-        CUBLAS_CHECK(cublasDestroy(handles[i].handle));
+        PW_CUDA_CHECK(cudaSetDevice(handles[i].device));
+        PW_CUBLAS_CHECK(cublasDestroy(handles[i].handle));
     }
     nhandles = 0;
-    CUDA_CHECK(cudaSetDevice(current));
+    PW_CUDA_CHECK(cudaSetDevice(current));
     pthread_mutex_unlock(&handles_lock);
 }
 
@@ -81,19 +79,22 @@ extern "C" void pw_cuda_release(void)
 void *pw_cuda_scratch(size_t bytes, cudaStream_t stream)
 {
     int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
+    PW_CUDA_CHECK(cudaGetDevice(&device));
     pthread_mutex_lock(&handles_lock);
     if (device < PW_MAX_DEVICES && !pool_kept[device]) {
         cudaMemPool_t pool;
         unsigned long long keep = ~0ull; /* the attribute is a 64-bit unsigned integer */
-        CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-        CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        PW_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+        PW_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
         pool_kept[device] = 1;
     }
     pthread_mutex_unlock(&handles_lock);
     void *p = NULL;
-    CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, stream));
+    PW_CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, stream));
     return p;
 }
 
-void pw_cuda_scratch_free(void *p, cudaStream_t stream) { CUDA_CHECK(cudaFreeAsync(p, stream)); }
+void pw_cuda_scratch_free(void *p, cudaStream_t stream)
+{
+    PW_CUDA_CHECK(cudaFreeAsync(p, stream));
+}

@@ -23,7 +23,7 @@ extern "C" void pw_positions_from_mask_cuda(int *pos, const int *mask, int B, in
 {
     if (B <= 0 || T <= 0) return;
     positions_kernel<<<(B + 127) / 128, 128, 0, stream>>>(pos, mask, B, T);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 __global__ void encoder_forward_kernel(float *out, const int *inp, const int *pos, const float *wte,
@@ -47,7 +47,7 @@ extern "C" void pw_encoder_forward_cuda(float *out, const int *inp, const int *p
     if (n == 0) return;
     encoder_forward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, inp, pos, wte, wpe,
                                                                           B, T, C);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 /* Rows that share a token (or, always, a position) add into the same gradient row from many
@@ -77,5 +77,5 @@ extern "C" void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *
     if (n == 0 || (!dwte && !dwpe)) return;
     encoder_backward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(dwte, dwpe, dout, inp,
                                                                            pos, B, T, C);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -18,5 +18,5 @@ extern "C" void pw_gather_rows_cuda(float *dst, const float *src, const int *row
     if (n <= 0 || C <= 0) return;
     gather_rows_kernel<<<pw_ew_blocks((size_t)n * C), PW_EW_THREADS, 0, stream>>>(dst, src, rows,
                                                                                   n, C);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -35,7 +35,7 @@ extern "C" void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cud
 {
     if (N == 0) return;
     gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, inp, N);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,
@@ -43,5 +43,5 @@ extern "C" void pw_gelu_backward_cuda(float *dinp, const float *inp, const float
 {
     if (N == 0) return;
     gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, inp, dout, N);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

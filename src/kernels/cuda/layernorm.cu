@@ -38,7 +38,7 @@ extern "C" void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, 
     int blocks = (N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK;
     layernorm_forward_kernel<<<blocks, LN_ROWS_PER_BLOCK * PW_WARP, 0, stream>>>(
         out, mean, rstd, inp, weight, bias, N, C);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 /* dx = s (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = w dout; accumulated */
@@ -110,7 +110,7 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *d
         int blocks = (N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK;
         layernorm_dinp_kernel<<<blocks, LN_ROWS_PER_BLOCK * PW_WARP, 0, stream>>>(
             dinp, dout, inp, weight, mean, rstd, N, C);
-        CUDA_CHECK_LAUNCH();
+        PW_CUDA_CHECK(cudaGetLastError());
     }
     if (!dweight && !dbias) return;
     int rows = PW_COLSUM_ROWS;
@@ -121,9 +121,9 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *d
     dim3 grid((C + 255) / 256, nchunks);
     layernorm_dwdb_partial_kernel<<<grid, 256, 0, stream>>>(pw, pb, dout, inp, mean, rstd, N, C,
                                                             rows);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     layernorm_dwdb_finish_kernel<<<(C + 255) / 256, 256, 0, stream>>>(dweight, dbias, pw, pb,
                                                                       nchunks, C);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     pw_cuda_scratch_free(partial, stream);
 }

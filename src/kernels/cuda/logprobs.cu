@@ -131,7 +131,7 @@ extern "C" void pw_logprobs_forward_cuda(float *logp, float *entropy, const floa
 {
     if (N <= 0) return;
     logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(logp, entropy, NULL, logits, targets, V);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
@@ -141,7 +141,7 @@ extern "C" void pw_logprobs_backward_cuda(float *dlogits, const float *logits, c
     if (N <= 0) return;
     logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, targets, dlogp,
                                                            dentropy, 1.0f, V);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int *targets,
@@ -149,7 +149,7 @@ extern "C" void pw_crossentropy_forward_cuda(float *losses, const float *logits,
 {
     if (N <= 0) return;
     logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(NULL, NULL, losses, logits, targets, V);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 /* the cross-entropy is -log p_t: the log-prob backward with g = -dloss, h = 0 */
@@ -160,5 +160,5 @@ extern "C" void pw_crossentropy_backward_cuda(float *dlogits, const float *logit
     if (N <= 0) return;
     logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, targets, dlosses, NULL,
                                                            -1.0f, V);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

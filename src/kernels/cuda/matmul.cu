@@ -23,7 +23,7 @@ static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_
     if (!bias) return 0.0f;
     size_t n = (size_t)N * OC;
     bias_seed_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, bias, N, OC);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     return 1.0f;
 }
 
@@ -35,9 +35,9 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
     if (N <= 0 || OC <= 0) return;
     float alpha = 1.0f, beta = seed_bias(out, bias, N, OC, stream);
     /* out^T(OC,N) = W^T . inp: W is (C,OC) column-major, transposed; inp is (C,N) */
-    CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha,
-                              weight, ab, C, inp, ab, C, &beta, out, CUDA_R_32F, OC, compute,
-                              CUBLAS_GEMM_DEFAULT));
+    PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,
+                                 &alpha, weight, ab, C, inp, ab, C, &beta, out, CUDA_R_32F, OC,
+                                 compute, CUBLAS_GEMM_DEFAULT));
 }
 
 static void linear_backward_products(float *dinp, float *dweight, const void *dout, const void *inp,
@@ -47,14 +47,14 @@ static void linear_backward_products(float *dinp, float *dweight, const void *do
     float one = 1.0f;
     /* dinp(N,C) += dout(N,OC) W(OC,C): dinp^T(C,N) += W(C,OC) . dout^T(OC,N) */
     if (dinp && N > 0 && C > 0)
-        CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one,
-                                  weight, ab, C, dout, ab, OC, &one, dinp, CUDA_R_32F, C, compute,
-                                  CUBLAS_GEMM_DEFAULT));
+        PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC,
+                                     &one, weight, ab, C, dout, ab, OC, &one, dinp, CUDA_R_32F, C,
+                                     compute, CUBLAS_GEMM_DEFAULT));
     /* dweight(OC,C) += dout^T(OC,N) inp(N,C): dweight^T(C,OC) += inp^T(C,N) . dout(N,OC) */
     if (dweight && OC > 0 && C > 0)
-        CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one,
-                                  inp, ab, C, dout, ab, OC, &one, dweight, CUDA_R_32F, C, compute,
-                                  CUBLAS_GEMM_DEFAULT));
+        PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N,
+                                     &one, inp, ab, C, dout, ab, OC, &one, dweight, CUDA_R_32F, C,
+                                     compute, CUBLAS_GEMM_DEFAULT));
 }
 
 extern "C" void pw_matmul_forward_cuda(float *out, const float *inp, const float *weight,
@@ -113,7 +113,7 @@ extern "C" void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cu
 {
     if (n == 0) return;
     f32_to_bf16_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>((__nv_bfloat16 *)out, inp, n);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cudaStream_t stream)
@@ -121,5 +121,5 @@ extern "C" void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cu
     if (n == 0) return;
     bf16_to_f32_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(
         out, (const __nv_bfloat16 *)inp, n);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -44,9 +44,9 @@ extern "C" void pw_sumsq_add_cuda(double *sum, const float *x, size_t n, cudaStr
     if (n == 0) return;
     double *partial = (double *)pw_cuda_scratch(sizeof(double) * SUMSQ_BLOCKS, stream);
     sumsq_partial_kernel<<<SUMSQ_BLOCKS, SUMSQ_THREADS, 0, stream>>>(partial, x, n);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     sumsq_finish_kernel<<<1, SUMSQ_THREADS, 0, stream>>>(sum, partial);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
     pw_cuda_scratch_free(partial, stream);
 }
 
@@ -54,11 +54,11 @@ extern "C" double pw_sumsq_cuda(const float *x, size_t n, cudaStream_t stream)
 {
     if (n == 0) return 0.0;
     double h = 0.0, *d = (double *)pw_cuda_scratch(sizeof(double), stream);
-    CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), stream));
+    PW_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), stream));
     pw_sumsq_add_cuda(d, x, n, stream);
-    CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof(double), cudaMemcpyDeviceToHost, stream));
+    PW_CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof(double), cudaMemcpyDeviceToHost, stream));
     pw_cuda_scratch_free(d, stream);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    PW_CUDA_CHECK(cudaStreamSynchronize(stream));
     return h;
 }
 
@@ -73,5 +73,5 @@ extern "C" void pw_scale_cuda(float *x, float s, size_t n, cudaStream_t stream)
 {
     if (n == 0) return;
     scale_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(x, s, n);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

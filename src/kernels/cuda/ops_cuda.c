@@ -6,21 +6,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "pw_cuda_check.h"
 #include "pw_kernels_cuda.h"
 #include "pw_ops.h"
 #include "../ops_entries.h"
 
 #define S(o) ((cudaStream_t)(o)->stream)
 
-/* A failed runtime call here is a broken device or driver, not bad input: say what and where,
- * and stop, as the kernels' own checks do. */
-static void check(cudaError_t rc, const char *what, const char *file, int line)
-{
-    if (rc == cudaSuccess) return;
-    fprintf(stderr, "CUDA error at %s:%d: %s: %s\n", file, line, what, cudaGetErrorString(rc));
-    abort();
-}
-#define CHECK(call) check((call), #call, __FILE__, __LINE__)
+/* A failed runtime call here is a broken device or driver, not bad input. */
+#define CHECK(call) PW_CUDA_CHECK(call)
 
 static void *cuda_alloc(const PwOps *o, size_t bytes)
 {

@@ -26,7 +26,7 @@ extern "C" void pw_residual_forward_cuda(float *out, const float *a, const float
 {
     if (N == 0) return;
     residual_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, a, b, N);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_residual_backward_cuda(float *da, float *db, const float *dout, size_t N,
@@ -34,5 +34,5 @@ extern "C" void pw_residual_backward_cuda(float *da, float *db, const float *dou
 {
     if (N == 0 || (!da && !db)) return;
     residual_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(da, db, dout, N);
-    CUDA_CHECK_LAUNCH();
+    PW_CUDA_CHECK(cudaGetLastError());
 }

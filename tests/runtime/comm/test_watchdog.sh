@@ -46,6 +46,10 @@ expect dies 2 60 30 "signal 9"
 expect noinit 2 1.0 30 "watchdog: rank 0 (reference[0]+critic[0]) waited" "pw_world_init"
 # one rank alone waiting for itself: reported at once, no timeout needed
 expect nosend 1 30 30 "never sent"
+# a failed CUDA check ends the job through the world's fatal path, long before the timeout
+if "$child" has-cuda; then
+    expect cudafail 2 60 30 "[ppo_world] rank 1: " "CUDA call cudaSetDevice(-1) failed"
+fi
 
 echo "test_watchdog: $fails failed"
 [ $fails -eq 0 ]

@@ -15,9 +15,18 @@ static void idle_forever(void)
 
 int main(int argc, char **argv)
 {
+    /* `watchdog_child has-cuda`: whether the cudafail mode exists in this build (exit 0) */
+    if (argc == 2 && !strcmp(argv[1], "has-cuda")) {
+#ifdef PW_HAVE_CUDA
+        return 0;
+#else
+        return 1;
+#endif
+    }
     MPI_Init(&argc, &argv);
     if (argc < 3) {
-        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies|noinit TIMEOUT_S\n", argv[0]);
+        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies|noinit|cudafail "
+                "TIMEOUT_S\n", argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *mode = argv[1];
@@ -63,6 +72,16 @@ int main(int argc, char **argv)
             pw_recv(&w, PW_ROLE_ACTOR, PW_ROLE_REFERENCE, 0, PW_MSG_LOGP_REF, 7, &tt);
         idle_forever();
     }
+#ifdef PW_HAVE_CUDA
+    if (!strcmp(mode, "cudafail")) {
+        /* the last rank's CUDA call fails (no such device, or no GPU at all): the kernels' check
+         * must end the whole job through the world's fatal path, not leave rank 0 waiting */
+        if (rank == size - 1) PW_CUDA_CHECK(cudaSetDevice(-1));
+        if (pw_world_has_role(&w, PW_ROLE_REFERENCE) && rank != size - 1)
+            pw_recv(&w, PW_ROLE_REFERENCE, PW_ROLE_ACTOR, 0, PW_MSG_LOGP_REF, 7, &tt);
+        idle_forever();
+    }
+#endif
     fprintf(stderr, "unknown mode %s\n", mode);
     MPI_Abort(MPI_COMM_WORLD, 2);
     return 2;

@@ -22,6 +22,33 @@ static void check_table(void)
     CHECK(pw_config_find_key("ppo.nope") == NULL, "unknown key found");
 }
 
+/* The algorithm's enums have one list of names, the algo layer's: the configuration reads the
+ * very same arrays, so a name added to an enum cannot be missing from the keys. */
+static void check_enum_owner(void)
+{
+    const struct {
+        const char *key;
+        const char *const *names;
+    } owned[] = {
+        {"ppo.kl_estimator", pw_kl_estimator_names},
+        {"reward.objective", pw_reward_objective_names},
+        {"optim.decay", pw_lr_decay_names},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(owned); i++) {
+        const PwCfgKey *k = pw_config_find_key(owned[i].key);
+        CHECK(k && k->type == PW_CFG_ENUM && k->enum_names == owned[i].names,
+              "%s does not use the algo layer's names", owned[i].key);
+    }
+    for (int v = 0; pw_kl_estimator_names[v]; v++)
+        CHECK(!strcmp(pw_config_enum_name("ppo.kl_estimator", v), pw_kl_estimator_name(v)),
+              "kl estimator %d", v);
+    for (int v = 0; pw_reward_objective_names[v]; v++)
+        CHECK(!strcmp(pw_config_enum_name("reward.objective", v), pw_reward_objective_name(v)),
+              "objective %d", v);
+    for (int v = 0; pw_lr_decay_names[v]; v++)
+        CHECK(!strcmp(pw_config_enum_name("optim.decay", v), pw_lr_decay_name(v)), "decay %d", v);
+}
+
 static void check_defaults(void)
 {
     PwConfig c;
@@ -100,6 +127,7 @@ static void check_derived(void)
 int main(void)
 {
     check_table();
+    check_enum_owner();
     check_defaults();
     check_derived();
     return pw_test_done("config_defaults");
