@@ -1,5 +1,5 @@
-/* pw_cfg.h: a configuration schema (typed key table, the struct it fills, cross-key rules) and the
- * one loader, override parser, validator, dumper and Markdown writer that every schema goes through. */
+/* pw_cfg.h: a configuration schema (typed key table, the struct it fills, cross-key rules) and
+ * the one loader, override parser, validator, dumper and Markdown writer every schema uses. */
 #ifndef PW_CFG_H
 #define PW_CFG_H
 

@@ -137,7 +137,10 @@ static inline const PwCfgKey *pw_config_find_key(const char *name)
 
 /* ---- life cycle ------------------------------------------------------------------------- */
 
-static inline int pw_config_defaults(PwConfig *cfg) { return pw_cfg_defaults(&pw_config_schema, cfg); }
+static inline int pw_config_defaults(PwConfig *cfg)
+{
+    return pw_cfg_defaults(&pw_config_schema, cfg);
+}
 static inline void pw_config_free(PwConfig *cfg) { pw_cfg_free(&pw_config_schema, cfg); }
 
 static inline int pw_config_load_file(PwConfig *cfg, const char *path, PwErr *err)

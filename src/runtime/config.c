@@ -1,5 +1,5 @@
 /* config.c: reading a configuration of any schema: a YAML file (nested mappings become dotted
- * keys) and "key.sub=value" command-line overrides, both through the type rules of config_value.c. */
+ * keys) and "key.sub=value" command-line overrides, both by the type rules of config_value.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

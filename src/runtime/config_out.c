@@ -169,8 +169,8 @@ int pw_cfg_write_help(const PwCfgSchema *s, FILE *f)
 {
     for (size_t i = 0; i < s->nkeys; i++) {
         const PwCfgKey *k = &s->keys[i];
-        fprintf(f, "  %-24s %-8s %s\n", k->name, k->type == PW_CFG_STRING && !k->def[0] ? "\"\"" : k->def,
-                k->doc);
+        const char *def = k->type == PW_CFG_STRING && !k->def[0] ? "\"\"" : k->def;
+        fprintf(f, "  %-24s %-8s %s\n", k->name, def, k->doc);
     }
     return ferror(f) ? -1 : 0;
 }
