@@ -74,7 +74,7 @@ static const PwCfgKey keys[] = {
      "the global batch, rows (sft) or pairs (rm) per step, split over the ranks", "ours"},
 
     /* ---- optimiser (AdamW) */
-    {"optim.lr", PW_CFG_FLOAT, OFF(optim.lr), "1e-3", 0, 10, PW_CFG_MIN | PW_CFG_MAX, NULL,
+    {"optim.lr", PW_CFG_FLOAT, OFF(optim.lr), "1e-3", 0, 0, PW_CFG_MIN, NULL,
      "peak learning rate", "ours"},
     {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "auto", 0, 0,
      PW_CFG_MIN | PW_CFG_AUTO, NULL,
@@ -83,10 +83,10 @@ static const PwCfgKey keys[] = {
     {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0, pw_cfg_decay_names,
      "learning-rate decay after warm-up, down to min_lr at the last step",
      "ours (as PPO's optim.decay)"},
-    {"optim.min_lr", PW_CFG_FLOAT, OFF(optim.min_lr), "0", 0, 10, PW_CFG_MIN | PW_CFG_MAX, NULL,
+    {"optim.min_lr", PW_CFG_FLOAT, OFF(optim.min_lr), "0", 0, 0, PW_CFG_MIN, NULL,
      "learning rate at the end of the decay", "ours"},
-    {"optim.weight_decay", PW_CFG_FLOAT, OFF(optim.weight_decay), "0", 0, 10,
-     PW_CFG_MIN | PW_CFG_MAX, NULL, "decoupled weight decay", "ours (" GPT3 ": 0.1)"},
+    {"optim.weight_decay", PW_CFG_FLOAT, OFF(optim.weight_decay), "0", 0, 0, PW_CFG_MIN, NULL,
+     "decoupled weight decay", "ours (" GPT3 ": 0.1)"},
     {"optim.beta1", PW_CFG_FLOAT, OFF(optim.beta1), "0.9", 0, 1,
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_MAX_OPEN, NULL, "Adam first-moment decay", GPT3},
     {"optim.beta2", PW_CFG_FLOAT, OFF(optim.beta2), "0.95", 0, 1,
