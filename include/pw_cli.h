@@ -74,4 +74,15 @@ static inline int pw_cli_next(PwCli *c)
     return o;
 }
 
+/* "--name" of the flag whose val is v, for messages about its value. */
+static inline const char *pw_cli_flag(const PwCli *c, int v, char *buf, size_t len)
+{
+    for (const struct option *o = c->longopts; o->name; o++)
+        if (o->val == v) {
+            snprintf(buf, len, "--%s", o->name);
+            return buf;
+        }
+    return "?";
+}
+
 #endif
