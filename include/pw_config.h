@@ -1,5 +1,5 @@
-/* pw_config.h: the run configuration of ppo_world: one typed table of every key, a YAML loader,
- * dotted command-line overrides, cross-key validation, dumps and the Markdown reference. */
+/* pw_config.h: the run configuration of a PPO run: one typed table of every key over PwConfig,
+ * read, checked and written by the schema functions of pw_cfg.h (typed entry points here). */
 #ifndef PW_CONFIG_H
 #define PW_CONFIG_H
 
@@ -9,15 +9,9 @@
 #include <stdio.h>
 
 #include "pw_algo.h" /* PwKlEstimator, PwRewardObjective, PwLrDecay: one owner for each enum */
-#include "pw_common.h"
+#include "pw_cfg.h"   /* the schema machinery; PwConfig is its instance for a PPO run */
 
 /* ---- value types ---------------------------------------------------------------------- */
-
-/* A list of strings (model.reward): items are owned by the list. */
-typedef struct PwStrList {
-    char **items;
-    int n;
-} PwStrList;
 
 typedef enum { PW_STOP_EOS = 0, PW_STOP_PERIOD, PW_STOP_NONE } PwStopToken;
 
@@ -125,69 +119,54 @@ typedef struct PwConfig {
 
 /* ---- the key table ---------------------------------------------------------------------- */
 
-typedef enum {
-    PW_CFG_BOOL,
-    PW_CFG_INT,
-    PW_CFG_FLOAT,
-    PW_CFG_STRING,
-    PW_CFG_ENUM,
-    PW_CFG_STRLIST
-} PwCfgType;
-
-/* Range flags: which bounds apply and whether they are open (excluded). */
-enum {
-    PW_CFG_MIN = 1u << 0,
-    PW_CFG_MAX = 1u << 1,
-    PW_CFG_MIN_OPEN = 1u << 2,
-    PW_CFG_MAX_OPEN = 1u << 3,
-    PW_CFG_REQUIRED = 1u << 4 /* string / list that must be non-empty for a run */
-};
-
-typedef struct PwCfgKey {
-    const char *name;              /* dotted: "ppo.gae_lambda" */
-    PwCfgType type;
-    size_t offset;                 /* into PwConfig */
-    const char *def;               /* the default, spelled as in a YAML file */
-    double min, max;               /* used as flags say */
-    unsigned flags;
-    const char *const *enum_names; /* NULL-terminated, index = stored value */
-    const char *doc;               /* one line */
-    const char *source;            /* where the default comes from */
-} PwCfgKey;
+/* The PPO run's schema: its key table over PwConfig and the rules across its keys
+ * (src/runtime/config_table.c). The functions below are pw_cfg.h's applied to it, typed for
+ * PwConfig, so that callers cannot hand it another struct; pw_cfg.h says what each does. */
+extern const PwCfgSchema pw_config_schema;
 
 /* The table, in documentation order. */
-const PwCfgKey *pw_config_keys(size_t *n);
-/* The key of that dotted name, or NULL. */
-const PwCfgKey *pw_config_find_key(const char *name);
+static inline const PwCfgKey *pw_config_keys(size_t *n)
+{
+    if (n) *n = pw_config_schema.nkeys;
+    return pw_config_schema.keys;
+}
+static inline const PwCfgKey *pw_config_find_key(const char *name)
+{
+    return pw_cfg_find_key(&pw_config_schema, name);
+}
 
 /* ---- life cycle ------------------------------------------------------------------------- */
 
-/* Fill every field with its default (any previous content is overwritten, not freed).
- * Returns 0, or -1 on allocation failure. */
-int pw_config_defaults(PwConfig *cfg);
-/* Free the strings and lists; cfg may be reused after pw_config_defaults. */
-void pw_config_free(PwConfig *cfg);
+static inline int pw_config_defaults(PwConfig *cfg)
+{
+    return pw_cfg_defaults(&pw_config_schema, cfg);
+}
+static inline void pw_config_free(PwConfig *cfg) { pw_cfg_free(&pw_config_schema, cfg); }
 
-/* Read a YAML file over cfg (keys not in the file keep their value). An empty file (or one
- * holding only comments) is valid and changes nothing; a top level that is not a mapping,
- * an unknown key, a key given twice, a wrong type or an out-of-range value is an error that
- * names path:line:column and the dotted key. Ranges are checked here; cross-key rules are
- * pw_config_validate's. After an error cfg may hold part of the file: report and stop. */
-int pw_config_load_file(PwConfig *cfg, const char *path, PwErr *err);
-/* The same from a string; `label` stands for the file name in messages. */
-int pw_config_load_string(PwConfig *cfg, const char *text, const char *label, PwErr *err);
-
-/* Apply one "key.sub=value" argument: the value is read as a YAML value with the type rules
- * of the file (so model.reward=[a,b] is a list, and a bare word is a string). */
-int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err);
-
-/* Cross-key rules and required keys; the message names the keys involved. */
-int pw_config_validate(const PwConfig *cfg, PwErr *err);
-
-/* The whole sequence of `ppo_world --config FILE key=value ...`: defaults, then the file (if
- * path is not NULL), then the overrides in order, then validation. On error cfg is freed. */
-int pw_config_build(PwConfig *cfg, const char *path, const char *const *overrides, int n,
-                    PwErr *err);
+static inline int pw_config_load_file(PwConfig *cfg, const char *path, PwErr *err)
+{
+    return pw_cfg_load_file(&pw_config_schema, cfg, path, err);
+}
+static inline int pw_config_load_string(PwConfig *cfg, const char *text, const char *label,
+                                        PwErr *err)
+{
+    return pw_cfg_load_string(&pw_config_schema, cfg, text, label, err);
+}
+static inline int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err)
+{
+    return pw_cfg_apply_override(&pw_config_schema, cfg, arg, err);
+}
+/* Ranges, the required paths, and the rules of docs/config.md ("Rules across keys"). */
+static inline int pw_config_validate(const PwConfig *cfg, PwErr *err)
+{
+    return pw_cfg_validate(&pw_config_schema, cfg, err);
+}
+/* The whole sequence of `ppo_world --config FILE key=value ...`. On error cfg is freed. */
+static inline int pw_config_build(PwConfig *cfg, const char *path, const char *const *overrides,
+                                  int n, PwErr *err)
+{
+    return pw_cfg_build(&pw_config_schema, cfg, path, overrides, n, err);
+}
 
 /* ---- derived values --------------------------------------------------------------------- */
 
@@ -198,28 +177,43 @@ const char *pw_config_critic_init(const PwConfig *cfg);
 /* PPO steps of the run: episodes / num_rollout_samples (rounded down, as open-instruct). */
 int64_t pw_config_num_steps(const PwConfig *cfg);
 /* The name of an enum value of a key ("k3"), or NULL. */
-const char *pw_config_enum_name(const char *key, int value);
+static inline const char *pw_config_enum_name(const char *key, int value)
+{
+    return pw_cfg_enum_name(pw_config_find_key(key), value);
+}
 
 /* ---- output ----------------------------------------------------------------------------- */
 
-/* The effective configuration as nested JSON objects (a jansson json_t *, returned as void *
- * so that this header does not pull jansson into every file; free with json_decref). */
-void *pw_config_to_json(const PwConfig *cfg);
-/* Write it as YAML that pw_config_load_file reads back to the same values. */
-int pw_config_write_yaml(const PwConfig *cfg, FILE *f);
-/* Write cfg as YAML to path atomically (temporary name, fsync, rename). */
-int pw_config_save_yaml(const PwConfig *cfg, const char *path, PwErr *err);
-/* The YAML of pw_config_write_yaml in a malloc'd string (free it), e.g. for rank 0 to send
- * with MPI_Bcast and the other ranks to read with pw_config_load_string. NULL on no memory. */
-char *pw_config_yaml_string(const PwConfig *cfg);
-/* For a resume: load the configuration saved in the run folder and fail, naming every changed
- * key (up to four), if it differs from cfg. */
-int pw_config_check_saved(const PwConfig *cfg, const char *saved_path, PwErr *err);
-/* Number of keys whose values differ; err (if given and any differ) lists the first few as
- * "key: a -> b". For a resume: a = the saved configuration, b = the one given now. */
-int pw_config_diff(const PwConfig *a, const PwConfig *b, PwErr *err);
-
-/* The Markdown table of every key (key, type, default, range, description, default from). */
-int pw_config_write_markdown(FILE *f);
+static inline void *pw_config_to_json(const PwConfig *cfg)
+{
+    return pw_cfg_to_json(&pw_config_schema, cfg);
+}
+static inline int pw_config_write_yaml(const PwConfig *cfg, FILE *f)
+{
+    return pw_cfg_write_yaml(&pw_config_schema, cfg, f);
+}
+static inline int pw_config_save_yaml(const PwConfig *cfg, const char *path, PwErr *err)
+{
+    return pw_cfg_save_yaml(&pw_config_schema, cfg, path, err);
+}
+/* E.g. for rank 0 to send with MPI_Bcast and the other ranks to read with
+ * pw_config_load_string. */
+static inline char *pw_config_yaml_string(const PwConfig *cfg)
+{
+    return pw_cfg_yaml_string(&pw_config_schema, cfg);
+}
+static inline int pw_config_check_saved(const PwConfig *cfg, const char *saved_path, PwErr *err)
+{
+    return pw_cfg_check_saved(&pw_config_schema, cfg, saved_path, err);
+}
+/* For a resume: a = the saved configuration, b = the one given now. */
+static inline int pw_config_diff(const PwConfig *a, const PwConfig *b, PwErr *err)
+{
+    return pw_cfg_diff(&pw_config_schema, a, b, err);
+}
+static inline int pw_config_write_markdown(FILE *f)
+{
+    return pw_cfg_write_markdown(&pw_config_schema, f);
+}
 
 #endif

@@ -29,16 +29,15 @@ done
 CONFIG=${PW_QUICKSTART_CONFIG:-configs/quickstart/ppo.yaml}
 [ -f "$CONFIG" ] || { echo "quickstart: no PPO configuration '$CONFIG'" >&2; exit 2; }
 
-# Sizes of the pre-PPO stages (docs/quickstart.md says why these).
+# Sizes of the pre-PPO stages (docs/quickstart.md says why these); the SFT and reward-model
+# settings other than the steps and seeds are in their configuration files.
 SEED=1
 SFT_STEPS=${QS_SFT_STEPS:-1500}
 RM_STEPS=${QS_RM_STEPS:-1000}
 RM_SEEDS=(1 2 3)
 TASK_FLAGS=(--seed "$SEED" --n-pairs 16384 --n-valid 1024 --n-eval 1024)
-MODEL_FLAGS=(--n-layer 2 --n-head 4 --n-embd 64 --n-positions 32)
-SFT_FLAGS=(--steps "$SFT_STEPS" --batch-size 32 --lr 1e-3 --min-lr 1e-4 --decay linear
-           --eval-every 500 --seed "$SEED")
-RM_FLAGS=(--steps "$RM_STEPS" --batch-size 32 --lr 1e-3 --eval-every 250)
+SFT_CONFIG=configs/quickstart/sft.yaml
+RM_CONFIG=configs/quickstart/rm.yaml
 
 T0=$(date +%s.%N)
 NSTAGES=9
@@ -51,12 +50,18 @@ progress() { printf '[%2d/%d] %-46s %s\n' "$STAGE" "$NSTAGES" "$1" "$2"; }
 running() { if [ -t 1 ]; then printf '[%2d/%d] %-46s ...\r' "$STAGE" "$NSTAGES" "$1"; fi; }
 
 # run_stage NAME DIR "what it does" command...: runs the command into DIR unless DIR/.done
-# records the same command; the marker is written last, so an interrupted stage is redone.
+# records the same command; the marker is written last, so an interrupted stage is redone. The
+# record holds a hash of the PPO configuration and of every YAML file the command names, so
+# that an edited configuration file counts as another command.
 run_stage() {
     local name=$1 dir=$2 what=$3
     shift 3
     STAGE=$((STAGE + 1))
-    local key="$* | config $(sha1sum < "$CONFIG" | cut -c1-12)"
+    local files=("$CONFIG") arg
+    for arg in "$@"; do
+        if [[ $arg == *.yaml && -f $arg ]]; then files+=("$arg"); fi
+    done
+    local key="$* | config $(cat "${files[@]}" | sha1sum | cut -c1-12)"
     if [ "$REDO" = 0 ] && [ -f "$dir/.done" ] && [ "$(head -n 1 "$dir/.done")" = "$key" ]; then
         progress "$what" "reused ($dir, $(sed -n 2p "$dir/.done") s)   [$(elapsed)]"
         return 0
@@ -111,11 +116,13 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 run_stage task "$OUT/task" "task data (reverse a string)" \
     "$PPO" gen-task --out "$OUT/task" "${TASK_FLAGS[@]}"
 run_stage sft "$OUT/sft" "SFT policy ($SFT_STEPS steps)" \
-    "$PPO" sft --data "$OUT/task" --out "$OUT/sft" "${MODEL_FLAGS[@]}" "${SFT_FLAGS[@]}"
+    "$PPO" sft --config "$SFT_CONFIG" --out "$OUT/sft" "data.dir=$OUT/task" \
+        "train.steps=$SFT_STEPS" "seed=$SEED"
 RMS=()
 for s in "${RM_SEEDS[@]}"; do
     run_stage "rm_seed$s" "$OUT/rm_seed$s" "reward model, seed $s ($RM_STEPS steps)" \
-        "$PPO" rm --data "$OUT/task" --init "$OUT/sft" --out "$OUT/rm_seed$s" "${RM_FLAGS[@]}" --seed "$s"
+        "$PPO" rm --config "$RM_CONFIG" --out "$OUT/rm_seed$s" "data.dir=$OUT/task" \
+        "model.init=$OUT/sft" "train.steps=$RM_STEPS" "seed=$s"
     RMS+=("$OUT/rm_seed$s")
 done
 rm_list=$(IFS=,; echo "${RMS[*]}")

@@ -1,10 +1,11 @@
-/* main.c: the ppo_world command: parse the flags, build the world of ranks and roles from the
- * placement file, and run the roles this rank holds. */
+/* main.c: the ppo_world command: parse the flags (getopt_long), build the world of ranks and
+ * roles from the placement file, and run the roles this rank holds. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_cli.h"
 #include "pw_comm.h"
 #include "pw_config.h"
 #include "pw_report.h"
@@ -33,8 +34,8 @@ static void usage(FILE *f)
                "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
                "       ppo_world gen-task --out DIR [flags]  (the synthetic task's data sets:\n"
                "                 docs/task.md; ppo_world gen-task --help)\n"
-               "       [mpirun -np N] ppo_world sft|rm --data DIR --out DIR [flags]  (training\n"
-               "                 modes: docs/training.md; ppo_world sft --help)\n"
+               "       [mpirun -np N] ppo_world sft|rm [--config FILE] --out DIR [key=value ...]\n"
+               "                 (training modes: docs/training.md; ppo_world sft --help)\n"
                "       ppo_world report quickstart|ensembles ...  (tables and plots from run\n"
                "                 folders: docs/report.md)\n"
                "       ppo_world --help\n"
@@ -73,40 +74,45 @@ static int bad_usage(const char *fmt, const char *arg)
 /* 0: run; 1: --help printed; 2: bad usage (already said). */
 static int parse_args(int argc, char **argv, PwArgs *a)
 {
+    static const struct option flags[] = {
+        {"placement", required_argument, NULL, 'p'},
+        {"config", required_argument, NULL, 'c'},
+        {"out", required_argument, NULL, 'o'},
+        {"resume", no_argument, NULL, 'r'},
+        {"dry-run", no_argument, NULL, 'd'},
+        {"world-size", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            usage(stdout);
+    PwCli cli;
+    pw_cli_init(&cli, argc, argv, "h", flags);
+    for (int o; (o = pw_cli_next(&cli)) != PW_CLI_END;) {
+        switch (o) {
+        case 'p': a->placement = cli.arg; break;
+        case 'c': a->config = cli.arg; break;
+        case 'o': a->out = cli.arg; break;
+        case 'r': a->resume = 1; break;
+        case 'd': a->dry_run = 1; break;
+        case 'w': {
+            char *end;
+            long n = strtol(cli.arg, &end, 10);
+            if (!*cli.arg || *end || n < 1 || n > PW_MAX_RANKS)
+                return bad_usage("--world-size %s: expected 1..4096", cli.arg);
+            a->world_size = (int)n;
+            break;
+        }
+        case 'h':
+            if (launcher_rank() <= 0) usage(stdout);
             return 1;
-        } else if (!strcmp(s, "--dry-run")) {
-            a->dry_run = 1;
-        } else if (!strcmp(s, "--resume")) {
-            a->resume = 1;
-        } else if (!strcmp(s, "--placement") || !strcmp(s, "--config") || !strcmp(s, "--out") ||
-                   !strcmp(s, "--world-size")) {
-            if (!next) return bad_usage("%s needs a value", s);
-            i++;
-            if (!strcmp(s, "--placement"))
-                a->placement = next;
-            else if (!strcmp(s, "--config"))
-                a->config = next;
-            else if (!strcmp(s, "--out"))
-                a->out = next;
-            else {
-                char *end;
-                long n = strtol(next, &end, 10);
-                if (*end || n < 1 || n > PW_MAX_RANKS)
-                    return bad_usage("--world-size %s: expected 1..4096", next);
-                a->world_size = (int)n;
-            }
-        } else if (s[0] != '-' && strchr(s, '=') && s[0] != '=') {
+        case PW_CLI_OPERAND:
+            if (!strchr(cli.arg, '=') || cli.arg[0] == '=')
+                return bad_usage("unexpected argument '%s' (expected key=value)", cli.arg);
             if (a->noverrides == PW_MAX_OVERRIDES)
-                return bad_usage("too many key=value overrides at %s", s);
-            a->overrides[a->noverrides++] = s;
-        } else {
-            return bad_usage("unknown argument '%s'", s);
+                return bad_usage("too many key=value overrides at %s", cli.arg);
+            a->overrides[a->noverrides++] = cli.arg;
+            break;
+        default: return bad_usage("%s", cli.msg);
         }
     }
     if (!a->placement) return bad_usage("%s", "--placement is required");

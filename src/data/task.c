@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pw_cli.h"
 #include "pw_generate.h"
 #include "pw_rng.h"
 #include "pw_task.h"
@@ -620,57 +621,71 @@ static int parse_real(const char *flag, const char *v, double *out)
     return 0;
 }
 
+static int gen_bad_usage(const char *msg)
+{
+    fprintf(stderr, "ppo_world gen-task: %s\n", msg);
+    gen_usage(stderr);
+    return 2;
+}
+
 int pw_task_gen_main(int argc, char **argv)
 {
     PwTaskGenOpts o = pw_task_gen_defaults();
-    static const char *const int_flags[] = {"--n-train", "--n-eval", "--n-sft", "--n-valid",
-                                            "--n-pairs", "--sft-max-errors", "--pair-max-errors",
-                                            "--min-len", "--max-len", "--alphabet"};
-    int *int_vals[] = {&o.n_train, &o.n_eval, &o.n_sft, &o.n_valid, &o.n_pairs,
-                       &o.sft_max_errors, &o.pair_max_errors, &o.spec.min_len, &o.spec.max_len,
-                       &o.spec.alphabet};
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+    /* Count flags carry val F_COUNT + their index in counts[]. */
+    enum { F_OUT = 256, F_SEED, F_ERROR_RATE, F_LABEL_NOISE, F_COUNT };
+    static const struct option flags[] = {
+        {"out", required_argument, NULL, F_OUT},
+        {"seed", required_argument, NULL, F_SEED},
+        {"sft-error-rate", required_argument, NULL, F_ERROR_RATE},
+        {"label-noise", required_argument, NULL, F_LABEL_NOISE},
+        {"n-train", required_argument, NULL, F_COUNT + 0},
+        {"n-eval", required_argument, NULL, F_COUNT + 1},
+        {"n-sft", required_argument, NULL, F_COUNT + 2},
+        {"n-valid", required_argument, NULL, F_COUNT + 3},
+        {"n-pairs", required_argument, NULL, F_COUNT + 4},
+        {"sft-max-errors", required_argument, NULL, F_COUNT + 5},
+        {"pair-max-errors", required_argument, NULL, F_COUNT + 6},
+        {"min-len", required_argument, NULL, F_COUNT + 7},
+        {"max-len", required_argument, NULL, F_COUNT + 8},
+        {"alphabet", required_argument, NULL, F_COUNT + 9},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int *counts[] = {&o.n_train, &o.n_eval, &o.n_sft, &o.n_valid, &o.n_pairs,
+                     &o.sft_max_errors, &o.pair_max_errors, &o.spec.min_len, &o.spec.max_len,
+                     &o.spec.alphabet};
+    PwCli cli;
+    pw_cli_init(&cli, argc, argv, "h", flags);
+    for (int c; (c = pw_cli_next(&cli)) != PW_CLI_END;) {
+        char flag[32];
+        pw_cli_flag(&cli, c, flag, sizeof flag);
+        int bad = 0;
+        if (c == 'h') {
             gen_usage(stdout);
             return 0;
-        }
-        if (!v) {
-            fprintf(stderr, "ppo_world gen-task: %s needs a value\n", s);
-            gen_usage(stderr);
-            return 2;
-        }
-        int known = 0, bad = 0;
-        for (size_t k = 0; k < PW_ARRAY_LEN(int_flags); k++)
-            if (!strcmp(s, int_flags[k])) {
-                known = 1;
-                bad = parse_int(s, v, int_vals[k]);
-            }
-        if (!strcmp(s, "--out")) {
-            known = 1;
-            o.out = v;
-        } else if (!strcmp(s, "--seed")) {
+        } else if (c == PW_CLI_ERROR) {
+            return gen_bad_usage(cli.msg);
+        } else if (c == PW_CLI_OPERAND) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "unexpected argument '%s'", cli.arg);
+            return gen_bad_usage(msg);
+        } else if (c == F_OUT) {
+            o.out = cli.arg;
+        } else if (c == F_SEED) {
             char *end;
             errno = 0;
-            unsigned long long x = strtoull(v, &end, 10);
-            known = 1;
-            bad = !*v || *end || errno;
-            if (bad) fprintf(stderr, "ppo_world gen-task: --seed %s: expected an integer\n", v);
+            unsigned long long x = strtoull(cli.arg, &end, 10);
+            bad = !*cli.arg || *end || errno;
+            if (bad) fprintf(stderr, "ppo_world gen-task: --seed %s: expected an integer\n", cli.arg);
             o.seed = x;
-        } else if (!strcmp(s, "--sft-error-rate")) {
-            known = 1;
-            bad = parse_real(s, v, &o.sft_error_rate);
-        } else if (!strcmp(s, "--label-noise")) {
-            known = 1;
-            bad = parse_real(s, v, &o.label_noise);
-        }
-        if (!known) {
-            fprintf(stderr, "ppo_world gen-task: unknown argument '%s'\n", s);
-            gen_usage(stderr);
-            return 2;
+        } else if (c == F_ERROR_RATE) {
+            bad = parse_real(flag, cli.arg, &o.sft_error_rate);
+        } else if (c == F_LABEL_NOISE) {
+            bad = parse_real(flag, cli.arg, &o.label_noise);
+        } else {
+            bad = parse_int(flag, cli.arg, counts[c - F_COUNT]);
         }
         if (bad) return 2;
-        i++;
     }
     PwErr err = {{0}};
     PwTaskGenStats st;

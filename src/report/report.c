@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pw_cli.h"
 #include "pw_config.h"
 #include "pw_report.h"
 
@@ -333,42 +334,46 @@ typedef struct QuickArgs {
 
 static int parse_quick(int argc, char **argv, QuickArgs *a)
 {
+    static const struct option flags[] = {
+        {"minutes", required_argument, NULL, 'm'},
+        {"sft-eval", required_argument, NULL, 's'},
+        {"rms", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     memset(a, 0, sizeof *a);
     a->sft_eval = "";
     a->rms = calloc((size_t)argc + 1, sizeof *a->rms);
     if (!a->rms) return bad_usage("%s", "out of memory");
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        const char *eq = strchr(s, '=');
-        size_t name_len = eq && s[0] == '-' ? (size_t)(eq - s) : strlen(s);
-        const char *val = eq && s[0] == '-' ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        int inline_val = eq && s[0] == '-';
-        if (!strncmp(s, "--minutes", name_len) && name_len == 9) {
-            if (!val) return bad_usage("%s needs a value", "--minutes");
+    int in_rms = 0; /* --rms takes one or more folders: the operands up to the next flag */
+    PwCli cli;
+    pw_cli_init(&cli, argc, argv, "h", flags);
+    for (int o; (o = pw_cli_next(&cli)) != PW_CLI_END;) {
+        if (o != PW_CLI_OPERAND) in_rms = 0;
+        switch (o) {
+        case 'm': {
             char *end;
-            a->minutes = strtod(val, &end);
-            if (end == val || *end) return bad_usage("--minutes %s: expected a number", val);
+            a->minutes = strtod(cli.arg, &end);
+            if (end == cli.arg || *end) return bad_usage("--minutes %s: expected a number", cli.arg);
             a->have_minutes = 1;
-            i += !inline_val;
-        } else if (!strncmp(s, "--sft-eval", name_len) && name_len == 10) {
-            if (!val) return bad_usage("%s needs a value", "--sft-eval");
-            a->sft_eval = val;
-            i += !inline_val;
-        } else if (!strncmp(s, "--rms", name_len) && name_len == 5) {
-            /* one or more folders, up to the next flag */
+            break;
+        }
+        case 's': a->sft_eval = cli.arg; break;
+        case 'r':
             a->nrms = 0;
-            if (inline_val) a->rms[a->nrms++] = val;
-            while (i + 1 < argc && argv[i + 1][0] != '-') a->rms[a->nrms++] = argv[++i];
-            if (!a->nrms) return bad_usage("%s needs one or more folders", "--rms");
-        } else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            fputs(usage_text, stdout);
-            return 1;
-        } else if (s[0] == '-' && s[1]) {
-            return bad_usage("unknown argument '%s'", s);
-        } else if (!a->out) {
-            a->out = s;
-        } else {
-            return bad_usage("unexpected argument '%s'", s);
+            a->rms[a->nrms++] = cli.arg;
+            in_rms = 1;
+            break;
+        case 'h': fputs(usage_text, stdout); return 1;
+        case PW_CLI_OPERAND:
+            if (in_rms)
+                a->rms[a->nrms++] = cli.arg;
+            else if (!a->out)
+                a->out = cli.arg;
+            else
+                return bad_usage("unexpected argument '%s'", cli.arg);
+            break;
+        default: return bad_usage("%s", cli.msg);
         }
     }
     if (!a->out) return bad_usage("%s", "quickstart: the folder OUT is required");
@@ -574,18 +579,44 @@ static int write_curve(const char *path, const PwReportPoint *start, const Run *
     return 0;
 }
 
+/* [--sft-eval DIR] EXP_DIR NAMED...: argv keeps only the operands, in order; 1 after --help. */
+static int parse_ensembles(int *argc, char **argv, const char **sft_eval)
+{
+    static const struct option flags[] = {
+        {"sft-eval", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int n = 0;
+    PwCli cli;
+    pw_cli_init(&cli, *argc, argv, "h", flags);
+    for (int o; (o = pw_cli_next(&cli)) != PW_CLI_END;) {
+        switch (o) {
+        case 's': *sft_eval = cli.arg; break;
+        case 'h': fputs(usage_text, stdout); return 1;
+        /* n trails the reading position, so an operand never overwrites one still unread */
+        case PW_CLI_OPERAND: argv[1 + n++] = (char *)cli.arg; break;
+        default: return bad_usage("%s", cli.msg);
+        }
+    }
+    *argc = n;
+    if (n < 2) return bad_usage("%s", "ensembles: EXP_DIR and one or more OBJECTIVE@SEED=RUN_DIR");
+    return 0;
+}
+
 static int ensembles(int argc, char **argv)
 {
     PwErr err = {{0}};
     PwReportPoint sft;
     int have_sft = 0;
-    if (argc >= 2 && !strcmp(argv[0], "--sft-eval")) {
-        if (load_start(argv[1], &sft, &err)) return fail(&err);
+    const char *sft_eval = NULL;
+    int prc = parse_ensembles(&argc, argv, &sft_eval);
+    if (prc) return prc == 1 ? 0 : prc;
+    argv++; /* the operands */
+    if (sft_eval) {
+        if (load_start(sft_eval, &sft, &err)) return fail(&err);
         have_sft = 1;
-        argc -= 2;
-        argv += 2;
     }
-    if (argc < 2) return bad_usage("%s", "ensembles: EXP_DIR and one or more OBJECTIVE@SEED=RUN_DIR");
     const char *exp = argv[0];
     int nn = argc - 1, rc = 1;
     Named *names = calloc((size_t)nn, sizeof *names);
@@ -749,7 +780,8 @@ int pw_report_main(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "quickstart")) return quickstart(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "ensembles")) return ensembles(argc - 2, argv + 2);
+    /* A command's flags are read with the command's name standing as argv[0]. */
+    if (!strcmp(argv[1], "quickstart")) return quickstart(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "ensembles")) return ensembles(argc - 1, argv + 1);
     return bad_usage("unknown command '%s'", argv[1]);
 }

@@ -1,64 +1,32 @@
-/* train.c: the harness of the supervised modes (sft, rm): flags, a world where every rank is a
- * data-parallel worker of one role, data sets, the model, the summed-gradient AdamW step, metrics. */
+/* train.c: the harness of the supervised modes (sft, rm): configuration, a world where every rank
+ * is a data-parallel worker of one role, data sets, the model, the summed-gradient AdamW step. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pw_cli.h"
 #include "pw_collective.h"
 #include "train.h"
 
-/* ----------------------------------------------------------------------------------- flags */
+/* -------------------------------------------------------------------------- configuration */
 
 static void usage(FILE *f, const char *mode)
 {
-    int rm = !strcmp(mode, "rm");
+    const char *stem = strcmp(mode, "rm") ? "sft" : "prefs";
     fprintf(f,
-            "usage: [mpirun -np N] ppo_world %s (--data DIR | --train FILE [--valid FILE]) --out DIR\n"
-            "                 [flags]\n"
+            "usage: [mpirun -np N] ppo_world %s [--config FILE] --out DIR [key=value ...]\n"
             "\n"
-            "  --data DIR            DIR/%s_train.jsonl and, if present, DIR/%s_valid.jsonl\n"
-            "  --train FILE          training examples (%s)\n"
-            "  --valid FILE          validation examples; without one, --valid-fraction of train\n"
-            "  --valid-fraction F    held out of train when no valid file (0.1; 0 = none)\n"
-            "  --out DIR             model.safetensors, config.json, metrics.jsonl\n"
-            "  --init DIR            start from this checkpoint%s; else a random model:\n"
-            "  --n-layer L --n-head H --n-embd C --n-positions T   (2, 2, 64, 128)\n"
-            "  --tokenizer NAME      bytes\n"
-            "  --steps N (200)  --batch-size B (16, global, over all ranks)  --seed S (1)\n"
-            "  --lr X (1e-3)  --min-lr X (0)  --warmup N (10)  --decay cosine|linear|constant\n"
-            "  --weight-decay X (0)  --grad-clip X (1; 0 = off)  --beta1 --beta2 --adam-eps\n"
-            "  --eval-every N (50; 0 = only at start and end)\n"
-            "  --max-len N (n_positions)  --max-prompt-len N (0 = none)  --max-response-len N\n"
-            "  --overlong drop|error|truncate (drop)   --timeout S (600)\n"
-            "(docs/training.md, docs/data.md)\n",
-            mode, rm ? "prefs" : "sft", rm ? "prefs" : "sft",
-            rm ? "prompt, chosen, rejected; or HH chosen/rejected" : "prompt, response",
-            rm ? " (a score head is added if it has none)" : "");
-}
-
-static void defaults(PwTrainArgs *a)
-{
-    memset(a, 0, sizeof *a);
-    a->tokenizer = "bytes";
-    a->valid_fraction = 0.1;
-    a->n_layer = 2;
-    a->n_head = 2;
-    a->n_embd = 64;
-    a->n_positions = 128;
-    a->steps = 200;
-    a->warmup = -1; /* 10, or --steps when fewer */
-    a->eval_every = 50;
-    a->batch = 16;
-    a->lr = 1e-3;
-    a->grad_clip = 1.0;
-    a->beta1 = 0.9;
-    a->beta2 = 0.95;
-    a->eps = 1e-8;
-    a->timeout = 600;
-    a->decay = PW_LR_COSINE;
-    a->seed = 1;
-    a->overlong = PW_OVERLONG_DROP;
+            "  --config FILE  the training configuration, YAML (docs/training.md)\n"
+            "  --out DIR      model.safetensors, config.json, config.yaml, metrics.jsonl\n"
+            "  key=value      a key of the configuration, after the file; the examples come from\n"
+            "                 data.dir=DIR (DIR/%s_train.jsonl, DIR/%s_valid.jsonl if present)\n"
+            "                 or data.train=FILE [data.valid=FILE]\n"
+            "  --help         this text\n"
+            "\n"
+            "keys (default, meaning):\n",
+            mode, stem, stem);
+    pw_cfg_write_help(&pw_train_config_schema, f);
 }
 
 static int bad(PwTrainer *t, const char *fmt, const char *x)
@@ -72,98 +40,83 @@ static int bad(PwTrainer *t, const char *fmt, const char *x)
     return 2;
 }
 
-static int num(const char *s, double lo, double hi, double *out)
+/* The values the loops read, taken from the configuration once (as settings.c does for PPO):
+ * a path not given is NULL, the warm-up is resolved, a time-out of 0 (never) is a long one. */
+static void derive(PwTrainer *t, const char *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
-    *out = v;
-    return 0;
+    const PwTrainConfig *c = &t->cfg;
+    PwTrainArgs *a = &t->a;
+    memset(a, 0, sizeof *a);
+    a->data = c->data.dir[0] ? c->data.dir : NULL;
+    a->train = c->data.train[0] ? c->data.train : NULL;
+    a->valid = c->data.valid[0] ? c->data.valid : NULL;
+    a->init = c->model.init[0] ? c->model.init : NULL;
+    a->out = out;
+    a->tokenizer = c->data.tokenizer;
+    a->valid_fraction = c->data.valid_fraction;
+    a->n_layer = (int)c->model.n_layer;
+    a->n_head = (int)c->model.n_head;
+    a->n_embd = (int)c->model.n_embd;
+    a->n_positions = (int)c->model.n_positions;
+    a->steps = (long)c->train.steps;
+    a->warmup = (long)pw_train_config_warmup(c);
+    a->eval_every = (long)c->eval.every;
+    a->batch = (int)c->train.batch_size;
+    a->lr = c->optim.lr;
+    a->min_lr = c->optim.min_lr;
+    a->weight_decay = c->optim.weight_decay;
+    a->grad_clip = c->optim.grad_clip;
+    a->beta1 = c->optim.beta1;
+    a->beta2 = c->optim.beta2;
+    a->eps = c->optim.eps;
+    a->timeout = c->runtime.timeout_s > 0 ? c->runtime.timeout_s : 1e9;
+    a->decay = c->optim.decay;
+    a->seed = (uint64_t)c->seed;
+    a->max_len = (int)c->data.max_len;
+    a->max_prompt_len = (int)c->data.max_prompt_len;
+    a->max_response_len = (int)c->data.max_response_len;
+    a->overlong = c->data.overlong;
 }
 
+/* --config FILE, --out DIR, key=value operands: the same configuration on every rank, each
+ * reading the file itself, so every rank reaches the same verdict and rank 0 alone says it. */
 static int parse(PwTrainer *t, int argc, char **argv)
 {
-    PwTrainArgs *a = &t->a;
-    defaults(a);
-    static const struct {
-        const char *flag;
-        double lo, hi;
-    } nums[] = {
-        {"--valid-fraction", 0, 0.99}, {"--n-layer", 1, 64}, {"--n-head", 1, 64},
-        {"--n-embd", 1, 8192}, {"--n-positions", 2, 65536}, {"--steps", 0, 1e12},
-        {"--batch-size", 1, 1 << 20}, {"--lr", 0, 10}, {"--min-lr", 0, 10}, {"--warmup", 0, 1e12},
-        {"--weight-decay", 0, 10}, {"--grad-clip", 0, 1e9}, {"--beta1", 0, 1}, {"--beta2", 0, 1},
-        {"--adam-eps", 0, 1}, {"--eval-every", 0, 1e12}, {"--max-len", 0, 65536},
-        {"--max-prompt-len", 0, 65536}, {"--max-response-len", 0, 65536}, {"--seed", 0, 9e15},
-        {"--timeout", 0.001, 1e9},
+    static const struct option flags[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"out", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+    const char *config = NULL, *out = NULL;
+    const char **overrides = malloc((size_t)(argc > 0 ? argc : 1) * sizeof *overrides);
+    if (!overrides) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    int n = 0, rc = 0;
+    PwCli cli;
+    pw_cli_init(&cli, argc, argv, "h", flags);
+    for (int o; rc == 0 && (o = pw_cli_next(&cli)) != PW_CLI_END;) {
+        switch (o) {
+        case 'c': config = cli.arg; break;
+        case 'o': out = cli.arg; break;
+        case 'h':
             if (t->rank == 0) usage(stdout, t->mode);
-            return 1;
-        }
-        if (strncmp(s, "--", 2)) return bad(t, "unexpected argument '%s'", s);
-        if (!v) return bad(t, "%s needs a value", s);
-        i++;
-        const char **str = !strcmp(s, "--data") ? &a->data : !strcmp(s, "--train") ? &a->train
-                         : !strcmp(s, "--valid") ? &a->valid : !strcmp(s, "--init") ? &a->init
-                         : !strcmp(s, "--out") ? &a->out : !strcmp(s, "--tokenizer") ? &a->tokenizer
-                         : NULL;
-        if (str) {
-            *str = v;
-            continue;
-        }
-        PwErr err;
-        if (!strcmp(s, "--decay")) {
-            if (pw_lr_decay_parse(v, &a->decay, &err)) return bad(t, "--decay: %s", err.msg);
-            continue;
-        }
-        if (!strcmp(s, "--overlong")) {
-            if (pw_overlong_parse(v, &a->overlong, &err)) return bad(t, "--overlong: %s", err.msg);
-            continue;
-        }
-        size_t k = 0;
-        while (k < PW_ARRAY_LEN(nums) && strcmp(s, nums[k].flag)) k++;
-        if (k == PW_ARRAY_LEN(nums)) return bad(t, "unknown flag '%s'", s);
-        double x;
-        if (num(v, nums[k].lo, nums[k].hi, &x)) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "%s %s: expected a number in [%g, %g]", s, v, nums[k].lo,
-                     nums[k].hi);
-            return bad(t, "%s", msg);
-        }
-        switch (k) {
-        case 0: a->valid_fraction = x; break;
-        case 1: a->n_layer = (int)x; break;
-        case 2: a->n_head = (int)x; break;
-        case 3: a->n_embd = (int)x; break;
-        case 4: a->n_positions = (int)x; break;
-        case 5: a->steps = (long)x; break;
-        case 6: a->batch = (int)x; break;
-        case 7: a->lr = x; break;
-        case 8: a->min_lr = x; break;
-        case 9: a->warmup = (long)x; break;
-        case 10: a->weight_decay = x; break;
-        case 11: a->grad_clip = x; break;
-        case 12: a->beta1 = x; break;
-        case 13: a->beta2 = x; break;
-        case 14: a->eps = x; break;
-        case 15: a->eval_every = (long)x; break;
-        case 16: a->max_len = (int)x; break;
-        case 17: a->max_prompt_len = (int)x; break;
-        case 18: a->max_response_len = (int)x; break;
-        case 19: a->seed = (uint64_t)x; break;
-        default: a->timeout = x; break;
+            rc = 1;
+            break;
+        case PW_CLI_OPERAND: overrides[n++] = cli.arg; break;
+        default: rc = bad(t, "%s", cli.msg); break;
         }
     }
-    if (!a->out) return bad(t, "%s", "--out DIR is required");
-    if (!a->data && !a->train) return bad(t, "%s", "--data DIR or --train FILE is required");
-    if (a->data && (a->train || a->valid)) return bad(t, "%s", "--data excludes --train/--valid");
-    if (a->warmup < 0) a->warmup = a->steps < 10 ? a->steps : 10;
-    if (a->warmup > a->steps) return bad(t, "%s", "--warmup exceeds --steps");
-    if (a->min_lr > a->lr) return bad(t, "%s", "--min-lr exceeds --lr");
+    if (rc == 0 && !out) rc = bad(t, "%s", "--out DIR is required");
+    PwErr err;
+    if (rc == 0 && pw_cfg_build(&pw_train_config_schema, &t->cfg, config, overrides, n, &err)) {
+        /* A configuration error names its file:line:column or argument and key: no usage. */
+        if (t->rank == 0) fprintf(stderr, "ppo_world %s: %s\n", t->mode, err.msg);
+        rc = 2;
+    }
+    free(overrides);
+    if (rc) return rc;
+    t->have_cfg = 1;
+    derive(t, out);
     return 0;
 }
 
@@ -221,7 +174,7 @@ static int load_data(PwTrainer *t, int n_positions, PwErr *err)
     }
     int max_len = a->max_len > 0 ? a->max_len : n_positions;
     if (max_len > n_positions)
-        return pw_errf(err, "--max-len %d exceeds the model's n_positions %d", max_len,
+        return pw_errf(err, "data.max_len %d exceeds the model's n_positions %d", max_len,
                        n_positions);
     PwDataOpts o = {t->shape, t->tok, a->max_prompt_len, a->max_response_len, max_len,
                     a->overlong, 0};
@@ -293,6 +246,9 @@ static int setup_local(PwTrainer *t, PwErr *err)
         return pw_errf(err, "--out: cannot create '%s': %s", a->out, strerror(errno));
     if (t->rank == 0) {
         char path[1100];
+        /* The effective configuration, every key included, as PPO keeps its config.yaml. */
+        snprintf(path, sizeof path, "%s/config.yaml", a->out);
+        if (pw_cfg_save_yaml(&pw_train_config_schema, &t->cfg, path, err)) return -1;
         snprintf(path, sizeof path, "%s/metrics.jsonl", a->out);
         t->metrics = fopen(path, "w");
         if (!t->metrics) return pw_errf(err, "cannot write '%s': %s", path, strerror(errno));
@@ -348,6 +304,8 @@ void pw_train_end(PwTrainer *t)
     pw_dataset_free(&t->train);
     pw_dataset_free(&t->valid);
     if (t->have_world) pw_world_free(&t->w);
+    if (t->have_cfg) pw_cfg_free(&pw_train_config_schema, &t->cfg);
+    t->have_cfg = 0;
     t->metrics = NULL;
     t->model = NULL;
     t->have_world = 0;

@@ -1,5 +1,5 @@
-/* train.h: what `ppo_world sft` and `ppo_world rm` share: flags, the data-parallel world, data
- * sets, model, optimizer step and metrics. Internal to src/roles (sft.c, rm.c, train.c). */
+/* train.h: what `ppo_world sft` and `ppo_world rm` share: configuration, the data-parallel world,
+ * data sets, model, optimizer step and metrics. Internal to src/roles (sft.c, rm.c, train.c). */
 #ifndef PW_ROLES_TRAIN_H
 #define PW_ROLES_TRAIN_H
 
@@ -10,7 +10,10 @@
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_model.h"
+#include "pw_train_config.h"
 
+/* The settings as the loops read them, derived once from the configuration (PwTrainConfig): a
+ * path not given is NULL, the warm-up resolved, out is the --out flag. */
 typedef struct PwTrainArgs {
     const char *data, *train, *valid, *init, *out, *tokenizer;
     double valid_fraction;
@@ -29,6 +32,8 @@ typedef struct PwTrainer {
     PwDataShape shape;
     PwRole role;           /* the role every rank holds: actor (sft) or reward (rm) */
     int heads;
+    PwTrainConfig cfg;     /* defaults, --config, key=value: written to out/config.yaml */
+    int have_cfg;
     PwTrainArgs a;
     PwWorld w;
     int have_world;
@@ -44,11 +49,11 @@ typedef struct PwTrainer {
     double t0;
 } PwTrainer;
 
-/* Builds the world (every rank holding t->role), parses the flags, loads the data sets and the
- * model and opens the output folder. Returns 1 to train; 0 when the mode ends here, with the
- * trainer freed and *exit_code set: 0 after --help, 2 on bad usage (said by rank 0 only), 1
- * when a data set, the model or the folder failed on any rank (agreed over all ranks, each
- * failing rank having printed its own message). */
+/* Builds the world (every rank holding t->role), reads the flags and the configuration, loads
+ * the data sets and the model and opens the output folder. Returns 1 to train; 0 when the mode
+ * ends here, with the trainer freed and *exit_code set: 0 after --help, 2 on bad usage or a bad
+ * configuration (said by rank 0 only), 1 when a data set, the model or the folder failed on
+ * any rank (agreed over all ranks, each failing rank having printed its own message). */
 int pw_train_open(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks,
                   int *exit_code);
 void pw_train_end(PwTrainer *t);

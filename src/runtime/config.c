@@ -1,5 +1,5 @@
-/* config.c: reading the run configuration: a YAML file (nested mappings become dotted keys) and
- * "key.sub=value" command-line overrides, both through the type rules of config_value.c. */
+/* config.c: reading a configuration of any schema: a YAML file (nested mappings become dotted
+ * keys) and "key.sub=value" command-line overrides, both by the type rules of config_value.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +11,11 @@
 /* ---- names: sections, suggestions ------------------------------------------------------ */
 
 /* A section is a dotted prefix of some key: "ppo" for "ppo.epochs". */
-static bool is_section(const char *name)
+static bool is_section(const PwCfgSchema *s, const char *name)
 {
-    size_t n, len = strlen(name);
-    const PwCfgKey *keys = pw_config_keys(&n);
-    for (size_t i = 0; i < n; i++)
-        if (!strncmp(keys[i].name, name, len) && keys[i].name[len] == '.') return true;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (!strncmp(s->keys[i].name, name, len) && s->keys[i].name[len] == '.') return true;
     return false;
 }
 
@@ -43,10 +42,10 @@ static size_t edit_distance(const char *a, const char *b)
 
 /* " (did you mean 'ppo.ratio_eps'?)" for a near miss or for a key written outside its
  * section ("gae_lambda" at the top level); "" when nothing is close. */
-static void suggest(const char *name, char *buf, size_t len)
+static void suggest(const PwCfgSchema *s, const char *name, char *buf, size_t len)
 {
-    size_t n;
-    const PwCfgKey *keys = pw_config_keys(&n);
+    size_t n = s->nkeys;
+    const PwCfgKey *keys = s->keys;
     const char *best = NULL;
     /* Close enough: a typo or two, or about a quarter of a long name ("ratio_epsilon"). */
     size_t best_d = strlen(name) / 4 > 2 ? strlen(name) / 4 + 1 : 3;
@@ -76,7 +75,8 @@ typedef struct Seen {
 } Seen;
 
 typedef struct Walk {
-    PwConfig *cfg;
+    const PwCfgSchema *schema;
+    void *cfg;
     yaml_document_t *doc;
     const char *label; /* file name in messages */
     PwErr *err;
@@ -188,10 +188,10 @@ static int walk_mapping(Walk *w, yaml_node_t *map, const char *prefix)
         }
         if (note_seen(w, name, kn->start_mark)) return -1;
 
-        const PwCfgKey *k = pw_config_find_key(name);
+        const PwCfgKey *k = pw_cfg_find_key(w->schema, name);
         if (k) {
             if (set_from_node(w, k, vn)) return -1;
-        } else if (is_section(name)) {
+        } else if (is_section(w->schema, name)) {
             if (vn->type == YAML_MAPPING_NODE) {
                 if (walk_mapping(w, vn, name)) return -1;
             } else if (!(vn->type == YAML_SCALAR_NODE && scalar_style(vn) == PW_SCALAR_NULL)) {
@@ -202,7 +202,7 @@ static int walk_mapping(Walk *w, yaml_node_t *map, const char *prefix)
             }
         } else {
             char hint[160];
-            suggest(name, hint, sizeof hint);
+            suggest(w->schema, name, hint, sizeof hint);
             return fail_at(w, kn->start_mark, "unknown key '%s'%s", name, hint);
         }
     }
@@ -223,7 +223,8 @@ static int yaml_problem(PwErr *err, const char *label, const yaml_parser_t *ps)
                    ps->problem_mark.column + 1, problem);
 }
 
-int pw_config_load_string(PwConfig *cfg, const char *text, const char *label, PwErr *err)
+int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const char *label,
+                       PwErr *err)
 {
     yaml_parser_t ps;
     yaml_document_t doc;
@@ -236,7 +237,7 @@ int pw_config_load_string(PwConfig *cfg, const char *text, const char *label, Pw
     }
     int rc = 0;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    Walk w = {.cfg = cfg, .doc = &doc, .label = label, .err = err};
+    Walk w = {.schema = s, .cfg = cfg, .doc = &doc, .label = label, .err = err};
     if (!root) {
         /* An empty file (or only comments) is a valid configuration: all defaults. */
     } else if (root->type == YAML_MAPPING_NODE) {
@@ -265,7 +266,7 @@ int pw_config_load_string(PwConfig *cfg, const char *text, const char *label, Pw
     return rc;
 }
 
-int pw_config_load_file(PwConfig *cfg, const char *path, PwErr *err)
+int pw_cfg_load_file(const PwCfgSchema *s, void *cfg, const char *path, PwErr *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return pw_errf(err, "%s: cannot open: %s", path, strerror(errno));
@@ -297,14 +298,14 @@ int pw_config_load_file(PwConfig *cfg, const char *path, PwErr *err)
         free(buf);
         return pw_errf(err, "%s: not a YAML text: NUL byte at byte %zu", path, text_len);
     }
-    int rc = pw_config_load_string(cfg, buf, path, err);
+    int rc = pw_cfg_load_string(s, cfg, buf, path, err);
     free(buf);
     return rc;
 }
 
 /* ---- command-line overrides ----------------------------------------------------------- */
 
-int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err)
+int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwErr *err)
 {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg) return pw_errf(err, "override '%s': expected key=value", arg);
@@ -315,13 +316,13 @@ int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err)
     name[nlen] = '\0';
     const char *value = eq + 1;
 
-    const PwCfgKey *k = pw_config_find_key(name);
+    const PwCfgKey *k = pw_cfg_find_key(s, name);
     if (!k) {
-        if (is_section(name))
+        if (is_section(s, name))
             return pw_errf(err, "override '%s': '%s' is a section: give one of its keys (%s.<key>=value)",
                            arg, name, name);
         char hint[160];
-        suggest(name, hint, sizeof hint);
+        suggest(s, name, hint, sizeof hint);
         return pw_errf(err, "override '%s': unknown key '%s'%s", arg, name, hint);
     }
 
@@ -354,7 +355,7 @@ int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err)
         if (rc) pw_errf(err, "override '%s': %s", arg, why);
     } else {
         PwErr inner;
-        Walk w = {.cfg = cfg, .doc = &doc, .label = "", .err = &inner};
+        Walk w = {.schema = s, .cfg = cfg, .doc = &doc, .label = "", .err = &inner};
         rc = set_from_node(&w, k, root);
         if (rc) {
             /* Drop the ":line:column: " of the one-line value: the argument says it all. */
@@ -372,13 +373,13 @@ int pw_config_apply_override(PwConfig *cfg, const char *arg, PwErr *err)
 
 /* ---- the whole command line ----------------------------------------------------------- */
 
-int pw_config_build(PwConfig *cfg, const char *path, const char *const *overrides, int n,
-                    PwErr *err)
+int pw_cfg_build(const PwCfgSchema *s, void *cfg, const char *path, const char *const *overrides,
+                 int n, PwErr *err)
 {
-    if (pw_config_defaults(cfg)) return pw_errf(err, "configuration: out of memory");
-    int rc = path ? pw_config_load_file(cfg, path, err) : 0;
-    for (int i = 0; rc == 0 && i < n; i++) rc = pw_config_apply_override(cfg, overrides[i], err);
-    if (rc == 0) rc = pw_config_validate(cfg, err);
-    if (rc) pw_config_free(cfg);
+    if (pw_cfg_defaults(s, cfg)) return pw_errf(err, "configuration: out of memory");
+    int rc = path ? pw_cfg_load_file(s, cfg, path, err) : 0;
+    for (int i = 0; rc == 0 && i < n; i++) rc = pw_cfg_apply_override(s, cfg, overrides[i], err);
+    if (rc == 0) rc = pw_cfg_validate(s, cfg, err);
+    if (rc) pw_cfg_free(s, cfg);
     return rc;
 }

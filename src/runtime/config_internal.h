@@ -1,26 +1,26 @@
 /* config_internal.h: what the config_*.c files share and nobody else needs: setting one key from
- * text (the one place where the type rules live) and spelling a value back as text. */
+ * text (the one place where the type rules live), spelling a value back as text, shared rules. */
 #ifndef PW_CONFIG_INTERNAL_H
 #define PW_CONFIG_INTERNAL_H
 
-#include "pw_config.h"
+#include "pw_cfg.h"
 
 /* How a YAML scalar was written: type rules differ for quoted text and for null. */
 typedef enum { PW_SCALAR_PLAIN, PW_SCALAR_QUOTED, PW_SCALAR_NULL } PwScalarStyle;
 
 /* Convert `text` to the key's type, check its range and store it. On failure, `why` holds
  * "<key>: <reason>" with no location: the caller prefixes file:line:column or the argument. */
-int pw_cfg_set_scalar(PwConfig *cfg, const PwCfgKey *k, const char *text, PwScalarStyle style,
+int pw_cfg_set_scalar(void *cfg, const PwCfgKey *k, const char *text, PwScalarStyle style,
                       char *why, size_t why_len);
 /* Range check of the value already in cfg (for values set by code, not read from text). */
-int pw_cfg_check_range(const PwConfig *cfg, const PwCfgKey *k, char *why, size_t why_len);
+int pw_cfg_check_range(const void *cfg, const PwCfgKey *k, char *why, size_t why_len);
 /* Replace a string-list key with n items (copied). */
-int pw_cfg_set_list(PwConfig *cfg, const PwCfgKey *k, const char *const *items, int n,
+int pw_cfg_set_list(void *cfg, const PwCfgKey *k, const char *const *items, int n,
                     char *why, size_t why_len);
 
 /* The value of a key as it would be written in YAML (strings double-quoted, lists in
  * brackets); floats use the shortest spelling that reads back to the same double. */
-void pw_cfg_format_value(const PwConfig *cfg, const PwCfgKey *k, char *buf, size_t len);
+void pw_cfg_format_value(const void *cfg, const PwCfgKey *k, char *buf, size_t len);
 /* The range of a key for messages and docs: "[0, 1]", "> 0", ">= 1", or "" when none. */
 void pw_cfg_format_range(const PwCfgKey *k, char *buf, size_t len);
 /* Shortest "%.Ng" spelling of x that strtod reads back exactly. */
@@ -30,7 +30,10 @@ const char *pw_cfg_expected(const PwCfgKey *k, char *buf, size_t len);
 /* The name of a type as docs and messages say it. */
 const char *pw_cfg_type_name(PwCfgType t);
 
-/* Pointer to the field of key k inside cfg. */
+/* "a_key (a) must not exceed b_key (b)" when a > b: the rule of every decaying learning rate. */
+int pw_cfg_rule_not_above(const char *a_key, double a, const char *b_key, double b, PwErr *err);
+
+/* Pointer to the field of key k inside cfg (the schema's struct). */
 #define PW_CFG_FIELD(cfg, k, T) ((T *)((char *)(cfg) + (k)->offset))
 #define PW_CFG_CFIELD(cfg, k, T) ((const T *)((const char *)(cfg) + (k)->offset))
 

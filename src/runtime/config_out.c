@@ -1,5 +1,5 @@
-/* config_out.c: the configuration written out: JSON for tools, YAML that the loader reads back
- * (kept in the run folder for resumes), and the Markdown key reference of docs/config.md. */
+/* config_out.c: a configuration of any schema written out: JSON for tools, YAML that the loader
+ * reads back (kept in the run folder), the Markdown key reference of the docs, the --help list. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +16,10 @@ static size_t section_len(const char *name)
     return dot ? (size_t)(dot - name) : 0;
 }
 
-void *pw_config_to_json(const PwConfig *cfg)
+void *pw_cfg_to_json(const PwCfgSchema *s, const void *cfg)
 {
-    size_t n;
-    const PwCfgKey *keys = pw_config_keys(&n);
+    size_t n = s->nkeys;
+    const PwCfgKey *keys = s->keys;
     json_t *root = json_object();
     if (!root) return NULL;
     for (size_t i = 0; i < n; i++) {
@@ -27,11 +27,16 @@ void *pw_config_to_json(const PwConfig *cfg)
         json_t *v = NULL;
         switch (k->type) {
         case PW_CFG_BOOL: v = json_boolean(*PW_CFG_CFIELD(cfg, k, bool)); break;
-        case PW_CFG_INT: v = json_integer((json_int_t)*PW_CFG_CFIELD(cfg, k, int64_t)); break;
+        case PW_CFG_INT: {
+            int64_t x = *PW_CFG_CFIELD(cfg, k, int64_t);
+            v = (k->flags & PW_CFG_AUTO) && x == PW_CFG_AUTO_INT ? json_string("auto")
+                                                                  : json_integer((json_int_t)x);
+            break;
+        }
         case PW_CFG_FLOAT: v = json_real(*PW_CFG_CFIELD(cfg, k, double)); break;
         case PW_CFG_STRING: v = json_string(*PW_CFG_CFIELD(cfg, k, char *)); break;
         case PW_CFG_ENUM:
-            v = json_string(pw_config_enum_name(k->name, *PW_CFG_CFIELD(cfg, k, int)));
+            v = json_string(pw_cfg_enum_name(k, *PW_CFG_CFIELD(cfg, k, int)));
             break;
         case PW_CFG_STRLIST: {
             const PwStrList *l = PW_CFG_CFIELD(cfg, k, PwStrList);
@@ -63,13 +68,13 @@ fail:
     return NULL;
 }
 
-int pw_config_write_yaml(const PwConfig *cfg, FILE *f)
+int pw_cfg_write_yaml(const PwCfgSchema *s, const void *cfg, FILE *f)
 {
-    size_t n;
-    const PwCfgKey *keys = pw_config_keys(&n);
+    size_t n = s->nkeys;
+    const PwCfgKey *keys = s->keys;
     char cur[64] = "";
     char val[8192];
-    fprintf(f, "# ppo_world: effective run configuration (every key, defaults included)\n");
+    fprintf(f, "# %s\n", s->title);
     for (size_t i = 0; i < n; i++) {
         const PwCfgKey *k = &keys[i];
         size_t sl = section_len(k->name);
@@ -84,13 +89,13 @@ int pw_config_write_yaml(const PwConfig *cfg, FILE *f)
     return ferror(f) ? -1 : 0;
 }
 
-char *pw_config_yaml_string(const PwConfig *cfg)
+char *pw_cfg_yaml_string(const PwCfgSchema *s, const void *cfg)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     if (!mem) return NULL;
-    int bad = pw_config_write_yaml(cfg, mem);
+    int bad = pw_cfg_write_yaml(s, cfg, mem);
     if (fclose(mem) || bad) {
         free(text);
         return NULL;
@@ -98,13 +103,13 @@ char *pw_config_yaml_string(const PwConfig *cfg)
     return text;
 }
 
-int pw_config_save_yaml(const PwConfig *cfg, const char *path, PwErr *err)
+int pw_cfg_save_yaml(const PwCfgSchema *s, const void *cfg, const char *path, PwErr *err)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return pw_errf(err, "%s: cannot create: %s", tmp, strerror(errno));
-    int bad = pw_config_write_yaml(cfg, f) || fflush(f) || fsync(fileno(f));
+    int bad = pw_cfg_write_yaml(s, cfg, f) || fflush(f) || fsync(fileno(f));
     bad |= fclose(f) != 0;
     /* Rename only a complete file, so a crash leaves the old one or the new one. */
     if (bad || rename(tmp, path)) {
@@ -124,10 +129,10 @@ static void put_cell(FILE *f, const char *s)
     }
 }
 
-int pw_config_write_markdown(FILE *f)
+int pw_cfg_write_markdown(const PwCfgSchema *s, FILE *f)
 {
-    size_t n;
-    const PwCfgKey *keys = pw_config_keys(&n);
+    size_t n = s->nkeys;
+    const PwCfgKey *keys = s->keys;
     fprintf(f, "| key | type | default | range | description | default from |\n");
     fprintf(f, "|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
@@ -156,6 +161,16 @@ int pw_config_write_markdown(FILE *f)
         fprintf(f, " | ");
         put_cell(f, k->source);
         fprintf(f, " |\n");
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int pw_cfg_write_help(const PwCfgSchema *s, FILE *f)
+{
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const PwCfgKey *k = &s->keys[i];
+        const char *def = k->type == PW_CFG_STRING && !k->def[0] ? "\"\"" : k->def;
+        fprintf(f, "  %-24s %-8s %s\n", k->name, def, k->doc);
     }
     return ferror(f) ? -1 : 0;
 }

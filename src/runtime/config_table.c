@@ -1,9 +1,9 @@
-/* config_table.c: the one table of run-configuration keys (type, default, range, doc, where the
- * default comes from), and what follows from it alone: defaults, lookup, freeing, derived values. */
-#include <stdlib.h>
+/* config_table.c: the PPO run's schema: its table of keys (type, default, range, doc, where the
+ * default comes from), the rules across them, and the values derived from several keys. */
 #include <string.h>
 
 #include "config_internal.h"
+#include "pw_config.h"
 
 /* Enum stores go through an int pointer, so every enum field must be int-sized. */
 _Static_assert(sizeof(PwKlEstimator) == sizeof(int), "enum field size");
@@ -179,82 +179,67 @@ static const PwCfgKey keys[] = {
      "PyTorch's NCCL process-group time-out (10 min)"},
 };
 
-const PwCfgKey *pw_config_keys(size_t *n)
-{
-    if (n) *n = PW_ARRAY_LEN(keys);
-    return keys;
-}
+/* ---- rules across keys ---------------------------------------------------------------- */
 
-const PwCfgKey *pw_config_find_key(const char *name)
+static int check_reward_list(const PwStrList *l, PwErr *err)
 {
-    for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++)
-        if (!strcmp(keys[i].name, name)) return &keys[i];
-    return NULL;
-}
-
-const char *pw_cfg_type_name(PwCfgType t)
-{
-    switch (t) {
-    case PW_CFG_BOOL: return "bool";
-    case PW_CFG_INT: return "int";
-    case PW_CFG_FLOAT: return "float";
-    case PW_CFG_STRING: return "string";
-    case PW_CFG_ENUM: return "enum";
-    case PW_CFG_STRLIST: return "string list";
-    }
-    return "?";
-}
-
-const char *pw_config_enum_name(const char *key, int value)
-{
-    const PwCfgKey *k = pw_config_find_key(key);
-    if (!k || k->type != PW_CFG_ENUM || value < 0) return NULL;
-    for (int i = 0; k->enum_names[i]; i++)
-        if (i == value) return k->enum_names[i];
-    return NULL;
-}
-
-int pw_config_defaults(PwConfig *cfg)
-{
-    /* Start from zero so that freeing a half-filled config is safe. */
-    memset(cfg, 0, sizeof *cfg);
-    char why[256];
-    for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++) {
-        const PwCfgKey *k = &keys[i];
-        int rc;
-        /* Defaults are parsed by the same rules as a file, so the docs cannot disagree. */
-        if (k->type == PW_CFG_STRLIST)
-            rc = pw_cfg_set_list(cfg, k, NULL, 0, why, sizeof why);
-        else
-            rc = pw_cfg_set_scalar(cfg, k, k->def,
-                                   k->type == PW_CFG_STRING ? PW_SCALAR_QUOTED : PW_SCALAR_PLAIN,
-                                   why, sizeof why);
-        if (rc) {
-            pw_config_free(cfg);
-            return -1;
-        }
+    for (int i = 0; i < l->n; i++) {
+        if (!l->items[i][0]) return pw_errf(err, "model.reward: member %d is empty", i + 1);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(l->items[i], l->items[j]))
+                return pw_errf(err, "model.reward: member %d repeats member %d ('%s')", i + 1,
+                               j + 1, l->items[i]);
     }
     return 0;
 }
 
-void pw_config_free(PwConfig *cfg)
+static int check_rules(const void *any, PwErr *err)
 {
-    if (!cfg) return;
-    for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++) {
-        const PwCfgKey *k = &keys[i];
-        if (k->type == PW_CFG_STRING) {
-            char **s = PW_CFG_FIELD(cfg, k, char *);
-            free(*s);
-            *s = NULL;
-        } else if (k->type == PW_CFG_STRLIST) {
-            PwStrList *l = PW_CFG_FIELD(cfg, k, PwStrList);
-            for (int j = 0; j < l->n; j++) free(l->items[j]);
-            free(l->items);
-            l->items = NULL;
-            l->n = 0;
-        }
-    }
+    const PwConfig *cfg = any;
+    if (check_reward_list(&cfg->model.reward, err)) return -1;
+
+    const PwPpoConfig *p = &cfg->ppo;
+    if (p->num_rollout_samples % p->minibatches)
+        return pw_errf(err, "ppo.minibatches (%lld) must divide ppo.num_rollout_samples (%lld)",
+                       (long long)p->minibatches, (long long)p->num_rollout_samples);
+    if (p->rollout_micro_batch_size > p->num_rollout_samples)
+        return pw_errf(err,
+                       "ppo.rollout_micro_batch_size (%lld) must not exceed "
+                       "ppo.num_rollout_samples (%lld)",
+                       (long long)p->rollout_micro_batch_size, (long long)p->num_rollout_samples);
+    if (cfg->episodes < p->num_rollout_samples)
+        return pw_errf(err,
+                       "episodes (%lld) must be at least ppo.num_rollout_samples (%lld), "
+                       "or the run has no PPO step",
+                       (long long)cfg->episodes, (long long)p->num_rollout_samples);
+    if (p->use_absolute_kl && p->kl_estimator != PW_KL_K1 && p->kl_estimator != PW_KL_ABS)
+        return pw_errf(err,
+                       "ppo.use_absolute_kl: true conflicts with ppo.kl_estimator: %s "
+                       "(use_absolute_kl means kl_estimator: abs)",
+                       pw_config_enum_name("ppo.kl_estimator", (int)p->kl_estimator));
+    if (p->adaptive_kl && p->initial_policy_kl_penalty <= 0)
+        return pw_errf(err, "ppo.adaptive_kl needs ppo.initial_policy_kl_penalty > 0: the "
+                            "controller scales beta and cannot move it from 0");
+    if (pw_cfg_rule_not_above("optim.min_lr", cfg->optim.min_lr, "optim.lr", cfg->optim.lr, err) ||
+        pw_cfg_rule_not_above("critic.min_lr", cfg->critic.min_lr, "critic.lr", cfg->critic.lr,
+                              err))
+        return -1;
+    if (cfg->reward.non_stop_penalty && cfg->generation.stop_token == PW_STOP_NONE)
+        return pw_errf(err, "reward.non_stop_penalty: true needs a stop token, but "
+                            "generation.stop_token is none (every response would be penalised)");
+    return 0;
 }
+
+const PwCfgSchema pw_config_schema = {
+    .name = "ppo",
+    .title = "ppo_world: effective run configuration (every key, defaults included)",
+    .keys = keys,
+    .nkeys = PW_ARRAY_LEN(keys),
+    .size = sizeof(PwConfig),
+    .check = check_rules,
+};
+
+/* ---- derived values --------------------------------------------------------------------- */
 
 PwKlEstimator pw_config_kl_estimator(const PwConfig *cfg)
 {

@@ -1,5 +1,5 @@
-/* config_value.c: the type rules of the run configuration, shared by the YAML file, the command
- * line and the defaults: text -> typed value with range checks, and typed value -> text. */
+/* config_value.c: the type rules of every configuration schema, shared by the YAML file, the
+ * command line and the defaults: text -> typed value with range checks, and typed value -> text. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +13,7 @@ const char *pw_cfg_expected(const PwCfgKey *k, char *buf, size_t len)
 {
     switch (k->type) {
     case PW_CFG_BOOL: return "a bool (true or false)";
-    case PW_CFG_INT: return "an integer";
+    case PW_CFG_INT: return (k->flags & PW_CFG_AUTO) ? "an integer or auto" : "an integer";
     case PW_CFG_FLOAT: return "a number";
     case PW_CFG_STRING: return "a string";
     case PW_CFG_STRLIST: return "a list of strings";
@@ -88,9 +88,17 @@ static int range_error(const PwCfgKey *k, const char *text, char *why, size_t wh
     return -1;
 }
 
-int pw_cfg_check_range(const PwConfig *cfg, const PwCfgKey *k, char *why, size_t why_len)
+/* An int key with PW_CFG_AUTO holding `auto`: no number to check or print. */
+static bool is_auto(const void *cfg, const PwCfgKey *k)
+{
+    return k->type == PW_CFG_INT && (k->flags & PW_CFG_AUTO) &&
+           *PW_CFG_CFIELD(cfg, k, int64_t) == PW_CFG_AUTO_INT;
+}
+
+int pw_cfg_check_range(const void *cfg, const PwCfgKey *k, char *why, size_t why_len)
 {
     double v;
+    if (is_auto(cfg, k)) return 0;
     if (k->type == PW_CFG_INT) v = (double)*PW_CFG_CFIELD(cfg, k, int64_t);
     else if (k->type == PW_CFG_FLOAT) v = *PW_CFG_CFIELD(cfg, k, double);
     else return 0;
@@ -138,7 +146,7 @@ static char *dup_str(const char *s)
     return d;
 }
 
-int pw_cfg_set_scalar(PwConfig *cfg, const PwCfgKey *k, const char *text, PwScalarStyle style,
+int pw_cfg_set_scalar(void *cfg, const PwCfgKey *k, const char *text, PwScalarStyle style,
                       char *why, size_t why_len)
 {
     if (k->type == PW_CFG_STRING) {
@@ -171,6 +179,10 @@ int pw_cfg_set_scalar(PwConfig *cfg, const PwCfgKey *k, const char *text, PwScal
     }
     case PW_CFG_INT: {
         int64_t v = 0;
+        if ((k->flags & PW_CFG_AUTO) && !strcasecmp(text, "auto")) {
+            *PW_CFG_FIELD(cfg, k, int64_t) = PW_CFG_AUTO_INT;
+            return 0;
+        }
         int rc = parse_int(text, &v);
         if (rc == -1) return type_error(k, text, style, why, why_len);
         if (rc == -2 || !in_range(k, (double)v)) return range_error(k, text, why, why_len);
@@ -205,7 +217,7 @@ int pw_cfg_set_scalar(PwConfig *cfg, const PwCfgKey *k, const char *text, PwScal
     return type_error(k, text, style, why, why_len);
 }
 
-int pw_cfg_set_list(PwConfig *cfg, const PwCfgKey *k, const char *const *items, int n,
+int pw_cfg_set_list(void *cfg, const PwCfgKey *k, const char *const *items, int n,
                     char *why, size_t why_len)
 {
     PwStrList fresh = {NULL, 0};
@@ -251,9 +263,13 @@ static size_t quote(const char *s, char *buf, size_t len)
     return used;
 }
 
-void pw_cfg_format_value(const PwConfig *cfg, const PwCfgKey *k, char *buf, size_t len)
+void pw_cfg_format_value(const void *cfg, const PwCfgKey *k, char *buf, size_t len)
 {
     buf[0] = '\0';
+    if (is_auto(cfg, k)) {
+        snprintf(buf, len, "auto");
+        return;
+    }
     switch (k->type) {
     case PW_CFG_BOOL:
         snprintf(buf, len, "%s", *PW_CFG_CFIELD(cfg, k, bool) ? "true" : "false");
@@ -270,9 +286,8 @@ void pw_cfg_format_value(const PwConfig *cfg, const PwCfgKey *k, char *buf, size
         break;
     }
     case PW_CFG_ENUM: {
-        int v = *PW_CFG_CFIELD(cfg, k, int);
-        snprintf(buf, len, "%s", pw_config_enum_name(k->name, v) ? pw_config_enum_name(k->name, v)
-                                                                  : "?");
+        const char *name = pw_cfg_enum_name(k, *PW_CFG_CFIELD(cfg, k, int));
+        snprintf(buf, len, "%s", name ? name : "?");
         break;
     }
     case PW_CFG_STRLIST: {
@@ -285,5 +300,77 @@ void pw_cfg_format_value(const PwConfig *cfg, const PwCfgKey *k, char *buf, size
         if (used < len) snprintf(buf + used, len - used, "]");
         break;
     }
+    }
+}
+
+/* ---- the table as a whole --------------------------------------------------------------- */
+
+const char *pw_cfg_type_name(PwCfgType t)
+{
+    switch (t) {
+    case PW_CFG_BOOL: return "bool";
+    case PW_CFG_INT: return "int";
+    case PW_CFG_FLOAT: return "float";
+    case PW_CFG_STRING: return "string";
+    case PW_CFG_ENUM: return "enum";
+    case PW_CFG_STRLIST: return "string list";
+    }
+    return "?";
+}
+
+const PwCfgKey *pw_cfg_find_key(const PwCfgSchema *s, const char *name)
+{
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (!strcmp(s->keys[i].name, name)) return &s->keys[i];
+    return NULL;
+}
+
+const char *pw_cfg_enum_name(const PwCfgKey *k, int value)
+{
+    if (!k || k->type != PW_CFG_ENUM || value < 0) return NULL;
+    for (int i = 0; k->enum_names[i]; i++)
+        if (i == value) return k->enum_names[i];
+    return NULL;
+}
+
+int pw_cfg_defaults(const PwCfgSchema *s, void *cfg)
+{
+    /* Start from zero so that freeing a half-filled config is safe. */
+    memset(cfg, 0, s->size);
+    char why[256];
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const PwCfgKey *k = &s->keys[i];
+        int rc;
+        /* Defaults are parsed by the same rules as a file, so the docs cannot disagree. */
+        if (k->type == PW_CFG_STRLIST)
+            rc = pw_cfg_set_list(cfg, k, NULL, 0, why, sizeof why);
+        else
+            rc = pw_cfg_set_scalar(cfg, k, k->def,
+                                   k->type == PW_CFG_STRING ? PW_SCALAR_QUOTED : PW_SCALAR_PLAIN,
+                                   why, sizeof why);
+        if (rc) {
+            pw_cfg_free(s, cfg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void pw_cfg_free(const PwCfgSchema *s, void *cfg)
+{
+    if (!cfg) return;
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const PwCfgKey *k = &s->keys[i];
+        if (k->type == PW_CFG_STRING) {
+            char **str = PW_CFG_FIELD(cfg, k, char *);
+            free(*str);
+            *str = NULL;
+        } else if (k->type == PW_CFG_STRLIST) {
+            PwStrList *l = PW_CFG_FIELD(cfg, k, PwStrList);
+            for (int j = 0; j < l->n; j++) free(l->items[j]);
+            free(l->items);
+            l->items = NULL;
+            l->n = 0;
+        }
     }
 }

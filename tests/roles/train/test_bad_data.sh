@@ -9,7 +9,7 @@ echo '{"prompt": "x", "chosen": "y", "rejected": "z"' >> "$WORK/prefs_train.json
 for mode in sft rm; do
     want="sft_train.jsonl:21: field \"response\""
     [ $mode = rm ] && want="prefs_train.jsonl:5: not valid JSON"
-    timeout 60 "$MPIRUN" -np 2 "$PPO_WORLD" $mode --data "$WORK" --out "$WORK/out" --steps 2 \
+    timeout 60 "$MPIRUN" -np 2 "$PPO_WORLD" $mode --out "$WORK/out" "data.dir=$WORK" train.steps=2 \
         > "$WORK/$mode.out" 2> "$WORK/$mode.err"
     rc=$?
     cat "$WORK/$mode.err"
@@ -19,7 +19,7 @@ for mode in sft rm; do
     [ "$n" -eq 2 ] || fail "$mode: expected the message on both ranks, got $n lines of '$want'"
 done
 # Bad usage is said once and exits 2.
-"$PPO_WORLD" sft --steps 3 > /dev/null 2> "$WORK/usage.err"
-[ $? -eq 2 ] || fail "missing --out/--data: expected exit 2"
+"$PPO_WORLD" sft train.steps=3 > /dev/null 2> "$WORK/usage.err"
+[ $? -eq 2 ] || fail "missing --out: expected exit 2"
 grep -q -- "--out DIR is required" "$WORK/usage.err" || fail "usage message"
 echo "bad data: ok"

@@ -5,7 +5,8 @@
 . "$(dirname "$0")/common.sh"
 make_sft "$WORK/sft_train.jsonl" 100 1
 make_prefs "$WORK/prefs_train.jsonl" 100 1
-flags="--data $WORK --steps 6 --eval-every 3 --batch-size 8 --n-embd 32 --lr 3e-3 --warmup 2 --seed 5 --valid-fraction 0.2"
+flags="data.dir=$WORK train.steps=6 eval.every=3 train.batch_size=8 model.n_embd=32 optim.lr=3e-3
+       optim.warmup_steps=2 seed=5 data.valid_fraction=0.2"
 for mode in sft rm; do
     # Left out: tensors whose gradient is zero in exact arithmetic, so that rounding noise of
     # the summation order is all AdamW sees and g / (|g| + eps) scales it up to steps of size

@@ -5,14 +5,15 @@
 . "$(dirname "$0")/common.sh"
 "$PPO_WORLD" gen-task --out "$WORK/task" --n-train 16 --n-eval 8 --n-sft 512 --n-valid 64 \
     --n-pairs 512 > /dev/null || fail "gen-task exited $?"
-flags="--data $WORK/task --batch-size 16 --n-embd 32 --n-positions 64 --lr 3e-3 --eval-every 0"
-"$PPO_WORLD" sft $flags --steps 100 --out "$WORK/sft" > "$WORK/sft.log" ||
+flags="data.dir=$WORK/task train.batch_size=16 model.n_embd=32 model.n_positions=64 optim.lr=3e-3
+       eval.every=0 train.steps=100"
+"$PPO_WORLD" sft --out "$WORK/sft" $flags > "$WORK/sft.log" ||
     { cat "$WORK/sft.log"; fail "sft exited $?"; }
 tail -n 1 "$WORK/sft.log"
 v0=$(first_metric "$WORK/sft/metrics.jsonl" valid/loss)
 v1=$(last_metric "$WORK/sft/metrics.jsonl" valid/loss)
 awk -v a="$v0" -v b="$v1" 'BEGIN { exit !(b < 0.6 * a) }' || fail "sft valid loss $v0 -> $v1"
-"$PPO_WORLD" rm $flags --steps 100 --init "$WORK/sft" --out "$WORK/rm" > "$WORK/rm.log" ||
+"$PPO_WORLD" rm --out "$WORK/rm" $flags "model.init=$WORK/sft" > "$WORK/rm.log" ||
     { cat "$WORK/rm.log"; fail "rm exited $?"; }
 tail -n 1 "$WORK/rm.log"
 acc=$(last_metric "$WORK/rm/metrics.jsonl" valid/accuracy)

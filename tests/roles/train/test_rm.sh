@@ -4,8 +4,9 @@
 . "$(dirname "$0")/common.sh"
 make_prefs "$WORK/prefs_train.jsonl" 300 1
 make_prefs "$WORK/prefs_valid.jsonl" 60 2
-"$PPO_WORLD" rm --data "$WORK" --out "$WORK/out" --steps 60 --eval-every 30 --batch-size 8 \
-    --n-embd 32 --lr 3e-3 --seed 3 > "$WORK/log" || { cat "$WORK/log"; fail "rm exited $?"; }
+"$PPO_WORLD" rm --out "$WORK/out" "data.dir=$WORK" train.steps=60 eval.every=30 \
+    train.batch_size=8 model.n_embd=32 optim.lr=3e-3 seed=3 > "$WORK/log" ||
+    { cat "$WORK/log"; fail "rm exited $?"; }
 cat "$WORK/log"
 grep -q '^ppo_world rm: done: 60 steps' "$WORK/log" || fail "no final line"
 acc=$(last_metric "$WORK/out/metrics.jsonl" valid/accuracy)

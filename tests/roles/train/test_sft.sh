@@ -4,11 +4,12 @@
 . "$(dirname "$0")/common.sh"
 make_sft "$WORK/sft_train.jsonl" 400 1
 make_sft "$WORK/sft_valid.jsonl" 60 2
-"$PPO_WORLD" sft --data "$WORK" --out "$WORK/out" --steps 80 --eval-every 40 --batch-size 8 \
-    --n-embd 32 --lr 3e-3 --seed 3 > "$WORK/log" || { cat "$WORK/log"; fail "sft exited $?"; }
+"$PPO_WORLD" sft --out "$WORK/out" "data.dir=$WORK" train.steps=80 eval.every=40 \
+    train.batch_size=8 model.n_embd=32 optim.lr=3e-3 seed=3 > "$WORK/log" ||
+    { cat "$WORK/log"; fail "sft exited $?"; }
 cat "$WORK/log"
 grep -q '^ppo_world sft: done: 80 steps' "$WORK/log" || fail "no final line"
-for f in model.safetensors config.json metrics.jsonl; do
+for f in model.safetensors config.json config.yaml metrics.jsonl; do
     [ -s "$WORK/out/$f" ] || fail "missing out/$f"
 done
 [ "$(wc -l < "$WORK/out/metrics.jsonl")" -eq 3 ] || fail "expected 3 evaluations (0, 40, 80)"

@@ -1,0 +1,51 @@
+/* pw_train_config.h: the configuration of the supervised training modes (`ppo_world sft` and
+ * `ppo_world rm`): one typed table of keys over PwTrainConfig, read and checked by pw_cfg.h. */
+#ifndef PW_TRAIN_CONFIG_H
+#define PW_TRAIN_CONFIG_H
+
+#include <stdint.h>
+
+#include "pw_algo.h" /* PwLrDecay */
+#include "pw_cfg.h"
+#include "pw_data.h" /* PwOverlong */
+
+/* One field per key (docs/training.md); the key names follow PPO's where the meaning is the
+ * same (seed, optim.*, eval.every, runtime.timeout_s, data.tokenizer). Strings are never NULL
+ * after pw_cfg_defaults ("" means not given). */
+typedef struct PwTrainConfig {
+    int64_t seed;
+    struct {
+        char *dir, *train, *valid;
+        double valid_fraction;
+        char *tokenizer;
+        int64_t max_len, max_prompt_len, max_response_len;
+        PwOverlong overlong;
+    } data;
+    struct {
+        char *init;
+        int64_t n_layer, n_head, n_embd, n_positions;
+    } model;
+    struct {
+        int64_t steps, batch_size;
+    } train;
+    struct {
+        double lr;
+        int64_t warmup_steps; /* PW_CFG_AUTO_INT: pw_train_config_warmup decides */
+        PwLrDecay decay;
+        double min_lr, weight_decay, beta1, beta2, eps, grad_clip;
+    } optim;
+    struct {
+        int64_t every;
+    } eval;
+    struct {
+        double timeout_s;
+    } runtime;
+} PwTrainConfig;
+
+/* The schema: give it to pw_cfg_build, pw_cfg_save_yaml, ... with a PwTrainConfig. */
+extern const PwCfgSchema pw_train_config_schema;
+
+/* Warm-up steps of the run: optim.warmup_steps, or for `auto` 10, or train.steps when fewer. */
+int64_t pw_train_config_warmup(const PwTrainConfig *cfg);
+
+#endif

@@ -1,0 +1,136 @@
+/* config_train.c: the schema of the supervised training modes (sft, rm): their table of keys
+ * (defaults as the modes' former flags had them), the rules across keys, the derived warm-up. */
+#include <string.h>
+
+#include "config_internal.h"
+#include "pw_train_config.h"
+
+/* Enum stores go through an int pointer, so every enum field must be int-sized. */
+_Static_assert(sizeof(PwOverlong) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
+
+static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
+
+#define OFF(field) offsetof(PwTrainConfig, field)
+#define GPT3 "GPT-3 (Brown et al. 2020)"
+#define TINY "ours: a tiny model that trains in seconds on a CPU"
+
+/* Documentation order: the data, the model, the steps, the optimiser, then the machinery. */
+static const PwCfgKey keys[] = {
+    {"seed", PW_CFG_INT, OFF(seed), "1", 0, 0, PW_CFG_MIN, NULL,
+     "seed of the initial weights (and score head), the train/valid split and the example order",
+     "ours (as PPO's `seed`)"},
+
+    /* ---- data */
+    {"data.dir", PW_CFG_STRING, OFF(data.dir), "", 0, 0, 0, NULL,
+     "folder of `ppo_world gen-task` files: DIR/sft_train.jsonl (sft) or DIR/prefs_train.jsonl "
+     "(rm), and DIR/*_valid.jsonl when present; give this or data.train",
+     "ours"},
+    {"data.train", PW_CFG_STRING, OFF(data.train), "", 0, 0, 0, NULL,
+     "training examples, JSONL (sft: prompt, response; rm: prompt, chosen, rejected, or HH "
+     "chosen/rejected), instead of data.dir",
+     "ours"},
+    {"data.valid", PW_CFG_STRING, OFF(data.valid), "", 0, 0, 0, NULL,
+     "validation examples, JSONL, with data.train; empty: data.valid_fraction of the training "
+     "examples",
+     "ours"},
+    {"data.valid_fraction", PW_CFG_FLOAT, OFF(data.valid_fraction), "0.1", 0, 0.99,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "held out of the training examples when there is no validation file; 0: no validation",
+     "ours"},
+    {"data.tokenizer", PW_CFG_STRING, OFF(data.tokenizer), "bytes", 0, 0, 0, NULL,
+     "tokenizer of the text fields (docs/data.md); a checkpoint's vocabulary must hold it",
+     "ours (the byte tokenizer of the synthetic task)"},
+    {"data.max_len", PW_CFG_INT, OFF(data.max_len), "0", 0, 65536, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "limit on prompt + response tokens of an example; 0: the model's n_positions", "ours"},
+    {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "0", 0, 65536,
+     PW_CFG_MIN | PW_CFG_MAX, NULL, "limit on prompt tokens (SEP included); 0: none", "ours"},
+    {"data.max_response_len", PW_CFG_INT, OFF(data.max_response_len), "0", 0, 65536,
+     PW_CFG_MIN | PW_CFG_MAX, NULL, "limit on response tokens (EOS included); 0: none", "ours"},
+    {"data.overlong", PW_CFG_ENUM, OFF(data.overlong), "drop", 0, 0, 0, overlong_names,
+     "an example over a limit: drop (counted), error (names file:line) or truncate",
+     "ours (docs/data.md)"},
+
+    /* ---- model */
+    {"model.init", PW_CFG_STRING, OFF(model.init), "", 0, 0, 0, NULL,
+     "checkpoint folder to start from (its config.json sets the size; rm adds a score head it "
+     "lacks); empty: a random model of the model.n_* keys",
+     "ours"},
+    {"model.n_layer", PW_CFG_INT, OFF(model.n_layer), "2", 1, 64, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "transformer blocks of a random model", TINY},
+    {"model.n_head", PW_CFG_INT, OFF(model.n_head), "2", 1, 64, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "attention heads of a random model; must divide model.n_embd", TINY},
+    {"model.n_embd", PW_CFG_INT, OFF(model.n_embd), "64", 1, 8192, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "channels of a random model", TINY},
+    {"model.n_positions", PW_CFG_INT, OFF(model.n_positions), "128", 2, 65536,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "positions (longest sequence) of a random model; its vocabulary is the tokenizer's", TINY},
+
+    /* ---- steps */
+    {"train.steps", PW_CFG_INT, OFF(train.steps), "200", 0, 0, PW_CFG_MIN, NULL,
+     "optimiser steps", "ours"},
+    {"train.batch_size", PW_CFG_INT, OFF(train.batch_size), "16", 1, 1 << 20,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "the global batch, rows (sft) or pairs (rm) per step, split over the ranks", "ours"},
+
+    /* ---- optimiser (AdamW) */
+    {"optim.lr", PW_CFG_FLOAT, OFF(optim.lr), "1e-3", 0, 0, PW_CFG_MIN, NULL,
+     "peak learning rate", "ours"},
+    {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "auto", 0, 0,
+     PW_CFG_MIN | PW_CFG_AUTO, NULL,
+     "linear warm-up steps; auto: 10, or train.steps when fewer",
+     "ours (PPO's 10, capped by train.steps)"},
+    {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0, pw_lr_decay_names,
+     "learning-rate decay after warm-up, down to min_lr at the last step",
+     "ours (as PPO's optim.decay)"},
+    {"optim.min_lr", PW_CFG_FLOAT, OFF(optim.min_lr), "0", 0, 0, PW_CFG_MIN, NULL,
+     "learning rate at the end of the decay", "ours"},
+    {"optim.weight_decay", PW_CFG_FLOAT, OFF(optim.weight_decay), "0", 0, 0, PW_CFG_MIN, NULL,
+     "decoupled weight decay", "ours (" GPT3 ": 0.1)"},
+    {"optim.beta1", PW_CFG_FLOAT, OFF(optim.beta1), "0.9", 0, 1,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_MAX_OPEN, NULL, "Adam first-moment decay", GPT3},
+    {"optim.beta2", PW_CFG_FLOAT, OFF(optim.beta2), "0.95", 0, 1,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_MAX_OPEN, NULL, "Adam second-moment decay", GPT3},
+    {"optim.eps", PW_CFG_FLOAT, OFF(optim.eps), "1e-8", 0, 1,
+     PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "Adam epsilon", GPT3},
+    {"optim.grad_clip", PW_CFG_FLOAT, OFF(optim.grad_clip), "1", 0, 0, PW_CFG_MIN, NULL,
+     "clip gradients to this global norm (of the gradient summed over the ranks); 0: off", GPT3},
+
+    /* ---- evaluation, runtime */
+    {"eval.every", PW_CFG_INT, OFF(eval.every), "50", 0, 0, PW_CFG_MIN, NULL,
+     "validate every this many steps, and always at step 0 and the last step; 0: only then",
+     "ours"},
+    {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
+     "abort the job when a rank waits longer than this for the others; 0: never",
+     "PyTorch's NCCL process-group time-out (10 min)"},
+};
+
+static int check_rules(const void *any, PwErr *err)
+{
+    const PwTrainConfig *c = any;
+    if (!c->data.dir[0] && !c->data.train[0])
+        return pw_errf(err, "data.dir or data.train is required (the training examples)");
+    if (c->data.dir[0] && (c->data.train[0] || c->data.valid[0]))
+        return pw_errf(err, "data.dir excludes data.%s: the folder names the files itself",
+                       c->data.train[0] ? "train" : "valid");
+    if (c->optim.warmup_steps != PW_CFG_AUTO_INT && c->optim.warmup_steps > c->train.steps)
+        return pw_errf(err, "optim.warmup_steps (%lld) must not exceed train.steps (%lld)",
+                       (long long)c->optim.warmup_steps, (long long)c->train.steps);
+    return pw_cfg_rule_not_above("optim.min_lr", c->optim.min_lr, "optim.lr", c->optim.lr, err);
+}
+
+const PwCfgSchema pw_train_config_schema = {
+    .name = "train",
+    .title = "ppo_world sft/rm: effective training configuration (every key, defaults "
+             "included)",
+    .keys = keys,
+    .nkeys = PW_ARRAY_LEN(keys),
+    .size = sizeof(PwTrainConfig),
+    .check = check_rules,
+};
+
+int64_t pw_train_config_warmup(const PwTrainConfig *cfg)
+{
+    if (cfg->optim.warmup_steps != PW_CFG_AUTO_INT) return cfg->optim.warmup_steps;
+    return cfg->train.steps < 10 ? cfg->train.steps : 10;
+}
