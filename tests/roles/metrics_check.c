@@ -1,8 +1,10 @@
 /* metrics_check.c: assertions on metrics.jsonl files for the roles tests. Usage:
  *   metrics_check lines FILE N                 N lines, every number finite
  *   metrics_check zero FILE LINE KEY...        those keys are exactly 0 on line LINE (0-based)
- *   metrics_check same FILE_A FILE_B           identical lines, keys under time/ left out
- *   metrics_check rises FILE KEY N DELTA       mean of the last N lines - first N >= DELTA */
+ *   metrics_check same FILE_A FILE_B [TOL]     identical lines, keys under time/ left out; with
+ *                                              TOL numbers may differ by TOL * max(1, |b|)
+ *   metrics_check rises FILE KEY N DELTA       mean of the last N lines - first N >= DELTA
+ *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based) */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +75,8 @@ int main(int argc, char **argv)
         }
         return bad;
     }
-    if (argc == 4 && !strcmp(argv[1], "same")) {
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "same")) {
+        double tol = argc == 5 ? atof(argv[4]) : 0.0;
         int na = read_lines(argv[2], lines_a), nb = read_lines(argv[3], lines_b), bad = na != nb;
         if (bad) fprintf(stderr, "line counts differ: %d and %d\n", na, nb);
         for (int i = 0; i < na && i < nb; i++) {
@@ -82,7 +85,10 @@ int main(int argc, char **argv)
             json_object_foreach(lines_a[i], k, v) {
                 if (!strncmp(k, "time/", 5)) continue;
                 json_t *w = json_object_get(lines_b[i], k);
-                if (!w || !json_equal(v, w)) {
+                int close = w && json_is_number(v) && json_is_number(w) &&
+                            fabs(json_number_value(v) - json_number_value(w)) <=
+                                tol * fmax(1.0, fabs(json_number_value(w)));
+                if (!w || (!json_equal(v, w) && !(tol > 0 && close))) {
                     fprintf(stderr, "line %d: '%s' differs: %.17g vs %.17g\n", i + 1, k,
                             json_number_value(v), w ? json_number_value(w) : NAN);
                     bad = 1;
@@ -94,7 +100,8 @@ int main(int argc, char **argv)
                 bad = 1;
             }
         }
-        if (!bad) printf("%d lines identical (time/* left out)\n", na);
+        if (!bad && tol > 0) printf("%d lines within %g (time/* left out)\n", na, tol);
+        else if (!bad) printf("%d lines identical (time/* left out)\n", na);
         return bad;
     }
     if (argc == 6 && !strcmp(argv[1], "rises")) {
@@ -108,6 +115,13 @@ int main(int argc, char **argv)
         printf("%s: mean of the first %d steps %.4f, of the last %d steps %.4f\n", argv[3], k,
                first, k, last);
         return !(last - first >= atof(argv[5]));
+    }
+    if (argc == 6 && !strcmp(argv[1], "below")) {
+        int n = read_lines(argv[2], lines_a), line = atoi(argv[3]);
+        if (line >= n) return fprintf(stderr, "%s: %d lines, no line %d\n", argv[2], n, line), 1;
+        double v = num(lines_a[line], argv[4], argv[2], line), max = atof(argv[5]);
+        printf("%s line %d: %s = %.3g (at most %g)\n", argv[2], line, argv[4], v, max);
+        return !(fabs(v) <= max);
     }
     fprintf(stderr, "metrics_check: bad arguments\n");
     return 2;
