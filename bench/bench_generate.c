@@ -49,7 +49,7 @@ static double nocache(PwModel *m, const int *prompt, int Bn, const PwSampleConfi
             memcpy(seq + b * T, prompt + b * P, sizeof(int) * P);
             memcpy(seq + b * T + P, out + b * R, sizeof(int) * r);
         }
-        PwModelInput in = {seq, NULL, NULL, Bn, T};
+        PwModelInput in = {seq, NULL, NULL, Bn, T, 1.0f};
         PwOutputs o = {.col0 = T - 1, .width = 1, .logits = last};
         if (pw_model_forward(m, &in, &o, &err)) die("forward", &err);
         for (int b = 0; b < Bn; b++)

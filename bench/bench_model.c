@@ -64,7 +64,7 @@ static double step(PwModel *m, const int *inp, const int *targets, const float *
                    const float *dlogp)
 {
     PwErr err;
-    PwModelInput in = {inp, NULL, targets, B, T};
+    PwModelInput in = {inp, NULL, targets, B, T, 1.0f};
     PwOutputs out = {.col0 = 0, .width = T, .logp = logp};
     if (pw_model_forward(m, &in, &out, &err)) die("forward", &err);
     double loss = pw_lm_loss(logp, w, targets, B * T);

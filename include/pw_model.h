@@ -96,6 +96,8 @@ typedef struct PwModelInput {
     const int *targets; /* (B,T) the tokens whose log-prob the LM head reports; < 0 skips the
                          * position; NULL = none */
     int B, T;
+    float temperature;  /* the LM head's logits are divided by it before the log-softmax, as
+                         * when sampling at that temperature; 0 or 1 = none */
 } PwModelInput;
 
 /* What a caller gets back, already gathered on the host: the columns [col0, col0 + width) of

@@ -350,6 +350,10 @@ static int forward(PwModel *m, PwErr *err)
 
     if (m->heads & PW_HEAD_LM) {
         o->matmul_forward(o, a->logits, a->lnf, p.wte, NULL, BT, C, V);
+        /* sampling at temperature tau draws from softmax(logits / tau): the log-probs of the
+         * sampled tokens are taken from the same distribution */
+        if (m->inv_temperature != 1.0f)
+            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
         o->logprobs_forward(o, a->logp, a->entropy, a->logits, m->d_targets, BT, V);
         g->logits_valid = 1;
     }
@@ -407,6 +411,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         /* the logits are dead after this step, so their buffer takes dlogits */
         o->logprobs_backward(o, a->logits, a->logits, m->d_targets, dlogp, dentropy, BT, V);
         g->logits_valid = 0;
+        if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
+            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
         o->matmul_backward(o, dln, gr.wte, NULL, a->logits, a->lnf, p.wte, BT, C, V);
     }
     if ((m->heads & PW_HEAD_VALUE) && dvalue)

@@ -305,6 +305,9 @@ PwTensor pw_model_grads(PwModel *m)
 static int check_batch(const PwModel *m, const PwModelInput *b, const PwOutputs *out, PwErr *err)
 {
     const int V = m->arch.vocab_size, B = b->B, T = b->T;
+    if (!(b->temperature >= 0.0f) || isinf(b->temperature))
+        return pw_errf(err, "temperature %g must be finite and positive (0 = none)",
+                       b->temperature);
     if (B <= 0 || T <= 0 || B > m->maxB || T > m->maxT)
         return pw_errf(err, "forward of B=%d T=%d exceeds the model's capacity B=%d T=%d", B, T,
                        m->maxB, m->maxT);
@@ -370,6 +373,7 @@ int pw_model_forward(PwModel *m, const PwModelInput *b, PwOutputs *out, PwErr *e
         o->copy(o, m->d_int + k * cap, m->h_int + k * cap, (size_t)BT * sizeof(int), PW_COPY_H2D);
     m->B = B;
     m->T = T;
+    m->inv_temperature = b->temperature > 0.0f ? 1.0f / b->temperature : 1.0f;
     m->col0 = out ? out->col0 : 0;
     m->width = out ? out->width : T;
     if (m->impl->forward(m, err)) {

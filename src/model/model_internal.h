@@ -32,6 +32,7 @@ struct PwModel {
     /* the last forward: its shape, and its integer inputs on both sides */
     int B, T;                      /* 0 before any forward */
     int col0, width;               /* its gathered columns: the layout backward reads */
+    float inv_temperature;         /* its LM-head logit scale (1 = none) */
     int *h_int, *d_int;            /* inputs, mask, pos, targets (maxB, maxT), last (maxB) */
     int *h_inputs, *h_mask, *h_pos, *h_targets, *h_last;
     int *d_inputs, *d_mask, *d_pos, *d_targets;

@@ -17,7 +17,7 @@ void pw_actor_logprobs(PwRun *r)
     int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, &start, &count);
     for (int c = 0; c < n; c++) {
         size_t o = (size_t)start[c] * r->R;
-        pw_rows_forward(r->actor, rows, start[c], count[c], r->logp_old + o, r->ent_old + o, NULL,
+        pw_rows_forward(r, r->actor, rows, start[c], count[c], r->logp_old + o, r->ent_old + o, NULL,
                         NULL);
     }
     free(start);
@@ -133,7 +133,7 @@ void pw_actor_train(PwRun *r)
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
                 size_t o = (size_t)i0 * R;
-                pw_rows_forward(r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
+                pw_rows_forward(r, r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
                 PwPolicyStats ps;
                 pw_policy_loss(&ps, dlp, dent, lp, logp_old + o, adv + o, ent,
                                rows->rmask + o, (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus,

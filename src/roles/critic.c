@@ -12,7 +12,7 @@ void pw_critic_evaluate(PwRun *r)
     int *start, *count;
     int n = pw_chunks(rows->n, r->s.minibatches, r->s.micro, &start, &count);
     for (int c = 0; c < n; c++)
-        pw_rows_forward(r->critic, rows, start[c], count[c], NULL, NULL,
+        pw_rows_forward(r, r->critic, rows, start[c], count[c], NULL, NULL,
                         r->vold + (size_t)start[c] * r->R, NULL);
     free(start);
     free(count);
@@ -46,7 +46,7 @@ void pw_critic_train(PwRun *r)
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
                 size_t o = (size_t)i0 * R;
-                pw_rows_forward(r->critic, rows, (int)i0, nb, NULL, NULL, v, NULL);
+                pw_rows_forward(r, r->critic, rows, (int)i0, nb, NULL, NULL, v, NULL);
                 PwValueStats vs;
                 pw_value_loss(&vs, dv, v, vold + o, vret + o, rows->rmask + o,
                               (size_t)nb * R, r->s.vclip, tok);

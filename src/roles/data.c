@@ -124,15 +124,15 @@ void pw_rows_finish(PwRows *r, int stop_id)
     }
 }
 
-void pw_rows_forward(PwModel *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
-                     float *value, float *score)
+void pw_rows_forward(const PwRun *run, PwModel *m, const PwRows *r, int i0, int nb, float *logp,
+                     float *entropy, float *value, float *score)
 {
     PwErr err;
     int T = r->T;
     size_t o = (size_t)i0 * T;
     /* the response token t is predicted at column P - 1 + t; the targets are -1 after a row's
      * end, so the gathered outputs are 0 there */
-    PwModelInput b = {r->seq + o, r->smask + o, r->tgt + o, nb, T};
+    PwModelInput b = {r->seq + o, r->smask + o, r->tgt + o, nb, T, (float)run->s.temperature};
     PwOutputs out = {.col0 = r->P - 1, .width = r->R, .logp = logp, .entropy = entropy,
                      .value = value, .score = score};
     if (pw_model_forward(m, &b, &out, &err))

@@ -32,7 +32,7 @@ static void eval_logp(PwRun *r, PwModel *m, const PwRows *rows, float *logp)
 {
     for (int i0 = 0; i0 < rows->n; i0 += r->s.micro) {
         int nb = rows->n - i0 < r->s.micro ? rows->n - i0 : r->s.micro;
-        pw_rows_forward(m, rows, i0, nb, logp + (size_t)i0 * r->R, NULL, NULL, NULL);
+        pw_rows_forward(r, m, rows, i0, nb, logp + (size_t)i0 * r->R, NULL, NULL, NULL);
     }
 }
 
@@ -128,7 +128,7 @@ static void eval_score(PwRun *r, Eval *ev, int64_t step, PwXfer *x)
         if (!r->gold) pw_verifier_score(r->gold_token, r->gold_task, &ev->gold, ev->gold_score);
         for (int i0 = 0; i0 < E && r->gold; i0 += r->s.micro) {
             int nb = E - i0 < r->s.micro ? E - i0 : r->s.micro;
-            pw_rows_forward(r->gold, &ev->gold, i0, nb, NULL, NULL, NULL, ev->gold_score + i0);
+            pw_rows_forward(r, r->gold, &ev->gold, i0, nb, NULL, NULL, NULL, ev->gold_score + i0);
         }
         PwTensor t = pw_tensor2(ev->gold_score, PW_DTYPE_F32, E, 0);
         pw_xfer_send_rows(x, w, gold, 0, act, PW_MSG_SCORES, step, E, &t);

@@ -12,7 +12,7 @@ void pw_reference_evaluate(PwRun *r)
     /* The same chunks as the actor's rollout pass: with equal blocks the two forwards are the
      * same computation, so KL is exactly 0 while the weights are equal. */
     for (int c = 0; c < n; c++)
-        pw_rows_forward(r->ref, rows, start[c], count[c], r->ref_logp + (size_t)start[c] * r->R,
+        pw_rows_forward(r, r->ref, rows, start[c], count[c], r->ref_logp + (size_t)start[c] * r->R,
                         NULL, NULL, NULL);
     free(start);
     free(count);

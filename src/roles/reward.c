@@ -36,7 +36,7 @@ void pw_reward_evaluate(PwRun *r)
         int *start, *count;
         int n = pw_chunks(mem->rows.n, r->s.minibatches, r->s.micro, &start, &count);
         for (int c = 0; c < n; c++)
-            pw_rows_forward(mem->model, &mem->rows, start[c], count[c], NULL, NULL, NULL,
+            pw_rows_forward(r, mem->model, &mem->rows, start[c], count[c], NULL, NULL, NULL,
                             mem->score + start[c]);
         free(start);
         free(count);

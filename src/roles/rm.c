@@ -13,7 +13,7 @@ static void score_batch(PwTrainer *t, const PwDataset *d, PwBatch *b, const int 
     PwErr err;
     if (pw_batch_build(b, d, idx, n, T, 0.0, &err))
         pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
-    PwModelInput in = {b->tokens, b->mask, NULL, b->B, b->T};
+    PwModelInput in = {b->tokens, b->mask, NULL, b->B, b->T, 1.0f};
     PwOutputs out = {.score = sc};
     if (pw_model_forward(t->model, &in, &out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);

@@ -102,10 +102,11 @@ void pw_rows_finish(PwRows *r, int stop_id);
 
 /* Forward of rows [i0, i0 + nb) of the block through the model interface, which gathers the
  * per-response-position outputs into (nb, R) arrays (any may be NULL; 0 after a row's end):
- * logp, entropy, value; score (nb) for a score head. Ends the job on a model error (the inputs
+ * logp, entropy, value; score (nb) for a score head. Log-probs are those of the sampling
+ * distribution: logits over generation.temperature. Ends the job on a model error (the inputs
  * were checked before). */
-void pw_rows_forward(PwModel *m, const PwRows *r, int i0, int nb, float *logp, float *entropy,
-                     float *value, float *score);
+void pw_rows_forward(const PwRun *run, PwModel *m, const PwRows *r, int i0, int nb, float *logp,
+                     float *entropy, float *value, float *score);
 /* Backward of the last pw_rows_forward from gradients in the same (nb, R) layout (NULL = 0). */
 void pw_rows_backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
                       const char *who);

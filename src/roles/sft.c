@@ -10,7 +10,7 @@
 static double lm_forward(PwTrainer *t, const PwBatch *b, float *logp, const char *what)
 {
     PwErr err;
-    PwModelInput in = {b->tokens, b->mask, b->targets, b->B, b->T};
+    PwModelInput in = {b->tokens, b->mask, b->targets, b->B, b->T, 1.0f};
     PwOutputs out = {.col0 = 0, .width = b->T, .logp = logp};
     if (pw_model_forward(t->model, &in, &out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s: %s", what, err.msg);

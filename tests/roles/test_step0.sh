@@ -7,3 +7,9 @@ run_ppo 1 single out episodes=8
 "$METRICS_CHECK" lines "$WORK/out/metrics.jsonl" 1
 "$METRICS_CHECK" zero "$WORK/out/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
+# The same at a sampling temperature: the actor and the reference score with the temperature
+# the generator sampled at, so the generator's log-probs are the actor's up to rounding.
+run_ppo 1 single hot episodes=8 generation.temperature=0.7
+"$METRICS_CHECK" zero "$WORK/hot/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
+    policy/clipfrac_avg
+"$METRICS_CHECK" below "$WORK/hot/metrics.jsonl" 0 generator/logprob_diff 1e-5

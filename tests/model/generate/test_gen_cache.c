@@ -82,7 +82,7 @@ static void test_cache_matches_forward(void)
     int seq[B * W], smask[B * W], targets[B * W];
     pw_gen_sequences(seq, smask, targets, prompt, mask, P, resp, rmask, R, B, 49);
     float *logits = malloc((size_t)B * R * V * sizeof(float));
-    PwModelInput in = {seq, smask, NULL, B, W};
+    PwModelInput in = {seq, smask, NULL, B, W, 1.0f};
     PwOutputs out = {.col0 = P - 1, .width = R, .logits = logits};
     CHECK(pw_model_forward(m, &in, &out, &err) == 0, "%s", err.msg);
     int compared = 0;
@@ -104,11 +104,12 @@ static void test_cache_matches_forward(void)
     free(want);
 }
 
-/* End to end: pw_generate's log-probs at temperature 1 without filters are what the actor
- * recomputes with the forward on pw_gen_sequences' layout. Stopping rows are made by choosing
+/* End to end: pw_generate's log-probs at a temperature, without filters, are what the actor
+ * recomputes with the forward at that temperature on pw_gen_sequences' layout. Stopping rows
+ * are made by choosing
  * as stop token the token row 0 draws at step 2 in a run without stop token: the same stream
  * draws it again, so row 0 must end there. */
-static void test_generate_logp_matches_forward(void)
+static void test_generate_logp_matches_forward(float temperature)
 {
     unsigned long long rng = 11;
     int prompt[B * P], mask[B * P];
@@ -117,7 +118,8 @@ static void test_generate_logp_matches_forward(void)
     PwErr err;
     PwGen *g = pw_gen_create(m, B, W, &err);
     PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = 49,
-                       .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 5};
+                       .sample = {.temperature = temperature, .top_k = 0, .top_p = 1.0f},
+                       .seed = 5};
     CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
     int first[B * R];
     memcpy(first, g->tokens, sizeof first);
@@ -146,14 +148,15 @@ static void test_generate_logp_matches_forward(void)
     int seq[B * W], smask[B * W], targets[B * W];
     pw_gen_sequences(seq, smask, targets, prompt, mask, P, g->tokens, g->resp_mask, R, B, 49);
     float got[B * R], want[B * R];
-    PwModelInput in = {seq, smask, targets, B, W};
+    PwModelInput in = {seq, smask, targets, B, W, temperature};
     PwOutputs out = {.col0 = P - 1, .width = R, .logp = want}; /* 0 after each row's end */
     CHECK(pw_model_forward(m, &in, &out, &err) == 0, "%s", err.msg);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < R; t++) got[b * R + t] = g->logp_full[b * R + t];
     double e = pw_max_rel_err_ff(got, want, B * R, 1e-3);
     CHECK(e <= 1e-5, "generator logp vs forward logp: rel err %.3g", e);
-    printf("generate vs forward logp: %d rows stopped early, max rel err %.3g\n", nstop, e);
+    printf("generate vs forward logp at temperature %g: %d rows stopped early, max rel err %.3g\n",
+           temperature, nstop, e);
 
     pw_gen_free(g);
     pw_model_free(m);
@@ -162,6 +165,7 @@ static void test_generate_logp_matches_forward(void)
 int main(void)
 {
     test_cache_matches_forward();
-    test_generate_logp_matches_forward();
+    test_generate_logp_matches_forward(1.0f);
+    test_generate_logp_matches_forward(0.7f);
     return pw_test_done("test_gen_cache");
 }

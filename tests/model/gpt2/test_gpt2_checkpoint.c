@@ -84,7 +84,7 @@ static void forward_all(PwModel *m, Out *o)
     static const int mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1};
     int targets[B * T];
     pw_lm_next_token_targets(targets, inp, mask, B, T);
-    PwModelInput in = {inp, mask, targets, B, T};
+    PwModelInput in = {inp, mask, targets, B, T, 1.0f};
     PwOutputs out = {0, T, o->logp, o->entropy, o->value, o->score, o->logits};
     PwErr err;
     CHECK(pw_model_forward(m, &in, &out, &err) == 0, "forward: %s", err.msg);

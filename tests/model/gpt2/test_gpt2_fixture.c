@@ -97,7 +97,7 @@ int main(int argc, char **argv)
                 "each implementation; the fixture should set it to -100");
 
     /* ---- forward: positions and logits at real tokens */
-    PwModelInput in = {inp, mask, targets, B, T};
+    PwModelInput in = {inp, mask, targets, B, T, 1.0f};
     PwOutputs out = {.col0 = 0, .width = T, .logp = logp, .logits = logits};
     if (pw_model_forward(m, &in, &out, &err)) {
         fprintf(stderr, "forward: %s\n", err.msg);

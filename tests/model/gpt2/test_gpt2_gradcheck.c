@@ -20,22 +20,24 @@ static const int mask[B * T] = {
 
 /* The three objectives, each a fixed linear function of one head's outputs:
  * J_score = sum_b cs[b] score[b], J_value = sum cv[b,t] value[b,t], J_lm = sum w logp + e H. */
-enum { OBJ_SCORE, OBJ_VALUE, OBJ_LM };
-static const char *const obj_names[] = {"score head", "value head", "LM head (logp + entropy)"};
+enum { OBJ_SCORE, OBJ_VALUE, OBJ_LM, OBJ_LM_HOT, OBJ_COUNT };
+static const char *const obj_names[] = {"score head", "value head", "LM head (logp + entropy)",
+                                        "LM head at temperature 0.6"};
 static float cs[B], cv[B * T], cw[B * T], ce[B * T];
 static int inp[B * T], targets[B * T];
 /* the outputs of the last forward, every position (values at untargeted positions too: the
  * targets are not handed to the forward with them, see forward()) */
 static float score[B], value[B * T], logp[B * T], entropy[B * T];
+static float temperature = 1.0f; /* of the LM head's outputs */
 
 static void forward(PwModel *m, const int *tok, const int *msk, int b, int t)
 {
     PwErr err;
     /* two passes, so that the values come back at every position: with targets the interface
      * zeroes values where the target is negative */
-    PwModelInput plain = {tok, msk, NULL, b, t};
+    PwModelInput plain = {tok, msk, NULL, b, t, 1.0f};
     PwOutputs o1 = {.col0 = 0, .width = t, .value = value, .score = score};
-    PwModelInput lm = {tok, msk, b == B && t == T ? targets : NULL, b, t};
+    PwModelInput lm = {tok, msk, b == B && t == T ? targets : NULL, b, t, temperature};
     PwOutputs o2 = {.col0 = 0, .width = t, .logp = logp, .entropy = entropy};
     if (pw_model_forward(m, &plain, &o1, &err) || pw_model_forward(m, &lm, &o2, &err)) {
         fprintf(stderr, "forward: %s\n", err.msg);
@@ -45,13 +47,14 @@ static void forward(PwModel *m, const int *tok, const int *msk, int b, int t)
 
 static double objective(PwModel *m, int obj)
 {
+    temperature = obj == OBJ_LM_HOT ? 0.6f : 1.0f;
     forward(m, inp, mask, B, T);
     double J = 0.0;
     if (obj == OBJ_SCORE)
         for (int b = 0; b < B; b++) J += (double)cs[b] * score[b];
     if (obj == OBJ_VALUE)
         for (int i = 0; i < B * T; i++) J += (double)cv[i] * value[i];
-    if (obj == OBJ_LM)
+    if (obj == OBJ_LM || obj == OBJ_LM_HOT)
         for (int i = 0; i < B * T; i++) J += (double)cw[i] * logp[i] + (double)ce[i] * entropy[i];
     return J;
 }
@@ -61,7 +64,8 @@ static void analytic(PwModel *m, int obj)
     PwErr err;
     objective(m, obj);
     CHECK(pw_model_zero_grad(m, &err) == 0, "%s", err.msg);
-    PwOutputGrads g = {obj == OBJ_LM ? cw : NULL, obj == OBJ_LM ? ce : NULL,
+    int lm = obj == OBJ_LM || obj == OBJ_LM_HOT;
+    PwOutputGrads g = {lm ? cw : NULL, lm ? ce : NULL,
                        obj == OBJ_VALUE ? cv : NULL, obj == OBJ_SCORE ? cs : NULL};
     CHECK(pw_model_backward(m, &g, &err) == 0, "%s", err.msg);
 }
@@ -150,7 +154,7 @@ int main(void)
      * divided by the tensor's largest |analytic gradient|, must be under 1e-2. */
     const double eps = 1e-2, tol = 1e-2;
     const int samples = 6;
-    for (int obj = 0; obj < 3; obj++) {
+    for (int obj = 0; obj < OBJ_COUNT; obj++) {
         analytic(m, obj);
         float *grad = malloc(num_params * sizeof(float));
         memcpy(grad, pw_model_grads(m).data, num_params * sizeof(float));

@@ -90,7 +90,7 @@ static const int mask[B * T] = {
 static void forward(PwModel *m, const int *targets, PwOutputs *out)
 {
     PwErr err;
-    PwModelInput in = {inp, mask, targets, B, T};
+    PwModelInput in = {inp, mask, targets, B, T, 1.0f};
     out->col0 = 0;
     out->width = T;
     if (pw_model_forward(m, &in, out, &err)) {
