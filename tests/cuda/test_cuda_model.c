@@ -1,0 +1,168 @@
+/* test_cuda_model.c: the same GPT-2 built through the model interface on the CPU and on the GPU
+ * (fp32): one forward with every head, one backward, one AdamW step and a KV-cache prefill and
+ * decode agree to 1e-5; a GPU model saves, offloads its moments and loads back unchanged. */
+#include <sys/stat.h>
+
+#include "cutest.h"
+#include "pw_model.h"
+
+enum { B = 3, T = 12, V = 61 };
+
+static const int mask[B * T] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+};
+
+typedef struct Outs {
+    float logp[B * T], entropy[B * T], value[B * T], score[B], logits[B * T * V];
+} Outs;
+
+static PwModel *make(PwDevice dev, const PwArch *a)
+{
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
+                     .device = dev, .device_id = 0, .seed = 5};
+    PwModel *m = pw_model_create(a, &o, &err);
+    CHECK(m != NULL, "%s model: %s", dev == PW_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
+    if (!m) exit(1);
+    pw_model_init_random(m, 5); /* on the host, then uploaded: the same weights on both */
+    return m;
+}
+
+/* A host copy of a model tensor wherever it lives. */
+static float *host_copy(PwTensor t)
+{
+    size_t bytes = pw_tensor_bytes(&t);
+    float *h = cu_host(bytes);
+    if (t.device == PW_DEVICE_CUDA)
+        PW_CUDA_CHECK(cudaMemcpy(h, t.data, bytes, cudaMemcpyDeviceToHost));
+    else
+        memcpy(h, t.data, bytes);
+    return h;
+}
+
+static void compare_host(const char *what, const float *got, const float *want, size_t n)
+{
+    double e = pw_max_rel_err_ff(got, want, n, CU_FLOOR);
+    CHECK(e <= CU_TOL_F32, "%s: relative error %.3g > %.1g", what, e, CU_TOL_F32);
+    printf("  %-44s rel err %.3g\n", what, e);
+}
+
+static void forward(PwModel *m, const int *tok, const int *tgt, Outs *o)
+{
+    PwErr err;
+    PwModelInput in = {tok, mask, tgt, B, T, 1.0f};
+    PwOutputs out = {0, T, o->logp, o->entropy, o->value, o->score, o->logits};
+    CHECK(pw_model_forward(m, &in, &out, &err) == 0, "forward: %s", err.msg);
+}
+
+int main(int argc, char **argv)
+{
+    cu_require_gpu("test_cuda_model");
+    unsigned long long rng = 8;
+    PwArch a = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                .vocab_size = V, .n_positions = 32};
+    PwModel *cpu = make(PW_DEVICE_CPU, &a), *gpu = make(PW_DEVICE_CUDA, &a);
+    CHECK(pw_model_device(gpu) == PW_DEVICE_CUDA && pw_model_params(gpu).device == PW_DEVICE_CUDA,
+          "the GPU model's parameters are not on the GPU");
+    size_t np = pw_model_num_params(cpu);
+    compare_host("parameters after init", host_copy(pw_model_params(gpu)),
+                 host_copy(pw_model_params(cpu)), np);
+
+    int tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; i++) tok[i] = (int)(pw_test_uniform(&rng) * V);
+    pw_lm_next_token_targets(tgt, tok, mask, B, T);
+
+    /* ---- forward, every head */
+    static Outs oc, og;
+    forward(cpu, tok, tgt, &oc);
+    forward(gpu, tok, tgt, &og);
+    compare_host("forward logits", og.logits, oc.logits, (size_t)B * T * V);
+    compare_host("forward logp", og.logp, oc.logp, B * T);
+    compare_host("forward entropy", og.entropy, oc.entropy, B * T);
+    compare_host("forward value", og.value, oc.value, B * T);
+    compare_host("forward score", og.score, oc.score, B);
+
+    /* ---- backward from random gradients of every output */
+    float dlogp[B * T], dent[B * T], dval[B * T], dscore[B];
+    for (int i = 0; i < B * T; i++) {
+        dlogp[i] = tgt[i] >= 0 ? (float)pw_test_normal(&rng) : 0.0f;
+        dent[i] = tgt[i] >= 0 ? (float)(0.1 * pw_test_normal(&rng)) : 0.0f;
+        dval[i] = mask[i] ? (float)pw_test_normal(&rng) : 0.0f;
+    }
+    for (int b = 0; b < B; b++) dscore[b] = (float)pw_test_normal(&rng);
+    PwOutputGrads g = {dlogp, dent, dval, dscore};
+    PwErr err;
+    CHECK(pw_model_zero_grad(cpu, &err) == 0 && pw_model_backward(cpu, &g, &err) == 0, "%s",
+          err.msg);
+    CHECK(pw_model_zero_grad(gpu, &err) == 0 && pw_model_backward(gpu, &g, &err) == 0, "%s",
+          err.msg);
+    compare_host("backward: every parameter gradient", host_copy(pw_model_grads(gpu)),
+                 host_copy(pw_model_grads(cpu)), np);
+    double nc = pw_model_grad_norm(cpu), ng = pw_model_grad_norm(gpu);
+    CHECK(fabs(nc - ng) <= 1e-5 * nc, "gradient norm %g (cpu) vs %g (cuda)", nc, ng);
+
+    /* ---- one AdamW step, clipping on */
+    PwAdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 0.5f};
+    CHECK(pw_model_adamw_step(cpu, &opt, 1, &err) >= 0, "%s", err.msg);
+    CHECK(pw_model_adamw_step(gpu, &opt, 1, &err) >= 0, "%s", err.msg);
+    compare_host("AdamW step: parameters", host_copy(pw_model_params(gpu)),
+                 host_copy(pw_model_params(cpu)), np);
+
+    /* ---- the KV cache: prefill the three rows' real tokens, then two decode steps */
+    PwKVCache *cc = pw_kv_create(cpu, B, T, &err), *cg = pw_kv_create(gpu, B, T, &err);
+    CHECK(cc && cg, "KV caches: %s", err.msg);
+    enum { P = T - 2 };
+    int prompt[B * P], pmask[B * P]; /* the first P columns: still left-padded rows */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < P; t++) {
+            prompt[b * P + t] = tok[b * T + t];
+            pmask[b * P + t] = mask[b * T + t];
+        }
+    CHECK(pw_kv_prefill(cc, prompt, pmask, B, P, &err) == 0, "%s", err.msg);
+    CHECK(pw_kv_prefill(cg, prompt, pmask, B, P, &err) == 0, "%s", err.msg);
+    for (int step = 0; step < 3; step++) {
+        if (step) {
+            int next[B] = {7, 19, 33}, active[B] = {1, step == 1, 1};
+            CHECK(pw_kv_decode(cc, next, active, B, &err) == 0, "%s", err.msg);
+            CHECK(pw_kv_decode(cg, next, active, B, &err) == 0, "%s", err.msg);
+        }
+        for (int b = 0; b < B; b++)
+            compare_host(step ? "decode logits" : "prefill logits", pw_kv_logits(cg, b),
+                         pw_kv_logits(cc, b), V);
+    }
+    pw_kv_free(cc);
+    pw_kv_free(cg);
+
+    /* ---- moments offloaded and back, a second step; then save and load on the GPU */
+    CHECK(pw_model_optimizer_offload(gpu, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_optimizer_reload(gpu, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_zero_grad(cpu, &err) == 0 && pw_model_zero_grad(gpu, &err) == 0, "%s", err.msg);
+    forward(cpu, tok, tgt, &oc);
+    forward(gpu, tok, tgt, &og);
+    CHECK(pw_model_backward(cpu, &g, &err) == 0 && pw_model_backward(gpu, &g, &err) == 0, "%s",
+          err.msg);
+    CHECK(pw_model_adamw_step(cpu, &opt, 2, &err) >= 0, "%s", err.msg);
+    CHECK(pw_model_adamw_step(gpu, &opt, 2, &err) >= 0, "%s", err.msg);
+    compare_host("second step after offload + reload", host_copy(pw_model_params(gpu)),
+                 host_copy(pw_model_params(cpu)), np);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/cuda_model_ckpt", argc > 1 ? argv[1] : ".");
+    mkdir(dir, 0755);
+    CHECK(pw_model_save(gpu, dir, &err) == 0, "save: %s", err.msg);
+    PwModelOpts lo = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
+                      .device = PW_DEVICE_CUDA};
+    PwModel *back = pw_model_load(dir, &lo, &err);
+    CHECK(back != NULL, "load: %s", err.msg);
+    if (back) {
+        float *p0 = host_copy(pw_model_params(gpu)), *p1 = host_copy(pw_model_params(back));
+        CHECK(!memcmp(p0, p1, np * sizeof(float)), "a GPU model saved and loaded differs");
+        pw_model_free(back);
+    }
+    pw_model_free(cpu);
+    pw_model_free(gpu);
+    cu_release();
+    return pw_test_done("test_cuda_model");
+}
