@@ -88,6 +88,19 @@ typedef struct PwStWriteTensor {
 int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
                 const char *const *metadata_kv, PwErr *err);
 
+/* ---- a model's weights in one or several files, as Hugging Face publishes them: the folder's
+ * model.safetensors, or else model.safetensors.index.json ({"weight_map": {tensor: shard}})
+ * with its shards beside it. Every file is mapped once and validated whole on open (pw_st_open);
+ * the index must name only shard files of the same folder, every shard must exist and hold the
+ * tensors the index puts in it. Messages name the index or the file at fault. */
+typedef struct PwStSet PwStSet;
+int pw_st_set_open(PwStSet **out, const char *dir, PwErr *err);
+void pw_st_set_close(PwStSet *s); /* NULL is fine */
+/* The path messages name for the set as a whole: model.safetensors, or the index. */
+const char *pw_st_set_label(const PwStSet *s);
+/* The tensor `name` and (if file is not NULL) the file that holds it; NULL if the set has none. */
+const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name, const PwSafetensors **file);
+
 /* Replace the file at path by buf[0..n) atomically, as pw_st_write does. */
 int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err);
 

@@ -247,11 +247,13 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* load */
 
-/* Find name, or the same name without "transformer." as a bare GPT2Model file spells it. */
-static const PwStTensor *find_tensor(const PwSafetensors *st, const char *name)
+/* Find name, or the same name without "transformer." as a bare GPT2Model file spells it; *file
+ * is the file (of one or several) that holds it. */
+static const PwStTensor *find_tensor(const PwStSet *st, const char *name,
+                                     const PwSafetensors **file)
 {
-    const PwStTensor *t = pw_st_find(st, name);
-    if (!t && !strncmp(name, "transformer.", 12)) t = pw_st_find(st, name + 12);
+    const PwStTensor *t = pw_st_set_find(st, name, file);
+    if (!t && !strncmp(name, "transformer.", 12)) t = pw_st_set_find(st, name + 12, file);
     return t;
 }
 
@@ -264,11 +266,12 @@ static void shape_str(char *buf, size_t n, const int64_t *shape, int ndim)
 }
 
 /* Read one tensor into dst (our layout) after checking it exists with the expected shape. */
-static int read_tensor(const PwSafetensors *st, const char *name, int64_t rows, int64_t cols,
+static int read_tensor(const PwStSet *set, const char *name, int64_t rows, int64_t cols,
                        int transposed, float *dst, float *tmp, PwErr *err)
 {
-    const PwStTensor *t = find_tensor(st, name);
-    if (!t) return pw_errf(err, "%s: tensor \"%s\" is missing", pw_st_path(st), name);
+    const PwSafetensors *st = NULL;
+    const PwStTensor *t = find_tensor(set, name, &st);
+    if (!t) return pw_errf(err, "%s: tensor \"%s\" is missing", pw_st_set_label(set), name);
     int64_t want[2];
     int ndim = cols ? 2 : 1;
     want[0] = cols && transposed ? cols : rows;
@@ -291,12 +294,12 @@ static int read_tensor(const PwSafetensors *st, const char *name, int64_t rows, 
 /* A head from the file's tensors wname/bname into weight w (1, C) and bias b (1). Returns 1 if
  * the file has the head, 0 if it does not, -1 on error. A missing bias reads as 0: Hugging
  * Face's GPT2ForSequenceClassification has score.weight only. */
-static int read_head(const PwSafetensors *st, int C, const char *wname, const char *bname,
+static int read_head(const PwStSet *st, int C, const char *wname, const char *bname,
                      float *w, float *b, PwErr *err)
 {
-    if (!pw_st_find(st, wname)) return 0;
+    if (!pw_st_set_find(st, wname, NULL)) return 0;
     if (read_tensor(st, wname, 1, C, 0, w, NULL, err)) return -1;
-    if (pw_st_find(st, bname)) {
+    if (pw_st_set_find(st, bname, NULL)) {
         if (read_tensor(st, bname, 1, 0, 0, b, NULL, err)) return -1;
     } else {
         b[0] = 0.0f;
@@ -308,16 +311,14 @@ int pw_gpt2_load(const PwModel *m, float *host, const char *dir, int value_from_
                  int *missing, PwErr *err)
 {
     const PwArch *cfg = &m->arch;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    PwSafetensors *st = NULL;
+    PwStSet *st = NULL;
     int rc = -1;
     float *tmp = malloc((size_t)4 * cfg->n_embd * cfg->n_embd * sizeof(float));
     if (!tmp) {
-        pw_errf(err, "%s: out of memory while loading", path);
+        pw_errf(err, "%s: out of memory while loading", dir);
         goto done;
     }
-    if (pw_st_open(&st, path, err)) goto done;
+    if (pw_st_set_open(&st, dir, err)) goto done;
 
     PwGPT2Params view = pw_gpt2_view(m, host);
     float *const *params = (float *const *)&view;
@@ -351,14 +352,14 @@ int pw_gpt2_load(const PwModel *m, float *host, const char *dir, int value_from_
         if (r < 0) goto done;
         if (!r && value_from_score) {
             pw_errf(err, "%s: tensor \"score.weight\" is missing (a critic copies the reward "
-                         "model's score head)", path);
+                         "model's score head)", pw_st_set_label(st));
             goto done;
         }
         if (!r) *missing |= PW_HEAD_VALUE;
     }
     rc = 0;
 done:
-    pw_st_close(st);
+    pw_st_set_close(st);
     free(tmp);
     return rc;
 }
