@@ -1,4 +1,4 @@
-/* pw_kernels.h: math on one device, forward and backward, for the GPT-2 family.
+/* pw_kernels.h: math on one device, forward and backward, for the GPT-2 and Llama families.
  * The CPU versions live in src/kernels/cpu; CUDA twins keep these names with a _cuda suffix
  * and a trailing stream argument (docs/kernels.md). No MPI, no files, no YAML here.
  *
@@ -92,5 +92,25 @@ void pw_adamw_update(float *params, const float *grads, float *m, float *v, size
 /* ---- global-norm gradient clipping: sum of squares (in double) of a buffer, and scaling. */
 double pw_sumsq(const float *x, size_t n);
 void pw_scale(float *x, float s, size_t n);
+
+/* ======== the Llama family (Llama 3, Qwen2, Mistral, SmolLM) ======== */
+
+/* ---- grouped-query causal attention with a key padding mask: pw_attention_* with NKV key and
+ * value heads, each shared by NH / NKV consecutive query heads (NH % NKV == 0). qkv (B, T,
+ * (NH + 2 NKV) hs) = [q heads | k heads | v heads]; out (B, T, NH hs); att (B, NH, T, T) keeps
+ * the probabilities for backward; padding queries give 0. Scale 1/sqrt(hs). NKV == NH is
+ * pw_attention_* with C = NH hs. */
+void pw_attention_gqa_forward(float *out, float *att, const float *qkv, const int *mask, int B,
+                              int T, int NH, int NKV, int hs);
+void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                               const int *mask, int B, int T, int NH, int NKV, int hs);
+
+/* ---- grouped-query attention over a KV cache (generation): pw_attention_cache_forward with
+ * qkv rows of (NH + 2 NKV) hs, caches (maxB, NKV, maxT, hs), out (N, NH hs) and scores
+ * (nseg, NH, maxT) floats of scratch. */
+void pw_attention_cache_gqa_forward(float *out, float *kcache, float *vcache, float *scores,
+                                    const float *qkv, const int *seg_row, const int *seg_off,
+                                    const int *seg_slot0, int nseg, int N, int maxT, int NH,
+                                    int NKV, int hs);
 
 #endif
