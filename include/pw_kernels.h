@@ -95,6 +95,40 @@ void pw_scale(float *x, float s, size_t n);
 
 /* ======== the Llama family (Llama 3, Qwen2, Mistral, SmolLM) ======== */
 
+/* ---- RMSNorm over the last dimension: out = inp * rstd * weight with
+ * rstd = 1 / sqrt(mean(inp^2) + eps) per row; rstd (N) is saved for backward and may be NULL
+ * when none follows. */
+void pw_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N,
+                        int C, float eps);
+void pw_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, int N, int C);
+
+/* ---- rotary position embeddings, Hugging Face's rotate_half convention: in each head of hs
+ * floats, the pair (i, i + hs/2) turns by the angle pos[n] * inv_freq[i], i < hs/2. The first
+ * nheads heads of each of the N rows (row n starts at n * stride floats) are rotated IN PLACE,
+ * so nothing is kept for backward: the backward turns the gradient in place by the opposite
+ * angle (the rotation is orthogonal). pos NULL means pos[n] = n; packed tokens pass their own
+ * positions. The angle is the fp32 product pos * inv_freq, as transformers computes it. */
+void pw_rope_forward(float *x, const int *pos, const float *inv_freq, int N, int nheads, int hs,
+                     int stride);
+void pw_rope_backward(float *dx, const int *pos, const float *inv_freq, int N, int nheads, int hs,
+                      int stride);
+
+/* rope_scaling of a config: type 0 none (transformers' "default"), 1 "llama3" */
+typedef struct PwRopeScaling {
+    int type;
+    double factor, low_freq_factor, high_freq_factor;
+    int original_max_position_embeddings;
+} PwRopeScaling;
+/* Host helper: inv_freq (hs/2) = theta^(-2i/hs), then the scaling (NULL = none); computed in
+ * double, stored in float. */
+void pw_rope_inv_freq(float *inv_freq, int hs, double theta, const PwRopeScaling *s);
+
+/* ---- SwiGLU: gate_up (N, 2F) holds [gate | up] per row; out (N, F) = silu(gate) * up.
+ * The backward accumulates into dgate_up (N, 2F). */
+void pw_swiglu_forward(float *out, const float *gate_up, int N, int F);
+void pw_swiglu_backward(float *dgate_up, const float *gate_up, const float *dout, int N, int F);
+
 /* ---- grouped-query causal attention with a key padding mask: pw_attention_* with NKV key and
  * value heads, each shared by NH / NKV consecutive query heads (NH % NKV == 0). qkv (B, T,
  * (NH + 2 NKV) hs) = [q heads | k heads | v heads]; out (B, T, NH hs); att (B, NH, T, T) keeps
