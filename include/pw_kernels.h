@@ -1,4 +1,4 @@
-/* pw_kernels.h: math on one device, forward and backward, for the GPT-2 family.
+/* pw_kernels.h: math on one device, forward and backward, for the GPT-2 and Llama families.
  * The CPU versions live in src/kernels/cpu; CUDA twins keep these names with a _cuda suffix
  * and a trailing stream argument (docs/kernels.md). No MPI, no files, no YAML here.
  *
@@ -92,5 +92,59 @@ void pw_adamw_update(float *params, const float *grads, float *m, float *v, size
 /* ---- global-norm gradient clipping: sum of squares (in double) of a buffer, and scaling. */
 double pw_sumsq(const float *x, size_t n);
 void pw_scale(float *x, float s, size_t n);
+
+/* ======== the Llama family (Llama 3, Qwen2, Mistral, SmolLM) ======== */
+
+/* ---- RMSNorm over the last dimension: out = inp * rstd * weight with
+ * rstd = 1 / sqrt(mean(inp^2) + eps) per row; rstd (N) is saved for backward and may be NULL
+ * when none follows. */
+void pw_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N,
+                        int C, float eps);
+void pw_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, int N, int C);
+
+/* ---- rotary position embeddings, Hugging Face's rotate_half convention: in each head of hs
+ * floats, the pair (i, i + hs/2) turns by the angle pos[n] * inv_freq[i], i < hs/2. The first
+ * nheads heads of each of the N rows (row n starts at n * stride floats) are rotated IN PLACE,
+ * so nothing is kept for backward: the backward turns the gradient in place by the opposite
+ * angle (the rotation is orthogonal). pos NULL means pos[n] = n; packed tokens pass their own
+ * positions. The angle is the fp32 product pos * inv_freq, as transformers computes it. */
+void pw_rope_forward(float *x, const int *pos, const float *inv_freq, int N, int nheads, int hs,
+                     int stride);
+void pw_rope_backward(float *dx, const int *pos, const float *inv_freq, int N, int nheads, int hs,
+                      int stride);
+
+/* rope_scaling of a config: type 0 none (transformers' "default"), 1 "llama3" */
+typedef struct PwRopeScaling {
+    int type;
+    double factor, low_freq_factor, high_freq_factor;
+    int original_max_position_embeddings;
+} PwRopeScaling;
+/* Host helper: inv_freq (hs/2) = theta^(-2i/hs), then the scaling (NULL = none); computed in
+ * double, stored in float. */
+void pw_rope_inv_freq(float *inv_freq, int hs, double theta, const PwRopeScaling *s);
+
+/* ---- SwiGLU: gate_up (N, 2F) holds [gate | up] per row; out (N, F) = silu(gate) * up.
+ * The backward accumulates into dgate_up (N, 2F). */
+void pw_swiglu_forward(float *out, const float *gate_up, int N, int F);
+void pw_swiglu_backward(float *dgate_up, const float *gate_up, const float *dout, int N, int F);
+
+/* ---- grouped-query causal attention with a key padding mask: pw_attention_* with NKV key and
+ * value heads, each shared by NH / NKV consecutive query heads (NH % NKV == 0). qkv (B, T,
+ * (NH + 2 NKV) hs) = [q heads | k heads | v heads]; out (B, T, NH hs); att (B, NH, T, T) keeps
+ * the probabilities for backward; padding queries give 0. Scale 1/sqrt(hs). NKV == NH is
+ * pw_attention_* with C = NH hs. */
+void pw_attention_gqa_forward(float *out, float *att, const float *qkv, const int *mask, int B,
+                              int T, int NH, int NKV, int hs);
+void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                               const int *mask, int B, int T, int NH, int NKV, int hs);
+
+/* ---- grouped-query attention over a KV cache (generation): pw_attention_cache_forward with
+ * qkv rows of (NH + 2 NKV) hs, caches (maxB, NKV, maxT, hs), out (N, NH hs) and scores
+ * (nseg, NH, maxT) floats of scratch. */
+void pw_attention_cache_gqa_forward(float *out, float *kcache, float *vcache, float *scores,
+                                    const float *qkv, const int *seg_row, const int *seg_off,
+                                    const int *seg_slot0, int nseg, int N, int maxT, int NH,
+                                    int NKV, int hs);
 
 #endif

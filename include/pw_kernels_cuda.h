@@ -115,6 +115,34 @@ double pw_sumsq_cuda(const float *x, size_t n, cudaStream_t stream);
 void pw_sumsq_add_cuda(double *sum, const float *x, size_t n, cudaStream_t stream);
 void pw_scale_cuda(float *x, float s, size_t n, cudaStream_t stream);
 
+/* ---- the Llama family: RMSNorm (dweight by the deterministic column sum, through N*C floats
+ * of scratch), rotary embeddings (pos and inv_freq are device arrays), SwiGLU */
+void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *inp, const float *weight, int N,
+                             int C, float eps, cudaStream_t stream);
+void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout, const float *inp,
+                              const float *weight, const float *rstd, int N, int C,
+                              cudaStream_t stream);
+void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N, int nheads,
+                          int hs, int stride, cudaStream_t stream);
+void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,
+                           int hs, int stride, cudaStream_t stream);
+void pw_swiglu_forward_cuda(float *out, const float *gate_up, int N, int F, cudaStream_t stream);
+void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float *dout, int N,
+                             int F, cudaStream_t stream);
+
+/* ---- grouped-query attention, as the attention above: one strided-batched GEMM per sequence
+ * and member of a group covers the NKV groups (NH*T*T floats of backward scratch); over a KV
+ * cache, as pw_attention_cache_forward_cuda (scores unused, may be NULL). */
+void pw_attention_gqa_forward_cuda(float *out, float *att, const float *qkv, const int *mask,
+                                   int B, int T, int NH, int NKV, int hs, cudaStream_t stream);
+void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
+                                    const float *att, const int *mask, int B, int T, int NH,
+                                    int NKV, int hs, cudaStream_t stream);
+void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache, float *scores,
+                                         const float *qkv, const int *seg_row, const int *seg_off,
+                                         const int *seg_slot0, int nseg, int N, int maxT, int NH,
+                                         int NKV, int hs, cudaStream_t stream);
+
 /* ---- bf16: conversions (round to nearest even) and a matmul with bf16 operands, fp32
  * accumulation and fp32 results/gradients; the same semantics as pw_matmul_*. */
 void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cudaStream_t stream);

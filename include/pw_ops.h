@@ -56,6 +56,28 @@ struct PwOps {
                                     float *scores, const float *qkv, const int *seg_row,
                                     const int *seg_off, const int *seg_slot0, int nseg, int N,
                                     int maxT, int C, int NH);
+    /* the Llama family */
+    void (*rmsnorm_forward)(const PwOps *o, float *out, float *rstd, const float *inp,
+                            const float *weight, int N, int C, float eps);
+    void (*rmsnorm_backward)(const PwOps *o, float *dinp, float *dweight, const float *dout,
+                             const float *inp, const float *weight, const float *rstd, int N,
+                             int C);
+    void (*rope_forward)(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
+                         int nheads, int hs, int stride);
+    void (*rope_backward)(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,
+                          int nheads, int hs, int stride);
+    void (*swiglu_forward)(const PwOps *o, float *out, const float *gate_up, int N, int F);
+    void (*swiglu_backward)(const PwOps *o, float *dgate_up, const float *gate_up,
+                            const float *dout, int N, int F);
+    void (*attention_gqa_forward)(const PwOps *o, float *out, float *att, const float *qkv,
+                                  const int *mask, int B, int T, int NH, int NKV, int hs);
+    void (*attention_gqa_backward)(const PwOps *o, float *dqkv, const float *dout,
+                                   const float *qkv, const float *att, const int *mask, int B,
+                                   int T, int NH, int NKV, int hs);
+    void (*attention_cache_gqa_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
+                                        float *scores, const float *qkv, const int *seg_row,
+                                        const int *seg_off, const int *seg_slot0, int nseg, int N,
+                                        int maxT, int NH, int NKV, int hs);
     void (*gelu_forward)(const PwOps *o, float *out, const float *inp, size_t N);
     void (*gelu_backward)(const PwOps *o, float *dinp, const float *inp, const float *dout,
                           size_t N);

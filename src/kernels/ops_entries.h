@@ -11,6 +11,11 @@
     .attention_cache_forward = attention_cache_fwd, .gelu_forward = gelu_fwd,                \
     .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \
-    .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale
+    .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale,          \
+    .rmsnorm_forward = rmsnorm_fwd, .rmsnorm_backward = rmsnorm_bwd,                         \
+    .rope_forward = rope_fwd, .rope_backward = rope_bwd, .swiglu_forward = swiglu_fwd,       \
+    .swiglu_backward = swiglu_bwd, .attention_gqa_forward = attention_gqa_fwd,               \
+    .attention_gqa_backward = attention_gqa_bwd,                                             \
+    .attention_cache_gqa_forward = attention_cache_gqa_fwd
 
 #endif

@@ -1,6 +1,6 @@
 /* cache_case.h: one pass of packed tokens over a partly filled KV cache, the case the cache
- * attention tests of both devices run: rows at different lengths, a prefill-sized segment and
- * single decode tokens, rows the pass leaves alone. */
+ * attention tests of both devices run (rows at different lengths, a prefill-sized segment and
+ * single decode tokens, rows the pass leaves alone), and its float64 reference. */
 #ifndef PW_TESTS_CACHE_CASE_H
 #define PW_TESTS_CACHE_CASE_H
 
@@ -11,18 +11,21 @@ enum { CC_MAXB = 5, CC_MAXT = 24, CC_C = 32, CC_NH = 4, CC_HS = CC_C / CC_NH, CC
 typedef struct CacheCase {
     int seg_row[CC_NSEG], seg_off[CC_NSEG + 1], seg_slot0[CC_NSEG];
     int nseg, N;
-    float *qkv;            /* (N, 3C) */
-    float *k0, *v0;        /* (maxB, NH, maxT, hs): the cache before the pass */
+    int NH, NKV, hs;       /* query heads, key/value heads, head size */
+    float *qkv;            /* (N, (NH + 2 NKV) hs) */
+    float *k0, *v0;        /* (maxB, NKV, maxT, hs): the cache before the pass */
 } CacheCase;
 
 /* Row 3 prefills 9 tokens into an empty cache; rows 0, 4, 1 append one token each after 5, 17
  * and 23 cached tokens (row 1 reaches the last slot); row 2 is not in the pass. */
-static inline void cache_case_make(CacheCase *c, unsigned long long *rng)
+static inline void cache_case_make_gqa(CacheCase *c, unsigned long long *rng, int NH, int NKV,
+                                       int hs)
 {
     static const int rows[CC_NSEG] = {3, 0, 4, 1}, lens[CC_NSEG] = {9, 1, 1, 1};
     static const int slot0[CC_NSEG] = {0, 5, 17, 23};
     c->nseg = CC_NSEG;
     c->N = 0;
+    c->NH = NH, c->NKV = NKV, c->hs = hs;
     for (int s = 0; s < CC_NSEG; s++) {
         c->seg_row[s] = rows[s];
         c->seg_slot0[s] = slot0[s];
@@ -30,10 +33,61 @@ static inline void cache_case_make(CacheCase *c, unsigned long long *rng)
         c->N += lens[s];
     }
     c->seg_off[CC_NSEG] = c->N;
-    size_t cache = (size_t)CC_MAXB * CC_MAXT * CC_C;
-    c->qkv = kref_randn((size_t)c->N * 3 * CC_C, 1.0, rng);
+    size_t cache = (size_t)CC_MAXB * CC_MAXT * NKV * hs;
+    c->qkv = kref_randn((size_t)c->N * (NH + 2 * NKV) * hs, 1.0, rng);
     c->k0 = kref_randn(cache, 1.0, rng);
     c->v0 = kref_randn(cache, 1.0, rng);
+}
+
+/* the multi-head case: CC_NH heads of CC_HS, qkv (N, 3C) */
+static inline void cache_case_make(CacheCase *c, unsigned long long *rng)
+{
+    cache_case_make_gqa(c, rng, CC_NH, CC_NH, CC_HS);
+}
+
+/* The float64 reference: Kr, Vr (maxB, NKV, maxT, hs) get each token's k and v at its row's
+ * slot (over the old cache), and ref (N, NH hs) each query's softmax over slots 0 .. its own. */
+static inline void cache_case_ref(double *ref, double **Kr, double **Vr, const CacheCase *c)
+{
+    const int NH = c->NH, NKV = c->NKV, hs = c->hs, T = CC_MAXT, W = (NH + 2 * NKV) * hs;
+    const size_t cache = (size_t)CC_MAXB * T * NKV * hs;
+    double *K = kref_to_double(c->k0, cache), *V = kref_to_double(c->v0, cache);
+    for (int s = 0; s < c->nseg; s++)
+        for (int n = c->seg_off[s]; n < c->seg_off[s + 1]; n++) {
+            int slot = c->seg_slot0[s] + n - c->seg_off[s];
+            for (int kv = 0; kv < NKV; kv++)
+                for (int i = 0; i < hs; i++) {
+                    size_t at = (((size_t)c->seg_row[s] * NKV + kv) * T + slot) * hs + i;
+                    K[at] = c->qkv[(size_t)n * W + (NH + kv) * hs + i];
+                    V[at] = c->qkv[(size_t)n * W + (NH + NKV + kv) * hs + i];
+                }
+        }
+    double p[CC_MAXT];
+    for (int s = 0; s < c->nseg; s++)
+        for (int n = c->seg_off[s]; n < c->seg_off[s + 1]; n++) {
+            int keys = c->seg_slot0[s] + n - c->seg_off[s] + 1;
+            for (int h = 0; h < NH; h++) {
+                int kv = h / (NH / NKV);
+                const float *q = c->qkv + (size_t)n * W + h * hs;
+                const double *Kh = K + ((size_t)c->seg_row[s] * NKV + kv) * T * hs;
+                const double *Vh = V + ((size_t)c->seg_row[s] * NKV + kv) * T * hs;
+                double mx = -INFINITY, z = 0.0;
+                for (int t = 0; t < keys; t++) {
+                    double dot = 0.0;
+                    for (int i = 0; i < hs; i++) dot += q[i] * Kh[(size_t)t * hs + i];
+                    p[t] = dot / sqrt((double)hs);
+                    mx = fmax(mx, p[t]);
+                }
+                for (int t = 0; t < keys; t++) z += (p[t] = exp(p[t] - mx));
+                for (int i = 0; i < hs; i++) {
+                    double o = 0.0;
+                    for (int t = 0; t < keys; t++) o += p[t] / z * Vh[(size_t)t * hs + i];
+                    ref[(size_t)n * NH * hs + h * hs + i] = o;
+                }
+            }
+        }
+    *Kr = K;
+    *Vr = V;
 }
 
 static inline void cache_case_free(CacheCase *c)

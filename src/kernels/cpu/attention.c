@@ -1,5 +1,6 @@
-/* attention.c: causal multi-head self-attention with a key padding mask on the CPU, forward
- * and backward; the products are OpenBLAS sgemms that read q, k and v in place in qkv. */
+/* attention.c: causal self-attention with a key padding mask on the CPU, forward and backward,
+ * grouped-query (NH / NKV query heads per key and value head) and multi-head (NKV = NH); the
+ * products are OpenBLAS sgemms that read q, k and v in place in qkv. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,52 +54,6 @@ static void softmax_row(float *row, const int *mrow, int lo, int t, int T, int r
     for (int s = t + 1; s < T; s++) row[s] = 0.0f;
 }
 
-void pw_attention_forward(float *out, float *att, const float *qkv, const int *mask,
-                          int B, int T, int C, int NH)
-{
-    int hs = C / NH, C3 = 3 * C;
-    float scale = 1.0f / sqrtf((float)hs);
-
-    /* scores: att[b,h,r0:r1,lo:r1] = scale q k^T, only the blocks on or below the diagonal */
-    for (int b = 0; b < B; b++) {
-        int lo = first_real(mask, b, T);
-        for (int h = 0; h < NH; h++) {
-            const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C;
-            float *a = att + ((size_t)b * NH + h) * T * T;
-            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
-                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
-                            scale, q + (size_t)r0 * C3, C3, k + (size_t)lo * C3, C3,
-                            0.0f, a + (size_t)r0 * T + lo, T);
-            }
-        }
-    }
-
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)B * NH * T; i++) {
-        int t = (int)(i % T), b = (int)(i / ((long)NH * T));
-        softmax_row(att + (size_t)i * T, mask ? mask + (size_t)b * T : NULL,
-                    first_real(mask, b, T), t, T, is_real(mask, b, t, T));
-    }
-
-    /* out[b,r0:r1,h] = att[b,h,r0:r1,lo:r1] v[lo:r1]; rows before lo are padding: zero */
-    for (int b = 0; b < B; b++) {
-        int lo = first_real(mask, b, T);
-        for (int t = 0; t < lo; t++)
-            for (int c = 0; c < C; c++) out[((size_t)b * T + t) * C + c] = 0.0f;
-        for (int h = 0; h < NH; h++) {
-            const float *v = qkv + (size_t)b * T * C3 + 2 * C + h * hs;
-            const float *a = att + ((size_t)b * NH + h) * T * T;
-            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
-                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1 - lo,
-                            1.0f, a + (size_t)r0 * T + lo, T, v + (size_t)lo * C3, C3,
-                            0.0f, out + ((size_t)b * T + r0) * C + h * hs, C);
-            }
-        }
-    }
-}
-
 /* With P = softmax(S), dS = P * (dP - rowsum(P * dP)); applied in place to dp[lo..r1) of one
  * query row, scaled, and zero past the diagonal so that the block sgemms may read it whole. */
 static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r1, int real,
@@ -120,10 +75,70 @@ static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r
  * head): all of GPT-2 124M's 48 heads at T = 256, while long sequences stay bounded. */
 #define ATT_SCRATCH_BYTES (16u << 20)
 
-void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                           const int *mask, int B, int T, int C, int NH)
+/* Where one query head's q and its group's k and v start in a row of qkv (the strides of all
+ * three are the whole row, W floats) */
+typedef struct GqaHead {
+    size_t q, k, v;
+} GqaHead;
+
+static GqaHead gqa_head(int b, int h, int T, int NH, int NKV, int hs)
 {
-    int hs = C / NH, C3 = 3 * C, BH = B * NH;
+    size_t W = (size_t)(NH + 2 * NKV) * hs, base = (size_t)b * T * W;
+    int kv = h / (NH / NKV);
+    return (GqaHead){base + (size_t)h * hs, base + (size_t)(NH + kv) * hs,
+                     base + (size_t)(NH + NKV + kv) * hs};
+}
+
+void pw_attention_gqa_forward(float *out, float *att, const float *qkv, const int *mask, int B,
+                              int T, int NH, int NKV, int hs)
+{
+    int W = (NH + 2 * NKV) * hs, C = NH * hs;
+    float scale = 1.0f / sqrtf((float)hs);
+
+    /* scores: att[b,h,r0:r1,lo:r1] = scale q k^T, only the blocks on or below the diagonal */
+    for (int b = 0; b < B; b++) {
+        int lo = first_real(mask, b, T);
+        for (int h = 0; h < NH; h++) {
+            GqaHead at = gqa_head(b, h, T, NH, NKV, hs);
+            float *a = att + ((size_t)b * NH + h) * T * T;
+            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
+                            scale, qkv + at.q + (size_t)r0 * W, W, qkv + at.k + (size_t)lo * W,
+                            W, 0.0f, a + (size_t)r0 * T + lo, T);
+            }
+        }
+    }
+
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)B * NH * T; i++) {
+        int t = (int)(i % T), b = (int)(i / ((long)NH * T));
+        softmax_row(att + (size_t)i * T, mask ? mask + (size_t)b * T : NULL,
+                    first_real(mask, b, T), t, T, is_real(mask, b, t, T));
+    }
+
+    /* out[b,r0:r1,h] = att[b,h,r0:r1,lo:r1] v[lo:r1]; rows before lo are padding: zero */
+    for (int b = 0; b < B; b++) {
+        int lo = first_real(mask, b, T);
+        for (int t = 0; t < lo; t++)
+            for (int c = 0; c < C; c++) out[((size_t)b * T + t) * C + c] = 0.0f;
+        for (int h = 0; h < NH; h++) {
+            GqaHead at = gqa_head(b, h, T, NH, NKV, hs);
+            const float *a = att + ((size_t)b * NH + h) * T * T;
+            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1 - lo,
+                            1.0f, a + (size_t)r0 * T + lo, T, qkv + at.v + (size_t)lo * W, W,
+                            0.0f, out + ((size_t)b * T + r0) * C + h * hs, C);
+            }
+        }
+    }
+}
+
+void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                               const int *mask, int B, int T, int NH, int NKV, int hs)
+{
+    int W = (NH + 2 * NKV) * hs, C = NH * hs, BH = B * NH;
     float scale = 1.0f / sqrtf((float)hs);
     /* dP and then dS for a group of heads, laid out as att (the header has no workspace
      * argument). A group runs in three phases, sgemms / one parallel loop / sgemms, as the
@@ -134,8 +149,8 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
     group = group < BH ? group : BH;
     float *scratch = malloc(head * group);
     if (!scratch) {
-        fprintf(stderr, "pw_attention_backward: out of memory for %d x %dx%d floats\n", group, T,
-                T);
+        fprintf(stderr, "pw_attention_gqa_backward: out of memory for %d x %dx%d floats\n", group,
+                T, T);
         abort();
     }
     for (int g0 = 0; g0 < BH; g0 += group) {
@@ -143,14 +158,14 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
 
         /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
         for (int bh = g0; bh < g1; bh++) {
-            int b = bh / NH, h = bh % NH, lo = first_real(mask, b, T);
-            const float *v = qkv + (size_t)b * T * C3 + 2 * C + h * hs;
-            const float *dO = dout + (size_t)b * T * C + h * hs;
+            int b = bh / NH, lo = first_real(mask, b, T);
+            GqaHead at = gqa_head(b, bh % NH, T, NH, NKV, hs);
+            const float *dO = dout + (size_t)b * T * C + (bh % NH) * hs;
             float *dp = scratch + (size_t)(bh - g0) * T * T;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
-                            1.0f, dO + (size_t)r0 * C, C, v + (size_t)lo * C3, C3,
+                            1.0f, dO + (size_t)r0 * C, C, qkv + at.v + (size_t)lo * W, W,
                             0.0f, dp + (size_t)r0 * T + lo, T);
             }
         }
@@ -164,28 +179,43 @@ void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, con
                                  lo, t, r1 < T ? r1 : T, is_real(mask, b, t, T), scale);
         }
 
+        /* the heads of a group add into the same dk and dv: this loop stays sequential */
         for (int bh = g0; bh < g1; bh++) {
-            int b = bh / NH, h = bh % NH, lo = first_real(mask, b, T);
-            size_t base = (size_t)b * T * C3 + h * hs;
-            const float *q = qkv + base, *k = q + C;
-            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+            int b = bh / NH, lo = first_real(mask, b, T);
+            GqaHead at = gqa_head(b, bh % NH, T, NH, NKV, hs);
+            const float *q = qkv + at.q, *k = qkv + at.k;
+            float *dq = dqkv + at.q, *dk = dqkv + at.k, *dv = dqkv + at.v;
             const float *a = att + (size_t)bh * T * T;
             const float *dp = scratch + (size_t)(bh - g0) * T * T;
-            const float *dO = dout + (size_t)b * T * C + h * hs;
+            const float *dO = dout + (size_t)b * T * C + (bh % NH) * hs;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 const float *dS = dp + (size_t)r0 * T + lo, *P = a + (size_t)r0 * T + lo;
                 /* dq[r0:r1] += dS k[lo:r1] */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1 - lo,
-                            1.0f, dS, T, k + (size_t)lo * C3, C3, 1.0f, dq + (size_t)r0 * C3, C3);
+                            1.0f, dS, T, k + (size_t)lo * W, W, 1.0f, dq + (size_t)r0 * W, W);
                 /* dk[lo:r1] += dS^T q[r0:r1] */
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1 - lo, hs, r1 - r0,
-                            1.0f, dS, T, q + (size_t)r0 * C3, C3, 1.0f, dk + (size_t)lo * C3, C3);
+                            1.0f, dS, T, q + (size_t)r0 * W, W, 1.0f, dk + (size_t)lo * W, W);
                 /* dv[lo:r1] += P^T dout[r0:r1] */
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1 - lo, hs, r1 - r0,
-                            1.0f, P, T, dO + (size_t)r0 * C, C, 1.0f, dv + (size_t)lo * C3, C3);
+                            1.0f, P, T, dO + (size_t)r0 * C, C, 1.0f, dv + (size_t)lo * W, W);
             }
         }
     }
     free(scratch);
+}
+
+/* GPT-2's attention is the grouped case with a key and value head per query head: qkv (B,T,3C)
+ * is [q heads | k heads | v heads] with hs = C / NH, so the same sgemms run on the same data */
+void pw_attention_forward(float *out, float *att, const float *qkv, const int *mask,
+                          int B, int T, int C, int NH)
+{
+    pw_attention_gqa_forward(out, att, qkv, mask, B, T, NH, NH, C / NH);
+}
+
+void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                           const int *mask, int B, int T, int C, int NH)
+{
+    pw_attention_gqa_backward(dqkv, dout, qkv, att, mask, B, T, NH, NH, C / NH);
 }

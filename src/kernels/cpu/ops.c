@@ -76,6 +76,54 @@ static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float
     (void)o, pw_attention_cache_forward(out, kcache, vcache, scores, qkv, seg_row, seg_off,
                                         seg_slot0, nseg, N, maxT, C, NH);
 }
+static void rmsnorm_fwd(const PwOps *o, float *out, float *rstd, const float *inp,
+                        const float *weight, int N, int C, float eps)
+{
+    (void)o, pw_rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+}
+static void rmsnorm_bwd(const PwOps *o, float *dinp, float *dweight, const float *dout,
+                        const float *inp, const float *weight, const float *rstd, int N, int C)
+{
+    (void)o, pw_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
+                     int nheads, int hs, int stride)
+{
+    (void)o, pw_rope_forward(x, pos, inv_freq, N, nheads, hs, stride);
+}
+static void rope_bwd(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,
+                     int nheads, int hs, int stride)
+{
+    (void)o, pw_rope_backward(dx, pos, inv_freq, N, nheads, hs, stride);
+}
+static void swiglu_fwd(const PwOps *o, float *out, const float *gate_up, int N, int F)
+{
+    (void)o, pw_swiglu_forward(out, gate_up, N, F);
+}
+static void swiglu_bwd(const PwOps *o, float *dgate_up, const float *gate_up, const float *dout,
+                       int N, int F)
+{
+    (void)o, pw_swiglu_backward(dgate_up, gate_up, dout, N, F);
+}
+static void attention_gqa_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+                              const int *mask, int B, int T, int NH, int NKV, int hs)
+{
+    (void)o, pw_attention_gqa_forward(out, att, qkv, mask, B, T, NH, NKV, hs);
+}
+static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
+                              const float *att, const int *mask, int B, int T, int NH, int NKV,
+                              int hs)
+{
+    (void)o, pw_attention_gqa_backward(dqkv, dout, qkv, att, mask, B, T, NH, NKV, hs);
+}
+static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
+                                    float *scores, const float *qkv, const int *seg_row,
+                                    const int *seg_off, const int *seg_slot0, int nseg, int N,
+                                    int maxT, int NH, int NKV, int hs)
+{
+    (void)o, pw_attention_cache_gqa_forward(out, kcache, vcache, scores, qkv, seg_row, seg_off,
+                                            seg_slot0, nseg, N, maxT, NH, NKV, hs);
+}
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {
     (void)o, pw_gelu_forward(out, inp, N);

@@ -1,5 +1,6 @@
-/* attention.cu: causal multi-head self-attention with a key padding mask on the GPU, forward
- * and backward (twin of cpu/attention.c): batched cuBLAS GEMMs around a masked softmax. */
+/* attention.cu: causal self-attention with a key padding mask on the GPU, forward and backward,
+ * multi-head and grouped-query (twin of cpu/attention.c): batched cuBLAS GEMMs around a masked
+ * softmax. */
 #include <math.h>
 
 #include "common.cuh"
@@ -170,6 +171,125 @@ extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const
         PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dO, CUDA_R_32F, C, hs, P,
             CUDA_R_32F, T, TT, &one, dv, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
+    }
+    pw_cuda_scratch_free(dp, stream);
+}
+
+/* Grouped-query attention: query head h = kv G + j (G = NH / NKV) reads key/value head kv. For
+ * one sequence and one j, the NKV heads kv G + j are G hs apart in q (and G T T apart in att),
+ * while their key and value heads are hs apart: one strided-batched GEMM of NKV, and a loop over
+ * j. With G = 1 these are the multi-head calls above. The softmax kernels are shared as is. */
+typedef struct GqaDims {
+    int G, W, C;
+    long long TT;
+    float scale;
+    cublasHandle_t handle;
+    cublasComputeType_t compute;
+} GqaDims;
+
+static GqaDims gqa_dims(int T, int NH, int NKV, int hs, cudaStream_t stream)
+{
+    GqaDims d;
+    d.G = NH / NKV;
+    d.W = (NH + 2 * NKV) * hs;
+    d.C = NH * hs;
+    d.TT = (long long)T * T;
+    d.scale = 1.0f / sqrtf((float)hs);
+    d.handle = pw_cuda_cublas(stream);
+    d.compute = pw_cuda_f32_compute();
+    return d;
+}
+
+extern "C" void pw_attention_gqa_forward_cuda(float *out, float *att, const float *qkv,
+                                              const int *mask, int B, int T, int NH, int NKV,
+                                              int hs, cudaStream_t stream)
+{
+    if (B <= 0 || T <= 0) return;
+    GqaDims d = gqa_dims(T, NH, NKV, hs, stream);
+    int G = d.G, W = d.W, C = d.C;
+    long long TT = d.TT;
+    float zero = 0.0f, one = 1.0f;
+
+    /* scores, as pw_attention_forward_cuda: column-major att^T = k^T^T . q^T per head */
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < G; j++) {
+            const float *q = qkv + (size_t)b * T * W + (size_t)j * hs;
+            const float *k = qkv + (size_t)b * T * W + (size_t)NH * hs;
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &d.scale, k, CUDA_R_32F, W, hs, q,
+                CUDA_R_32F, W, (long long)G * hs, &zero, att + ((size_t)b * NH + j) * TT,
+                CUDA_R_32F, T, G * TT, NKV, d.compute, CUBLAS_GEMM_DEFAULT));
+        }
+
+    size_t rows = (size_t)B * NH * T;
+    masked_softmax_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP,
+                            0, stream>>>(att, mask, B, NH, T);
+    PW_CUDA_CHECK(cudaGetLastError());
+
+    /* out^T(hs,T) = v^T(hs,T) . P^T(T,T) per head */
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < G; j++) {
+            const float *v = qkv + (size_t)b * T * W + (size_t)(NH + NKV) * hs;
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, CUDA_R_32F, W, hs,
+                att + ((size_t)b * NH + j) * TT, CUDA_R_32F, T, G * TT, &zero,
+                out + (size_t)b * T * C + (size_t)j * hs, CUDA_R_32F, C, (long long)G * hs, NKV,
+                d.compute, CUBLAS_GEMM_DEFAULT));
+        }
+}
+
+extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
+                                               const float *att, const int *mask, int B, int T,
+                                               int NH, int NKV, int hs, cudaStream_t stream)
+{
+    if (B <= 0 || T <= 0) return;
+    GqaDims d = gqa_dims(T, NH, NKV, hs, stream);
+    int G = d.G, W = d.W, C = d.C;
+    long long TT = d.TT, Ghs = (long long)G * hs, GTT = G * TT;
+    float zero = 0.0f, one = 1.0f;
+
+    float *dp = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
+    size_t rows = (size_t)NH * T;
+    for (int b = 0; b < B; b++) {
+        const float *q = qkv + (size_t)b * T * W, *k = q + (size_t)NH * hs;
+        const float *v = q + (size_t)(NH + NKV) * hs;
+        float *dq = dqkv + (size_t)b * T * W, *dk = dq + (size_t)NH * hs;
+        float *dv = dq + (size_t)(NH + NKV) * hs;
+        const float *dO = dout + (size_t)b * T * C;
+        const float *P = att + (size_t)b * NH * TT;
+
+        /* dP^T = v^T^T . dout^T per head */
+        for (int j = 0; j < G; j++)
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, v, CUDA_R_32F, W, hs,
+                dO + (size_t)j * hs, CUDA_R_32F, C, Ghs, &zero, dp + (size_t)j * TT, CUDA_R_32F,
+                T, GTT, NKV, d.compute, CUBLAS_GEMM_DEFAULT));
+
+        softmax_backward_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS),
+                                  ATT_WARPS * PW_WARP, 0, stream>>>(dp, att, mask, b, NH, T,
+                                                                    d.scale);
+        PW_CUDA_CHECK(cudaGetLastError());
+
+        /* the G heads of a group add into one dk and dv: the calls over j are in stream order,
+         * and within a call every batch entry writes its own key/value head */
+        for (int j = 0; j < G; j++) {
+            const float *dS = dp + (size_t)j * TT, *Pj = P + (size_t)j * TT;
+            /* dq^T += k^T . dS^T */
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, k, CUDA_R_32F, W, hs, dS,
+                CUDA_R_32F, T, GTT, &one, dq + (size_t)j * hs, CUDA_R_32F, W, Ghs, NKV, d.compute,
+                CUBLAS_GEMM_DEFAULT));
+            /* dk^T += q^T . dS */
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, q + (size_t)j * hs, CUDA_R_32F,
+                W, Ghs, dS, CUDA_R_32F, T, GTT, &one, dk, CUDA_R_32F, W, hs, NKV, d.compute,
+                CUBLAS_GEMM_DEFAULT));
+            /* dv^T += dout^T . P */
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dO + (size_t)j * hs,
+                CUDA_R_32F, C, Ghs, Pj, CUDA_R_32F, T, GTT, &one, dv, CUDA_R_32F, W, hs, NKV,
+                d.compute, CUBLAS_GEMM_DEFAULT));
+        }
     }
     pw_cuda_scratch_free(dp, stream);
 }

@@ -1,5 +1,6 @@
 /* attention_cache.cu: attention of new tokens over a KV cache on the GPU (generation; twin of
- * cpu/attention_cache.c): a kernel stores every token's k and v, a second attends per query. */
+ * cpu/attention_cache.c), multi-head and grouped-query: a kernel stores every token's k and v, a
+ * second attends per query. */
 #include <math.h>
 
 #include "common.cuh"
@@ -38,21 +39,15 @@ __global__ void cache_store_kernel(float *kcache, float *vcache, const float *qk
 
 /* One block per (token, head). Keys are taken a tile of blockDim at a time: each thread scores
  * one key; the block's running maximum and sum rescale what was accumulated so far (the online
- * softmax), so no T-long buffer is needed; thread i < hs accumulates output channel i. */
-__global__ void cache_attend_kernel(float *out, const float *kcache, const float *vcache,
-                                    const float *qkv, const int *seg_row, const int *seg_off,
-                                    const int *seg_slot0, int nseg, int maxT, int C, int NH,
-                                    float scale)
+ * softmax), so no T-long buffer is needed; thread i < hs accumulates output channel i. The
+ * query is qrow (hs), its cache head K and V, its output o; sh holds hs + blockDim + 32 floats. */
+__device__ __forceinline__ void cache_attend_query(float *o, const float *qrow, const float *K,
+                                                   const float *V, int keys, int hs, float scale,
+                                                   float *sh)
 {
-    extern __shared__ float sh[]; /* q (hs), then p (blockDim), then reduction room (32) */
-    int hs = C / NH;
-    int n = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, nt = blockDim.x;
+    int tid = threadIdx.x, nt = blockDim.x;
     float *q = sh, *p = sh + hs, *red = p + nt;
-    int s = segment_of(seg_off, nseg, n);
-    int keys = seg_slot0[s] + n - seg_off[s] + 1;
-    const float *K = kcache + ((size_t)seg_row[s] * NH + h) * maxT * hs;
-    const float *V = vcache + ((size_t)seg_row[s] * NH + h) * maxT * hs;
-    for (int i = tid; i < hs; i += nt) q[i] = qkv[(size_t)n * 3 * C + h * hs + i];
+    for (int i = tid; i < hs; i += nt) q[i] = qrow[i];
     __syncthreads();
     float m = -INFINITY, z = 0.0f, acc = 0.0f; /* acc: channel tid (when tid < hs) */
     for (int t0 = 0; t0 < keys; t0 += nt) {
@@ -90,7 +85,23 @@ __global__ void cache_attend_kernel(float *out, const float *kcache, const float
         m = m_new;
         __syncthreads();
     }
-    if (tid < hs) out[(size_t)n * C + h * hs + tid] = acc / z;
+    if (tid < hs) o[tid] = acc / z;
+}
+
+__global__ void cache_attend_kernel(float *out, const float *kcache, const float *vcache,
+                                    const float *qkv, const int *seg_row, const int *seg_off,
+                                    const int *seg_slot0, int nseg, int maxT, int C, int NH,
+                                    float scale)
+{
+    extern __shared__ float sh[];
+    int hs = C / NH;
+    int n = blockIdx.x, h = blockIdx.y;
+    int s = segment_of(seg_off, nseg, n);
+    int keys = seg_slot0[s] + n - seg_off[s] + 1;
+    const float *K = kcache + ((size_t)seg_row[s] * NH + h) * maxT * hs;
+    const float *V = vcache + ((size_t)seg_row[s] * NH + h) * maxT * hs;
+    cache_attend_query(out + (size_t)n * C + h * hs, qkv + (size_t)n * 3 * C + h * hs, K, V, keys,
+                       hs, scale, sh);
 }
 
 extern "C" void pw_attention_cache_forward_cuda(float *out, float *kcache, float *vcache,
@@ -113,5 +124,63 @@ extern "C" void pw_attention_cache_forward_cuda(float *out, float *kcache, float
     cache_attend_kernel<<<grid, threads, smem, stream>>>(out, kcache, vcache, qkv, seg_row,
                                                          seg_off, seg_slot0, nseg, maxT, C, NH,
                                                          1.0f / sqrtf((float)hs));
+    PW_CUDA_CHECK(cudaGetLastError());
+}
+
+/* Grouped-query: as cache_store_kernel over the NKV key/value heads of rows (NH + 2 NKV) hs */
+__global__ void cache_store_gqa_kernel(float *kcache, float *vcache, const float *qkv,
+                                       const int *seg_row, const int *seg_off,
+                                       const int *seg_slot0, int nseg, int N, int maxT, int NH,
+                                       int NKV, int hs)
+{
+    int KC = NKV * hs, W = (NH + 2 * NKV) * hs;
+    size_t total = (size_t)N * KC;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        int n = (int)(e / KC), c = (int)(e % KC), kv = c / hs, i = c % hs;
+        int s = segment_of(seg_off, nseg, n);
+        int slot = seg_slot0[s] + n - seg_off[s];
+        size_t dst = (((size_t)seg_row[s] * NKV + kv) * maxT + slot) * hs + i;
+        kcache[dst] = qkv[(size_t)n * W + (size_t)NH * hs + c];
+        vcache[dst] = qkv[(size_t)n * W + (size_t)(NH + NKV) * hs + c];
+    }
+}
+
+/* Grouped-query: query head h reads cache head h / (NH / NKV), q in rows of (NH + 2 NKV) hs */
+__global__ void cache_attend_gqa_kernel(float *out, const float *kcache, const float *vcache,
+                                        const float *qkv, const int *seg_row, const int *seg_off,
+                                        const int *seg_slot0, int nseg, int maxT, int NH, int NKV,
+                                        int hs, float scale)
+{
+    extern __shared__ float sh[];
+    int W = (NH + 2 * NKV) * hs, C = NH * hs;
+    int n = blockIdx.x, h = blockIdx.y, kv = h / (NH / NKV);
+    int s = segment_of(seg_off, nseg, n);
+    int keys = seg_slot0[s] + n - seg_off[s] + 1;
+    const float *K = kcache + ((size_t)seg_row[s] * NKV + kv) * maxT * hs;
+    const float *V = vcache + ((size_t)seg_row[s] * NKV + kv) * maxT * hs;
+    cache_attend_query(out + (size_t)n * C + h * hs, qkv + (size_t)n * W + h * hs, K, V, keys,
+                       hs, scale, sh);
+}
+
+extern "C" void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache,
+                                                    float *scores, const float *qkv,
+                                                    const int *seg_row, const int *seg_off,
+                                                    const int *seg_slot0, int nseg, int N,
+                                                    int maxT, int NH, int NKV, int hs,
+                                                    cudaStream_t stream)
+{
+    (void)scores;
+    if (N <= 0 || nseg <= 0) return;
+    size_t total = (size_t)N * NKV * hs;
+    cache_store_gqa_kernel<<<pw_ew_blocks(total), PW_EW_THREADS, 0, stream>>>(
+        kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);
+    PW_CUDA_CHECK(cudaGetLastError());
+    int threads = hs > 128 ? (hs + PW_WARP - 1) / PW_WARP * PW_WARP : 128;
+    size_t smem = (size_t)(hs + threads + PW_WARP) * sizeof(float);
+    dim3 grid((unsigned)N, (unsigned)NH);
+    cache_attend_gqa_kernel<<<grid, threads, smem, stream>>>(out, kcache, vcache, qkv, seg_row,
+                                                             seg_off, seg_slot0, nseg, maxT, NH,
+                                                             NKV, hs, 1.0f / sqrtf((float)hs));
     PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -102,6 +102,54 @@ static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float
     pw_attention_cache_forward_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
                                     seg_slot0, nseg, N, maxT, C, NH, S(o));
 }
+static void rmsnorm_fwd(const PwOps *o, float *out, float *rstd, const float *inp,
+                        const float *weight, int N, int C, float eps)
+{
+    pw_rmsnorm_forward_cuda(out, rstd, inp, weight, N, C, eps, S(o));
+}
+static void rmsnorm_bwd(const PwOps *o, float *dinp, float *dweight, const float *dout,
+                        const float *inp, const float *weight, const float *rstd, int N, int C)
+{
+    pw_rmsnorm_backward_cuda(dinp, dweight, dout, inp, weight, rstd, N, C, S(o));
+}
+static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
+                     int nheads, int hs, int stride)
+{
+    pw_rope_forward_cuda(x, pos, inv_freq, N, nheads, hs, stride, S(o));
+}
+static void rope_bwd(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,
+                     int nheads, int hs, int stride)
+{
+    pw_rope_backward_cuda(dx, pos, inv_freq, N, nheads, hs, stride, S(o));
+}
+static void swiglu_fwd(const PwOps *o, float *out, const float *gate_up, int N, int F)
+{
+    pw_swiglu_forward_cuda(out, gate_up, N, F, S(o));
+}
+static void swiglu_bwd(const PwOps *o, float *dgate_up, const float *gate_up, const float *dout,
+                       int N, int F)
+{
+    pw_swiglu_backward_cuda(dgate_up, gate_up, dout, N, F, S(o));
+}
+static void attention_gqa_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+                              const int *mask, int B, int T, int NH, int NKV, int hs)
+{
+    pw_attention_gqa_forward_cuda(out, att, qkv, mask, B, T, NH, NKV, hs, S(o));
+}
+static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
+                              const float *att, const int *mask, int B, int T, int NH, int NKV,
+                              int hs)
+{
+    pw_attention_gqa_backward_cuda(dqkv, dout, qkv, att, mask, B, T, NH, NKV, hs, S(o));
+}
+static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
+                                    float *scores, const float *qkv, const int *seg_row,
+                                    const int *seg_off, const int *seg_slot0, int nseg, int N,
+                                    int maxT, int NH, int NKV, int hs)
+{
+    pw_attention_cache_gqa_forward_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
+                                        seg_slot0, nseg, N, maxT, NH, NKV, hs, S(o));
+}
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {
     pw_gelu_forward_cuda(out, inp, N, S(o));

@@ -1,0 +1,83 @@
+/* test_cuda_attention_gqa.c: the CUDA grouped-query attention against the CPU twin on the same
+ * random data (groups of 1 to 3 query heads, left padding with a padding-only row, T up to
+ * 1024, poisoned outputs, accumulating backward), and over a KV cache. */
+#include "cutest.h"
+#include "kernels/cache_case.h"
+
+static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int use_mask,
+                unsigned long long *rng)
+{
+    printf("B=%d T=%d NH=%d NKV=%d hs=%d mask=%d\n", B, T, NH, NKV, hs, use_mask);
+    size_t BT = (size_t)B * T, nqkv = BT * (NH + 2 * NKV) * hs, nout = BT * NH * hs;
+    size_t natt = (size_t)B * NH * T * T;
+    int *mask = use_mask ? cu_left_mask(B, T, pads, npads) : NULL;
+    float *qkv = cu_randn(nqkv, 1.0, rng), *dout = cu_randn(nout, 1.0, rng);
+    float *dqkv0 = cu_randn(nqkv, 1.0, rng);
+    float *out = cu_host(sizeof(float) * nout), *att = cu_host(sizeof(float) * natt);
+    pw_attention_gqa_forward(out, att, qkv, mask, B, T, NH, NKV, hs);
+    float *dqkv = cu_copy(dqkv0, nqkv);
+    pw_attention_gqa_backward(dqkv, dout, qkv, att, mask, B, T, NH, NKV, hs);
+
+    int *d_mask = mask ? cu_upload(mask, sizeof(int) * BT) : NULL;
+    float *d_qkv = cu_upload(qkv, sizeof(float) * nqkv);
+    float *d_dout = cu_upload(dout, sizeof(float) * nout);
+    float *d_out = cu_dev(sizeof(float) * nout), *d_att = cu_dev(sizeof(float) * natt);
+    cu_poison(d_out, sizeof(float) * nout);
+    cu_poison(d_att, sizeof(float) * natt);
+    pw_attention_gqa_forward_cuda(d_out, d_att, d_qkv, d_mask, B, T, NH, NKV, hs, 0);
+    cu_compare("forward out", d_out, out, nout, CU_TOL_F32);
+    cu_compare("forward att", d_att, att, natt, CU_TOL_F32);
+
+    float *d_attc = cu_upload(att, sizeof(float) * natt);
+    float *d_dqkv = cu_upload(dqkv0, sizeof(float) * nqkv);
+    pw_attention_gqa_backward_cuda(d_dqkv, d_dout, d_qkv, d_attc, d_mask, B, T, NH, NKV, hs, 0);
+    cu_compare("backward dqkv (+=)", d_dqkv, dqkv, nqkv, CU_TOL_F32);
+    cu_release();
+}
+
+static void run_cache(int NH, int NKV, int hs, unsigned long long *rng)
+{
+    printf("KV cache NH=%d NKV=%d hs=%d\n", NH, NKV, hs);
+    CacheCase cc;
+    cache_case_make_gqa(&cc, rng, NH, NKV, hs);
+    const int T = CC_MAXT, N = cc.N, C = NH * hs, W = (NH + 2 * NKV) * hs;
+    const size_t cache = (size_t)CC_MAXB * NKV * T * hs, cb = cache * sizeof(float);
+    float *K = cu_copy(cc.k0, cache), *V = cu_copy(cc.v0, cache);
+    float *out = cu_host((size_t)N * C * sizeof(float));
+    float *scores = cu_host((size_t)cc.nseg * NH * T * sizeof(float));
+    pw_attention_cache_gqa_forward(out, K, V, scores, cc.qkv, cc.seg_row, cc.seg_off,
+                                   cc.seg_slot0, cc.nseg, N, T, NH, NKV, hs);
+    float *d_K = cu_upload(cc.k0, cb), *d_V = cu_upload(cc.v0, cb);
+    float *d_qkv = cu_upload(cc.qkv, (size_t)N * W * sizeof(float));
+    int *d_row = cu_upload(cc.seg_row, sizeof cc.seg_row);
+    int *d_off = cu_upload(cc.seg_off, sizeof cc.seg_off);
+    int *d_slot = cu_upload(cc.seg_slot0, sizeof cc.seg_slot0);
+    float *d_out = cu_dev((size_t)N * C * sizeof(float));
+    cu_poison(d_out, (size_t)N * C * sizeof(float));
+    pw_attention_cache_gqa_forward_cuda(d_out, d_K, d_V, NULL, d_qkv, d_row, d_off, d_slot,
+                                        cc.nseg, N, T, NH, NKV, hs, 0);
+    cu_compare("k cache after the pass", d_K, K, cache, 0.0);
+    cu_compare("v cache after the pass", d_V, V, cache, 0.0);
+    cu_compare("attention output", d_out, out, (size_t)N * C, CU_TOL_F32);
+    cu_release();
+    cache_case_free(&cc);
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_attention_gqa");
+    unsigned long long rng = 24;
+    int pads[] = {0, 5, 33, 64, 1};
+    int all_pad[] = {3, 64}; /* row 1 is padding only */
+    run(2, 16, 6, 2, 5, pads, 5, 0, &rng);
+    run(5, 64, 6, 2, 16, pads, 5, 1, &rng);
+    run(2, 64, 4, 1, 32, all_pad, 2, 1, &rng);
+    run(3, 150, 3, 3, 16, pads, 5, 1, &rng); /* NKV = NH */
+    int long_pads[] = {0, 700};
+    run(2, 1024, 4, 2, 32, long_pads, 2, 1, &rng);
+    run_cache(6, 2, 5, &rng);
+    run_cache(9, 3, 64, &rng);
+    run_cache(4, 4, 8, &rng);
+    pw_cuda_release();
+    return pw_test_done("test_cuda_attention_gqa");
+}

@@ -1,0 +1,50 @@
+/* test_cuda_rmsnorm.c: the CUDA RMSNorm against the CPU twin on the same random data: forward
+ * (rstd, or NULL), and the accumulating backward with every NULL gradient. */
+#include "cutest.h"
+
+static void run(int N, int C, float eps, unsigned long long *rng)
+{
+    printf("N=%d C=%d eps=%g\n", N, C, eps);
+    size_t NC = (size_t)N * C;
+    float *inp = cu_randn(NC, 1.0, rng), *w = cu_randn(C, 1.0, rng);
+    float *dout = cu_randn(NC, 1.0, rng);
+    float *dinp0 = cu_randn(NC, 1.0, rng), *dw0 = cu_randn(C, 1.0, rng);
+    float *out = cu_host(sizeof(float) * NC), *rstd = cu_host(sizeof(float) * N);
+    pw_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+
+    float *d_inp = cu_upload(inp, sizeof(float) * NC), *d_w = cu_upload(w, sizeof(float) * C);
+    float *d_dout = cu_upload(dout, sizeof(float) * NC);
+    float *d_out = cu_dev(sizeof(float) * NC), *d_rstd = cu_dev(sizeof(float) * N);
+    cu_poison(d_out, sizeof(float) * NC);
+    cu_poison(d_rstd, sizeof(float) * N);
+    pw_rmsnorm_forward_cuda(d_out, d_rstd, d_inp, d_w, N, C, eps, 0);
+    cu_compare("forward out", d_out, out, NC, CU_TOL_F32);
+    cu_compare("forward rstd", d_rstd, rstd, N, CU_TOL_F32);
+    cu_poison(d_out, sizeof(float) * NC);
+    pw_rmsnorm_forward_cuda(d_out, NULL, d_inp, d_w, N, C, eps, 0);
+    cu_compare("forward out (rstd NULL)", d_out, out, NC, CU_TOL_F32);
+
+    /* 3 = both gradients; then each alone */
+    for (int sel = 1; sel < 4; sel++) {
+        int gi = sel & 1, gw = sel & 2;
+        float *dinp = cu_copy(dinp0, NC), *dw = cu_copy(dw0, C);
+        float *d_dinp = cu_upload(dinp0, sizeof(float) * NC);
+        float *d_dw = cu_upload(dw0, sizeof(float) * C);
+        pw_rmsnorm_backward(gi ? dinp : NULL, gw ? dw : NULL, dout, inp, w, rstd, N, C);
+        pw_rmsnorm_backward_cuda(gi ? d_dinp : NULL, gw ? d_dw : NULL, d_dout, d_inp, d_w, d_rstd,
+                                 N, C, 0);
+        cu_comparef(d_dinp, dinp, NC, CU_TOL_F32, "backward dinp (+=) sel %d", sel);
+        cu_comparef(d_dw, dw, C, CU_TOL_F32, "backward dweight (+=) sel %d", sel);
+    }
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_rmsnorm");
+    unsigned long long rng = 21;
+    run(7, 576, 1e-5f, &rng);
+    run(300, 33, 1e-6f, &rng); /* C not a multiple of the warp, N not of the chunk */
+    run(1000, 960, 1e-5f, &rng); /* 16 row chunks in the dweight sum */
+    return pw_test_done("test_cuda_rmsnorm");
+}
