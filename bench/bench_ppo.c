@@ -79,7 +79,8 @@ static void die(const char *what, const char *msg)
 static void write_model(const char *dir, uint64_t seed, int heads)
 {
     PwErr err;
-    PwArch c = {PW_FAMILY_GPT2, L, NH, C, V, NPOS};
+    PwArch c = {.family = PW_FAMILY_GPT2, .n_layer = L, .n_head = NH, .n_embd = C,
+                .vocab_size = V, .n_positions = NPOS};
     PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 8};
     PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) die("model", err.msg);

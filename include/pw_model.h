@@ -10,7 +10,7 @@
 #include "pw_tensor.h"
 
 /* ---- architecture: what a config.json says that changes the function */
-typedef enum PwFamily { PW_FAMILY_GPT2 = 0, PW_FAMILY_COUNT } PwFamily;
+typedef enum PwFamily { PW_FAMILY_GPT2 = 0, PW_FAMILY_LLAMA, PW_FAMILY_COUNT } PwFamily;
 
 typedef struct PwArch {
     PwFamily family;
@@ -19,6 +19,17 @@ typedef struct PwArch {
     int n_embd;      /* C; n_embd % n_head == 0 */
     int vocab_size;  /* V */
     int n_positions; /* maximum T */
+    /* the Llama family (Llama 3, Qwen2, Mistral, SmolLM); GPT-2 leaves them 0 */
+    int n_kv_head;         /* key/value heads of grouped-query attention; n_head % n_kv_head == 0 */
+    int n_inner;           /* the SwiGLU MLP's width (intermediate_size) */
+    float norm_eps;        /* RMSNorm eps */
+    double rope_theta;
+    int rope_llama3;       /* 1: rope_scaling of type llama3, with the four numbers below */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max;
+    int tied;              /* the LM head is the embedding */
+    int qkv_bias;          /* q, k, v projections have biases (Qwen2) */
+    int hf_type;           /* which model_type wrote it (for saving): 0 llama, 1 qwen2, 2 mistral */
 } PwArch;
 
 /* "gpt2"; "?" for a value outside the enum */

@@ -100,6 +100,10 @@ void pw_st_set_close(PwStSet *s); /* NULL is fine */
 const char *pw_st_set_label(const PwStSet *s);
 /* The tensor `name` and (if file is not NULL) the file that holds it; NULL if the set has none. */
 const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name, const PwSafetensors **file);
+/* Read tensor `name` as float32 into dst after checking it exists with exactly shape[0..ndim):
+ * "tensor ... is missing" or "tensor ... has shape [..] but config.json implies [..]". */
+int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape, int ndim,
+                       float *dst, PwErr *err);
 
 /* Replace the file at path by buf[0..n) atomically, as pw_st_write does. */
 int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err);

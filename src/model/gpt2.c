@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "pw_kernels.h" /* pw_positions_from_mask: host-side preparation of the inputs */
-#include "pw_rng.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* architecture and layout */
@@ -185,50 +184,19 @@ static void detach(PwModel *m)
 static int ensure_acts(PwModel *m, PwErr *err)
 {
     Gpt2 *g = m->fam;
-    if (g->acts_memory) return 0;
     size_t s[NUM_ACTS];
     act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT);
-    size_t bytes = pw_model_sum_sizes(s, NUM_ACTS) * sizeof(float);
-    if (!(g->acts_memory = m->ops->alloc(m->ops, bytes)))
-        return pw_model_no_room(m, "the activations", bytes, err);
-    pw_model_slice((float **)&g->a, s, NUM_ACTS, g->acts_memory);
-    return 0;
+    return pw_model_alloc_slices(m, &g->acts_memory, (float **)&g->a, s, NUM_ACTS,
+                                 "the activations", err);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* init: the project's portable generator, so that a seed means the same weights everywhere */
-
-static void fill_normal(float *x, size_t n, double std, uint64_t seed, int stream)
-{
-    /* one stream per tensor index: a tensor's values depend on (seed, tensor) only */
-    uint64_t s = seed ^ (0xd1b54a32d192ed03ULL * (uint64_t)(stream + 1));
-    for (size_t i = 0; i < n; i += 2) {
-        double u1 = ((pw_rng_next(&s) >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
-        double u2 = (pw_rng_next(&s) >> 11) * (1.0 / 9007199254740992.0);
-        double r = sqrt(-2.0 * log(u1)) * std;
-        x[i] = (float)(r * cos(6.283185307179586 * u2));
-        if (i + 1 < n) x[i + 1] = (float)(r * sin(6.283185307179586 * u2));
-    }
-}
-
-static void fill_const(float *x, size_t n, float v)
-{
-    for (size_t i = 0; i < n; i++) x[i] = v;
-}
+/* init (pw_model_fill_*: the project's portable generator) */
 
 /* Head weights N(0, 1/sqrt(C+1)), bias 0. */
 static void init_heads(const PwModel *m, float *host, int heads, uint64_t seed)
 {
-    PwGPT2Params p = pw_gpt2_view(m, host);
-    double std = 1.0 / sqrt(m->arch.n_embd + 1.0);
-    if ((heads & PW_HEAD_SCORE) && p.scorew) {
-        fill_normal(p.scorew, m->tensor_size[PW_GPT2_SCOREW], std, seed, PW_GPT2_SCOREW);
-        p.scoreb[0] = 0.0f;
-    }
-    if ((heads & PW_HEAD_VALUE) && p.valuew) {
-        fill_normal(p.valuew, m->tensor_size[PW_GPT2_VALUEW], std, seed, PW_GPT2_VALUEW);
-        p.valueb[0] = 0.0f;
-    }
+    pw_model_init_heads(m, host, heads, seed, PW_GPT2_SCOREW, PW_GPT2_VALUEW);
 }
 
 /* GPT-2's: weights N(0, 0.02), attn.c_proj and mlp.c_proj scaled by 1/sqrt(2 L), biases 0,
@@ -245,10 +213,10 @@ static void init_random(const PwModel *m, float *host, uint64_t seed)
     for (int i = 0; i < 16; i++) {
         size_t n = m->tensor_size[i];
         switch (i) {
-        case 0: case 1: case 4: case 10: fill_normal(p[i], n, std, seed, i); break;
-        case 6: case 12: fill_normal(p[i], n, std_res, seed, i); break;
-        case 2: case 8: case 14: fill_const(p[i], n, 1.0f); break; /* LayerNorm weights */
-        default: fill_const(p[i], n, 0.0f); break;                 /* biases */
+        case 0: case 1: case 4: case 10: pw_model_fill_normal(p[i], n, std, seed, i); break;
+        case 6: case 12: pw_model_fill_normal(p[i], n, std_res, seed, i); break;
+        case 2: case 8: case 14: pw_model_fill_const(p[i], n, 1.0f); break; /* LayerNorm weights */
+        default: pw_model_fill_const(p[i], n, 0.0f); break;                 /* biases */
         }
     }
     init_heads(m, host, PW_HEAD_SCORE | PW_HEAD_VALUE, seed);
@@ -551,6 +519,7 @@ static const float *kv_pass(PwKVCache *c)
 const PwFamilyImpl pw_gpt2_family = {
     .family = PW_FAMILY_GPT2,
     .name = "gpt2",
+    .model_types = (const char *const[]){"gpt2", NULL},
     .ntensors = PW_GPT2_NUM_PARAM_TENSORS,
     .tensor_names = param_names,
     .tensor_decays = param_decays,

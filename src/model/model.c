@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "pw_kernels.h" /* pw_positions_from_mask on the host copy of the mask */
+#include "pw_rng.h"
 #include "pw_safetensors.h"
 
-static const PwFamilyImpl *const families[PW_FAMILY_COUNT] = {&pw_gpt2_family};
+static const PwFamilyImpl *const families[PW_FAMILY_COUNT] = {&pw_gpt2_family,
+                                                               &pw_llama_family};
 
 /* ------------------------------------------------------------------------------------------ */
 /* helpers the families share */
@@ -42,6 +44,49 @@ int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *er
                        total_b / 1048576.0);
     return pw_errf(err, "%s: out of memory for %s (%.1f MiB)", m->ops->name, what,
                    bytes / 1048576.0);
+}
+
+/* Initialisation draws from the project's portable generator, so that a seed means the same
+ * weights on every machine and device. */
+void pw_model_fill_normal(float *x, size_t n, double std, uint64_t seed, int stream)
+{
+    /* one stream per tensor index: a tensor's values depend on (seed, tensor) only */
+    uint64_t s = seed ^ (0xd1b54a32d192ed03ULL * (uint64_t)(stream + 1));
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = ((pw_rng_next(&s) >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
+        double u2 = (pw_rng_next(&s) >> 11) * (1.0 / 9007199254740992.0);
+        double r = sqrt(-2.0 * log(u1)) * std;
+        x[i] = (float)(r * cos(6.283185307179586 * u2));
+        if (i + 1 < n) x[i + 1] = (float)(r * sin(6.283185307179586 * u2));
+    }
+}
+
+void pw_model_fill_const(float *x, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed, int scorew,
+                         int valuew)
+{
+    double std = 1.0 / sqrt(m->arch.n_embd + 1.0);
+    const int want[2] = {heads & PW_HEAD_SCORE, heads & PW_HEAD_VALUE}, at[2] = {scorew, valuew};
+    for (int h = 0; h < 2; h++) {
+        if (!want[h] || !m->tensor_size[at[h]]) continue;
+        pw_model_fill_normal(host + m->tensor_off[at[h]], m->tensor_size[at[h]], std, seed,
+                             at[h]);
+        host[m->tensor_off[at[h] + 1]] = 0.0f;
+    }
+}
+
+int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const size_t *sizes,
+                          int n, const char *what, PwErr *err)
+{
+    if (*memory) return 0;
+    size_t bytes = pw_model_sum_sizes(sizes, n) * sizeof(float);
+    if (!(*memory = m->ops->alloc(m->ops, bytes))) return pw_model_no_room(m, what, bytes, err);
+    pw_model_slice(ptrs, sizes, n, *memory);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -86,12 +131,14 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
     if (type) {
         f = NULL;
         for (int i = 0; i < PW_FAMILY_COUNT && json_is_string(type); i++)
-            if (!strcmp(json_string_value(type), families[i]->name)) f = families[i];
+            for (const char *const *t = families[i]->model_types; *t; t++)
+                if (!strcmp(json_string_value(type), *t)) f = families[i];
         if (!f) {
-            char names[128] = "";
+            char names[256] = "";
             for (int i = 0; i < PW_FAMILY_COUNT; i++)
-                snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"",
-                         i ? ", " : "", families[i]->name);
+                for (const char *const *t = families[i]->model_types; *t; t++)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"",
+                             names[0] ? ", " : "", *t);
             pw_errf(err, "%s: key \"model_type\" must be one of %s (the families ppo_world "
                     "implements)", path, names);
             goto done;

@@ -66,7 +66,8 @@ typedef struct PwFamilyOutputs {
 
 struct PwFamilyImpl {
     PwFamily family;
-    const char *name;              /* config.json's model_type */
+    const char *name;              /* "gpt2", "llama" */
+    const char *const *model_types;/* the config.json model_type values it reads (NULL-ended) */
     int ntensors;
     const char *const *tensor_names;
     const unsigned char *tensor_decays; /* 1: AdamW weight decay applies */
@@ -107,9 +108,26 @@ struct PwFamilyImpl {
 };
 
 extern const PwFamilyImpl pw_gpt2_family;
+extern const PwFamilyImpl pw_llama_family;
 
 /* Out-of-room message for `what` of `bytes` on the model's device (with its free memory). */
 int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err);
+
+/* x (n) ~ N(0, std^2) from its own stream (seed, stream): a tensor's values depend on (seed,
+ * tensor) only. And x (n) = v. */
+void pw_model_fill_normal(float *x, size_t n, double std, uint64_t seed, int stream);
+void pw_model_fill_const(float *x, size_t n, float v);
+
+/* The score and value heads (weights at tensor indices scorew and valuew, each bias the next
+ * tensor) selected by `heads`, on a host copy: N(0, 1/sqrt(C+1)) from the weight's own stream,
+ * bias 0. Every family's heads are Linear(C, 1). */
+void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed, int scorew,
+                         int valuew);
+
+/* One device allocation of the n slices `sizes` (floats), pointed to by ptrs, into *memory;
+ * nothing when *memory is already there. The message names `what` when there is no room. */
+int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const size_t *sizes,
+                          int n, const char *what, PwErr *err);
 
 /* Point each of n float pointers at its slice of memory, in order (NULL for an empty slice). */
 void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory);

@@ -191,3 +191,29 @@ const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name,
     if (file) *file = f;
     return pw_st_find(f, name);
 }
+
+static void shape_text(char *buf, size_t n, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape, int ndim,
+                       float *dst, PwErr *err)
+{
+    const PwSafetensors *f = NULL;
+    const PwStTensor *t = pw_st_set_find(s, name, &f);
+    if (!t) return pw_errf(err, "%s: tensor \"%s\" is missing", s->label, name);
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == shape[i];
+    if (!ok) {
+        char got[128], want[128];
+        shape_text(got, sizeof got, t->shape, t->ndim);
+        shape_text(want, sizeof want, shape, ndim);
+        return pw_errf(err, "%s: tensor \"%s\" has shape %s but config.json implies %s",
+                       pw_st_path(f), name, got, want);
+    }
+    return pw_st_read_f32(f, name, shape, ndim, dst, err);
+}

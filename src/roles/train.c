@@ -230,8 +230,9 @@ static int setup_local(PwTrainer *t, PwErr *err)
     PwTrainArgs *a = &t->a;
     t->tok = pw_tokenizer_get(a->tokenizer, err);
     if (!t->tok) return -1;
-    PwArch cfg = {PW_FAMILY_GPT2, a->n_layer, a->n_head, a->n_embd, t->tok->vocab_size,
-                  a->n_positions};
+    PwArch cfg = {.family = PW_FAMILY_GPT2, .n_layer = a->n_layer, .n_head = a->n_head,
+                  .n_embd = a->n_embd, .vocab_size = t->tok->vocab_size,
+                  .n_positions = a->n_positions};
     if (a->init) {
         if (pw_arch_load(&cfg, a->init, err)) return -1;
     } else if (pw_arch_check(&cfg, err)) {

@@ -12,7 +12,8 @@
 static int write_model(const char *dir, unsigned long long seed, int vocab, int score)
 {
     PwErr err;
-    PwArch c = {PW_FAMILY_GPT2, 2, 2, 32, vocab, 32};
+    PwArch c = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 32,
+                .vocab_size = vocab, .n_positions = 32};
     PwModelOpts o = {.heads = PW_HEAD_LM | (score ? PW_HEAD_SCORE : 0), .maxB = 1, .maxT = 8};
     PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) {

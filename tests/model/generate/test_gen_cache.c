@@ -162,8 +162,9 @@ static void test_generate_logp_matches_forward(float temperature)
     pw_model_free(m);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "llama")) gen_family = PW_FAMILY_LLAMA;
     test_cache_matches_forward();
     test_generate_logp_matches_forward(1.0f);
     test_generate_logp_matches_forward(0.7f);

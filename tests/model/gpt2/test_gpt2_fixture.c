@@ -1,5 +1,5 @@
-/* test_gpt2_fixture.c: the proof that our GPT-2 is Hugging Face's: load the fixture's model/,
- * compare logits, loss and every parameter gradient with what transformers computed. */
+/* test_gpt2_fixture.c: the proof that a family of ours is Hugging Face's (GPT-2, Llama, Qwen2):
+ * load a fixture's model/, compare logits, loss and every parameter gradient with transformers'. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +143,7 @@ int main(int argc, char **argv)
     memcpy(pw_model_params(g).data, pw_model_grads(m).data,
            pw_model_num_params(m) * sizeof(float));
     char gdir[4000];
+    if (argc > 2) mkdir(argv[2], 0755);
     snprintf(gdir, sizeof gdir, "%s/grads", argc > 2 ? argv[2] : ".");
     mkdir(gdir, 0755);
     if (pw_model_save(g, gdir, &err)) {

@@ -1,0 +1,515 @@
+/* llama.c: the Llama family (Llama 3, Qwen2, Mistral, SmolLM) on the kernel table (pw_ops.h):
+ * RMSNorm, rotary embeddings, grouped-query attention and a SwiGLU MLP, one block for the batch
+ * forward and the KV-cache passes, the heads and backward; the same interface as GPT-2. */
+#include "llama.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_kernels.h" /* pw_rope_inv_freq: the frequencies, computed on the host */
+
+/* ------------------------------------------------------------------------------------------ */
+/* architecture and layout */
+
+static int arch_check(const PwArch *c, PwErr *err)
+{
+    if (c->n_layer <= 0 || c->n_head <= 0 || c->n_embd <= 0 || c->vocab_size <= 0 ||
+        c->n_positions <= 0 || c->n_kv_head <= 0 || c->n_inner <= 0)
+        return pw_errf(err, "num_hidden_layers, num_attention_heads, hidden_size, vocab_size, "
+                       "max_position_embeddings, num_key_value_heads and intermediate_size must "
+                       "be positive");
+    if (c->n_embd % c->n_head)
+        return pw_errf(err, "hidden_size (%d) is not a multiple of num_attention_heads (%d)",
+                       c->n_embd, c->n_head);
+    if (c->n_head % c->n_kv_head)
+        return pw_errf(err, "num_attention_heads (%d) is not a multiple of num_key_value_heads "
+                       "(%d)", c->n_head, c->n_kv_head);
+    if ((c->n_embd / c->n_head) % 2)
+        return pw_errf(err, "the head size %d is odd: rotary embeddings turn pairs",
+                       c->n_embd / c->n_head);
+    if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0))
+        return pw_errf(err, "rms_norm_eps and rope_theta must be positive");
+    return 0;
+}
+
+static const char *const param_names[PW_LLAMA_NUM_PARAM_TENSORS] = {
+    "wte", "ln1w", "qkvw", "qkvb", "attprojw", "ln2w", "fcw", "fcprojw", "lnfw", "lmw",
+    "scorew", "scoreb", "valuew", "valueb",
+};
+
+/* AdamW's weight decay: the 2D tensors (embeddings and Linear weights), as for GPT-2. */
+static const unsigned char param_decays[PW_LLAMA_NUM_PARAM_TENSORS] = {
+    1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 0,
+};
+
+static size_t qkv_rows(const PwArch *a)
+{
+    return (size_t)(a->n_head + 2 * a->n_kv_head) * (a->n_embd / a->n_head);
+}
+
+static void tensor_sizes(size_t *s, const PwArch *a, int heads)
+{
+    size_t L = a->n_layer, C = a->n_embd, V = a->vocab_size, F = a->n_inner, Q = qkv_rows(a);
+    s[0] = V * C;
+    s[1] = L * C;
+    s[2] = L * Q * C;
+    s[3] = a->qkv_bias ? L * Q : 0;
+    s[4] = L * C * C;
+    s[5] = L * C;
+    s[6] = L * 2 * F * C;
+    s[7] = L * C * F;
+    s[8] = C;
+    s[9] = a->tied ? 0 : V * C;
+    s[10] = (heads & PW_HEAD_SCORE) ? C : 0;
+    s[11] = (heads & PW_HEAD_SCORE) ? 1 : 0;
+    s[12] = (heads & PW_HEAD_VALUE) ? C : 0;
+    s[13] = (heads & PW_HEAD_VALUE) ? 1 : 0;
+}
+
+static double flops_per_token(const PwModel *m, int T)
+{
+    const PwArch *a = &m->arch;
+    double L = a->n_layer, C = a->n_embd, V = a->vocab_size, F = a->n_inner;
+    double matmul_params = L * ((double)qkv_rows(a) * C + C * C + 3.0 * F * C);
+    if (m->heads & PW_HEAD_LM) matmul_params += V * C;
+    /* q.k and att.v: 2*2*T*(NH hs) forward per token and layer, twice that in backward */
+    return 6.0 * matmul_params + 12.0 * L * C * T;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* activations (allocated by the first forward) and state */
+
+#define NUM_ACTS 21
+typedef struct Acts {
+    float *encoded;   /* (B, T, C) */
+    float *ln1;       /* (L, B, T, C) */
+    float *rstd1;     /* (L, B, T) */
+    float *qkv;       /* (L, B, T, QKV) after the rotary embedding */
+    float *atty;      /* (L, B, T, C) */
+    float *att;       /* (L, B, NH, T, T) */
+    float *attproj;   /* (L, B, T, C) */
+    float *residual2; /* (L, B, T, C) */
+    float *ln2;       /* (L, B, T, C) */
+    float *rstd2;     /* (L, B, T) */
+    float *fch;       /* (L, B, T, 2F) [gate | up] */
+    float *fch_act;   /* (L, B, T, F) silu(gate) * up */
+    float *fcproj;    /* (L, B, T, C) */
+    float *residual3; /* (L, B, T, C) */
+    float *lnf;       /* (B, T, C) */
+    float *rstdf;     /* (B, T) */
+    float *logits;    /* (B, T, V) */
+    float *logp;      /* (B, T) */
+    float *entropy;   /* (B, T) */
+    float *value;     /* (B, T) */
+    float *score;     /* (B) */
+} Acts;
+
+enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_COUNT };
+
+typedef struct Llama {
+    Acts a;
+    float *acts_memory, *scratch_memory;
+    float *inv_freq;  /* (hs / 2) on the device, for every pass */
+    int logits_valid;
+} Llama;
+
+static void act_sizes(size_t *s, const PwArch *c, int heads, int maxB, int maxT)
+{
+    size_t L = c->n_layer, C = c->n_embd, V = c->vocab_size, NH = c->n_head, F = c->n_inner;
+    size_t B = maxB, T = maxT, BT = B * T, Q = qkv_rows(c);
+    size_t v[NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T * T,
+                          L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT * 2 * F, L * BT * F,
+                          L * BT * C, L * BT * C, BT * C, BT,
+                          (heads & PW_HEAD_LM) ? BT * V : 0, (heads & PW_HEAD_LM) ? BT : 0,
+                          (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
+                          (heads & PW_HEAD_SCORE) ? B : 0};
+    memcpy(s, v, sizeof v);
+}
+
+static void scratch_sizes(size_t *s, const PwArch *c, int maxB, int maxT)
+{
+    size_t BT = (size_t)maxB * maxT, C = c->n_embd, F = c->n_inner;
+    s[SCR_DRES] = BT * C;
+    s[SCR_DLN] = BT * C;
+    s[SCR_DATTY] = BT * C;
+    s[SCR_DQKV] = BT * qkv_rows(c);
+    s[SCR_DFCH] = BT * 2 * F;
+    s[SCR_DFCHA] = BT * F;
+}
+
+static size_t activation_bytes(const PwModel *m)
+{
+    size_t a[NUM_ACTS], s[SCR_COUNT];
+    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT);
+    scratch_sizes(s, &m->arch, m->maxB, m->maxT);
+    return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
+}
+
+static int attach(PwModel *m, PwErr *err)
+{
+    Llama *g = calloc(1, sizeof *g);
+    if (!(m->fam = g)) return pw_errf(err, "out of host memory");
+    const PwArch *a = &m->arch;
+    int hs = a->n_embd / a->n_head;
+    float *h = malloc((size_t)(hs / 2) * sizeof(float));
+    if (!h) return pw_errf(err, "out of host memory");
+    PwRopeScaling sc = {a->rope_llama3, a->rope_factor, a->rope_low_freq_factor,
+                        a->rope_high_freq_factor, a->rope_original_max};
+    pw_rope_inv_freq(h, hs, a->rope_theta, &sc);
+    size_t bytes = (size_t)(hs / 2) * sizeof(float);
+    if (!(g->inv_freq = m->ops->alloc(m->ops, bytes))) {
+        free(h);
+        return pw_model_no_room(m, "the rotary frequencies", bytes, err);
+    }
+    m->ops->copy(m->ops, g->inv_freq, h, bytes, PW_COPY_H2D);
+    free(h);
+    return 0;
+}
+
+static void detach(PwModel *m)
+{
+    Llama *g = m->fam;
+    if (!g) return;
+    m->ops->free(m->ops, g->acts_memory);
+    m->ops->free(m->ops, g->scratch_memory);
+    m->ops->free(m->ops, g->inv_freq);
+    free(g);
+    m->fam = NULL;
+}
+
+static int ensure_acts(PwModel *m, PwErr *err)
+{
+    Llama *g = m->fam;
+    size_t s[NUM_ACTS];
+    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT);
+    return pw_model_alloc_slices(m, &g->acts_memory, (float **)&g->a, s, NUM_ACTS,
+                                 "the activations", err);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* init: transformers' (initializer_range 0.02 for every Linear and the embedding, norms 1,
+ * biases 0); heads N(0, 1/sqrt(C+1)) as GPT-2's */
+
+static void init_heads(const PwModel *m, float *host, int heads, uint64_t seed)
+{
+    pw_model_init_heads(m, host, heads, seed, PW_LLAMA_SCOREW, PW_LLAMA_VALUEW);
+}
+
+static void init_random(const PwModel *m, float *host, uint64_t seed)
+{
+    PwLlamaParams params = pw_llama_view(m, host);
+    float **p = (float **)&params;
+    for (int i = 0; i < PW_LLAMA_SCOREW; i++) {
+        size_t n = m->tensor_size[i];
+        if (!n) continue;
+        if (i == 1 || i == 5 || i == 8) pw_model_fill_const(p[i], n, 1.0f); /* RMSNorm */
+        else if (i == 3) pw_model_fill_const(p[i], n, 0.0f);                /* biases */
+        else pw_model_fill_normal(p[i], n, 0.02, seed, i);
+    }
+    init_heads(m, host, PW_HEAD_SCORE | PW_HEAD_VALUE, seed);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* one block, the same for the batch forward and the KV-cache passes */
+
+typedef struct Block {
+    const float *in;
+    float *ln1, *rstd1, *qkv, *atty, *att, *attproj, *res2;
+    float *ln2, *rstd2, *fch, *fch_act, *fcproj, *out;
+} Block;
+
+typedef struct Attend {
+    const int *mask, *pos;   /* batch: (B,T) mask and positions; a pass: the tokens' positions */
+    int B, T;
+    float *kcache, *vcache, *scores; /* NULL kcache: the batch's own attention */
+    size_t layer;
+    const int *seg_row, *seg_off, *seg_slot0;
+    int nseg, maxT;
+} Attend;
+
+static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const Block *k, int N,
+                          const Attend *at)
+{
+    const PwOps *o = m->ops;
+    const Llama *g = m->fam;
+    const PwArch *a = &m->arch;
+    const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
+    const size_t Q = qkv_rows(a), CC = (size_t)C * C;
+    o->rmsnorm_forward(o, k->ln1, k->rstd1, k->in, p->ln1w + (size_t)l * C, N, C, a->norm_eps);
+    o->matmul_forward(o, k->qkv, k->ln1, p->qkvw + Q * C * l, p->qkvb ? p->qkvb + Q * l : NULL,
+                      N, C, (int)Q);
+    /* q and k heads are the first NH + NKV heads of each row: rotated in place */
+    o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
+    if (at->kcache)
+        o->attention_cache_gqa_forward(o, k->atty, at->kcache + l * at->layer,
+                                       at->vcache + l * at->layer, at->scores, k->qkv,
+                                       at->seg_row, at->seg_off, at->seg_slot0, at->nseg, N,
+                                       at->maxT, NH, NKV, hs);
+    else
+        o->attention_gqa_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, NH, NKV,
+                                 hs);
+    o->matmul_forward(o, k->attproj, k->atty, p->attprojw + CC * l, NULL, N, C, C);
+    o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
+    o->rmsnorm_forward(o, k->ln2, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C, a->norm_eps);
+    o->matmul_forward(o, k->fch, k->ln2, p->fcw + (size_t)2 * F * C * l, NULL, N, C, 2 * F);
+    o->swiglu_forward(o, k->fch_act, k->fch, N, F);
+    o->matmul_forward(o, k->fcproj, k->fch_act, p->fcprojw + (size_t)C * F * l, NULL, N, F, C);
+    o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
+}
+
+static Block batch_block(const PwModel *m, const Acts *a, int l)
+{
+    const PwArch *c = &m->arch;
+    const size_t C = c->n_embd, NH = c->n_head, F = c->n_inner, Q = qkv_rows(c);
+    const size_t BT = (size_t)m->maxB * m->maxT, sBTC = BT * C;
+    const size_t sATT = (size_t)m->maxB * NH * m->maxT * m->maxT;
+    return (Block){
+        .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
+        .ln1 = a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT, .qkv = a->qkv + l * BT * Q,
+        .atty = a->atty + l * sBTC, .att = a->att + l * sATT, .attproj = a->attproj + l * sBTC,
+        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
+        .fch = a->fch + l * BT * 2 * F, .fch_act = a->fch_act + l * BT * F,
+        .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
+    };
+}
+
+static const float *lm_weight(const PwLlamaParams *p) { return p->lmw ? p->lmw : p->wte; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* the batch forward */
+
+static int forward(PwModel *m, PwErr *err)
+{
+    if (ensure_acts(m, err)) return -1;
+    Llama *g = m->fam;
+    const PwOps *o = m->ops;
+    const PwArch *c = &m->arch;
+    const int L = c->n_layer, C = c->n_embd, V = c->vocab_size;
+    const int B = m->B, T = m->T, BT = B * T;
+    const size_t sBTC = (size_t)m->maxB * m->maxT * C;
+    PwLlamaParams p = pw_llama_view(m, m->params);
+    Acts *a = &g->a;
+
+    o->gather_rows(o, a->encoded, p.wte, m->d_inputs, BT, C);
+    Attend at = {.mask = m->d_mask, .pos = m->d_pos, .B = B, .T = T};
+    for (int l = 0; l < L; l++) {
+        Block k = batch_block(m, a, l);
+        block_forward(m, &p, l, &k, BT, &at);
+    }
+    o->rmsnorm_forward(o, a->lnf, a->rstdf, a->residual3 + (L - 1) * sBTC, p.lnfw, BT, C,
+                       c->norm_eps);
+    if (m->heads & PW_HEAD_LM) {
+        o->matmul_forward(o, a->logits, a->lnf, lm_weight(&p), NULL, BT, C, V);
+        if (m->inv_temperature != 1.0f)
+            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
+        o->logprobs_forward(o, a->logp, a->entropy, a->logits, m->d_targets, BT, V);
+        g->logits_valid = 1;
+    }
+    if (m->heads & PW_HEAD_VALUE)
+        o->matmul_forward(o, a->value, a->lnf, p.valuew, p.valueb, BT, C, 1);
+    if (m->heads & PW_HEAD_SCORE) {
+        o->zero(o, a->score, (size_t)B * sizeof(float));
+        for (int b = 0; b < B; b++)
+            if (m->h_last[b] >= 0)
+                o->matmul_forward(o, a->score + b, a->lnf + ((size_t)b * T + m->h_last[b]) * C,
+                                  p.scorew, p.scoreb, 1, C, 1);
+    }
+    return 0;
+}
+
+static void outputs(PwModel *m, PwFamilyOutputs *out)
+{
+    Llama *g = m->fam;
+    *out = (PwFamilyOutputs){g->a.logp, g->a.entropy, g->a.value, g->a.score,
+                             g->logits_valid ? g->a.logits : NULL};
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* backward */
+
+static int backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
+                    const float *dscore, PwErr *err)
+{
+    Llama *g = m->fam;
+    const PwOps *o = m->ops;
+    const PwArch *c = &m->arch;
+    const int L = c->n_layer, C = c->n_embd, NH = c->n_head, NKV = c->n_kv_head;
+    const int hs = C / NH, V = c->vocab_size, F = c->n_inner;
+    const int B = m->B, T = m->T, BT = B * T;
+    const size_t Q = qkv_rows(c), CC = (size_t)C * C;
+    const size_t sBTC = (size_t)m->maxB * m->maxT * C;
+    size_t ss[SCR_COUNT];
+    scratch_sizes(ss, c, m->maxB, m->maxT);
+    if (!g->scratch_memory) {
+        size_t bytes = pw_model_sum_sizes(ss, SCR_COUNT) * sizeof(float);
+        if (!(g->scratch_memory = o->alloc(o, bytes)))
+            return pw_model_no_room(m, "the backward scratch", bytes, err);
+    }
+    PwLlamaParams p = pw_llama_view(m, m->params), gr = pw_llama_view(m, m->grads);
+    Acts *a = &g->a;
+    float *scr[SCR_COUNT];
+    pw_model_slice(scr, ss, SCR_COUNT, g->scratch_memory);
+    float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
+    float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfcha = scr[SCR_DFCHA];
+    const size_t fBTC = (size_t)BT * C * sizeof(float);
+
+    o->zero(o, dln, fBTC);
+    if ((m->heads & PW_HEAD_LM) && (dlogp || dentropy)) {
+        o->logprobs_backward(o, a->logits, a->logits, m->d_targets, dlogp, dentropy, BT, V);
+        g->logits_valid = 0;
+        if (m->inv_temperature != 1.0f)
+            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
+        o->matmul_backward(o, dln, p.lmw ? gr.lmw : gr.wte, NULL, a->logits, a->lnf,
+                           lm_weight(&p), BT, C, V);
+    }
+    if ((m->heads & PW_HEAD_VALUE) && dvalue)
+        o->matmul_backward(o, dln, gr.valuew, gr.valueb, dvalue, a->lnf, p.valuew, BT, C, 1);
+    if ((m->heads & PW_HEAD_SCORE) && dscore)
+        for (int b = 0; b < B; b++) {
+            if (m->h_last[b] < 0) continue;
+            size_t row = ((size_t)b * T + m->h_last[b]) * C;
+            o->matmul_backward(o, dln + row, gr.scorew, gr.scoreb, dscore + b, a->lnf + row,
+                               p.scorew, 1, C, 1);
+        }
+    o->zero(o, dres, fBTC);
+    o->rmsnorm_backward(o, dres, gr.lnfw, dln, a->residual3 + (L - 1) * sBTC, p.lnfw, a->rstdf,
+                        BT, C);
+    for (int l = L - 1; l >= 0; l--) {
+        Block k = batch_block(m, a, l);
+        o->zero(o, dfcha, (size_t)BT * F * sizeof(float));
+        o->matmul_backward(o, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
+                           p.fcprojw + (size_t)C * F * l, BT, F, C);
+        o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
+        o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
+        o->zero(o, dln, fBTC);
+        o->matmul_backward(o, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
+                           p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F);
+        o->rmsnorm_backward(o, dres, gr.ln2w + (size_t)l * C, dln, k.res2, p.ln2w + (size_t)l * C,
+                            k.rstd2, BT, C);
+        o->zero(o, datty, fBTC);
+        o->matmul_backward(o, datty, gr.attprojw + CC * l, NULL, dres, k.atty,
+                           p.attprojw + CC * l, BT, C, C);
+        o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
+        o->attention_gqa_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, NH, NKV, hs);
+        /* the gradient of the rotated q and k, turned back: that of the projection's output */
+        o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
+        o->zero(o, dln, fBTC);
+        o->matmul_backward(o, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv,
+                           k.ln1, p.qkvw + Q * C * l, BT, C, (int)Q);
+        o->rmsnorm_backward(o, dres, gr.ln1w + (size_t)l * C, dln, k.in, p.ln1w + (size_t)l * C,
+                            k.rstd1, BT, C);
+    }
+    /* the embedding rows: no position table */
+    o->encoder_backward(o, gr.wte, NULL, dres, m->d_inputs, NULL, B, T, C);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the KV cache */
+
+enum { K_K, K_V, K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_SCORES, K_HEAD, K_NUM };
+
+typedef struct LlamaCache {
+    float *buf[K_NUM];
+    float *memory;
+} LlamaCache;
+
+static void kv_sizes(size_t *s, const PwKVCache *c)
+{
+    const PwArch *a = &c->m->arch;
+    size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head;
+    size_t hs = C / NH, V = a->vocab_size, F = a->n_inner;
+    size_t B = c->maxB, T = c->maxT, N = c->maxN;
+    s[K_K] = L * B * NKV * T * hs; /* (L, maxB, NKV, maxT, hs) */
+    s[K_V] = L * B * NKV * T * hs;
+    s[K_X] = N * C;
+    s[K_LN] = N * C;
+    s[K_RSTD] = N;
+    s[K_QKV] = N * qkv_rows(a);
+    s[K_ATTY] = N * C;
+    s[K_PROJ] = N * C;
+    s[K_FC] = N * 2 * F;
+    s[K_FCA] = N * F;
+    s[K_SCORES] = B * NH * T;
+    s[K_HEAD] = B * V;
+}
+
+static int kv_attach(PwKVCache *c, PwErr *err)
+{
+    LlamaCache *k = calloc(1, sizeof *k);
+    if (!k) return pw_errf(err, "out of host memory");
+    c->fam = k;
+    size_t s[K_NUM];
+    kv_sizes(s, c);
+    size_t bytes = pw_model_sum_sizes(s, K_NUM) * sizeof(float);
+    const PwOps *o = c->m->ops;
+    if (!(k->memory = o->alloc(o, bytes)))
+        return pw_model_no_room(c->m, "a KV cache", bytes, err);
+    pw_model_slice(k->buf, s, K_NUM, k->memory);
+    return 0;
+}
+
+static void kv_detach(PwKVCache *c)
+{
+    LlamaCache *k = c->fam;
+    if (!k) return;
+    c->m->ops->free(c->m->ops, k->memory);
+    free(k);
+    c->fam = NULL;
+}
+
+static const float *kv_pass(PwKVCache *c)
+{
+    const PwModel *m = c->m;
+    const PwOps *o = m->ops;
+    LlamaCache *k = c->fam;
+    float **b = k->buf;
+    const PwArch *a = &m->arch;
+    const int L = a->n_layer, C = a->n_embd, V = a->vocab_size, N = c->ntok;
+    const int hs = C / a->n_head;
+    PwLlamaParams p = pw_llama_view(m, m->params);
+
+    o->gather_rows(o, b[K_X], p.wte, c->d_tok, N, C);
+    Block blk = {
+        .in = b[K_X], .ln1 = b[K_LN], .rstd1 = b[K_RSTD], .qkv = b[K_QKV], .atty = b[K_ATTY],
+        .att = NULL, .attproj = b[K_PROJ], .res2 = b[K_X], .ln2 = b[K_LN], .rstd2 = b[K_RSTD],
+        .fch = b[K_FC], .fch_act = b[K_FCA], .fcproj = b[K_PROJ], .out = b[K_X],
+    };
+    Attend at = {
+        .pos = c->d_pos, .kcache = b[K_K], .vcache = b[K_V], .scores = b[K_SCORES],
+        .layer = (size_t)c->maxB * a->n_kv_head * c->maxT * hs, .seg_row = c->d_seg_row,
+        .seg_off = c->d_seg_off, .seg_slot0 = c->d_seg_slot0, .nseg = c->nseg, .maxT = c->maxT,
+    };
+    for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
+    o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
+    o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);
+    o->matmul_forward(o, b[K_HEAD], b[K_LN], lm_weight(&p), NULL, c->nseg, C, V);
+    return b[K_HEAD];
+}
+
+const PwFamilyImpl pw_llama_family = {
+    .family = PW_FAMILY_LLAMA,
+    .name = "llama",
+    .model_types = (const char *const[]){"llama", "qwen2", "mistral", NULL},
+    .ntensors = PW_LLAMA_NUM_PARAM_TENSORS,
+    .tensor_names = param_names,
+    .tensor_decays = param_decays,
+    .arch_check = arch_check,
+    .arch_from_json = pw_llama_arch_from_json,
+    .tensor_sizes = tensor_sizes,
+    .flops_per_token = flops_per_token,
+    .activation_bytes = activation_bytes,
+    .attach = attach,
+    .detach = detach,
+    .init_random = init_random,
+    .init_heads = init_heads,
+    .forward = forward,
+    .outputs = outputs,
+    .backward = backward,
+    .save = pw_llama_save,
+    .load = pw_llama_load,
+    .kv_attach = kv_attach,
+    .kv_detach = kv_detach,
+    .kv_pass = kv_pass,
+};

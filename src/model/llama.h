@@ -1,0 +1,44 @@
+/* llama.h: the Llama family's parameter layout (Llama 3, Qwen2, Mistral, SmolLM), shared by its
+ * computation (llama.c) and its Hugging Face files (llama_io.c). Internal to src/model. */
+#ifndef PW_LLAMA_INTERNAL_H
+#define PW_LLAMA_INTERNAL_H
+
+#include "model_internal.h"
+
+/* Parameters, in this order in the model's one buffer. QKV = (NH + 2 NKV) hs rows: Hugging
+ * Face's q_proj, k_proj and v_proj stacked, so one matmul gives [q | k | v]; fcw stacks
+ * gate_proj over up_proj, so one matmul gives [gate | up]. A tensor the model lacks (biases
+ * without attention_bias, the LM head when tied, absent heads) has size 0 and a NULL pointer. */
+#define PW_LLAMA_NUM_PARAM_TENSORS 14
+typedef struct PwLlamaParams {
+    float *wte;      /* (V, C) embed_tokens */
+    float *ln1w;     /* (L, C) input_layernorm */
+    float *qkvw;     /* (L, QKV, C) */
+    float *qkvb;     /* (L, QKV) Qwen2 only */
+    float *attprojw; /* (L, C, NH hs) o_proj */
+    float *ln2w;     /* (L, C) post_attention_layernorm */
+    float *fcw;      /* (L, 2F, C) gate_proj; up_proj */
+    float *fcprojw;  /* (L, C, F) down_proj */
+    float *lnfw;     /* (C) norm */
+    float *lmw;      /* (V, C) lm_head, untied models only */
+    float *scorew;   /* (1, C) score head */
+    float *scoreb;   /* (1) */
+    float *valuew;   /* (1, C) value head */
+    float *valueb;   /* (1) */
+} PwLlamaParams;
+
+enum { PW_LLAMA_SCOREW = 10, PW_LLAMA_SCOREB, PW_LLAMA_VALUEW, PW_LLAMA_VALUEB };
+
+static inline PwLlamaParams pw_llama_view(const PwModel *m, float *memory)
+{
+    PwLlamaParams p;
+    pw_model_slice((float **)&p, m->tensor_size, PW_LLAMA_NUM_PARAM_TENSORS, memory);
+    return p;
+}
+
+int pw_llama_arch_from_json(PwArch *a, const void *json_root, const char *path, PwErr *err);
+int pw_llama_save(const PwModel *m, const float *host, const char *dir, PwErr *err);
+int pw_llama_load(const PwModel *m, float *host, const char *dir, int value_from_score,
+                  int *missing, PwErr *err);
+
+#endif

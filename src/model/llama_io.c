@@ -1,0 +1,325 @@
+/* llama_io.c: Llama-family checkpoints as Hugging Face writes them (llama, qwen2, mistral):
+ * config.json, model.* tensor names, q/k/v and gate/up stacked in ours and split in theirs. */
+#include "llama.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_safetensors.h"
+
+static const char *const hf_types[] = {"llama", "qwen2", "mistral"};
+
+/* ------------------------------------------------------------------------------------------ */
+/* config.json */
+
+static int get_int(const json_t *root, const char *key, int def, const char *path, int *out,
+                   PwErr *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v)) {
+        if (def < 0) return pw_errf(err, "%s: missing key \"%s\"", path, key);
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > 1000000000)
+        return pw_errf(err, "%s: key \"%s\" must be a positive integer", path, key);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int get_num(const json_t *root, const char *key, double def, const char *path,
+                   double *out, PwErr *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v)))
+        return pw_errf(err, "%s: key \"%s\" must be a positive number", path, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* A key whose other values would change the function: present, it must say what we compute. */
+static int need(const json_t *root, const char *key, const char *path, int ok, const char *what,
+                PwErr *err)
+{
+    if (json_object_get(root, key) && !ok)
+        return pw_errf(err, "%s: key \"%s\" must be %s (ppo_world computes nothing else)", path,
+                       key, what);
+    return 0;
+}
+
+static int rope_scaling(PwArch *c, const json_t *rs, const char *path, PwErr *err)
+{
+    if (!rs || json_is_null(rs)) return 0;
+    const json_t *t = json_object_get(rs, "rope_type");
+    if (!t) t = json_object_get(rs, "type");
+    const char *type = json_string_value(t);
+    if (!json_is_object(rs) || !type)
+        return pw_errf(err, "%s: key \"rope_scaling\" must be null or an object with a "
+                       "\"rope_type\"", path);
+    if (!strcmp(type, "default")) return 0;
+    if (strcmp(type, "llama3"))
+        return pw_errf(err, "%s: rope_scaling type \"%s\" is not implemented (null, default or "
+                       "llama3)", path, type);
+    c->rope_llama3 = 1;
+    double orig = 0;
+    if (get_num(rs, "factor", -1, path, &c->rope_factor, err) ||
+        get_num(rs, "low_freq_factor", -1, path, &c->rope_low_freq_factor, err) ||
+        get_num(rs, "high_freq_factor", -1, path, &c->rope_high_freq_factor, err) ||
+        get_num(rs, "original_max_position_embeddings", -1, path, &orig, err))
+        return -1;
+    if (c->rope_factor < 0 || c->rope_low_freq_factor < 0 || c->rope_high_freq_factor < 0 ||
+        orig < 0 || !(c->rope_high_freq_factor > c->rope_low_freq_factor))
+        return pw_errf(err, "%s: llama3 rope_scaling needs factor, low_freq_factor < "
+                       "high_freq_factor and original_max_position_embeddings", path);
+    c->rope_original_max = (int)orig;
+    return 0;
+}
+
+int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *path, PwErr *err)
+{
+    const json_t *root = json_root;
+    PwArch c = {.family = PW_FAMILY_LLAMA};
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    for (int i = 0; i < 3; i++)
+        if (type && !strcmp(type, hf_types[i])) c.hf_type = i;
+    double eps = 0, theta = 0;
+    if (get_int(root, "num_hidden_layers", -1, path, &c.n_layer, err) ||
+        get_int(root, "num_attention_heads", -1, path, &c.n_head, err) ||
+        get_int(root, "hidden_size", -1, path, &c.n_embd, err) ||
+        get_int(root, "vocab_size", -1, path, &c.vocab_size, err) ||
+        get_int(root, "max_position_embeddings", -1, path, &c.n_positions, err) ||
+        get_int(root, "intermediate_size", -1, path, &c.n_inner, err) ||
+        get_int(root, "num_key_value_heads", c.n_head, path, &c.n_kv_head, err) ||
+        get_num(root, "rms_norm_eps", 1e-6, path, &eps, err))
+        return -1;
+    /* transformers up to 4.x: rope_theta and rope_scaling; 5.x: rope_parameters holds both */
+    const json_t *rp = json_object_get(root, "rope_parameters");
+    if (rp && !json_is_null(rp)) {
+        if (get_num(rp, "rope_theta", 10000.0, path, &theta, err) ||
+            rope_scaling(&c, rp, path, err))
+            return -1;
+    } else if (get_num(root, "rope_theta", 10000.0, path, &theta, err) ||
+               rope_scaling(&c, json_object_get(root, "rope_scaling"), path, err)) {
+        return -1;
+    }
+    c.norm_eps = (float)eps;
+    c.rope_theta = theta;
+    const json_t *tie = json_object_get(root, "tie_word_embeddings");
+    c.tied = tie ? json_is_true(tie) : 0; /* transformers' Llama/Qwen2/Mistral default: untied */
+    c.qkv_bias = c.hf_type == 1 || json_is_true(json_object_get(root, "attention_bias"));
+    const json_t *v;
+    int head_dim = 0;
+    if ((v = json_object_get(root, "head_dim")) && !json_is_null(v))
+        head_dim = json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    const json_t *sw = json_object_get(root, "sliding_window");
+    if (need(root, "hidden_act", path,
+             json_string_value(json_object_get(root, "hidden_act")) &&
+                 !strcmp(json_string_value(json_object_get(root, "hidden_act")), "silu"),
+             "\"silu\"", err) ||
+        need(root, "mlp_bias", path, !json_is_true(json_object_get(root, "mlp_bias")), "false",
+             err) ||
+        need(root, "use_sliding_window", path,
+             !json_is_true(json_object_get(root, "use_sliding_window")), "false", err) ||
+        need(root, "sliding_window", path,
+             c.hf_type == 1 || json_is_null(sw) ||
+                 (json_is_integer(sw) && json_integer_value(sw) >= c.n_positions),
+             "null or at least max_position_embeddings", err) ||
+        need(root, "head_dim", path, head_dim == 0 || head_dim * c.n_head == c.n_embd,
+             "hidden_size / num_attention_heads", err) ||
+        need(root, "pretraining_tp", path,
+             json_integer_value(json_object_get(root, "pretraining_tp")) == 1, "1", err))
+        return -1;
+    const json_t *lt = json_object_get(root, "layer_types");
+    for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++)
+        if (!json_string_value(json_array_get(lt, i)) ||
+            strcmp(json_string_value(json_array_get(lt, i)), "full_attention"))
+            return pw_errf(err, "%s: layer_types[%zu] must be \"full_attention\" (no sliding "
+                           "window attention in ppo_world)", path, i);
+    if (c.n_embd % c.n_head || c.n_head % c.n_kv_head)
+        return pw_errf(err, "%s: hidden_size (%d) must be a multiple of num_attention_heads (%d), "
+                       "and that of num_key_value_heads (%d)", path, c.n_embd, c.n_head,
+                       c.n_kv_head);
+    *arch = c;
+    return 0;
+}
+
+static int config_save(const PwArch *c, const char *path, PwErr *err)
+{
+    static const char *const arch_names[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
+                                             "MistralForCausalLM"};
+    json_t *root = json_pack(
+        "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:s, s:f, s:s}",
+        "model_type", hf_types[c->hf_type], "architectures", arch_names[c->hf_type],
+        "num_hidden_layers", c->n_layer, "num_attention_heads", c->n_head,
+        "num_key_value_heads", c->n_kv_head, "hidden_size", c->n_embd, "intermediate_size",
+        c->n_inner, "vocab_size", c->vocab_size, "max_position_embeddings", c->n_positions,
+        "rms_norm_eps", (double)c->norm_eps, "rope_theta", c->rope_theta, "tie_word_embeddings",
+        c->tied, "hidden_act", "silu", "initializer_range", 0.02, "torch_dtype", "float32");
+    if (root && c->hf_type == 0) json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias));
+    if (root && c->rope_llama3)
+        json_object_set_new(
+            root, "rope_scaling",
+            json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor",
+                      c->rope_factor, "low_freq_factor", c->rope_low_freq_factor,
+                      "high_freq_factor", c->rope_high_freq_factor,
+                      "original_max_position_embeddings", c->rope_original_max));
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(root);
+    if (!text) return pw_errf(err, "%s: cannot build the JSON config", path);
+    int rc = pw_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the tensor map: one row per file tensor, driving save and load alike. A per-layer tensor of
+ * ours is split into parts along its rows: q, k, v of qkvw/qkvb and gate, up of fcw. */
+
+typedef struct Part {
+    int index;          /* into PwLlamaParams */
+    const char *fmt;    /* Hugging Face name; %d is the layer */
+    int per_layer;
+    int part;           /* which row block: 0 q/gate/whole, 1 k/up, 2 v */
+} Part;
+
+static const Part parts[] = {
+    {0, "model.embed_tokens.weight", 0, 0},
+    {1, "model.layers.%d.input_layernorm.weight", 1, 0},
+    {2, "model.layers.%d.self_attn.q_proj.weight", 1, 0},
+    {2, "model.layers.%d.self_attn.k_proj.weight", 1, 1},
+    {2, "model.layers.%d.self_attn.v_proj.weight", 1, 2},
+    {3, "model.layers.%d.self_attn.q_proj.bias", 1, 0},
+    {3, "model.layers.%d.self_attn.k_proj.bias", 1, 1},
+    {3, "model.layers.%d.self_attn.v_proj.bias", 1, 2},
+    {4, "model.layers.%d.self_attn.o_proj.weight", 1, 0},
+    {5, "model.layers.%d.post_attention_layernorm.weight", 1, 0},
+    {6, "model.layers.%d.mlp.gate_proj.weight", 1, 0},
+    {6, "model.layers.%d.mlp.up_proj.weight", 1, 1},
+    {7, "model.layers.%d.mlp.down_proj.weight", 1, 0},
+    {8, "model.norm.weight", 0, 0},
+    {9, "lm_head.weight", 0, 0},
+    {10, "score.weight", 0, 0},
+    {11, "score.bias", 0, 0},
+    {12, "value_head.weight", 0, 0},
+    {13, "value_head.bias", 0, 0},
+};
+
+/* Where part p of layer l sits in the parameter buffer view, and its file shape. */
+static float *locate(const PwModel *m, float *const *view, const Part *p, int l, int64_t *shape,
+                     int *ndim)
+{
+    const PwArch *a = &m->arch;
+    int64_t C = a->n_embd, hs = C / a->n_head, F = a->n_inner;
+    int64_t qrows = a->n_head * hs, kvrows = a->n_kv_head * hs, Q = qrows + 2 * kvrows;
+    int64_t rows, cols, row0 = 0, lrows; /* lrows, cols: the whole per-layer tensor */
+    switch (p->index) {
+    case 0: case 9: rows = a->vocab_size, cols = C, lrows = rows; break;
+    case 2: case 3:
+        rows = p->part == 0 ? qrows : kvrows;
+        row0 = p->part == 0 ? 0 : p->part == 1 ? qrows : qrows + kvrows;
+        cols = p->index == 2 ? C : 0, lrows = Q;
+        break;
+    case 4: rows = C, cols = C, lrows = C; break;
+    case 6: rows = F, row0 = p->part * F, cols = C, lrows = 2 * F; break;
+    case 7: rows = C, cols = F, lrows = C; break;
+    case 10: case 12: rows = 1, cols = C, lrows = 1; break;
+    case 11: case 13: rows = 1, cols = 0, lrows = 1; break;
+    default: rows = C, cols = 0, lrows = C; break; /* the RMSNorm weights */
+    }
+    *ndim = cols ? 2 : 1;
+    shape[0] = rows;
+    shape[1] = cols;
+    size_t width = cols ? (size_t)cols : 1;
+    return view[p->index] + ((size_t)l * lrows + row0) * width;
+}
+
+#define NAME_LEN 96
+
+int pw_llama_save(const PwModel *m, const float *host, const char *dir, PwErr *err)
+{
+    const int L = m->arch.n_layer;
+    int cap = (int)PW_ARRAY_LEN(parts) * L;
+    PwStWriteTensor *wt = calloc(cap, sizeof *wt);
+    char(*names)[NAME_LEN] = calloc(cap, NAME_LEN);
+    int rc = -1, n = 0;
+    if (!wt || !names) {
+        pw_errf(err, "%s: out of memory while saving", dir);
+        goto done;
+    }
+    PwLlamaParams view = pw_llama_view(m, (float *)host);
+    float *const *v = (float *const *)&view;
+    for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
+        const Part *p = &parts[i];
+        if (!v[p->index]) continue; /* a tensor the model lacks */
+        for (int l = 0; l < (p->per_layer ? L : 1); l++) {
+            PwStWriteTensor *t = &wt[n];
+            snprintf(names[n], NAME_LEN, p->fmt, l);
+            t->name = names[n];
+            t->data = locate(m, v, p, l, t->shape, &t->ndim);
+            t->dtype = PW_DT_F32;
+            n++;
+        }
+    }
+    char path[4096];
+    static const char *const meta[] = {"format", "pt", NULL};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (pw_st_write(path, wt, n, meta, err)) goto done;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (config_save(&m->arch, path, err)) goto done;
+    rc = 0;
+done:
+    free(wt);
+    free(names);
+    return rc;
+}
+
+int pw_llama_load(const PwModel *m, float *host, const char *dir, int value_from_score,
+                  int *missing, PwErr *err)
+{
+    PwStSet *st = NULL;
+    if (pw_st_set_open(&st, dir, err)) return -1;
+    PwLlamaParams view = pw_llama_view(m, host);
+    float *const *v = (float *const *)&view;
+    int rc = -1;
+    *missing = 0;
+    for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
+        Part p = parts[i];
+        if (!v[p.index]) continue;
+        int head = p.index >= 10, bias = p.index == 11 || p.index == 13;
+        if (value_from_score && p.index >= 12) /* a critic from a reward model */
+            p.fmt = p.index == 12 ? "score.weight" : "score.bias";
+        if (head && !pw_st_set_find(st, p.fmt, NULL)) {
+            if (bias) { /* LlamaForSequenceClassification's score has no bias: 0 */
+                *locate(m, v, &p, 0, (int64_t[2]){0}, &(int){0}) = 0.0f;
+                continue;
+            }
+            if (value_from_score && p.index == 12) {
+                pw_errf(err, "%s: tensor \"score.weight\" is missing (a critic copies the reward "
+                        "model's score head)", pw_st_set_label(st));
+                goto done;
+            }
+            *missing |= p.index == 10 ? PW_HEAD_SCORE : PW_HEAD_VALUE;
+            continue;
+        }
+        if (head && *missing & (p.index == 11 ? PW_HEAD_SCORE : PW_HEAD_VALUE)) continue;
+        for (int l = 0; l < (p.per_layer ? m->arch.n_layer : 1); l++) {
+            char name[NAME_LEN];
+            int64_t shape[2];
+            int ndim;
+            float *dst = locate(m, v, &p, l, shape, &ndim);
+            snprintf(name, sizeof name, p.fmt, l);
+            if (pw_st_set_read_f32(st, name, shape, ndim, dst, err)) goto done;
+        }
+    }
+    rc = 0;
+done:
+    pw_st_set_close(st);
+    return rc;
+}
