@@ -5,10 +5,11 @@ set -eu
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# Tiny SFT and reward checkpoints (V=64, L=2, C=32) and 8 prompts of 2..6 tokens.
+# Tiny SFT and reward checkpoints (V=64, L=2, C=32) and 8 prompts of 2..6 tokens. TINY_FAMILY=llama
+# makes them of the Llama family (Qwen2 layout: grouped-query attention, q/k/v biases, tied).
 make_inputs() {
-    "$MAKE_TINY" model "$WORK/sft" 11 64
-    "$MAKE_TINY" model "$WORK/rm" 22 64 score
+    "$MAKE_TINY" model "$WORK/sft" 11 64 ${TINY_FAMILY:-}
+    "$MAKE_TINY" model "$WORK/rm" 22 64 score ${TINY_FAMILY:-}
     "$MAKE_TINY" prompts "$WORK/prompts.jsonl" 33 64 8 2 6
 }
 

@@ -1,6 +1,7 @@
-/* make_tiny.c: writes the test inputs of the roles tests: a random tiny GPT-2 checkpoint (with or
- * without a score head) and a prompts JSONL file, deterministic from a seed. Usage:
- *   make_tiny model DIR SEED VOCAB [score]      L=2, C=32, NH=2, n_positions=32
+/* make_tiny.c: writes the test inputs of the roles tests: a random tiny checkpoint (GPT-2, or the
+ * Llama family; with or without a score head) and a prompts JSONL file, from a seed. Usage:
+ *   make_tiny model DIR SEED VOCAB [score] [llama]   L=2, C=32, NH=2, n_positions=32
+ *                                                    (llama: 4 query over 2 key/value heads)
  *   make_tiny prompts FILE SEED VOCAB COUNT MINLEN MAXLEN */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +10,17 @@
 
 #include "pw_model.h"
 
-static int write_model(const char *dir, unsigned long long seed, int vocab, int score)
+static int write_model(const char *dir, unsigned long long seed, int vocab, int score,
+                       int llama)
 {
     PwErr err;
     PwArch c = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 32,
                 .vocab_size = vocab, .n_positions = 32};
+    if (llama)
+        c = (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                     .vocab_size = vocab, .n_positions = 32, .n_kv_head = 2, .n_inner = 48,
+                     .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 1, .qkv_bias = 1,
+                     .hf_type = 1};
     PwModelOpts o = {.heads = PW_HEAD_LM | (score ? PW_HEAD_SCORE : 0), .maxB = 1, .maxT = 8};
     PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) {
@@ -50,9 +57,14 @@ static int write_prompts(const char *path, unsigned long long seed, int vocab, i
 
 int main(int argc, char **argv)
 {
-    if (argc >= 5 && !strcmp(argv[1], "model"))
-        return write_model(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]),
-                           argc > 5 && !strcmp(argv[5], "score"));
+    if (argc >= 5 && !strcmp(argv[1], "model")) {
+        int score = 0, llama = 0;
+        for (int i = 5; i < argc; i++) {
+            score |= !strcmp(argv[i], "score");
+            llama |= !strcmp(argv[i], "llama");
+        }
+        return write_model(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), score, llama);
+    }
     if (argc == 8 && !strcmp(argv[1], "prompts"))
         return write_prompts(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), atoi(argv[5]),
                              atoi(argv[6]), atoi(argv[7]));

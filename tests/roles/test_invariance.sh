@@ -16,7 +16,7 @@ run_ppo 3 colo colo "$@"
 
 # A two-member ensemble, each member data parallel over two of four reward ranks, scores as the
 # same ensemble on one rank (the actor, critic and reference keep one rank each).
-"$MAKE_TINY" model "$WORK/rm2" 44 64 score
+"$MAKE_TINY" model "$WORK/rm2" 44 64 score ${TINY_FAMILY:-}
 placement ens4 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [0] }' \
     'generator: { ranks: [0] }' 'reward: { ranks: [1, 2, 3, 4], models: [rm, rm2] }'
 run_ppo 5 ens4 ens4 "model.reward=[$WORK/rm, $WORK/rm2]" reward.objective=uwo
