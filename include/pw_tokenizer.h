@@ -1,5 +1,6 @@
 /* pw_tokenizer.h: turning text into token ids and back. The embedded default is byte-level
- * (one token per byte plus a few special tokens); a BPE tokenizer can implement the same table. */
+ * (one token per byte plus a few special tokens); Hugging Face byte-level BPE folders (GPT-2,
+ * Llama 3, Qwen2, SmolLM) implement the same table (docs/tokenizer.md). */
 #ifndef PW_TOKENIZER_H
 #define PW_TOKENIZER_H
 
@@ -25,7 +26,8 @@ struct PwTokenizer {
     int (*encode)(const PwTokenizer *t, const char *text, size_t len, int *ids, int cap,
                   PwErr *err);
     /* Decodes n ids into out (cap bytes, always NUL-terminated when cap > 0); special tokens
-     * render as <eos>, <pad>, <sep>; returns the length the whole text needs, -1 on a bad id. */
+     * render as <eos>, <pad>, <sep> (bytes) or their text (BPE: <|endoftext|>); returns the
+     * length the whole text needs, -1 on a bad id. */
     int (*decode)(const PwTokenizer *t, const int *ids, int n, char *out, size_t cap);
     void *impl;
 };
@@ -33,7 +35,10 @@ struct PwTokenizer {
 /* The byte-level tokenizer (a static instance: nothing to free). */
 const PwTokenizer *pw_tokenizer_bytes(void);
 
-/* Looks a tokenizer up by name ("bytes"); NULL with err naming the known ones otherwise. */
+/* Looks a tokenizer up by name: "bytes", or the path of a Hugging Face folder holding
+ * tokenizer.json (byte-level BPE) and tokenizer_config.json (bos/eos/pad/sep tokens; sep_id is
+ * -1 unless it names sep_token). A folder loads once per process and is never freed, so the
+ * pointer stays valid; NULL with err naming the file and what was expected otherwise. */
 const PwTokenizer *pw_tokenizer_get(const char *name, PwErr *err);
 
 #endif

@@ -1,7 +1,11 @@
 /* tokenizer.c: the byte-level tokenizer, the embedded default's vocabulary (256 bytes and three
- * specials). Any UTF-8 or binary text encodes losslessly, so no merges table has to ship. */
+ * specials), and the lookup that also loads Hugging Face BPE folders (bpe_load.c) by path. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "bpe.h"
 #include "pw_tokenizer.h"
 
 static int bytes_encode(const PwTokenizer *t, const char *text, size_t len, int *ids, int cap,
@@ -54,9 +58,52 @@ static const PwTokenizer byte_tokenizer = {
 
 const PwTokenizer *pw_tokenizer_bytes(void) { return &byte_tokenizer; }
 
+/* Folders loaded so far: callers keep the returned pointer for as long as they run and never
+ * free it (as with the static byte tokenizer), so each folder loads once and stays loaded. */
+typedef struct Loaded {
+    PwBpe *bpe;
+    char *path;
+    struct Loaded *next;
+} Loaded;
+static Loaded *loaded;
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const PwTokenizer *load_folder(const char *path, PwErr *err)
+{
+    pthread_mutex_lock(&loaded_lock);
+    const PwTokenizer *t = NULL;
+    for (Loaded *l = loaded; l && !t; l = l->next)
+        if (!strcmp(l->path, path)) t = &l->bpe->pub;
+    if (!t) {
+        Loaded *l = calloc(1, sizeof *l);
+        if (!l || !(l->path = strdup(path))) {
+            pw_errf(err, "out of memory");
+        } else if ((l->bpe = pw_bpe_load(path, err))) {
+            l->next = loaded;
+            loaded = l;
+            t = &l->bpe->pub;
+            l = NULL;
+        }
+        if (l) free(l->path);
+        free(l);
+    }
+    pthread_mutex_unlock(&loaded_lock);
+    return t;
+}
+
 const PwTokenizer *pw_tokenizer_get(const char *name, PwErr *err)
 {
     if (name && !strcmp(name, "bytes")) return &byte_tokenizer;
-    pw_errf(err, "unknown tokenizer '%s' (known: bytes)", name ? name : "(null)");
-    return NULL;
+    struct stat st;
+    if (!name || !*name || stat(name, &st)) {
+        pw_errf(err, "unknown tokenizer '%s' (known: bytes, or the path of a Hugging Face "
+                "tokenizer folder holding tokenizer.json)", name ? name : "(null)");
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        pw_errf(err, "tokenizer '%s' is not a folder: name the Hugging Face tokenizer folder that "
+                "holds tokenizer.json", name);
+        return NULL;
+    }
+    return load_folder(name, err);
 }

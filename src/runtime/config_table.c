@@ -51,8 +51,9 @@ static const PwCfgKey keys[] = {
     {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "256", 1, 0, PW_CFG_MIN, NULL,
      "prompts longer than this many tokens are skipped", OI " `max_prompt_token_length`"},
     {"data.tokenizer", PW_CFG_STRING, OFF(data.tokenizer), "", 0, 0, 0, NULL,
-     "tokenizer (bytes) of text prompts {\"prompt\": ...} (its bytes + SEP), and of the stop and "
-     "pad tokens; empty: prompts are {\"input_ids\": [...]} and the stop token is the last id",
+     "tokenizer of text prompts {\"prompt\": ...} and of the stop and pad tokens: bytes (its "
+     "bytes + SEP), or a Hugging Face byte-level BPE folder (tokenizer.json; docs/tokenizer.md); "
+     "empty: prompts are {\"input_ids\": [...]} and the stop token is the last id",
      "ours (open-instruct: the model's tokenizer)"},
 
     /* ---- PPO */

@@ -39,7 +39,8 @@ static const PwCfgKey keys[] = {
      "held out of the training examples when there is no validation file; 0: no validation",
      "ours"},
     {"data.tokenizer", PW_CFG_STRING, OFF(data.tokenizer), "bytes", 0, 0, 0, NULL,
-     "tokenizer of the text fields (docs/data.md); a checkpoint's vocabulary must hold it",
+     "tokenizer of the text fields (docs/data.md): bytes, or a Hugging Face byte-level BPE "
+     "folder (docs/tokenizer.md); a checkpoint's vocabulary must hold it",
      "ours (the byte tokenizer of the synthetic task)"},
     {"data.max_len", PW_CFG_INT, OFF(data.max_len), "0", 0, 65536, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "limit on prompt + response tokens of an example; 0: the model's n_positions", "ours"},

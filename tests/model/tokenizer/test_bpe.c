@@ -1,0 +1,178 @@
+/* test_bpe.c: the byte-level BPE tokenizer against ids the Hugging Face `tokenizers` library wrote
+ * (tests/fixtures/make_bpe_fixture.py), round trips, invalid UTF-8, and loader errors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "pw_test.h"
+#include "pw_tokenizer.h"
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    *len = fread(buf, 1, (size_t)n, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The whole held-out text, token for token, then back to the same bytes. */
+static void check_fixture(const char *fixtures, const char *name, int vocab, const char *text,
+                          size_t len)
+{
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/%s", fixtures, name);
+    PwErr err = {{0}};
+    const PwTokenizer *t = pw_tokenizer_get(dir, &err);
+    CHECK(t != NULL, "%s loads: %s", name, err.msg);
+    if (!t) return;
+    CHECK(pw_tokenizer_get(dir, &err) == t, "%s: loaded once", name);
+    /* make_bpe_fixture.py: specials first (<|endoftext|> 0, <|pad|> 1), no sep_token. */
+    CHECK(t->vocab_size == vocab && t->eos_id == 0 && t->pad_id == 1 && t->sep_id == -1,
+          "%s: vocab %d eos %d pad %d sep %d", name, t->vocab_size, t->eos_id, t->pad_id, t->sep_id);
+
+    snprintf(path, sizeof path, "%s/heldout_ids.u16", dir);
+    size_t nbytes;
+    unsigned char *raw = (unsigned char *)slurp(path, &nbytes);
+    CHECK(raw != NULL && nbytes % 2 == 0, "%s readable", path);
+    if (!raw) return;
+    int nref = (int)(nbytes / 2);
+    int *ids = malloc(sizeof(int) * (size_t)(nref + 16));
+    int n = t->encode(t, text, len, ids, nref + 16, &err);
+    CHECK(n == nref, "%s: %d ids, the library's %d (%s)", name, n, nref, n < 0 ? err.msg : "");
+    int mismatch = -1;
+    for (int i = 0; i < n && i < nref && mismatch < 0; i++)
+        if (ids[i] != (raw[2 * i] | raw[2 * i + 1] << 8)) mismatch = i;
+    if (mismatch >= 0) {
+        char around[128];
+        int lo = mismatch > 4 ? mismatch - 4 : 0;
+        t->decode(t, ids + lo, 8, around, sizeof around);
+        CHECK(0, "%s: id %d is %d, the library's %d, near \"%s\"", name, mismatch, ids[mismatch],
+              raw[2 * mismatch] | raw[2 * mismatch + 1] << 8, around);
+    }
+    char *back = malloc(len + 1);
+    CHECK(t->decode(t, ids, n, back, len + 1) == (int)len && !memcmp(back, text, len),
+          "%s: decode(encode(text)) is the text", name);
+
+    /* A short buffer: the full count comes back, nothing past cap is written. */
+    ids[3] = -7;
+    CHECK(t->encode(t, text, len, ids, 3, &err) == nref && ids[3] == -7, "%s: truncation", name);
+
+    /* Invalid UTF-8 (the library takes only valid str): PCRE2 leaves the bad bytes out of its
+     * matches, so each run of them is a piece of its own and round-trips as raw bytes. */
+    const char *bad = "ok \xff\xfe caf\xc3 \xe2\x82 x\xc3\xa9\x80 \xf0\x9f\x98";
+    int bid[64];
+    int bn = t->encode(t, bad, strlen(bad), bid, 64, &err);
+    CHECK(bn > 0 && bn <= 64, "%s: invalid UTF-8 encodes (%d): %s", name, bn, err.msg);
+    char bback[64];
+    CHECK(t->decode(t, bid, bn, bback, sizeof bback) == (int)strlen(bad) && !strcmp(bback, bad),
+          "%s: invalid UTF-8 round-trips", name);
+    int ff, one = t->encode(t, "\xff", 1, &ff, 1, &err);
+    char ffs[4];
+    CHECK(one == 1 && t->decode(t, &ff, 1, ffs, sizeof ffs) == 1 && ffs[0] == '\xff',
+          "%s: a lone 0xff is its byte token", name);
+    int two[4];
+    CHECK(t->encode(t, "a\xff", 2, two, 4, &err) == 2 && two[1] == ff, "%s: 0xff after a letter", name);
+
+    /* Specials decode as their text; an id past the vocabulary is refused. */
+    int sp[] = {t->eos_id, t->pad_id};
+    char sps[64];
+    CHECK(t->decode(t, sp, 2, sps, sizeof sps) == 20 && !strcmp(sps, "<|endoftext|><|pad|>"),
+          "%s: specials decode as %s", name, sps);
+    int past = t->vocab_size;
+    CHECK(t->decode(t, &past, 1, sps, sizeof sps) == -1, "%s: id past the vocabulary", name);
+    free(back);
+    free(ids);
+    free(raw);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4500];
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Loading `dir` fails with a message holding each of the given pieces. */
+static void expect_error(const char *dir, const char *want1, const char *want2)
+{
+    PwErr err = {{0}};
+    const PwTokenizer *t = pw_tokenizer_get(dir, &err);
+    CHECK(t == NULL && strstr(err.msg, want1) && (!want2 || strstr(err.msg, want2)),
+          "%s: expected an error with '%s' and '%s', got '%s'", dir, want1, want2 ? want2 : "",
+          t ? "(loaded)" : err.msg);
+}
+
+static void check_errors(const char *tmp)
+{
+    char d[4400];
+    const char *tail = "\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
+                       "\"decoder\":{\"type\":\"ByteLevel\"}}";
+    char json[512];
+    snprintf(d, sizeof d, "%s/wordpiece", tmp);
+    snprintf(json, sizeof json, "{\"model\":{\"type\":\"WordPiece\",%s", tail);
+    write_file(d, "tokenizer.json", json);
+    expect_error(d, "wordpiece/tokenizer.json: model type WordPiece", "expected BPE");
+
+    snprintf(d, sizeof d, "%s/unigram", tmp);
+    snprintf(json, sizeof json, "{\"model\":{\"type\":\"Unigram\",%s", tail);
+    write_file(d, "tokenizer.json", json);
+    expect_error(d, "unigram/tokenizer.json: model type Unigram", "expected BPE");
+
+    snprintf(d, sizeof d, "%s/malformed", tmp);
+    write_file(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+    expect_error(d, "malformed/tokenizer.json: not valid JSON", NULL);
+
+    snprintf(d, sizeof d, "%s/missing", tmp);
+    mkdir(d, 0755);
+    expect_error(d, "missing/tokenizer.json: cannot open", "needs tokenizer.json");
+
+    snprintf(d, sizeof d, "%s/nofolder", tmp);
+    expect_error(d, "unknown tokenizer", "Hugging Face tokenizer folder");
+    snprintf(d, sizeof d, "%s/missing", tmp);
+    write_file(d, "afile", "");
+    snprintf(d, sizeof d, "%s/missing/afile", tmp);
+    expect_error(d, "is not a folder", NULL);
+
+    /* A valid tokenizer.json but an eos_token it does not have. */
+    snprintf(d, sizeof d, "%s/badeos", tmp);
+    snprintf(json, sizeof json, "{\"model\":{\"type\":\"BPE\",%s", tail);
+    write_file(d, "tokenizer.json", json);
+    write_file(d, "tokenizer_config.json", "{\"eos_token\": {\"content\": \"</s>\"}}");
+    expect_error(d, "badeos/tokenizer_config.json: eos_token '</s>' is not a token", NULL);
+
+    snprintf(d, sizeof d, "%s/nobytelevel", tmp);
+    write_file(d, "tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{},\"merges\":[]},"
+               "\"pre_tokenizer\":{\"type\":\"Metaspace\"},\"decoder\":null}");
+    expect_error(d, "nobytelevel/tokenizer.json: pre_tokenizer type Metaspace", "expected ByteLevel");
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc == 3, "usage: test_bpe FIXTURES_DIR TMP_DIR");
+    if (argc != 3) return pw_test_done("test_bpe");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/bpe_heldout.txt", argv[1]);
+    size_t len;
+    char *text = slurp(path, &len);
+    CHECK(text != NULL && len >= 100000, "%s: %zu bytes", path, text ? len : 0);
+    if (text) {
+        check_fixture(argv[1], "bpe_llama3", 1500, text, len);
+        check_fixture(argv[1], "bpe_gpt2", 1200, text, len);
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/bpe_errors", argv[2]);
+    mkdir(tmp, 0755);
+    check_errors(tmp);
+    free(text);
+    return pw_test_done("test_bpe");
+}
