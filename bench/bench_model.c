@@ -177,37 +177,53 @@ static double bench_sgemm(void)
 
 int main(int argc, char **argv)
 {
+    /* [iters] [gpt2|llama]: GPT-2 small and 124M (the default), or the Llama family at
+     * Qwen2.5-0.5B's shape (random weights), alone, so that its peak memory is its own */
     int iters = argc > 1 ? atoi(argv[1]) : 3;
     if (iters < 1) iters = 1;
+    int llama = argc > 2 && !strcmp(argv[2], "llama");
     const char *threads = getenv("OPENBLAS_NUM_THREADS");
-    printf("GPT-2 forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "
-           "OPENBLAS_NUM_THREADS=%s\n\n", B, T, iters, threads ? threads : "(default)");
+    printf("%s forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "
+           "OPENBLAS_NUM_THREADS=%s\n\n", llama ? "Llama family" : "GPT-2", B, T, iters,
+           threads ? threads : "(default)");
 
     PwArch small = {.family = PW_FAMILY_GPT2, .n_layer = 4, .n_head = 4, .n_embd = 256,
                     .vocab_size = 50257, .n_positions = 1024};
     PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
                    .vocab_size = 50257, .n_positions = 1024};
-    warm_openblas(50257, 768);
+    /* Qwen2.5-0.5B's config.json: 24 layers, 14 query over 2 key/value heads of 64, MLP 4864,
+     * vocabulary 151936, tied, q/k/v biases, rope_theta 1e6 */
+    PwArch qwen = {.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
+                   .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
+                   .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
+                   .hf_type = 1};
+    warm_openblas(llama ? qwen.vocab_size : gpt2.vocab_size, llama ? qwen.n_embd : gpt2.n_embd);
     baseline_mib = rss_now_mib();
     Row rows[2];
-    rows[0] = bench_model("small (4x256)", small, iters);
-    rows[1] = bench_model("gpt2-124M (12x768)", gpt2, iters);
+    int n = 0;
+    if (llama) {
+        rows[n++] = bench_model("qwen2.5-0.5B shape", qwen, iters);
+    } else {
+        rows[n++] = bench_model("small (4x256)", small, iters);
+        rows[n++] = bench_model("gpt2-124M (12x768)", gpt2, iters);
+    }
 
     printf("%-20s %11s %8s %10s %9s %11s %7s %9s %10s\n", "model", "parameters", "s/iter",
            "tokens/s", "GFLOP/s", "sgemm GF/s", "ratio", "model MiB", "bound MiB");
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < n; i++)
         printf("%-20s %11zu %8.3f %10.1f %9.2f %11.2f %7.3f %9.0f %10.0f%s\n", rows[i].name,
                rows[i].params, rows[i].sec_per_iter, rows[i].tokens_per_s, rows[i].gflops,
                rows[i].sgemm, rows[i].gflops / rows[i].sgemm, rows[i].rss_mib, rows[i].bound_mib,
                rows[i].rss_mib > rows[i].bound_mib ? "  OVER" : "");
-    printf("\nGFLOP/s count 6 x matmul parameters (incl. the tied LM head) x tokens plus "
+    printf("\nGFLOP/s count 6 x matmul parameters (incl. the LM head) x tokens plus "
            "attention 12 x L x C x T per token. sgemm is a 1024x768x768 product (the attention\n"
            "projection's shape) timed in 0.2 s windows just before and after each model. RSS is "
            "the model's: the process's high-water mark less what it held before any model (%.0f MiB of\n"
            "code, libraries and OpenBLAS buffers); bound = parameters x 16 bytes + activations.\n",
            baseline_mib);
-    printf("RESULT model_gflops=%.2f sgemm_gflops=%.2f ratio=%.3f rss_mib=%.0f bound_mib=%.0f\n",
-           rows[1].gflops, rows[1].sgemm, rows[1].gflops / rows[1].sgemm, rows[1].rss_mib,
-           rows[1].bound_mib);
+    const Row *r = &rows[n - 1];
+    printf("RESULT %s=%.2f sgemm_gflops=%.2f ratio=%.3f rss_mib=%.0f bound_mib=%.0f\n",
+           llama ? "llama_gflops" : "model_gflops", r->gflops, r->sgemm, r->gflops / r->sgemm,
+           r->rss_mib, r->bound_mib);
     return 0;
 }
