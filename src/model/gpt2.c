@@ -293,6 +293,15 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     };
 }
 
+/* The heads' buffers and weights (gr: their gradients, NULL in the forward). */
+static PwHeads heads(const PwGPT2Params *p, const PwGPT2Params *gr, const Acts *a)
+{
+    return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score,
+                     p->wte, p->scorew, p->scoreb, p->valuew, p->valueb,
+                     gr ? gr->wte : NULL, gr ? gr->scorew : NULL, gr ? gr->scoreb : NULL,
+                     gr ? gr->valuew : NULL, gr ? gr->valueb : NULL};
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the batch forward */
 
@@ -301,7 +310,7 @@ static int forward(PwModel *m, PwErr *err)
     if (ensure_acts(m, err)) return -1;
     Gpt2 *g = m->fam;
     const PwOps *o = m->ops;
-    const int L = m->arch.n_layer, C = m->arch.n_embd, V = m->arch.vocab_size;
+    const int L = m->arch.n_layer, C = m->arch.n_embd;
     const int B = m->B, T = m->T, BT = B * T;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     PwGPT2Params p = pw_gpt2_view(m, m->params);
@@ -316,26 +325,9 @@ static int forward(PwModel *m, PwErr *err)
     o->layernorm_forward(o, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * sBTC,
                          p.lnfw, p.lnfb, BT, C);
 
-    if (m->heads & PW_HEAD_LM) {
-        o->matmul_forward(o, a->logits, a->lnf, p.wte, NULL, BT, C, V);
-        /* sampling at temperature tau draws from softmax(logits / tau): the log-probs of the
-         * sampled tokens are taken from the same distribution */
-        if (m->inv_temperature != 1.0f)
-            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
-        o->logprobs_forward(o, a->logp, a->entropy, a->logits, m->d_targets, BT, V);
-        g->logits_valid = 1;
-    }
-    if (m->heads & PW_HEAD_VALUE)
-        o->matmul_forward(o, a->value, a->lnf, p.valuew, p.valueb, BT, C, 1);
-    if (m->heads & PW_HEAD_SCORE) {
-        /* the score is read at the last real token, wherever padding put it; a row of padding
-         * only has no score */
-        o->zero(o, a->score, (size_t)B * sizeof(float));
-        for (int b = 0; b < B; b++)
-            if (m->h_last[b] >= 0)
-                o->matmul_forward(o, a->score + b, a->lnf + ((size_t)b * T + m->h_last[b]) * C,
-                                  p.scorew, p.scoreb, 1, C, 1);
-    }
+    PwHeads h = heads(&p, NULL, a);
+    pw_model_heads_forward(m, &h);
+    g->logits_valid = (m->heads & PW_HEAD_LM) != 0;
     return 0;
 }
 
@@ -355,44 +347,25 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     Gpt2 *g = m->fam;
     const PwOps *o = m->ops;
     const PwArch *cfg = &m->arch;
-    const int L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
+    const int L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head;
     const int B = m->B, T = m->T, BT = B * T;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
     scratch_sizes(ss, cfg, m->maxB, m->maxT);
-    if (!g->scratch_memory) {
-        size_t bytes = pw_model_sum_sizes(ss, SCR_COUNT) * sizeof(float);
-        if (!(g->scratch_memory = o->alloc(o, bytes)))
-            return pw_model_no_room(m, "the backward scratch", bytes, err);
-    }
+    float *scr[SCR_COUNT];
+    if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
+                              err))
+        return -1;
     PwGPT2Params p = pw_gpt2_view(m, m->params), gr = pw_gpt2_view(m, m->grads);
     Acts *a = &g->a;
-    float *scr[SCR_COUNT];
-    pw_model_slice(scr, ss, SCR_COUNT, g->scratch_memory);
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfch_gelu = scr[SCR_DFCHG];
     const size_t nBTC = (size_t)BT * C, fBTC = nBTC * sizeof(float);
 
     /* heads: every head's gradient lands in dln = d(lnf) */
-    o->zero(o, dln, fBTC);
-    if ((m->heads & PW_HEAD_LM) && (dlogp || dentropy)) {
-        /* the logits are dead after this step, so their buffer takes dlogits */
-        o->logprobs_backward(o, a->logits, a->logits, m->d_targets, dlogp, dentropy, BT, V);
+    PwHeads h = heads(&p, &gr, a);
+    if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
-        if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
-            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
-        o->matmul_backward(o, dln, gr.wte, NULL, a->logits, a->lnf, p.wte, BT, C, V);
-    }
-    if ((m->heads & PW_HEAD_VALUE) && dvalue)
-        o->matmul_backward(o, dln, gr.valuew, gr.valueb, dvalue, a->lnf, p.valuew, BT, C, 1);
-    if ((m->heads & PW_HEAD_SCORE) && dscore) {
-        for (int b = 0; b < B; b++) {
-            if (m->h_last[b] < 0) continue;
-            size_t row = ((size_t)b * T + m->h_last[b]) * C;
-            o->matmul_backward(o, dln + row, gr.scorew, gr.scoreb, dscore + b, a->lnf + row,
-                               p.scorew, 1, C, 1);
-        }
-    }
     o->zero(o, dres, fBTC);
     o->layernorm_backward(o, dres, gr.lnfw, gr.lnfb, dln, a->residual3 + (L - 1) * sBTC, p.lnfw,
                           a->lnf_mean, a->lnf_rstd, BT, C);
@@ -465,12 +438,7 @@ static int kv_attach(PwKVCache *c, PwErr *err)
     c->fam = k;
     size_t s[K_NUM];
     kv_sizes(s, c);
-    size_t bytes = pw_model_sum_sizes(s, K_NUM) * sizeof(float);
-    const PwOps *o = c->m->ops;
-    if (!(k->memory = o->alloc(o, bytes)))
-        return pw_model_no_room(c->m, "a KV cache", bytes, err);
-    pw_model_slice(k->buf, s, K_NUM, k->memory);
-    return 0;
+    return pw_model_alloc_slices(c->m, &k->memory, k->buf, s, K_NUM, "a KV cache", err);
 }
 
 static void kv_detach(PwKVCache *c)

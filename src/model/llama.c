@@ -276,6 +276,16 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
 
 static const float *lm_weight(const PwLlamaParams *p) { return p->lmw ? p->lmw : p->wte; }
 
+/* The heads' buffers and weights (gr: their gradients, NULL in the forward); a tied model's LM
+ * head is the embedding, and so is its gradient. */
+static PwHeads heads(const PwLlamaParams *p, const PwLlamaParams *gr, const Acts *a)
+{
+    return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score,
+                     lm_weight(p), p->scorew, p->scoreb, p->valuew, p->valueb,
+                     gr ? (p->lmw ? gr->lmw : gr->wte) : NULL, gr ? gr->scorew : NULL,
+                     gr ? gr->scoreb : NULL, gr ? gr->valuew : NULL, gr ? gr->valueb : NULL};
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the batch forward */
 
@@ -285,7 +295,7 @@ static int forward(PwModel *m, PwErr *err)
     Llama *g = m->fam;
     const PwOps *o = m->ops;
     const PwArch *c = &m->arch;
-    const int L = c->n_layer, C = c->n_embd, V = c->vocab_size;
+    const int L = c->n_layer, C = c->n_embd;
     const int B = m->B, T = m->T, BT = B * T;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     PwLlamaParams p = pw_llama_view(m, m->params);
@@ -299,22 +309,9 @@ static int forward(PwModel *m, PwErr *err)
     }
     o->rmsnorm_forward(o, a->lnf, a->rstdf, a->residual3 + (L - 1) * sBTC, p.lnfw, BT, C,
                        c->norm_eps);
-    if (m->heads & PW_HEAD_LM) {
-        o->matmul_forward(o, a->logits, a->lnf, lm_weight(&p), NULL, BT, C, V);
-        if (m->inv_temperature != 1.0f)
-            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
-        o->logprobs_forward(o, a->logp, a->entropy, a->logits, m->d_targets, BT, V);
-        g->logits_valid = 1;
-    }
-    if (m->heads & PW_HEAD_VALUE)
-        o->matmul_forward(o, a->value, a->lnf, p.valuew, p.valueb, BT, C, 1);
-    if (m->heads & PW_HEAD_SCORE) {
-        o->zero(o, a->score, (size_t)B * sizeof(float));
-        for (int b = 0; b < B; b++)
-            if (m->h_last[b] >= 0)
-                o->matmul_forward(o, a->score + b, a->lnf + ((size_t)b * T + m->h_last[b]) * C,
-                                  p.scorew, p.scoreb, 1, C, 1);
-    }
+    PwHeads h = heads(&p, NULL, a);
+    pw_model_heads_forward(m, &h);
+    g->logits_valid = (m->heads & PW_HEAD_LM) != 0;
     return 0;
 }
 
@@ -335,43 +332,25 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const PwOps *o = m->ops;
     const PwArch *c = &m->arch;
     const int L = c->n_layer, C = c->n_embd, NH = c->n_head, NKV = c->n_kv_head;
-    const int hs = C / NH, V = c->vocab_size, F = c->n_inner;
+    const int hs = C / NH, F = c->n_inner;
     const int B = m->B, T = m->T, BT = B * T;
     const size_t Q = qkv_rows(c), CC = (size_t)C * C;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
     scratch_sizes(ss, c, m->maxB, m->maxT);
-    if (!g->scratch_memory) {
-        size_t bytes = pw_model_sum_sizes(ss, SCR_COUNT) * sizeof(float);
-        if (!(g->scratch_memory = o->alloc(o, bytes)))
-            return pw_model_no_room(m, "the backward scratch", bytes, err);
-    }
+    float *scr[SCR_COUNT];
+    if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
+                              err))
+        return -1;
     PwLlamaParams p = pw_llama_view(m, m->params), gr = pw_llama_view(m, m->grads);
     Acts *a = &g->a;
-    float *scr[SCR_COUNT];
-    pw_model_slice(scr, ss, SCR_COUNT, g->scratch_memory);
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfcha = scr[SCR_DFCHA];
     const size_t fBTC = (size_t)BT * C * sizeof(float);
 
-    o->zero(o, dln, fBTC);
-    if ((m->heads & PW_HEAD_LM) && (dlogp || dentropy)) {
-        o->logprobs_backward(o, a->logits, a->logits, m->d_targets, dlogp, dentropy, BT, V);
+    PwHeads h = heads(&p, &gr, a);
+    if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
-        if (m->inv_temperature != 1.0f)
-            o->scale(o, a->logits, m->inv_temperature, (size_t)BT * V);
-        o->matmul_backward(o, dln, p.lmw ? gr.lmw : gr.wte, NULL, a->logits, a->lnf,
-                           lm_weight(&p), BT, C, V);
-    }
-    if ((m->heads & PW_HEAD_VALUE) && dvalue)
-        o->matmul_backward(o, dln, gr.valuew, gr.valueb, dvalue, a->lnf, p.valuew, BT, C, 1);
-    if ((m->heads & PW_HEAD_SCORE) && dscore)
-        for (int b = 0; b < B; b++) {
-            if (m->h_last[b] < 0) continue;
-            size_t row = ((size_t)b * T + m->h_last[b]) * C;
-            o->matmul_backward(o, dln + row, gr.scorew, gr.scoreb, dscore + b, a->lnf + row,
-                               p.scorew, 1, C, 1);
-        }
     o->zero(o, dres, fBTC);
     o->rmsnorm_backward(o, dres, gr.lnfw, dln, a->residual3 + (L - 1) * sBTC, p.lnfw, a->rstdf,
                         BT, C);
@@ -442,12 +421,7 @@ static int kv_attach(PwKVCache *c, PwErr *err)
     c->fam = k;
     size_t s[K_NUM];
     kv_sizes(s, c);
-    size_t bytes = pw_model_sum_sizes(s, K_NUM) * sizeof(float);
-    const PwOps *o = c->m->ops;
-    if (!(k->memory = o->alloc(o, bytes)))
-        return pw_model_no_room(c->m, "a KV cache", bytes, err);
-    pw_model_slice(k->buf, s, K_NUM, k->memory);
-    return 0;
+    return pw_model_alloc_slices(c->m, &k->memory, k->buf, s, K_NUM, "a KV cache", err);
 }
 
 static void kv_detach(PwKVCache *c)

@@ -82,9 +82,9 @@ void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed
 int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const size_t *sizes,
                           int n, const char *what, PwErr *err)
 {
-    if (*memory) return 0;
     size_t bytes = pw_model_sum_sizes(sizes, n) * sizeof(float);
-    if (!(*memory = m->ops->alloc(m->ops, bytes))) return pw_model_no_room(m, what, bytes, err);
+    if (!*memory && !(*memory = m->ops->alloc(m->ops, bytes)))
+        return pw_model_no_room(m, what, bytes, err);
     pw_model_slice(ptrs, sizes, n, *memory);
     return 0;
 }

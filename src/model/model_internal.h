@@ -118,14 +118,30 @@ int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *er
 void pw_model_fill_normal(float *x, size_t n, double std, uint64_t seed, int stream);
 void pw_model_fill_const(float *x, size_t n, float v);
 
+/* Where a family keeps its heads' buffers (device memory, (B,T) dense at the front, lnf (B,T,C)
+ * its final hidden states) and weights, with the gradients of those weights. */
+typedef struct PwHeads {
+    float *lnf, *logits, *logp, *entropy, *value, *score;
+    const float *lmw, *scorew, *scoreb, *valuew, *valueb;
+    float *dlmw, *dscorew, *dscoreb, *dvaluew, *dvalueb;
+} PwHeads;
+/* The heads the model has over m->B x m->T rows (heads.c); logits are divided by the input's
+ * temperature before the log-softmax. */
+void pw_model_heads_forward(const PwModel *m, const PwHeads *h);
+/* dlnf (B,T,C) = the heads' gradient of lnf (written, not accumulated); the head weights'
+ * gradients accumulate. The logits buffer takes dlogits: returns 1 when it did (the logits are
+ * gone), 0 otherwise. */
+int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, const float *dlogp,
+                            const float *dentropy, const float *dvalue, const float *dscore);
+
 /* The score and value heads (weights at tensor indices scorew and valuew, each bias the next
  * tensor) selected by `heads`, on a host copy: N(0, 1/sqrt(C+1)) from the weight's own stream,
  * bias 0. Every family's heads are Linear(C, 1). */
 void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed, int scorew,
                          int valuew);
 
-/* One device allocation of the n slices `sizes` (floats), pointed to by ptrs, into *memory;
- * nothing when *memory is already there. The message names `what` when there is no room. */
+/* One device allocation of the n slices `sizes` (floats) into *memory (made on the first call,
+ * kept after), and ptrs pointed at the slices. The message names `what` when there is no room. */
 int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const size_t *sizes,
                           int n, const char *what, PwErr *err);
 
