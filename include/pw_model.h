@@ -75,10 +75,7 @@ void pw_model_free(PwModel *m);
 
 /* ---- what it is */
 const PwArch *pw_model_arch(const PwModel *m);
-int pw_model_heads(const PwModel *m);
 PwDevice pw_model_device(const PwModel *m);
-/* "cpu" or "cuda:N" */
-const char *pw_model_device_name(const PwModel *m);
 size_t pw_model_num_params(const PwModel *m);
 /* Name (the family's own, e.g. "qkvw"), first float and float count of parameter tensor i,
  * i < pw_model_num_tensors(m); 0 floats for a head the model lacks. */
@@ -166,8 +163,6 @@ typedef struct PwKVCache PwKVCache;
 /* A cache for up to maxB rows of maxT tokens (prompt plus new tokens, <= n_positions). */
 PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err);
 void pw_kv_free(PwKVCache *c);
-int pw_kv_max_rows(const PwKVCache *c);
-int pw_kv_max_len(const PwKVCache *c);
 /* Tokens one pass of the layers may carry (a prefill pass packs whole prompts up to this). */
 int pw_kv_pass_tokens(const PwKVCache *c);
 /* Tokens cached for row b. */

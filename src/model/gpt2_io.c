@@ -257,37 +257,17 @@ static const PwStTensor *find_tensor(const PwStSet *st, const char *name,
     return t;
 }
 
-static void shape_str(char *buf, size_t n, const int64_t *shape, int ndim)
-{
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < ndim && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (k < n) snprintf(buf + k, n - k, "]");
-}
-
-/* Read one tensor into dst (our layout) after checking it exists with the expected shape. */
+/* Read one tensor into dst (our layout) after checking it exists with the expected shape: the
+ * file's shape is ours, or ours transposed for a Conv1D weight. */
 static int read_tensor(const PwStSet *set, const char *name, int64_t rows, int64_t cols,
                        int transposed, float *dst, float *tmp, PwErr *err)
 {
-    const PwSafetensors *st = NULL;
-    const PwStTensor *t = find_tensor(set, name, &st);
+    const PwStTensor *t = find_tensor(set, name, NULL);
     if (!t) return pw_errf(err, "%s: tensor \"%s\" is missing", pw_st_set_label(set), name);
-    int64_t want[2];
-    int ndim = cols ? 2 : 1;
-    want[0] = cols && transposed ? cols : rows;
-    want[1] = cols && transposed ? rows : cols;
-    int ok = t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == want[i];
-    if (!ok) {
-        char got[128], exp[128];
-        shape_str(got, sizeof got, t->shape, t->ndim);
-        shape_str(exp, sizeof exp, want, ndim);
-        return pw_errf(err, "%s: tensor \"%s\" has shape %s but config.json implies %s",
-                       pw_st_path(st), t->name, got, exp);
-    }
-    if (!transposed || !cols) return pw_st_read_f32(st, t->name, want, ndim, dst, err);
-    if (pw_st_read_f32(st, t->name, want, ndim, tmp, err)) return -1;
-    transpose(dst, tmp, cols, rows);
+    int64_t want[2] = {cols && transposed ? cols : rows, cols && transposed ? rows : cols};
+    int flip = transposed && cols;
+    if (pw_st_set_read_f32(set, t->name, want, cols ? 2 : 1, flip ? tmp : dst, err)) return -1;
+    if (flip) transpose(dst, tmp, cols, rows);
     return 0;
 }
 

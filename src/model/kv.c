@@ -71,8 +71,6 @@ void pw_kv_free(PwKVCache *c)
     free(c);
 }
 
-int pw_kv_max_rows(const PwKVCache *c) { return c->maxB; }
-int pw_kv_max_len(const PwKVCache *c) { return c->maxT; }
 int pw_kv_pass_tokens(const PwKVCache *c) { return c->maxN; }
 int pw_kv_len(const PwKVCache *c, int b) { return c->len[b]; }
 const float *pw_kv_logits(const PwKVCache *c, int b)

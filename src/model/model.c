@@ -311,9 +311,7 @@ int pw_model_save(PwModel *m, const char *dir, PwErr *err)
 /* what it is */
 
 const PwArch *pw_model_arch(const PwModel *m) { return &m->arch; }
-int pw_model_heads(const PwModel *m) { return m->heads; }
 PwDevice pw_model_device(const PwModel *m) { return m->ops->device; }
-const char *pw_model_device_name(const PwModel *m) { return m->ops->name; }
 size_t pw_model_num_params(const PwModel *m) { return m->num_params; }
 int pw_model_num_tensors(const PwModel *m) { return m->ntensors; }
 
