@@ -99,6 +99,7 @@ typedef struct PwDataConfig {
     char *eval_prompts;
     int64_t max_prompt_len;
     char *tokenizer;
+    char *prompt_template;
 } PwDataConfig;
 
 typedef struct PwConfig {

@@ -41,7 +41,12 @@ typedef struct PwDataOpts {
     int vocab_size;       /* every id (given or encoded) must lie in [0, vocab_size): the model's
                            * vocabulary; 0 = the tokenizer's. Required when tok is NULL, which
                            * only PW_DATA_PROMPTS files of {"input_ids"} lines allow. */
+    const char *prompt_template; /* NULL or "": none; else text with one {prompt}, where each
+                           * text prompt goes before it is encoded (data.prompt_template) */
 } PwDataOpts;
+
+/* Where a prompt goes in data.prompt_template (the configuration checks it is there once). */
+#define PW_PROMPT_MARK "{prompt}"
 
 /* Token layout: prompt = encode(prompt) + [SEP]; response = encode(response) + [EOS] (a
  * tokenizer without SEP or EOS omits it). "input_ids" prompts are taken verbatim. Examples are

@@ -16,11 +16,17 @@ enum {
     PW_BYTE_VOCAB = 259,
 };
 
+enum { PW_TOKENIZER_MAX_PREFIX = 4 };
+
 typedef struct PwTokenizer PwTokenizer;
 struct PwTokenizer {
     const char *name;
     int vocab_size;
-    int eos_id, pad_id, sep_id; /* -1 where the tokenizer has none */
+    int eos_id, pad_id, sep_id, bos_id; /* -1 where the tokenizer has none */
+    /* The ids a sequence starts with, before its first text (Llama 3: <|begin_of_text|>): what
+     * Hugging Face's encode(text) puts in front with add_special_tokens. encode() never adds
+     * them; the data sets put them before each prompt (docs/tokenizer.md). */
+    int prefix[PW_TOKENIZER_MAX_PREFIX], n_prefix;
     /* Encodes text (len bytes) into at most cap ids; returns the number of ids the whole text
      * needs (which may exceed cap: nothing past cap is written), or -1 with err on bad input. */
     int (*encode)(const PwTokenizer *t, const char *text, size_t len, int *ids, int cap,

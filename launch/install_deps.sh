@@ -3,7 +3,7 @@
 # Safe to run again; does nothing when everything is present.
 set -euo pipefail
 pkgs=(gcc g++ pkg-config meson ninja-build libopenmpi-dev openmpi-bin libhwloc-dev hwloc
-      libyaml-dev libopenblas-dev libjansson-dev libpcre2-dev gnuplot-nox python3)
+      libyaml-dev libopenblas-dev libjansson-dev libpcre2-dev libutf8proc-dev gnuplot-nox python3)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -66,26 +66,51 @@ static int vec_push(IntVec *a, int x)
     return 0;
 }
 
-/* a := encode(text) followed by `special` when >= 0. The tokenizer reports the length it needs,
- * so a second call after growing always fits. */
-static int encode_into(IntVec *a, const PwTokenizer *tk, const char *text, size_t len, int special,
-                       PwErr *err)
+/* a := pre[0..npre) + encode(text) + `special` when >= 0. The tokenizer reports the length it
+ * needs, so a second call after growing always fits. */
+static int encode_into(IntVec *a, const PwTokenizer *tk, const int *pre, int npre,
+                       const char *text, size_t len, int special, PwErr *err)
 {
     a->n = 0;
-    int cap = a->cap > (size_t)1 << 30 ? 1 << 30 : (int)a->cap;
-    int need = tk->encode(tk, text, len, a->v, cap, err);
+    for (int i = 0; i < npre; i++)
+        if (vec_push(a, pre[i])) return pw_errf(err, "out of memory");
+    size_t room = a->cap - a->n;
+    int cap = room > (size_t)1 << 30 ? 1 << 30 : (int)room;
+    int need = tk->encode(tk, text, len, a->v ? a->v + a->n : NULL, cap, err);
     if (need < 0) return -1;
     if (need > cap) {
-        if (vec_reserve(a, (size_t)need + 1)) return pw_errf(err, "out of memory");
-        need = tk->encode(tk, text, len, a->v, need, err);
+        if (vec_reserve(a, a->n + (size_t)need + 1)) return pw_errf(err, "out of memory");
+        need = tk->encode(tk, text, len, a->v + a->n, need, err);
         if (need < 0) return -1;
     }
-    a->n = (size_t)need;
+    a->n += (size_t)need;
     if (special >= 0 && vec_push(a, special)) return pw_errf(err, "out of memory");
     return 0;
 }
 
 /* ------------------------------------------------------------------------ one example */
+
+/* text := the template with the prompt in place of {prompt}. */
+static int render_prompt(char **buf, size_t *cap, const char *tmpl, const char *p, size_t plen,
+                         size_t *out_len, PwErr *err)
+{
+    const char *at = strstr(tmpl, PW_PROMPT_MARK);
+    if (!at) return pw_errf(err, "data.prompt_template has no %s", PW_PROMPT_MARK);
+    size_t head = (size_t)(at - tmpl), tail = strlen(at + strlen(PW_PROMPT_MARK));
+    size_t n = head + plen + tail;
+    if (n + 1 > *cap) {
+        char *q = realloc(*buf, n + 1);
+        if (!q) return pw_errf(err, "out of memory");
+        *buf = q;
+        *cap = n + 1;
+    }
+    memcpy(*buf, tmpl, head);
+    memcpy(*buf + head, p, plen);
+    memcpy(*buf + head + plen, at + strlen(PW_PROMPT_MARK), tail);
+    (*buf)[n] = '\0';
+    *out_len = n;
+    return 0;
+}
 
 typedef struct Loader {
     PwDataset *d;
@@ -94,6 +119,9 @@ typedef struct Loader {
     int line;
     IntVec tok, poff, plen, roff, rlen, lines;
     IntVec prompt, resp[2];
+    int npre; /* the tokenizer's prefix ids at the start of the prompt (0 for given ids) */
+    char *text; /* the prompt in its template */
+    size_t text_cap;
 } Loader;
 
 /* The vocabulary every id must fall in: the model's when given, else the tokenizer's. */
@@ -216,8 +244,10 @@ static int apply_limits(Loader *L, int nresp, PwErr *err)
         rl[k] = r;
     }
     for (int k = 0; k < nresp; k++) L->resp[k].n = (size_t)rl[k];
-    if (newp < plen) { /* keep the last newp prompt tokens */
-        memmove(L->prompt.v, L->prompt.v + (plen - newp), (size_t)newp * sizeof(int));
+    if (newp < plen) { /* keep the last newp prompt tokens, after the prefix (BOS) if it fits */
+        int keep = L->npre < newp ? L->npre : 0;
+        memmove(L->prompt.v + keep, L->prompt.v + (plen - newp + keep),
+                (size_t)(newp - keep) * sizeof(int));
         L->prompt.n = (size_t)newp;
     }
     L->d->truncated++;
@@ -268,11 +298,17 @@ static int read_example(Loader *L, json_t *o, PwErr *err)
     if (p && !tk)
         return field_error(L, err, "prompt", "a text prompt needs a tokenizer (data.tokenizer: "
                            "bytes), or give {\"input_ids\": [...]}");
-    if (p && encode_into(&L->prompt, tk, p, plen, tk->sep_id, &terr))
+    const char *tmpl = L->o->prompt_template;
+    if (p && tmpl && *tmpl) {
+        if (render_prompt(&L->text, &L->text_cap, tmpl, p, plen, &plen, err)) return -1;
+        p = L->text;
+    }
+    L->npre = p ? tk->n_prefix : 0;
+    if (p && encode_into(&L->prompt, tk, tk->prefix, tk->n_prefix, p, plen, tk->sep_id, &terr))
         return field_error(L, err, "prompt", terr.msg);
     static const char *const rname[2][2] = {{"response", "chosen"}, {"response", "rejected"}};
     for (int k = 0; k < nresp; k++)
-        if (encode_into(&L->resp[k], tk, r[k], rlen[k], tk->eos_id, &terr))
+        if (encode_into(&L->resp[k], tk, NULL, 0, r[k], rlen[k], tk->eos_id, &terr))
             return field_error(L, err, rname[k][L->o->shape == PW_DATA_PREFS], terr.msg);
     /* The tokenizer's ids may outrun a smaller model vocabulary (bytes need 259). */
     if (L->o->vocab_size > 0 && p) {
@@ -353,6 +389,7 @@ int pw_dataset_load(PwDataset *d, const char *path, const PwDataOpts *o, PwErr *
     d->resp_off = L.roff.v;
     d->resp_len = L.rlen.v;
     free(L.prompt.v);
+    free(L.text);
     free(L.resp[0].v);
     free(L.resp[1].v);
     if (rc) pw_dataset_free(d);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "bpe.h"
 
 /* Pieces repeat (words, indentation), so their ids are kept; the cache is flushed rather than
@@ -137,18 +139,72 @@ static int split(PwBpe *b, int level, const char *s, size_t len, Out *o, PwErr *
     return 0;
 }
 
-/* A stretch of text between added tokens; ByteLevel's add_prefix_space puts a space before it
- * unless it starts with one. */
+static int grow(char **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap) return 0;
+    char *p = realloc(*buf, n);
+    if (!p) return -1;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+/* Appends the NFC form of s (valid UTF-8) to b->norm at *at; utf8proc does the work. */
+static int nfc_run(PwBpe *b, const char *s, size_t len, size_t *at, PwErr *err)
+{
+    utf8proc_uint8_t *d = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &d,
+                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (n < 0) return pw_errf(err, "NFC: %s", utf8proc_errmsg(n));
+    int rc = grow(&b->norm, &b->norm_cap, *at + (size_t)n);
+    if (!rc) memcpy(b->norm + *at, d, (size_t)n);
+    free(d);
+    if (rc) return pw_errf(err, "out of memory");
+    *at += (size_t)n;
+    return 0;
+}
+
+/* The NFC normalizer on a segment, into b->norm (*out, *out_len). No code point below U+0300
+ * composes with anything or decomposes, and every one from U+0300 up has a lead byte of 0xCC or
+ * more, so text without such bytes (all ASCII, most Latin) is already NFC and left as it is.
+ * Invalid UTF-8 has no normal form: each run of valid text is normalized on its own and the
+ * invalid bytes stay where they are (the library never sees them: it takes only str). */
+static int nfc(PwBpe *b, const char *s, size_t len, const char **out, size_t *out_len, PwErr *err)
+{
+    size_t i = 0;
+    while (i < len && (unsigned char)s[i] < 0xcc) i++;
+    *out = s;
+    *out_len = len;
+    if (i == len) return 0;
+    size_t at = 0, run = 0;
+    i = 0;
+    while (i < len) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+                                              (utf8proc_ssize_t)(len - i), &cp);
+        if (w > 0) {
+            i += (size_t)w;
+            continue;
+        }
+        if (i > run && nfc_run(b, s + run, i - run, &at, err)) return -1;
+        if (grow(&b->norm, &b->norm_cap, at + 1)) return pw_errf(err, "out of memory");
+        b->norm[at++] = s[i++];
+        run = i;
+    }
+    if (len > run && nfc_run(b, s + run, len - run, &at, err)) return -1;
+    *out = b->norm;
+    *out_len = at;
+    return 0;
+}
+
+/* A stretch of text between added tokens: NFC when the tokenizer normalizes; ByteLevel's
+ * add_prefix_space puts a space before it unless it starts with one. */
 static int segment(PwBpe *b, const char *s, size_t len, Out *o, PwErr *err)
 {
     if (!len) return 0;
+    if (b->nfc && nfc(b, s, len, &s, &len, err)) return -1;
     if (!b->prefix_space || s[0] == ' ') return split(b, 0, s, len, o, err);
-    if (len + 1 > b->buf_cap) {
-        char *p = realloc(b->buf, len + 1);
-        if (!p) return pw_errf(err, "out of memory");
-        b->buf = p;
-        b->buf_cap = len + 1;
-    }
+    if (grow(&b->buf, &b->buf_cap, len + 1)) return pw_errf(err, "out of memory");
     b->buf[0] = ' ';
     memcpy(b->buf + 1, s, len);
     return split(b, 0, b->buf, len + 1, o, err);

@@ -29,6 +29,7 @@ typedef struct PwBpe {
     pcre2_code *split[PW_BPE_MAX_SPLITS]; /* applied in turn, each Isolated */
     int n_split;
     int prefix_space, ignore_merges;
+    int nfc;          /* the NFC normalizer: text is composed before it is split */
     /* Encoding state behind one lock: encode takes a const tokenizer that callers may share. */
     pthread_mutex_t lock;
     pcre2_match_data *md;
@@ -39,6 +40,8 @@ typedef struct PwBpe {
     size_t scratch_cap;
     char *buf;         /* the segment with its prefix space */
     size_t buf_cap;
+    char *norm;        /* the segment in NFC */
+    size_t norm_cap;
 } PwBpe;
 
 /* Loads dir/tokenizer.json and dir/tokenizer_config.json; NULL with err naming the file. */

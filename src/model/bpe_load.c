@@ -157,12 +157,67 @@ static int load_pre(PwBpe *b, const char *file, json_t *root, PwErr *err)
     const char *dec = json_string_value(json_object_get(json_object_get(root, "decoder"), "type"));
     if (!dec || strcmp(dec, "ByteLevel"))
         return pw_errf(err, "%s: expected a ByteLevel decoder, got %s", file, dec ? dec : "none");
-    /* NFC leaves text that is already NFC (nearly all text) as it is; we do not apply it. */
     const char *norm = json_string_value(json_object_get(json_object_get(root, "normalizer"), "type"));
     if (norm && strcmp(norm, "NFC"))
         return pw_errf(err, "%s: normalizer %s is not supported (expected none or NFC)", file,
                        norm);
+    b->nfc = norm != NULL;
     return 0;
+}
+
+/* One post-processor: ByteLevel only trims offsets (no ids); TemplateProcessing's "single"
+ * template puts special tokens around the text ($A), of which the ones before it are the
+ * prefix. Those after it (a few tokenizers append EOS) are left out: a response ends with the
+ * stop token already. Pair templates concern two-sentence inputs, which nothing here encodes. */
+static int post_one(PwBpe *b, const char *file, json_t *p, PwErr *err)
+{
+    const char *type = json_string_value(json_object_get(p, "type"));
+    if (type && !strcmp(type, "ByteLevel")) return 0;
+    if (!type || strcmp(type, "TemplateProcessing"))
+        return pw_errf(err, "%s: post_processor type %s is not supported (expected ByteLevel, "
+                       "TemplateProcessing or a Sequence of them)", file, type ? type : "none");
+    json_t *single = json_object_get(p, "single"), *specials = json_object_get(p, "special_tokens");
+    if (!json_is_array(single))
+        return pw_errf(err, "%s: post_processor TemplateProcessing needs a \"single\" list", file);
+    size_t i;
+    json_t *piece;
+    json_array_foreach(single, i, piece) {
+        if (json_object_get(piece, "Sequence")) break; /* the text: the prefix ends here */
+        const char *name = json_string_value(
+            json_object_get(json_object_get(piece, "SpecialToken"), "id"));
+        json_t *ids = json_object_get(json_object_get(specials, name ? name : ""), "ids");
+        if (!name || !json_is_array(ids))
+            return pw_errf(err, "%s: post_processor template piece %zu: expected a SpecialToken "
+                           "named in special_tokens, or the Sequence $A", file, i);
+        size_t k;
+        json_t *id;
+        json_array_foreach(ids, k, id) {
+            json_int_t v = json_integer_value(id);
+            if (!json_is_integer(id) || v < 0 || v >= b->pub.vocab_size)
+                return pw_errf(err, "%s: post_processor special token %s: id outside the "
+                               "vocabulary [0, %d)", file, name, b->pub.vocab_size);
+            if (b->pub.n_prefix == PW_TOKENIZER_MAX_PREFIX)
+                return pw_errf(err, "%s: post_processor puts more than %d tokens before the "
+                               "text", file, PW_TOKENIZER_MAX_PREFIX);
+            b->pub.prefix[b->pub.n_prefix++] = (int)v;
+        }
+    }
+    return 0;
+}
+
+static int load_post(PwBpe *b, const char *file, json_t *root, PwErr *err)
+{
+    json_t *p = json_object_get(root, "post_processor");
+    if (!p || json_is_null(p)) return 0;
+    const char *type = json_string_value(json_object_get(p, "type"));
+    if (type && !strcmp(type, "Sequence")) {
+        size_t i;
+        json_t *q;
+        json_array_foreach(json_object_get(p, "processors"), i, q)
+            if (post_one(b, file, q, err)) return -1;
+        return 0;
+    }
+    return post_one(b, file, p, err);
 }
 
 /* A merge as two strings: "a b" (GPT-2's files) or ["a", "b"] (tokenizers >= 0.20). */
@@ -327,11 +382,10 @@ PwBpe *pw_bpe_load(const char *dir, PwErr *err)
     snprintf(tj, n, "%s/tokenizer.json", dir);
     snprintf(tc, n, "%s/tokenizer_config.json", dir);
     if (!(root = load_json(tj, 1, err)) || load_model(b, tj, root, err) ||
-        load_pre(b, tj, root, err))
+        load_pre(b, tj, root, err) || load_post(b, tj, root, err))
         goto out;
     if (!(cfg = load_json(tc, 0, err))) goto out;
-    int bos;
-    if (special_id(b, tc, cfg, "bos_token", &bos, err) ||
+    if (special_id(b, tc, cfg, "bos_token", &b->pub.bos_id, err) ||
         special_id(b, tc, cfg, "eos_token", &b->pub.eos_id, err) ||
         special_id(b, tc, cfg, "pad_token", &b->pub.pad_id, err) ||
         special_id(b, tc, cfg, "sep_token", &b->pub.sep_id, err))
@@ -372,6 +426,7 @@ void pw_bpe_free(PwBpe *b)
     free(b->syms);
     free(b->ranks);
     free(b->buf);
+    free(b->norm);
     free((char *)b->pub.name);
     pthread_mutex_destroy(&b->lock);
     free(b);

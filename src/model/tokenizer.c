@@ -51,6 +51,7 @@ static const PwTokenizer byte_tokenizer = {
     .eos_id = PW_BYTE_EOS,
     .pad_id = PW_BYTE_PAD,
     .sep_id = PW_BYTE_SEP,
+    .bos_id = -1,
     .encode = bytes_encode,
     .decode = bytes_decode,
     .impl = NULL,

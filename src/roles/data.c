@@ -17,12 +17,12 @@ void *pw_roles_alloc(size_t bytes)
 
 /* ------------------------------------------------------------------------------ prompts */
 
-int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab, int max_len,
-                    int context, PwErr *err)
+int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, const char *tmpl,
+                    int vocab, int max_len, int context, PwErr *err)
 {
     memset(d, 0, sizeof *d);
     d->perm_epoch = -1;
-    PwDataOpts o = {PW_DATA_PROMPTS, tok, max_len, 0, 0, PW_OVERLONG_DROP, vocab};
+    PwDataOpts o = {PW_DATA_PROMPTS, tok, max_len, 0, 0, PW_OVERLONG_DROP, vocab, tmpl};
     PwErr e;
     if (pw_dataset_load(&d->ds, path, &o, &e)) return pw_errf(err, "data.prompts: %s", e.msg);
     int rc = 0;

@@ -48,7 +48,7 @@ typedef struct PwSettings {
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
     double timeout_s;
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
-    const char *tokenizer;
+    const char *tokenizer, *prompt_template;
     int n_reward;
     const char *reward[PW_MAX_MEMBERS];
     int max_prompt_len;
@@ -69,8 +69,8 @@ typedef struct PwPrompts {
  * text's tokens + SEP, and rows are padded with the tokenizer's PAD. A prompt longer than
  * max_len is skipped (data.max_prompt_len); one longer than `context` is an error naming its
  * line, as is an empty file or one whose every prompt was skipped. */
-int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, int vocab, int max_len,
-                    int context, PwErr *err);
+int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, const char *tmpl,
+                    int vocab, int max_len, int context, PwErr *err);
 void pw_prompts_free(PwPrompts *d);
 /* The prompt of global episode e: epoch e / n in an order reshuffled from (seed, epoch). */
 int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode);

@@ -182,12 +182,12 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     if (r->stop_id >= r->V)
         return pw_errf(err, "generation.stop_token: token %d is outside the vocabulary (%d)",
                        r->stop_id, r->V);
-    if (pw_prompts_load(&r->data, s->prompts, r->tok, r->V, s->max_prompt_len, ctx - r->R, err))
+    if (pw_prompts_load(&r->data, s->prompts, r->tok, s->prompt_template, r->V, s->max_prompt_len, ctx - r->R, err))
         return -1;
     r->maxT = r->data.ds.max_total + r->R;
     if (s->eval_every > 0) { /* the evaluation prompts: their own file, or the training file */
         if (s->eval_prompts && *s->eval_prompts) {
-            if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->tok, r->V, s->max_prompt_len,
+            if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->tok, s->prompt_template, r->V, s->max_prompt_len,
                                 ctx - r->R, err))
                 return -1;
             if (r->eval_data.ds.max_total + r->R > r->maxT) r->maxT = r->eval_data.ds.max_total + r->R;

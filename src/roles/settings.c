@@ -61,6 +61,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->prompts = c->data.prompts;
     s->max_prompt_len = (int)c->data.max_prompt_len;
     s->tokenizer = c->data.tokenizer;
+    s->prompt_template = c->data.prompt_template;
     if (c->model.reward.n > PW_MAX_MEMBERS)
         return pw_errf(err, "model.reward: %d members, at most %d are supported",
                        c->model.reward.n, PW_MAX_MEMBERS);

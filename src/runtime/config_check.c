@@ -36,6 +36,20 @@ int pw_cfg_rule_not_above(const char *a_key, double a, const char *b_key, double
     return pw_errf(err, "%s (%s) must not exceed %s (%s)", a_key, as, b_key, bs);
 }
 
+int pw_cfg_rule_template(const char *key, const char *tmpl, PwErr *err)
+{
+    static const char mark[] = "{prompt}"; /* pw_data.h's PW_PROMPT_MARK, a layer above */
+    if (!tmpl || !*tmpl) return 0;
+    const char *at = strstr(tmpl, mark);
+    if (!at)
+        return pw_errf(err, "%s: the template must hold %s where the prompt goes (e.g. "
+                       "\"<|im_start|>user\\n%s<|im_end|>\\n<|im_start|>assistant\\n\")",
+                       key, mark, mark);
+    if (strstr(at + 1, mark))
+        return pw_errf(err, "%s: %s appears more than once; expected once", key, mark);
+    return 0;
+}
+
 int pw_cfg_diff(const PwCfgSchema *s, const void *a, const void *b, PwErr *err)
 {
     int ndiff = 0;

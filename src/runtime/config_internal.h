@@ -32,6 +32,8 @@ const char *pw_cfg_type_name(PwCfgType t);
 
 /* "a_key (a) must not exceed b_key (b)" when a > b: the rule of every decaying learning rate. */
 int pw_cfg_rule_not_above(const char *a_key, double a, const char *b_key, double b, PwErr *err);
+/* A prompt template (empty: none) must hold {prompt} exactly once. */
+int pw_cfg_rule_template(const char *key, const char *tmpl, PwErr *err);
 
 /* Pointer to the field of key k inside cfg (the schema's struct). */
 #define PW_CFG_FIELD(cfg, k, T) ((T *)((char *)(cfg) + (k)->offset))

@@ -55,6 +55,11 @@ static const PwCfgKey keys[] = {
      "bytes + SEP), or a Hugging Face byte-level BPE folder (tokenizer.json; docs/tokenizer.md); "
      "empty: prompts are {\"input_ids\": [...]} and the stop token is the last id",
      "ours (open-instruct: the model's tokenizer)"},
+    {"data.prompt_template", PW_CFG_STRING, OFF(data.prompt_template), "", 0, 0, 0, NULL,
+     "text a text prompt is put into before it is encoded, with {prompt} where the prompt goes "
+     "(e.g. a ChatML turn; it stands in for the Jinja chat_template, docs/tokenizer.md); "
+     "empty: the prompt as it is",
+     "ours (TRL, OpenRLHF: the tokenizer's chat template)"},
 
     /* ---- PPO */
     {"ppo.initial_policy_kl_penalty", PW_CFG_FLOAT, OFF(ppo.initial_policy_kl_penalty), "0.05",
@@ -225,6 +230,10 @@ static int check_rules(const void *any, PwErr *err)
         pw_cfg_rule_not_above("critic.min_lr", cfg->critic.min_lr, "critic.lr", cfg->critic.lr,
                               err))
         return -1;
+    if (pw_cfg_rule_template("data.prompt_template", cfg->data.prompt_template, err)) return -1;
+    if (cfg->data.prompt_template[0] && !cfg->data.tokenizer[0])
+        return pw_errf(err, "data.prompt_template needs data.tokenizer: it applies to text "
+                            "prompts, and {\"input_ids\"} prompts are used as given");
     if (cfg->reward.non_stop_penalty && cfg->generation.stop_token == PW_STOP_NONE)
         return pw_errf(err, "reward.non_stop_penalty: true needs a stop token, but "
                             "generation.stop_token is none (every response would be penalised)");

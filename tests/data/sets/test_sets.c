@@ -31,7 +31,7 @@ static int ids_eq(const int *a, const int *b, int n)
 
 static PwDataOpts opts(PwDataShape s)
 {
-    PwDataOpts o = {s, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP, 0};
+    PwDataOpts o = {s, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP, 0, NULL};
     return o;
 }
 
@@ -285,7 +285,7 @@ static void test_ids_without_tokenizer(void)
                                      "\n"
                                      "{\"input_ids\": [9]}\n"
                                      "{\"input_ids\": [2, 6]}\n");
-    PwDataOpts o = {PW_DATA_PROMPTS, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10};
+    PwDataOpts o = {PW_DATA_PROMPTS, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10, NULL};
     PwDataset d, tr, va;
     PwErr err = {{0}};
     CHECK(pw_dataset_load(&d, p, &o, &err) == 0, "%s", err.msg);
@@ -308,13 +308,13 @@ static void test_ids_without_tokenizer(void)
     p = put("text_no_tok.jsonl", "{\"input_ids\": [3]}\n{\"prompt\": \"hi\"}\n");
     CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "text_no_tok.jsonl:2:") &&
           strstr(err.msg, "needs a tokenizer"), "text without a tokenizer: %s", err.msg);
-    PwDataOpts sft = {PW_DATA_SFT, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10};
+    PwDataOpts sft = {PW_DATA_SFT, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10, NULL};
     CHECK(pw_dataset_load(&d, p, &sft, &err) != 0 && strstr(err.msg, "no tokenizer given"),
           "sft without a tokenizer: %s", err.msg);
 
     /* bytes encode '~' as 126 and add SEP 258: past a 200-token model, within a 259 one */
     p = put("text_vocab.jsonl", "{\"prompt\": \"~\"}\n");
-    PwDataOpts small = {PW_DATA_PROMPTS, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP, 200};
+    PwDataOpts small = {PW_DATA_PROMPTS, pw_tokenizer_bytes(), 0, 0, 0, PW_OVERLONG_DROP, 200, NULL};
     CHECK(pw_dataset_load(&d, p, &small, &err) != 0 && strstr(err.msg, "text_vocab.jsonl:1:") &&
           strstr(err.msg, "encodes to token 258, outside the model's vocabulary [0, 200)"),
           "encoded id past vocab_size: %s", err.msg);
@@ -326,6 +326,52 @@ static void test_ids_without_tokenizer(void)
     p = put("no_prompts.jsonl", "\n");
     CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "no_prompts.jsonl' holds no prompt"),
           "empty prompt file: %s", err.msg);
+}
+
+/* A tokenizer whose post-processor starts each sequence with a BOS (Llama 3): text prompts get
+ * it first, responses and given ids do not, and truncation keeps it. The byte tokenizer with a
+ * prefix stands in for a BPE folder (the data layer sees only the table). */
+static void test_prefix(void)
+{
+    PwTokenizer tk = *pw_tokenizer_bytes();
+    tk.prefix[0] = 250;
+    tk.n_prefix = 1;
+    const char *p = put("pre.jsonl", "{\"prompt\": \"abc\", \"response\": \"d\"}\n"
+                                     "{\"prompt\": \"wxyz\", \"response\": \"e\"}\n");
+    PwDataOpts o = {PW_DATA_SFT, &tk, 4, 0, 0, PW_OVERLONG_TRUNCATE, 0, NULL};
+    PwDataset d;
+    PwErr err = {{0}};
+    CHECK(pw_dataset_load(&d, p, &o, &err) == 0, "%s", err.msg);
+    int p0[] = {250, 'b', 'c', PW_BYTE_SEP}, r0[] = {'d', PW_BYTE_EOS};
+    int p1[] = {250, 'y', 'z', PW_BYTE_SEP};
+    CHECK(d.n == 2 && d.prompt_len[0] == 4 && ids_eq(d.tok + d.prompt_off[0], p0, 4),
+          "prompt 0: BOS, then the last tokens that fit");
+    CHECK(d.resp_len[0] == 2 && ids_eq(d.tok + d.resp_off[0], r0, 2), "response 0: no BOS");
+    CHECK(d.prompt_len[1] == 4 && ids_eq(d.tok + d.prompt_off[1], p1, 4), "prompt 1");
+    CHECK(d.truncated == 2, "truncated %d", d.truncated);
+    pw_dataset_free(&d);
+    const char *q = put("pre_ids.jsonl", "{\"input_ids\": [5, 6]}\n{\"prompt\": \"a\"}\n");
+    PwDataOpts po = {PW_DATA_PROMPTS, &tk, 0, 0, 0, PW_OVERLONG_DROP, 0, NULL};
+    CHECK(pw_dataset_load(&d, q, &po, &err) == 0, "%s", err.msg);
+    int q0[] = {5, 6}, q1[] = {250, 'a', PW_BYTE_SEP};
+    CHECK(d.prompt_len[0] == 2 && ids_eq(d.tok + d.prompt_off[0], q0, 2), "given ids: as given");
+    CHECK(d.prompt_len[1] == 3 && ids_eq(d.tok + d.prompt_off[1], q1, 3), "text prompt: BOS");
+    pw_dataset_free(&d);
+
+    /* data.prompt_template: text prompts go inside it (after the prefix); given ids do not. */
+    po.prompt_template = "<{prompt}>!";
+    CHECK(pw_dataset_load(&d, q, &po, &err) == 0, "%s", err.msg);
+    int t1[] = {250, '<', 'a', '>', '!', PW_BYTE_SEP};
+    CHECK(d.prompt_len[0] == 2 && ids_eq(d.tok + d.prompt_off[0], q0, 2), "template: ids as given");
+    CHECK(d.prompt_len[1] == 6 && ids_eq(d.tok + d.prompt_off[1], t1, 6), "template: text");
+    pw_dataset_free(&d);
+    o.prompt_template = "[{prompt}]";
+    o.max_prompt_len = 0;
+    CHECK(pw_dataset_load(&d, p, &o, &err) == 0, "%s", err.msg);
+    int s0[] = {250, '[', 'a', 'b', 'c', ']', PW_BYTE_SEP};
+    CHECK(d.prompt_len[0] == 7 && ids_eq(d.tok + d.prompt_off[0], s0, 7) && d.resp_len[0] == 2,
+          "template: an SFT prompt, its response as it was");
+    pw_dataset_free(&d);
 }
 
 int main(void)
@@ -340,6 +386,7 @@ int main(void)
     test_order_and_shard();
     test_split();
     test_ids_without_tokenizer();
+    test_prefix();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "pw_test.h"
@@ -22,9 +23,10 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-/* The whole held-out text, token for token, then back to the same bytes. */
-static void check_fixture(const char *fixtures, const char *name, int vocab, const char *text,
-                          size_t len)
+/* The whole held-out text, token for token (the post-processor's prefix, then encode()), then
+ * back to the same bytes where the tokenizer keeps the text as it is (bpe_nfc does not). */
+static void check_fixture(const char *fixtures, const char *name, int vocab, int bos,
+                          int prefix, const char *text, size_t len)
 {
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/%s", fixtures, name);
@@ -34,8 +36,13 @@ static void check_fixture(const char *fixtures, const char *name, int vocab, con
     if (!t) return;
     CHECK(pw_tokenizer_get(dir, &err) == t, "%s: loaded once", name);
     /* make_bpe_fixture.py: specials first (<|endoftext|> 0, <|pad|> 1), no sep_token. */
-    CHECK(t->vocab_size == vocab && t->eos_id == 0 && t->pad_id == 1 && t->sep_id == -1,
-          "%s: vocab %d eos %d pad %d sep %d", name, t->vocab_size, t->eos_id, t->pad_id, t->sep_id);
+    CHECK(t->vocab_size == vocab && t->eos_id == 0 && t->pad_id == 1 && t->sep_id == -1 &&
+              t->bos_id == bos,
+          "%s: vocab %d eos %d pad %d sep %d bos %d", name, t->vocab_size, t->eos_id, t->pad_id,
+          t->sep_id, t->bos_id);
+    CHECK(prefix < 0 ? t->n_prefix == 0 : t->n_prefix == 1 && t->prefix[0] == prefix,
+          "%s: %d prefix ids (the first %d), expected %d", name, t->n_prefix,
+          t->n_prefix ? t->prefix[0] : -1, prefix);
 
     snprintf(path, sizeof path, "%s/heldout_ids.u16", dir);
     size_t nbytes;
@@ -44,7 +51,10 @@ static void check_fixture(const char *fixtures, const char *name, int vocab, con
     if (!raw) return;
     int nref = (int)(nbytes / 2);
     int *ids = malloc(sizeof(int) * (size_t)(nref + 16));
-    int n = t->encode(t, text, len, ids, nref + 16, &err);
+    int np = t->n_prefix;
+    memcpy(ids, t->prefix, sizeof(int) * (size_t)np);
+    int n = t->encode(t, text, len, ids + np, nref + 16 - np, &err);
+    n = n < 0 ? n : n + np;
     CHECK(n == nref, "%s: %d ids, the library's %d (%s)", name, n, nref, n < 0 ? err.msg : "");
     int mismatch = -1;
     for (int i = 0; i < n && i < nref && mismatch < 0; i++)
@@ -56,13 +66,19 @@ static void check_fixture(const char *fixtures, const char *name, int vocab, con
         CHECK(0, "%s: id %d is %d, the library's %d, near \"%s\"", name, mismatch, ids[mismatch],
               raw[2 * mismatch] | raw[2 * mismatch + 1] << 8, around);
     }
+    /* bpe_nfc rewrites the text on purpose (NFC, a space before each stretch): the round trips
+     * below are for the tokenizers that keep it. */
+    int keeps = strcmp(name, "bpe_nfc") != 0;
     char *back = malloc(len + 1);
-    CHECK(t->decode(t, ids, n, back, len + 1) == (int)len && !memcmp(back, text, len),
-          "%s: decode(encode(text)) is the text", name);
+    if (keeps)
+        CHECK(t->decode(t, ids + np, n - np, back, len + 1) == (int)len &&
+                  !memcmp(back, text, len),
+              "%s: decode(encode(text)) is the text", name);
 
     /* A short buffer: the full count comes back, nothing past cap is written. */
     ids[3] = -7;
-    CHECK(t->encode(t, text, len, ids, 3, &err) == nref && ids[3] == -7, "%s: truncation", name);
+    CHECK(t->encode(t, text, len, ids, 3, &err) == nref - np && ids[3] == -7,
+          "%s: truncation", name);
 
     /* Invalid UTF-8 (the library takes only valid str): PCRE2 leaves the bad bytes out of its
      * matches, so each run of them is a piece of its own and round-trips as raw bytes. */
@@ -71,14 +87,18 @@ static void check_fixture(const char *fixtures, const char *name, int vocab, con
     int bn = t->encode(t, bad, strlen(bad), bid, 64, &err);
     CHECK(bn > 0 && bn <= 64, "%s: invalid UTF-8 encodes (%d): %s", name, bn, err.msg);
     char bback[64];
-    CHECK(t->decode(t, bid, bn, bback, sizeof bback) == (int)strlen(bad) && !strcmp(bback, bad),
-          "%s: invalid UTF-8 round-trips", name);
-    int ff, one = t->encode(t, "\xff", 1, &ff, 1, &err);
-    char ffs[4];
-    CHECK(one == 1 && t->decode(t, &ff, 1, ffs, sizeof ffs) == 1 && ffs[0] == '\xff',
-          "%s: a lone 0xff is its byte token", name);
-    int two[4];
-    CHECK(t->encode(t, "a\xff", 2, two, 4, &err) == 2 && two[1] == ff, "%s: 0xff after a letter", name);
+    if (keeps) {
+        CHECK(t->decode(t, bid, bn, bback, sizeof bback) == (int)strlen(bad) &&
+                  !strcmp(bback, bad),
+              "%s: invalid UTF-8 round-trips", name);
+        int ff, one = t->encode(t, "\xff", 1, &ff, 1, &err);
+        char ffs[4];
+        CHECK(one == 1 && t->decode(t, &ff, 1, ffs, sizeof ffs) == 1 && ffs[0] == '\xff',
+              "%s: a lone 0xff is its byte token", name);
+        int two[4];
+        CHECK(t->encode(t, "a\xff", 2, two, 4, &err) == 2 && two[1] == ff,
+              "%s: 0xff after a letter", name);
+    }
 
     /* Specials decode as their text; an id past the vocabulary is refused. */
     int sp[] = {t->eos_id, t->pad_id};
@@ -90,6 +110,37 @@ static void check_fixture(const char *fixtures, const char *name, int vocab, con
     free(back);
     free(ids);
     free(raw);
+}
+
+/* NFC on its own: decomposed text encodes as its composed form, also around invalid bytes and
+ * added tokens; a tokenizer without the normalizer keeps the two apart. */
+static void check_nfc(const char *fixtures)
+{
+    char dir[4096];
+    PwErr err = {{0}};
+    snprintf(dir, sizeof dir, "%s/bpe_nfc", fixtures);
+    const PwTokenizer *t = pw_tokenizer_get(dir, &err);
+    snprintf(dir, sizeof dir, "%s/bpe_gpt2", fixtures);
+    const PwTokenizer *raw = pw_tokenizer_get(dir, &err);
+    CHECK(t && raw, "fixtures load: %s", err.msg);
+    if (!t || !raw) return;
+    static const char *const pairs[][2] = {
+        {"cafe\xcc\x81 nai\xcc\x88ve", "caf\xc3\xa9 na\xc3\xafve"},
+        {"e\xcc\x81\xff\xfe" "e\xcc\x81 ok", "\xc3\xa9\xff\xfe\xc3\xa9 ok"},
+        {"<|im_start|>A\xcc\x8a<|im_end|>", "<|im_start|>\xc3\x85<|im_end|>"},
+        {"\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", "\xea\xb0\x81"}, /* jamo -> U+AC01 */
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int a[64], b[64], c[64], d[64];
+        int na = t->encode(t, pairs[i][0], strlen(pairs[i][0]), a, 64, &err);
+        int nb = t->encode(t, pairs[i][1], strlen(pairs[i][1]), b, 64, &err);
+        CHECK(na > 0 && na == nb && !memcmp(a, b, sizeof(int) * (size_t)na),
+              "bpe_nfc: pair %zu encodes as its NFC form (%d and %d ids)", i, na, nb);
+        int nc = raw->encode(raw, pairs[i][0], strlen(pairs[i][0]), c, 64, &err);
+        int nd = raw->encode(raw, pairs[i][1], strlen(pairs[i][1]), d, 64, &err);
+        CHECK(nc != nd || memcmp(c, d, sizeof(int) * (size_t)nc),
+              "bpe_gpt2 (no normalizer): pair %zu stays apart", i);
+    }
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -150,6 +201,21 @@ static void check_errors(const char *tmp)
     write_file(d, "tokenizer_config.json", "{\"eos_token\": {\"content\": \"</s>\"}}");
     expect_error(d, "badeos/tokenizer_config.json: eos_token '</s>' is not a token", NULL);
 
+    snprintf(d, sizeof d, "%s/roberta", tmp);
+    snprintf(json, sizeof json, "{\"post_processor\":{\"type\":\"RobertaProcessing\"},"
+             "\"model\":{\"type\":\"BPE\",%s", tail);
+    write_file(d, "tokenizer.json", json);
+    expect_error(d, "roberta/tokenizer.json: post_processor type RobertaProcessing",
+                 "expected ByteLevel, TemplateProcessing");
+
+    snprintf(d, sizeof d, "%s/badtemplate", tmp);
+    snprintf(json, sizeof json, "{\"post_processor\":{\"type\":\"TemplateProcessing\","
+             "\"single\":[{\"SpecialToken\":{\"id\":\"<s>\"}}],\"special_tokens\":{}},"
+             "\"model\":{\"type\":\"BPE\",%s", tail);
+    write_file(d, "tokenizer.json", json);
+    expect_error(d, "badtemplate/tokenizer.json: post_processor template piece 0",
+                 "named in special_tokens");
+
     snprintf(d, sizeof d, "%s/nobytelevel", tmp);
     write_file(d, "tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{},\"merges\":[]},"
                "\"pre_tokenizer\":{\"type\":\"Metaspace\"},\"decoder\":null}");
@@ -166,8 +232,11 @@ int main(int argc, char **argv)
     char *text = slurp(path, &len);
     CHECK(text != NULL && len >= 100000, "%s: %zu bytes", path, text ? len : 0);
     if (text) {
-        check_fixture(argv[1], "bpe_llama3", 1500, text, len);
-        check_fixture(argv[1], "bpe_gpt2", 1200, text, len);
+        /* make_bpe_fixture.py: <|begin_of_text|> is id 4, after the four specials */
+        check_fixture(argv[1], "bpe_llama3", 1500, 4, 4, text, len);
+        check_fixture(argv[1], "bpe_gpt2", 1200, 0, -1, text, len);
+        check_fixture(argv[1], "bpe_nfc", 1000, -1, -1, text, len);
+        check_nfc(argv[1]);
     }
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s/bpe_errors", argv[2]);

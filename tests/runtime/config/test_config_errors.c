@@ -155,6 +155,12 @@ static const RuleCase rule_cases[] = {
     {{"model.reward=[]"},
      "model.reward: required but not given (reward model checkpoint folders; two or more form an ensemble (reward.objective))"},
     {{"data.prompts="}, "data.prompts: required but not given (training prompts, JSONL)"},
+    {{"data.tokenizer=bytes", "data.prompt_template=Q: A:"},
+     "data.prompt_template: the template must hold {prompt} where the prompt goes (e.g. \"<|im_start|>user\\n{prompt}<|im_end|>\\n<|im_start|>assistant\\n\")"},
+    {{"data.tokenizer=bytes", "data.prompt_template={prompt}{prompt}"},
+     "data.prompt_template: {prompt} appears more than once; expected once"},
+    {{"data.prompt_template=Q: {prompt} A:"},
+     "data.prompt_template needs data.tokenizer: it applies to text prompts, and {\"input_ids\"} prompts are used as given"},
 };
 
 static void set_base(PwConfig *c)
