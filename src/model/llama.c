@@ -60,7 +60,10 @@ static void tensor_sizes(size_t *s, const PwArch *a, int heads)
     s[6] = L * 2 * F * C;
     s[7] = L * C * F;
     s[8] = C;
-    s[9] = a->tied ? 0 : V * C;
+    /* an untied LM head belongs to the LM head alone: a reward model or critic has none (its
+     * ForSequenceClassification folder has no lm_head.weight), and holding one would cost V*C
+     * parameters, gradients and moments that nothing reads */
+    s[9] = a->tied || !(heads & PW_HEAD_LM) ? 0 : V * C;
     s[10] = (heads & PW_HEAD_SCORE) ? C : 0;
     s[11] = (heads & PW_HEAD_SCORE) ? 1 : 0;
     s[12] = (heads & PW_HEAD_VALUE) ? C : 0;

@@ -8,7 +8,8 @@
 /* Parameters, in this order in the model's one buffer. QKV = (NH + 2 NKV) hs rows: Hugging
  * Face's q_proj, k_proj and v_proj stacked, so one matmul gives [q | k | v]; fcw stacks
  * gate_proj over up_proj, so one matmul gives [gate | up]. A tensor the model lacks (biases
- * without attention_bias, the LM head when tied, absent heads) has size 0 and a NULL pointer. */
+ * without attention_bias, lm_head when tied or without the LM head, absent heads) has size 0
+ * and a NULL pointer. */
 #define PW_LLAMA_NUM_PARAM_TENSORS 14
 typedef struct PwLlamaParams {
     float *wte;      /* (V, C) embed_tokens */
@@ -20,7 +21,7 @@ typedef struct PwLlamaParams {
     float *fcw;      /* (L, 2F, C) gate_proj; up_proj */
     float *fcprojw;  /* (L, C, F) down_proj */
     float *lnfw;     /* (C) norm */
-    float *lmw;      /* (V, C) lm_head, untied models only */
+    float *lmw;      /* (V, C) lm_head, untied models with the LM head only */
     float *scorew;   /* (1, C) score head */
     float *scoreb;   /* (1) */
     float *valuew;   /* (1, C) value head */

@@ -1,19 +1,22 @@
-/* gpt2_resave.c: load a GPT-2 folder and save it again with every head, for the test that
- * Hugging Face transformers reads what we write (test_hf_load.py). */
+/* gpt2_resave.c: load a model folder of any family and save it again with every head (or, given
+ * "score", as the reward model it is), for the test that Hugging Face transformers reads what we
+ * write (test_hf_load.py). */
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "pw_model.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s SRC_DIR DST_DIR\n", argv[0]);
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "score"))) {
+        fprintf(stderr, "usage: %s SRC_DIR DST_DIR [score]\n", argv[0]);
         return 2;
     }
     PwErr err;
-    PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = 1, .maxT = 1,
-                     .seed = 7};
+    /* a ForSequenceClassification folder has no LM head to load (an untied one no lm_head) */
+    int heads = argc == 4 ? PW_HEAD_SCORE : PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE;
+    PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 1, .seed = 7};
     PwModel *m = pw_model_load(argv[1], &o, &err);
     if (!m) {
         fprintf(stderr, "%s\n", err.msg);

@@ -1,34 +1,47 @@
 #!/usr/bin/env python3
 # test_hf_load.py: a folder written by pw_model_save loads in Hugging Face transformers as the same
-# model it came from, any family (skipped where torch or transformers is not installed).
+# model it came from, any family (skipped where torch or transformers is not installed). With
+# "score", the folder is a ForSequenceClassification reward model, resaved as one.
 import subprocess
 import sys
 
 
 def main():
     resave, fixture_model, out = sys.argv[1:4]
+    score = sys.argv[4:5] == ["score"]
     try:
         import torch
+        from safetensors.torch import load_file
         from transformers import AutoModelForCausalLM as LM
         from transformers import AutoModelForSequenceClassification as SeqCls
     except ImportError as e:
         print(f"skipped: {e}")
         return 77
-    subprocess.run([resave, fixture_model, out], check=True)
-    a = LM.from_pretrained(fixture_model).eval()
-    b = LM.from_pretrained(out).eval()
+    subprocess.run([resave, fixture_model, out] + (["score"] if score else []), check=True)
+    if score:
+        a = SeqCls.from_pretrained(fixture_model).eval()
+        # our config.json does not carry pad_token_id; transformers needs it to find each row's
+        # last real token
+        b = SeqCls.from_pretrained(out, num_labels=1, pad_token_id=a.config.pad_token_id).eval()
+    else:
+        a = LM.from_pretrained(fixture_model).eval()
+        b = LM.from_pretrained(out).eval()
     sa, sb = a.state_dict(), b.state_dict()
     bad = [k for k in sa if k not in sb or not torch.equal(sa[k], sb[k])]
     gen = torch.Generator().manual_seed(0)
-    x = torch.randint(0, a.config.vocab_size, (2, 12), generator=gen)
+    x = torch.randint(1, a.config.vocab_size, (2, 12), generator=gen)
+    mask = torch.ones_like(x)
+    if score:  # a left-padded row: the score is read at the last real token
+        x[1, :5], mask[1, :5] = a.config.pad_token_id, 0
     with torch.no_grad():
-        diff = (a(x).logits - b(x).logits).abs().max().item()
+        diff = (a(x, attention_mask=mask).logits - b(x, attention_mask=mask).logits)
+        diff = diff.abs().max().item()
     # the score head is the tensor the family's ForSequenceClassification reads (no bias there)
-    c = SeqCls.from_pretrained(out, num_labels=1).eval()
-    from safetensors.torch import load_file
+    c = b if score else SeqCls.from_pretrained(out, num_labels=1).eval()
     ours = load_file(f"{out}/model.safetensors")
     score_ok = torch.equal(c.score.weight.detach(), ours["score.weight"])
-    print(f"{len(sa)} tensors, {len(bad)} differ {bad[:3]}; logits max |diff| {diff:.3g}; "
+    print(f"{type(b).__name__}: {len(sa)} tensors, {len(bad)} differ {bad[:3]}; "
+          f"{'scores' if score else 'logits'} max |diff| {diff:.3g}; "
           f"score head read by {type(c).__name__}: {score_ok}")
     return 0 if not bad and diff == 0.0 and score_ok else 1
 
