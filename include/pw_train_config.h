@@ -12,18 +12,27 @@
 /* One field per key (docs/training.md); the key names follow PPO's where the meaning is the
  * same (seed, optim.*, eval.every, runtime.timeout_s, data.tokenizer). Strings are never NULL
  * after pw_cfg_defaults ("" means not given). */
+/* model.type: which Hugging Face model_type a random model is (a model.init folder says its own). */
+typedef enum PwTrainModelType {
+    PW_TRAIN_MODEL_GPT2 = 0,
+    PW_TRAIN_MODEL_LLAMA,
+    PW_TRAIN_MODEL_QWEN2,
+} PwTrainModelType;
+
 typedef struct PwTrainConfig {
     int64_t seed;
     struct {
         char *dir, *train, *valid;
         double valid_fraction;
-        char *tokenizer;
+        char *tokenizer, *prompt_template;
         int64_t max_len, max_prompt_len, max_response_len;
         PwOverlong overlong;
     } data;
     struct {
         char *init;
-        int64_t n_layer, n_head, n_embd, n_positions;
+        int type; /* PwTrainModelType: the family of a random model */
+        int64_t n_layer, n_head, n_embd, n_positions, n_kv_head, n_inner;
+        double rope_theta;
     } model;
     struct {
         int64_t steps, batch_size;

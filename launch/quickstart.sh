@@ -2,8 +2,10 @@
 # quickstart.sh: the README's first command. Installs what is missing, builds ppo_world, and runs
 # the embedded CPU default end to end: task data, SFT, three reward models, PPO, gold evaluation.
 #
-# Usage: launch/quickstart.sh [--fresh] [--out DIR]        (docs/quickstart.md)
+# Usage: launch/quickstart.sh [--fresh] [--out DIR] [--family gpt2|llama]   (docs/quickstart.md)
 #   --out DIR   run folder (default runs/quickstart)
+#   --family F  the policy's (and so the reward models' and critic's) architecture: gpt2 (the
+#               default) or llama (configs/quickstart/sft_llama.yaml)
 #   --fresh     redo every stage; otherwise a stage whose folder holds a completion marker for
 #               the same command is reused
 # Environment: BUILD (build folder, default build); PPO_WORLD (a built binary: skips the install
@@ -14,6 +16,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=runs/quickstart
 FRESH=0
+FAMILY=gpt2
 while [ $# -gt 0 ]; do
     case $1 in
         --fresh) FRESH=1 ;;
@@ -21,8 +24,13 @@ while [ $# -gt 0 ]; do
             [ $# -ge 2 ] || { echo "quickstart: --out needs a folder" >&2; exit 2; }
             OUT=$2; shift ;;
         --out=*) OUT=${1#--out=} ;;
-        -h|--help) sed -n '4,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "quickstart: unknown argument '$1' (expected --fresh, --out DIR)" >&2; exit 2 ;;
+        --family)
+            [ $# -ge 2 ] || { echo "quickstart: --family needs gpt2 or llama" >&2; exit 2; }
+            FAMILY=$2; shift ;;
+        --family=*) FAMILY=${1#--family=} ;;
+        -h|--help) sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "quickstart: unknown argument '$1' (expected --fresh, --out DIR, --family F)" >&2
+           exit 2 ;;
     esac
     shift
 done
@@ -36,7 +44,11 @@ SFT_STEPS=${QS_SFT_STEPS:-1500}
 RM_STEPS=${QS_RM_STEPS:-1000}
 RM_SEEDS=(1 2 3)
 TASK_FLAGS=(--seed "$SEED" --n-pairs 16384 --n-valid 1024 --n-eval 1024)
-SFT_CONFIG=configs/quickstart/sft.yaml
+case $FAMILY in
+    gpt2) SFT_CONFIG=configs/quickstart/sft.yaml ;;
+    llama) SFT_CONFIG=configs/quickstart/sft_llama.yaml ;;
+    *) echo "quickstart: --family '$FAMILY': expected gpt2 or llama" >&2; exit 2 ;;
+esac
 RM_CONFIG=configs/quickstart/rm.yaml
 
 T0=$(date +%s.%N)

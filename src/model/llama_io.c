@@ -150,6 +150,19 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     return 0;
 }
 
+/* The float eps as the shortest decimal that reads back as the same float (1e-05, not the
+ * double 9.9999997473787516e-06 the float widens to): config.json stays what a person wrote. */
+static double float_as_written(float x)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%.9g", (double)x);
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, (double)x);
+        if (strtof(s, NULL) == x) break;
+    }
+    return strtod(s, NULL);
+}
+
 static int config_save(const PwArch *c, const char *path, PwErr *err)
 {
     static const char *const arch_names[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
@@ -160,7 +173,7 @@ static int config_save(const PwArch *c, const char *path, PwErr *err)
         "num_hidden_layers", c->n_layer, "num_attention_heads", c->n_head,
         "num_key_value_heads", c->n_kv_head, "hidden_size", c->n_embd, "intermediate_size",
         c->n_inner, "vocab_size", c->vocab_size, "max_position_embeddings", c->n_positions,
-        "rms_norm_eps", (double)c->norm_eps, "rope_theta", c->rope_theta, "tie_word_embeddings",
+        "rms_norm_eps", float_as_written(c->norm_eps), "rope_theta", c->rope_theta, "tie_word_embeddings",
         c->tied, "hidden_act", "silu", "initializer_range", 0.02, "torch_dtype", "float32");
     if (root && c->hf_type == 0) json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias));
     if (root && c->rope_llama3)
@@ -170,7 +183,9 @@ static int config_save(const PwArch *c, const char *path, PwErr *err)
                       c->rope_factor, "low_freq_factor", c->rope_low_freq_factor,
                       "high_freq_factor", c->rope_high_freq_factor,
                       "original_max_position_embeddings", c->rope_original_max));
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+    /* 15 digits: every decimal of up to 15 significant digits (what config files hold) prints
+     * as written and reads back as the same double; 17 would print 1e-5 as 1.0000000000000001e-05. */
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);
     if (!text) return pw_errf(err, "%s: cannot build the JSON config", path);
     int rc = pw_write_file_atomic(path, text, strlen(text), err);

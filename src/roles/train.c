@@ -42,6 +42,24 @@ static int bad(PwTrainer *t, const char *fmt, const char *x)
 
 /* The values the loops read, taken from the configuration once (as settings.c does for PPO):
  * a path not given is NULL, the warm-up is resolved, a time-out of 0 (never) is a long one. */
+/* The architecture of a random model from the model.* keys: GPT-2, or the Llama family with the
+ * choices small Llama-family checkpoints make (tied embeddings, RMSNorm eps 1e-5). */
+static void random_arch(PwArch *a, const PwTrainConfig *c)
+{
+    *a = (PwArch){.family = PW_FAMILY_GPT2, .n_layer = (int)c->model.n_layer,
+                  .n_head = (int)c->model.n_head, .n_embd = (int)c->model.n_embd,
+                  .n_positions = (int)c->model.n_positions};
+    if (c->model.type == PW_TRAIN_MODEL_GPT2) return;
+    a->family = PW_FAMILY_LLAMA;
+    a->n_kv_head = c->model.n_kv_head ? (int)c->model.n_kv_head : a->n_head;
+    a->n_inner = c->model.n_inner ? (int)c->model.n_inner : 4 * a->n_embd;
+    a->norm_eps = 1e-5f;
+    a->rope_theta = c->model.rope_theta;
+    a->tied = 1;
+    a->qkv_bias = c->model.type == PW_TRAIN_MODEL_QWEN2;
+    a->hf_type = c->model.type == PW_TRAIN_MODEL_QWEN2 ? 1 : 0;
+}
+
 static void derive(PwTrainer *t, const char *out)
 {
     const PwTrainConfig *c = &t->cfg;
@@ -53,11 +71,9 @@ static void derive(PwTrainer *t, const char *out)
     a->init = c->model.init[0] ? c->model.init : NULL;
     a->out = out;
     a->tokenizer = c->data.tokenizer;
+    a->prompt_template = c->data.prompt_template;
     a->valid_fraction = c->data.valid_fraction;
-    a->n_layer = (int)c->model.n_layer;
-    a->n_head = (int)c->model.n_head;
-    a->n_embd = (int)c->model.n_embd;
-    a->n_positions = (int)c->model.n_positions;
+    random_arch(&a->arch, c);
     a->steps = (long)c->train.steps;
     a->warmup = (long)pw_train_config_warmup(c);
     a->eval_every = (long)c->eval.every;
@@ -177,7 +193,7 @@ static int load_data(PwTrainer *t, int n_positions, PwErr *err)
         return pw_errf(err, "data.max_len %d exceeds the model's n_positions %d", max_len,
                        n_positions);
     PwDataOpts o = {t->shape, t->tok, a->max_prompt_len, a->max_response_len, max_len,
-                    a->overlong, 0};
+                    a->overlong, 0, a->prompt_template};
     if (!vp) {
         PwDataset all;
         if (pw_dataset_load(&all, tp, &o, err)) return -1;
@@ -230,9 +246,8 @@ static int setup_local(PwTrainer *t, PwErr *err)
     PwTrainArgs *a = &t->a;
     t->tok = pw_tokenizer_get(a->tokenizer, err);
     if (!t->tok) return -1;
-    PwArch cfg = {.family = PW_FAMILY_GPT2, .n_layer = a->n_layer, .n_head = a->n_head,
-                  .n_embd = a->n_embd, .vocab_size = t->tok->vocab_size,
-                  .n_positions = a->n_positions};
+    PwArch cfg = a->arch;
+    cfg.vocab_size = t->tok->vocab_size;
     if (a->init) {
         if (pw_arch_load(&cfg, a->init, err)) return -1;
     } else if (pw_arch_check(&cfg, err)) {

@@ -15,9 +15,9 @@
 /* The settings as the loops read them, derived once from the configuration (PwTrainConfig): a
  * path not given is NULL, the warm-up resolved, out is the --out flag. */
 typedef struct PwTrainArgs {
-    const char *data, *train, *valid, *init, *out, *tokenizer;
+    const char *data, *train, *valid, *init, *out, *tokenizer, *prompt_template;
     double valid_fraction;
-    int n_layer, n_head, n_embd, n_positions;
+    PwArch arch;           /* a random model's (model.init absent); vocab_size the tokenizer's */
     long steps, warmup, eval_every;
     int batch;
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, timeout;

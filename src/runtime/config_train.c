@@ -8,8 +8,10 @@
 /* Enum stores go through an int pointer, so every enum field must be int-sized. */
 _Static_assert(sizeof(PwOverlong) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwTrainModelType) == sizeof(int), "enum field size");
 
 static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
+static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
 
 #define OFF(field) offsetof(PwTrainConfig, field)
 #define GPT3 "GPT-3 (Brown et al. 2020)"
@@ -42,6 +44,11 @@ static const PwCfgKey keys[] = {
      "tokenizer of the text fields (docs/data.md): bytes, or a Hugging Face byte-level BPE "
      "folder (docs/tokenizer.md); a checkpoint's vocabulary must hold it",
      "ours (the byte tokenizer of the synthetic task)"},
+    {"data.prompt_template", PW_CFG_STRING, OFF(data.prompt_template), "", 0, 0, 0, NULL,
+     "text a text prompt is put into before it is encoded, with {prompt} where the prompt goes "
+     "(e.g. a ChatML turn; it stands in for the Jinja chat_template, docs/tokenizer.md); "
+     "empty: the prompt as it is",
+     "ours (as PPO's data.prompt_template)"},
     {"data.max_len", PW_CFG_INT, OFF(data.max_len), "0", 0, 65536, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "limit on prompt + response tokens of an example; 0: the model's n_positions", "ours"},
     {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "0", 0, 65536,
@@ -55,8 +62,12 @@ static const PwCfgKey keys[] = {
     /* ---- model */
     {"model.init", PW_CFG_STRING, OFF(model.init), "", 0, 0, 0, NULL,
      "checkpoint folder to start from (its config.json sets the size; rm adds a score head it "
-     "lacks); empty: a random model of the model.n_* keys",
+     "lacks); empty: a random model of the model.type and model.n_* keys",
      "ours"},
+    {"model.type", PW_CFG_ENUM, OFF(model.type), "gpt2", 0, 0, 0, model_type_names,
+     "family of a random model: gpt2, llama (RMSNorm, rotary positions, SwiGLU, grouped-query "
+     "attention, tied embeddings) or qwen2 (llama with q/k/v biases); docs/model.md",
+     "Hugging Face config.json model_type"},
     {"model.n_layer", PW_CFG_INT, OFF(model.n_layer), "2", 1, 64, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "transformer blocks of a random model", TINY},
     {"model.n_head", PW_CFG_INT, OFF(model.n_head), "2", 1, 64, PW_CFG_MIN | PW_CFG_MAX, NULL,
@@ -66,6 +77,14 @@ static const PwCfgKey keys[] = {
     {"model.n_positions", PW_CFG_INT, OFF(model.n_positions), "128", 2, 65536,
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "positions (longest sequence) of a random model; its vocabulary is the tokenizer's", TINY},
+    {"model.n_kv_head", PW_CFG_INT, OFF(model.n_kv_head), "0", 0, 64, PW_CFG_MIN | PW_CFG_MAX,
+     NULL, "key/value heads of a random llama/qwen2 (grouped-query attention; must divide "
+     "model.n_head); 0: model.n_head", "Hugging Face num_key_value_heads"},
+    {"model.n_inner", PW_CFG_INT, OFF(model.n_inner), "0", 0, 1 << 20, PW_CFG_MIN | PW_CFG_MAX,
+     NULL, "SwiGLU width of a random llama/qwen2; 0: 4 x model.n_embd (GPT-2's MLP is always "
+     "4 x n_embd)", "Hugging Face intermediate_size"},
+    {"model.rope_theta", PW_CFG_FLOAT, OFF(model.rope_theta), "10000", 1, 0, PW_CFG_MIN, NULL,
+     "rotary base of a random llama/qwen2", "Hugging Face rope_theta (Llama 2, Qwen2 default)"},
 
     /* ---- steps */
     {"train.steps", PW_CFG_INT, OFF(train.steps), "200", 0, 0, PW_CFG_MIN, NULL,
@@ -117,6 +136,7 @@ static int check_rules(const void *any, PwErr *err)
     if (c->optim.warmup_steps != PW_CFG_AUTO_INT && c->optim.warmup_steps > c->train.steps)
         return pw_errf(err, "optim.warmup_steps (%lld) must not exceed train.steps (%lld)",
                        (long long)c->optim.warmup_steps, (long long)c->train.steps);
+    if (pw_cfg_rule_template("data.prompt_template", c->data.prompt_template, err)) return -1;
     return pw_cfg_rule_not_above("optim.min_lr", c->optim.min_lr, "optim.lr", c->optim.lr, err);
 }
 

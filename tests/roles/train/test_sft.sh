@@ -20,3 +20,20 @@ awk -v a="$v0" -v b="$v1" 'BEGIN { exit !(b < 0.5 * a) }' || fail "valid loss $v
 # The checkpoint loads back as a language model (the format of the model core).
 "$WEIGHTS_DIFF" "$WORK/out" "$WORK/out" lm 0 > /dev/null || fail "checkpoint does not load"
 echo "sft: ok"
+
+# A random model of the Llama family (model.type): it learns as GPT-2 does, and its config.json
+# is what transformers reads (model_type, grouped-query heads, the eps as written: 1e-5).
+"$PPO_WORLD" sft --out "$WORK/qwen" "data.dir=$WORK" train.steps=80 eval.every=40 \
+    train.batch_size=8 model.type=qwen2 model.n_embd=32 model.n_kv_head=1 model.n_inner=48 \
+    optim.lr=3e-3 seed=3 > "$WORK/qlog" || { cat "$WORK/qlog"; fail "sft qwen2 exited $?"; }
+grep -q 'model llama L=2 H=2 C=32' "$WORK/qlog" || { cat "$WORK/qlog"; fail "not a Llama-family model"; }
+v0=$(first_metric "$WORK/qwen/metrics.jsonl" valid/loss)
+v1=$(last_metric "$WORK/qwen/metrics.jsonl" valid/loss)
+echo "qwen2 valid/loss $v0 -> $v1"
+awk -v a="$v0" -v b="$v1" 'BEGIN { exit !(b < 0.5 * a) }' || fail "qwen2: valid loss $v0 -> $v1: not halved"
+for want in '"model_type": "qwen2"' '"num_key_value_heads": 1' '"intermediate_size": 48' \
+    '"rms_norm_eps": 1e-5,' '"tie_word_embeddings": true'; do
+    grep -qF "$want" "$WORK/qwen/config.json" || { cat "$WORK/qwen/config.json"; fail "config.json lacks $want"; }
+done
+"$WEIGHTS_DIFF" "$WORK/qwen" "$WORK/qwen" lm 0 > /dev/null || fail "qwen2 checkpoint does not load"
+echo "sft qwen2: ok"

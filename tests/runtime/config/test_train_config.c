@@ -22,12 +22,13 @@ static void check_table(void)
             CHECK(k->offset != S->keys[j].offset, "%s and %s share a field", k->name,
                   S->keys[j].name);
     }
-    CHECK(S->nkeys == 28, "%zu keys", S->nkeys);
+    CHECK(S->nkeys == 33, "%zu keys", S->nkeys);
     /* Where sft/rm and PPO share a setting they share its name and type. */
     static const char *const shared[] = {"seed", "optim.lr", "optim.min_lr", "optim.warmup_steps",
                                          "optim.decay", "optim.weight_decay", "optim.beta1",
                                          "optim.beta2", "optim.eps", "optim.grad_clip",
                                          "eval.every", "runtime.timeout_s", "data.tokenizer",
+                                         "data.prompt_template",
                                          "data.max_prompt_len"};
     for (size_t i = 0; i < PW_ARRAY_LEN(shared); i++) {
         const PwCfgKey *t = pw_cfg_find_key(S, shared[i]), *p = pw_config_find_key(shared[i]);
@@ -217,6 +218,10 @@ static const Case rule_cases[] = {
     {"data.dir=d train.steps=5 optim.warmup_steps=6",
      "optim.warmup_steps (6) must not exceed train.steps (5)"},
     {"data.dir=d optim.min_lr=0.01", "optim.min_lr (0.01) must not exceed optim.lr (0.001)"},
+    {"data.dir=d data.prompt_template=none",
+     "data.prompt_template: the template must hold {prompt} where the prompt goes (e.g. "
+     "\"<|im_start|>user\\n{prompt}<|im_end|>\\n<|im_start|>assistant\\n\")"},
+    {"data.dir=d data.prompt_template=Q:{prompt}A:", NULL},
     /* accepted: auto adapts to few steps, a warm-up as long as the run, a train file alone */
     {"data.dir=d train.steps=3", NULL},
     {"data.dir=d train.steps=5 optim.warmup_steps=5", NULL},
