@@ -23,8 +23,10 @@ void pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64
     }
     PwAdamWConfig ac = {(float)lr, (float)r->s.beta1, (float)r->s.beta2, (float)r->s.eps,
                         (float)r->s.weight_decay, (float)r->s.grad_clip};
-    if (pw_model_adamw_step(m, &ac, (int)t, &err) < 0)
-        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", pw_role_name(role), err.msg);
+    int rc = pw_model_adamw_step(m, &ac, (int)t, NULL, &err);
+    if (rc < 0) pw_comm_fatal(__FILE__, __LINE__, "%s: %s", pw_role_name(role), err.msg);
+    if (rc == PW_ADAMW_SKIPPED)
+        pw_comm_fatal(__FILE__, __LINE__, "%s: the gradient is not finite", pw_role_name(role));
 }
 
 double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk)

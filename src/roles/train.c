@@ -351,8 +351,10 @@ double pw_train_optimize(PwTrainer *t, long step)
     double lr = pw_lr_at(&sc, step);
     PwAdamWConfig ac = {(float)lr, (float)t->a.beta1, (float)t->a.beta2, (float)t->a.eps,
                         (float)t->a.weight_decay, (float)t->a.grad_clip};
-    if (pw_model_adamw_step(m, &ac, (int)(step + 1), &err) < 0)
-        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", t->mode, err.msg);
+    int rc = pw_model_adamw_step(m, &ac, (int)(step + 1), NULL, &err);
+    if (rc < 0) pw_comm_fatal(__FILE__, __LINE__, "%s: %s", t->mode, err.msg);
+    if (rc == PW_ADAMW_SKIPPED)
+        pw_comm_fatal(__FILE__, __LINE__, "%s: the gradient is not finite", t->mode);
     return lr;
 }
 
