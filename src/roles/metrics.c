@@ -3,9 +3,14 @@
 #include <jansson.h>
 #include <stdlib.h>
 
+#include "pw_metrics.h"
 #include "roles.h"
 
-static void put(json_t *o, const char *key, double v) { json_object_set_new(o, key, json_real(v)); }
+/* json_real(NaN) is NULL, and setting NULL drops the key: pw_metric_json writes "nan" instead. */
+static void put(json_t *o, const char *key, double v)
+{
+    json_object_set_new(o, key, pw_metric_json(v));
+}
 
 void pw_metrics_write(PwRun *r, int64_t step)
 {

@@ -90,8 +90,10 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
     acc = acc0;
     static const char *const keys[] = {"train/loss", "train/accuracy", "valid/loss",
                                        "valid/accuracy", "lr", "time/step_s"};
+    /* bit i: key i has no value; the first line has no training step yet */
+    unsigned none = t.have_valid ? 0u : 1u << 2 | 1u << 3;
     double v0[] = {NAN, NAN, loss0, acc0, 0.0, NAN};
-    pw_train_log(&t, 0, keys, v0, 6);
+    pw_train_log(&t, 0, keys, v0, 6, none | 1u << 0 | 1u << 1 | 1u << 5);
     for (long step = 0; step < t.a.steps; step++) {
         double t0 = pw_now(), out[2];
         train_step(&t, step, &b, rows, sc, dscore, out);
@@ -105,7 +107,7 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
             validate(&t, &b, rows, sc, &loss, &acc);
             double v[] = {sum[0] / nsum, sum[1] / nsum, loss, acc, pw_lr_at(&lrs, step),
                           tstep / nsum};
-            pw_train_log(&t, done, keys, v, 6);
+            pw_train_log(&t, done, keys, v, 6, none);
             if (t.rank == 0) {
                 printf("rm step %ld: train/loss %.4f valid/loss %.4f valid/accuracy %.3f "
                        "(%.1f ms/step)\n", done, sum[0] / nsum, loss, acc, 1e3 * tstep / nsum);

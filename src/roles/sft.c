@@ -79,8 +79,10 @@ int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
     double first = valid_loss(&t, &b, rows, logp), last = first, sum = 0.0, tstep = 0.0;
     long nsum = 0;
     static const char *const keys[] = {"train/loss", "valid/loss", "lr", "time/step_s"};
+    /* bit i: key i has no value; the first line has no training step yet */
+    unsigned none = t.have_valid ? 0u : 1u << 1;
     double v0[] = {NAN, first, 0.0, NAN};
-    pw_train_log(&t, 0, keys, v0, 4);
+    pw_train_log(&t, 0, keys, v0, 4, none | 1u << 0 | 1u << 3);
     for (long step = 0; step < t.a.steps; step++) {
         double t0 = pw_now();
         sum += train_step(&t, step, &b, rows, logp);
@@ -91,7 +93,7 @@ int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
             PwLrSchedule sc = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
             last = valid_loss(&t, &b, rows, logp);
             double v[] = {sum / nsum, last, pw_lr_at(&sc, step), tstep / nsum};
-            pw_train_log(&t, done, keys, v, 4);
+            pw_train_log(&t, done, keys, v, 4, none);
             if (t.rank == 0) {
                 printf("sft step %ld: train/loss %.4f valid/loss %.4f (%.1f ms/step)\n", done,
                        sum / nsum, last, 1e3 * tstep / nsum);

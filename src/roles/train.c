@@ -7,6 +7,7 @@
 
 #include "pw_cli.h"
 #include "pw_collective.h"
+#include "pw_metrics.h"
 #include "train.h"
 
 /* -------------------------------------------------------------------------- configuration */
@@ -358,15 +359,20 @@ double pw_train_optimize(PwTrainer *t, long step)
     return lr;
 }
 
-void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n)
+void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
+                  unsigned none)
 {
     if (!t->metrics) return;
     fprintf(t->metrics, "{\"step\": %ld, \"mode\": \"%s\", \"examples\": %lld", step, t->mode,
             (long long)step * t->a.batch);
     for (int i = 0; i < n; i++) {
-        /* JSON has no NaN: a value that does not exist (no validation set) is null. */
-        if (vals[i] != vals[i])
+        /* null says the value does not exist (no validation set); a loss that came out NaN or
+         * infinite is a different thing and says so (pw_metrics.h): JSON has neither. */
+        const char *bad = pw_metric_nonfinite_name(vals[i]);
+        if (none & (1u << i))
             fprintf(t->metrics, ", \"%s\": null", keys[i]);
+        else if (bad)
+            fprintf(t->metrics, ", \"%s\": \"%s\"", keys[i], bad);
         else
             fprintf(t->metrics, ", \"%s\": %.9g", keys[i], vals[i]);
     }

@@ -65,8 +65,11 @@ void pw_train_sum(PwTrainer *t, double *x, int n);
 double pw_train_optimize(PwTrainer *t, long step);
 /* The global batch of a step: rows (B) and this rank's block of them. */
 void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *count);
-/* One line of out/metrics.jsonl (rank 0): keys and values, n pairs. */
-void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n);
+/* One line of out/metrics.jsonl (rank 0): keys and values, n pairs; bit i of `none` set: value i
+ * does not exist and is written null (a NaN or infinity among the others is written as the
+ * string "nan", "inf" or "-inf", pw_metrics.h). */
+void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
+                  unsigned none);
 /* Writes out/model.safetensors and out/config.json (rank 0); fatal on failure. */
 void pw_train_save(PwTrainer *t);
 

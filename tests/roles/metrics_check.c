@@ -1,5 +1,6 @@
 /* metrics_check.c: assertions on metrics.jsonl files for the roles tests. Usage:
- *   metrics_check lines FILE N                 N lines, every number finite
+ *   metrics_check lines FILE N                 N lines, every number finite (none written as
+ *                                              "nan", "inf" or "-inf")
  *   metrics_check zero FILE LINE KEY...        those keys are exactly 0 on line LINE (0-based)
  *   metrics_check same FILE_A FILE_B [TOL]     identical lines, keys under time/ left out; with
  *                                              TOL numbers may differ by TOL * max(1, |b|)
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pw_metrics.h"
 
 #define MAX_LINES 10000
 
@@ -37,14 +40,15 @@ static int read_lines(const char *path, json_t **out)
     return n;
 }
 
+/* A number, or "nan" / "inf" / "-inf" as a diverged run writes them (pw_metrics.h). */
 static double num(json_t *o, const char *key, const char *path, int line)
 {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_number(v)) {
+    double v = 0.0;
+    if (pw_metric_get(json_object_get(o, key), &v) != 1) {
         fprintf(stderr, "metrics_check: %s:%d: no number '%s'\n", path, line + 1, key);
         exit(1);
     }
-    return json_number_value(v);
+    return v;
 }
 
 static json_t *lines_a[MAX_LINES], *lines_b[MAX_LINES];
@@ -57,8 +61,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             const char *k;
             json_t *v;
-            json_object_foreach(lines_a[i], k, v) if (json_is_number(v) &&
-                                                      !isfinite(json_number_value(v))) {
+            double x;
+            json_object_foreach(lines_a[i], k, v) if (pw_metric_get(v, &x) == 1 && !isfinite(x)) {
                 fprintf(stderr, "%s:%d: %s is not finite\n", argv[2], i + 1, k);
                 bad = 1;
             }
