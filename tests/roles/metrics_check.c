@@ -5,7 +5,8 @@
  *   metrics_check same FILE_A FILE_B [TOL]     identical lines, keys under time/ left out; with
  *                                              TOL numbers may differ by TOL * max(1, |b|)
  *   metrics_check rises FILE KEY N DELTA       mean of the last N lines - first N >= DELTA
- *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based) */
+ *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based)
+ *   metrics_check is FILE LINE KEY VALUE       KEY == VALUE on line LINE; VALUE may be nan, inf */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +127,13 @@ int main(int argc, char **argv)
         double v = num(lines_a[line], argv[4], argv[2], line), max = atof(argv[5]);
         printf("%s line %d: %s = %.3g (at most %g)\n", argv[2], line, argv[4], v, max);
         return !(fabs(v) <= max);
+    }
+    if (argc == 6 && !strcmp(argv[1], "is")) {
+        int n = read_lines(argv[2], lines_a), line = atoi(argv[3]);
+        if (line >= n) return fprintf(stderr, "%s: %d lines, no line %d\n", argv[2], n, line), 1;
+        double v = num(lines_a[line], argv[4], argv[2], line), want = strtod(argv[5], NULL);
+        printf("%s line %d: %s = %.17g (expected %s)\n", argv[2], line, argv[4], v, argv[5]);
+        return !(v == want || (isnan(v) && isnan(want)));
     }
     fprintf(stderr, "metrics_check: bad arguments\n");
     return 2;

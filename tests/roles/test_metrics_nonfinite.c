@@ -90,6 +90,16 @@ int main(void)
     json_object_foreach(o, k, v) CHECK(json_is_number(v), "%s is not a number", k);
     CHECK(json_real_value(json_object_get(o, "loss/policy_avg")) == 0.125 * PW_ST_PG,
           "loss/policy_avg %g", json_real_value(json_object_get(o, "loss/policy_avg")));
+    CHECK(json_object_get(o, "runtime/skipped_steps") == NULL,
+          "runtime/skipped_steps written with runtime.on_nonfinite: stop");
+    json_decref(o);
+
+    /* with runtime.on_nonfinite: skip_step the line counts the skipped updates */
+    r->s.skip_nonfinite = 1;
+    r->stats[PW_ST_SKIPPED] = 3.0;
+    o = write_line(r);
+    CHECK(json_number_value(json_object_get(o, "runtime/skipped_steps")) == 3.0,
+          "runtime/skipped_steps missing or wrong");
     json_decref(o);
     free(r);
     return pw_test_done("test_metrics_nonfinite");
