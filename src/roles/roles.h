@@ -1,7 +1,7 @@
 /* roles.h: what the files of src/roles share: the run settings, the prompt data, the rollout rows
  * of one block, the state of every role a rank may hold, and the phase exchange between roles.
- * Internal: nothing outside src/roles includes it but the roles' unit tests. settings.c alone reads the configuration and
- * copies what the roles use into PwSettings (see docs/roles.md). */
+ * Internal: nothing outside src/roles includes it but the roles' unit tests. settings.c alone
+ * reads the configuration and copies what the roles use into PwSettings (see docs/roles.md). */
 #ifndef PW_ROLES_INTERNAL_H
 #define PW_ROLES_INTERNAL_H
 
