@@ -298,11 +298,46 @@ fail:
     return NULL;
 }
 
+/* Whether host copy h holds a parameter that is not a valid weight; err then names the first,
+ * its tensor and element. */
+static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        size_t n = m->tensor_size[i], at = pw_weights_first_bad(h + m->tensor_off[i], n);
+        if (at == n) continue;
+        char v[64];
+        pw_errf(err, "parameter tensor \"%s\" element %zu is %s (a weight must be finite and at "
+                "most %g in magnitude)", m->impl->tensor_names[i], at,
+                pw_weight_describe(h[m->tensor_off[i] + at], v, sizeof v), PW_WEIGHT_LIMIT);
+        return 1;
+    }
+    return 0;
+}
+
 int pw_model_save(PwModel *m, const char *dir, PwErr *err)
 {
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
-    int rc = m->impl->save(m, h, dir, err);
+    /* Checked before anything is written: a diverged model must never replace a good checkpoint
+     * in the folder, and whoever loads the folder would refuse it anyway. */
+    PwErr bad;
+    int rc = find_bad_param(m, h, &bad)
+                 ? pw_errf(err, "%s: not saved: %s; the folder keeps what it held", dir, bad.msg)
+                 : m->impl->save(m, h, dir, err);
+    host_done(m, h, 0);
+    return rc;
+}
+
+int pw_model_check_params(PwModel *m, PwErr *err)
+{
+    /* Every |w| <= the norm, so a finite norm within the limit clears all of them at the cost
+     * of one reduction; the sum is in double, where even 3e38 squared is finite. */
+    double norm = sqrt(m->ops->sumsq(m->ops, m->params, m->num_params));
+    if (norm <= PW_WEIGHT_LIMIT) return 0;
+    float *h = host_params(m, 1);
+    if (!h) return pw_errf(err, "out of host memory to look for the bad weight");
+    /* A norm beyond the limit from many large but valid weights is no reason to stop. */
+    int rc = find_bad_param(m, h, err) ? -1 : 0;
     host_done(m, h, 0);
     return rc;
 }
@@ -507,13 +542,18 @@ static int alloc_moments(PwModel *m, PwErr *err)
 
 int pw_model_has_optimizer(const PwModel *m) { return m->adam_m || m->h_adam_m; }
 
-double pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, PwErr *err)
+int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *norm_out,
+                        PwErr *err)
 {
     const PwOps *o = m->ops;
     if (!m->grads) return pw_errf(err, "an optimiser step needs gradients (no backward ran)");
-    if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1.0;
-    if (!m->adam_m && alloc_moments(m, err)) return -1.0;
+    if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1;
+    if (!m->adam_m && alloc_moments(m, err)) return -1;
     double norm = pw_model_grad_norm(m);
+    if (norm_out) *norm_out = norm;
+    /* The norm is a sum over every gradient, so this one test sees a NaN or infinity anywhere;
+     * clipping cannot repair it (inf / inf is NaN), and the moments would keep it for good. */
+    if (!isfinite(norm)) return PW_ADAMW_SKIPPED;
     if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip)
         o->scale(o, m->grads, (float)(cfg->grad_clip / norm), m->num_params);
     /* one update per tensor: each tensor is contiguous and decays or not as a whole */
@@ -524,7 +564,7 @@ double pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, PwErr *e
                             n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
                             m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
     }
-    return norm;
+    return PW_ADAMW_APPLIED;
 }
 
 int pw_model_optimizer_offload(PwModel *m, PwErr *err)
@@ -581,6 +621,25 @@ static int host_moments(PwModel *m, float **hm, float **hv, int *copied, PwErr *
     return 0;
 }
 
+/* 0 when both moments are finite and the second is not negative (a mean of squares); else -1
+ * with a message naming `what` (the file) and the element. A moment has no size limit: the
+ * second one of a large gradient is legitimately huge. */
+static int check_moments(const PwModel *m, const float *hm, const float *hv, const char *what,
+                         PwErr *err)
+{
+    const float *mom[2] = {hm, hv};
+    static const char *const names[2] = {"adam_m", "adam_v"};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < m->num_params; i++)
+            if (!isfinite(mom[k][i]) || (k == 1 && mom[k][i] < 0.0f)) {
+                char v[64];
+                return pw_errf(err, "%s: %s element %zu is %s (the AdamW moments must be finite, "
+                               "and adam_v, a mean of squares, not negative)", what, names[k], i,
+                               pw_weight_describe(mom[k][i], v, sizeof v));
+            }
+    return 0;
+}
+
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
 {
     if (!pw_model_has_optimizer(m)) return 0;
@@ -590,7 +649,10 @@ int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
     PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)m->num_params}, hm, PW_DT_F32},
                             {"adam_v", 1, {(int64_t)m->num_params}, hv, PW_DT_F32}};
     static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
-    int rc = pw_st_write(path, t, 2, meta, err);
+    PwErr bad;
+    int rc = check_moments(m, hm, hv, "not saved", &bad)
+                 ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
+                 : pw_st_write(path, t, 2, meta, err);
     if (copied) {
         free(hm);
         free(hv);
@@ -610,7 +672,7 @@ int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err)
         goto done;
     }
     if (pw_st_open(&st, path, err) || pw_st_read_f32(st, "adam_m", shape, 1, hm, err) ||
-        pw_st_read_f32(st, "adam_v", shape, 1, hv, err))
+        pw_st_read_f32(st, "adam_v", shape, 1, hv, err) || check_moments(m, hm, hv, path, err))
         goto done;
     free(m->h_adam_m);
     free(m->h_adam_v);

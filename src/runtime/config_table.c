@@ -10,10 +10,13 @@ _Static_assert(sizeof(PwKlEstimator) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwRewardObjective) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwStopToken) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
 
 /* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
  * only the stop token, a configuration matter, is named here. */
 static const char *const stop_names[] = {"eos", "period", "none", NULL};
+/* Shared with the sft/rm schema (pw_cfg.h): one list for the one key both have. */
+const char *const pw_on_nonfinite_names[] = {"stop", "skip_step", NULL};
 
 #define OFF(field) offsetof(PwConfig, field)
 #define NEMO "NeMo-Aligner"
@@ -183,6 +186,16 @@ static const PwCfgKey keys[] = {
     {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a message or collective waits longer than this; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},
+    {"runtime.on_nonfinite", PW_CFG_ENUM, OFF(runtime.on_nonfinite), "stop", 0, 0, 0,
+     pw_on_nonfinite_names,
+     "a NaN or infinite loss or gradient: stop the run with a message naming the step and the "
+     "quantity, or skip_step: drop that optimiser step's update and go on; weights gone bad "
+     "stop either way, and no checkpoint is written after it (docs/roles.md)",
+     "ours (Megatron-LM stops on a NaN loss or gradient; PyTorch's GradScaler skips such steps)"},
+    {"runtime.max_skipped_steps", PW_CFG_INT, OFF(runtime.max_skipped_steps), "10", 1, 0,
+     PW_CFG_MIN, NULL,
+     "with runtime.on_nonfinite: skip_step, stop when this many optimiser steps of one model "
+     "in a row were skipped (the run is not recovering)", "ours"},
 };
 
 /* ---- rules across keys ---------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 _Static_assert(sizeof(PwOverlong) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwTrainModelType) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
 
 static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
 static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
@@ -123,6 +124,16 @@ static const PwCfgKey keys[] = {
     {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a rank waits longer than this for the others; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},
+    {"runtime.on_nonfinite", PW_CFG_ENUM, OFF(runtime.on_nonfinite), "stop", 0, 0, 0,
+     pw_on_nonfinite_names,
+     "a NaN or infinite loss or gradient: stop with a message naming the step and the "
+     "quantity, without saving, or skip_step: drop that step's update and go on; weights gone "
+     "bad stop either way (docs/training.md)",
+     "ours (as PPO's runtime.on_nonfinite)"},
+    {"runtime.max_skipped_steps", PW_CFG_INT, OFF(runtime.max_skipped_steps), "10", 1, 0,
+     PW_CFG_MIN, NULL,
+     "with runtime.on_nonfinite: skip_step, stop when this many steps in a row were skipped",
+     "ours (as PPO's runtime.max_skipped_steps)"},
 };
 
 static int check_rules(const void *any, PwErr *err)

@@ -39,6 +39,8 @@ static const FileCase file_cases[] = {
     /* bad enum values */
     {"reward:\n  objective: median\n", "%s:2:14: reward.objective: 'median' is not one of mean|wco|uwo"},
     {"ppo.kl_estimator: kl1\n", "%s:1:19: ppo.kl_estimator: 'kl1' is not one of k1|k2|k3|abs"},
+    {"runtime:\n  on_nonfinite: skip\n", "%s:2:17: runtime.on_nonfinite: 'skip' is not one of stop|skip_step"},
+    {"runtime.max_skipped_steps: 0\n", "%s:1:28: runtime.max_skipped_steps: 0 is out of range >= 1"},
     /* duplicates, in one mapping and across spellings */
     {"ppo:\n  epochs: 2\n  epochs: 3\n", "%s:3:3: duplicate key 'ppo.epochs' (first given at 2:3)"},
     {"ppo:\n  epochs: 2\nppo.epochs: 3\n", "%s:3:1: duplicate key 'ppo.epochs' (first given at 2:3)"},
