@@ -34,8 +34,8 @@ static const FileCase file_cases[] = {
     {"ppo:\n  gae_lambda: 1.5\n", "%s:2:15: ppo.gae_lambda: 1.5 is out of range [0, 1]"},
     {"generation:\n  temperature: 0\n", "%s:2:16: generation.temperature: 0 is out of range > 0"},
     {"generation:\n  top_p: 1.1\n", "%s:2:10: generation.top_p: 1.1 is out of range (0, 1]"},
-    {"ppo:\n  epochs: 0\n", "%s:2:11: ppo.epochs: 0 is out of range >= 1"},
-    {"seed: 99999999999999999999\n", "%s:1:7: seed: 99999999999999999999 is out of range >= 0"},
+    {"ppo:\n  epochs: 0\n", "%s:2:11: ppo.epochs: 0 is out of range [1, 1000]"},
+    {"seed: 99999999999999999999\n", "%s:1:7: seed: 99999999999999999999 is out of range [0, 9007199254740991]"},
     /* bad enum values */
     {"reward:\n  objective: median\n", "%s:2:14: reward.objective: 'median' is not one of mean|wco|uwo"},
     {"ppo.kl_estimator: kl1\n", "%s:1:19: ppo.kl_estimator: 'kl1' is not one of k1|k2|k3|abs"},
