@@ -3,6 +3,7 @@
 #include "gpt2.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +22,13 @@ static int json_int_key(const json_t *root, const char *key, const char *path, i
     if (!json_is_integer(v))
         return pw_errf(err, "%s: key \"%s\" must be an integer", path, key);
     json_int_t x = json_integer_value(v);
-    if (x <= 0 || x > 1000000000)
+    if (x <= 0)
         return pw_errf(err, "%s: key \"%s\" must be a positive integer, got %lld", path, key,
                        (long long)x);
+    /* the sizes are ints; whether they make a model that fits is pw_arch_check's to say */
+    if (x > INT_MAX)
+        return pw_errf(err, "%s: key \"%s\" %lld is too large: at most %d", path, key,
+                       (long long)x, INT_MAX);
     *out = (int)x;
     return 0;
 }
@@ -68,7 +73,8 @@ int pw_gpt2_arch_from_json(PwArch *arch, const void *json_root, const char *path
     }
     if ((v = json_object_get(root, "n_inner")) && !json_is_null(v) &&
         (!json_is_integer(v) || json_integer_value(v) != 4 * (json_int_t)c.n_embd)) {
-        pw_errf(err, "%s: key \"n_inner\" must be null or 4 * n_embd = %d", path, 4 * c.n_embd);
+        pw_errf(err, "%s: key \"n_inner\" must be null or 4 * n_embd = %lld", path,
+                4LL * c.n_embd);
         goto done;
     }
     if ((v = json_object_get(root, "scale_attn_by_inverse_layer_idx")) && json_is_true(v)) {

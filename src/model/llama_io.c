@@ -3,6 +3,7 @@
 #include "llama.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,12 @@ static int get_int(const json_t *root, const char *key, int def, const char *pat
         *out = def;
         return 0;
     }
-    if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > 1000000000)
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
         return pw_errf(err, "%s: key \"%s\" must be a positive integer", path, key);
+    /* the sizes are ints; whether they make a model that fits is pw_arch_check's to say */
+    if (json_integer_value(v) > INT_MAX)
+        return pw_errf(err, "%s: key \"%s\" %lld is too large: at most %d", path, key,
+                       (long long)json_integer_value(v), INT_MAX);
     *out = (int)json_integer_value(v);
     return 0;
 }

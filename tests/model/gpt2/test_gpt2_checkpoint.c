@@ -426,6 +426,61 @@ static void test_errors(void)
     pw_model_free(m);
 }
 
+/* ---- absurd sizes: refused by name from config.json alone, before anything is allocated */
+static const PwArch llama_cfg = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 2,
+                                 .n_embd = 16, .vocab_size = 24, .n_positions = 16,
+                                 .n_kv_head = 1, .n_inner = 32, .norm_eps = 1e-5f,
+                                 .rope_theta = 10000.0};
+
+static void test_too_large(void)
+{
+    PwErr err;
+    PwModelOpts o = opts(PW_HEAD_LM, 1);
+    PwModel *gpt2 = make(PW_HEAD_LM, 1), *llama = pw_model_create(&llama_cfg, &o, &err);
+    CHECK(llama != NULL, "llama: %s", err.msg);
+    if (!llama) return;
+    pw_model_init_random(llama, 1);
+    printf("absurd sizes:\n");
+    /* a folder, up to two config.json keys set, and what the message must name */
+    static const struct {
+        int llama;
+        const char *key1;
+        long long v1;
+        const char *key2;
+        long long v2;
+        const char *want;
+    } cases[] = {
+        {0, "n_embd", 1073741824, NULL, 0, "n_embd 1073741824"},
+        {0, "n_layer", 1000000, "n_embd", 1024, "n_layer 1000000"},
+        {0, "vocab_size", 2147483647, "n_embd", 1024, "vocab_size 2147483647"},
+        {0, "n_embd", 2147483646, NULL, 0, "n_embd 2147483646"},
+        {1, "hidden_size", 1073741824, NULL, 0, "hidden_size 1073741824"},
+        {1, "num_hidden_layers", 1000000, "hidden_size", 1024, "num_hidden_layers 1000000"},
+        {1, "vocab_size", 2147483647, "hidden_size", 1024, "vocab_size 2147483647"},
+        {1, "intermediate_size", 2147483647, NULL, 0, "intermediate_size 2147483647"},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(cases); i++) {
+        char name[32], what[96];
+        snprintf(name, sizeof name, "too_large_%zu", i);
+        const char *d = dir_of(name);
+        save(cases[i].llama ? llama : gpt2, d);
+        edit_config(d, cases[i].key1, json_integer(cases[i].v1));
+        if (cases[i].key2) edit_config(d, cases[i].key2, json_integer(cases[i].v2));
+        snprintf(what, sizeof what, "%s %lld", cases[i].key1, cases[i].v1);
+        PwArch a;
+        CHECK(pw_arch_load(&a, d, &err) == -1 && strstr(err.msg, "config.json") &&
+                  strstr(err.msg, cases[i].want) && strstr(err.msg, "too large"),
+              "%s: pw_arch_load: %s", what, err.msg);
+        expect_error(d, "config.json", "too large", what);
+    }
+    /* the sizes of a model that does fit are left alone */
+    PwArch big = {.family = PW_FAMILY_GPT2, .n_layer = 48, .n_head = 25, .n_embd = 1600,
+                  .vocab_size = 50257, .n_positions = 1024};
+    CHECK(pw_arch_check(&big, &err) == 0, "GPT-2 XL refused: %s", err.msg);
+    pw_model_free(llama);
+    pw_model_free(gpt2);
+}
+
 int main(int argc, char **argv)
 {
     root = argc > 1 ? argv[1] : ".";
@@ -437,5 +492,6 @@ int main(int argc, char **argv)
 #endif
     test_rewritten(PW_DT_F32, 1, 1, "bare_names");
     test_errors();
+    test_too_large();
     return pw_test_done("test_gpt2_checkpoint");
 }
