@@ -426,6 +426,65 @@ static void test_errors(void)
     pw_model_free(m);
 }
 
+/* ---- config.json keys whose other values transformers computes and we do not: each is refused
+ * by name; the values that mean our function load */
+static void test_function_keys(void)
+{
+    PwModel *m = make(ALL, 10);
+    printf("keys of another function:\n");
+    /* kind: b bool, s string, i integer, f float, n null */
+    static const struct {
+        const char *key;
+        char kind;
+        const char *str;
+        double num;
+        const char *want; /* NULL: loads */
+    } cases[] = {
+        {"scale_attn_weights", 'b', NULL, 0, "key \"scale_attn_weights\" must be true"},
+        {"scale_attn_by_inverse_layer_idx", 'b', NULL, 1,
+         "key \"scale_attn_by_inverse_layer_idx\" must be false"},
+        {"add_cross_attention", 'b', NULL, 1, "key \"add_cross_attention\" must be false"},
+        {"activation_function", 's', "gelu", 0, "key \"activation_function\" must be \"gelu_new\""},
+        {"activation_function", 's', "quick_gelu", 0,
+         "key \"activation_function\" must be \"gelu_new\""},
+        {"n_inner", 'i', NULL, 32, "key \"n_inner\" must be null or 4 * n_embd = 64"},
+        {"layer_norm_epsilon", 'f', NULL, 1e-6, "key \"layer_norm_epsilon\" must be 1e-05"},
+        {"tie_word_embeddings", 'b', NULL, 0, "key \"tie_word_embeddings\" must be true"},
+        {"scale_attn_weights", 'n', NULL, 0, "key \"scale_attn_weights\" must be true"},
+        /* the same function under other names, or settings that do not change it */
+        {"activation_function", 's', "gelu_pytorch_tanh", 0, NULL},
+        {"activation_function", 's', "gelu_fast", 0, NULL},
+        {"n_inner", 'i', NULL, 64, NULL},
+        {"n_inner", 'n', NULL, 0, NULL},
+        {"scale_attn_weights", 'b', NULL, 1, NULL},
+        {"reorder_and_upcast_attn", 'b', NULL, 1, NULL},
+        {"resid_pdrop", 'f', NULL, 0.1, NULL},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(cases); i++) {
+        char name[32], what[96];
+        snprintf(name, sizeof name, "function_%zu", i);
+        const char *d = dir_of(name);
+        save(m, d);
+        json_t *v = cases[i].kind == 'b'   ? json_boolean(cases[i].num != 0)
+                    : cases[i].kind == 's' ? json_string(cases[i].str)
+                    : cases[i].kind == 'i' ? json_integer((json_int_t)cases[i].num)
+                    : cases[i].kind == 'f' ? json_real(cases[i].num)
+                                           : json_null();
+        edit_config(d, cases[i].key, v);
+        snprintf(what, sizeof what, "%s %s", cases[i].key,
+                 cases[i].kind == 's' ? cases[i].str : cases[i].kind == 'n' ? "null" : "");
+        if (cases[i].want) {
+            expect_error(d, "config.json", cases[i].want, what);
+        } else {
+            PwErr err;
+            PwModel *l = load(d, ALL, 0, 0, &err);
+            CHECK(l != NULL, "%s: %s", what, err.msg);
+            pw_model_free(l);
+        }
+    }
+    pw_model_free(m);
+}
+
 /* ---- absurd sizes: refused by name from config.json alone, before anything is allocated */
 static const PwArch llama_cfg = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 2,
                                  .n_embd = 16, .vocab_size = 24, .n_positions = 16,
@@ -492,6 +551,7 @@ int main(int argc, char **argv)
 #endif
     test_rewritten(PW_DT_F32, 1, 1, "bare_names");
     test_errors();
+    test_function_keys();
     test_too_large();
     return pw_test_done("test_gpt2_checkpoint");
 }
