@@ -294,6 +294,30 @@ void pw_model_init_random(PwModel *m, uint64_t seed)
     host_done(m, h, 1);
 }
 
+/* A head asked for that the folder lacks: a folder without a score head is not a reward model,
+ * and a random one in its place would score noise without a word. */
+static int missing_head(const char *dir, int heads, PwErr *err)
+{
+    if (heads & PW_HEAD_SCORE)
+        return pw_errf(err, "%s has no score.weight: it is not a reward model (only a run that "
+                       "trains one, ppo_world rm, starts a score head from scratch)", dir);
+    return pw_errf(err, "%s has no value_head.weight: it is not a critic (a critic starts from "
+                   "a reward model's score head, or from a critic a run saved)", dir);
+}
+
+int pw_model_check_heads(const char *dir, int heads, PwErr *err)
+{
+    PwStSet *st = NULL;
+    if (pw_st_set_open(&st, dir, err)) return -1;
+    int lacks = 0;
+    if ((heads & PW_HEAD_SCORE) && !pw_st_set_find(st, "score.weight", NULL))
+        lacks |= PW_HEAD_SCORE;
+    if ((heads & PW_HEAD_VALUE) && !pw_st_set_find(st, "value_head.weight", NULL))
+        lacks |= PW_HEAD_VALUE;
+    pw_st_set_close(st);
+    return lacks ? missing_head(dir, lacks, err) : 0;
+}
+
 PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
 {
     PwArch arch;
@@ -313,6 +337,11 @@ PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
     }
     if (m->impl->load(m, h, dir, opts->value_from_score, &missing, err)) {
         host_done(m, h, 0);
+        goto fail;
+    }
+    if (missing & ~opts->fresh_heads) {
+        host_done(m, h, 0);
+        missing_head(dir, missing & ~opts->fresh_heads, err);
         goto fail;
     }
     if (missing) m->impl->init_heads(m, h, missing, opts->seed);

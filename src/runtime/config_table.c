@@ -41,7 +41,9 @@ static const PwCfgKey keys[] = {
      "reward model checkpoint folders; two or more form an ensemble (reward.objective)",
      COSTE " `rank_config.model_names`"},
     {"model.critic", PW_CFG_STRING, OFF(model.critic), "", 0, 0, 0, NULL,
-     "critic checkpoint folder; empty: the first of model.reward (its score head seeds the value head)", NEMO " (critic starts from the RM)"},
+     "critic checkpoint folder with a value head (value_head.weight: a critic a run saved); "
+     "empty: the first of model.reward (its score head seeds the value head)",
+     NEMO " (critic starts from the RM)"},
     {"model.gold", PW_CFG_STRING, OFF(model.gold), "", 0, 0, 0, NULL,
      "gold reward model folder, scored at evaluation only; empty: none",
      COSTE " `gold_config.model_name`"},

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_bad_input.sh: bad input is a clear error before any training, on every rank, with a
-# non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, an empty prompt file,
-# a prompt longer than the context. Each run is bounded by timeout so a hang fails the test.
+# non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, a reward model or
+# critic folder without its head, an empty prompt file, a prompt longer than the context. Each run is bounded by timeout so a hang fails the test.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm80" 55 80 score
@@ -29,6 +29,12 @@ expect_error() {
 expect_error missing "model.sft: checkpoint folder '$WORK/nope' does not exist" "model.sft=$WORK/nope"
 expect_error missing_rm "model.reward\[0\]: checkpoint folder" "model.reward=[$WORK/nope]"
 expect_error vocab "vocab_size 80 of '$WORK/rm80' differs from 64" "model.reward=[$WORK/rm80]"
+expect_error noscore "model.reward\[0\]: $WORK/sft has no score.weight: it is not a reward model" \
+    "model.reward=[$WORK/sft]"
+expect_error nogold "model.gold: $WORK/sft has no score.weight: it is not a reward model" \
+    "model.gold=$WORK/sft"
+expect_error novalue "model.critic: $WORK/rm has no value_head.weight: it is not a critic" \
+    "model.critic=$WORK/rm"
 expect_error empty "'$WORK/empty.jsonl' holds no prompt" "data.prompts=$WORK/empty.jsonl"
 expect_error long "long.jsonl:1: the prompt has 30 tokens" "data.prompts=$WORK/long.jsonl" \
     data.max_prompt_len=64

@@ -52,6 +52,14 @@ static PwModel *load(const char *dir, int heads, uint64_t seed, int value_from_s
     return pw_model_load(dir, &o, err);
 }
 
+/* The same, allowing the score and value heads to be made fresh where the folder lacks them. */
+static PwModel *load_fresh(const char *dir, int heads, uint64_t seed, PwErr *err)
+{
+    PwModelOpts o = opts(heads, seed);
+    o.fresh_heads = PW_HEAD_SCORE | PW_HEAD_VALUE;
+    return pw_model_load(dir, &o, err);
+}
+
 static void save(PwModel *m, const char *dir)
 {
     PwErr err;
@@ -126,7 +134,8 @@ static void test_round_trip(void)
     pw_model_free(m);
 }
 
-/* ---- heads the file lacks are initialised; a critic copies the reward model's score head */
+/* ---- heads the file lacks are an error, or initialised where asked for; a critic copies the
+ * reward model's score head */
 static void test_heads(void)
 {
     PwErr err;
@@ -134,7 +143,20 @@ static void test_heads(void)
     PwModel *lm = make(PW_HEAD_LM, 4);
     const char *dir = dir_of("lm_only");
     save(lm, dir);
-    PwModel *l = load(dir, ALL, 5, 0, &err);
+    /* a folder without a score head is no reward model: never a random head in silence */
+    PwModel *l = load(dir, PW_HEAD_SCORE, 5, 0, &err);
+    CHECK(!l && strstr(err.msg, dir) &&
+              strstr(err.msg, "has no score.weight: it is not a reward model"),
+          "score head from an LM folder: %s", l ? "loaded" : err.msg);
+    pw_model_free(l);
+    l = load(dir, PW_HEAD_VALUE, 5, 0, &err);
+    CHECK(!l && strstr(err.msg, dir) && strstr(err.msg, "has no value_head.weight: it is not a critic"),
+          "value head from an LM folder: %s", l ? "loaded" : err.msg);
+    pw_model_free(l);
+    CHECK(pw_model_check_heads(dir, PW_HEAD_SCORE, &err) == -1 &&
+              strstr(err.msg, "has no score.weight"), "check_heads: %s", err.msg);
+    CHECK(pw_model_check_heads(dir, PW_HEAD_LM, &err) == 0, "check_heads LM: %s", err.msg);
+    l = load_fresh(dir, ALL, 5, &err);
     CHECK(l != NULL, "load: %s", err.msg);
     PwModel *fresh = make(ALL, 5);
     if (l) {
@@ -156,6 +178,9 @@ static void test_heads(void)
     tensor(rm, "scoreb")[0] = 0.25f;
     const char *rmdir_ = dir_of("reward");
     save(rm, rmdir_);
+    CHECK(pw_model_check_heads(rmdir_, PW_HEAD_SCORE, &err) == 0, "check_heads: %s", err.msg);
+    CHECK(pw_model_check_heads(rmdir_, PW_HEAD_VALUE, &err) == -1 &&
+              strstr(err.msg, "has no value_head.weight"), "check_heads value: %s", err.msg);
     PwModel *critic = load(rmdir_, PW_HEAD_VALUE, 0, 1, &err);
     CHECK(critic != NULL, "critic: %s", err.msg);
     if (critic) {
