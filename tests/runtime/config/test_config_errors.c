@@ -50,6 +50,12 @@ static const FileCase file_cases[] = {
     {"- a\n- b\n", "%s:1:1: the top level must be a mapping of keys, got a list"},
     {"hello world\n", "%s:1:1: the top level must be a mapping of keys, got a scalar"},
     {"seed: 1\n---\nseed: 2\n", "%s:3:1: a second YAML document; a config file holds one"},
+    /* YAML tags: refused, since a reader that ignores them reads another value than written */
+    {"ppo:\n  epochs: !!str 4\n", "%s:2:11: ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
+    {"seed: !!int \"4\"\n", "%s:1:7: seed: YAML tag '!!int' is not supported: write the value without it (in quotes for a string)"},
+    {"ppo: !local {epochs: 1}\n", "%s:1:6: ppo: YAML tag '!local' is not supported: write the value without it (in quotes for a string)"},
+    {"--- !!map\nseed: 1\n", "%s:1:5: YAML tag '!!map' is not supported: write the value without it (in quotes for a string)"},
+    {"model:\n  reward: [a, !!str b]\n", "%s:2:15: model.reward[1]: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
     /* empty is valid: all defaults */
     {"", NULL},
     {"# only a comment\n", NULL},
@@ -115,6 +121,7 @@ static const ArgCase arg_cases[] = {
     {"reward.objective=median", "override 'reward.objective=median': reward.objective: 'median' is not one of mean|wco|uwo"},
     {"seed={a: 1}", "override 'seed={a: 1}': seed: expected an integer, got a mapping"},
     {"seed=[1", "override 'seed=[1': seed: cannot read the value: did not find expected ',' or ']'"},
+    {"ppo.epochs=!!str 4", "override 'ppo.epochs=!!str 4': ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
 };
 
 static void check_args(void)
