@@ -97,10 +97,12 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "clip range of the policy ratio",
      NEMO " `ratio_eps`, " OI " `cliprange`"},
     {"ppo.num_rollout_samples", PW_CFG_INT, OFF(ppo.num_rollout_samples), "512", 1,
-     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL, "rollouts generated per PPO step (the global batch)",
+     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "rollouts generated per PPO step (the global batch)",
      NEMO " `num_rollout_samples`"},
     {"ppo.rollout_micro_batch_size", PW_CFG_INT, OFF(ppo.rollout_micro_batch_size), "8", 1,
-     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL, "sequences per generation micro batch on one rank",
+     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "sequences per generation micro batch on one rank",
      NEMO " `rollout_micro_batch_size`"},
     /* 1000: epochs x minibatches (at most 2^20) indexes the optimizer steps of a PPO step in an
      * int */
@@ -123,7 +125,8 @@ static const PwCfgKey keys[] = {
 
     /* ---- generation */
     {"generation.max_new_tokens", PW_CFG_INT, OFF(generation.max_new_tokens), "53", 1,
-     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL, "response length limit in tokens", OI " `response_length`"},
+     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL, "response length limit in tokens",
+     OI " `response_length`"},
     {"generation.temperature", PW_CFG_FLOAT, OFF(generation.temperature), "1", 0, 0,
      PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
      "sampling temperature (the actor scores with the same temperature)",
