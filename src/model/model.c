@@ -133,7 +133,7 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr); /* not last-one-wins */
     if (!root) {
         if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
         return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);

@@ -150,7 +150,8 @@ static void test_heads(void)
           "score head from an LM folder: %s", l ? "loaded" : err.msg);
     pw_model_free(l);
     l = load(dir, PW_HEAD_VALUE, 5, 0, &err);
-    CHECK(!l && strstr(err.msg, dir) && strstr(err.msg, "has no value_head.weight: it is not a critic"),
+    CHECK(!l && strstr(err.msg, dir) &&
+              strstr(err.msg, "has no value_head.weight: it is not a critic"),
           "value head from an LM folder: %s", l ? "loaded" : err.msg);
     pw_model_free(l);
     CHECK(pw_model_check_heads(dir, PW_HEAD_SCORE, &err) == -1 &&
@@ -441,6 +442,19 @@ static void test_errors(void)
     expect_error(d, "model.safetensors",
                  "tensor \"value_head.weight\" has shape [1, 8] but config.json implies [1, 16]",
                  "head shape mismatch");
+
+    d = dir_of("err_dupkey");
+    save(m, d);
+    {
+        /* a key given twice: transformers' json reader keeps the last, ours refuses */
+        char cfgpath[4200];
+        snprintf(cfgpath, sizeof cfgpath, "%s/config.json", d);
+        static const char text[] = "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, "
+                                   "\"vocab_size\": 24, \"n_positions\": 16, \"n_layer\": 1}";
+        PwErr werr;
+        pw_write_file_atomic(cfgpath, text, strlen(text), &werr);
+    }
+    expect_error(d, "config.json", "duplicate object key", "key given twice");
 
     d = dir_of("err_noconfig");
     save(m, d);
