@@ -316,6 +316,16 @@ static int find_resume(PwRun *r, const struct PwConfig *cfg, const char *out_dir
     return pw_ckpt_load_state(r, out_dir, step, err);
 }
 
+/* Prompts over data.max_prompt_len are skipped, as open-instruct does; a run that silently
+ * trains on fewer prompts than its file holds (a 5-million-id prompt, a wrong limit) would hide
+ * it, so rank 0 says how many at start-up. */
+static void warn_skipped(const PwPrompts *d, int max_len)
+{
+    if (d->ds.dropped > 0)
+        fprintf(stderr, "ppo_world: warning: %d prompts of %s are longer than data.max_prompt_len "
+                "(%d tokens) and were skipped\n", d->ds.dropped, d->ds.path, max_len);
+}
+
 /* Keeps the first `lines` lines of the metrics file (the steps the checkpoint covers), then
  * opens it for appending. */
 static FILE *open_metrics(const char *path, int64_t lines)
@@ -377,6 +387,10 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         free_run(r);
         free(r);
         return -1;
+    }
+    if (r->w.rank == 0) { /* every rank read the same files: once for the job */
+        warn_skipped(&r->data, r->s.max_prompt_len);
+        warn_skipped(&r->eval_data, r->s.max_prompt_len);
     }
     r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
     if (!resume) r->beta = r->s.beta;
