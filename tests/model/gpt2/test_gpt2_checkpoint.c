@@ -571,6 +571,12 @@ static void test_too_large(void)
               "%s: pw_arch_load: %s", what, err.msg);
         expect_error(d, "config.json", "too large", what);
     }
+    /* a head_dim of 2^32 + 8 would read as 8 through an int: it must be refused, not matched */
+    const char *d = dir_of("head_dim_wraps");
+    save(llama, d);
+    edit_config(d, "head_dim", json_integer(4294967304LL));
+    expect_error(d, "config.json", "key \"head_dim\" must be hidden_size / num_attention_heads",
+                 "head_dim 2^32 + 8");
     /* the sizes of a model that does fit are left alone */
     PwArch big = {.family = PW_FAMILY_GPT2, .n_layer = 48, .n_head = 25, .n_embd = 1600,
                   .vocab_size = 50257, .n_positions = 1024};
