@@ -56,6 +56,9 @@ typedef struct PwModelOpts {
     uint64_t seed;       /* random initialisation, and heads a loaded folder lacks */
     int value_from_score;/* loading: the value head is the folder's score head (a critic made
                           * from a reward model); the folder must have one */
+    int fresh_heads;     /* loading: the PW_HEAD_SCORE / PW_HEAD_VALUE heads the folder may lack,
+                          * initialised from seed then (rm from an SFT folder, a critic on the SFT
+                          * trunk); any other head it lacks is an error */
 } PwModelOpts;
 
 typedef struct PwModel PwModel;
@@ -67,8 +70,13 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
 /* The family's initialisation, deterministic from seed, the same on every device. */
 void pw_model_init_random(PwModel *m, uint64_t seed);
 /* Load dir/config.json and the weights in the family's Hugging Face layout. A score or value
- * head the folder lacks is initialised from opts->seed (unless value_from_score). */
+ * head the folder lacks is an error ("DIR has no score.weight: it is not a reward model"), or
+ * initialised from opts->seed where opts->fresh_heads allows it. */
 PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err);
+/* 0 if dir's weights hold the score (score.weight) and value (value_head.weight) heads among
+ * `heads`, else -1 with pw_model_load's message; reads the files' headers only, so that every
+ * rank can check a folder it will not load. */
+int pw_model_check_heads(const char *dir, int heads, PwErr *err);
 /* Write dir/config.json and dir/model.safetensors atomically in that layout. Refused, leaving
  * the folder as it was, when a parameter is not a valid weight (PW_WEIGHT_LIMIT below). */
 int pw_model_save(PwModel *m, const char *dir, PwErr *err);

@@ -59,7 +59,7 @@ static json_t *load_json(const char *path, int required, PwErr *err)
         return NULL;
     }
     json_error_t je;
-    json_t *j = json_loadf(f, 0, &je);
+    json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &je); /* not last-one-wins */
     fclose(f);
     if (!j) pw_errf(err, "%s: not valid JSON at line %d: %s", path, je.line, je.text);
     else if (!json_is_object(j)) {

@@ -3,6 +3,7 @@
 #include "model_internal.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,25 @@ void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory)
 size_t pw_model_sum_sizes(const size_t *sizes, int n)
 {
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += sizes[i];
+    for (int i = 0; i < n; i++)
+        if (__builtin_add_overflow(total, sizes[i], &total)) return SIZE_MAX;
     return total;
+}
+
+/* The most float32 parameter bytes one model may hold. ppo_world has no tensor parallelism: a
+ * model lives whole on one device or host, and none holds 1 TiB. Below it every size derived
+ * from the config stays far inside size_t, and n_embd inside the int widths of the kernels'
+ * calls (4 x n_embd rows of GPT-2's MLP). */
+#define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
+
+int pw_model_check_size(const size_t *sizes, int n, const char *what, PwErr *err)
+{
+    size_t total = pw_model_sum_sizes(sizes, n);
+    if (total <= PW_MAX_PARAM_BYTES / sizeof(float)) return 0;
+    return pw_errf(err, "%s: too large: the parameters would need %s%.3g bytes, more than the "
+                   "%.0f TiB one model may hold (a model lives whole on one device)", what,
+                   total == SIZE_MAX ? "over " : "", (double)total * sizeof(float),
+                   PW_MAX_PARAM_BYTES / 1099511627776.0);
 }
 
 int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err)
@@ -115,7 +133,7 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr); /* not last-one-wins */
     if (!root) {
         if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
         return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
@@ -145,6 +163,10 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
         }
     }
     rc = f->arch_from_json(a, root, path, err);
+    /* the sizes too, so that whoever reads a config.json refuses an absurd one before it
+     * allocates anything sized by it */
+    PwErr cerr;
+    if (rc == 0 && pw_arch_check(a, &cerr)) rc = pw_errf(err, "%s: %s", path, cerr.msg);
 done:
     json_decref(root);
     return rc;
@@ -160,6 +182,9 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
     if (o->maxB <= 0 || o->maxT <= 0 || o->maxT > a->n_positions)
         return pw_errf(err, "activation capacity B=%d T=%d must be positive with T <= "
                        "n_positions=%d", o->maxB, o->maxT, a->n_positions);
+    if ((int64_t)o->maxB * o->maxT > INT_MAX) /* B x T positions are counted in an int */
+        return pw_errf(err, "activation capacity B=%d T=%d: B x T is more than an int counts",
+                       o->maxB, o->maxT);
     return 0;
 }
 
@@ -187,7 +212,7 @@ void pw_model_free(PwModel *m)
 PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err)
 {
     const PwFamilyImpl *f = family_of(arch, err);
-    if (!f || f->arch_check(arch, err) || check_opts(arch, opts, err)) return NULL;
+    if (!f || pw_arch_check(arch, err) || check_opts(arch, opts, err)) return NULL;
     const PwOps *ops = pw_ops_open(opts->device, opts->device_id, err);
     if (!ops) return NULL;
     PwModel *m = calloc(1, sizeof *m);
@@ -269,6 +294,30 @@ void pw_model_init_random(PwModel *m, uint64_t seed)
     host_done(m, h, 1);
 }
 
+/* A head asked for that the folder lacks: a folder without a score head is not a reward model,
+ * and a random one in its place would score noise without a word. */
+static int missing_head(const char *dir, int heads, PwErr *err)
+{
+    if (heads & PW_HEAD_SCORE)
+        return pw_errf(err, "%s has no score.weight: it is not a reward model (only a run that "
+                       "trains one, ppo_world rm, starts a score head from scratch)", dir);
+    return pw_errf(err, "%s has no value_head.weight: it is not a critic (a critic starts from "
+                   "a reward model's score head, or from a critic a run saved)", dir);
+}
+
+int pw_model_check_heads(const char *dir, int heads, PwErr *err)
+{
+    PwStSet *st = NULL;
+    if (pw_st_set_open(&st, dir, err)) return -1;
+    int lacks = 0;
+    if ((heads & PW_HEAD_SCORE) && !pw_st_set_find(st, "score.weight", NULL))
+        lacks |= PW_HEAD_SCORE;
+    if ((heads & PW_HEAD_VALUE) && !pw_st_set_find(st, "value_head.weight", NULL))
+        lacks |= PW_HEAD_VALUE;
+    pw_st_set_close(st);
+    return lacks ? missing_head(dir, lacks, err) : 0;
+}
+
 PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
 {
     PwArch arch;
@@ -288,6 +337,11 @@ PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
     }
     if (m->impl->load(m, h, dir, opts->value_from_score, &missing, err)) {
         host_done(m, h, 0);
+        goto fail;
+    }
+    if (missing & ~opts->fresh_heads) {
+        host_done(m, h, 0);
+        missing_head(dir, missing & ~opts->fresh_heads, err);
         goto fail;
     }
     if (missing) m->impl->init_heads(m, h, missing, opts->seed);

@@ -68,7 +68,7 @@ static int read_jsonl(const char *path, Rows *out, PwErr *err)
         lineno++;
         if (blank(line)) continue;
         json_error_t je;
-        json_t *o = json_loads(line, 0, &je);
+        json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je);
         if (!o) {
             rc = pw_errf(err, "%s:%ld: not JSON (%s)", path, lineno, je.text);
             break;

@@ -229,8 +229,9 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     t->local_max = c0 > 0 ? (int)c0 : 1;
     t->maxB = t->local_max * (t->shape == PW_DATA_PREFS ? 2 : 1);
     t->maxT = T;
+    /* rm trains the score head, so an SFT folder without one is its usual start */
     PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = PW_DEVICE_CPU,
-                     .seed = t->a.seed};
+                     .seed = t->a.seed, .fresh_heads = t->heads & PW_HEAD_SCORE};
     if (t->a.init) {
         t->model = pw_model_load(t->a.init, &o, err);
     } else {

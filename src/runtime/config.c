@@ -7,6 +7,7 @@
 #include <yaml.h>
 
 #include "config_internal.h"
+#include "yaml_tags.h"
 
 /* ---- names: sections, suggestions ------------------------------------------------------ */
 
@@ -223,9 +224,30 @@ static int yaml_problem(PwErr *err, const char *label, const yaml_parser_t *ps)
                    ps->problem_mark.column + 1, problem);
 }
 
+/* A tag would be ignored by the walk (the document gives `!!str 4` the tag of a plain `4`, so
+ * a string would read as a number): refuse it, naming where it is and its key. `key` names the
+ * value when the text is one value (an override), else NULL. Text that is not YAML passes: the
+ * load reports it. */
+static int refuse_tags(const char *text, const char *label, const char *key, PwErr *err)
+{
+    yaml_parser_t ps;
+    if (!yaml_parser_initialize(&ps)) return pw_errf(err, "%s: out of memory", label);
+    yaml_parser_set_input_string(&ps, (const unsigned char *)text, strlen(text));
+    PwYamlTag t;
+    int found = pw_yaml_first_tag(&ps, &t);
+    yaml_parser_delete(&ps);
+    if (found != 1) return 0;
+    const char *name = key ? key : t.key;
+    char where[200] = "";
+    if (!key) snprintf(where, sizeof where, "%s:%zu:%zu: ", label, t.line, t.col);
+    return pw_errf(err, "%s%s%sYAML tag '%s' is not supported: write the value without it (in "
+                   "quotes for a string)", where, name, *name ? ": " : "", t.tag);
+}
+
 int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const char *label,
                        PwErr *err)
 {
+    if (refuse_tags(text, label, NULL, err)) return -1;
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "%s: out of memory", label);
@@ -335,6 +357,9 @@ int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwEr
     }
 
     /* Every other type reads the value as a YAML value, so the rules match the file's. */
+    PwErr terr;
+    if (refuse_tags(value, arg, name, &terr))
+        return pw_errf(err, "override '%s': %s", arg, terr.msg);
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "override '%s': out of memory", arg);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "yaml_tags.h"
+
 /* libyaml reports failure as 0; its own problem text and mark say where. */
 #define YAML_CHECK(call, c)                                                                        \
     do {                                                                                           \
@@ -427,6 +429,23 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
     if (!f) {
         yaml_parser_delete(&parser);
         return pw_errf(err, "%s: cannot open the placement file: %s", path, strerror(errno));
+    }
+    /* a tag would be ignored below (the document gives `!!str 2` the tag of a plain 2): refuse
+     * it; a text that is not YAML is left to the load, which says where */
+    yaml_parser_t scan;
+    PwYamlTag tag;
+    if (!yaml_parser_initialize(&scan)) {
+        pw_errf(err, "%s: out of memory", path);
+        goto out_parser;
+    }
+    yaml_parser_set_input_file(&scan, f);
+    int tagged = pw_yaml_first_tag(&scan, &tag);
+    yaml_parser_delete(&scan);
+    rewind(f);
+    if (tagged == 1) {
+        pw_errf(err, "%s:%zu:%zu: key '%s': YAML tag '%s' is not supported; write the value "
+                "without it", path, tag.line, tag.col, tag.key[0] ? tag.key : "(none)", tag.tag);
+        goto out_parser;
     }
     yaml_parser_set_input_file(&parser, f);
     if (!yaml_parser_load(&parser, &doc)) {

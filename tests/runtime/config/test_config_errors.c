@@ -34,13 +34,13 @@ static const FileCase file_cases[] = {
     {"ppo:\n  gae_lambda: 1.5\n", "%s:2:15: ppo.gae_lambda: 1.5 is out of range [0, 1]"},
     {"generation:\n  temperature: 0\n", "%s:2:16: generation.temperature: 0 is out of range > 0"},
     {"generation:\n  top_p: 1.1\n", "%s:2:10: generation.top_p: 1.1 is out of range (0, 1]"},
-    {"ppo:\n  epochs: 0\n", "%s:2:11: ppo.epochs: 0 is out of range >= 1"},
-    {"seed: 99999999999999999999\n", "%s:1:7: seed: 99999999999999999999 is out of range >= 0"},
+    {"ppo:\n  epochs: 0\n", "%s:2:11: ppo.epochs: 0 is out of range [1, 1000]"},
+    {"seed: 99999999999999999999\n", "%s:1:7: seed: 99999999999999999999 is out of range [0, 9007199254740991]"},
     /* bad enum values */
     {"reward:\n  objective: median\n", "%s:2:14: reward.objective: 'median' is not one of mean|wco|uwo"},
     {"ppo.kl_estimator: kl1\n", "%s:1:19: ppo.kl_estimator: 'kl1' is not one of k1|k2|k3|abs"},
     {"runtime:\n  on_nonfinite: skip\n", "%s:2:17: runtime.on_nonfinite: 'skip' is not one of stop|skip_step"},
-    {"runtime.max_skipped_steps: 0\n", "%s:1:28: runtime.max_skipped_steps: 0 is out of range >= 1"},
+    {"runtime.max_skipped_steps: 0\n", "%s:1:28: runtime.max_skipped_steps: 0 is out of range [1, 2147483647]"},
     /* duplicates, in one mapping and across spellings */
     {"ppo:\n  epochs: 2\n  epochs: 3\n", "%s:3:3: duplicate key 'ppo.epochs' (first given at 2:3)"},
     {"ppo:\n  epochs: 2\nppo.epochs: 3\n", "%s:3:1: duplicate key 'ppo.epochs' (first given at 2:3)"},
@@ -52,6 +52,12 @@ static const FileCase file_cases[] = {
     {"- a\n- b\n", "%s:1:1: the top level must be a mapping of keys, got a list"},
     {"hello world\n", "%s:1:1: the top level must be a mapping of keys, got a scalar"},
     {"seed: 1\n---\nseed: 2\n", "%s:3:1: a second YAML document; a config file holds one"},
+    /* YAML tags: refused, since a reader that ignores them reads another value than written */
+    {"ppo:\n  epochs: !!str 4\n", "%s:2:11: ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
+    {"seed: !!int \"4\"\n", "%s:1:7: seed: YAML tag '!!int' is not supported: write the value without it (in quotes for a string)"},
+    {"ppo: !local {epochs: 1}\n", "%s:1:6: ppo: YAML tag '!local' is not supported: write the value without it (in quotes for a string)"},
+    {"--- !!map\nseed: 1\n", "%s:1:5: YAML tag '!!map' is not supported: write the value without it (in quotes for a string)"},
+    {"model:\n  reward: [a, !!str b]\n", "%s:2:15: model.reward[1]: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
     /* empty is valid: all defaults */
     {"", NULL},
     {"# only a comment\n", NULL},
@@ -117,6 +123,7 @@ static const ArgCase arg_cases[] = {
     {"reward.objective=median", "override 'reward.objective=median': reward.objective: 'median' is not one of mean|wco|uwo"},
     {"seed={a: 1}", "override 'seed={a: 1}': seed: expected an integer, got a mapping"},
     {"seed=[1", "override 'seed=[1': seed: cannot read the value: did not find expected ',' or ']'"},
+    {"ppo.epochs=!!str 4", "override 'ppo.epochs=!!str 4': ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
 };
 
 static void check_args(void)

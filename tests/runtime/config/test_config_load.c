@@ -165,7 +165,7 @@ static void check_build_and_resume(void)
           "got: %s", err.msg);
     const char *bad[] = {"ppo.epochs=0"};
     CHECK(pw_config_build(&c, "full.yaml", bad, 1, &err) == -1 &&
-              !strcmp(err.msg, "override 'ppo.epochs=0': ppo.epochs: 0 is out of range >= 1"),
+              !strcmp(err.msg, "override 'ppo.epochs=0': ppo.epochs: 0 is out of range [1, 1000]"),
           "got: %s", err.msg);
 }
 

@@ -185,7 +185,7 @@ static const Case file_cases[] = {
 };
 
 static const Case arg_cases[] = {
-    {"train.steps=-1", "override 'train.steps=-1': train.steps: -1 is out of range >= 0"},
+    {"train.steps=-1", "override 'train.steps=-1': train.steps: -1 is out of range [0, 2147483647]"},
     {"optim.lr=fast", "override 'optim.lr=fast': optim.lr: expected a number, got 'fast'"},
     {"optim.warmup_step=3",
      "override 'optim.warmup_step=3': unknown key 'optim.warmup_step' (did you mean "
