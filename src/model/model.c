@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_file.h"
 #include "pw_kernels.h" /* pw_positions_from_mask on the host copy of the mask */
 #include "pw_rng.h"
 #include "pw_safetensors.h"
@@ -114,12 +115,8 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
-        return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
-    }
+    json_t *root = pw_file_json(path, PW_FILE_MAX_JSON, 0, err);
+    if (!root) return -1;
     int rc = -1;
     if (!json_is_object(root)) {
         pw_errf(err, "%s: the top level must be a JSON object", path);
