@@ -1,12 +1,13 @@
 /* config.c: reading a configuration of any schema: a YAML file (nested mappings become dotted
  * keys) and "key.sub=value" command-line overrides, both by the type rules of config_value.c. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <yaml.h>
 
 #include "config_internal.h"
+#include "pw_file.h"
+#include "yaml_limits.h"
 
 /* ---- names: sections, suggestions ------------------------------------------------------ */
 
@@ -226,6 +227,7 @@ static int yaml_problem(PwErr *err, const char *label, const yaml_parser_t *ps)
 int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const char *label,
                        PwErr *err)
 {
+    if (pw_yaml_check_limits(text, strlen(text), label, err)) return -1;
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "%s: out of memory", label);
@@ -268,30 +270,9 @@ int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const 
 
 int pw_cfg_load_file(const PwCfgSchema *s, void *cfg, const char *path, PwErr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return pw_errf(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1) break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int read_failed = ferror(f);
-    fclose(f);
-    if (!buf) return pw_errf(err, "%s: out of memory", path);
-    if (read_failed) {
-        free(buf);
-        return pw_errf(err, "%s: read error", path);
-    }
-    buf[len] = '\0';
+    size_t len = 0;
+    char *buf = pw_file_read(path, PW_FILE_MAX_YAML, &len, err);
+    if (!buf) return -1;
     /* A NUL inside would cut the text short without a word: such a file is not YAML. */
     size_t text_len = strlen(buf);
     if (text_len != len) {
@@ -304,6 +285,15 @@ int pw_cfg_load_file(const PwCfgSchema *s, void *cfg, const char *path, PwErr *e
 }
 
 /* ---- command-line overrides ----------------------------------------------------------- */
+
+/* A message about a one-line value without its ":line:column: ": the argument says it all. */
+static const char *after_mark(const char *msg)
+{
+    for (int colons = 0; *msg && colons < 3; msg++)
+        if (*msg == ':') colons++;
+    while (*msg == ' ') msg++;
+    return msg;
+}
 
 int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwErr *err)
 {
@@ -335,6 +325,9 @@ int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwEr
     }
 
     /* Every other type reads the value as a YAML value, so the rules match the file's. */
+    PwErr inner;
+    if (pw_yaml_check_limits(value, strlen(value), "", &inner))
+        return pw_errf(err, "override '%s': %s", arg, after_mark(inner.msg));
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "override '%s': out of memory", arg);
@@ -354,17 +347,9 @@ int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwEr
                                why, sizeof why);
         if (rc) pw_errf(err, "override '%s': %s", arg, why);
     } else {
-        PwErr inner;
         Walk w = {.schema = s, .cfg = cfg, .doc = &doc, .label = "", .err = &inner};
         rc = set_from_node(&w, k, root);
-        if (rc) {
-            /* Drop the ":line:column: " of the one-line value: the argument says it all. */
-            const char *msg = inner.msg;
-            for (int colons = 0; *msg && colons < 3; msg++)
-                if (*msg == ':') colons++;
-            while (*msg == ' ') msg++;
-            pw_errf(err, "override '%s': %s", arg, msg);
-        }
+        if (rc) pw_errf(err, "override '%s': %s", arg, after_mark(inner.msg));
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&ps);
