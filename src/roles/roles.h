@@ -46,6 +46,7 @@ typedef struct PwSettings {
     int64_t warmup;
     int decay;
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
+    double heartbeat_s;
     double timeout_s;
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
     const char *tokenizer, *prompt_template;

@@ -365,6 +365,8 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         free(r);
         return -1;
     }
+    if (pw_heartbeat_start(&r->w, r->s.heartbeat_s, err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
     r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
     if (!resume) r->beta = r->s.beta;
     /* Without a generator the actor samples between its own updates: nothing to overlap. */

@@ -55,6 +55,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->gold = c->model.gold;
     s->checkpoint_every = c->checkpoint.every;
     s->checkpoint_keep = c->checkpoint.keep;
+    s->heartbeat_s = c->runtime.heartbeat_s;
     s->timeout_s = c->runtime.timeout_s;
     s->sft = c->model.sft;
     s->critic = c->model.critic;
