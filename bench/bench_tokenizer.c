@@ -1,7 +1,8 @@
 /* bench_tokenizer.c: encoding speed of the byte-level BPE tokenizers (and of "bytes") over the
  * held-out fixture text repeated to about 10 MB; bench_tokenizer.py measures the library's.
  * Run from the repository root: bench_tokenizer [fixtures folder] [rounds]. Prints a table, then
- * `RESULT tokenizer_mbs=... tokenizer_gpt2_mbs=... bytes_mbs=...` (tokenizer_mbs: Llama-3 style). */
+ * `RESULT tokenizer_mbs=... tokenizer_gpt2_mbs=... tokenizer_nfc_mbs=... bytes_mbs=...`
+ * (tokenizer_mbs: Llama-3 style; nfc: with the NFC normalizer and a prefix space). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +67,11 @@ int main(int argc, char **argv)
     const char *fixtures = argc > 1 ? argv[1] : "tests/fixtures";
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
     if (rounds < 1 || rounds > MAX_ROUNDS) rounds = 5;
-    char path[4096], llama[4096], gpt2[4096];
+    char path[4096], llama[4096], gpt2[4096], nfc[4096];
     snprintf(path, sizeof path, "%s/bpe_heldout.txt", fixtures);
     snprintf(llama, sizeof llama, "%s/bpe_llama3", fixtures);
     snprintf(gpt2, sizeof gpt2, "%s/bpe_gpt2", fixtures);
+    snprintf(nfc, sizeof nfc, "%s/bpe_nfc", fixtures);
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "bench_tokenizer: cannot open %s (run from the repository root, or name "
@@ -83,17 +85,19 @@ int main(int argc, char **argv)
     char *text = malloc(len);
     for (size_t i = 0; i < copies; i++) memcpy(text + i * n, one, n);
 
-    Row rows[3] = {measure("bpe_llama3", llama, text, len, rounds),
+    Row rows[4] = {measure("bpe_llama3", llama, text, len, rounds),
                    measure("bpe_gpt2", gpt2, text, len, rounds),
+                   measure("bpe_nfc", nfc, text, len, rounds),
                    measure("bytes", "bytes", text, len, rounds)};
     printf("encoding %zu bytes (%zu copies of %s), %d rounds, one thread\n", len, copies, path,
            rounds);
     printf("%-12s %10s %10s %12s %12s\n", "tokenizer", "load_ms", "ids", "best_MB/s", "median_MB/s");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         printf("%-12s %10.2f %10d %12.2f %12.2f\n", rows[i].name, rows[i].load_ms, rows[i].ids,
                rows[i].best_mbs, rows[i].median_mbs);
-    printf("RESULT tokenizer_mbs=%.2f tokenizer_gpt2_mbs=%.2f bytes_mbs=%.2f\n", rows[0].best_mbs,
-           rows[1].best_mbs, rows[2].best_mbs);
+    printf("RESULT tokenizer_mbs=%.2f tokenizer_gpt2_mbs=%.2f tokenizer_nfc_mbs=%.2f "
+           "bytes_mbs=%.2f\n", rows[0].best_mbs, rows[1].best_mbs, rows[2].best_mbs,
+           rows[3].best_mbs);
     free(one);
     free(text);
     return 0;

@@ -16,6 +16,13 @@ typedef struct PwStrList {
     int n;
 } PwStrList;
 
+/* ---- values every schema shares --------------------------------------------------------- */
+
+/* runtime.on_nonfinite: what a run does when a loss, a gradient or a weight turns NaN or
+ * infinite (docs/roles.md, Non-finite values); its names, in config_table.c, serve every schema. */
+typedef enum PwOnNonfinite { PW_NONFINITE_STOP = 0, PW_NONFINITE_SKIP_STEP } PwOnNonfinite;
+extern const char *const pw_on_nonfinite_names[]; /* "stop", "skip_step", NULL */
+
 /* ---- the key table ---------------------------------------------------------------------- */
 
 /* Field types: bool, int64_t, double, char * (never NULL once defaulted; "" = not given), an

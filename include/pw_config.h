@@ -86,6 +86,8 @@ typedef struct PwEvalConfig {
 typedef struct PwRuntimeConfig {
     double heartbeat_s;
     double timeout_s;
+    PwOnNonfinite on_nonfinite;
+    int64_t max_skipped_steps;
 } PwRuntimeConfig;
 
 typedef struct PwModelConfig {

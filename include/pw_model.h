@@ -56,6 +56,9 @@ typedef struct PwModelOpts {
     uint64_t seed;       /* random initialisation, and heads a loaded folder lacks */
     int value_from_score;/* loading: the value head is the folder's score head (a critic made
                           * from a reward model); the folder must have one */
+    int fresh_heads;     /* loading: the PW_HEAD_SCORE / PW_HEAD_VALUE heads the folder may lack,
+                          * initialised from seed then (rm from an SFT folder, a critic on the SFT
+                          * trunk); any other head it lacks is an error */
 } PwModelOpts;
 
 typedef struct PwModel PwModel;
@@ -67,9 +70,15 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
 /* The family's initialisation, deterministic from seed, the same on every device. */
 void pw_model_init_random(PwModel *m, uint64_t seed);
 /* Load dir/config.json and the weights in the family's Hugging Face layout. A score or value
- * head the folder lacks is initialised from opts->seed (unless value_from_score). */
+ * head the folder lacks is an error ("DIR has no score.weight: it is not a reward model"), or
+ * initialised from opts->seed where opts->fresh_heads allows it. */
 PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err);
-/* Write dir/config.json and dir/model.safetensors atomically in that layout. */
+/* 0 if dir's weights hold the score (score.weight) and value (value_head.weight) heads among
+ * `heads`, else -1 with pw_model_load's message; reads the files' headers only, so that every
+ * rank can check a folder it will not load. */
+int pw_model_check_heads(const char *dir, int heads, PwErr *err);
+/* Write dir/config.json and dir/model.safetensors atomically in that layout. Refused, leaving
+ * the folder as it was, when a parameter is not a valid weight (PW_WEIGHT_LIMIT below). */
 int pw_model_save(PwModel *m, const char *dir, PwErr *err);
 void pw_model_free(PwModel *m);
 
@@ -144,9 +153,16 @@ typedef struct PwAdamWConfig {
 
 /* Global L2 norm of the gradients (double accumulation). */
 double pw_model_grad_norm(PwModel *m);
+/* What pw_model_adamw_step did: the update, or nothing because the gradient's norm is NaN or
+ * infinite. A NaN or infinity in one gradient makes the norm non-finite, and applying it would
+ * write NaN into the weights and both moments, where no later step can remove it; the caller
+ * decides whether to go on (docs/model.md, Optimiser). */
+enum { PW_ADAMW_APPLIED = 0, PW_ADAMW_SKIPPED = 1 };
 /* Clip to cfg->grad_clip (if > 0), then AdamW step t (>= 1), allocating the moments on first
- * use. Returns the norm before clipping, or -1 with a message. */
-double pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, PwErr *err);
+ * use. *norm (NULL: not wanted) gets the gradient's norm before clipping. Returns
+ * PW_ADAMW_APPLIED, PW_ADAMW_SKIPPED (that norm is not finite: weights and moments are left as
+ * they were), or -1 with a message. */
+int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *norm, PwErr *err);
 /* Whether the moments exist (after a step or a load). */
 int pw_model_has_optimizer(const PwModel *m);
 /* Move the moments to host memory and free them on the device (e.g. during generation), and
@@ -154,9 +170,28 @@ int pw_model_has_optimizer(const PwModel *m);
 int pw_model_optimizer_offload(PwModel *m, PwErr *err);
 int pw_model_optimizer_reload(PwModel *m, PwErr *err);
 /* The moments as path (safetensors "adam_m", "adam_v", num_params floats each), atomically;
- * a model without moments writes nothing and returns 0. Load replaces the moments. */
+ * a model without moments writes nothing and returns 0. Load replaces the moments. Both refuse
+ * a moment that is NaN or infinite, and load a negative second moment (a mean of squares),
+ * naming the file, the moment and the element. */
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err);
 int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err);
+
+/* ---- what a weight may hold: a finite value at most PW_WEIGHT_LIMIT in magnitude. Trained
+ * weights stay far below it (those of published LLMs below 1e4); a larger value comes from a
+ * diverged run or a broken file, and float32 arithmetic overflows on it within a few orders
+ * more (a norm squares its inputs: values near 1e19 sum past float32's 3.4e38). Loading refuses
+ * a tensor that breaks it (naming the file and the tensor), pw_model_save refuses to write one,
+ * and pw_model_check_params finds one after an update. */
+#define PW_WEIGHT_LIMIT 1e16
+/* Index of the first of x (n) that is NaN, infinite or beyond PW_WEIGHT_LIMIT; n when none is. */
+size_t pw_weights_first_bad(const float *x, size_t n);
+/* A value in words for messages: "NaN", "inf", "-inf" or the number ("-3e+38"). */
+const char *pw_weight_describe(float v, char *buf, size_t n);
+/* 0 when every parameter is a valid weight; else -1 with a message naming the tensor (the
+ * family's name), the element and its value. One reduction over the parameters on the model's
+ * device when they are fine (cheap enough for every optimiser step); the scan that names the
+ * culprit runs only when they are not. */
+int pw_model_check_params(PwModel *m, PwErr *err);
 
 /* ---- incremental decoding: the same layers as the forward, over a KV cache */
 typedef struct PwKVCache PwKVCache;

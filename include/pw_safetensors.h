@@ -101,7 +101,9 @@ const char *pw_st_set_label(const PwStSet *s);
 /* The tensor `name` and (if file is not NULL) the file that holds it; NULL if the set has none. */
 const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name, const PwSafetensors **file);
 /* Read tensor `name` as float32 into dst after checking it exists with exactly shape[0..ndim):
- * "tensor ... is missing" or "tensor ... has shape [..] but config.json implies [..]". */
+ * "tensor ... is missing" or "tensor ... has shape [..] but config.json implies [..]"; then
+ * every value must be a weight (finite, at most PW_WEIGHT_LIMIT of pw_model.h in magnitude):
+ * "FILE: tensor ... element I is NaN: refusing ...". */
 int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape, int ndim,
                        float *dst, PwErr *err);
 

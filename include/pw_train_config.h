@@ -10,7 +10,7 @@
 #include "pw_data.h" /* PwOverlong */
 
 /* One field per key (docs/training.md); the key names follow PPO's where the meaning is the
- * same (seed, optim.*, eval.every, runtime.timeout_s, data.tokenizer). Strings are never NULL
+ * same (seed, optim.*, eval.every, runtime.*, data.tokenizer). Strings are never NULL
  * after pw_cfg_defaults ("" means not given). */
 /* model.type: which Hugging Face model_type a random model is (a model.init folder says its own). */
 typedef enum PwTrainModelType {
@@ -49,6 +49,8 @@ typedef struct PwTrainConfig {
     struct {
         double heartbeat_s;
         double timeout_s;
+        PwOnNonfinite on_nonfinite;
+        int64_t max_skipped_steps;
     } runtime;
 } PwTrainConfig;
 

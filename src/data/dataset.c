@@ -357,14 +357,22 @@ int pw_dataset_load(PwDataset *d, const char *path, const PwDataOpts *o, PwErr *
     char *line = NULL;
     size_t cap = 0;
     int rc = 0;
-    while (!rc && getline(&line, &cap, f) >= 0) {
+    ssize_t got;
+    while (!rc && (got = getline(&line, &cap, f)) >= 0) {
         L.line++;
+        /* the JSON reader stops at a NUL: whatever follows it on the line would go unread */
+        const char *nul = memchr(line, '\0', (size_t)got);
+        if (nul) {
+            rc = pw_errf(err, "%s:%d: a NUL byte at column %d; a JSONL line is text", path,
+                         L.line, (int)(nul - line) + 1);
+            break;
+        }
         char *s = line;
         while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
         if (!*s) continue;
         d->lines++;
         json_error_t je;
-        json_t *obj = json_loads(s, 0, &je);
+        json_t *obj = json_loads(s, JSON_REJECT_DUPLICATES, &je); /* else the last one wins */
         if (!obj)
             rc = pw_errf(err, "%s:%d: not valid JSON (column %d): %s", path, L.line, je.column,
                          je.text);

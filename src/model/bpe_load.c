@@ -58,7 +58,8 @@ static json_t *load_json(const char *path, int required, PwErr *err)
     struct stat ls;
     if (!required && lstat(path, &ls) != 0 && errno == ENOENT) return json_null();
     PwErr e;
-    json_t *j = pw_file_json(path, required ? PW_FILE_MAX_TOKENIZER : PW_FILE_MAX_JSON, 0, &e);
+    json_t *j = pw_file_json(path, required ? PW_FILE_MAX_TOKENIZER : PW_FILE_MAX_JSON,
+                             JSON_REJECT_DUPLICATES /* not last-one-wins */, &e);
     if (!j)
         pw_errf(err, "%s%s", e.msg, required ? "; a Hugging Face tokenizer folder needs "
                 "tokenizer.json (and may have tokenizer_config.json)" : "");

@@ -3,6 +3,7 @@
 #include "gpt2.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,8 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* architecture and layout */
+
+static void tensor_sizes(size_t *s, const PwArch *cfg, int heads);
 
 static int arch_check(const PwArch *c, PwErr *err)
 {
@@ -23,7 +26,12 @@ static int arch_check(const PwArch *c, PwErr *err)
     if (c->n_embd % c->n_head != 0)
         return pw_errf(err, "n_embd (%d) is not a multiple of n_head (%d)", c->n_embd,
                        c->n_head);
-    return 0;
+    size_t s[PW_GPT2_NUM_PARAM_TENSORS];
+    tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE);
+    char what[160];
+    snprintf(what, sizeof what, "n_layer %d, n_head %d, n_embd %d, vocab_size %d, n_positions %d",
+             c->n_layer, c->n_head, c->n_embd, c->vocab_size, c->n_positions);
+    return pw_model_check_size(s, PW_GPT2_NUM_PARAM_TENSORS, what, err);
 }
 
 static const char *const param_names[PW_GPT2_NUM_PARAM_TENSORS] = {
@@ -43,15 +51,16 @@ static void tensor_sizes(size_t *s, const PwArch *cfg, int heads)
     s[1] = P * C;
     s[2] = L * C;
     s[3] = L * C;
-    s[4] = L * 3 * C * C;
+    /* L and C are ints, so L x 4 x C cannot wrap; times C again it may */
+    s[4] = pw_size_mul(L * 3 * C, C);
     s[5] = L * 3 * C;
-    s[6] = L * C * C;
+    s[6] = pw_size_mul(L * C, C);
     s[7] = L * C;
     s[8] = L * C;
     s[9] = L * C;
-    s[10] = L * 4 * C * C;
+    s[10] = pw_size_mul(L * 4 * C, C);
     s[11] = L * 4 * C;
-    s[12] = L * C * 4 * C;
+    s[12] = pw_size_mul(L * 4 * C, C);
     s[13] = L * C;
     s[14] = C;
     s[15] = C;
@@ -250,26 +259,25 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
 {
     const PwOps *o = m->ops;
     const int C = m->arch.n_embd, NH = m->arch.n_head;
-    const size_t CC = (size_t)C * C;
+    const size_t CC = (size_t)C * C, lC = (size_t)l * C; /* layer offsets may pass INT_MAX */
     /* attention half: x + proj(attn(ln1(x))) */
-    o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + l * C,
-                         p->ln1b + l * C, N, C);
-    o->matmul_forward(o, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * C * l, N, C, 3 * C);
+    o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
+                         N, C);
+    o->matmul_forward(o, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC, N, C, 3 * C);
     if (at->kcache)
         o->attention_cache_forward(o, k->atty, at->kcache + l * at->layer,
                                    at->vcache + l * at->layer, at->scores, k->qkv, at->seg_row,
                                    at->seg_off, at->seg_slot0, at->nseg, N, at->maxT, C, NH);
     else
         o->attention_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, C, NH);
-    o->matmul_forward(o, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + C * l, N, C,
-                      C);
+    o->matmul_forward(o, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
-    o->layernorm_forward(o, k->ln2, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + l * C,
-                         p->ln2b + l * C, N, C);
-    o->matmul_forward(o, k->fch, k->ln2, p->fcw + 4 * CC * l, p->fcb + 4 * C * l, N, C, 4 * C);
+    o->layernorm_forward(o, k->ln2, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
+                         p->ln2b + lC, N, C);
+    o->matmul_forward(o, k->fch, k->ln2, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N, C, 4 * C);
     o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
-    o->matmul_forward(o, k->fcproj, k->fch_gelu, p->fcprojw + 4 * CC * l, p->fcprojb + C * l, N,
+    o->matmul_forward(o, k->fcproj, k->fch_gelu, p->fcprojw + 4 * CC * l, p->fcprojb + lC, N,
                       4 * C, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
@@ -375,27 +383,28 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const size_t CC = (size_t)C * C;
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
+        const size_t lC = (size_t)l * C;
         o->zero(o, dfch_gelu, 4 * fBTC);
-        o->matmul_backward(o, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + l * C, dres,
+        o->matmul_backward(o, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
                            k.fch_gelu, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
         o->zero(o, dfch, 4 * fBTC);
         o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         o->zero(o, dln, fBTC);
-        o->matmul_backward(o, dln, gr.fcw + 4 * CC * l, gr.fcb + l * 4 * C, dfch, k.ln2,
+        o->matmul_backward(o, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
                            p.fcw + 4 * CC * l, BT, C, 4 * C);
-        o->layernorm_backward(o, dres, gr.ln2w + l * C, gr.ln2b + l * C, dln, k.res2,
-                              p.ln2w + l * C, k.ln2_mean, k.ln2_rstd, BT, C);
+        o->layernorm_backward(o, dres, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2, p.ln2w + lC,
+                              k.ln2_mean, k.ln2_rstd, BT, C);
 
         o->zero(o, datty, fBTC);
-        o->matmul_backward(o, datty, gr.attprojw + CC * l, gr.attprojb + l * C, dres, k.atty,
+        o->matmul_backward(o, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, 3 * fBTC);
         o->attention_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, C, NH);
         o->zero(o, dln, fBTC);
-        o->matmul_backward(o, dln, gr.qkvw + 3 * CC * l, gr.qkvb + l * 3 * C, dqkv, k.ln1,
+        o->matmul_backward(o, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                            p.qkvw + 3 * CC * l, BT, C, 3 * C);
-        o->layernorm_backward(o, dres, gr.ln1w + l * C, gr.ln1b + l * C, dln, k.in,
-                              p.ln1w + l * C, k.ln1_mean, k.ln1_rstd, BT, C);
+        o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
+                              k.ln1_mean, k.ln1_rstd, BT, C);
     }
     o->encoder_backward(o, gr.wte, gr.wpe, dres, m->d_inputs, m->d_pos, B, T, C);
     return 0;

@@ -3,6 +3,7 @@
 #include "gpt2.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +22,24 @@ static int json_int_key(const json_t *root, const char *key, const char *path, i
     if (!json_is_integer(v))
         return pw_errf(err, "%s: key \"%s\" must be an integer", path, key);
     json_int_t x = json_integer_value(v);
-    if (x <= 0 || x > 1000000000)
+    if (x <= 0)
         return pw_errf(err, "%s: key \"%s\" must be a positive integer, got %lld", path, key,
                        (long long)x);
+    /* the sizes are ints; whether they make a model that fits is pw_arch_check's to say */
+    if (x > INT_MAX)
+        return pw_errf(err, "%s: key \"%s\" %lld is too large: at most %d", path, key,
+                       (long long)x, INT_MAX);
     *out = (int)x;
+    return 0;
+}
+
+/* A key whose other values would change the function: present, it must say what we compute. */
+static int need(const json_t *root, const char *key, const char *path, int ok, const char *what,
+                PwErr *err)
+{
+    if (json_object_get(root, key) && !ok)
+        return pw_errf(err, "%s: key \"%s\" must be %s (ppo_world computes nothing else)", path,
+                       key, what);
     return 0;
 }
 
@@ -44,37 +59,46 @@ int pw_gpt2_arch_from_json(PwArch *arch, const void *json_root, const char *path
                 c.n_head);
         goto done;
     }
-    /* keys that, if present, would make Hugging Face compute a function we do not */
+    /* keys that, if present, would make transformers compute a function we do not */
     const json_t *v;
+    const char *act = json_string_value(json_object_get(root, "activation_function"));
+    const json_t *inner = json_object_get(root, "n_inner");
+    char inner_what[64];
+    snprintf(inner_what, sizeof inner_what, "null or 4 * n_embd = %lld", 4LL * c.n_embd);
     if ((v = json_object_get(root, "model_type")) &&
         (!json_is_string(v) || strcmp(json_string_value(v), "gpt2"))) {
         pw_errf(err, "%s: key \"model_type\" must be \"gpt2\"", path);
         goto done;
     }
-    if ((v = json_object_get(root, "activation_function")) &&
-        (!json_is_string(v) || strcmp(json_string_value(v), "gelu_new"))) {
-        pw_errf(err, "%s: key \"activation_function\" must be \"gelu_new\" (the tanh GELU)",
-                path);
+    /* gelu_pytorch_tanh and gelu_fast are transformers' other spellings of the tanh GELU */
+    if (need(root, "activation_function", path,
+             act && (!strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh") ||
+                     !strcmp(act, "gelu_fast")),
+             "\"gelu_new\", \"gelu_pytorch_tanh\" or \"gelu_fast\"", err) ||
+        need(root, "layer_norm_epsilon", path,
+             json_is_number(v = json_object_get(root, "layer_norm_epsilon")) &&
+                 fabs(json_number_value(v) - 1e-5) <= 1e-12,
+             "1e-05", err) ||
+        need(root, "tie_word_embeddings", path,
+             json_is_true(json_object_get(root, "tie_word_embeddings")),
+             "true", err) ||
+        need(root, "n_inner", path,
+             json_is_null(inner) ||
+                 (json_is_integer(inner) && json_integer_value(inner) == 4LL * c.n_embd),
+             inner_what, err) ||
+        /* false, or null (falsy to transformers), leaves the scores unscaled by 1/sqrt(hs) */
+        need(root, "scale_attn_weights", path,
+             json_is_true(json_object_get(root, "scale_attn_weights")), "true", err) ||
+        need(root, "scale_attn_by_inverse_layer_idx", path,
+             !json_is_true(json_object_get(root, "scale_attn_by_inverse_layer_idx")), "false",
+             err) ||
+        /* cross-attention layers belong to an encoder-decoder model */
+        need(root, "add_cross_attention", path,
+             !json_is_true(json_object_get(root, "add_cross_attention")), "false", err))
         goto done;
-    }
-    if ((v = json_object_get(root, "layer_norm_epsilon")) &&
-        (!json_is_number(v) || fabs(json_number_value(v) - 1e-5) > 1e-12)) {
-        pw_errf(err, "%s: key \"layer_norm_epsilon\" must be 1e-05", path);
-        goto done;
-    }
-    if ((v = json_object_get(root, "tie_word_embeddings")) && !json_is_true(v)) {
-        pw_errf(err, "%s: key \"tie_word_embeddings\" must be true (the LM head is wte)", path);
-        goto done;
-    }
-    if ((v = json_object_get(root, "n_inner")) && !json_is_null(v) &&
-        (!json_is_integer(v) || json_integer_value(v) != 4 * (json_int_t)c.n_embd)) {
-        pw_errf(err, "%s: key \"n_inner\" must be null or 4 * n_embd = %d", path, 4 * c.n_embd);
-        goto done;
-    }
-    if ((v = json_object_get(root, "scale_attn_by_inverse_layer_idx")) && json_is_true(v)) {
-        pw_errf(err, "%s: key \"scale_attn_by_inverse_layer_idx\" must be false", path);
-        goto done;
-    }
+    /* Accepted as they are: reorder_and_upcast_attn only reorders half-precision arithmetic
+     * (ppo_world computes in float32), the dropouts act in training mode only (PPO trains
+     * without them), summary_* belong to GPT2DoubleHeadsModel. */
     *arch = c;
     rc = 0;
 done:

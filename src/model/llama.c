@@ -3,7 +3,9 @@
  * forward and the KV-cache passes, the heads and backward; the same interface as GPT-2. */
 #include "llama.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,8 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* architecture and layout */
+
+static void tensor_sizes(size_t *s, const PwArch *a, int heads);
 
 static int arch_check(const PwArch *c, PwErr *err)
 {
@@ -30,7 +34,17 @@ static int arch_check(const PwArch *c, PwErr *err)
                        c->n_embd / c->n_head);
     if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0))
         return pw_errf(err, "rms_norm_eps and rope_theta must be positive");
-    return 0;
+    char what[200];
+    snprintf(what, sizeof what, "num_hidden_layers %d, hidden_size %d, intermediate_size %d, "
+             "vocab_size %d", c->n_layer, c->n_embd, c->n_inner, c->vocab_size);
+    /* the gate and up projections are one matrix of 2 x intermediate_size rows, an int */
+    if (c->n_inner > INT_MAX / 2)
+        return pw_errf(err, "%s: too large: intermediate_size %d is more than half of the "
+                       "largest int (the gate and up projections stack to twice it)", what,
+                       c->n_inner);
+    size_t s[PW_LLAMA_NUM_PARAM_TENSORS];
+    tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE);
+    return pw_model_check_size(s, PW_LLAMA_NUM_PARAM_TENSORS, what, err);
 }
 
 static const char *const param_names[PW_LLAMA_NUM_PARAM_TENSORS] = {
@@ -45,7 +59,7 @@ static const unsigned char param_decays[PW_LLAMA_NUM_PARAM_TENSORS] = {
 
 static size_t qkv_rows(const PwArch *a)
 {
-    return (size_t)(a->n_head + 2 * a->n_kv_head) * (a->n_embd / a->n_head);
+    return ((size_t)a->n_head + 2 * (size_t)a->n_kv_head) * (size_t)(a->n_embd / a->n_head);
 }
 
 static void tensor_sizes(size_t *s, const PwArch *a, int heads)
@@ -53,12 +67,14 @@ static void tensor_sizes(size_t *s, const PwArch *a, int heads)
     size_t L = a->n_layer, C = a->n_embd, V = a->vocab_size, F = a->n_inner, Q = qkv_rows(a);
     s[0] = V * C;
     s[1] = L * C;
-    s[2] = L * Q * C;
+    /* each factor is below 2^33, so L x Q, L x 2 x F and L x C cannot wrap; times C again
+     * they may */
+    s[2] = pw_size_mul(L * Q, C);
     s[3] = a->qkv_bias ? L * Q : 0;
-    s[4] = L * C * C;
+    s[4] = pw_size_mul(L * C, C);
     s[5] = L * C;
-    s[6] = L * 2 * F * C;
-    s[7] = L * C * F;
+    s[6] = pw_size_mul(L * 2 * F, C);
+    s[7] = pw_size_mul(L * C, F);
     s[8] = C;
     /* an untied LM head belongs to the LM head alone: a reward model or critic has none (its
      * ForSequenceClassification folder has no lm_head.weight), and holding one would cost V*C

@@ -3,6 +3,7 @@
 #include "llama.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,12 @@ static int get_int(const json_t *root, const char *key, int def, const char *pat
         *out = def;
         return 0;
     }
-    if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > 1000000000)
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
         return pw_errf(err, "%s: key \"%s\" must be a positive integer", path, key);
+    /* the sizes are ints; whether they make a model that fits is pw_arch_check's to say */
+    if (json_integer_value(v) > INT_MAX)
+        return pw_errf(err, "%s: key \"%s\" %lld is too large: at most %d", path, key,
+                       (long long)json_integer_value(v), INT_MAX);
     *out = (int)json_integer_value(v);
     return 0;
 }
@@ -75,7 +80,7 @@ static int rope_scaling(PwArch *c, const json_t *rs, const char *path, PwErr *er
         get_num(rs, "original_max_position_embeddings", -1, path, &orig, err))
         return -1;
     if (c->rope_factor < 0 || c->rope_low_freq_factor < 0 || c->rope_high_freq_factor < 0 ||
-        orig < 0 || !(c->rope_high_freq_factor > c->rope_low_freq_factor))
+        orig < 0 || orig > INT_MAX || !(c->rope_high_freq_factor > c->rope_low_freq_factor))
         return pw_errf(err, "%s: llama3 rope_scaling needs factor, low_freq_factor < "
                        "high_freq_factor and original_max_position_embeddings", path);
     c->rope_original_max = (int)orig;
@@ -115,9 +120,9 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     c.tied = tie ? json_is_true(tie) : 0; /* transformers' Llama/Qwen2/Mistral default: untied */
     c.qkv_bias = c.hf_type == 1 || json_is_true(json_object_get(root, "attention_bias"));
     const json_t *v;
-    int head_dim = 0;
+    json_int_t head_dim = 0; /* as read: an int cast could wrap a wrong one into a right one */
     if ((v = json_object_get(root, "head_dim")) && !json_is_null(v))
-        head_dim = json_is_integer(v) ? (int)json_integer_value(v) : -1;
+        head_dim = json_is_integer(v) ? json_integer_value(v) : -1;
     const json_t *sw = json_object_get(root, "sliding_window");
     if (need(root, "hidden_act", path,
              json_string_value(json_object_get(root, "hidden_act")) &&
@@ -131,7 +136,7 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
              c.hf_type == 1 || json_is_null(sw) ||
                  (json_is_integer(sw) && json_integer_value(sw) >= c.n_positions),
              "null or at least max_position_embeddings", err) ||
-        need(root, "head_dim", path, head_dim == 0 || head_dim * c.n_head == c.n_embd,
+        need(root, "head_dim", path, head_dim == 0 || head_dim == c.n_embd / c.n_head,
              "hidden_size / num_attention_heads", err) ||
         need(root, "pretraining_tp", path,
              json_integer_value(json_object_get(root, "pretraining_tp")) == 1, "1", err))

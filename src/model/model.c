@@ -3,6 +3,7 @@
 #include "model_internal.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +32,25 @@ void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory)
 size_t pw_model_sum_sizes(const size_t *sizes, int n)
 {
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += sizes[i];
+    for (int i = 0; i < n; i++)
+        if (__builtin_add_overflow(total, sizes[i], &total)) return SIZE_MAX;
     return total;
+}
+
+/* The most float32 parameter bytes one model may hold. ppo_world has no tensor parallelism: a
+ * model lives whole on one device or host, and none holds 1 TiB. Below it every size derived
+ * from the config stays far inside size_t, and n_embd inside the int widths of the kernels'
+ * calls (4 x n_embd rows of GPT-2's MLP). */
+#define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
+
+int pw_model_check_size(const size_t *sizes, int n, const char *what, PwErr *err)
+{
+    size_t total = pw_model_sum_sizes(sizes, n);
+    if (total <= PW_MAX_PARAM_BYTES / sizeof(float)) return 0;
+    return pw_errf(err, "%s: too large: the parameters would need %s%.3g bytes, more than the "
+                   "%.0f TiB one model may hold (a model lives whole on one device)", what,
+                   total == SIZE_MAX ? "over " : "", (double)total * sizeof(float),
+                   PW_MAX_PARAM_BYTES / 1099511627776.0);
 }
 
 int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err)
@@ -115,7 +133,8 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *root = pw_file_json(path, PW_FILE_MAX_JSON, 0, err);
+    /* a key given twice is refused, not last-one-wins */
+    json_t *root = pw_file_json(path, PW_FILE_MAX_JSON, JSON_REJECT_DUPLICATES, err);
     if (!root) return -1;
     int rc = -1;
     if (!json_is_object(root)) {
@@ -142,6 +161,10 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
         }
     }
     rc = f->arch_from_json(a, root, path, err);
+    /* the sizes too, so that whoever reads a config.json refuses an absurd one before it
+     * allocates anything sized by it */
+    PwErr cerr;
+    if (rc == 0 && pw_arch_check(a, &cerr)) rc = pw_errf(err, "%s: %s", path, cerr.msg);
 done:
     json_decref(root);
     return rc;
@@ -157,6 +180,9 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
     if (o->maxB <= 0 || o->maxT <= 0 || o->maxT > a->n_positions)
         return pw_errf(err, "activation capacity B=%d T=%d must be positive with T <= "
                        "n_positions=%d", o->maxB, o->maxT, a->n_positions);
+    if ((int64_t)o->maxB * o->maxT > INT_MAX) /* B x T positions are counted in an int */
+        return pw_errf(err, "activation capacity B=%d T=%d: B x T is more than an int counts",
+                       o->maxB, o->maxT);
     return 0;
 }
 
@@ -184,7 +210,7 @@ void pw_model_free(PwModel *m)
 PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err)
 {
     const PwFamilyImpl *f = family_of(arch, err);
-    if (!f || f->arch_check(arch, err) || check_opts(arch, opts, err)) return NULL;
+    if (!f || pw_arch_check(arch, err) || check_opts(arch, opts, err)) return NULL;
     const PwOps *ops = pw_ops_open(opts->device, opts->device_id, err);
     if (!ops) return NULL;
     PwModel *m = calloc(1, sizeof *m);
@@ -266,6 +292,30 @@ void pw_model_init_random(PwModel *m, uint64_t seed)
     host_done(m, h, 1);
 }
 
+/* A head asked for that the folder lacks: a folder without a score head is not a reward model,
+ * and a random one in its place would score noise without a word. */
+static int missing_head(const char *dir, int heads, PwErr *err)
+{
+    if (heads & PW_HEAD_SCORE)
+        return pw_errf(err, "%s has no score.weight: it is not a reward model (only a run that "
+                       "trains one, ppo_world rm, starts a score head from scratch)", dir);
+    return pw_errf(err, "%s has no value_head.weight: it is not a critic (a critic starts from "
+                   "a reward model's score head, or from a critic a run saved)", dir);
+}
+
+int pw_model_check_heads(const char *dir, int heads, PwErr *err)
+{
+    PwStSet *st = NULL;
+    if (pw_st_set_open(&st, dir, err)) return -1;
+    int lacks = 0;
+    if ((heads & PW_HEAD_SCORE) && !pw_st_set_find(st, "score.weight", NULL))
+        lacks |= PW_HEAD_SCORE;
+    if ((heads & PW_HEAD_VALUE) && !pw_st_set_find(st, "value_head.weight", NULL))
+        lacks |= PW_HEAD_VALUE;
+    pw_st_set_close(st);
+    return lacks ? missing_head(dir, lacks, err) : 0;
+}
+
 PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
 {
     PwArch arch;
@@ -287,6 +337,11 @@ PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
         host_done(m, h, 0);
         goto fail;
     }
+    if (missing & ~opts->fresh_heads) {
+        host_done(m, h, 0);
+        missing_head(dir, missing & ~opts->fresh_heads, err);
+        goto fail;
+    }
     if (missing) m->impl->init_heads(m, h, missing, opts->seed);
     host_done(m, h, 1);
     return m;
@@ -295,11 +350,46 @@ fail:
     return NULL;
 }
 
+/* Whether host copy h holds a parameter that is not a valid weight; err then names the first,
+ * its tensor and element. */
+static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        size_t n = m->tensor_size[i], at = pw_weights_first_bad(h + m->tensor_off[i], n);
+        if (at == n) continue;
+        char v[64];
+        pw_errf(err, "parameter tensor \"%s\" element %zu is %s (a weight must be finite and at "
+                "most %g in magnitude)", m->impl->tensor_names[i], at,
+                pw_weight_describe(h[m->tensor_off[i] + at], v, sizeof v), PW_WEIGHT_LIMIT);
+        return 1;
+    }
+    return 0;
+}
+
 int pw_model_save(PwModel *m, const char *dir, PwErr *err)
 {
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
-    int rc = m->impl->save(m, h, dir, err);
+    /* Checked before anything is written: a diverged model must never replace a good checkpoint
+     * in the folder, and whoever loads the folder would refuse it anyway. */
+    PwErr bad;
+    int rc = find_bad_param(m, h, &bad)
+                 ? pw_errf(err, "%s: not saved: %s; the folder keeps what it held", dir, bad.msg)
+                 : m->impl->save(m, h, dir, err);
+    host_done(m, h, 0);
+    return rc;
+}
+
+int pw_model_check_params(PwModel *m, PwErr *err)
+{
+    /* Every |w| <= the norm, so a finite norm within the limit clears all of them at the cost
+     * of one reduction; the sum is in double, where even 3e38 squared is finite. */
+    double norm = sqrt(m->ops->sumsq(m->ops, m->params, m->num_params));
+    if (norm <= PW_WEIGHT_LIMIT) return 0;
+    float *h = host_params(m, 1);
+    if (!h) return pw_errf(err, "out of host memory to look for the bad weight");
+    /* A norm beyond the limit from many large but valid weights is no reason to stop. */
+    int rc = find_bad_param(m, h, err) ? -1 : 0;
     host_done(m, h, 0);
     return rc;
 }
@@ -504,13 +594,18 @@ static int alloc_moments(PwModel *m, PwErr *err)
 
 int pw_model_has_optimizer(const PwModel *m) { return m->adam_m || m->h_adam_m; }
 
-double pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, PwErr *err)
+int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *norm_out,
+                        PwErr *err)
 {
     const PwOps *o = m->ops;
     if (!m->grads) return pw_errf(err, "an optimiser step needs gradients (no backward ran)");
-    if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1.0;
-    if (!m->adam_m && alloc_moments(m, err)) return -1.0;
+    if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1;
+    if (!m->adam_m && alloc_moments(m, err)) return -1;
     double norm = pw_model_grad_norm(m);
+    if (norm_out) *norm_out = norm;
+    /* The norm is a sum over every gradient, so this one test sees a NaN or infinity anywhere;
+     * clipping cannot repair it (inf / inf is NaN), and the moments would keep it for good. */
+    if (!isfinite(norm)) return PW_ADAMW_SKIPPED;
     if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip)
         o->scale(o, m->grads, (float)(cfg->grad_clip / norm), m->num_params);
     /* one update per tensor: each tensor is contiguous and decays or not as a whole */
@@ -521,7 +616,7 @@ double pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, PwErr *e
                             n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
                             m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
     }
-    return norm;
+    return PW_ADAMW_APPLIED;
 }
 
 int pw_model_optimizer_offload(PwModel *m, PwErr *err)
@@ -578,6 +673,25 @@ static int host_moments(PwModel *m, float **hm, float **hv, int *copied, PwErr *
     return 0;
 }
 
+/* 0 when both moments are finite and the second is not negative (a mean of squares); else -1
+ * with a message naming `what` (the file) and the element. A moment has no size limit: the
+ * second one of a large gradient is legitimately huge. */
+static int check_moments(const PwModel *m, const float *hm, const float *hv, const char *what,
+                         PwErr *err)
+{
+    const float *mom[2] = {hm, hv};
+    static const char *const names[2] = {"adam_m", "adam_v"};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < m->num_params; i++)
+            if (!isfinite(mom[k][i]) || (k == 1 && mom[k][i] < 0.0f)) {
+                char v[64];
+                return pw_errf(err, "%s: %s element %zu is %s (the AdamW moments must be finite, "
+                               "and adam_v, a mean of squares, not negative)", what, names[k], i,
+                               pw_weight_describe(mom[k][i], v, sizeof v));
+            }
+    return 0;
+}
+
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
 {
     if (!pw_model_has_optimizer(m)) return 0;
@@ -587,7 +701,10 @@ int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
     PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)m->num_params}, hm, PW_DT_F32},
                             {"adam_v", 1, {(int64_t)m->num_params}, hv, PW_DT_F32}};
     static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
-    int rc = pw_st_write(path, t, 2, meta, err);
+    PwErr bad;
+    int rc = check_moments(m, hm, hv, "not saved", &bad)
+                 ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
+                 : pw_st_write(path, t, 2, meta, err);
     if (copied) {
         free(hm);
         free(hv);
@@ -607,7 +724,7 @@ int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err)
         goto done;
     }
     if (pw_st_open(&st, path, err) || pw_st_read_f32(st, "adam_m", shape, 1, hm, err) ||
-        pw_st_read_f32(st, "adam_v", shape, 1, hv, err))
+        pw_st_read_f32(st, "adam_v", shape, 1, hv, err) || check_moments(m, hm, hv, path, err))
         goto done;
     free(m->h_adam_m);
     free(m->h_adam_v);

@@ -147,6 +147,21 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
 
 /* Point each of n float pointers at its slice of memory, in order (NULL for an empty slice). */
 void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory);
+/* The sum of n sizes, SIZE_MAX when it would not fit. */
 size_t pw_model_sum_sizes(const size_t *sizes, int n);
+
+/* a * b, or SIZE_MAX when the product would not fit: a size computed from a config.json
+ * saturates instead of wrapping to a small number, so the check against the largest model
+ * (pw_model_check_size) sees an absurd config as one. */
+static inline size_t pw_size_mul(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+/* 0 if the n parameter tensors `sizes` (floats, from the family's tensor_sizes with every head)
+ * fit the largest model ppo_world holds, else -1 with "<what>: too large: the parameters would
+ * need N bytes ..."; `what` spells the sizes with the family's config.json names. */
+int pw_model_check_size(const size_t *sizes, int n, const char *what, PwErr *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "pw_file.h"
+#include "pw_model.h" /* PW_WEIGHT_LIMIT: what a weight may hold */
 #include "pw_safetensors.h"
 
 /* Shards of the largest published models number in the hundreds; more is a broken index. */
@@ -215,5 +216,15 @@ int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape,
         return pw_errf(err, "%s: tensor \"%s\" has shape %s but config.json implies %s",
                        pw_st_path(f), name, got, want);
     }
-    return pw_st_read_f32(f, name, shape, ndim, dst, err);
+    if (pw_st_read_f32(f, name, shape, ndim, dst, err)) return -1;
+    /* After the conversion, so that an F16 or BF16 infinity and a value F64 rounds to an
+     * infinity are seen as what the model would compute with. */
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    size_t at = pw_weights_first_bad(dst, n);
+    if (at == n) return 0;
+    char v[64];
+    return pw_errf(err, "%s: tensor \"%s\" element %zu is %s (a weight must be finite and at "
+                   "most %g in magnitude)", pw_st_path(f), name, at,
+                   pw_weight_describe(dst[at], v, sizeof v), PW_WEIGHT_LIMIT);
 }

@@ -11,6 +11,7 @@
 #include "pw_cli.h"
 #include "pw_config.h"
 #include "pw_file.h"
+#include "pw_metrics.h"
 #include "pw_report.h"
 
 static const char usage_text[] =
@@ -76,7 +77,7 @@ static int read_jsonl(const char *path, Rows *out, PwErr *err)
         lineno++;
         if (blank(line)) continue;
         json_error_t je;
-        json_t *o = json_loads(line, 0, &je);
+        json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je);
         if (!o) {
             rc = pw_errf(err, "%s:%ld: not JSON (%s)", path, lineno, je.text);
             break;
@@ -120,14 +121,11 @@ static long count_lines(const char *path)
     return n;
 }
 
-/* A number of a row: 1 and *v when present, 0 when absent or null, -1 when not a number. */
+/* A number of a row: 1 and *v when present (a diverged run's "nan", "inf" and "-inf" included,
+ * pw_metrics.h), 0 when absent or null, -1 when not a number. */
 static int get_num(json_t *row, const char *key, double *v)
 {
-    json_t *j = json_object_get(row, key);
-    if (!j || json_is_null(j)) return 0;
-    if (!json_is_number(j)) return -1;
-    *v = json_number_value(j);
-    return 1;
+    return pw_metric_get(json_object_get(row, key), v);
 }
 
 static int need_num(json_t *row, const char *key, double *v, const char *path, int i, PwErr *err)

@@ -118,7 +118,7 @@ void pw_actor_train(PwRun *r)
     float *dlp = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dent = pw_roles_alloc((size_t)mb * R * sizeof(float));
     double acc[6] = {0}; /* per-minibatch means summed: loss, approxkl, clipfrac, ratio, H, count */
-    double lr = 0.0;
+    double lr = 0.0, skipped = 0.0;
     for (int e = 0; e < r->s.epochs; e++) {
         pw_minibatch_order(r, all, e, perm);
         pw_rows_permuted(&ord, all, perm);
@@ -148,7 +148,8 @@ void pw_actor_train(PwRun *r)
             }
             pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, 6);
             lr = pw_roles_lr(&r->s, r->s.lr, r->s.min_lr, r->opt_step + e * M + k);
-            pw_roles_optimizer_step(r, PW_ROLE_ACTOR, r->actor, lr, r->opt_step + e * M + k + 1);
+            skipped += pw_roles_optimizer_step(r, PW_ROLE_ACTOR, r->actor, lr,
+                                               r->opt_step + e * M + k + 1, st[0], e, k);
             double c = st[5] > 0 ? st[5] : 1.0;
             acc[0] += st[0];
             for (int j = 1; j < 5; j++) acc[j] += st[j] / c;
@@ -161,6 +162,7 @@ void pw_actor_train(PwRun *r)
     r->stats[PW_ST_RATIO] = acc[3] / acc[5];
     r->stats[PW_ST_ENTROPY_AVG] = acc[4] / acc[5];
     r->stats[PW_ST_LR] = lr;
+    r->stats[PW_ST_SKIPPED] = skipped; /* the critic's are added from its report */
     free(lp);
     free(ent);
     free(dlp);

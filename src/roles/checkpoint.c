@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -183,24 +184,99 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     prune(r, out_dir, done);
 }
 
+/* A field of state.json, present and of its type: the message says which, so a hand-edited or
+ * damaged state is found at once. */
+static const json_t *state_field(const json_t *o, const char *name, int want_int,
+                                 const char *path, PwErr *err)
+{
+    const json_t *v = json_object_get(o, name);
+    if (!v) return pw_errf(err, "--resume: %s: not a checkpoint state (no field \"%s\")", path,
+                           name), NULL;
+    if (want_int ? !json_is_integer(v) : !json_is_number(v) || !isfinite(json_number_value(v)))
+        return pw_errf(err, "--resume: %s: not a checkpoint state (field \"%s\" must be %s)",
+                       path, name, want_int ? "an integer" : "a finite number"), NULL;
+    return v;
+}
+
+/* Everything in state.json must be what this run would have written at that step: a value the
+ * run could not have reached (opt_step -5 ran at learning rate 0) is a damaged or foreign file. */
+static int check_state(PwRun *r, const json_t *o, const char *path, int64_t step, PwErr *err)
+{
+    static const char *const fields[] = {"step", "opt_step", "beta", "running"};
+    if (!json_is_object(o))
+        return pw_errf(err, "--resume: %s: not a checkpoint state (not a JSON object)", path);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        size_t i = 0;
+        while (i < PW_ARRAY_LEN(fields) && strcmp(key, fields[i])) i++;
+        if (i == PW_ARRAY_LEN(fields))
+            return pw_errf(err, "--resume: %s: not a checkpoint state (unknown field \"%s\"; "
+                           "expected step, opt_step, beta, running)", path, key);
+    }
+    const PwSettings *s = &r->s;
+    const json_t *js = state_field(o, "step", 1, path, err), *jo, *jb, *jr;
+    if (!js || !(jo = state_field(o, "opt_step", 1, path, err)) ||
+        !(jb = state_field(o, "beta", 0, path, err)))
+        return -1;
+    jr = json_object_get(o, "running");
+    if (!json_is_array(jr) || json_array_size(jr) != 3)
+        return pw_errf(err, "--resume: %s: not a checkpoint state (field \"running\" must be "
+                       "[count, mean, m2])", path);
+    double run[3];
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *x = json_array_get(jr, i);
+        if (!json_is_number(x) || !isfinite(json_number_value(x)))
+            return pw_errf(err, "--resume: %s: not a checkpoint state (running[%zu] must be a "
+                           "finite number)", path, i);
+        run[i] = json_number_value(x);
+    }
+    json_int_t got = json_integer_value(js);
+    if (got != step || step < 1 || step > s->steps)
+        return pw_errf(err, "--resume: %s: step %lld: expected %lld, the folder's step, within "
+                       "the run's 1..%lld steps", path, (long long)got, (long long)step,
+                       (long long)s->steps);
+    int64_t per = (int64_t)s->epochs * s->minibatches;
+    if (json_integer_value(jo) != step * per)
+        return pw_errf(err, "--resume: %s: opt_step %lld: expected %lld (step %lld x "
+                       "ppo.epochs %d x ppo.minibatches %d)", path,
+                       (long long)json_integer_value(jo), (long long)(step * per),
+                       (long long)step, s->epochs, s->minibatches);
+    double beta = json_number_value(jb);
+    if (!s->adaptive_kl && beta != s->beta)
+        return pw_errf(err, "--resume: %s: beta %.17g: expected %.17g "
+                       "(ppo.initial_policy_kl_penalty: ppo.adaptive_kl is false)", path, beta,
+                       s->beta);
+    if (s->adaptive_kl && !(beta >= 0))
+        return pw_errf(err, "--resume: %s: beta %g: expected >= 0", path, beta);
+    /* reward.normalize folds in every score of every step: N a step, or none at all */
+    double count = s->reward_normalize ? (double)step * s->N : 0.0;
+    if (run[0] != count)
+        return pw_errf(err, "--resume: %s: running count %.17g: expected %.17g (%s)", path,
+                       run[0], count,
+                       s->reward_normalize ? "step x ppo.num_rollout_samples"
+                                           : "reward.normalize is false");
+    if (run[2] < 0 || (count == 0 && (run[1] != 0 || run[2] != 0)))
+        return pw_errf(err, "--resume: %s: running mean %g, m2 %g: expected m2 >= 0, and both 0 "
+                       "with no scores", path, run[1], run[2]);
+    r->opt_step = step * per;
+    r->beta = beta;
+    r->running = (PwRunningMoments){run[0], run[1], run[2]};
+    return 0;
+}
+
 int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err)
 {
     char path[1300];
     ckpt_path(path, sizeof path, out_dir, step, "state.json");
     PwErr je;
-    json_t *o = pw_file_json(path, PW_FILE_MAX_JSON, 0, &je);
-    json_int_t s = -1, opt = -1;
-    double beta = 0, run[3] = {0, 0, 0};
-    int bad = !o || json_unpack(o, "{s:I, s:I, s:F, s:[F, F, F]}", "step", &s, "opt_step", &opt,
-                                "beta", &beta, "running", &run[0], &run[1], &run[2]) ||
-              s != step;
+    /* Through the file check, and a key given twice is refused: the last one would win in
+     * silence. */
+    json_t *o = pw_file_json(path, PW_FILE_MAX_JSON, JSON_REJECT_DUPLICATES, &je);
+    if (!o) return pw_errf(err, "--resume: %s", je.msg);
+    int rc = check_state(r, o, path, step, err);
     json_decref(o);
-    if (bad && !o) return pw_errf(err, "--resume: %s", je.msg);
-    if (bad) return pw_errf(err, "--resume: %s: not a checkpoint state (fields)", path);
-    r->opt_step = opt;
-    r->beta = beta;
-    r->running = (PwRunningMoments){run[0], run[1], run[2]};
-    return 0;
+    return rc;
 }
 
 void pw_ckpt_dir(char *buf, size_t n, const char *out_dir, int64_t step, const char *part)

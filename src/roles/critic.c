@@ -31,7 +31,7 @@ void pw_critic_train(PwRun *r)
     float *v = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dv = pw_roles_alloc((size_t)mb * R * sizeof(float));
     double acc[3] = {0, 0, 0}; /* sum of minibatch losses, clipfrac, minibatches */
-    double lr = 0.0;
+    double lr = 0.0, skipped = 0.0;
     for (int e = 0; e < r->s.epochs; e++) {
         pw_minibatch_order(r, all, e, perm);
         pw_rows_permuted(&ord, all, perm);
@@ -57,7 +57,8 @@ void pw_critic_train(PwRun *r)
             }
             pw_roles_allreduce_f64(r, PW_ROLE_CRITIC, st, 3);
             lr = pw_roles_lr(&r->s, r->s.critic_lr, r->s.critic_min_lr, r->opt_step + e * M + k);
-            pw_roles_optimizer_step(r, PW_ROLE_CRITIC, r->critic, lr, r->opt_step + e * M + k + 1);
+            skipped += pw_roles_optimizer_step(r, PW_ROLE_CRITIC, r->critic, lr,
+                                               r->opt_step + e * M + k + 1, st[0], e, k);
             acc[0] += st[0];
             acc[1] += st[2] > 0 ? st[1] / st[2] : 0.0;
             acc[2] += 1.0;
@@ -66,6 +67,7 @@ void pw_critic_train(PwRun *r)
     r->critic_stats[0] = acc[0] / acc[2];
     r->critic_stats[1] = acc[1] / acc[2];
     r->critic_stats[2] = lr;
+    r->critic_stats[3] = skipped;
     free(v);
     free(dv);
     free(perm);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pw_algo.h"
+#include "pw_metrics.h" /* a NaN score is written "nan", never dropped */
 #include "roles.h"
 
 static const int gold_idx[1] = {0}; /* model.gold lives on reward rank 0 */
@@ -196,8 +197,8 @@ static json_t *eval_samples(const PwRun *r, const Eval *ev)
         json_t *o = json_object();
         json_object_set_new(o, "prompt", eval_text(r, a->prompt + (size_t)b * a->P + p0, a->P - p0));
         json_object_set_new(o, "response", eval_text(r, a->tokens + (size_t)b * a->R, a->lengths[b]));
-        json_object_set_new(o, "score", json_real(ev->score[b]));
-        if (has_gold(r)) json_object_set_new(o, "gold", json_real(ev->gold_act[b]));
+        json_object_set_new(o, "score", pw_metric_json(ev->score[b]));
+        if (has_gold(r)) json_object_set_new(o, "gold", pw_metric_json(ev->gold_act[b]));
         json_array_append_new(arr, o);
     }
     return arr;
@@ -245,17 +246,19 @@ static void eval_report(PwRun *r, Eval *ev, int64_t step)
     json_t *o = json_object();
     json_object_set_new(o, "step", json_integer(step));
     json_object_set_new(o, "episode", json_integer((step + 1) * r->s.N));
-    json_object_set_new(o, "eval/scores", json_real(st[0] / E));
-    json_object_set_new(o, "eval/scores_std", json_real(spread(st[0], st[5], E)));
+    json_object_set_new(o, "eval/scores", pw_metric_json(st[0] / E));
+    json_object_set_new(o, "eval/scores_std", pw_metric_json(spread(st[0], st[5], E)));
     if (has_gold(r)) {
-        json_object_set_new(o, "eval/gold_scores", json_real(st[1] / E));
-        json_object_set_new(o, "eval/gold_scores_std", json_real(spread(st[1], st[6], E)));
+        json_object_set_new(o, "eval/gold_scores", pw_metric_json(st[1] / E));
+        json_object_set_new(o, "eval/gold_scores_std", pw_metric_json(spread(st[1], st[6], E)));
     }
     /* without a reference role the policy is its own reference: no KL to report */
-    if (pw_run_nranks(r, PW_ROLE_REFERENCE)) json_object_set_new(o, "eval/kl", json_real(st[7] / E));
-    if (verifier >= 0) json_object_set_new(o, "eval/verifiable_correct_rate", json_real(st[4] / E));
-    json_object_set_new(o, "eval/sequence_lengths", json_real(st[2] / E));
-    json_object_set_new(o, "eval/num_stop_token_ids", json_real(st[3]));
+    if (pw_run_nranks(r, PW_ROLE_REFERENCE))
+        json_object_set_new(o, "eval/kl", pw_metric_json(st[7] / E));
+    if (verifier >= 0)
+        json_object_set_new(o, "eval/verifiable_correct_rate", pw_metric_json(st[4] / E));
+    json_object_set_new(o, "eval/sequence_lengths", pw_metric_json(st[2] / E));
+    json_object_set_new(o, "eval/num_stop_token_ids", pw_metric_json(st[3]));
     json_object_set_new(o, "eval/samples", eval_samples(r, ev));
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     if (line) fprintf(r->eval_file, "%s\n", line);

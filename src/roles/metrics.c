@@ -3,9 +3,14 @@
 #include <jansson.h>
 #include <stdlib.h>
 
+#include "pw_metrics.h"
 #include "roles.h"
 
-static void put(json_t *o, const char *key, double v) { json_object_set_new(o, key, json_real(v)); }
+/* json_real(NaN) is NULL, and setting NULL drops the key: pw_metric_json writes "nan" instead. */
+static void put(json_t *o, const char *key, double v)
+{
+    json_object_set_new(o, key, pw_metric_json(v));
+}
 
 void pw_metrics_write(PwRun *r, int64_t step)
 {
@@ -40,6 +45,8 @@ void pw_metrics_write(PwRun *r, int64_t step)
     put(o, "generator/logprob_diff",
         st[PW_ST_GENCOUNT] > 0 ? st[PW_ST_GENDIFF] / st[PW_ST_GENCOUNT] : 0.0);
     put(o, "generator/staleness", st[PW_ST_STALENESS]);
+    /* only where steps can be skipped, so a run that stops on them keeps its lines unchanged */
+    if (r->s.skip_nonfinite) put(o, "runtime/skipped_steps", st[PW_ST_SKIPPED]);
     put(o, "time/step", r->step_seconds);
     char key[64];
     for (int role = 0; role < PW_ROLE_COUNT; role++) {

@@ -284,8 +284,8 @@ static void phase_advantages(PwRun *r, PwXfer *x, int64_t step)
 }
 
 /* What each rank of each role reports to actor rank 0 at the end of a step: its seconds per
- * phase for that role, then (critic) value loss, value clipfrac, critic lr. */
-#define PW_REPORT_LEN (PW_PH_COUNT + 3)
+ * phase for that role, then (critic) value loss, value clipfrac, critic lr, skipped updates. */
+#define PW_REPORT_LEN (PW_PH_COUNT + 4)
 
 static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
 {
@@ -320,7 +320,7 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         memset(out[role], 0, sizeof out[role]);
         memcpy(out[role], r->time[role], sizeof r->time[role]);
         if (role == PW_ROLE_CRITIC)
-            memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 3 * sizeof(double));
+            memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 4 * sizeof(double));
         PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
         pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_REPORT, step, &t);
     }
@@ -352,6 +352,7 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
             r->stats[PW_ST_VLOSS] = rep[PW_PH_COUNT];
             r->stats[PW_ST_VCLIPFRAC] = rep[PW_PH_COUNT + 1];
             r->stats[PW_ST_CRITIC_LR] = rep[PW_PH_COUNT + 2];
+            r->stats[PW_ST_SKIPPED] += rep[PW_PH_COUNT + 3];
         }
         k += n;
     }

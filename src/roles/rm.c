@@ -44,9 +44,10 @@ static void validate(PwTrainer *t, PwBatch *b, int *idx, float *sc, double *loss
     }
 }
 
-/* One optimizer step on the global batch of `step`; out = {loss, accuracy} of the batch. */
-static void train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
-                       float *dscore, double *out)
+/* One optimizer step on the global batch of `step`; out = {loss, accuracy} of the batch.
+ * Returns what pw_train_optimize says (0 stepped, 1 skipped, -1 stop). */
+static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
+                      float *dscore, double *out)
 {
     int64_t s, c;
     pw_train_rows(t, step, rows, &s, &c);
@@ -67,9 +68,9 @@ static void train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc
         st2[1] = st.accuracy * st.count / B;
     }
     pw_train_sum(t, st2, 2);
-    pw_train_optimize(t, step);
     out[0] = st2[0];
     out[1] = st2[1];
+    return pw_train_optimize(t, step, st2[0], "the Bradley-Terry loss of the global batch");
 }
 
 int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
@@ -84,17 +85,28 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
     if (!rows || !dscore || !sc) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
     PwBatch b = {0};
     double loss0, acc0, loss, acc, sum[2] = {0.0, 0.0}, tstep = 0.0;
-    long nsum = 0;
+    long nsum = 0, skipped = 0;
+    int stopped = 0;
     validate(&t, &b, rows, sc, &loss0, &acc0);
     loss = loss0;
     acc = acc0;
+    /* the count of skipped steps only where steps can be skipped (runtime.on_nonfinite) */
     static const char *const keys[] = {"train/loss", "train/accuracy", "valid/loss",
-                                       "valid/accuracy", "lr", "time/step_s"};
-    double v0[] = {NAN, NAN, loss0, acc0, 0.0, NAN};
-    pw_train_log(&t, 0, keys, v0, 6);
+                                       "valid/accuracy", "lr", "time/step_s",
+                                       "runtime/skipped_steps"};
+    int nkeys = t.a.skip_nonfinite ? 7 : 6;
+    /* bit i: key i has no value; the first line has no training step yet */
+    unsigned none = t.have_valid ? 0u : 1u << 2 | 1u << 3;
+    double v0[] = {NAN, NAN, loss0, acc0, 0.0, NAN, 0.0};
+    pw_train_log(&t, 0, keys, v0, nkeys, none | 1u << 0 | 1u << 1 | 1u << 5);
     for (long step = 0; step < t.a.steps; step++) {
         double t0 = pw_now(), out[2];
-        train_step(&t, step, &b, rows, sc, dscore, out);
+        int st = train_step(&t, step, &b, rows, sc, dscore, out);
+        if (st < 0) { /* said by rank 0; nothing is saved over the last good model */
+            stopped = 1;
+            break;
+        }
+        skipped += st;
         tstep += pw_now() - t0;
         sum[0] += out[0];
         sum[1] += out[1];
@@ -104,19 +116,19 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
             PwLrSchedule lrs = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
             validate(&t, &b, rows, sc, &loss, &acc);
             double v[] = {sum[0] / nsum, sum[1] / nsum, loss, acc, pw_lr_at(&lrs, step),
-                          tstep / nsum};
-            pw_train_log(&t, done, keys, v, 6);
+                          tstep / nsum, (double)skipped};
+            pw_train_log(&t, done, keys, v, nkeys, none);
             if (t.rank == 0) {
                 printf("rm step %ld: train/loss %.4f valid/loss %.4f valid/accuracy %.3f "
                        "(%.1f ms/step)\n", done, sum[0] / nsum, loss, acc, 1e3 * tstep / nsum);
                 fflush(stdout);
             }
             sum[0] = sum[1] = tstep = 0.0;
-            nsum = 0;
+            nsum = skipped = 0;
         }
     }
-    pw_train_save(&t);
-    if (t.rank == 0)
+    if (!stopped) pw_train_save(&t);
+    if (t.rank == 0 && !stopped)
         printf("ppo_world rm: done: %ld steps, valid/loss %.4f valid/accuracy %.3f (start %.4f, "
                "%.3f), saved %s\n", t.a.steps, loss, acc, loss0, acc0, t.a.out);
     pw_batch_free(&b);
@@ -124,5 +136,5 @@ int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
     free(dscore);
     free(sc);
     pw_train_end(&t);
-    return 0;
+    return stopped ? 1 : 0;
 }

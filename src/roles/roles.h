@@ -1,7 +1,7 @@
 /* roles.h: what the files of src/roles share: the run settings, the prompt data, the rollout rows
  * of one block, the state of every role a rank may hold, and the phase exchange between roles.
- * Internal: nothing outside src/roles includes it. settings.c alone reads the configuration and
- * copies what the roles use into PwSettings (see docs/roles.md). */
+ * Internal: nothing outside src/roles includes it but the roles' unit tests. settings.c alone
+ * reads the configuration and copies what the roles use into PwSettings (see docs/roles.md). */
 #ifndef PW_ROLES_INTERNAL_H
 #define PW_ROLES_INTERNAL_H
 
@@ -48,6 +48,8 @@ typedef struct PwSettings {
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
     double heartbeat_s;
     double timeout_s;
+    int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
+    int64_t max_skipped;                     /* runtime.max_skipped_steps */
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
     const char *tokenizer, *prompt_template;
     int n_reward;
@@ -134,8 +136,15 @@ double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step);
 /* Real response tokens of minibatch `blk` over all ranks of `role` (at least 1): the normaliser
  * that makes the ranks' loss gradients sum to the gradient of the whole minibatch. */
 double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk);
-/* Sum the gradient buffer over the ranks of `role`, then one AdamW step at learning rate lr. */
-void pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_t t);
+/* Optimiser step t (1-based) of `role` on minibatch `mb` of epoch `epoch`: the gradient buffer
+ * summed over the ranks of the role, then AdamW at learning rate lr, unless `loss` (the
+ * minibatch's, summed over the role) or the gradient is NaN or infinite. Then, as
+ * runtime.on_nonfinite says, the job stops with a message naming the step and the quantity, or
+ * the update is dropped: returns 1 (every rank of the role alike: loss and gradient norm are
+ * sums over all of them), 0 after an update. Weights that are bad after an update end the job
+ * whatever the setting (docs/roles.md, Non-finite values). */
+int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_t t,
+                            double loss, int epoch, int mb);
 
 /* ============================================================================= phases ===== */
 
@@ -216,6 +225,7 @@ enum {
     PW_ST_CRITIC_LR,
     PW_ST_BETA,
     PW_ST_STALENESS,
+    PW_ST_SKIPPED,        /* optimiser steps of actor and critic skipped (runtime.on_nonfinite) */
     PW_ST_COUNT
 };
 
@@ -263,7 +273,8 @@ struct PwRun {
     double time[PW_ROLE_COUNT][PW_PH_COUNT]; /* this step's seconds per role and phase */
     double step_seconds;                     /* wall time of the step on this actor rank */
     double stats[PW_ST_COUNT];
-    double critic_stats[4]; /* value loss, clipfrac, lr, count: critic rank 0 to actor 0 */
+    double critic_stats[4]; /* value loss, clipfrac, lr, skipped steps: critic rank 0 to actor 0 */
+    int64_t skip_run[PW_ROLE_COUNT]; /* optimiser steps skipped in a row, per trained role */
     FILE *metrics;
 };
 

@@ -68,6 +68,15 @@ static int load_config(PwArch *c, const char *key, const char *dir, PwErr *err)
     return 0;
 }
 
+/* The head the role reads from the folder is there: a missing one is a wrong folder, and every
+ * rank says so before anything loads (the header alone is read). */
+static int check_heads(const char *key, const char *dir, int heads, PwErr *err)
+{
+    PwErr e2;
+    if (pw_model_check_heads(dir, heads, &e2)) return pw_errf(err, "%s: %s", key, e2.msg);
+    return 0;
+}
+
 static const char *base_name(const char *p)
 {
     const char *s = strrchr(p, '/');
@@ -160,7 +169,9 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
                 return pw_errf(err, "%s: token %d is outside the vocabulary (%d)", key, vt, r->V);
             continue;
         }
-        if (load_config(&c, key, s->reward[k], err)) return -1;
+        if (load_config(&c, key, s->reward[k], err) || check_heads(key, s->reward[k],
+                                                                  PW_HEAD_SCORE, err))
+            return -1;
         if (c.vocab_size != r->V)
             return pw_errf(err, "%s: vocab_size %d of '%s' differs from %d of model.sft '%s'", key,
                            c.vocab_size, s->reward[k], r->V, s->sft);
@@ -168,7 +179,9 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     }
     r->K = s->n_reward;
     if (s->critic && *s->critic) {
-        if (load_config(&c, "model.critic", s->critic, err)) return -1;
+        if (load_config(&c, "model.critic", s->critic, err) ||
+            check_heads("model.critic", s->critic, PW_HEAD_VALUE, err))
+            return -1;
         if (c.vocab_size != r->V)
             return pw_errf(err, "model.critic: vocab_size %d of '%s' differs from %d of model.sft "
                            "'%s'", c.vocab_size, s->critic, r->V, s->sft);
@@ -207,7 +220,9 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
         return pw_errf(err, "model.gold: '%s': a verifier is written verifier:count:K or %s",
                        s->gold, PW_TASK_VERIFIER);
     } else if (s->gold && *s->gold) {
-        if (load_config(&c, "model.gold", s->gold, err)) return -1;
+        if (load_config(&c, "model.gold", s->gold, err) ||
+            check_heads("model.gold", s->gold, PW_HEAD_SCORE, err))
+            return -1;
         if (c.vocab_size != r->V)
             return pw_errf(err, "model.gold: vocab_size %d of '%s' differs from %d of model.sft "
                            "'%s'", c.vocab_size, s->gold, r->V, s->sft);
@@ -224,16 +239,17 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     return map_members(r, pl, err);
 }
 
-/* A model of `role` on the device the placement gives the role (the rank's GPU for cuda). */
+/* A model of `role` on the device the placement gives the role (the rank's GPU for cuda);
+ * fresh: the heads it may start from scratch where the folder lacks them. */
 static PwModel *load_or_die(PwRun *r, PwRole role, const char *what, const char *dir, int heads,
-                            int critic_from_rm)
+                            int critic_from_rm, int fresh)
 {
     PwErr err;
     int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;
     PwDevice dev = r->w.map.role[role].device;
     PwModelOpts o = {.heads = heads, .maxB = mb, .maxT = r->maxT, .device = dev,
                      .device_id = r->gpu < 0 ? 0 : r->gpu, .seed = r->s.seed,
-                     .value_from_score = critic_from_rm};
+                     .value_from_score = critic_from_rm, .fresh_heads = fresh};
     PwModel *m = pw_model_load(dir, &o, &err);
     if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", what, dir, err.msg);
     return m;
@@ -253,35 +269,37 @@ static void load_models(PwRun *r, const char *out_dir)
         gen_dir = gen;
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
-        r->actor = load_or_die(r, PW_ROLE_ACTOR, "actor", actor_dir, PW_HEAD_LM, 0);
+        r->actor = load_or_die(r, PW_ROLE_ACTOR, "actor", actor_dir, PW_HEAD_LM, 0, 0);
         if (r->first_step > 0) pw_ckpt_load_optimizer(r->actor, actor_dir);
     }
     if (pw_world_has_role(w, PW_ROLE_REFERENCE))
-        r->ref = load_or_die(r, PW_ROLE_REFERENCE, "reference", s->sft, PW_HEAD_LM, 0);
+        r->ref = load_or_die(r, PW_ROLE_REFERENCE, "reference", s->sft, PW_HEAD_LM, 0, 0);
     if (pw_world_has_role(w, PW_ROLE_GENERATOR))
-        r->gen = load_or_die(r, PW_ROLE_GENERATOR, "generator", gen_dir, PW_HEAD_LM, 0);
+        r->gen = load_or_die(r, PW_ROLE_GENERATOR, "generator", gen_dir, PW_HEAD_LM, 0, 0);
     if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
         if (r->first_step > 0) {
-            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", critic, PW_HEAD_VALUE, 0);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", critic, PW_HEAD_VALUE, 0, 0);
             pw_ckpt_load_optimizer(r->critic, critic);
         } else if (s->critic && *s->critic) {
-            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->critic, PW_HEAD_VALUE, 0);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->critic, PW_HEAD_VALUE, 0, 0);
         } else if (!pw_member_is_verifier(&r->member[0])) {
-            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->reward[0], PW_HEAD_VALUE, 1);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->reward[0], PW_HEAD_VALUE, 1,
+                                    0);
         } else { /* a verifier has no trunk: the SFT trunk with a fresh value head */
-            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->sft, PW_HEAD_VALUE, 0);
+            r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->sft, PW_HEAD_VALUE, 0,
+                                    PW_HEAD_VALUE);
         }
     }
     int me = w->role_rank[PW_ROLE_REWARD];
     if (me == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task && r->gold_token < 0)
-        r->gold = load_or_die(r, PW_ROLE_REWARD, "gold reward", s->gold, PW_HEAD_SCORE, 0);
+        r->gold = load_or_die(r, PW_ROLE_REWARD, "gold reward", s->gold, PW_HEAD_SCORE, 0, 0);
     for (int k = 0; k < r->K; k++) {
         PwMember *m = &r->member[k];
         m->me = -1;
         for (int i = 0; i < m->nranks && me >= 0; i++)
             if (m->idx[i] == me) m->me = i;
         if (m->me >= 0 && !pw_member_is_verifier(m))
-            m->model = load_or_die(r, PW_ROLE_REWARD, "reward", m->name, PW_HEAD_SCORE, 0);
+            m->model = load_or_die(r, PW_ROLE_REWARD, "reward", m->name, PW_HEAD_SCORE, 0, 0);
     }
 }
 
@@ -296,6 +314,16 @@ static int find_resume(PwRun *r, const struct PwConfig *cfg, const char *out_dir
     if (pw_settings_check_saved(cfg, path, err)) return -1;
     r->first_step = step;
     return pw_ckpt_load_state(r, out_dir, step, err);
+}
+
+/* Prompts over data.max_prompt_len are skipped, as open-instruct does; a run that silently
+ * trains on fewer prompts than its file holds (a 5-million-id prompt, a wrong limit) would hide
+ * it, so rank 0 says how many at start-up. */
+static void warn_skipped(const PwPrompts *d, int max_len)
+{
+    if (d->ds.dropped > 0)
+        fprintf(stderr, "ppo_world: warning: %d prompts of %s are longer than data.max_prompt_len "
+                "(%d tokens) and were skipped\n", d->ds.dropped, d->ds.path, max_len);
 }
 
 /* Keeps the first `lines` lines of the metrics file (the steps the checkpoint covers), then
@@ -367,6 +395,10 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     }
     if (pw_heartbeat_start(&r->w, r->s.heartbeat_s, err))
         pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
+    if (r->w.rank == 0) { /* every rank read the same files: once for the job */
+        warn_skipped(&r->data, r->s.max_prompt_len);
+        warn_skipped(&r->eval_data, r->s.max_prompt_len);
+    }
     r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
     if (!resume) r->beta = r->s.beta;
     /* Without a generator the actor samples between its own updates: nothing to overlap. */

@@ -39,8 +39,9 @@ static double valid_loss(PwTrainer *t, PwBatch *b, int *idx, float *logp)
     return acc[1] > 0 ? acc[0] / acc[1] : NAN;
 }
 
-/* One optimizer step on the global batch of `step`; returns the batch's mean loss. */
-static double train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *logp)
+/* One optimizer step on the global batch of `step`: *loss gets the batch's mean loss; returns
+ * what pw_train_optimize says (0 stepped, 1 skipped, -1 stop). */
+static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *logp, double *out)
 {
     int64_t s, c;
     pw_train_rows(t, step, rows, &s, &c);
@@ -63,8 +64,8 @@ static double train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *
             pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     }
     pw_train_sum(t, &loss, 1);
-    pw_train_optimize(t, step);
-    return loss;
+    *out = loss;
+    return pw_train_optimize(t, step, loss, "the mean next-token loss of the global batch");
 }
 
 int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
@@ -77,37 +78,49 @@ int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
     if (!rows || !logp) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
     PwBatch b = {0};
     double first = valid_loss(&t, &b, rows, logp), last = first, sum = 0.0, tstep = 0.0;
-    long nsum = 0;
-    static const char *const keys[] = {"train/loss", "valid/loss", "lr", "time/step_s"};
-    double v0[] = {NAN, first, 0.0, NAN};
-    pw_train_log(&t, 0, keys, v0, 4);
+    long nsum = 0, skipped = 0;
+    int stopped = 0;
+    /* the count of skipped steps only where steps can be skipped (runtime.on_nonfinite) */
+    static const char *const keys[] = {"train/loss", "valid/loss", "lr", "time/step_s",
+                                       "runtime/skipped_steps"};
+    int nkeys = t.a.skip_nonfinite ? 5 : 4;
+    /* bit i: key i has no value; the first line has no training step yet */
+    unsigned none = t.have_valid ? 0u : 1u << 1;
+    double v0[] = {NAN, first, 0.0, NAN, 0.0};
+    pw_train_log(&t, 0, keys, v0, nkeys, none | 1u << 0 | 1u << 3);
     for (long step = 0; step < t.a.steps; step++) {
-        double t0 = pw_now();
-        sum += train_step(&t, step, &b, rows, logp);
+        double t0 = pw_now(), loss;
+        int st = train_step(&t, step, &b, rows, logp, &loss);
+        if (st < 0) { /* said by rank 0; nothing is saved over the last good model */
+            stopped = 1;
+            break;
+        }
+        skipped += st;
+        sum += loss;
         tstep += pw_now() - t0;
         nsum++;
         long done = step + 1;
         if ((t.a.eval_every > 0 && done % t.a.eval_every == 0) || done == t.a.steps) {
             PwLrSchedule sc = {t.a.decay, t.a.lr, t.a.min_lr, t.a.warmup, t.a.steps};
             last = valid_loss(&t, &b, rows, logp);
-            double v[] = {sum / nsum, last, pw_lr_at(&sc, step), tstep / nsum};
-            pw_train_log(&t, done, keys, v, 4);
+            double v[] = {sum / nsum, last, pw_lr_at(&sc, step), tstep / nsum, (double)skipped};
+            pw_train_log(&t, done, keys, v, nkeys, none);
             if (t.rank == 0) {
                 printf("sft step %ld: train/loss %.4f valid/loss %.4f (%.1f ms/step)\n", done,
                        sum / nsum, last, 1e3 * tstep / nsum);
                 fflush(stdout);
             }
             sum = tstep = 0.0;
-            nsum = 0;
+            nsum = skipped = 0;
         }
     }
-    pw_train_save(&t);
-    if (t.rank == 0)
+    if (!stopped) pw_train_save(&t);
+    if (t.rank == 0 && !stopped)
         printf("ppo_world sft: done: %ld steps, valid/loss %.4f (start %.4f), saved %s\n",
                t.a.steps, last, first, t.a.out);
     pw_batch_free(&b);
     free(rows);
     free(logp);
     pw_train_end(&t);
-    return 0;
+    return stopped ? 1 : 0;
 }

@@ -1,12 +1,14 @@
 /* train.c: the harness of the supervised modes (sft, rm): configuration, a world where every rank
  * is a data-parallel worker of one role, data sets, the model, the summed-gradient AdamW step. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "pw_cli.h"
 #include "pw_collective.h"
+#include "pw_metrics.h"
 #include "train.h"
 
 /* -------------------------------------------------------------------------- configuration */
@@ -92,6 +94,8 @@ static void derive(PwTrainer *t, const char *out)
     a->max_prompt_len = (int)c->data.max_prompt_len;
     a->max_response_len = (int)c->data.max_response_len;
     a->overlong = c->data.overlong;
+    a->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
+    a->max_skipped = (long)c->runtime.max_skipped_steps;
 }
 
 /* --config FILE, --out DIR, key=value operands: the same configuration on every rank, each
@@ -228,8 +232,9 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     t->local_max = c0 > 0 ? (int)c0 : 1;
     t->maxB = t->local_max * (t->shape == PW_DATA_PREFS ? 2 : 1);
     t->maxT = T;
+    /* rm trains the score head, so an SFT folder without one is its usual start */
     PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = PW_DEVICE_CPU,
-                     .seed = t->a.seed};
+                     .seed = t->a.seed, .fresh_heads = t->heads & PW_HEAD_SCORE};
     if (t->a.init) {
         t->model = pw_model_load(t->a.init, &o, err);
     } else {
@@ -338,10 +343,37 @@ void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *
     pw_data_shard(t->a.batch, t->nranks, t->rank, start, count);
 }
 
-double pw_train_optimize(PwTrainer *t, long step)
+/* A NaN or infinite loss or gradient norm of step `step` (0-based; messages count from 1 as
+ * the metrics do): -1 to stop, or 1 for a skipped update (runtime.on_nonfinite). */
+static int nonfinite(PwTrainer *t, long step, const char *quantity, double v, const char *what)
+{
+    const char *val = isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf";
+    int stop = !t->a.skip_nonfinite || ++t->skip_run >= t->a.max_skipped;
+    if (t->rank == 0) {
+        char then[160];
+        if (!t->a.skip_nonfinite)
+            snprintf(then, sizeof then, "stopping without saving: runtime.on_nonfinite is stop");
+        else if (stop)
+            snprintf(then, sizeof then, "stopping without saving: %ld steps in a row were "
+                     "skipped (runtime.max_skipped_steps)", t->skip_run);
+        else
+            snprintf(then, sizeof then, "the update is skipped (runtime.on_nonfinite is "
+                     "skip_step)");
+        /* one write, so that the line does not interleave with another stream's */
+        fprintf(stderr, "ppo_world %s: step %ld: %s is %s (%s); %s\n", t->mode, step + 1,
+                quantity, val, what, then);
+        fflush(stderr);
+    }
+    return stop ? -1 : 1;
+}
+
+int pw_train_optimize(PwTrainer *t, long step, double loss, const char *what)
 {
     PwModel *m = t->model;
     PwErr err;
+    /* The loss is summed over the ranks already: a NaN anywhere is seen everywhere, and its
+     * gradient is NaN too, so nothing is summed or stepped. */
+    if (!isfinite(loss)) return nonfinite(t, step, "the loss", loss, what);
     /* Each rank's loss was divided by the GLOBAL normaliser (tokens or pairs of the whole
      * batch), so the sum over ranks is the gradient of the global batch: the same step a single
      * rank would take on all of it. */
@@ -351,23 +383,41 @@ double pw_train_optimize(PwTrainer *t, long step)
             pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
     }
     PwLrSchedule sc = {t->a.decay, t->a.lr, t->a.min_lr, t->a.warmup, t->a.steps};
-    double lr = pw_lr_at(&sc, step);
+    double lr = pw_lr_at(&sc, step), norm = 0.0;
     PwAdamWConfig ac = {(float)lr, (float)t->a.beta1, (float)t->a.beta2, (float)t->a.eps,
                         (float)t->a.weight_decay, (float)t->a.grad_clip};
-    if (pw_model_adamw_step(m, &ac, (int)(step + 1), &err) < 0)
-        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", t->mode, err.msg);
-    return lr;
+    int rc = pw_model_adamw_step(m, &ac, (int)(step + 1), &norm, &err);
+    if (rc < 0) pw_comm_fatal(__FILE__, __LINE__, "%s: %s", t->mode, err.msg);
+    if (rc == PW_ADAMW_SKIPPED)
+        return nonfinite(t, step, "the gradient norm", norm, "summed over the ranks");
+    /* A finite gradient can still make bad weights (a learning rate of 1e30); every rank took
+     * the same step on the same sum, so every rank finds them. Nothing undoes an update. */
+    if (pw_model_check_params(m, &err)) {
+        if (t->rank == 0)
+            fprintf(stderr, "ppo_world %s: step %ld: the weights went bad in the update "
+                    "(learning rate %g): %s; stopping without saving, whatever "
+                    "runtime.on_nonfinite says: an applied update cannot be undone\n", t->mode,
+                    step + 1, lr, err.msg);
+        return -1;
+    }
+    t->skip_run = 0;
+    return 0;
 }
 
-void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n)
+void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
+                  unsigned none)
 {
     if (!t->metrics) return;
     fprintf(t->metrics, "{\"step\": %ld, \"mode\": \"%s\", \"examples\": %lld", step, t->mode,
             (long long)step * t->a.batch);
     for (int i = 0; i < n; i++) {
-        /* JSON has no NaN: a value that does not exist (no validation set) is null. */
-        if (vals[i] != vals[i])
+        /* null says the value does not exist (no validation set); a loss that came out NaN or
+         * infinite is a different thing and says so (pw_metrics.h): JSON has neither. */
+        const char *bad = pw_metric_nonfinite_name(vals[i]);
+        if (none & (1u << i))
             fprintf(t->metrics, ", \"%s\": null", keys[i]);
+        else if (bad)
+            fprintf(t->metrics, ", \"%s\": \"%s\"", keys[i], bad);
         else
             fprintf(t->metrics, ", \"%s\": %.9g", keys[i], vals[i]);
     }

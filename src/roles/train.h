@@ -25,6 +25,8 @@ typedef struct PwTrainArgs {
     uint64_t seed;
     int max_len, max_prompt_len, max_response_len;
     PwOverlong overlong;
+    int skip_nonfinite;    /* runtime.on_nonfinite is skip_step */
+    long max_skipped;      /* runtime.max_skipped_steps */
 } PwTrainArgs;
 
 typedef struct PwTrainer {
@@ -47,6 +49,7 @@ typedef struct PwTrainer {
     int maxB, maxT;        /* the model's batch capacity: rows (2 local_max for pairs), width */
     FILE *metrics;         /* rank 0 only */
     double t0;
+    long skip_run;         /* steps skipped in a row (runtime.on_nonfinite: skip_step) */
 } PwTrainer;
 
 /* Builds the world (every rank holding t->role), reads the flags and the configuration, loads
@@ -61,12 +64,19 @@ void pw_train_end(PwTrainer *t);
 /* Sum of x (n) over the data-parallel ranks, in place. */
 void pw_train_sum(PwTrainer *t, double *x, int n);
 /* Gradients summed over the ranks, then the schedule's learning rate, clipping and AdamW step
- * `step` (0-based). Returns the learning rate used. */
-double pw_train_optimize(PwTrainer *t, long step);
+ * `step` (0-based), unless `loss` (of the global batch, summed over the ranks; `what` names it)
+ * or the gradient is NaN or infinite. Returns 0 after the update; 1 when runtime.on_nonfinite
+ * is skip_step and the update was dropped; -1 when the run must stop, rank 0 having said why
+ * (that setting is stop, too many skips in a row, or weights gone bad in the update). Loss and
+ * gradient norm are global, so every rank returns the same and the ranks stop together. */
+int pw_train_optimize(PwTrainer *t, long step, double loss, const char *what);
 /* The global batch of a step: rows (B) and this rank's block of them. */
 void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *count);
-/* One line of out/metrics.jsonl (rank 0): keys and values, n pairs. */
-void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n);
+/* One line of out/metrics.jsonl (rank 0): keys and values, n pairs; bit i of `none` set: value i
+ * does not exist and is written null (a NaN or infinity among the others is written as the
+ * string "nan", "inf" or "-inf", pw_metrics.h). */
+void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
+                  unsigned none);
 /* Writes out/model.safetensors and out/config.json (rank 0); fatal on failure. */
 void pw_train_save(PwTrainer *t);
 

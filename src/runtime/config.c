@@ -224,10 +224,27 @@ static int yaml_problem(PwErr *err, const char *label, const yaml_parser_t *ps)
                    ps->problem_mark.column + 1, problem);
 }
 
+/* A tag would be ignored by the walk (the document gives `!!str 4` the tag of a plain `4`, so
+ * a string would read as a number): refuse it, naming where it is and its key. `where` is
+ * "LABEL:LINE:COL: " for a file and "" for an override; `key` names the value. */
+static int refuse_tag(const PwYamlTag *t, const char *where, const char *key, PwErr *err)
+{
+    return pw_errf(err, "%s%s%sYAML tag '%s' is not supported: write the value without it (in "
+                   "quotes for a string)", where, key, *key ? ": " : "", t->tag);
+}
+
 int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const char *label,
                        PwErr *err)
 {
-    if (pw_yaml_check_limits(text, strlen(text), label, err)) return -1;
+    /* One pass over the events before the document is built: its bounds, and its first tag. */
+    PwYamlTag tag;
+    int scan = pw_yaml_scan(text, strlen(text), label, &tag, err);
+    if (scan < 0) return -1;
+    if (scan > 0) {
+        char where[200];
+        snprintf(where, sizeof where, "%s:%zu:%zu: ", label, tag.line, tag.col);
+        return refuse_tag(&tag, where, tag.key, err);
+    }
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "%s: out of memory", label);
@@ -326,8 +343,13 @@ int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwEr
 
     /* Every other type reads the value as a YAML value, so the rules match the file's. */
     PwErr inner;
-    if (pw_yaml_check_limits(value, strlen(value), "", &inner))
-        return pw_errf(err, "override '%s': %s", arg, after_mark(inner.msg));
+    PwYamlTag tag;
+    int scan = pw_yaml_scan(value, strlen(value), "", &tag, &inner);
+    if (scan < 0) return pw_errf(err, "override '%s': %s", arg, after_mark(inner.msg));
+    if (scan > 0) {
+        refuse_tag(&tag, "", name, &inner);
+        return pw_errf(err, "override '%s': %s", arg, inner.msg);
+    }
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "override '%s': out of memory", arg);

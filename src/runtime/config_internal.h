@@ -35,6 +35,15 @@ int pw_cfg_rule_not_above(const char *a_key, double a, const char *b_key, double
 /* A prompt template (empty: none) must hold {prompt} exactly once. */
 int pw_cfg_rule_template(const char *key, const char *tmpl, PwErr *err);
 
+/* Upper bounds of the integer keys: the roles cast most integers to int, so a count stops at
+ * INT_MAX (a larger one would wrap to a small number, not fail); a batch, a sequence or a number
+ * of prompts stops at 2^20, far past what fits in memory; a seed, kept in 64 bits, stops at
+ * 2^53 - 1, the last integer that a double (ranges are compared in double) and JSON readers of
+ * the run folder hold exactly. */
+#define PW_CFG_COUNT_MAX 2147483647.0
+#define PW_CFG_SIZE_MAX 1048576.0
+#define PW_CFG_SEED_MAX 9007199254740991.0
+
 /* Pointer to the field of key k inside cfg (the schema's struct). */
 #define PW_CFG_FIELD(cfg, k, T) ((T *)((char *)(cfg) + (k)->offset))
 #define PW_CFG_CFIELD(cfg, k, T) ((const T *)((const char *)(cfg) + (k)->offset))

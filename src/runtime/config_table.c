@@ -10,10 +10,13 @@ _Static_assert(sizeof(PwKlEstimator) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwRewardObjective) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwStopToken) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
 
 /* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
  * only the stop token, a configuration matter, is named here. */
 static const char *const stop_names[] = {"eos", "period", "none", NULL};
+/* Shared with the sft/rm schema (pw_cfg.h): one list for the one key both have. */
+const char *const pw_on_nonfinite_names[] = {"stop", "skip_step", NULL};
 
 #define OFF(field) offsetof(PwConfig, field)
 #define NEMO "NeMo-Aligner"
@@ -23,12 +26,13 @@ static const char *const stop_names[] = {"eos", "period", "none", NULL};
 /* Documentation order: what a run needs first, then the algorithm, then the machinery. */
 static const PwCfgKey keys[] = {
     /* ---- the run */
-    {"seed", PW_CFG_INT, OFF(seed), "1", 0, 0, PW_CFG_MIN, NULL,
+    {"seed", PW_CFG_INT, OFF(seed), "1", 0, PW_CFG_SEED_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "seed of every random stream (data order, sampling, initialisation)", OI " `seed`"},
     {"async", PW_CFG_BOOL, OFF(async), "false", 0, 0, 0, NULL,
      "generate batch k+1 with the weights of step k while the actor trains on batch k",
      "ours: sync is the exact on-policy algorithm (" OI " `async_mode` defaults to true)"},
-    {"episodes", PW_CFG_INT, OFF(episodes), "100000", 1, 0, PW_CFG_MIN, NULL,
+    {"episodes", PW_CFG_INT, OFF(episodes), "100000", 1, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "total rollouts to train on; steps = episodes / ppo.num_rollout_samples",
      OI " `total_episodes`"},
 
@@ -40,7 +44,9 @@ static const PwCfgKey keys[] = {
      "reward model checkpoint folders; two or more form an ensemble (reward.objective)",
      COSTE " `rank_config.model_names`"},
     {"model.critic", PW_CFG_STRING, OFF(model.critic), "", 0, 0, 0, NULL,
-     "critic checkpoint folder; empty: the first of model.reward (its score head seeds the value head)", NEMO " (critic starts from the RM)"},
+     "critic checkpoint folder with a value head (value_head.weight: a critic a run saved); "
+     "empty: the first of model.reward (its score head seeds the value head)",
+     NEMO " (critic starts from the RM)"},
     {"model.gold", PW_CFG_STRING, OFF(model.gold), "", 0, 0, 0, NULL,
      "gold reward model folder, scored at evaluation only; empty: none",
      COSTE " `gold_config.model_name`"},
@@ -48,7 +54,8 @@ static const PwCfgKey keys[] = {
      "training prompts, JSONL", "ours"},
     {"data.eval_prompts", PW_CFG_STRING, OFF(data.eval_prompts), "", 0, 0, 0, NULL,
      "evaluation prompts, JSONL; empty: the first eval.num_prompts of data.prompts", "ours"},
-    {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "256", 1, 0, PW_CFG_MIN, NULL,
+    {"data.max_prompt_len", PW_CFG_INT, OFF(data.max_prompt_len), "256", 1, PW_CFG_SIZE_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "prompts longer than this many tokens are skipped", OI " `max_prompt_token_length`"},
     {"data.tokenizer", PW_CFG_STRING, OFF(data.tokenizer), "", 0, 0, 0, NULL,
      "tokenizer of text prompts {\"prompt\": ...} and of the stop and pad tokens: bytes (its "
@@ -77,7 +84,8 @@ static const PwCfgKey keys[] = {
     {"ppo.target_kl", PW_CFG_FLOAT, OFF(ppo.target_kl), "6", 0, 0, PW_CFG_MIN | PW_CFG_MIN_OPEN,
      NULL, "target KL (sum over tokens) of the adaptive controller",
      "Ziegler et al. 2019 (target 6 nats)"},
-    {"ppo.kl_horizon", PW_CFG_INT, OFF(ppo.kl_horizon), "10000", 1, 0, PW_CFG_MIN, NULL,
+    {"ppo.kl_horizon", PW_CFG_INT, OFF(ppo.kl_horizon), "10000", 1, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "horizon (in episodes) of the adaptive controller", "Ziegler et al. 2019"},
     {"ppo.discount_factor", PW_CFG_FLOAT, OFF(ppo.discount_factor), "1", 0, 1,
      PW_CFG_MIN | PW_CFG_MAX, NULL, "gamma of GAE", NEMO " `discount_factor`, " OI " `gamma`"},
@@ -91,16 +99,21 @@ static const PwCfgKey keys[] = {
     {"ppo.ratio_eps", PW_CFG_FLOAT, OFF(ppo.ratio_eps), "0.2", 0, 1,
      PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "clip range of the policy ratio",
      NEMO " `ratio_eps`, " OI " `cliprange`"},
-    {"ppo.num_rollout_samples", PW_CFG_INT, OFF(ppo.num_rollout_samples), "512", 1, 0,
-     PW_CFG_MIN, NULL, "rollouts generated per PPO step (the global batch)",
+    {"ppo.num_rollout_samples", PW_CFG_INT, OFF(ppo.num_rollout_samples), "512", 1,
+     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "rollouts generated per PPO step (the global batch)",
      NEMO " `num_rollout_samples`"},
-    {"ppo.rollout_micro_batch_size", PW_CFG_INT, OFF(ppo.rollout_micro_batch_size), "8", 1, 0,
-     PW_CFG_MIN, NULL, "sequences per generation micro batch on one rank",
+    {"ppo.rollout_micro_batch_size", PW_CFG_INT, OFF(ppo.rollout_micro_batch_size), "8", 1,
+     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "sequences per generation micro batch on one rank",
      NEMO " `rollout_micro_batch_size`"},
-    {"ppo.epochs", PW_CFG_INT, OFF(ppo.epochs), "1", 1, 0, PW_CFG_MIN, NULL,
+    /* 1000: epochs x minibatches (at most 2^20) indexes the optimizer steps of a PPO step in an
+     * int */
+    {"ppo.epochs", PW_CFG_INT, OFF(ppo.epochs), "1", 1, 1000, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "optimisation passes over each global batch",
      NEMO " `max_epochs` 1 (" OI " `num_epochs`: 4)"},
-    {"ppo.minibatches", PW_CFG_INT, OFF(ppo.minibatches), "8", 1, 0, PW_CFG_MIN, NULL,
+    {"ppo.minibatches", PW_CFG_INT, OFF(ppo.minibatches), "8", 1, PW_CFG_SIZE_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "optimiser steps per epoch; must divide ppo.num_rollout_samples",
      NEMO " 512 samples / `global_batch_size` 64 (" OI ": 1)"},
 
@@ -114,13 +127,15 @@ static const PwCfgKey keys[] = {
      "critic learning rate at the end of the decay", NEMO " critic `sched.min_lr`"},
 
     /* ---- generation */
-    {"generation.max_new_tokens", PW_CFG_INT, OFF(generation.max_new_tokens), "53", 1, 0,
-     PW_CFG_MIN, NULL, "response length limit in tokens", OI " `response_length`"},
+    {"generation.max_new_tokens", PW_CFG_INT, OFF(generation.max_new_tokens), "53", 1,
+     PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL, "response length limit in tokens",
+     OI " `response_length`"},
     {"generation.temperature", PW_CFG_FLOAT, OFF(generation.temperature), "1", 0, 0,
      PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
      "sampling temperature (the actor scores with the same temperature)",
      NEMO " `sampling_params.temperature` (" OI ": 0.7)"},
-    {"generation.top_k", PW_CFG_INT, OFF(generation.top_k), "0", 0, 0, PW_CFG_MIN, NULL,
+    {"generation.top_k", PW_CFG_INT, OFF(generation.top_k), "0", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "sample from the k most likely tokens; 0: off", NEMO " `sampling_params.top_k`"},
     {"generation.top_p", PW_CFG_FLOAT, OFF(generation.top_p), "1", 0, 1,
      PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "nucleus sampling mass; 1: off",
@@ -151,7 +166,8 @@ static const PwCfgKey keys[] = {
     /* ---- actor optimiser (AdamW) */
     {"optim.lr", PW_CFG_FLOAT, OFF(optim.lr), "9e-7", 0, 0, PW_CFG_MIN | PW_CFG_MIN_OPEN, NULL,
      "actor peak learning rate", NEMO " actor `optim.lr` (" OI ": 2e-5)"},
-    {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "10", 0, 0, PW_CFG_MIN, NULL,
+    {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "10", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "linear warm-up steps (actor and critic)", NEMO " `sched.warmup_steps`"},
     {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0,
      pw_lr_decay_names,
@@ -171,14 +187,18 @@ static const PwCfgKey keys[] = {
      "clip gradients to this global norm; 0: off", NEMO " `gradient_clip_val`"},
 
     /* ---- checkpoints, evaluation, runtime */
-    {"checkpoint.every", PW_CFG_INT, OFF(checkpoint.every), "10", 0, 0, PW_CFG_MIN, NULL,
+    {"checkpoint.every", PW_CFG_INT, OFF(checkpoint.every), "10", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "save a checkpoint every this many steps (and at the end); 0: only at the end",
      NEMO " `save_interval`"},
-    {"checkpoint.keep", PW_CFG_INT, OFF(checkpoint.keep), "1", 0, 0, PW_CFG_MIN, NULL,
+    {"checkpoint.keep", PW_CFG_INT, OFF(checkpoint.keep), "1", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "newest checkpoints kept on disk; 0: keep all", NEMO " `save_top_k`"},
-    {"eval.every", PW_CFG_INT, OFF(eval.every), "10", 0, 0, PW_CFG_MIN, NULL,
+    {"eval.every", PW_CFG_INT, OFF(eval.every), "10", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "evaluate every this many steps; 0: never", NEMO " `val_check_interval`"},
-    {"eval.num_prompts", PW_CFG_INT, OFF(eval.num_prompts), "512", 1, 0, PW_CFG_MIN, NULL,
+    {"eval.num_prompts", PW_CFG_INT, OFF(eval.num_prompts), "512", 1, PW_CFG_SIZE_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "prompts per evaluation", NEMO " `num_val_samples`"},
     {"runtime.heartbeat_s", PW_CFG_FLOAT, OFF(runtime.heartbeat_s), "10", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a rank has given no sign of life for this long (stopped, or its host "
@@ -186,6 +206,16 @@ static const PwCfgKey keys[] = {
     {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a message or collective waits longer than this; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},
+    {"runtime.on_nonfinite", PW_CFG_ENUM, OFF(runtime.on_nonfinite), "stop", 0, 0, 0,
+     pw_on_nonfinite_names,
+     "a NaN or infinite loss or gradient: stop the run with a message naming the step and the "
+     "quantity, or skip_step: drop that optimiser step's update and go on; weights gone bad "
+     "stop either way, and no checkpoint is written after it (docs/roles.md)",
+     "ours (Megatron-LM stops on a NaN loss or gradient; PyTorch's GradScaler skips such steps)"},
+    {"runtime.max_skipped_steps", PW_CFG_INT, OFF(runtime.max_skipped_steps), "10", 1,
+     PW_CFG_COUNT_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "with runtime.on_nonfinite: skip_step, stop when this many optimiser steps of one model "
+     "in a row were skipped (the run is not recovering)", "ours"},
 };
 
 /* ---- rules across keys ---------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 _Static_assert(sizeof(PwOverlong) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwTrainModelType) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
 
 static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
 static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
@@ -19,7 +20,7 @@ static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
 
 /* Documentation order: the data, the model, the steps, the optimiser, then the machinery. */
 static const PwCfgKey keys[] = {
-    {"seed", PW_CFG_INT, OFF(seed), "1", 0, 0, PW_CFG_MIN, NULL,
+    {"seed", PW_CFG_INT, OFF(seed), "1", 0, PW_CFG_SEED_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "seed of the initial weights (and score head), the train/valid split and the example order",
      "ours (as PPO's `seed`)"},
 
@@ -87,7 +88,8 @@ static const PwCfgKey keys[] = {
      "rotary base of a random llama/qwen2", "Hugging Face rope_theta (Llama 2, Qwen2 default)"},
 
     /* ---- steps */
-    {"train.steps", PW_CFG_INT, OFF(train.steps), "200", 0, 0, PW_CFG_MIN, NULL,
+    {"train.steps", PW_CFG_INT, OFF(train.steps), "200", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "optimiser steps", "ours"},
     {"train.batch_size", PW_CFG_INT, OFF(train.batch_size), "16", 1, 1 << 20,
      PW_CFG_MIN | PW_CFG_MAX, NULL,
@@ -96,8 +98,8 @@ static const PwCfgKey keys[] = {
     /* ---- optimiser (AdamW) */
     {"optim.lr", PW_CFG_FLOAT, OFF(optim.lr), "1e-3", 0, 0, PW_CFG_MIN, NULL,
      "peak learning rate", "ours"},
-    {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "auto", 0, 0,
-     PW_CFG_MIN | PW_CFG_AUTO, NULL,
+    {"optim.warmup_steps", PW_CFG_INT, OFF(optim.warmup_steps), "auto", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_AUTO, NULL,
      "linear warm-up steps; auto: 10, or train.steps when fewer",
      "ours (PPO's 10, capped by train.steps)"},
     {"optim.decay", PW_CFG_ENUM, OFF(optim.decay), "cosine", 0, 0, 0, pw_lr_decay_names,
@@ -117,7 +119,8 @@ static const PwCfgKey keys[] = {
      "clip gradients to this global norm (of the gradient summed over the ranks); 0: off", GPT3},
 
     /* ---- evaluation, runtime */
-    {"eval.every", PW_CFG_INT, OFF(eval.every), "50", 0, 0, PW_CFG_MIN, NULL,
+    {"eval.every", PW_CFG_INT, OFF(eval.every), "50", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
      "validate every this many steps, and always at step 0 and the last step; 0: only then",
      "ours"},
     {"runtime.heartbeat_s", PW_CFG_FLOAT, OFF(runtime.heartbeat_s), "10", 0, 0, PW_CFG_MIN, NULL,
@@ -126,6 +129,16 @@ static const PwCfgKey keys[] = {
     {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a rank waits longer than this for the others; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},
+    {"runtime.on_nonfinite", PW_CFG_ENUM, OFF(runtime.on_nonfinite), "stop", 0, 0, 0,
+     pw_on_nonfinite_names,
+     "a NaN or infinite loss or gradient: stop with a message naming the step and the "
+     "quantity, without saving, or skip_step: drop that step's update and go on; weights gone "
+     "bad stop either way (docs/training.md)",
+     "ours (as PPO's runtime.on_nonfinite)"},
+    {"runtime.max_skipped_steps", PW_CFG_INT, OFF(runtime.max_skipped_steps), "10", 1,
+     PW_CFG_COUNT_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "with runtime.on_nonfinite: skip_step, stop when this many steps in a row were skipped",
+     "ours (as PPO's runtime.max_skipped_steps)"},
 };
 
 static int check_rules(const void *any, PwErr *err)

@@ -57,6 +57,10 @@ void pw_cfg_format_range(const PwCfgKey *k, char *buf, size_t len)
     char lo[40], hi[40];
     pw_cfg_format_double(k->min, lo, sizeof lo);
     pw_cfg_format_double(k->max, hi, sizeof hi);
+    if (k->type == PW_CFG_INT) { /* whole numbers as written: 1000, not the shorter 1e+03 */
+        snprintf(lo, sizeof lo, "%.0f", k->min);
+        snprintf(hi, sizeof hi, "%.0f", k->max);
+    }
     bool has_min = k->flags & PW_CFG_MIN, has_max = k->flags & PW_CFG_MAX;
     if (has_min && has_max)
         snprintf(buf, len, "%c%s, %s%c", (k->flags & PW_CFG_MIN_OPEN) ? '(' : '[', lo, hi,

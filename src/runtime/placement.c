@@ -468,7 +468,15 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
     PwErr e;
     char *text = pw_file_read(path, PW_FILE_MAX_YAML, &len, &e);
     if (!text) return pw_errf(err, "cannot read the placement file: %s", e.msg);
-    if (pw_yaml_check_limits(text, len, path, err)) {
+    /* One pass over the events first: the bounds, and a tag, which would be ignored below (the
+     * document gives `!!str 2` the tag of a plain 2), so it is refused. A text that is not YAML
+     * is left to the load, which says where. */
+    PwYamlTag tag;
+    int scan = pw_yaml_scan(text, len, path, &tag, err);
+    if (scan > 0)
+        pw_errf(err, "%s:%zu:%zu: key '%s': YAML tag '%s' is not supported; write the value "
+                "without it", path, tag.line, tag.col, tag.key[0] ? tag.key : "(none)", tag.tag);
+    if (scan) {
         free(text);
         return -1;
     }

@@ -1,5 +1,6 @@
-/* yaml_limits.h: the bounds on a YAML text that placement.c and config.c check before they
- * build a document from it (docs/architecture.md, Files ppo_world reads). */
+/* yaml_limits.h: the one pass over a YAML text that placement.c and config.c make before they
+ * build a document from it: its bounds (docs/architecture.md, Files ppo_world reads) and its
+ * first tag, which both readers refuse. Private to src/runtime. */
 #ifndef PW_YAML_LIMITS_H
 #define PW_YAML_LIMITS_H
 
@@ -16,9 +17,21 @@
 #define PW_YAML_MAX_ANCHORS 256
 #define PW_YAML_MAX_ALIASES 256
 
-/* Walks the events of `text` (every document of it) and stops at the first bound it passes:
- * -1 with "LABEL:LINE:COL: more than N ..." in `err`. A text that is not YAML passes: building
- * the document fails at the same place, and the caller words that error its own way. */
-int pw_yaml_check_limits(const char *text, size_t len, const char *label, PwErr *err);
+/* A YAML tag (`!!str 4`, `!local x`): libyaml's document loader gives `!!str 4` the tag of a
+ * plain `4`, so only the events tell whether one was written. */
+typedef struct PwYamlTag {
+    char tag[64];     /* as written, shortened: "!!str", "!local" */
+    char key[160];    /* the dotted key it stands under: "roles.actor.threads", "" at the top */
+    size_t line, col; /* 1-based */
+} PwYamlTag;
+
+/* Walks the events of `text` (every document of it) once and stops at the first bound it passes
+ * or the first tag, whichever comes first:
+ *   -1: a bound, with "LABEL:LINE:COL: more than N ..." in `err`;
+ *    1: a tag, with `*tag` filled (each reader words its refusal: the key names differ);
+ *    0: neither.
+ * A text that is not YAML passes: building the document fails at the same place, and the caller
+ * words that error its own way. */
+int pw_yaml_scan(const char *text, size_t len, const char *label, PwYamlTag *tag, PwErr *err);
 
 #endif

@@ -319,6 +319,26 @@ static void test_ensembles_initial(void)
     CHECK(has(text, "# kl gold gold_se proxy updates\n0 0.6 0.1 -0.8 0\n0.5 0.8 0.08 0.3 5\n"), "a_2.dat");
 }
 
+/* A diverged run writes "nan", "inf" and "-inf" for values JSON cannot hold (pw_metrics.h): the
+ * report reads them as those numbers, shows them, and does not stop at them. */
+static void test_nonfinite(void)
+{
+    mkdir(at("expnan"), 0755);
+    make_run("expnan/s1",
+             "{\"step\": 0, \"objective/kl\": 0.5, \"objective/scores\": \"nan\"}\n"
+             "{\"step\": 1, \"objective/kl\": \"inf\", \"objective/scores\": \"-inf\"}\n",
+             "{\"step\": 0, \"episode\": 8, \"eval/scores\": \"nan\", \"eval/gold_scores\": 0.5, "
+             "\"eval/kl\": \"-inf\"}\n"
+             "{\"step\": 1, \"episode\": 16, \"eval/scores\": 0.25, \"eval/gold_scores\": 0.5}\n");
+    static const char *const named[1] = {"a@1=s1"};
+    int rc = report_ensembles("expnan", named, 1);
+    CHECK(rc == 0, "a run with nan/inf values: exit %d: %s", rc, err_text);
+    char text[4096];
+    slurp(at("expnan/a_1.dat"), text, sizeof text);
+    CHECK(has(text, "\n-inf 0.5 0.1 nan 1\n") && has(text, "\ninf 0.5 0.1 0.25 2\n"),
+          "a_1.dat keeps nan and the infinities:\n%s", text);
+}
+
 static void test_errors(void)
 {
     char args[2048];
@@ -376,6 +396,7 @@ int main(int argc, char **argv)
     test_ensembles_old_sft();
     test_ensembles_initial();
     test_eval_kl();
+    test_nonfinite();
     test_errors();
 
     if (!pw_test_failures) {

@@ -1,7 +1,10 @@
 /* make_tiny.c: writes the test inputs of the roles tests: a random tiny checkpoint (GPT-2, or the
  * Llama family; with or without a score head) and a prompts JSONL file, from a seed. Usage:
- *   make_tiny model DIR SEED VOCAB [score] [llama]   L=2, C=32, NH=2, n_positions=32
- *                                                    (llama: 4 query over 2 key/value heads)
+ *   make_tiny model DIR SEED VOCAB [score] [llama] [fill=X]
+ *                                      L=2, C=32, NH=2, n_positions=32 (llama: 4 query over 2
+ *                                      key/value heads); fill: every weight X instead, for a
+ *                                      model that is valid (|X| <= 1e16) but whose forward
+ *                                      overflows float32
  *   make_tiny prompts FILE SEED VOCAB COUNT MINLEN MAXLEN */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +14,7 @@
 #include "pw_model.h"
 
 static int write_model(const char *dir, unsigned long long seed, int vocab, int score,
-                       int llama)
+                       int llama, const char *fill)
 {
     PwErr err;
     PwArch c = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 32,
@@ -28,6 +31,10 @@ static int write_model(const char *dir, unsigned long long seed, int vocab, int 
         return 1;
     }
     pw_model_init_random(m, seed);
+    if (fill) { /* a CPU model: the parameters are host memory */
+        float *p = pw_model_params(m).data, x = strtof(fill, NULL);
+        for (size_t i = 0; i < pw_model_num_params(m); i++) p[i] = x;
+    }
     mkdir(dir, 0755);
     int rc = pw_model_save(m, dir, &err);
     if (rc) fprintf(stderr, "make_tiny: %s\n", err.msg);
@@ -59,11 +66,14 @@ int main(int argc, char **argv)
 {
     if (argc >= 5 && !strcmp(argv[1], "model")) {
         int score = 0, llama = 0;
+        const char *fill = NULL;
         for (int i = 5; i < argc; i++) {
             score |= !strcmp(argv[i], "score");
             llama |= !strcmp(argv[i], "llama");
+            if (!strncmp(argv[i], "fill=", 5)) fill = argv[i] + 5;
         }
-        return write_model(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), score, llama);
+        return write_model(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), score, llama,
+                           fill);
     }
     if (argc == 8 && !strcmp(argv[1], "prompts"))
         return write_prompts(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), atoi(argv[5]),

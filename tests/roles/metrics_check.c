@@ -1,15 +1,19 @@
 /* metrics_check.c: assertions on metrics.jsonl files for the roles tests. Usage:
- *   metrics_check lines FILE N                 N lines, every number finite
+ *   metrics_check lines FILE N                 N lines, every number finite (none written as
+ *                                              "nan", "inf" or "-inf")
  *   metrics_check zero FILE LINE KEY...        those keys are exactly 0 on line LINE (0-based)
  *   metrics_check same FILE_A FILE_B [TOL]     identical lines, keys under time/ left out; with
  *                                              TOL numbers may differ by TOL * max(1, |b|)
  *   metrics_check rises FILE KEY N DELTA       mean of the last N lines - first N >= DELTA
- *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based) */
+ *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based)
+ *   metrics_check is FILE LINE KEY VALUE       KEY == VALUE on line LINE; VALUE may be nan, inf */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pw_metrics.h"
 
 #define MAX_LINES 10000
 
@@ -37,14 +41,15 @@ static int read_lines(const char *path, json_t **out)
     return n;
 }
 
+/* A number, or "nan" / "inf" / "-inf" as a diverged run writes them (pw_metrics.h). */
 static double num(json_t *o, const char *key, const char *path, int line)
 {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_number(v)) {
+    double v = 0.0;
+    if (pw_metric_get(json_object_get(o, key), &v) != 1) {
         fprintf(stderr, "metrics_check: %s:%d: no number '%s'\n", path, line + 1, key);
         exit(1);
     }
-    return json_number_value(v);
+    return v;
 }
 
 static json_t *lines_a[MAX_LINES], *lines_b[MAX_LINES];
@@ -57,8 +62,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             const char *k;
             json_t *v;
-            json_object_foreach(lines_a[i], k, v) if (json_is_number(v) &&
-                                                      !isfinite(json_number_value(v))) {
+            double x;
+            json_object_foreach(lines_a[i], k, v) if (pw_metric_get(v, &x) == 1 && !isfinite(x)) {
                 fprintf(stderr, "%s:%d: %s is not finite\n", argv[2], i + 1, k);
                 bad = 1;
             }
@@ -122,6 +127,13 @@ int main(int argc, char **argv)
         double v = num(lines_a[line], argv[4], argv[2], line), max = atof(argv[5]);
         printf("%s line %d: %s = %.3g (at most %g)\n", argv[2], line, argv[4], v, max);
         return !(fabs(v) <= max);
+    }
+    if (argc == 6 && !strcmp(argv[1], "is")) {
+        int n = read_lines(argv[2], lines_a), line = atoi(argv[3]);
+        if (line >= n) return fprintf(stderr, "%s: %d lines, no line %d\n", argv[2], n, line), 1;
+        double v = num(lines_a[line], argv[4], argv[2], line), want = strtod(argv[5], NULL);
+        printf("%s line %d: %s = %.17g (expected %s)\n", argv[2], line, argv[4], v, argv[5]);
+        return !(v == want || (isnan(v) && isnan(want)));
     }
     fprintf(stderr, "metrics_check: bad arguments\n");
     return 2;

@@ -1,7 +1,10 @@
 #!/bin/sh
 # test_bad_input.sh: bad input is a clear error before any training, on every rank, with a
-# non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, an empty prompt file,
-# a prompt longer than the context. Each run is bounded by timeout so a hang fails the test.
+# non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, a reward model or
+# critic folder without its head, an empty prompt file, a prompt longer than the context, paths
+# that are not what their key wants (a loop of links, a device, a FIFO, a folder, a file where
+# the checkpoints go). Each run is bounded by timeout so a hang fails the test. Prompts over
+# data.max_prompt_len are skipped with one warning.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm80" 55 80 score
@@ -30,6 +33,12 @@ expect_error missing "model.sft: checkpoint folder $WORK/nope: does not exist" \
     "model.sft=$WORK/nope"
 expect_error missing_rm "model.reward\[0\]: checkpoint folder" "model.reward=[$WORK/nope]"
 expect_error vocab "vocab_size 80 of '$WORK/rm80' differs from 64" "model.reward=[$WORK/rm80]"
+expect_error noscore "model.reward\[0\]: $WORK/sft has no score.weight: it is not a reward model" \
+    "model.reward=[$WORK/sft]"
+expect_error nogold "model.gold: $WORK/sft has no score.weight: it is not a reward model" \
+    "model.gold=$WORK/sft"
+expect_error novalue "model.critic: $WORK/rm has no value_head.weight: it is not a critic" \
+    "model.critic=$WORK/rm"
 expect_error empty "'$WORK/empty.jsonl' holds no prompt" "data.prompts=$WORK/empty.jsonl"
 expect_error long "long.jsonl:1: the prompt has 30 tokens" "data.prompts=$WORK/long.jsonl" \
     data.max_prompt_len=64
@@ -58,3 +67,13 @@ expect_error eval_empty "data.eval_prompts: '$WORK/empty.jsonl' holds no prompt"
 mkdir "$WORK/ckpt_file"
 : > "$WORK/ckpt_file/checkpoints"
 expect_error ckpt_file "--out: $WORK/ckpt_file/checkpoints: not a directory (a regular file)"
+
+# Prompts over data.max_prompt_len are skipped, and the start-up says how many, once.
+cat "$WORK/prompts.jsonl" "$WORK/long.jsonl" > "$WORK/mixed.jsonl"
+"$MPIRUN" -np 2 "$PPO_DRIVER" "$WORK/two.yaml" "$WORK/ppo.yaml" "$WORK/mixed" episodes=8 \
+    "data.prompts=$WORK/mixed.jsonl" 2> "$WORK/mixed.err" || { cat "$WORK/mixed.err"; exit 1; }
+want="warning: 4 prompts of $WORK/mixed.jsonl are longer than data.max_prompt_len (16 tokens)"
+if [ "$(grep -c "$want" "$WORK/mixed.err")" != 1 ]; then
+    cat "$WORK/mixed.err"; echo "FAIL mixed: no single '$want'"; exit 1
+fi
+echo "ok mixed: $(grep -m1 warning "$WORK/mixed.err")"

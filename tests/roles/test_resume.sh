@@ -2,7 +2,8 @@
 # test_resume.sh: checkpoints/step_N hold actor and critic weights with their AdamW moments
 # (and the generator's in async mode) and the run state; --resume from step_2 of a 4-step run
 # gives the metrics of the run that was never interrupted, bit for bit, in sync and async mode.
-# checkpoint.keep prunes older checkpoints; a changed configuration or no checkpoint is refused.
+# checkpoint.keep prunes older checkpoints; a changed configuration, no checkpoint, or a state.json
+# this run could not have written is refused, naming the file and the field.
 . "$(dirname "$0")/common.sh"
 make_inputs
 for mode in false true; do
@@ -38,4 +39,39 @@ if "$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/single.yaml" "$WORK/ppo.yaml" "$WORK/non
     echo "FAIL: resume without a checkpoint ran"; exit 1
 fi
 grep -q "no complete checkpoint" "$WORK/none.err" || { cat "$WORK/none.err"; exit 1; }
+# bad_state NAME SED PATTERN: a copy of the keep run whose newest state.json (step_4 of 4 steps,
+# one optimizer step each) is edited by SED; --resume refuses it with PATTERN.
+bad_state() {
+    cp -r "$WORK/keep" "$WORK/$1"
+    sed -i "$2" "$WORK/$1/checkpoints/step_4/state.json"
+    if "$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/single.yaml" "$WORK/ppo.yaml" "$WORK/$1" --resume \
+        episodes=32 checkpoint.every=1 checkpoint.keep=2 2> "$WORK/$1.err"; then
+        echo "FAIL $1: resumed from a bad state"; exit 1
+    fi
+    grep -q "$3" "$WORK/$1.err" || { cat "$WORK/$1.err"; echo "FAIL $1: no '$3'"; exit 1; }
+    echo "ok $1: $(grep -m1 'state.json' "$WORK/$1.err")"
+}
+bad_state neg_opt 's/"opt_step": 4/"opt_step": -5/' \
+    'step_4/state.json: opt_step -5: expected 4 (step 4 x ppo.epochs 1 x ppo.minibatches 1)'
+bad_state big_opt 's/"opt_step": 4/"opt_step": 99999999999/' \
+    'step_4/state.json: opt_step 99999999999: expected 4'
+bad_state no_beta '/"beta"/d' 'step_4/state.json: not a checkpoint state (no field "beta")'
+bad_state typo 's/"beta"/"betta"/' 'step_4/state.json: not a checkpoint state (unknown field "betta"'
+bad_state real_step 's/"step": 4/"step": 4.0/' \
+    'step_4/state.json: not a checkpoint state (field "step" must be an integer)'
+bad_state beta 's/"beta": [0-9.e+-]*/"beta": 0.7/' 'step_4/state.json: beta 0.69999999999999996: expected'
+bad_state count '/"running"/{n;s/0\.0/3.0/}' 'step_4/state.json: running count 3: expected 0'
+bad_state twice 's/"step": 4,/"step": 4, "step": 4,/' 'step_4/state.json:.*duplicate'
+cp -r "$WORK/keep" "$WORK/past"
+mv "$WORK/past/checkpoints/step_4" "$WORK/past/checkpoints/step_9"
+sed -i 's/"step": 4/"step": 9/' "$WORK/past/checkpoints/step_9/state.json"
+if "$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/single.yaml" "$WORK/ppo.yaml" "$WORK/past" --resume \
+    episodes=32 checkpoint.every=1 checkpoint.keep=2 2> "$WORK/past.err"; then
+    echo "FAIL past: resumed from a step past the run's last"; exit 1
+fi
+grep -q "step_9/state.json: step 9: expected 9, the folder's step, within the run's 1..4 steps" \
+    "$WORK/past.err" || { cat "$WORK/past.err"; echo "FAIL past"; exit 1; }
+# the state as written resumes (no step is left to run)
+"$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/single.yaml" "$WORK/ppo.yaml" "$WORK/keep" --resume \
+    episodes=32 checkpoint.every=1 checkpoint.keep=2
 echo "resume: ok"

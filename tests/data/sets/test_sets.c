@@ -165,6 +165,19 @@ static void test_malformed(void)
     p = put("bad4.jsonl", "[1, 2]\n");
     CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "bad4.jsonl:1:"),
           "not an object: %s", err.msg);
+    /* a key given twice would let the last one win in silence */
+    p = put("dup.jsonl", "{\"prompt\": \"a\", \"response\": \"b\", \"response\": \"c\"}\n");
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "dup.jsonl:1:") &&
+          strstr(err.msg, "duplicate"), "duplicate key: %s", err.msg);
+    /* a NUL byte would end the line early for the JSON reader: what follows it is never read */
+    static const char nul[] = "{\"prompt\": \"a\", \"response\": \"b\"}\0{\"x\": 1}\n";
+    p = put("nul.jsonl", "");
+    FILE *f = fopen(p, "wb");
+    fwrite(nul, 1, sizeof nul - 1, f);
+    fclose(f);
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 &&
+              strstr(err.msg, "nul.jsonl:1: a NUL byte at column 33"),
+          "NUL byte: %s", err.msg);
     p = put("empty.jsonl", "\n\n");
     CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "no example"), "empty: %s",
           err.msg);

@@ -16,7 +16,8 @@ int main(int argc, char **argv)
     PwErr err;
     /* a ForSequenceClassification folder has no LM head to load (an untied one no lm_head) */
     int heads = argc == 4 ? PW_HEAD_SCORE : PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE;
-    PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 1, .seed = 7};
+    PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 1, .seed = 7,
+                     .fresh_heads = PW_HEAD_SCORE | PW_HEAD_VALUE};
     PwModel *m = pw_model_load(argv[1], &o, &err);
     if (!m) {
         fprintf(stderr, "%s\n", err.msg);

@@ -52,6 +52,14 @@ static PwModel *load(const char *dir, int heads, uint64_t seed, int value_from_s
     return pw_model_load(dir, &o, err);
 }
 
+/* The same, allowing the score and value heads to be made fresh where the folder lacks them. */
+static PwModel *load_fresh(const char *dir, int heads, uint64_t seed, PwErr *err)
+{
+    PwModelOpts o = opts(heads, seed);
+    o.fresh_heads = PW_HEAD_SCORE | PW_HEAD_VALUE;
+    return pw_model_load(dir, &o, err);
+}
+
 static void save(PwModel *m, const char *dir)
 {
     PwErr err;
@@ -126,7 +134,8 @@ static void test_round_trip(void)
     pw_model_free(m);
 }
 
-/* ---- heads the file lacks are initialised; a critic copies the reward model's score head */
+/* ---- heads the file lacks are an error, or initialised where asked for; a critic copies the
+ * reward model's score head */
 static void test_heads(void)
 {
     PwErr err;
@@ -134,7 +143,21 @@ static void test_heads(void)
     PwModel *lm = make(PW_HEAD_LM, 4);
     const char *dir = dir_of("lm_only");
     save(lm, dir);
-    PwModel *l = load(dir, ALL, 5, 0, &err);
+    /* a folder without a score head is no reward model: never a random head in silence */
+    PwModel *l = load(dir, PW_HEAD_SCORE, 5, 0, &err);
+    CHECK(!l && strstr(err.msg, dir) &&
+              strstr(err.msg, "has no score.weight: it is not a reward model"),
+          "score head from an LM folder: %s", l ? "loaded" : err.msg);
+    pw_model_free(l);
+    l = load(dir, PW_HEAD_VALUE, 5, 0, &err);
+    CHECK(!l && strstr(err.msg, dir) &&
+              strstr(err.msg, "has no value_head.weight: it is not a critic"),
+          "value head from an LM folder: %s", l ? "loaded" : err.msg);
+    pw_model_free(l);
+    CHECK(pw_model_check_heads(dir, PW_HEAD_SCORE, &err) == -1 &&
+              strstr(err.msg, "has no score.weight"), "check_heads: %s", err.msg);
+    CHECK(pw_model_check_heads(dir, PW_HEAD_LM, &err) == 0, "check_heads LM: %s", err.msg);
+    l = load_fresh(dir, ALL, 5, &err);
     CHECK(l != NULL, "load: %s", err.msg);
     PwModel *fresh = make(ALL, 5);
     if (l) {
@@ -156,6 +179,9 @@ static void test_heads(void)
     tensor(rm, "scoreb")[0] = 0.25f;
     const char *rmdir_ = dir_of("reward");
     save(rm, rmdir_);
+    CHECK(pw_model_check_heads(rmdir_, PW_HEAD_SCORE, &err) == 0, "check_heads: %s", err.msg);
+    CHECK(pw_model_check_heads(rmdir_, PW_HEAD_VALUE, &err) == -1 &&
+              strstr(err.msg, "has no value_head.weight"), "check_heads value: %s", err.msg);
     PwModel *critic = load(rmdir_, PW_HEAD_VALUE, 0, 1, &err);
     CHECK(critic != NULL, "critic: %s", err.msg);
     if (critic) {
@@ -417,6 +443,19 @@ static void test_errors(void)
                  "tensor \"value_head.weight\" has shape [1, 8] but config.json implies [1, 16]",
                  "head shape mismatch");
 
+    d = dir_of("err_dupkey");
+    save(m, d);
+    {
+        /* a key given twice: transformers' json reader keeps the last, ours refuses */
+        char cfgpath[4200];
+        snprintf(cfgpath, sizeof cfgpath, "%s/config.json", d);
+        static const char text[] = "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, "
+                                   "\"vocab_size\": 24, \"n_positions\": 16, \"n_layer\": 1}";
+        PwErr werr;
+        pw_write_file_atomic(cfgpath, text, strlen(text), &werr);
+    }
+    expect_error(d, "config.json", "duplicate object key", "key given twice");
+
     d = dir_of("err_noconfig");
     save(m, d);
     char path[4200];
@@ -449,6 +488,126 @@ static void test_errors(void)
     pw_model_free(m);
 }
 
+/* ---- config.json keys whose other values transformers computes and we do not: each is refused
+ * by name; the values that mean our function load */
+static void test_function_keys(void)
+{
+    PwModel *m = make(ALL, 10);
+    printf("keys of another function:\n");
+    /* kind: b bool, s string, i integer, f float, n null */
+    static const struct {
+        const char *key;
+        char kind;
+        const char *str;
+        double num;
+        const char *want; /* NULL: loads */
+    } cases[] = {
+        {"scale_attn_weights", 'b', NULL, 0, "key \"scale_attn_weights\" must be true"},
+        {"scale_attn_by_inverse_layer_idx", 'b', NULL, 1,
+         "key \"scale_attn_by_inverse_layer_idx\" must be false"},
+        {"add_cross_attention", 'b', NULL, 1, "key \"add_cross_attention\" must be false"},
+        {"activation_function", 's', "gelu", 0, "key \"activation_function\" must be \"gelu_new\""},
+        {"activation_function", 's', "quick_gelu", 0,
+         "key \"activation_function\" must be \"gelu_new\""},
+        {"n_inner", 'i', NULL, 32, "key \"n_inner\" must be null or 4 * n_embd = 64"},
+        {"layer_norm_epsilon", 'f', NULL, 1e-6, "key \"layer_norm_epsilon\" must be 1e-05"},
+        {"tie_word_embeddings", 'b', NULL, 0, "key \"tie_word_embeddings\" must be true"},
+        {"scale_attn_weights", 'n', NULL, 0, "key \"scale_attn_weights\" must be true"},
+        /* the same function under other names, or settings that do not change it */
+        {"activation_function", 's', "gelu_pytorch_tanh", 0, NULL},
+        {"activation_function", 's', "gelu_fast", 0, NULL},
+        {"n_inner", 'i', NULL, 64, NULL},
+        {"n_inner", 'n', NULL, 0, NULL},
+        {"scale_attn_weights", 'b', NULL, 1, NULL},
+        {"reorder_and_upcast_attn", 'b', NULL, 1, NULL},
+        {"resid_pdrop", 'f', NULL, 0.1, NULL},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(cases); i++) {
+        char name[32], what[96];
+        snprintf(name, sizeof name, "function_%zu", i);
+        const char *d = dir_of(name);
+        save(m, d);
+        json_t *v = cases[i].kind == 'b'   ? json_boolean(cases[i].num != 0)
+                    : cases[i].kind == 's' ? json_string(cases[i].str)
+                    : cases[i].kind == 'i' ? json_integer((json_int_t)cases[i].num)
+                    : cases[i].kind == 'f' ? json_real(cases[i].num)
+                                           : json_null();
+        edit_config(d, cases[i].key, v);
+        snprintf(what, sizeof what, "%s %s", cases[i].key,
+                 cases[i].kind == 's' ? cases[i].str : cases[i].kind == 'n' ? "null" : "");
+        if (cases[i].want) {
+            expect_error(d, "config.json", cases[i].want, what);
+        } else {
+            PwErr err;
+            PwModel *l = load(d, ALL, 0, 0, &err);
+            CHECK(l != NULL, "%s: %s", what, err.msg);
+            pw_model_free(l);
+        }
+    }
+    pw_model_free(m);
+}
+
+/* ---- absurd sizes: refused by name from config.json alone, before anything is allocated */
+static const PwArch llama_cfg = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 2,
+                                 .n_embd = 16, .vocab_size = 24, .n_positions = 16,
+                                 .n_kv_head = 1, .n_inner = 32, .norm_eps = 1e-5f,
+                                 .rope_theta = 10000.0};
+
+static void test_too_large(void)
+{
+    PwErr err;
+    PwModelOpts o = opts(PW_HEAD_LM, 1);
+    PwModel *gpt2 = make(PW_HEAD_LM, 1), *llama = pw_model_create(&llama_cfg, &o, &err);
+    CHECK(llama != NULL, "llama: %s", err.msg);
+    if (!llama) return;
+    pw_model_init_random(llama, 1);
+    printf("absurd sizes:\n");
+    /* a folder, up to two config.json keys set, and what the message must name */
+    static const struct {
+        int llama;
+        const char *key1;
+        long long v1;
+        const char *key2;
+        long long v2;
+        const char *want;
+    } cases[] = {
+        {0, "n_embd", 1073741824, NULL, 0, "n_embd 1073741824"},
+        {0, "n_layer", 1000000, "n_embd", 1024, "n_layer 1000000"},
+        {0, "vocab_size", 2147483647, "n_embd", 1024, "vocab_size 2147483647"},
+        {0, "n_embd", 2147483646, NULL, 0, "n_embd 2147483646"},
+        {1, "hidden_size", 1073741824, NULL, 0, "hidden_size 1073741824"},
+        {1, "num_hidden_layers", 1000000, "hidden_size", 1024, "num_hidden_layers 1000000"},
+        {1, "vocab_size", 2147483647, "hidden_size", 1024, "vocab_size 2147483647"},
+        {1, "intermediate_size", 2147483647, NULL, 0, "intermediate_size 2147483647"},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(cases); i++) {
+        char name[32], what[96];
+        snprintf(name, sizeof name, "too_large_%zu", i);
+        const char *d = dir_of(name);
+        save(cases[i].llama ? llama : gpt2, d);
+        edit_config(d, cases[i].key1, json_integer(cases[i].v1));
+        if (cases[i].key2) edit_config(d, cases[i].key2, json_integer(cases[i].v2));
+        snprintf(what, sizeof what, "%s %lld", cases[i].key1, cases[i].v1);
+        PwArch a;
+        CHECK(pw_arch_load(&a, d, &err) == -1 && strstr(err.msg, "config.json") &&
+                  strstr(err.msg, cases[i].want) && strstr(err.msg, "too large"),
+              "%s: pw_arch_load: %s", what, err.msg);
+        expect_error(d, "config.json", "too large", what);
+    }
+    /* a head_dim of 2^32 + 8 would read as 8 through an int: it must be refused, not matched */
+    const char *d = dir_of("head_dim_wraps");
+    save(llama, d);
+    edit_config(d, "head_dim", json_integer(4294967304LL));
+    expect_error(d, "config.json", "key \"head_dim\" must be hidden_size / num_attention_heads",
+                 "head_dim 2^32 + 8");
+    /* the sizes of a model that does fit are left alone */
+    PwArch big = {.family = PW_FAMILY_GPT2, .n_layer = 48, .n_head = 25, .n_embd = 1600,
+                  .vocab_size = 50257, .n_positions = 1024};
+    CHECK(pw_arch_check(&big, &err) == 0, "GPT-2 XL refused: %s", err.msg);
+    pw_model_free(llama);
+    pw_model_free(gpt2);
+}
+
 int main(int argc, char **argv)
 {
     root = argc > 1 ? argv[1] : ".";
@@ -460,5 +619,7 @@ int main(int argc, char **argv)
 #endif
     test_rewritten(PW_DT_F32, 1, 1, "bare_names");
     test_errors();
+    test_function_keys();
+    test_too_large();
     return pw_test_done("test_gpt2_checkpoint");
 }

@@ -29,8 +29,9 @@ static PwModel *make(void)
 static double step(PwModel *m, const PwAdamWConfig *opt, int t)
 {
     PwErr err;
-    double norm = pw_model_adamw_step(m, opt, t, &err);
-    CHECK(norm >= 0, "step %d: %s", t, err.msg);
+    double norm = -1.0;
+    int rc = pw_model_adamw_step(m, opt, t, &norm, &err);
+    CHECK(rc == PW_ADAMW_APPLIED, "step %d: %s", t, rc < 0 ? err.msg : "skipped");
     return norm;
 }
 

@@ -184,6 +184,12 @@ static void check_errors(const char *tmp)
     write_file(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
     expect_error(d, "malformed/tokenizer.json:1: not valid JSON", NULL);
 
+    snprintf(d, sizeof d, "%s/dupkey", tmp);
+    write_file(d, "tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"a\":1},"
+               "\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
+               "\"decoder\":{\"type\":\"ByteLevel\"}}");
+    expect_error(d, "dupkey/tokenizer.json:1: not valid JSON", "duplicate object key");
+
     snprintf(d, sizeof d, "%s/missing", tmp);
     mkdir(d, 0755);
     expect_error(d, "missing/tokenizer.json: does not exist", "needs tokenizer.json");

@@ -89,6 +89,8 @@ static void check_defaults(void)
     CHECK(c.eval.every == 10 && c.eval.num_prompts == 512, "eval");
     CHECK(c.runtime.heartbeat_s == 10.0, "heartbeat");
     CHECK(c.runtime.timeout_s == 600.0, "timeout");
+    CHECK(c.runtime.on_nonfinite == PW_NONFINITE_STOP && c.runtime.max_skipped_steps == 10,
+          "a diverged run stops by default");
 
     /* Defaults alone are not a run: the model and data paths must be given. */
     PwErr err;

@@ -36,11 +36,13 @@ static const FileCase file_cases[] = {
     {"ppo:\n  gae_lambda: 1.5\n", "%s:2:15: ppo.gae_lambda: 1.5 is out of range [0, 1]"},
     {"generation:\n  temperature: 0\n", "%s:2:16: generation.temperature: 0 is out of range > 0"},
     {"generation:\n  top_p: 1.1\n", "%s:2:10: generation.top_p: 1.1 is out of range (0, 1]"},
-    {"ppo:\n  epochs: 0\n", "%s:2:11: ppo.epochs: 0 is out of range >= 1"},
-    {"seed: 99999999999999999999\n", "%s:1:7: seed: 99999999999999999999 is out of range >= 0"},
+    {"ppo:\n  epochs: 0\n", "%s:2:11: ppo.epochs: 0 is out of range [1, 1000]"},
+    {"seed: 99999999999999999999\n", "%s:1:7: seed: 99999999999999999999 is out of range [0, 9007199254740991]"},
     /* bad enum values */
     {"reward:\n  objective: median\n", "%s:2:14: reward.objective: 'median' is not one of mean|wco|uwo"},
     {"ppo.kl_estimator: kl1\n", "%s:1:19: ppo.kl_estimator: 'kl1' is not one of k1|k2|k3|abs"},
+    {"runtime:\n  on_nonfinite: skip\n", "%s:2:17: runtime.on_nonfinite: 'skip' is not one of stop|skip_step"},
+    {"runtime.max_skipped_steps: 0\n", "%s:1:28: runtime.max_skipped_steps: 0 is out of range [1, 2147483647]"},
     /* duplicates, in one mapping and across spellings */
     {"ppo:\n  epochs: 2\n  epochs: 3\n", "%s:3:3: duplicate key 'ppo.epochs' (first given at 2:3)"},
     {"ppo:\n  epochs: 2\nppo.epochs: 3\n", "%s:3:1: duplicate key 'ppo.epochs' (first given at 2:3)"},
@@ -52,6 +54,12 @@ static const FileCase file_cases[] = {
     {"- a\n- b\n", "%s:1:1: the top level must be a mapping of keys, got a list"},
     {"hello world\n", "%s:1:1: the top level must be a mapping of keys, got a scalar"},
     {"seed: 1\n---\nseed: 2\n", "%s:3:1: a second YAML document; a config file holds one"},
+    /* YAML tags: refused, since a reader that ignores them reads another value than written */
+    {"ppo:\n  epochs: !!str 4\n", "%s:2:11: ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
+    {"seed: !!int \"4\"\n", "%s:1:7: seed: YAML tag '!!int' is not supported: write the value without it (in quotes for a string)"},
+    {"ppo: !local {epochs: 1}\n", "%s:1:6: ppo: YAML tag '!local' is not supported: write the value without it (in quotes for a string)"},
+    {"--- !!map\nseed: 1\n", "%s:1:5: YAML tag '!!map' is not supported: write the value without it (in quotes for a string)"},
+    {"model:\n  reward: [a, !!str b]\n", "%s:2:15: model.reward[1]: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
     /* empty is valid: all defaults */
     {"", NULL},
     {"# only a comment\n", NULL},
@@ -129,7 +137,8 @@ static const char *write_repeated(const char *name, const char *before, const ch
 
 /* Paths that are no configuration file: each is refused before it is read, by what it is, and
  * neither a FIFO (no writer: opening it would block for ever) nor a device (endless bytes) is
- * waited on. Then the limits of a YAML text: size, anchors, aliases, nesting and nodes. */
+ * waited on. Then the limits of a YAML text: size, anchors, aliases, nesting and nodes, and
+ * how they meet the refusal of tags. */
 static void check_special_files(void)
 {
     char path[512], target[512];
@@ -167,6 +176,16 @@ static void check_special_files(void)
                "%s:2:67: more than 64 levels of nesting");
     want_error(write_repeated("nodes.yaml", "seed: 1\nx: [", "1,", 250000, "1]\n"),
                "%s:2:399995: more than 200000 YAML nodes (values, lists and mappings)");
+    /* Bounds and tags are found in one pass over the events: whichever comes first is what is
+     * refused, and a tag is found at any depth the bounds allow, under its full key. */
+    want_error(write_repeated("tag_then_deep.yaml", "seed: !!int 1\nx: ", "[", 100, "\n"),
+               "%s:1:7: seed: YAML tag '!!int' is not supported");
+    want_error(write_repeated("deep_then_tag.yaml", "x: ", "[", 100, "!!str 1\n"),
+               "%s:1:67: more than 64 levels of nesting");
+    char deep_tag[300] = "%s:1:44: x";
+    for (int i = 0; i < 40; i++) strcat(deep_tag, "[0]");
+    strcat(deep_tag, ": YAML tag '!!str' is not supported");
+    want_error(write_repeated("deep_tag.yaml", "x: ", "[", 40, "!!str 1]\n"), deep_tag);
     /* the same bounds hold for a value given on the command line */
     PwConfig c;
     PwErr err = {""};
@@ -199,6 +218,7 @@ static const ArgCase arg_cases[] = {
     {"reward.objective=median", "override 'reward.objective=median': reward.objective: 'median' is not one of mean|wco|uwo"},
     {"seed={a: 1}", "override 'seed={a: 1}': seed: expected an integer, got a mapping"},
     {"seed=[1", "override 'seed=[1': seed: cannot read the value: did not find expected ',' or ']'"},
+    {"ppo.epochs=!!str 4", "override 'ppo.epochs=!!str 4': ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
 };
 
 static void check_args(void)

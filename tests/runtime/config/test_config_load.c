@@ -46,7 +46,8 @@ static void check_full(const PwConfig *c)
     CHECK(c->checkpoint.every == 20 && c->checkpoint.keep == 3, "checkpoint");
     CHECK(c->eval.every == 5 && c->eval.num_prompts == 32, "eval");
     CHECK(c->runtime.heartbeat_s == 7.5, "heartbeat");
-    CHECK(c->runtime.timeout_s == 120.5, "timeout");
+    CHECK(c->runtime.timeout_s == 120.5 && c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP &&
+              c->runtime.max_skipped_steps == 3, "runtime");
 }
 
 /* Every key of full.yaml differs from its default: a key the loader skipped would show here. */
@@ -165,7 +166,7 @@ static void check_build_and_resume(void)
           "got: %s", err.msg);
     const char *bad[] = {"ppo.epochs=0"};
     CHECK(pw_config_build(&c, "full.yaml", bad, 1, &err) == -1 &&
-              !strcmp(err.msg, "override 'ppo.epochs=0': ppo.epochs: 0 is out of range >= 1"),
+              !strcmp(err.msg, "override 'ppo.epochs=0': ppo.epochs: 0 is out of range [1, 1000]"),
           "got: %s", err.msg);
 }
 

@@ -22,13 +22,14 @@ static void check_table(void)
             CHECK(k->offset != S->keys[j].offset, "%s and %s share a field", k->name,
                   S->keys[j].name);
     }
-    CHECK(S->nkeys == 34, "%zu keys", S->nkeys);
+    CHECK(S->nkeys == 36, "%zu keys", S->nkeys);
     /* Where sft/rm and PPO share a setting they share its name and type. */
     static const char *const shared[] = {"seed", "optim.lr", "optim.min_lr", "optim.warmup_steps",
                                          "optim.decay", "optim.weight_decay", "optim.beta1",
                                          "optim.beta2", "optim.eps", "optim.grad_clip",
                                          "eval.every", "runtime.heartbeat_s",
-                                         "runtime.timeout_s", "data.tokenizer",
+                                         "runtime.timeout_s", "runtime.on_nonfinite",
+                                         "runtime.max_skipped_steps", "data.tokenizer",
                                          "data.prompt_template",
                                          "data.max_prompt_len"};
     for (size_t i = 0; i < PW_ARRAY_LEN(shared); i++) {
@@ -63,6 +64,8 @@ static void check_defaults(void)
               c.optim.eps == 1e-8 && c.optim.grad_clip == 1.0, "adamw");
     CHECK(c.eval.every == 50, "eval.every");
     CHECK(c.runtime.timeout_s == 600.0, "timeout");
+    CHECK(c.runtime.on_nonfinite == PW_NONFINITE_STOP && c.runtime.max_skipped_steps == 10,
+          "a diverged run stops by default");
 
     /* The derived warm-up: 10, or the steps when fewer; a given value as given. */
     CHECK(pw_train_config_warmup(&c) == 10, "auto warm-up of 200 steps");
@@ -101,7 +104,8 @@ static const char full_yaml[] =
     "  decay: linear\n"
     "eval:\n"
     "  every: 20\n"
-    "runtime.timeout_s: 0\n";
+    "runtime.timeout_s: 0\n"
+    "runtime.on_nonfinite: skip_step\n";
 
 static void check_file_and_overrides(void)
 {
@@ -123,6 +127,7 @@ static void check_file_and_overrides(void)
           "warm-up back to auto");
     CHECK(c.eval.every == 20 && c.runtime.timeout_s == 0.0 && c.data.valid_fraction == 0.0,
           "eval, timeout, valid_fraction");
+    CHECK(c.runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP, "on_nonfinite");
 
     /* The dump (the run folder's config.yaml) reads back to the same configuration. */
     const char *saved = config_tmp_path("saved.yaml");
@@ -180,7 +185,7 @@ static const Case file_cases[] = {
 };
 
 static const Case arg_cases[] = {
-    {"train.steps=-1", "override 'train.steps=-1': train.steps: -1 is out of range >= 0"},
+    {"train.steps=-1", "override 'train.steps=-1': train.steps: -1 is out of range [0, 2147483647]"},
     {"optim.lr=fast", "override 'optim.lr=fast': optim.lr: expected a number, got 'fast'"},
     {"optim.warmup_step=3",
      "override 'optim.warmup_step=3': unknown key 'optim.warmup_step' (did you mean "
