@@ -48,7 +48,8 @@ void pw_comm_fatal(const char *file, int line, const char *fmt, ...);
 /* ---------------------------------------------------------------------------------------------
  * The world of one rank. */
 
-struct PwLocalMsg; /* a message between two roles of this same rank (message.c) */
+struct PwLocalMsg;  /* a message between two roles of this same rank (message.c) */
+struct PwHeartbeat; /* this rank's heartbeat thread (heartbeat.c) */
 
 typedef struct PwWorld {
     int rank, size;                       /* in the parent communicator */
@@ -65,14 +66,17 @@ typedef struct PwWorld {
     void *pinned[4];                      /* freed pinned staging buffers kept for reuse: */
     size_t pinned_bytes[4];               /* cudaMallocHost costs milliseconds per call */
     char who[160];                        /* "rank 2 (critic[0]+reward[0])", for messages */
+    struct PwHeartbeat *heartbeat;        /* NULL until pw_heartbeat_start, and when off */
 } PwWorld;
 
 /* Builds the world from a role map: checks the map against the communicator, splits one
  * communicator per role (collective over `parent`: every rank calls it, whatever its roles)
  * and sets the watchdog timeout. Returns 0, or -1 with `err` naming what is wrong in the map. */
 int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double timeout_s, PwErr *err);
-/* Frees communicators and buffers; collective over the parent like init. */
+/* Stops the heartbeat, frees communicators and buffers; collective over the parent like init. */
 void pw_world_free(PwWorld *w);
+/* "rank 2 (critic[0]+reward[0])": a world rank and the roles it holds, for messages. */
+void pw_world_describe_rank(const PwWorld *w, int rank, char *buf, size_t len);
 
 static inline int pw_world_has_role(const PwWorld *w, PwRole r) { return w->role_rank[r] >= 0; }
 /* World rank of rank `idx` of role r. */
@@ -120,5 +124,18 @@ void pw_watchdog_poll(PwWorld *w, int (*ready)(void *ctx), void *ctx, PwDescribe
                       const void *dctx);
 /* Seconds on a monotonic clock. */
 double pw_now(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Heartbeat. The timeout above bounds a single wait and must outlast the longest work a peer
+ * may do meanwhile (a generation, a checkpoint), so it cannot tell a stopped rank quickly. A
+ * thread per rank sends a beat every silence_s / 10 seconds to the next world rank of a ring
+ * and watches the one before it: a rank silent for silence_s (stopped, or its host gone) ends
+ * the job with "heartbeat: rank R (roles) has given no sign of life for T s ...", whatever
+ * the others are doing. Collective over the world; 0 or a job of one rank: no heartbeat. It
+ * needs MPI started with MPI_THREAD_MULTIPLE; without it, it says so and the timeout alone
+ * guards the job. pw_world_free stops it (each rank says goodbye, so a finished rank is not
+ * taken for a dead one). */
+int pw_heartbeat_start(PwWorld *w, double silence_s, PwErr *err);
+void pw_heartbeat_stop(PwWorld *w);
 
 #endif

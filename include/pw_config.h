@@ -84,6 +84,7 @@ typedef struct PwEvalConfig {
 } PwEvalConfig;
 
 typedef struct PwRuntimeConfig {
+    double heartbeat_s;
     double timeout_s;
     PwOnNonfinite on_nonfinite;
     int64_t max_skipped_steps;

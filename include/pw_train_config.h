@@ -47,6 +47,7 @@ typedef struct PwTrainConfig {
         int64_t every;
     } eval;
     struct {
+        double heartbeat_s;
         double timeout_s;
         PwOnNonfinite on_nonfinite;
         int64_t max_skipped_steps;

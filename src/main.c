@@ -132,12 +132,20 @@ static int run(const PwArgs *a, PwStartup *s, PwErr *err)
     return rc ? 1 : 0;
 }
 
+/* Every rank's heartbeat thread calls MPI beside the main thread (docs/runtime.md, Heartbeat);
+ * a library that offers less still runs, with the watchdog's timeout alone. */
+static void init_mpi(int *argc, char ***argv)
+{
+    int provided = MPI_THREAD_SINGLE;
+    PW_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+}
+
 /* `ppo_world sft|rm ...`: the supervised modes need no placement file: every rank of the job is
  * one data-parallel worker. MPI is set up here so that the modes, like roles, never call it. */
 static int train_mode(int argc, char **argv)
 {
     int (*entry)(int, char **, MPI_Comm, int) = !strcmp(argv[1], "sft") ? pw_sft_main : pw_rm_main;
-    PW_MPI_CHECK(MPI_Init(&argc, &argv));
+    init_mpi(&argc, &argv);
     int size = 1;
     PW_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     int rc = entry(argc - 1, argv + 1, MPI_COMM_WORLD, size);
@@ -159,7 +167,7 @@ int main(int argc, char **argv)
     /* Alone with --dry-run there is no job to join: plan --world-size ranks on this host.
      * Anything else initialises MPI (a process started without mpirun becomes a job of one). */
     int use_mpi = !(a.dry_run && launcher_rank() < 0);
-    if (use_mpi) PW_MPI_CHECK(MPI_Init(&argc, &argv));
+    if (use_mpi) init_mpi(&argc, &argv);
     PwStartupOpts o = {a.placement, a.world_size, use_mpi, stdout};
     PwStartup s;
     PwErr err = {{0}};

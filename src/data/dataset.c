@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "pw_data.h"
+#include "pw_file.h"
 
 /* Anthropic HH texts are whole dialogues; the prompt ends with this marker's last occurrence. */
 static const char HH_MARK[] = "\n\nAssistant:";
@@ -350,8 +351,8 @@ int pw_dataset_load(PwDataset *d, const char *path, const PwDataOpts *o, PwErr *
         return pw_errf(err, "%s: no tokenizer given (only prompt files of token ids with a "
                        "vocabulary size can do without)", path);
     d->pad_id = o->tok && o->tok->pad_id >= 0 ? o->tok->pad_id : 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return pw_errf(err, "cannot open '%s': %s", path, strerror(errno));
+    FILE *f = pw_file_fopen(path, PW_FILE_MAX_JSONL, err);
+    if (!f) return -1;
     Loader L = {.d = d, .o = o, .path = path};
     char *line = NULL;
     size_t cap = 0;

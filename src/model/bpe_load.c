@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bpe.h"
+#include "pw_file.h"
 
 /* GPT-2's regex, which ByteLevel(use_regex: true) runs when no Split precedes it. */
 static const char gpt2_split[] =
@@ -51,17 +53,16 @@ static size_t unmap(const int inv[324], const char *s, size_t n, char *out)
 
 static json_t *load_json(const char *path, int required, PwErr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (!required && errno == ENOENT) return json_null();
-        pw_errf(err, "%s: cannot open (%s); a Hugging Face tokenizer folder needs tokenizer.json "
-                "(and may have tokenizer_config.json)", path, strerror(errno));
-        return NULL;
-    }
-    json_error_t je;
-    json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &je); /* not last-one-wins */
-    fclose(f);
-    if (!j) pw_errf(err, "%s: not valid JSON at line %d: %s", path, je.line, je.text);
+    /* Only a name that is not there at all means "no tokenizer_config.json"; whatever else is
+     * at that name (a dangling link, a FIFO) is read, or refused, like tokenizer.json. */
+    struct stat ls;
+    if (!required && lstat(path, &ls) != 0 && errno == ENOENT) return json_null();
+    PwErr e;
+    json_t *j = pw_file_json(path, required ? PW_FILE_MAX_TOKENIZER : PW_FILE_MAX_JSON,
+                             JSON_REJECT_DUPLICATES /* not last-one-wins */, &e);
+    if (!j)
+        pw_errf(err, "%s%s", e.msg, required ? "; a Hugging Face tokenizer folder needs "
+                "tokenizer.json (and may have tokenizer_config.json)" : "");
     else if (!json_is_object(j)) {
         pw_errf(err, "%s: expected a JSON object at the top", path);
         json_decref(j);

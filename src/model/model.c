@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_file.h"
 #include "pw_kernels.h" /* pw_positions_from_mask on the host copy of the mask */
 #include "pw_rng.h"
 #include "pw_safetensors.h"
@@ -132,12 +133,9 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr); /* not last-one-wins */
-    if (!root) {
-        if (jerr.line < 1) return pw_errf(err, "%s: %s", path, jerr.text);
-        return pw_errf(err, "%s:%d: %s", path, jerr.line, jerr.text);
-    }
+    /* a key given twice is refused, not last-one-wins */
+    json_t *root = pw_file_json(path, PW_FILE_MAX_JSON, JSON_REJECT_DUPLICATES, err);
+    if (!root) return -1;
     int rc = -1;
     if (!json_is_object(root)) {
         pw_errf(err, "%s: the top level must be a JSON object", path);

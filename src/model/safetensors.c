@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pw_file.h"
+
 /* Tensor data is used in place, so the host must share the format's byte order. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; a big-endian host would need byte swapping"
@@ -294,24 +296,16 @@ int pw_st_open(PwSafetensors **out, const char *path, PwErr *err)
         free(st);
         return pw_errf(err, "%s: out of memory", path);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        pw_errf(err, "%s: cannot open: %s", path, strerror(errno));
-        goto fail;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        pw_errf(err, "%s: not a regular file", path);
+    uint64_t size = 0;
+    int fd = pw_file_open(path, PW_FILE_MAX_WEIGHTS, &size, err);
+    if (fd < 0) goto fail;
+    if (size < 8) {
+        pw_errf(err, "%s: file is %llu bytes, shorter than the 8-byte header length", path,
+                (unsigned long long)size);
         close(fd);
         goto fail;
     }
-    if (sb.st_size < 8) {
-        pw_errf(err, "%s: file is %lld bytes, shorter than the 8-byte header length", path,
-                (long long)sb.st_size);
-        close(fd);
-        goto fail;
-    }
-    st->map_len = (size_t)sb.st_size;
+    st->map_len = (size_t)size;
     st->map = mmap(NULL, st->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (st->map == MAP_FAILED) {

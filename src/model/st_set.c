@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pw_file.h"
 #include "pw_model.h" /* PW_WEIGHT_LIMIT: what a weight may hold */
 #include "pw_safetensors.h"
 
@@ -59,9 +60,8 @@ static int entry_cmp(const void *a, const void *b)
 
 static int open_sharded(PwStSet *s, const char *dir, const char *index, PwErr *err)
 {
-    json_error_t je;
-    json_t *root = json_load_file(index, JSON_REJECT_DUPLICATES, &je);
-    if (!root) return pw_errf(err, "%s:%d: %s", index, je.line, je.text);
+    json_t *root = pw_file_json(index, PW_FILE_MAX_JSON, JSON_REJECT_DUPLICATES, err);
+    if (!root) return -1;
     int rc = -1;
     MapEntry *entries = NULL;
     const char **shard = NULL;

@@ -1,11 +1,13 @@
 /* tokenizer.c: the byte-level tokenizer, the embedded default's vocabulary (256 bytes and three
  * specials), and the lookup that also loads Hugging Face BPE folders (bpe_load.c) by path. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "bpe.h"
+#include "pw_file.h"
 #include "pw_tokenizer.h"
 
 static int bytes_encode(const PwTokenizer *t, const char *text, size_t len, int *ids, int cap,
@@ -96,14 +98,15 @@ const PwTokenizer *pw_tokenizer_get(const char *name, PwErr *err)
 {
     if (name && !strcmp(name, "bytes")) return &byte_tokenizer;
     struct stat st;
-    if (!name || !*name || stat(name, &st)) {
+    if (!name || !*name || (stat(name, &st) && errno == ENOENT)) {
         pw_errf(err, "unknown tokenizer '%s' (known: bytes, or the path of a Hugging Face "
                 "tokenizer folder holding tokenizer.json)", name ? name : "(null)");
         return NULL;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        pw_errf(err, "tokenizer '%s' is not a folder: name the Hugging Face tokenizer folder that "
-                "holds tokenizer.json", name);
+    PwErr e;
+    if (pw_dir_check(name, &e)) { /* a loop of links, a file, a device: say which */
+        pw_errf(err, "tokenizer %s: name the Hugging Face tokenizer folder that holds "
+                "tokenizer.json", e.msg);
         return NULL;
     }
     return load_folder(name, err);

@@ -10,6 +10,7 @@
 
 #include "pw_cli.h"
 #include "pw_config.h"
+#include "pw_file.h"
 #include "pw_metrics.h"
 #include "pw_report.h"
 
@@ -24,6 +25,14 @@ static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Nothing at all at the name; anything else there (a folder, a FIFO) is refused when it is
+ * opened, by what it is. */
+static int missing(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) != 0 && errno == ENOENT;
 }
 
 /* dir/name without doubling a trailing slash of dir (as a shell user may type it) */
@@ -57,9 +66,9 @@ static void rows_free(Rows *r)
 static int read_jsonl(const char *path, Rows *out, PwErr *err)
 {
     memset(out, 0, sizeof *out);
-    if (!is_file(path)) return pw_errf(err, "missing %s", path);
-    FILE *f = fopen(path, "r");
-    if (!f) return pw_errf(err, "cannot read %s: %s", path, strerror(errno));
+    if (missing(path)) return pw_errf(err, "missing %s", path);
+    FILE *f = pw_file_fopen(path, PW_FILE_MAX_JSONL, err);
+    if (!f) return -1;
     char *line = NULL;
     size_t cap = 0;
     int cap_rows = 0, rc = 0;
@@ -99,7 +108,8 @@ static int read_jsonl(const char *path, Rows *out, PwErr *err)
 /* Non-blank lines of a file (prompts, preference pairs), or -1 if it cannot be read. */
 static long count_lines(const char *path)
 {
-    FILE *f = fopen(path, "r");
+    PwErr err;
+    FILE *f = pw_file_fopen(path, PW_FILE_MAX_JSONL, &err);
     if (!f) return -1;
     char *line = NULL;
     size_t cap = 0;
@@ -148,7 +158,7 @@ static int eval_size(const char *run, long *n, PwErr *err)
 {
     char path[4096];
     join(path, sizeof path, run, "config.yaml");
-    if (!is_file(path)) return pw_errf(err, "missing %s", path);
+    if (missing(path)) return pw_errf(err, "missing %s", path);
     PwConfig cfg;
     if (pw_config_defaults(&cfg)) return pw_errf(err, "out of memory");
     if (pw_config_load_file(&cfg, path, err)) {

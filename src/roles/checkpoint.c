@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pw_file.h"
 #include "pw_safetensors.h" /* pw_write_file_atomic */
 #include "roles.h"
 
@@ -21,10 +22,34 @@ static void ckpt_path(char *buf, size_t n, const char *out_dir, int64_t step, co
              leaf ? leaf : "");
 }
 
+/* A folder of the checkpoint, made or already there; anything else there, or a folder that
+ * cannot be made, is said at once with the system's reason, not later as a missing file. */
+static int make_dir(const char *path, PwErr *err)
+{
+    if (mkdir(path, 0755) == 0) return 0;
+    if (errno != EEXIST) return pw_errf(err, "cannot create %s: %s", path, strerror(errno));
+    return pw_dir_check(path, err);
+}
+
+static void make_dir_or_die(const char *path)
+{
+    PwErr err;
+    if (make_dir(path, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+}
+
+int pw_ckpt_prepare(const char *out_dir, PwErr *err)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/checkpoints", out_dir);
+    PwErr e;
+    if (make_dir(out_dir, &e) || make_dir(path, &e)) return pw_errf(err, "--out: %s", e.msg);
+    return 0;
+}
+
 static void save_model(PwModel *m, const char *dir, int with_optimizer)
 {
     PwErr err;
-    mkdir(dir, 0755);
+    make_dir_or_die(dir);
     if (pw_model_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
     if (!with_optimizer) return;
     char path[1400];
@@ -117,9 +142,9 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     char path[1300];
     ckpt_path(path, sizeof path, out_dir, 0, NULL);
     *strrchr(path, '/') = '\0';
-    mkdir(path, 0755);
+    make_dir_or_die(path);
     ckpt_path(path, sizeof path, out_dir, done, NULL);
-    mkdir(path, 0755);
+    make_dir_or_die(path);
     double one = 1.0, got[PW_ROLE_COUNT];
     int64_t shape[1] = {1};
     static const PwRole writers[] = {PW_ROLE_CRITIC, PW_ROLE_GENERATOR};
@@ -244,14 +269,11 @@ int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err)
 {
     char path[1300];
     ckpt_path(path, sizeof path, out_dir, step, "state.json");
-    json_error_t je;
-    /* a key given twice would let the last one win in silence */
-    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!o && je.line < 1)
-        return pw_errf(err, "--resume: %s: not a checkpoint state (%s)", path, je.text);
-    if (!o)
-        return pw_errf(err, "--resume: %s:%d: not a checkpoint state (%s)", path, je.line,
-                       je.text);
+    PwErr je;
+    /* Through the file check, and a key given twice is refused: the last one would win in
+     * silence. */
+    json_t *o = pw_file_json(path, PW_FILE_MAX_JSON, JSON_REJECT_DUPLICATES, &je);
+    if (!o) return pw_errf(err, "--resume: %s", je.msg);
     int rc = check_state(r, o, path, step, err);
     json_decref(o);
     return rc;

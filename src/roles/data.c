@@ -17,20 +17,20 @@ void *pw_roles_alloc(size_t bytes)
 
 /* ------------------------------------------------------------------------------ prompts */
 
-int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, const char *tmpl,
-                    int vocab, int max_len, int context, PwErr *err)
+int pw_prompts_load(PwPrompts *d, const char *key, const char *path, const PwTokenizer *tok,
+                    const char *tmpl, int vocab, int max_len, int context, PwErr *err)
 {
     memset(d, 0, sizeof *d);
     d->perm_epoch = -1;
     PwDataOpts o = {PW_DATA_PROMPTS, tok, max_len, 0, 0, PW_OVERLONG_DROP, vocab, tmpl};
     PwErr e;
-    if (pw_dataset_load(&d->ds, path, &o, &e)) return pw_errf(err, "data.prompts: %s", e.msg);
+    if (pw_dataset_load(&d->ds, path, &o, &e)) return pw_errf(err, "%s: %s", key, e.msg);
     int rc = 0;
     for (int i = 0; i < d->ds.n && !rc; i++)
         if (d->ds.prompt_len[i] > context)
-            rc = pw_errf(err, "%s:%d: the prompt has %d tokens but the model context leaves room "
-                         "for at most %d (n_positions minus generation.max_new_tokens); lower "
-                         "data.max_prompt_len to skip it", path, d->ds.line[i],
+            rc = pw_errf(err, "%s: %s:%d: the prompt has %d tokens but the model context leaves "
+                         "room for at most %d (n_positions minus generation.max_new_tokens); "
+                         "lower data.max_prompt_len to skip it", key, path, d->ds.line[i],
                          d->ds.prompt_len[i], context);
     if (!rc) d->perm = malloc((size_t)d->ds.n * sizeof *d->perm);
     if (!rc && !d->perm) rc = pw_errf(err, "%s: out of memory", path);

@@ -46,6 +46,7 @@ typedef struct PwSettings {
     int64_t warmup;
     int decay;
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
+    double heartbeat_s;
     double timeout_s;
     int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
     int64_t max_skipped;                     /* runtime.max_skipped_steps */
@@ -66,13 +67,14 @@ typedef struct PwPrompts {
     int64_t perm_epoch;
 } PwPrompts;
 
-/* Reads the JSONL file through pw_data.h: {"input_ids": [...]} lines as they are, ids in
+/* Reads the JSONL file `path` of configuration key `key` (data.prompts, data.eval_prompts; the
+ * key starts every message) through pw_data.h: {"input_ids": [...]} lines as they are, ids in
  * [0, vocab); with a tokenizer (data.tokenizer) also {"prompt": "text"} lines, which become the
  * text's tokens + SEP, and rows are padded with the tokenizer's PAD. A prompt longer than
  * max_len is skipped (data.max_prompt_len); one longer than `context` is an error naming its
  * line, as is an empty file or one whose every prompt was skipped. */
-int pw_prompts_load(PwPrompts *d, const char *path, const PwTokenizer *tok, const char *tmpl,
-                    int vocab, int max_len, int context, PwErr *err);
+int pw_prompts_load(PwPrompts *d, const char *key, const char *path, const PwTokenizer *tok,
+                    const char *tmpl, int vocab, int max_len, int context, PwErr *err);
 void pw_prompts_free(PwPrompts *d);
 /* The prompt of global episode e: epoch e / n in an order reshuffled from (seed, epoch). */
 int pw_prompts_pick(PwPrompts *d, uint64_t seed, int64_t episode);
@@ -324,6 +326,9 @@ void pw_actor_train(PwRun *r);
 void pw_eval_run(PwRun *r, int64_t step);
 
 /* Checkpoints (checkpoint.c). */
+/* Makes RUN_DIR and RUN_DIR/checkpoints at start-up, so that a file in the place of either or a
+ * folder that cannot be made is an error before the first step, not at the first checkpoint. */
+int pw_ckpt_prepare(const char *out_dir, PwErr *err);
 void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done);
 int64_t pw_ckpt_latest(const char *out_dir); /* newest complete step_N, -1 if none */
 int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "pw_algo.h"
+#include "pw_file.h"
 #include "pw_generate.h"
 #include "pw_placement.h"
 #include "pw_safetensors.h"
@@ -61,10 +62,8 @@ static int use_tokenizer(PwRun *r, PwErr *err)
 
 static int load_config(PwArch *c, const char *key, const char *dir, PwErr *err)
 {
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return pw_errf(err, "%s: checkpoint folder '%s' does not exist", key, dir);
     PwErr e2;
+    if (pw_dir_check(dir, &e2)) return pw_errf(err, "%s: checkpoint folder %s", key, e2.msg);
     if (pw_arch_load(c, dir, &e2)) return pw_errf(err, "%s: %s", key, e2.msg);
     return 0;
 }
@@ -195,13 +194,14 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     if (r->stop_id >= r->V)
         return pw_errf(err, "generation.stop_token: token %d is outside the vocabulary (%d)",
                        r->stop_id, r->V);
-    if (pw_prompts_load(&r->data, s->prompts, r->tok, s->prompt_template, r->V, s->max_prompt_len, ctx - r->R, err))
+    if (pw_prompts_load(&r->data, "data.prompts", s->prompts, r->tok, s->prompt_template, r->V,
+                        s->max_prompt_len, ctx - r->R, err))
         return -1;
     r->maxT = r->data.ds.max_total + r->R;
     if (s->eval_every > 0) { /* the evaluation prompts: their own file, or the training file */
         if (s->eval_prompts && *s->eval_prompts) {
-            if (pw_prompts_load(&r->eval_data, s->eval_prompts, r->tok, s->prompt_template, r->V, s->max_prompt_len,
-                                ctx - r->R, err))
+            if (pw_prompts_load(&r->eval_data, "data.eval_prompts", s->eval_prompts, r->tok,
+                                s->prompt_template, r->V, s->max_prompt_len, ctx - r->R, err))
                 return -1;
             if (r->eval_data.ds.max_total + r->R > r->maxT) r->maxT = r->eval_data.ds.max_total + r->R;
         }
@@ -327,11 +327,15 @@ static void warn_skipped(const PwPrompts *d, int max_len)
 }
 
 /* Keeps the first `lines` lines of the metrics file (the steps the checkpoint covers), then
- * opens it for appending. */
-static FILE *open_metrics(const char *path, int64_t lines)
+ * opens it for appending. The kept lines are written by rename, so whatever stood at the name
+ * (a FIFO would block an open for writing) is replaced by a file before it is opened. */
+static FILE *open_metrics(const char *path, int64_t lines, PwErr *err)
 {
-    if (lines == 0) return fopen(path, "w");
-    FILE *f = fopen(path, "r");
+    FILE *f = NULL;
+    struct stat st;
+    if (lines > 0 && (lstat(path, &st) == 0 || errno != ENOENT) &&
+        !(f = pw_file_fopen(path, PW_FILE_MAX_JSONL, err)))
+        return NULL;
     char *buf = NULL, *line = NULL;
     size_t len = 0, cap = 0;
     FILE *mem = open_memstream(&buf, &len);
@@ -340,13 +344,15 @@ static FILE *open_metrics(const char *path, int64_t lines)
     if (mem) fclose(mem);
     if (f) fclose(f);
     free(line);
-    PwErr err;
-    if (!buf || pw_write_file_atomic(path, buf, len, &err)) {
-        free(buf);
+    if (!buf) {
+        pw_errf(err, "%s: out of memory", path);
         return NULL;
     }
+    int rc = pw_write_file_atomic(path, buf, len, err);
     free(buf);
-    return fopen(path, "a");
+    if (rc) return NULL;
+    if (!(f = fopen(path, "a"))) pw_errf(err, "cannot write '%s': %s", path, strerror(errno));
+    return f;
 }
 
 static void free_run(PwRun *r)
@@ -374,8 +380,7 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     r->gpu = gpu;
     int rc = pw_settings_from_config(&r->s, cfg, err);
     if (!rc) rc = check_inputs(r, pl, err);
-    if (!rc && mkdir(out_dir, 0755) != 0 && errno != EEXIST)
-        rc = pw_errf(err, "--out: cannot create '%s': %s", out_dir, strerror(errno));
+    if (!rc) rc = pw_ckpt_prepare(out_dir, err);
     if (!rc && resume) rc = find_resume(r, cfg, out_dir, err);
     if (rc) {
         free_run(r);
@@ -388,6 +393,8 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         free(r);
         return -1;
     }
+    if (pw_heartbeat_start(&r->w, r->s.heartbeat_s, err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
     if (r->w.rank == 0) { /* every rank read the same files: once for the job */
         warn_skipped(&r->data, r->s.max_prompt_len);
         warn_skipped(&r->eval_data, r->s.max_prompt_len);
@@ -403,16 +410,14 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         if (!resume && pw_settings_save_config(cfg, path, err))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
         snprintf(path, sizeof path, "%s/metrics.jsonl", out_dir);
-        r->metrics = open_metrics(path, r->first_step);
-        if (!r->metrics)
-            pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
+        if (!(r->metrics = open_metrics(path, r->first_step, err)))
+            pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
         if (r->s.eval_every > 0) { /* the initial evaluation and one per eval.every steps
                                     * before the resumed step; a fresh run starts empty */
             snprintf(path, sizeof path, "%s/eval.jsonl", out_dir);
             int64_t keep = r->first_step ? r->first_step / r->s.eval_every + 1 : 0;
-            r->eval_file = open_metrics(path, keep);
-            if (!r->eval_file)
-                pw_comm_fatal(__FILE__, __LINE__, "cannot write '%s': %s", path, strerror(errno));
+            if (!(r->eval_file = open_metrics(path, keep, err)))
+                pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
         }
     }
     /* The policy before any update (the SFT weights), once: a resumed run already has it. */

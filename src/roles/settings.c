@@ -55,6 +55,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->gold = c->model.gold;
     s->checkpoint_every = c->checkpoint.every;
     s->checkpoint_keep = c->checkpoint.keep;
+    s->heartbeat_s = c->runtime.heartbeat_s;
     s->timeout_s = c->runtime.timeout_s;
     s->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
     s->max_skipped = c->runtime.max_skipped_steps;

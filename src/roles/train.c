@@ -164,6 +164,9 @@ static int begin(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks)
     t->nranks = nranks;
     rc = parse(t, argc, argv);
     if (!rc) t->w.timeout_s = t->a.timeout;
+    /* Every rank reads the same configuration, so all start it or none does. */
+    if (!rc && pw_heartbeat_start(&t->w, t->cfg.runtime.heartbeat_s, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
     return rc;
 }
 

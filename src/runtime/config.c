@@ -1,13 +1,13 @@
 /* config.c: reading a configuration of any schema: a YAML file (nested mappings become dotted
  * keys) and "key.sub=value" command-line overrides, both by the type rules of config_value.c. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <yaml.h>
 
 #include "config_internal.h"
-#include "yaml_tags.h"
+#include "pw_file.h"
+#include "yaml_limits.h"
 
 /* ---- names: sections, suggestions ------------------------------------------------------ */
 
@@ -225,29 +225,26 @@ static int yaml_problem(PwErr *err, const char *label, const yaml_parser_t *ps)
 }
 
 /* A tag would be ignored by the walk (the document gives `!!str 4` the tag of a plain `4`, so
- * a string would read as a number): refuse it, naming where it is and its key. `key` names the
- * value when the text is one value (an override), else NULL. Text that is not YAML passes: the
- * load reports it. */
-static int refuse_tags(const char *text, const char *label, const char *key, PwErr *err)
+ * a string would read as a number): refuse it, naming where it is and its key. `where` is
+ * "LABEL:LINE:COL: " for a file and "" for an override; `key` names the value. */
+static int refuse_tag(const PwYamlTag *t, const char *where, const char *key, PwErr *err)
 {
-    yaml_parser_t ps;
-    if (!yaml_parser_initialize(&ps)) return pw_errf(err, "%s: out of memory", label);
-    yaml_parser_set_input_string(&ps, (const unsigned char *)text, strlen(text));
-    PwYamlTag t;
-    int found = pw_yaml_first_tag(&ps, &t);
-    yaml_parser_delete(&ps);
-    if (found != 1) return 0;
-    const char *name = key ? key : t.key;
-    char where[200] = "";
-    if (!key) snprintf(where, sizeof where, "%s:%zu:%zu: ", label, t.line, t.col);
     return pw_errf(err, "%s%s%sYAML tag '%s' is not supported: write the value without it (in "
-                   "quotes for a string)", where, name, *name ? ": " : "", t.tag);
+                   "quotes for a string)", where, key, *key ? ": " : "", t->tag);
 }
 
 int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const char *label,
                        PwErr *err)
 {
-    if (refuse_tags(text, label, NULL, err)) return -1;
+    /* One pass over the events before the document is built: its bounds, and its first tag. */
+    PwYamlTag tag;
+    int scan = pw_yaml_scan(text, strlen(text), label, &tag, err);
+    if (scan < 0) return -1;
+    if (scan > 0) {
+        char where[200];
+        snprintf(where, sizeof where, "%s:%zu:%zu: ", label, tag.line, tag.col);
+        return refuse_tag(&tag, where, tag.key, err);
+    }
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "%s: out of memory", label);
@@ -290,30 +287,9 @@ int pw_cfg_load_string(const PwCfgSchema *s, void *cfg, const char *text, const 
 
 int pw_cfg_load_file(const PwCfgSchema *s, void *cfg, const char *path, PwErr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return pw_errf(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1) break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int read_failed = ferror(f);
-    fclose(f);
-    if (!buf) return pw_errf(err, "%s: out of memory", path);
-    if (read_failed) {
-        free(buf);
-        return pw_errf(err, "%s: read error", path);
-    }
-    buf[len] = '\0';
+    size_t len = 0;
+    char *buf = pw_file_read(path, PW_FILE_MAX_YAML, &len, err);
+    if (!buf) return -1;
     /* A NUL inside would cut the text short without a word: such a file is not YAML. */
     size_t text_len = strlen(buf);
     if (text_len != len) {
@@ -326,6 +302,15 @@ int pw_cfg_load_file(const PwCfgSchema *s, void *cfg, const char *path, PwErr *e
 }
 
 /* ---- command-line overrides ----------------------------------------------------------- */
+
+/* A message about a one-line value without its ":line:column: ": the argument says it all. */
+static const char *after_mark(const char *msg)
+{
+    for (int colons = 0; *msg && colons < 3; msg++)
+        if (*msg == ':') colons++;
+    while (*msg == ' ') msg++;
+    return msg;
+}
 
 int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwErr *err)
 {
@@ -357,9 +342,14 @@ int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwEr
     }
 
     /* Every other type reads the value as a YAML value, so the rules match the file's. */
-    PwErr terr;
-    if (refuse_tags(value, arg, name, &terr))
-        return pw_errf(err, "override '%s': %s", arg, terr.msg);
+    PwErr inner;
+    PwYamlTag tag;
+    int scan = pw_yaml_scan(value, strlen(value), "", &tag, &inner);
+    if (scan < 0) return pw_errf(err, "override '%s': %s", arg, after_mark(inner.msg));
+    if (scan > 0) {
+        refuse_tag(&tag, "", name, &inner);
+        return pw_errf(err, "override '%s': %s", arg, inner.msg);
+    }
     yaml_parser_t ps;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&ps)) return pw_errf(err, "override '%s': out of memory", arg);
@@ -379,17 +369,9 @@ int pw_cfg_apply_override(const PwCfgSchema *s, void *cfg, const char *arg, PwEr
                                why, sizeof why);
         if (rc) pw_errf(err, "override '%s': %s", arg, why);
     } else {
-        PwErr inner;
         Walk w = {.schema = s, .cfg = cfg, .doc = &doc, .label = "", .err = &inner};
         rc = set_from_node(&w, k, root);
-        if (rc) {
-            /* Drop the ":line:column: " of the one-line value: the argument says it all. */
-            const char *msg = inner.msg;
-            for (int colons = 0; *msg && colons < 3; msg++)
-                if (*msg == ':') colons++;
-            while (*msg == ' ') msg++;
-            pw_errf(err, "override '%s': %s", arg, msg);
-        }
+        if (rc) pw_errf(err, "override '%s': %s", arg, after_mark(inner.msg));
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&ps);

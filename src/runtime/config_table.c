@@ -200,6 +200,9 @@ static const PwCfgKey keys[] = {
     {"eval.num_prompts", PW_CFG_INT, OFF(eval.num_prompts), "512", 1, PW_CFG_SIZE_MAX,
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "prompts per evaluation", NEMO " `num_val_samples`"},
+    {"runtime.heartbeat_s", PW_CFG_FLOAT, OFF(runtime.heartbeat_s), "10", 0, 0, PW_CFG_MIN, NULL,
+     "abort the job when a rank has given no sign of life for this long (stopped, or its host "
+     "gone), whatever the others wait for; 0: off", "ours (docs/runtime.md, Heartbeat)"},
     {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a message or collective waits longer than this; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},

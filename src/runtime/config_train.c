@@ -123,6 +123,9 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "validate every this many steps, and always at step 0 and the last step; 0: only then",
      "ours"},
+    {"runtime.heartbeat_s", PW_CFG_FLOAT, OFF(runtime.heartbeat_s), "10", 0, 0, PW_CFG_MIN, NULL,
+     "abort the job when a rank has given no sign of life for this long (stopped, or its host "
+     "gone); 0: off", "ours (docs/runtime.md, Heartbeat)"},
     {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
      "abort the job when a rank waits longer than this for the others; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},

@@ -8,15 +8,8 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "yaml_tags.h"
-
-/* libyaml reports failure as 0; its own problem text and mark say where. */
-#define YAML_CHECK(call, c)                                                                        \
-    do {                                                                                           \
-        if (!(call))                                                                               \
-            return pw_errf((c)->err, "%s: %s failed (%s:%d)", (c)->path, #call, __FILE__,          \
-                           __LINE__);                                                              \
-    } while (0)
+#include "pw_file.h"
+#include "yaml_limits.h"
 
 /* Every (key, value) pair of a mapping node. */
 #define FOR_PAIRS(q, map)                                                                          \
@@ -45,6 +38,7 @@ static PwMark mark_of(const yaml_node_t *n)
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
+/* An error at node n (NULL: the start of the file) about `key` (NULL: none). */
 static int fail(Ctx *c, const yaml_node_t *n, const char *key, const char *fmt, ...)
 {
     char what[700];
@@ -53,6 +47,8 @@ static int fail(Ctx *c, const yaml_node_t *n, const char *key, const char *fmt, 
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     PwMark m = n ? mark_of(n) : (PwMark){1, 1};
+    /* Problems of the file as a whole (empty, not YAML, not a mapping) have no key to name. */
+    if (!key) return pw_errf(c->err, "%s:%d:%d: %s", c->path, m.line, m.col, what);
     return pw_errf(c->err, "%s:%d:%d: key '%s': %s", c->path, m.line, m.col, key, what);
 }
 
@@ -113,20 +109,58 @@ static int want_choice(Ctx *c, const yaml_node_t *n, const char *key, const char
     return fail(c, n, key, "expected %s, found '%s'", expected, str(n));
 }
 
+/* A name and where it stands, to find repeated names by sorting instead of comparing every
+ * pair: a file of 50,000 keys took 15 s pair by pair. */
+typedef struct Named {
+    const char *name;
+    int pos;
+} Named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    const Named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Of the names given twice, the one whose second sighting comes first in the file, as a reader
+ * going down the file meets it: 1 with the positions of both sightings, 0 when all differ.
+ * Sorts `v` in place. */
+static int first_repeat(Named *v, int n, int *first, int *second)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_named);
+    int found = 0;
+    for (int i = 1; i < n; i++)
+        if (!strcmp(v[i - 1].name, v[i].name) && (!found || v[i].pos < *second)) {
+            /* equal names sort by position, so v[i - 1] is the sighting just before v[i] */
+            *first = v[i - 1].pos;
+            *second = v[i].pos;
+            found = 1;
+        }
+    return found;
+}
+
 /* Keys are scalars and appear once: libyaml keeps a repeated key, and the second one would
  * silently win in a hand-written loop, so say so instead. */
 static int check_keys(Ctx *c, const yaml_node_t *map, const char *where)
 {
+    yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+    int n = (int)(map->data.mapping.pairs.top - pairs);
     FOR_PAIRS (p, map) {
         yaml_node_t *k = node(c, p->key);
         if (k->type != YAML_SCALAR_NODE)
             return fail(c, k, where, "expected a key name, found %s", kind(k));
-        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++)
-            if (!strcmp(str(node(c, q->key)), str(k)))
-                return fail(c, k, where, "duplicate key '%s' (first at line %d)", str(k),
-                            mark_of(node(c, q->key)).line);
     }
-    return 0;
+    if (n < 2) return 0;
+    Named *v = malloc(sizeof *v * (size_t)n);
+    if (!v) return pw_errf(c->err, "%s: out of memory", c->path);
+    for (int i = 0; i < n; i++) v[i] = (Named){str(node(c, pairs[i].key)), i};
+    int first = 0, second = 0, dup = first_repeat(v, n, &first, &second);
+    free(v);
+    if (!dup) return 0;
+    yaml_node_t *k = node(c, pairs[second].key);
+    return fail(c, k, where, "duplicate key '%s' (first at line %d)", str(k),
+                mark_of(node(c, pairs[first].key)).line);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -223,7 +257,8 @@ static int parse_role(Ctx *c, PwPlacement *p, Parsed *ps, PwRole r, yaml_node_t 
 }
 
 /* One ensemble entry: "name" or { name: n, ranks: [...] }; explicit ranks must be reward ranks. */
-static int parse_member(Ctx *c, PwPlacement *p, yaml_node_t *it, int i, int *explicit_ranks)
+static int parse_member(Ctx *c, PwPlacement *p, yaml_node_t *it, int i, int *explicit_ranks,
+                        yaml_node_t **name_node)
 {
     PwRewardModel *ms = p->map.reward_models;
     yaml_node_t *name = it, *ranks = NULL;
@@ -247,18 +282,16 @@ static int parse_member(Ctx *c, PwPlacement *p, yaml_node_t *it, int i, int *exp
     if (want_type(c, name, YAML_SCALAR_NODE, nk, "a model name or path")) return -1;
     if (!name->data.scalar.length)
         return fail(c, name, nk, "expected a model name or path, found an empty value");
-    for (int j = 0; j < i; j++)
-        if (!strcmp(ms[j].name, str(name)))
-            return fail(c, name, nk, "model '%s' is listed twice; expected each member once",
-                        str(name));
+    *name_node = name;
     ms[i].name = strdup(str(name));
     if (!ms[i].name) return pw_errf(c->err, "%s: out of memory", c->path);
     *explicit_ranks = ranks != NULL;
     if (!ranks) return 0;
     snprintf(rk, sizeof rk, "%s.ranks", ik);
     if (want_ranks(c, ranks, rk, &ms[i].ranks, &ms[i].nranks)) return -1;
+    const PwRoleRanks *rw = &p->map.role[PW_ROLE_REWARD];
     for (int j = 0; j < ms[i].nranks; j++)
-        if (pw_role_index(&p->map, PW_ROLE_REWARD, ms[i].ranks[j]) < 0)
+        if (!bsearch(&ms[i].ranks[j], rw->ranks, (size_t)rw->nranks, sizeof(int), cmp_int))
             return fail(c, ranks, rk,
                         "rank %d does not hold role reward; expected one of the reward ranks",
                         ms[i].ranks[j]);
@@ -267,22 +300,19 @@ static int parse_member(Ctx *c, PwPlacement *p, yaml_node_t *it, int i, int *exp
 
 /* The default assignment of M members to R reward ranks: member i on reward rank i mod R, and
  * when there are fewer members than ranks the spare ranks serve copies: rank j serves member
- * j mod M. Either way every reward rank serves something. */
-static int serves(int member, int reward_rank, int m, int r)
-{
-    return m >= r ? member % r == reward_rank : reward_rank % m == member;
-}
-
+ * j mod M. Either way every reward rank serves something. Written as strides, not as a test of
+ * every (member, rank) pair: both counts can run to the thousands. */
 static int assign_members(Ctx *c, PwPlacement *p)
 {
     PwRoleRanks *rw = &p->map.role[PW_ROLE_REWARD];
-    int m = p->map.n_reward_models;
+    int m = p->map.n_reward_models, r = rw->nranks;
     for (int i = 0; i < m; i++) {
         PwRewardModel *mi = &p->map.reward_models[i];
-        mi->ranks = malloc(sizeof(int) * (size_t)rw->nranks);
+        int first = m >= r ? i % r : i, step = m >= r ? r : m;
+        int count = m >= r ? 1 : (r - 1 - first) / step + 1;
+        mi->ranks = malloc(sizeof(int) * (size_t)count);
         if (!mi->ranks) return pw_errf(c->err, "%s: out of memory", c->path);
-        for (int j = 0; j < rw->nranks; j++)
-            if (serves(i, j, m, rw->nranks)) mi->ranks[mi->nranks++] = rw->ranks[j];
+        for (int j = first; mi->nranks < count; j += step) mi->ranks[mi->nranks++] = rw->ranks[j];
     }
     return 0;
 }
@@ -295,32 +325,49 @@ static int parse_models(Ctx *c, PwPlacement *p, const yaml_node_t *n)
     int m = (int)(n->data.sequence.items.top - items);
     if (m == 0) return fail(c, n, key, "the list is empty; expected at least one model name");
     p->map.reward_models = calloc((size_t)m, sizeof *p->map.reward_models);
-    if (!p->map.reward_models) return pw_errf(c->err, "%s: out of memory", c->path);
-    p->map.n_reward_models = m;
+    yaml_node_t **names = malloc(sizeof *names * (size_t)m);
+    Named *v = malloc(sizeof *v * (size_t)m);
+    int rc = 0;
+    if (!p->map.reward_models || !names || !v) rc = pw_errf(c->err, "%s: out of memory", c->path);
+    if (p->map.reward_models) p->map.n_reward_models = m;
     int nexplicit = 0;
-    for (int i = 0; i < m; i++) {
+    for (int i = 0; i < m && !rc; i++) {
         int e = 0;
-        if (parse_member(c, p, node(c, items[i]), i, &e)) return -1;
+        rc = parse_member(c, p, node(c, items[i]), i, &e, &names[i]);
         nexplicit += e;
     }
+    int first = 0, second = 0;
+    for (int i = 0; i < m && !rc; i++) v[i] = (Named){p->map.reward_models[i].name, i};
+    if (!rc && first_repeat(v, m, &first, &second)) {
+        char nk[80];
+        snprintf(nk, sizeof nk, "%s[%d]%s", key, second,
+                 names[second] == node(c, items[second]) ? "" : ".name");
+        rc = fail(c, names[second], nk,
+                  "model '%s' is listed twice (first as member %d); expected each member once",
+                  str(names[second]), first);
+    }
+    free(names);
+    free(v);
+    if (rc) return rc;
     if (nexplicit && nexplicit != m)
         return fail(c, n, key,
                     "some members give ranks and some do not; "
                     "expected ranks on every member or on none");
     if (!nexplicit) return assign_members(c, p);
     const PwRoleRanks *rw = &p->map.role[PW_ROLE_REWARD];
-    for (int j = 0; j < rw->nranks; j++) {
-        int served = 0;
-        for (int i = 0; i < m; i++)
-            for (int k = 0; k < p->map.reward_models[i].nranks; k++)
-                served |= p->map.reward_models[i].ranks[k] == rw->ranks[j];
-        if (!served)
-            return fail(c, n, key,
-                        "reward rank %d serves no model; expected every reward rank in some "
-                        "member's ranks",
-                        rw->ranks[j]);
-    }
-    return 0;
+    char *served = calloc((size_t)c->world_size, 1);
+    if (!served) return pw_errf(c->err, "%s: out of memory", c->path);
+    for (int i = 0; i < m; i++)
+        for (int k = 0; k < p->map.reward_models[i].nranks; k++)
+            served[p->map.reward_models[i].ranks[k]] = 1;
+    for (int j = 0; j < rw->nranks && !rc; j++)
+        if (!served[rw->ranks[j]])
+            rc = fail(c, n, key,
+                      "reward rank %d serves no model; expected every reward rank in some "
+                      "member's ranks",
+                      rw->ranks[j]);
+    free(served);
+    return rc;
 }
 
 static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
@@ -369,12 +416,9 @@ static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
 static int parse_top(Ctx *c, PwPlacement *p, yaml_node_t *root)
 {
     if (!root)
-        return pw_errf(
-            c->err,
-            "%s:1:1: key '(none)': the file is empty; expected a mapping with a 'roles:' key",
-            c->path);
-    if (want_type(c, root, YAML_MAPPING_NODE, "(top level)", "a mapping with a 'roles:' key") ||
-        check_keys(c, root, "(top level)"))
+        return fail(c, NULL, NULL, "the file is empty; expected a mapping with a 'roles:' key");
+    if (want_type(c, root, YAML_MAPPING_NODE, NULL, "a mapping with a 'roles:' key") ||
+        check_keys(c, root, NULL))
         return -1;
     Parsed ps = {0};
     yaml_node_t *roles = NULL;
@@ -420,38 +464,35 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
     if (world_size < 1 || world_size > PW_MAX_RANKS)
         return pw_errf(err, "%s: a job of %d ranks; expected 1..%d ranks", path, world_size,
                        PW_MAX_RANKS);
+    size_t len = 0;
+    PwErr e;
+    char *text = pw_file_read(path, PW_FILE_MAX_YAML, &len, &e);
+    if (!text) return pw_errf(err, "cannot read the placement file: %s", e.msg);
+    /* One pass over the events first: the bounds, and a tag, which would be ignored below (the
+     * document gives `!!str 2` the tag of a plain 2), so it is refused. A text that is not YAML
+     * is left to the load, which says where. */
+    PwYamlTag tag;
+    int scan = pw_yaml_scan(text, len, path, &tag, err);
+    if (scan > 0)
+        pw_errf(err, "%s:%zu:%zu: key '%s': YAML tag '%s' is not supported; write the value "
+                "without it", path, tag.line, tag.col, tag.key[0] ? tag.key : "(none)", tag.tag);
+    if (scan) {
+        free(text);
+        return -1;
+    }
     yaml_parser_t parser;
     yaml_document_t doc;
     Ctx c = {path, &doc, world_size, err};
     int rc = -1;
-    YAML_CHECK(yaml_parser_initialize(&parser), &c);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        yaml_parser_delete(&parser);
-        return pw_errf(err, "%s: cannot open the placement file: %s", path, strerror(errno));
+    if (!yaml_parser_initialize(&parser)) {
+        free(text);
+        return pw_errf(err, "%s: out of memory", path);
     }
-    /* a tag would be ignored below (the document gives `!!str 2` the tag of a plain 2): refuse
-     * it; a text that is not YAML is left to the load, which says where */
-    yaml_parser_t scan;
-    PwYamlTag tag;
-    if (!yaml_parser_initialize(&scan)) {
-        pw_errf(err, "%s: out of memory", path);
-        goto out_parser;
-    }
-    yaml_parser_set_input_file(&scan, f);
-    int tagged = pw_yaml_first_tag(&scan, &tag);
-    yaml_parser_delete(&scan);
-    rewind(f);
-    if (tagged == 1) {
-        pw_errf(err, "%s:%zu:%zu: key '%s': YAML tag '%s' is not supported; write the value "
-                "without it", path, tag.line, tag.col, tag.key[0] ? tag.key : "(none)", tag.tag);
-        goto out_parser;
-    }
-    yaml_parser_set_input_file(&parser, f);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         /* Not YAML at all: libyaml says what it expected and where it stopped. */
-        pw_errf(err, "%s:%d:%d: key '(none)': not valid YAML: %s%s%s", path,
-                (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1,
+        pw_errf(err, "%s:%d:%d: not valid YAML: %s%s%s", path, (int)parser.problem_mark.line + 1,
+                (int)parser.problem_mark.column + 1,
                 parser.problem ? parser.problem : "parse error", parser.context ? " " : "",
                 parser.context ? parser.context : "");
         goto out_parser;
@@ -464,21 +505,20 @@ int pw_placement_load(const char *path, int world_size, PwPlacement *p, PwErr *e
         /* A second document would be ignored silently; one placement per file. */
         yaml_document_t extra;
         if (!yaml_parser_load(&parser, &extra)) {
-            rc = pw_errf(err, "%s:%d:%d: key '(none)': not valid YAML: %s", path,
+            rc = pw_errf(err, "%s:%d:%d: not valid YAML: %s", path,
                          (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1,
                          parser.problem ? parser.problem : "parse error");
         } else {
             yaml_node_t *r2 = yaml_document_get_root_node(&extra);
             if (r2)
-                rc = fail(&c, r2, "(none)",
-                          "a second YAML document; expected one placement per file");
+                rc = fail(&c, r2, NULL, "a second YAML document; expected one placement per file");
             yaml_document_delete(&extra);
         }
     }
     yaml_document_delete(&doc);
 out_parser:
     yaml_parser_delete(&parser);
-    fclose(f);
+    free(text);
     if (rc) pw_placement_free(p);
     return rc;
 }

@@ -88,6 +88,19 @@ static int query_cuda_aware(void)
 #endif
 }
 
+void pw_world_describe_rank(const PwWorld *w, int rank, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "rank %d (", rank);
+    int any = 0;
+    for (int r = 0; r < PW_ROLE_COUNT && n >= 0 && (size_t)n < len; r++) {
+        int idx = pw_role_index(&w->map, (PwRole)r, rank);
+        if (idx < 0) continue;
+        n += snprintf(buf + n, len - (size_t)n, "%s%s[%d]", any ? "+" : "", pw_role_name(r), idx);
+        any = 1;
+    }
+    if (n >= 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, "%s)", any ? "" : "no role");
+}
+
 static void describe_init(const void *ctx, char *buf, size_t len)
 {
     (void)ctx;
@@ -120,16 +133,7 @@ int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double time
         w->role_rank[r] = pw_role_index(&w->map, (PwRole)r, w->rank);
     }
 
-    int n = snprintf(w->who, sizeof w->who, "rank %d (", w->rank);
-    int any = 0;
-    for (int r = 0; r < PW_ROLE_COUNT && n < (int)sizeof w->who; r++) {
-        if (w->role_rank[r] < 0) continue;
-        n += snprintf(w->who + n, sizeof w->who - (size_t)n, "%s%s[%d]", any ? "+" : "",
-                      pw_role_name(r), w->role_rank[r]);
-        any = 1;
-    }
-    if (n < (int)sizeof w->who)
-        snprintf(w->who + n, sizeof w->who - (size_t)n, "%s)", any ? "" : "no role");
+    pw_world_describe_rank(w, w->rank, w->who, sizeof w->who);
 
     /* The splits below block; meeting first under the watchdog means a rank that never
      * arrives aborts the job with a message instead of leaving the others in MPI_Comm_split. */
@@ -168,6 +172,7 @@ void pw_collective_release(PwWorld *w);
 
 void pw_world_free(PwWorld *w)
 {
+    pw_heartbeat_stop(w); /* first: its thread uses the world's names until it has stopped */
     pw_message_release(w);
     pw_collective_release(w);
     for (int r = 0; r < PW_ROLE_COUNT; r++) {

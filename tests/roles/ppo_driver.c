@@ -10,7 +10,9 @@
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* as ppo_world starts MPI: the heartbeat thread calls it beside the main thread */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -1,9 +1,10 @@
 #!/bin/sh
 # test_bad_input.sh: bad input is a clear error before any training, on every rank, with a
 # non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, a reward model or
-# critic folder without its head, an empty prompt file, a prompt longer than the context. Each
-# run is bounded by timeout so a hang fails the test. Prompts over data.max_prompt_len are
-# skipped with one warning.
+# critic folder without its head, an empty prompt file, a prompt longer than the context, paths
+# that are not what their key wants (a loop of links, a device, a FIFO, a folder, a file where
+# the checkpoints go). Each run is bounded by timeout so a hang fails the test. Prompts over
+# data.max_prompt_len are skipped with one warning.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm80" 55 80 score
@@ -28,7 +29,8 @@ expect_error() {
     echo "ok $name: $(grep -m1 'rank 0: error' "$WORK/$name.err")"
 }
 
-expect_error missing "model.sft: checkpoint folder '$WORK/nope' does not exist" "model.sft=$WORK/nope"
+expect_error missing "model.sft: checkpoint folder $WORK/nope: does not exist" \
+    "model.sft=$WORK/nope"
 expect_error missing_rm "model.reward\[0\]: checkpoint folder" "model.reward=[$WORK/nope]"
 expect_error vocab "vocab_size 80 of '$WORK/rm80' differs from 64" "model.reward=[$WORK/rm80]"
 expect_error noscore "model.reward\[0\]: $WORK/sft has no score.weight: it is not a reward model" \
@@ -40,6 +42,31 @@ expect_error novalue "model.critic: $WORK/rm has no value_head.weight: it is not
 expect_error empty "'$WORK/empty.jsonl' holds no prompt" "data.prompts=$WORK/empty.jsonl"
 expect_error long "long.jsonl:1: the prompt has 30 tokens" "data.prompts=$WORK/long.jsonl" \
     data.max_prompt_len=64
+
+# Paths that are not what the key wants, each said as what it is.
+ln -s loop_b "$WORK/loop_a"
+ln -s loop_a "$WORK/loop_b"
+mkfifo "$WORK/fifo.jsonl"
+mkdir "$WORK/sft_fifo"
+cp "$WORK/sft/model.safetensors" "$WORK/sft_fifo/"
+mkfifo "$WORK/sft_fifo/config.json"
+expect_error sft_loop "model.sft: checkpoint folder $WORK/loop_a: too many symbolic links" \
+    "model.sft=$WORK/loop_a"
+expect_error sft_device \
+    "model.sft: checkpoint folder /dev/zero: not a directory (a character device)" \
+    "model.sft=/dev/zero"
+expect_error sft_config_fifo "model.sft: $WORK/sft_fifo/config.json: not a regular file (a FIFO)" \
+    "model.sft=$WORK/sft_fifo"
+expect_error prompts_dir "data.prompts: $WORK/sft: is a directory" "data.prompts=$WORK/sft"
+expect_error prompts_fifo "data.prompts: $WORK/fifo.jsonl: not a regular file (a FIFO)" \
+    "data.prompts=$WORK/fifo.jsonl"
+# the evaluation prompts' errors name their own key
+expect_error eval_empty "data.eval_prompts: '$WORK/empty.jsonl' holds no prompt" \
+    "data.eval_prompts=$WORK/empty.jsonl" eval.every=1
+# a file where RUN_DIR/checkpoints goes: said before the first step, not at the first checkpoint
+mkdir "$WORK/ckpt_file"
+: > "$WORK/ckpt_file/checkpoints"
+expect_error ckpt_file "--out: $WORK/ckpt_file/checkpoints: not a directory (a regular file)"
 
 # Prompts over data.max_prompt_len are skipped, and the start-up says how many, once.
 cat "$WORK/prompts.jsonl" "$WORK/long.jsonl" > "$WORK/mixed.jsonl"

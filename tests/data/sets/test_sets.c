@@ -2,6 +2,7 @@
  * split, the shuffle, sharding and left-padded batches with SFT weights on hand-worked examples. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pw_data.h"
@@ -387,6 +388,31 @@ static void test_prefix(void)
     pw_dataset_free(&d);
 }
 
+/* Paths that are no data set: refused by what they are, before a line is read; a FIFO (no
+ * writer) would block the open for ever and a folder used to read as an empty file. */
+static void test_not_files(void)
+{
+    PwDataOpts o = {PW_DATA_PROMPTS, NULL, 0, 0, 0, PW_OVERLONG_DROP, 10, NULL};
+    PwDataset d;
+    PwErr err = {{0}};
+    char p[128];
+    snprintf(p, sizeof p, "%s/folder.jsonl", dir);
+    CHECK(mkdir(p, 0700) == 0, "mkdir %s", p);
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "folder.jsonl: is a directory"),
+          "a folder: %s", err.msg);
+    snprintf(p, sizeof p, "%s/fifo.jsonl", dir);
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 &&
+              strstr(err.msg, "fifo.jsonl: not a regular file (a FIFO)"),
+          "a FIFO: %s", err.msg);
+    CHECK(pw_dataset_load(&d, "/dev/zero", &o, &err) != 0 &&
+              strstr(err.msg, "/dev/zero: not a regular file (a character device)"),
+          "a device: %s", err.msg);
+    snprintf(p, sizeof p, "%s/absent.jsonl", dir);
+    CHECK(pw_dataset_load(&d, p, &o, &err) != 0 && strstr(err.msg, "absent.jsonl: does not exist"),
+          "a missing file: %s", err.msg);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/pw_sets_XXXXXX");
@@ -400,6 +426,7 @@ int main(void)
     test_split();
     test_ids_without_tokenizer();
     test_prefix();
+    test_not_files();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

@@ -461,7 +461,30 @@ static void test_errors(void)
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", d);
     remove(path);
-    expect_error(d, "config.json", "config.json", "no config.json");
+    expect_error(d, "config.json", "config.json: does not exist", "no config.json");
+
+    /* What stands at a file's name but is no file: a FIFO (no writer: opening it would wait
+     * for ever), a directory. Each is refused by what it is, before it is read. */
+    static const struct {
+        const char *dir, *file, *want, *what;
+        int fifo;
+    } odd[] = {
+        {"err_fifo_config", "config.json", "config.json: not a regular file (a FIFO)",
+         "config.json a FIFO", 1},
+        {"err_fifo_weights", "model.safetensors", "model.safetensors: not a regular file (a FIFO)",
+         "model.safetensors a FIFO", 1},
+        {"err_dir_config", "config.json", "config.json: is a directory", "config.json a folder",
+         0},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(odd); i++) {
+        d = dir_of(odd[i].dir);
+        save(m, d);
+        snprintf(path, sizeof path, "%s/%s", d, odd[i].file);
+        remove(path);
+        CHECK((odd[i].fifo ? mkfifo(path, 0600) : mkdir(path, 0755)) == 0, "make %s", path);
+        expect_error(d, odd[i].file, odd[i].want, odd[i].what);
+        remove(path); /* the next run saves here again */
+    }
     pw_model_free(m);
 }
 

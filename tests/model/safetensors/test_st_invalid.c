@@ -73,8 +73,14 @@ static void test_container(void)
     expect_refused(put_file("not_object.st", -1, "[1,2]", 0), "header is not a JSON object", NULL);
     expect_refused(put_file("empty_header.st", -1, "", 0), "header is not valid JSON", NULL);
 
+    /* Neither a FIFO (no writer: opening it would wait for ever) nor a device is opened. */
+    snprintf(g_path, sizeof g_path, "%s/fifo.st", g_dir);
+    CHECK(mkfifo(g_path, 0600) == 0, "mkfifo %s", g_path);
+    expect_refused(g_path, "not a regular file (a FIFO)", NULL);
+    expect_refused("/dev/zero", "not a regular file (a character device)", NULL);
+
     snprintf(g_path, sizeof g_path, "%s/does_not_exist.st", g_dir);
-    expect_refused(g_path, "cannot open", NULL);
+    expect_refused(g_path, "does_not_exist.st: does not exist", NULL);
 }
 
 /* One broken header a row: the file name, the header, the data bytes after it, and the two

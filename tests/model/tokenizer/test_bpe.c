@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "pw_test.h"
 #include "pw_tokenizer.h"
@@ -181,24 +182,47 @@ static void check_errors(const char *tmp)
 
     snprintf(d, sizeof d, "%s/malformed", tmp);
     write_file(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
-    expect_error(d, "malformed/tokenizer.json: not valid JSON", NULL);
+    expect_error(d, "malformed/tokenizer.json:1: not valid JSON", NULL);
 
     snprintf(d, sizeof d, "%s/dupkey", tmp);
     write_file(d, "tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"a\":1},"
                "\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
                "\"decoder\":{\"type\":\"ByteLevel\"}}");
-    expect_error(d, "dupkey/tokenizer.json: not valid JSON", "duplicate object key");
+    expect_error(d, "dupkey/tokenizer.json:1: not valid JSON", "duplicate object key");
 
     snprintf(d, sizeof d, "%s/missing", tmp);
     mkdir(d, 0755);
-    expect_error(d, "missing/tokenizer.json: cannot open", "needs tokenizer.json");
+    expect_error(d, "missing/tokenizer.json: does not exist", "needs tokenizer.json");
 
     snprintf(d, sizeof d, "%s/nofolder", tmp);
     expect_error(d, "unknown tokenizer", "Hugging Face tokenizer folder");
     snprintf(d, sizeof d, "%s/missing", tmp);
     write_file(d, "afile", "");
     snprintf(d, sizeof d, "%s/missing/afile", tmp);
-    expect_error(d, "is not a folder", NULL);
+    expect_error(d, "afile: not a directory (a regular file)", NULL);
+
+    /* A FIFO in place of either file (no writer: opening it would wait for ever) and a loop of
+     * links in place of the folder are refused by what they are. */
+    char p[4500], q[4500];
+    snprintf(d, sizeof d, "%s/fifo", tmp);
+    mkdir(d, 0755);
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    unlink(p); /* the folder stays in the build tree between runs */
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    expect_error(d, "fifo/tokenizer.json: not a regular file (a FIFO)", NULL);
+    snprintf(d, sizeof d, "%s/fifo_config", tmp);
+    snprintf(json, sizeof json, "{\"model\":{\"type\":\"BPE\",%s", tail);
+    write_file(d, "tokenizer.json", json);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", d);
+    unlink(p);
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    expect_error(d, "fifo_config/tokenizer_config.json: not a regular file (a FIFO)", NULL);
+    snprintf(p, sizeof p, "%s/loop_a", tmp);
+    snprintf(q, sizeof q, "%s/loop_b", tmp);
+    unlink(p);
+    unlink(q);
+    CHECK(symlink(q, p) == 0 && symlink(p, q) == 0, "symlink %s", p);
+    expect_error(p, "loop_a: too many symbolic links", NULL);
 
     /* A valid tokenizer.json but an eos_token it does not have. */
     snprintf(d, sizeof d, "%s/badeos", tmp);

@@ -1,5 +1,6 @@
 /* watchdog_child.c: jobs that must not hang, run by test_watchdog.sh, which checks how each ends.
- * Usage: watchdog_child MODE TIMEOUT_S. Every mode leaves some rank waiting for what never comes. */
+ * Usage: watchdog_child MODE TIMEOUT_S [HEARTBEAT_S]. Every mode but finish and busy leaves some
+ * rank waiting for what never comes; those two must end well with heartbeats on. */
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -23,14 +24,15 @@ int main(int argc, char **argv)
         return 1;
 #endif
     }
-    MPI_Init(&argc, &argv);
+    int provided; /* as ppo_world starts MPI, for the heartbeat thread */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     if (argc < 3) {
-        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies|noinit|cudafail "
-                "TIMEOUT_S\n", argv[0]);
+        fprintf(stderr, "usage: %s nosend|wrongkind|collective|mismatch|dies|noinit|cudafail|"
+                "stopped|finish|busy TIMEOUT_S [HEARTBEAT_S]\n", argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *mode = argv[1];
-    double timeout = atof(argv[2]);
+    double timeout = atof(argv[2]), heartbeat = argc > 3 ? atof(argv[3]) : 0;
     int size, rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -43,6 +45,11 @@ int main(int argc, char **argv)
     PwWorld w;
     if (!strcmp(mode, "noinit") && rank == size - 1) idle_forever(); /* never joins the world */
     tworld(&w, &t, timeout);
+    PwErr herr;
+    if (pw_heartbeat_start(&w, heartbeat, &herr)) {
+        fprintf(stderr, "pw_heartbeat_start: %s\n", herr.msg);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     float buf[16] = {0};
     int64_t shape[2] = {4, 4};
     PwTensor tt = pw_tensor_host(buf, PW_DTYPE_F32, 2, shape);
@@ -71,6 +78,31 @@ int main(int argc, char **argv)
         if (pw_world_has_role(&w, PW_ROLE_ACTOR))
             pw_recv(&w, PW_ROLE_ACTOR, PW_ROLE_REFERENCE, 0, PW_MSG_LOGP_REF, 7, &tt);
         idle_forever();
+    }
+    if (!strcmp(mode, "stopped")) {
+        /* the actor's rank stops (as SIGSTOP, a debugger or a frozen host would stop it) while
+         * the reference waits for it well inside the timeout: the heartbeat must name it */
+        if (pw_world_has_role(&w, PW_ROLE_ACTOR) && size > 1) raise(SIGSTOP);
+        if (pw_world_has_role(&w, PW_ROLE_REFERENCE))
+            pw_recv(&w, PW_ROLE_REFERENCE, PW_ROLE_ACTOR, 0, PW_MSG_LOGP_REF, 7, &tt);
+        idle_forever();
+    }
+    if (!strcmp(mode, "busy") || !strcmp(mode, "finish")) {
+        /* busy: the actor computes, calling no MPI, three silence limits long while the
+         * reference waits: its heartbeat thread keeps it alive. finish: the ranks free their
+         * worlds one after the other, seconds apart: a rank that said goodbye is not dead. */
+        double t0 = pw_now(), hold = 3 * heartbeat;
+        if (!strcmp(mode, "busy") && pw_world_has_role(&w, PW_ROLE_ACTOR)) {
+            volatile double x = 0;
+            while (pw_now() - t0 < hold) x += 1e-9;
+            pw_send(&w, PW_ROLE_ACTOR, PW_ROLE_REFERENCE, 0, PW_MSG_LOGP_REF, 7, &tt);
+        }
+        if (!strcmp(mode, "busy") && pw_world_has_role(&w, PW_ROLE_REFERENCE))
+            pw_recv(&w, PW_ROLE_REFERENCE, PW_ROLE_ACTOR, 0, PW_MSG_LOGP_REF, 7, &tt);
+        if (!strcmp(mode, "finish")) sleep((unsigned)(rank * 2 * (int)(heartbeat + 1)));
+        pw_world_free(&w);
+        MPI_Finalize();
+        return 0;
     }
 #ifdef PW_HAVE_CUDA
     if (!strcmp(mode, "cudafail")) {

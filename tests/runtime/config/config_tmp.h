@@ -29,6 +29,13 @@ static inline const char *config_tmp_path(const char *name)
     return path;
 }
 
+/* Remember a name made in the folder some other way (a FIFO, a folder, a link), for cleaning. */
+static inline const char *config_tmp_made(const char *name)
+{
+    if (config_tmp_count < 64) snprintf(config_tmp_names[config_tmp_count++], 64, "%s", name);
+    return config_tmp_path(name);
+}
+
 /* Write text (len bytes, so that NUL bytes can be tested) and return the file's path. */
 static inline const char *config_tmp_write(const char *name, const char *text, size_t len)
 {

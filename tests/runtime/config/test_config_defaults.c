@@ -87,6 +87,7 @@ static void check_defaults(void)
               c.optim.eps == 1e-8 && c.optim.grad_clip == 1.0, "adamw");
     CHECK(c.checkpoint.every == 10 && c.checkpoint.keep == 1, "checkpoint");
     CHECK(c.eval.every == 10 && c.eval.num_prompts == 512, "eval");
+    CHECK(c.runtime.heartbeat_s == 10.0, "heartbeat");
     CHECK(c.runtime.timeout_s == 600.0, "timeout");
     CHECK(c.runtime.on_nonfinite == PW_NONFINITE_STOP && c.runtime.max_skipped_steps == 10,
           "a diverged run stops by default");

@@ -2,6 +2,8 @@
  * file's (path:line:column and the key), the command line's (the argument and the key) and
  * the cross-key rules'. The bad files are written to a temporary folder at test time. */
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config_tmp.h"
 #include "pw_config.h"
@@ -100,8 +102,101 @@ static void check_files(void)
     snprintf(want, sizeof want, "%s: not a YAML text: NUL byte at byte 8", path);
     CHECK(pw_config_load_file(&c, path, &err) == -1 && !strcmp(err.msg, want), "got: %s", err.msg);
     path = config_tmp_path("absent.yaml");
-    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
+    snprintf(want, sizeof want, "%s: does not exist", path);
     CHECK(pw_config_load_file(&c, path, &err) == -1 && !strcmp(err.msg, want), "got: %s", err.msg);
+    pw_config_free(&c);
+}
+
+/* Loads `path` and wants an error that holds `want` (with "%s" for the path). */
+static void want_error(const char *path, const char *want_fmt)
+{
+    char want[1024];
+    PwConfig c;
+    PwErr err = {""};
+    pw_config_defaults(&c);
+    snprintf(want, sizeof want, want_fmt, path);
+    CHECK(pw_config_load_file(&c, path, &err) == -1 && strstr(err.msg, want),
+          "%s\n  want: %s\n  got:  %s", path, want, err.msg);
+    pw_config_free(&c);
+}
+
+/* A text of `n` copies of `item` between `before` and `after`, for the limit cases. */
+static const char *write_repeated(const char *name, const char *before, const char *item, int n,
+                                  const char *after)
+{
+    size_t lb = strlen(before), li = strlen(item), la = strlen(after);
+    size_t len = lb + (size_t)n * li + la;
+    char *text = malloc(len + 1);
+    memcpy(text, before, lb);
+    for (int i = 0; i < n; i++) memcpy(text + lb + (size_t)i * li, item, li);
+    memcpy(text + lb + (size_t)n * li, after, la);
+    const char *path = config_tmp_write(name, text, len);
+    free(text);
+    return path;
+}
+
+/* Paths that are no configuration file: each is refused before it is read, by what it is, and
+ * neither a FIFO (no writer: opening it would block for ever) nor a device (endless bytes) is
+ * waited on. Then the limits of a YAML text: size, anchors, aliases, nesting and nodes, and
+ * how they meet the refusal of tags. */
+static void check_special_files(void)
+{
+    char path[512], target[512];
+    snprintf(path, sizeof path, "%s", config_tmp_made("fifo.yaml"));
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo %s", path);
+    want_error(path, "%s: not a regular file (a FIFO)");
+    want_error("/dev/zero", "%s: not a regular file (a character device)");
+    snprintf(path, sizeof path, "%s", config_tmp_made("folder.yaml"));
+    CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+    want_error(path, "%s: is a directory; expected a file");
+    snprintf(target, sizeof target, "%s", config_tmp_made("loop_b.yaml"));
+    snprintf(path, sizeof path, "%s", config_tmp_made("loop_a.yaml"));
+    CHECK(symlink(target, path) == 0 && symlink(path, target) == 0, "symlink %s", path);
+    want_error(path, "%s: too many symbolic links");
+    snprintf(target, sizeof target, "%s", config_tmp_path("absent.yaml"));
+    snprintf(path, sizeof path, "%s", config_tmp_made("dangling.yaml"));
+    CHECK(symlink(target, path) == 0, "symlink %s", path);
+    want_error(path, "%s: is a symbolic link to something that does not exist");
+
+    want_error(write_repeated("big.yaml", "seed: 1\n", "#", 1 << 20, "\n"),
+               "%s: 1048585 bytes, more than the 1 MiB this file may have");
+    /* 80,000 distinct anchors fit in 1 MiB and took libyaml's loader tens of seconds */
+    size_t cap = 1 << 20, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text, cap, "seed: 1\nx: [");
+    for (int i = 0; i < 80000; i++) len += (size_t)snprintf(text + len, cap - len, "&a%d 1, ", i);
+    len += (size_t)snprintf(text + len, cap - len, "1]\n");
+    want_error(config_tmp_write("anchors.yaml", text, len),
+               "%s:2:2199: more than 256 YAML anchors (&name); a placement or configuration file "
+               "may have at most 256");
+    free(text);
+    want_error(write_repeated("aliases.yaml", "seed: &s 1\nx: [", "*s, ", 300, "1]\n"),
+               "%s:2:1029: more than 256 YAML aliases (*name)");
+    want_error(write_repeated("deep.yaml", "seed: 1\nx: ", "[", 1000000, "\n"),
+               "%s:2:67: more than 64 levels of nesting");
+    want_error(write_repeated("nodes.yaml", "seed: 1\nx: [", "1,", 250000, "1]\n"),
+               "%s:2:399995: more than 200000 YAML nodes (values, lists and mappings)");
+    /* Bounds and tags are found in one pass over the events: whichever comes first is what is
+     * refused, and a tag is found at any depth the bounds allow, under its full key. */
+    want_error(write_repeated("tag_then_deep.yaml", "seed: !!int 1\nx: ", "[", 100, "\n"),
+               "%s:1:7: seed: YAML tag '!!int' is not supported");
+    want_error(write_repeated("deep_then_tag.yaml", "x: ", "[", 100, "!!str 1\n"),
+               "%s:1:67: more than 64 levels of nesting");
+    char deep_tag[300] = "%s:1:44: x";
+    for (int i = 0; i < 40; i++) strcat(deep_tag, "[0]");
+    strcat(deep_tag, ": YAML tag '!!str' is not supported");
+    want_error(write_repeated("deep_tag.yaml", "x: ", "[", 40, "!!str 1]\n"), deep_tag);
+    /* the same bounds hold for a value given on the command line */
+    PwConfig c;
+    PwErr err = {""};
+    pw_config_defaults(&c);
+    char arg[4000] = "model.reward=[";
+    for (int i = 0; i < 300; i++) strcat(arg, "[");
+    CHECK(pw_config_apply_override(&c, arg, &err) == -1 &&
+              !strncmp(err.msg, "override 'model.reward=[[[", 26) &&
+              strstr(err.msg, "[': more than 64 levels of nesting; a placement or configuration "
+                              "file may have at most 64"),
+          "got: %s", err.msg);
     pw_config_free(&c);
 }
 
@@ -208,6 +303,7 @@ static void check_rules(void)
 int main(void)
 {
     check_files();
+    check_special_files();
     check_args();
     check_rules();
     config_tmp_clean();

@@ -45,6 +45,7 @@ static void check_full(const PwConfig *c)
           "optim");
     CHECK(c->checkpoint.every == 20 && c->checkpoint.keep == 3, "checkpoint");
     CHECK(c->eval.every == 5 && c->eval.num_prompts == 32, "eval");
+    CHECK(c->runtime.heartbeat_s == 7.5, "heartbeat");
     CHECK(c->runtime.timeout_s == 120.5 && c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP &&
               c->runtime.max_skipped_steps == 3, "runtime");
 }
