@@ -298,13 +298,19 @@ fail:
     return NULL;
 }
 
-int pw_model_save(PwModel *m, const char *dir, PwErr *err)
+int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err)
 {
+    PwSaveOpts none = {0};
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
-    int rc = m->impl->save(m, h, dir, err);
+    int rc = m->impl->save(m, h, dir, opts ? opts : &none, err);
     host_done(m, h, 0);
     return rc;
+}
+
+int pw_model_save(PwModel *m, const char *dir, PwErr *err)
+{
+    return pw_model_save_opts(m, dir, NULL, err);
 }
 
 /* ------------------------------------------------------------------------------------------ */

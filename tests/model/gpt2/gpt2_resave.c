@@ -1,14 +1,16 @@
-/* gpt2_resave.c: load a GPT-2 folder and save it again with every head, for the test that
- * Hugging Face transformers reads what we write (test_hf_load.py). */
+/* gpt2_resave.c: load a folder (any family) and save it again with every head, for the test that
+ * Hugging Face transformers reads what we write (test_hf_load.py); with MAX_SHARD_BYTES, in
+ * bfloat16 shards of at most that size. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "pw_model.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s SRC_DIR DST_DIR\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s SRC_DIR DST_DIR [MAX_SHARD_BYTES]\n", argv[0]);
         return 2;
     }
     PwErr err;
@@ -20,7 +22,8 @@ int main(int argc, char **argv)
         return 1;
     }
     mkdir(argv[2], 0755);
-    int rc = pw_model_save(m, argv[2], &err);
+    PwSaveOpts so = {.bf16 = argc == 4, .max_shard_bytes = argc == 4 ? atol(argv[3]) : 0};
+    int rc = pw_model_save_opts(m, argv[2], &so, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     pw_model_free(m);
     return rc ? 1 : 0;

@@ -7,6 +7,8 @@ import sys
 
 def main():
     resave, fixture_model, out = sys.argv[1:4]
+    # with a shard size: saved in bfloat16 shards, which must read as the fixture rounded
+    shard_bytes = sys.argv[4] if len(sys.argv) > 4 else None
     try:
         import torch
         from transformers import AutoModelForCausalLM as LM
@@ -14,9 +16,26 @@ def main():
     except ImportError as e:
         print(f"skipped: {e}")
         return 77
-    subprocess.run([resave, fixture_model, out], check=True)
+    subprocess.run([resave, fixture_model, out] + ([shard_bytes] if shard_bytes else []),
+                   check=True)
     a = LM.from_pretrained(fixture_model).eval()
-    b = LM.from_pretrained(out).eval()
+    b = LM.from_pretrained(out, dtype="auto").eval()
+    if shard_bytes:
+        import json
+        import os
+        with open(f"{out}/model.safetensors.index.json") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        sizes = [os.path.getsize(f"{out}/{s}") for s in shards]
+        print(f"{len(shards)} shards of {min(sizes)} to {max(sizes)} bytes, "
+              f"read as {next(b.parameters()).dtype}")
+        if len(shards) < 2 or next(b.parameters()).dtype != torch.bfloat16:
+            return 1
+        # read back in float32 (exact), against the fixture's weights rounded by torch: the
+        # same values if our rounding is torch's (buffers such as RoPE's stay float32 in both)
+        b = LM.from_pretrained(out, dtype=torch.float32).eval()
+        with torch.no_grad():
+            for p in a.parameters():
+                p.copy_(p.to(torch.bfloat16).float())
     sa, sb = a.state_dict(), b.state_dict()
     bad = [k for k in sa if k not in sb or not torch.equal(sa[k], sb[k])]
     gen = torch.Generator().manual_seed(0)
@@ -24,10 +43,15 @@ def main():
     with torch.no_grad():
         diff = (a(x).logits - b(x).logits).abs().max().item()
     # the score head is the tensor the family's ForSequenceClassification reads (no bias there)
-    c = SeqCls.from_pretrained(out, num_labels=1).eval()
-    from safetensors.torch import load_file
-    ours = load_file(f"{out}/model.safetensors")
-    score_ok = torch.equal(c.score.weight.detach(), ours["score.weight"])
+    c = SeqCls.from_pretrained(out, num_labels=1, dtype="auto").eval()
+    from safetensors import safe_open
+    if shard_bytes:
+        with open(f"{out}/model.safetensors.index.json") as f:
+            holder = f"{out}/" + json.load(f)["weight_map"]["score.weight"]
+    else:
+        holder = f"{out}/model.safetensors"
+    with safe_open(holder, "pt") as f:
+        score_ok = torch.equal(c.score.weight.detach(), f.get_tensor("score.weight"))
     print(f"{len(sa)} tensors, {len(bad)} differ {bad[:3]}; logits max |diff| {diff:.3g}; "
           f"score head read by {type(c).__name__}: {score_ok}")
     return 0 if not bad and diff == 0.0 and score_ok else 1
