@@ -68,6 +68,12 @@ const char *pw_st_metadata(const PwSafetensors *st, const char *key);
  * must hold the product of expect_shape floats. */
 int pw_st_read_f32(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
                    int expect_ndim, float *dst, PwErr *err);
+/* pw_st_read_f32 for a reader that needs the bytes once (a model load): the pages of the
+ * mapping the tensor spans are given back to the kernel as they are converted, so that the
+ * file does not stay resident in the process beside the floats made from it. The tensor stays
+ * readable (a later read maps it again from the page cache). */
+int pw_st_read_f32_once(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
+                        int expect_ndim, float *dst, PwErr *err);
 /* Same for I32 or I64 into int32; a value outside int32 is an error naming the element. */
 int pw_st_read_i32(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
                    int expect_ndim, int32_t *dst, PwErr *err);
@@ -102,7 +108,9 @@ const char *pw_st_set_label(const PwStSet *s);
 /* The tensor `name` and (if file is not NULL) the file that holds it; NULL if the set has none. */
 const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name, const PwSafetensors **file);
 /* Read tensor `name` as float32 into dst after checking it exists with exactly shape[0..ndim):
- * "tensor ... is missing" or "tensor ... has shape [..] but config.json implies [..]". */
+ * "tensor ... is missing" or "tensor ... has shape [..] but config.json implies [..]". It reads
+ * as pw_st_read_f32_once: loading a model reads each tensor once, and the process holds the
+ * floats, not the file as well. */
 int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape, int ndim,
                        float *dst, PwErr *err);
 

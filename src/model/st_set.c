@@ -218,7 +218,7 @@ int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape,
         return pw_errf(err, "%s: tensor \"%s\" has shape %s but config.json implies %s",
                        pw_st_path(f), name, got, want);
     }
-    return pw_st_read_f32(f, name, shape, ndim, dst, err);
+    return pw_st_read_f32_once(f, name, shape, ndim, dst, err);
 }
 
 /* ------------------------------------------------------------------------------------------ */
