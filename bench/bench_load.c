@@ -1,9 +1,11 @@
 /* bench_load.c: how fast pw_model_load brings a sharded bfloat16 Hugging Face checkpoint of
  * Qwen2.5-0.5B's shape into float32 parameters, against the floor of reading the same files
- * once with read(), and how much memory the load holds beyond the parameters themselves. */
+ * once with read(), on all OpenMP threads and on one, and how much memory the load holds beyond
+ * the parameters themselves. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,18 +252,23 @@ int main(int argc, char **argv)
     free(wide);
     free(buf); /* before the loads, so that their memory is their own */
 
-    /* ---- pw_model_load: the model made on the CPU, the files converted into it */
-    int peak_ok = 1;
-    double peak_mb = 0;
+    /* ---- pw_model_load: the model made on the CPU, the files converted into it; each
+     * repetition also loads on one thread, in alternating order, so that the two compare on
+     * the same (shared, noisy) machine at the same moment */
+    int peak_ok = 1, threads = omp_get_max_threads();
+    double peak_mb = 0, *load1_t = calloc(reps, sizeof *load1_t);
     long faults = 0;
-    for (int r = 0; r < reps; r++) {
+    if (!load1_t) die("timings", "out of memory");
+    for (int r = 0; r < 2 * reps; r++) {
+        int one = (r % 2) ^ (r / 2 % 2); /* N 1, 1 N, N 1, ... */
+        omp_set_num_threads(one ? 1 : threads);
         peak_ok &= reset_peak();
         long before_kb = status_kb("VmRSS");
         struct rusage u0, u1;
         getrusage(RUSAGE_SELF, &u0);
         t0 = now();
         PwModel *l = pw_model_load(folder, &o, &err);
-        load_t[r] = now() - t0;
+        (one ? load1_t : load_t)[r / 2] = now() - t0;
         getrusage(RUSAGE_SELF, &u1);
         if (!l) die("load", err.msg);
         double mb = (status_kb("VmHWM") - before_kb) * 1024.0 / 1e6;
@@ -271,6 +278,7 @@ int main(int argc, char **argv)
             die("load", "the loaded parameters are not the saved ones rounded to bfloat16");
         pw_model_free(l);
     }
+    omp_set_num_threads(threads);
 
     double read_best = best(read_t, reps), load_best = best(load_t, reps);
     double read_med = median(read_t, reps), load_med = median(load_t, reps);
@@ -287,11 +295,14 @@ int main(int argc, char **argv)
            read_med, gb / read_best, gb / read_med);
     printf("%-44s %9.3f %9.3f %12.2f %12.2f\n", "pw_model_load (bf16 files -> f32 params)",
            load_best, load_med, gb / load_best, gb / load_med);
-    printf("%-44s %9.2f %9.2f\n\n", "ratio load / read", load_best / read_best,
+    printf("%-44s %9.2f %9.2f\n", "ratio load / read", load_best / read_best,
            load_med / read_med);
-    const char *threads = getenv("OMP_NUM_THREADS");
-    printf("Where a load's time goes (OpenMP, OMP_NUM_THREADS=%s):\n",
-           threads ? threads : "(default)");
+    double one_best = best(load1_t, reps), one_med = median(load1_t, reps);
+    printf("%-44s %9.3f %9.3f %12.2f %12.2f\n", "pw_model_load on one thread", one_best,
+           one_med, gb / one_best, gb / one_med);
+    printf("%-44s %9.2f %9.2f\n\n", "ratio one thread / all", one_best / load_best,
+           one_med / load_med);
+    printf("Where a load's time goes (%d OpenMP threads, as the loader):\n", threads);
     printf("%-44s %9.3f %9.3f\n", "first write to every page of fresh f32 memory",
            best(touch_t, reps), median(touch_t, reps));
     printf("%-44s %9.3f %9.3f %12.2f %12.2f\n\n", "bf16 -> f32, memory to touched memory",
@@ -303,10 +314,12 @@ int main(int argc, char **argv)
            params_mb, file_mb, faults);
     printf("GB/s = file bytes / seconds for both rows.\n");
     printf("RESULT load_s=%.3f read_s=%.3f load_gbps=%.2f read_gbps=%.2f ratio=%.2f file_mb=%.0f "
-           "peak_rss_mb=%.0f params_mb=%.0f\n", load_best, read_best, gb / load_best,
-           gb / read_best, load_best / read_best, file_mb, peak_mb, params_mb);
+           "peak_rss_mb=%.0f params_mb=%.0f load_1thread_s=%.3f threads=%d\n", load_best,
+           read_best, gb / load_best, gb / read_best, load_best / read_best, file_mb, peak_mb,
+           params_mb, one_best, threads);
     free(read_t);
     free(load_t);
+    free(load1_t);
     free(touch_t);
     free(widen_t);
     free(files);
