@@ -80,6 +80,17 @@ int pw_model_check_heads(const char *dir, int heads, PwErr *err);
 /* Write dir/config.json and dir/model.safetensors atomically in that layout. Refused, leaving
  * the folder as it was, when a parameter is not a valid weight (PW_WEIGHT_LIMIT below). */
 int pw_model_save(PwModel *m, const char *dir, PwErr *err);
+/* How pw_model_save_opts writes the weights; zeroed, it writes what pw_model_save does. */
+typedef struct PwSaveOpts {
+    int bf16;               /* stored as bfloat16 (rounded to nearest even), as most published
+                             * checkpoints are: half the bytes; loading widens them exactly */
+    size_t max_shard_bytes; /* 0: one model.safetensors; else shards of at most this many bytes
+                             * of tensor data and model.safetensors.index.json, as
+                             * save_pretrained(max_shard_size=...) writes them */
+} PwSaveOpts;
+/* pw_model_save with options (NULL = zeroed); files of an earlier save in another layout or
+ * shard count are removed (pw_st_set_write). */
+int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err);
 void pw_model_free(PwModel *m);
 
 /* ---- what it is */

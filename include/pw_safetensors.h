@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pw_common.h"
 
@@ -67,6 +68,12 @@ const char *pw_st_metadata(const PwSafetensors *st, const char *key);
  * must hold the product of expect_shape floats. */
 int pw_st_read_f32(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
                    int expect_ndim, float *dst, PwErr *err);
+/* pw_st_read_f32 for a reader that needs the bytes once (a model load): the pages of the
+ * mapping the tensor spans are given back to the kernel as they are converted, so that the
+ * file does not stay resident in the process beside the floats made from it. The tensor stays
+ * readable (a later read maps it again from the page cache). */
+int pw_st_read_f32_once(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
+                        int expect_ndim, float *dst, PwErr *err);
 /* Same for I32 or I64 into int32; a value outside int32 is an error naming the element. */
 int pw_st_read_i32(const PwSafetensors *st, const char *name, const int64_t *expect_shape,
                    int expect_ndim, int32_t *dst, PwErr *err);
@@ -103,9 +110,47 @@ const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name, const PwSaf
 /* Read tensor `name` as float32 into dst after checking it exists with exactly shape[0..ndim):
  * "tensor ... is missing" or "tensor ... has shape [..] but config.json implies [..]"; then
  * every value must be a weight (finite, at most PW_WEIGHT_LIMIT of pw_model.h in magnitude):
- * "FILE: tensor ... element I is NaN: refusing ...". */
+ * "FILE: tensor ... element I is NaN: refusing ...". It reads as pw_st_read_f32_once: loading a
+ * model reads each tensor once, and the process holds the floats, not the file as well. */
 int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape, int ndim,
                        float *dst, PwErr *err);
+
+/* How pw_st_set_write stores a model's weights; zeroed: one float32 file. */
+typedef struct PwStSetWriteOpts {
+    PwDType dtype;          /* what float32 tensors are stored as: F32 or BF16 */
+    size_t max_shard_bytes; /* 0: one file; else shards of at most this many bytes of tensor
+                             * data (a larger tensor gets a shard of its own) */
+} PwStSetWriteOpts;
+
+/* Write t[0..n) (float32 tensors as o->dtype, others as they are) into dir the way
+ * pw_st_set_open reads them and transformers' save_pretrained(max_shard_size=...) writes them:
+ * model.safetensors when everything fits in one shard, else model-00001-of-0000N.safetensors,
+ * ... (tensors in the given order, a shard closed when the next tensor would not fit) and
+ * model.safetensors.index.json ({"metadata": {"total_size"}, "weight_map"}). Each file is
+ * written atomically, the index after its shards; then the files of the other layout or of an
+ * earlier save with another shard count are removed, so that the folder holds one set (a crash
+ * before that leaves an earlier model.safetensors in force, which readers prefer). Converting
+ * to BF16 holds one shard at a time. o NULL = zeroed. */
+int pw_st_set_write(const char *dir, const PwStWriteTensor *t, int n,
+                    const char *const *metadata_kv, const PwStSetWriteOpts *o, PwErr *err);
+
+/* float32 <-> bfloat16, the top half of a float32. To bfloat16 rounds to nearest, ties to even,
+ * as torch's .to(torch.bfloat16) does, and keeps a NaN a (quiet) NaN; back is exact. */
+static inline uint16_t pw_bf16_from_f32(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+static inline float pw_bf16_to_f32(uint16_t h)
+{
+    uint32_t b = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &b, 4);
+    return x;
+}
 
 /* Replace the file at path by buf[0..n) atomically, as pw_st_write does. */
 int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err);

@@ -44,7 +44,8 @@ static inline PwGPT2Params pw_gpt2_view(const PwModel *m, float *memory)
 }
 
 int pw_gpt2_arch_from_json(PwArch *a, const void *json_root, const char *path, PwErr *err);
-int pw_gpt2_save(const PwModel *m, const float *host, const char *dir, PwErr *err);
+int pw_gpt2_save(const PwModel *m, const float *host, const char *dir,
+                 const PwSaveOpts *opts, PwErr *err);
 int pw_gpt2_load(const PwModel *m, float *host, const char *dir, int value_from_score,
                  int *missing, PwErr *err);
 

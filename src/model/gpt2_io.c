@@ -105,7 +105,7 @@ done:
     return rc;
 }
 
-static int config_save(const PwArch *cfg, const char *path, PwErr *err)
+static int config_save(const PwArch *cfg, const char *dtype, const char *path, PwErr *err)
 {
     /* what GPT2Config.save_pretrained writes, with dropout off: PPO runs without it */
     json_t *root = json_pack(
@@ -117,7 +117,7 @@ static int config_save(const PwArch *cfg, const char *path, PwErr *err)
         "activation_function", "gelu_new", "layer_norm_epsilon", 1e-5, "tie_word_embeddings", 1,
         "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "initializer_range", 0.02,
         "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
-        "reorder_and_upcast_attn", 0, "torch_dtype", "float32");
+        "reorder_and_upcast_attn", 0, "torch_dtype", dtype);
     if (!root) return pw_errf(err, "%s: cannot build the JSON config", path);
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(root);
@@ -189,7 +189,8 @@ static void transpose(float *dst, const float *src, int64_t rows, int64_t cols)
 
 #define NAME_LEN 96
 
-int pw_gpt2_save(const PwModel *m, const float *host, const char *dir, PwErr *err)
+int pw_gpt2_save(const PwModel *m, const float *host, const char *dir, const PwSaveOpts *opts,
+                 PwErr *err)
 {
     const PwArch *c = &m->arch;
     const int L = c->n_layer;
@@ -208,12 +209,17 @@ int pw_gpt2_save(const PwModel *m, const float *host, const char *dir, PwErr *er
     float *tp = tbuf;
     PwGPT2Params view = pw_gpt2_view(m, (float *)host);
     const float *const *params = (const float *const *)&view;
-    for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) {
-        const TensorMap *tm = &trunk_map[i];
-        int64_t rows, cols;
-        our_shape(c, tm->index, &rows, &cols);
-        size_t per = (size_t)rows * (cols ? cols : 1);
-        for (int l = 0; l < (tm->per_layer ? L : 1); l++) {
+    /* in the order of transformers' state_dict, which decides what goes into which shard:
+     * wte and wpe (slot 0), layer by layer (slots 1..L), then ln_f (slot L + 1) */
+    for (int slot = 0; slot < L + 2; slot++) {
+        for (size_t i = 0; i < PW_ARRAY_LEN(trunk_map); i++) {
+            const TensorMap *tm = &trunk_map[i];
+            int l = tm->per_layer ? slot - 1 : 0;
+            if (tm->per_layer ? slot < 1 || slot > L : slot != (tm->index < 2 ? 0 : L + 1))
+                continue;
+            int64_t rows, cols;
+            our_shape(c, tm->index, &rows, &cols);
+            size_t per = (size_t)rows * (cols ? cols : 1);
             const float *src = params[tm->index] + (size_t)l * per;
             PwStWriteTensor *t = &wt[n];
             snprintf(names[n], NAME_LEN, tm->fmt, l);
@@ -256,10 +262,10 @@ int pw_gpt2_save(const PwModel *m, const float *host, const char *dir, PwErr *er
 
     char path[4096];
     static const char *const meta[] = {"format", "pt", NULL};
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (pw_st_write(path, wt, n, meta, err)) goto done;
+    PwStSetWriteOpts wo = {opts->bf16 ? PW_DT_BF16 : PW_DT_F32, opts->max_shard_bytes};
+    if (pw_st_set_write(dir, wt, n, meta, &wo, err)) goto done;
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (config_save(c, path, err)) goto done;
+    if (config_save(c, opts->bf16 ? "bfloat16" : "float32", path, err)) goto done;
     rc = 0;
 done:
     free(wt);

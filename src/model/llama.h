@@ -38,7 +38,8 @@ static inline PwLlamaParams pw_llama_view(const PwModel *m, float *memory)
 }
 
 int pw_llama_arch_from_json(PwArch *a, const void *json_root, const char *path, PwErr *err);
-int pw_llama_save(const PwModel *m, const float *host, const char *dir, PwErr *err);
+int pw_llama_save(const PwModel *m, const float *host, const char *dir,
+                  const PwSaveOpts *opts, PwErr *err);
 int pw_llama_load(const PwModel *m, float *host, const char *dir, int value_from_score,
                   int *missing, PwErr *err);
 

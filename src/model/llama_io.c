@@ -168,7 +168,7 @@ static double float_as_written(float x)
     return strtod(s, NULL);
 }
 
-static int config_save(const PwArch *c, const char *path, PwErr *err)
+static int config_save(const PwArch *c, const char *dtype, const char *path, PwErr *err)
 {
     static const char *const arch_names[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
                                              "MistralForCausalLM"};
@@ -178,8 +178,9 @@ static int config_save(const PwArch *c, const char *path, PwErr *err)
         "num_hidden_layers", c->n_layer, "num_attention_heads", c->n_head,
         "num_key_value_heads", c->n_kv_head, "hidden_size", c->n_embd, "intermediate_size",
         c->n_inner, "vocab_size", c->vocab_size, "max_position_embeddings", c->n_positions,
-        "rms_norm_eps", float_as_written(c->norm_eps), "rope_theta", c->rope_theta, "tie_word_embeddings",
-        c->tied, "hidden_act", "silu", "initializer_range", 0.02, "torch_dtype", "float32");
+        "rms_norm_eps", float_as_written(c->norm_eps), "rope_theta", c->rope_theta,
+        "tie_word_embeddings", c->tied, "hidden_act", "silu", "initializer_range", 0.02,
+        "torch_dtype", dtype);
     if (root && c->hf_type == 0) json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias));
     if (root && c->rope_llama3)
         json_object_set_new(
@@ -211,18 +212,18 @@ typedef struct Part {
 
 static const Part parts[] = {
     {0, "model.embed_tokens.weight", 0, 0},
-    {1, "model.layers.%d.input_layernorm.weight", 1, 0},
     {2, "model.layers.%d.self_attn.q_proj.weight", 1, 0},
-    {2, "model.layers.%d.self_attn.k_proj.weight", 1, 1},
-    {2, "model.layers.%d.self_attn.v_proj.weight", 1, 2},
     {3, "model.layers.%d.self_attn.q_proj.bias", 1, 0},
+    {2, "model.layers.%d.self_attn.k_proj.weight", 1, 1},
     {3, "model.layers.%d.self_attn.k_proj.bias", 1, 1},
+    {2, "model.layers.%d.self_attn.v_proj.weight", 1, 2},
     {3, "model.layers.%d.self_attn.v_proj.bias", 1, 2},
     {4, "model.layers.%d.self_attn.o_proj.weight", 1, 0},
-    {5, "model.layers.%d.post_attention_layernorm.weight", 1, 0},
     {6, "model.layers.%d.mlp.gate_proj.weight", 1, 0},
     {6, "model.layers.%d.mlp.up_proj.weight", 1, 1},
     {7, "model.layers.%d.mlp.down_proj.weight", 1, 0},
+    {1, "model.layers.%d.input_layernorm.weight", 1, 0},
+    {5, "model.layers.%d.post_attention_layernorm.weight", 1, 0},
     {8, "model.norm.weight", 0, 0},
     {9, "lm_head.weight", 0, 0},
     {10, "score.weight", 0, 0},
@@ -230,6 +231,16 @@ static const Part parts[] = {
     {12, "value_head.weight", 0, 0},
     {13, "value_head.bias", 0, 0},
 };
+
+/* Files list tensors as transformers' state_dict does, which decides what goes into which
+ * shard: the embedding (slot 0), layer by layer (slots 1..L), then the final norm and the heads
+ * (slot L + 1). Whether part i belongs to slot s, and with which layer. */
+static int in_slot(size_t i, int s, int L, int *l)
+{
+    *l = parts[i].per_layer ? s - 1 : 0;
+    if (parts[i].per_layer) return s >= 1 && s <= L;
+    return i == 0 ? s == 0 : s == L + 1;
+}
 
 /* Where part p of layer l sits in the parameter buffer view, and its file shape. */
 static float *locate(const PwModel *m, float *const *view, const Part *p, int l, int64_t *shape,
@@ -262,7 +273,8 @@ static float *locate(const PwModel *m, float *const *view, const Part *p, int l,
 
 #define NAME_LEN 96
 
-int pw_llama_save(const PwModel *m, const float *host, const char *dir, PwErr *err)
+int pw_llama_save(const PwModel *m, const float *host, const char *dir, const PwSaveOpts *opts,
+                  PwErr *err)
 {
     const int L = m->arch.n_layer;
     int cap = (int)PW_ARRAY_LEN(parts) * L;
@@ -275,10 +287,11 @@ int pw_llama_save(const PwModel *m, const float *host, const char *dir, PwErr *e
     }
     PwLlamaParams view = pw_llama_view(m, (float *)host);
     float *const *v = (float *const *)&view;
-    for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
-        const Part *p = &parts[i];
-        if (!v[p->index]) continue; /* a tensor the model lacks */
-        for (int l = 0; l < (p->per_layer ? L : 1); l++) {
+    for (int s = 0; s < L + 2; s++) {
+        for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
+            const Part *p = &parts[i];
+            int l;
+            if (!in_slot(i, s, L, &l) || !v[p->index]) continue; /* a tensor the model lacks */
             PwStWriteTensor *t = &wt[n];
             snprintf(names[n], NAME_LEN, p->fmt, l);
             t->name = names[n];
@@ -287,12 +300,12 @@ int pw_llama_save(const PwModel *m, const float *host, const char *dir, PwErr *e
             n++;
         }
     }
-    char path[4096];
     static const char *const meta[] = {"format", "pt", NULL};
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (pw_st_write(path, wt, n, meta, err)) goto done;
+    PwStSetWriteOpts wo = {opts->bf16 ? PW_DT_BF16 : PW_DT_F32, opts->max_shard_bytes};
+    if (pw_st_set_write(dir, wt, n, meta, &wo, err)) goto done;
+    char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (config_save(&m->arch, path, err)) goto done;
+    if (config_save(&m->arch, opts->bf16 ? "bfloat16" : "float32", path, err)) goto done;
     rc = 0;
 done:
     free(wt);
@@ -309,27 +322,29 @@ int pw_llama_load(const PwModel *m, float *host, const char *dir, int value_from
     float *const *v = (float *const *)&view;
     int rc = -1;
     *missing = 0;
-    for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
-        Part p = parts[i];
-        if (!v[p.index]) continue;
-        int head = p.index >= 10, bias = p.index == 11 || p.index == 13;
-        if (value_from_score && p.index >= 12) /* a critic from a reward model */
-            p.fmt = p.index == 12 ? "score.weight" : "score.bias";
-        if (head && !pw_st_set_find(st, p.fmt, NULL)) {
-            if (bias) { /* LlamaForSequenceClassification's score has no bias: 0 */
-                *locate(m, v, &p, 0, (int64_t[2]){0}, &(int){0}) = 0.0f;
+    /* the files' own order, so that each shard's pages are read front to back */
+    for (int s = 0; s < m->arch.n_layer + 2; s++) {
+        for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
+            Part p = parts[i];
+            int l;
+            if (!in_slot(i, s, m->arch.n_layer, &l) || !v[p.index]) continue;
+            int head = p.index >= 10, bias = p.index == 11 || p.index == 13;
+            if (value_from_score && p.index >= 12) /* a critic from a reward model */
+                p.fmt = p.index == 12 ? "score.weight" : "score.bias";
+            if (head && !pw_st_set_find(st, p.fmt, NULL)) {
+                if (bias) { /* LlamaForSequenceClassification's score has no bias: 0 */
+                    *locate(m, v, &p, 0, (int64_t[2]){0}, &(int){0}) = 0.0f;
+                    continue;
+                }
+                if (value_from_score && p.index == 12) {
+                    pw_errf(err, "%s: tensor \"score.weight\" is missing (a critic copies the "
+                            "reward model's score head)", pw_st_set_label(st));
+                    goto done;
+                }
+                *missing |= p.index == 10 ? PW_HEAD_SCORE : PW_HEAD_VALUE;
                 continue;
             }
-            if (value_from_score && p.index == 12) {
-                pw_errf(err, "%s: tensor \"score.weight\" is missing (a critic copies the reward "
-                        "model's score head)", pw_st_set_label(st));
-                goto done;
-            }
-            *missing |= p.index == 10 ? PW_HEAD_SCORE : PW_HEAD_VALUE;
-            continue;
-        }
-        if (head && *missing & (p.index == 11 ? PW_HEAD_SCORE : PW_HEAD_VALUE)) continue;
-        for (int l = 0; l < (p.per_layer ? m->arch.n_layer : 1); l++) {
+            if (head && *missing & (p.index == 11 ? PW_HEAD_SCORE : PW_HEAD_VALUE)) continue;
             char name[NAME_LEN];
             int64_t shape[2];
             int ndim;

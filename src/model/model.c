@@ -366,8 +366,9 @@ static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
     return 0;
 }
 
-int pw_model_save(PwModel *m, const char *dir, PwErr *err)
+int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err)
 {
+    PwSaveOpts none = {0};
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
     /* Checked before anything is written: a diverged model must never replace a good checkpoint
@@ -375,7 +376,7 @@ int pw_model_save(PwModel *m, const char *dir, PwErr *err)
     PwErr bad;
     int rc = find_bad_param(m, h, &bad)
                  ? pw_errf(err, "%s: not saved: %s; the folder keeps what it held", dir, bad.msg)
-                 : m->impl->save(m, h, dir, err);
+                 : m->impl->save(m, h, dir, opts ? opts : &none, err);
     host_done(m, h, 0);
     return rc;
 }
@@ -392,6 +393,11 @@ int pw_model_check_params(PwModel *m, PwErr *err)
     int rc = find_bad_param(m, h, err) ? -1 : 0;
     host_done(m, h, 0);
     return rc;
+}
+
+int pw_model_save(PwModel *m, const char *dir, PwErr *err)
+{
+    return pw_model_save_opts(m, dir, NULL, err);
 }
 
 /* ------------------------------------------------------------------------------------------ */

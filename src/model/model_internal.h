@@ -94,7 +94,8 @@ struct PwFamilyImpl {
                     const float *dscore, PwErr *err);
 
     /* the Hugging Face layout, on a host copy of the parameters */
-    int (*save)(const PwModel *m, const float *host, const char *dir, PwErr *err);
+    int (*save)(const PwModel *m, const float *host, const char *dir, const PwSaveOpts *opts,
+                PwErr *err);
     /* fills host from dir (config.json already read into m->arch); *missing gets the heads the
      * folder lacks */
     int (*load)(const PwModel *m, float *host, const char *dir, int value_from_score,

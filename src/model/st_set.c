@@ -1,11 +1,14 @@
 /* st_set.c: a model's weights as Hugging Face publishes them: one model.safetensors, or shards
- * named by model.safetensors.index.json; every file mapped and validated once, tensors by name. */
+ * named by model.safetensors.index.json; every file mapped and validated once, tensors by name.
+ * And the writer of such a set, in float32 or bfloat16, split at a maximum shard size. */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "pw_file.h"
 #include "pw_model.h" /* PW_WEIGHT_LIMIT: what a weight may hold */
@@ -216,7 +219,7 @@ int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape,
         return pw_errf(err, "%s: tensor \"%s\" has shape %s but config.json implies %s",
                        pw_st_path(f), name, got, want);
     }
-    if (pw_st_read_f32(f, name, shape, ndim, dst, err)) return -1;
+    if (pw_st_read_f32_once(f, name, shape, ndim, dst, err)) return -1;
     /* After the conversion, so that an F16 or BF16 infinity and a value F64 rounds to an
      * infinity are seen as what the model would compute with. */
     size_t n = 1;
@@ -227,4 +230,191 @@ int pw_st_set_read_f32(const PwStSet *s, const char *name, const int64_t *shape,
     return pw_errf(err, "%s: tensor \"%s\" element %zu is %s (a weight must be finite and at "
                    "most %g in magnitude)", pw_st_path(f), name, at,
                    pw_weight_describe(dst[at], v, sizeof v), PW_WEIGHT_LIMIT);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* writing a set */
+
+/* "model-00001-of-00003.safetensors" -> 1 and 3; 0 for any other name. */
+static int shard_name(const char *s, int *index, int *count)
+{
+    int a, b, len = 0;
+    if (sscanf(s, "model-%5d-of-%5d.safetensors%n", &a, &b, &len) != 2 || len != 32 ||
+        s[len] != '\0')
+        return 0;
+    *index = a;
+    *count = b;
+    return 1;
+}
+
+/* Remove what a reader could take for the set just written: model.safetensors (which the
+ * reader prefers) after a sharded save, the index after a single file, and shard files that
+ * are not the nshards just written (shards of an earlier save with another count). */
+static int remove_stale(const char *dir, int nshards, PwErr *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir,
+             nshards > 1 ? "model.safetensors" : "model.safetensors.index.json");
+    if (unlink(path) != 0 && errno != ENOENT)
+        return pw_errf(err, "%s: cannot remove it after writing the new weights: %s", path,
+                       strerror(errno));
+    DIR *d = opendir(dir);
+    if (!d) return pw_errf(err, "%s: cannot list the folder: %s", dir, strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        int i, cnt;
+        if (!shard_name(e->d_name, &i, &cnt) || (nshards > 1 && cnt == nshards && i >= 1 &&
+                                                 i <= nshards))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = pw_errf(err, "%s: cannot remove this shard of an earlier save: %s", path,
+                         strerror(errno));
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Bytes tensor t takes stored as dtype, or 0 with *bad set if the shape is unusable (the
+ * writer then names the tensor). */
+static size_t stored_bytes(const PwStWriteTensor *t, PwDType dtype, int *bad)
+{
+    size_t n = pw_st_dtype_size(dtype);
+    if (!n || t->ndim < 0 || t->ndim > PW_ST_MAX_NDIM) *bad = 1;
+    for (int d = 0; !*bad && d < t->ndim; d++) {
+        if (t->shape[d] < 0 || (t->shape[d] && n > SIZE_MAX / (size_t)t->shape[d])) *bad = 1;
+        else n *= (size_t)t->shape[d];
+    }
+    return *bad ? 0 : n;
+}
+
+/* One shard: the tensors with shard[i] == s, float32 ones converted to bfloat16 into a buffer
+ * of this shard only when dtype says so. */
+static int write_shard(const char *path, const PwStWriteTensor *t, int n, const int *shard, int s,
+                       const size_t *size, PwDType dtype, const char *const *kv, PwErr *err)
+{
+    int k = 0;
+    size_t convert = 0;
+    for (int i = 0; i < n; i++)
+        if (shard[i] == s) {
+            k++;
+            if (t[i].dtype == PW_DT_F32 && dtype == PW_DT_BF16) convert += size[i];
+        }
+    PwStWriteTensor *w = calloc((size_t)k + 1, sizeof *w);
+    uint16_t *buf = convert ? malloc(convert) : NULL;
+    if (!w || (convert && !buf)) {
+        free(w);
+        return pw_errf(err, "%s: out of memory for %zu bytes of bfloat16", path, convert);
+    }
+    uint16_t *p = buf;
+    k = 0;
+    for (int i = 0; i < n; i++) {
+        if (shard[i] != s) continue;
+        w[k] = t[i];
+        if (t[i].dtype == PW_DT_F32 && dtype == PW_DT_BF16) {
+            const float *src = t[i].data;
+            size_t numel = size[i] / 2;
+            for (size_t j = 0; j < numel; j++) p[j] = pw_bf16_from_f32(src[j]);
+            w[k].data = p;
+            w[k].dtype = PW_DT_BF16;
+            p += numel;
+        }
+        k++;
+    }
+    int rc = pw_st_write(path, w, k, kv, err);
+    free(buf);
+    free(w);
+    return rc;
+}
+
+int pw_st_set_write(const char *dir, const PwStWriteTensor *t, int n,
+                    const char *const *metadata_kv, const PwStSetWriteOpts *o, PwErr *err)
+{
+    PwStSetWriteOpts def = {0};
+    if (!o) o = &def;
+    if (o->dtype != PW_DT_F32 && o->dtype != PW_DT_BF16)
+        return pw_errf(err, "%s: weights can be written as F32 or BF16, not %s", dir,
+                       pw_st_dtype_name(o->dtype));
+    if (n < 0) return pw_errf(err, "%s: negative tensor count %d", dir, n);
+    size_t *size = calloc((size_t)n + 1, sizeof *size);
+    int *shard = calloc((size_t)n + 1, sizeof *shard);
+    json_t *wm = NULL;
+    int rc = -1, nshards = 1;
+    if (!size || !shard) {
+        pw_errf(err, "%s: out of memory", dir);
+        goto done;
+    }
+    /* A shard is closed when the next tensor would take it past the limit; a tensor larger
+     * than the limit is alone in its shard. */
+    size_t used = 0, total = 0, max = o->max_shard_bytes;
+    int cur = max ? -1 : 0;
+    nshards = max ? 0 : 1;
+    for (int i = 0; i < n; i++) {
+        int bad = 0;
+        size[i] = stored_bytes(&t[i], t[i].dtype == PW_DT_F32 ? o->dtype : t[i].dtype, &bad);
+        if (bad || !t[i].name) {
+            pw_errf(err, "%s: tensor %d (%s): no name, or a bad dtype, ndim or shape", dir, i,
+                    t[i].name ? t[i].name : "no name");
+            goto done;
+        }
+        total += size[i];
+        if (max && (cur < 0 || used + size[i] > max)) {
+            cur = nshards++;
+            used = 0;
+        }
+        shard[i] = cur;
+        used += size[i];
+        if (max && size[i] > max) cur = -1;
+    }
+    if (nshards == 0) nshards = 1; /* no tensors: one empty file */
+    if (nshards > 99999) {
+        pw_errf(err, "%s: %d shards; the names have room for 99999", dir, nshards);
+        goto done;
+    }
+    /* the index first, so that a name given twice (pw_st_write sees one shard only) is
+     * refused before any file changes */
+    wm = json_object();
+    for (int i = 0; i < n && nshards > 1; i++) {
+        char leaf[64];
+        snprintf(leaf, sizeof leaf, "model-%05d-of-%05d.safetensors", shard[i] + 1, nshards);
+        if (json_object_get(wm, t[i].name)) {
+            pw_errf(err, "%s: tensor '%s' given twice", dir, t[i].name);
+            goto done;
+        }
+        if (json_object_set_new(wm, t[i].name, json_string(leaf))) {
+            pw_errf(err, "%s: tensor '%s': cannot add it to the index", dir, t[i].name);
+            goto done;
+        }
+    }
+    char path[4096];
+    for (int s = 0; s < nshards; s++) {
+        if (nshards == 1) snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        else
+            snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, s + 1,
+                     nshards);
+        if (write_shard(path, t, n, shard, s, size, o->dtype, metadata_kv, err)) goto done;
+    }
+    if (nshards > 1) {
+        /* as transformers writes it: keys sorted, two-space indent */
+        json_t *index = json_pack("{s:{s:I}, s:O}", "metadata", "total_size", (json_int_t)total,
+                                  "weight_map", wm);
+        char *text = index ? json_dumps(index, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+        json_decref(index);
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        if (!text) {
+            pw_errf(err, "%s: cannot build the index", path);
+            goto done;
+        }
+        rc = pw_write_file_atomic(path, text, strlen(text), err);
+        free(text);
+        if (rc) goto done;
+        rc = -1;
+    }
+    rc = remove_stale(dir, nshards, err);
+done:
+    json_decref(wm);
+    free(size);
+    free(shard);
+    return rc;
 }

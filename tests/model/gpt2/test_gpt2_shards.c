@@ -1,11 +1,13 @@
 /* test_gpt2_shards.c: a checkpoint split into shards with model.safetensors.index.json, as
  * Hugging Face publishes large models, loads to the same parameters; each broken index or shard
- * set is refused with a message naming the file and what was expected. */
+ * set is refused with a message naming the file and what was expected. Our own saver writes
+ * such sets, in float32 or bfloat16, and they load back exactly (both families). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "pw_model.h"
 #include "pw_safetensors.h"
@@ -92,6 +94,164 @@ static void outside(json_t *wm)
 }
 static void dropped(json_t *wm) { json_object_del(wm, "transformer.h.1.ln_2.bias"); }
 
+/* ---- the saver's shards */
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* Shard files model-*-of-*.safetensors in dir. */
+static int count_shards(const char *dir)
+{
+    int n = 0;
+    char leaf[64];
+    for (int cnt = 1; cnt <= 64; cnt++)
+        for (int i = 1; i <= cnt; i++) {
+            snprintf(leaf, sizeof leaf, "model-%05d-of-%05d.safetensors", i, cnt);
+            n += exists(path_of(dir, leaf));
+        }
+    return n;
+}
+
+/* The index agrees with the shards: total_size is the sum of the tensor bytes, every tensor is
+ * BF16 and in the shard the index says, and no shard holds more than max bytes unless it holds
+ * one tensor. Returns the number of shards. */
+static int check_index(const char *dir, size_t max, int ntensors)
+{
+    json_t *ix = json_load_file(path_of(dir, "model.safetensors.index.json"), 0, NULL);
+    CHECK(ix != NULL, "%s: no readable index", dir);
+    if (!ix) return 0;
+    json_t *wm = json_object_get(ix, "weight_map");
+    json_int_t total = json_integer_value(json_object_get(json_object_get(ix, "metadata"),
+                                                          "total_size"));
+    CHECK((int)json_object_size(wm) == ntensors, "the index names %zu tensors, not %d",
+          json_object_size(wm), ntensors);
+    int nshards = count_shards(dir);
+    size_t sum = 0;
+    char leaf[64];
+    for (int i = 1; i <= nshards; i++) {
+        PwSafetensors *st;
+        PwErr err;
+        snprintf(leaf, sizeof leaf, "model-%05d-of-%05d.safetensors", i, nshards);
+        CHECK(pw_st_open(&st, path_of(dir, leaf), &err) == 0, "%s", err.msg);
+        if (!st) continue;
+        size_t bytes = 0;
+        for (int k = 0; k < pw_st_count(st); k++) {
+            const PwStTensor *t = pw_st_get(st, k);
+            bytes += t->nbytes;
+            CHECK(t->dtype == PW_DT_BF16, "%s in %s is %s", t->name, leaf,
+                  pw_st_dtype_name(t->dtype));
+            const char *f = json_string_value(json_object_get(wm, t->name));
+            CHECK(f && !strcmp(f, leaf), "the index puts %s in %s, not %s", t->name,
+                  f ? f : "no shard", leaf);
+        }
+        CHECK(bytes <= max || pw_st_count(st) == 1, "%s holds %zu bytes in %d tensors (max %zu)",
+              leaf, bytes, pw_st_count(st), max);
+        sum += bytes;
+        pw_st_close(st);
+    }
+    CHECK((size_t)total == sum, "total_size %lld, the shards hold %zu bytes", (long long)total,
+          sum);
+    json_decref(ix);
+    return nshards;
+}
+
+/* The parameters loaded from dir equal those of b rounded to bfloat16 (round = 1) or
+ * as they are. */
+static void expect_params(const char *dir, const PwModelOpts *o, PwModel *b, int round,
+                          const char *what)
+{
+    PwErr err;
+    PwModel *a = pw_model_load(dir, o, &err);
+    CHECK(a != NULL, "%s: %s", what, err.msg);
+    if (!a) return;
+    size_t n = pw_model_num_params(b), bad = 0;
+    const float *x = pw_model_params(a).data, *y = pw_model_params(b).data;
+    for (size_t i = 0; i < n && pw_model_num_params(a) == n; i++) {
+        float want = round ? pw_bf16_to_f32(pw_bf16_from_f32(y[i])) : y[i];
+        bad += memcmp(&x[i], &want, sizeof want) != 0;
+    }
+    CHECK(pw_model_num_params(a) == n && bad == 0, "%s: %zu of %zu parameters differ", what, bad,
+          n);
+    pw_model_free(a);
+}
+
+static void saver_shards(const PwArch *arch, const char *name)
+{
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = 1, .maxT = 4};
+    PwModel *m = pw_model_create(arch, &o, &err);
+    CHECK(m != NULL, "%s", err.msg);
+    if (!m) return;
+    pw_model_init_random(m, 5);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/saved_%s", root, name);
+    mkdir(dir, 0755);
+    /* a float32 file first: the sharded save must replace it, or the reader would prefer it */
+    CHECK(pw_model_save(m, dir, &err) == 0, "%s", err.msg);
+    PwSafetensors *st;
+    CHECK(pw_st_open(&st, path_of(dir, "model.safetensors"), &err) == 0, "%s", err.msg);
+    int ntensors = st ? pw_st_count(st) : 0;
+    pw_st_close(st);
+
+    const size_t max = 1024;
+    PwSaveOpts so = {.bf16 = 1, .max_shard_bytes = max};
+    CHECK(pw_model_save_opts(m, dir, &so, &err) == 0, "%s", err.msg);
+    CHECK(!exists(path_of(dir, "model.safetensors")), "%s: model.safetensors left beside shards",
+          name);
+    int nshards = check_index(dir, max, ntensors);
+    CHECK(nshards > 2, "%s: %d shards at %zu bytes", name, nshards, max);
+    json_t *cfgj = json_load_file(path_of(dir, "config.json"), 0, NULL);
+    const char *dt = json_string_value(json_object_get(cfgj, "torch_dtype"));
+    CHECK(dt && !strcmp(dt, "bfloat16"), "%s: config.json torch_dtype %s", name, dt ? dt : "-");
+    json_decref(cfgj);
+    expect_params(dir, &o, m, 1, "bf16 shards");
+    printf("  %-6s bf16, %zu-byte shards: %d shards, %d tensors, loaded exactly rounded\n", name,
+           max, nshards, ntensors);
+
+    /* another shard count: the first save's shards go */
+    so.max_shard_bytes = 4 * max;
+    CHECK(pw_model_save_opts(m, dir, &so, &err) == 0, "%s", err.msg);
+    int again = check_index(dir, 4 * max, ntensors);
+    CHECK(again > 1 && again < nshards, "%s: %d shards, then %d", name, nshards, again);
+    expect_params(dir, &o, m, 1, "bf16 shards, resaved");
+
+    /* one file again (everything fits): index and shards go, float32 loads bit-identically */
+    CHECK(pw_model_save(m, dir, &err) == 0, "%s", err.msg);
+    CHECK(exists(path_of(dir, "model.safetensors")) &&
+              !exists(path_of(dir, "model.safetensors.index.json")) && count_shards(dir) == 0,
+          "%s: a single-file save left the sharded set", name);
+    expect_params(dir, &o, m, 0, "float32 after shards");
+    so.max_shard_bytes = 0;
+    CHECK(pw_model_save_opts(m, dir, &so, &err) == 0, "%s", err.msg);
+    expect_params(dir, &o, m, 1, "bf16 single file");
+    pw_model_free(m);
+}
+
+/* Rounding as torch's .to(torch.bfloat16): nearest, ties to even, NaN stays NaN, overflow to
+ * infinity. */
+static void bf16_rounding(void)
+{
+    static const uint32_t cases[][2] = {
+        {0x3f800000u, 0x3f80}, /* 1 */
+        {0x3f808000u, 0x3f80}, /* halfway, down to even */
+        {0x3f818000u, 0x3f82}, /* halfway, up to even */
+        {0x3f808001u, 0x3f81}, /* above halfway */
+        {0xbf7fffffu, 0xbf80}, /* -0.99999994 -> -1 */
+        {0x7f7fffffu, 0x7f80}, /* FLT_MAX -> inf */
+        {0xff800000u, 0xff80}, /* -inf */
+        {0x00000001u, 0x0000}, /* the smallest subnormal -> 0 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float x;
+        memcpy(&x, &cases[i][0], 4);
+        CHECK(pw_bf16_from_f32(x) == cases[i][1], "bf16(0x%08x) = 0x%04x, want 0x%04x",
+              cases[i][0], pw_bf16_from_f32(x), cases[i][1]);
+    }
+    uint32_t nan_bits = 0x7f800001u; /* a NaN whose payload would round away */
+    float nan;
+    memcpy(&nan, &nan_bits, 4);
+    CHECK(isnan(pw_bf16_to_f32(pw_bf16_from_f32(nan))), "a NaN rounds to a non-NaN");
+}
+
 int main(int argc, char **argv)
 {
     root = argc > 1 ? argv[1] : ".";
@@ -143,6 +303,16 @@ int main(int argc, char **argv)
     fputs("{\"metadata\": {}}\n", f);
     fclose(f);
     expect_error(d, "non-empty \"weight_map\"", "no weight_map");
+
+    /* ---- our saver: bfloat16, split at a maximum shard size, for both families */
+    printf("saved shards:\n");
+    bf16_rounding();
+    saver_shards(&cfg, "gpt2");
+    const PwArch qwen = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 16,
+                         .vocab_size = 24, .n_positions = 16, .n_kv_head = 2, .n_inner = 40,
+                         .norm_eps = 1e-6f, .rope_theta = 1e4, .tied = 1, .qkv_bias = 1,
+                         .hf_type = 1};
+    saver_shards(&qwen, "qwen2");
 
     pw_model_free(m);
     return pw_test_done("test_gpt2_shards");

@@ -1,5 +1,6 @@
 /* test_st_roundtrip.c: tensors of every dtype and the metadata written by pw_st_write come back
- * from pw_st_open unchanged, and F16/BF16/F64/I64 convert to the hand-computed values. */
+ * from pw_st_open unchanged, and F16/BF16/F64/I64 convert to the hand-computed values, in
+ * tensors of one element or of millions. */
 #include <math.h>
 #include <stdint.h>
 
@@ -134,6 +135,74 @@ static void test_all_dtypes(const char *dir)
     pw_st_close(st);
 }
 
+/* Tensors of several conversion blocks (1 << 20 elements; the reader spreads them over the
+ * OpenMP threads), of a length that is no multiple of a block, convert element for element, and
+ * stay readable after pw_st_read_f32_once has given their pages back. */
+static void test_large(const char *dir)
+{
+    enum { N = (5 << 19) + 77 }; /* 2.5 blocks and a few */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/large.safetensors", dir);
+    float *f32 = malloc(N * sizeof *f32), *got = malloc(N * sizeof *got);
+    double *f64 = malloc(N * sizeof *f64);
+    uint16_t *bf16 = malloc(N * sizeof *bf16), *f16 = malloc(N * sizeof *f16);
+    if (!f32 || !got || !f64 || !bf16 || !f16) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t h = i * 2654435761u; /* every bit pattern, NaNs included, in some order */
+        bf16[i] = (uint16_t)(h >> 16);
+        f16[i] = (uint16_t)((h >> 16) & 0x3bff); /* finite, normal and subnormal */
+        f64[i] = (double)i * 0.37 - 1e5;
+        memcpy(&f32[i], &h, 4);
+    }
+    const PwStWriteTensor w[] = {
+        {.name = "f32", .ndim = 1, .shape = {N}, .data = f32},
+        {.name = "f64", .ndim = 2, .shape = {1, N}, .data = f64, .dtype = PW_DT_F64},
+        {.name = "bf16", .ndim = 1, .shape = {N}, .data = bf16, .dtype = PW_DT_BF16},
+        {.name = "f16", .ndim = 1, .shape = {N}, .data = f16, .dtype = PW_DT_F16},
+    };
+    PwErr err = {{0}};
+    CHECK(pw_st_write(path, w, 4, NULL, &err) == 0, "write: %s", err.msg);
+    PwSafetensors *st = NULL;
+    if (pw_st_open(&st, path, &err) != 0) {
+        CHECK(0, "open: %s", err.msg);
+        return;
+    }
+    /* once, once more after the pages went back, and through the plain reader */
+    for (int pass = 0; pass < 3; pass++) {
+        int (*rd)(const PwSafetensors *, const char *, const int64_t *, int, float *,
+                  PwErr *) = pass < 2 ? pw_st_read_f32_once : pw_st_read_f32;
+        size_t bad[4] = {0};
+        CHECK(rd(st, "f32", (int64_t[]){N}, 1, got, &err) == 0, "%s", err.msg);
+        bad[0] = memcmp(got, f32, N * sizeof *got) != 0;
+        CHECK(rd(st, "f64", (int64_t[]){1, N}, 2, got, &err) == 0, "%s", err.msg);
+        for (int i = 0; i < N; i++) bad[1] += got[i] != (float)f64[i];
+        CHECK(rd(st, "bf16", (int64_t[]){N}, 1, got, &err) == 0, "%s", err.msg);
+        for (int i = 0; i < N; i++) {
+            uint32_t b;
+            memcpy(&b, &got[i], 4);
+            bad[2] += b != (uint32_t)bf16[i] << 16;
+        }
+        CHECK(rd(st, "f16", (int64_t[]){N}, 1, got, &err) == 0, "%s", err.msg);
+        for (int i = 0; i < N; i++) {
+            int ex = (f16[i] >> 10) & 31, man = f16[i] & 1023;
+            float want = ex ? ldexpf(1.0f + man / 1024.0f, ex - 15) : ldexpf((float)man, -24);
+            bad[3] += got[i] != want;
+        }
+        CHECK(!bad[0] && !bad[1] && !bad[2] && !bad[3],
+              "pass %d: f32 %s, f64 %zu, bf16 %zu, f16 %zu of %d elements differ", pass,
+              bad[0] ? "differs" : "equal", bad[1], bad[2], bad[3], N);
+    }
+    pw_st_close(st);
+    free(f32);
+    free(got);
+    free(f64);
+    free(bf16);
+    free(f16);
+}
+
 /* Replacing a file goes through a temporary name; the new content wins and nothing is left. */
 static void test_atomic(const char *dir)
 {
@@ -164,6 +233,7 @@ int main(void)
     char dir[4096];
     st_tmpdir_make(dir, sizeof dir, "st_roundtrip");
     test_all_dtypes(dir);
+    test_large(dir);
     test_atomic(dir);
     st_tmpdir_remove(dir);
     return pw_test_done("test_st_roundtrip");
