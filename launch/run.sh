@@ -7,10 +7,11 @@
 #   PW_HOSTFILE      an Open MPI hostfile (launch/hostfile.example); default: this host only
 #   PW_OVERSUBSCRIBE 1 to allow more ranks than slots with a hostfile (always on for one host)
 #   PW_MPIRUN_ARGS   extra mpirun arguments, word-split
+#   PW_RANK_ROLES    where rank 0 writes the rank -> roles map (default: a temporary file)
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-    sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 np=$1
