@@ -7,10 +7,11 @@
 #   PW_HOSTFILE      an Open MPI hostfile (launch/hostfile.example); default: this host only
 #   PW_OVERSUBSCRIBE 1 to allow more ranks than slots with a hostfile (always on for one host)
 #   PW_MPIRUN_ARGS   extra mpirun arguments, word-split
+#   PW_RANK_ROLES    where rank 0 writes the rank -> roles map (default: a temporary file)
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-    sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 np=$1
@@ -61,4 +62,46 @@ fi
 # shellcheck disable=SC2206
 extra=(${PW_MPIRUN_ARGS:-})
 
-exec mpirun "${args[@]}" "${extra[@]}" "$ppo" "$@"
+
+# A rank killed by a signal (SIGKILL, the kernel's OOM killer) says nothing, and mpirun ends the
+# job at once naming only the rank's number ("process rank N ... exited on signal 9"). So rank 0
+# writes the rank -> roles map to PW_RANK_ROLES at start-up, this script keeps a copy of
+# mpirun's stderr, and after a death by signal it names the rank with its roles
+# (docs/runtime.md, A killed rank). Not mpirun's recovery mode (orte_enable_recovery), which
+# keeps the job alive for the heartbeat to notice the death: with Open MPI 4.1 mpirun then exits
+# 0 after MPI_Abort, and a rank exiting 1 no longer ends the job, so failed runs looked good.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export PW_RANK_ROLES=${PW_RANK_ROLES:-$tmp/ranks.txt}
+rm -f "$PW_RANK_ROLES" # a map left by an earlier job must not name this job's ranks
+args+=(-x PW_RANK_ROLES)
+# A fifo, not a process substitution, so that the copy is complete before it is read.
+mkfifo "$tmp/stderr.fifo"
+tee "$tmp/stderr" < "$tmp/stderr.fifo" >&2 &
+tee_pid=$!
+mpirun "${args[@]}" "${extra[@]}" "$ppo" "$@" 2> "$tmp/stderr.fifo" &
+mpirun_pid=$!
+# Not exec'd any more: a stop asked of this script must reach mpirun, which ends the ranks.
+trap 'kill -TERM "$mpirun_pid" 2>/dev/null' TERM INT HUP
+rc=0
+while :; do
+    wait "$mpirun_pid" && rc=0 || rc=$?
+    kill -0 "$mpirun_pid" 2>/dev/null || break # else a trapped signal woke the wait
+done
+wait "$tee_pid" || true
+
+if [ "$rc" -ne 0 ]; then
+    pat='process rank ([0-9]+) with PID [0-9]+ on node [^ ]+ exited on signal ([0-9]+)'
+    line=$(grep -m1 -E -o "$pat" "$tmp/stderr" || true)
+    if [[ $line =~ $pat ]]; then
+        rank=${BASH_REMATCH[1]} sig=${BASH_REMATCH[2]}
+        who=$(awk -v r="$rank" '$1 == r { sub(/^[0-9]+ /, ""); print; exit }' \
+            "$PW_RANK_ROLES" 2>/dev/null || true)
+        [ -n "$who" ] || who="rank $rank (roles unknown: it died before the job's world was built)"
+        name=$(kill -l "$sig" 2>/dev/null || echo "?")
+        echo "[ppo_world] launcher: $who was killed by signal $sig (SIG$name) and could" \
+            "give no message of its own; mpirun ended the job (SIGKILL unasked for is often" \
+            "the kernel's out-of-memory killer: see dmesg)" >&2
+    fi
+fi
+exit "$rc"

@@ -41,6 +41,22 @@ static _Noreturn void declare_dead(const struct PwHeartbeat *h, double silent)
                   peer, silent, h->period_s, h->w->who);
 }
 
+/* An error on a beat to or from a neighbour (the transport saw its process or host go, where
+ * the library reports that instead of ending the job) is itself a sign of death: say whose,
+ * not only which call failed. The communicator returns errors (pw_heartbeat_start), and every
+ * operation is non-blocking, so a dead neighbour can neither hang this thread nor crash it. */
+static void check_peer(const struct PwHeartbeat *h, int rc, int peer, const char *what)
+{
+    if (rc == MPI_SUCCESS) return;
+    char who[200], msg[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    pw_world_describe_rank(h->w, peer, who, sizeof who);
+    MPI_Error_string(rc, msg, &n);
+    pw_comm_fatal(__FILE__, __LINE__,
+                  "heartbeat: %s %s failed (%s): that rank is dead, or its host is gone; "
+                  "noticed by %s; aborting the job", what, who, msg, h->w->who);
+}
+
 static void pause_s(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -52,7 +68,8 @@ static void *beat(void *arg)
     struct PwHeartbeat *h = arg;
     int in = 0, out = 0;
     MPI_Request rreq, sreq = MPI_REQUEST_NULL;
-    PW_MPI_CHECK(MPI_Irecv(&in, 1, MPI_INT, h->prev, 0, h->comm, &rreq));
+    check_peer(h, MPI_Irecv(&in, 1, MPI_INT, h->prev, 0, h->comm, &rreq), h->prev,
+               "receiving a beat from");
     double heard = pw_now(), sent = -1e300;
     int prev_done = 0, bye_posted = 0;
     for (;;) {
@@ -60,22 +77,27 @@ static void *beat(void *arg)
         /* Everything that arrived since the last look: beats, then perhaps a goodbye. */
         while (!prev_done) {
             int got = 0;
-            PW_MPI_CHECK(MPI_Test(&rreq, &got, MPI_STATUS_IGNORE));
+            check_peer(h, MPI_Test(&rreq, &got, MPI_STATUS_IGNORE), h->prev,
+                       "receiving a beat from");
             if (!got) break;
             heard = now;
             if (in == BYE)
                 prev_done = 1;
             else
-                PW_MPI_CHECK(MPI_Irecv(&in, 1, MPI_INT, h->prev, 0, h->comm, &rreq));
+                check_peer(h, MPI_Irecv(&in, 1, MPI_INT, h->prev, 0, h->comm, &rreq), h->prev,
+                           "receiving a beat from");
         }
         /* One beat in flight at most: a peer that takes none must not pile them up here. */
         int sent_done = 1;
-        if (sreq != MPI_REQUEST_NULL) PW_MPI_CHECK(MPI_Test(&sreq, &sent_done, MPI_STATUS_IGNORE));
+        if (sreq != MPI_REQUEST_NULL)
+            check_peer(h, MPI_Test(&sreq, &sent_done, MPI_STATUS_IGNORE), h->next,
+                       "sending a beat to");
         int stopping = atomic_load(&h->stop);
         if (sent_done && bye_posted && prev_done) break;
         if (sent_done && !bye_posted && (stopping || now - sent >= h->period_s)) {
             out = stopping ? BYE : BEAT;
-            PW_MPI_CHECK(MPI_Isend(&out, 1, MPI_INT, h->next, 0, h->comm, &sreq));
+            check_peer(h, MPI_Isend(&out, 1, MPI_INT, h->next, 0, h->comm, &sreq), h->next,
+                       "sending a beat to");
             sent = now;
             bye_posted = stopping;
         }
