@@ -117,6 +117,11 @@ static const ArgCase arg_cases[] = {
     {"reward.objective=median", "override 'reward.objective=median': reward.objective: 'median' is not one of mean|wco|uwo"},
     {"seed={a: 1}", "override 'seed={a: 1}': seed: expected an integer, got a mapping"},
     {"seed=[1", "override 'seed=[1': seed: cannot read the value: did not find expected ',' or ']'"},
+    /* Paths are verbatim, but must be text: config.yaml could not hold the bytes otherwise. */
+    {"data.prompts=caf\xe9.jsonl", "override 'data.prompts=caf\xe9.jsonl': data.prompts: the value "
+     "is not UTF-8 text (byte 3); expected text a configuration file can hold"},
+    {"model.sft=\xed\xa0\x80", "override 'model.sft=\xed\xa0\x80': model.sft: the value is not "
+     "UTF-8 text (byte 0); expected text a configuration file can hold"},
 };
 
 static void check_args(void)
