@@ -74,7 +74,7 @@ static int set_token(PwBpe *b, int id, const char *bytes, size_t len)
 {
     if (b->tok[id]) free(b->tok[id]);
     if (!(b->tok[id] = malloc(len + 1))) return -1;
-    memcpy(b->tok[id], bytes, len);
+    if (len) memcpy(b->tok[id], bytes, len); /* "" may come as NULL */
     b->tok[id][len] = '\0';
     b->tok_len[id] = (int)len;
     return 0;

@@ -219,6 +219,16 @@ static void check_errors(const char *tmp)
     CHECK(same && same->encode(same, "<x>", 3, sid, 4, &e2) == 1 && sid[0] == 0,
           "the same added token twice loads and matches: %s", e2.msg);
 
+    /* An empty vocabulary key, the first one: it loads, and nothing copies or compares it
+     * through a NULL pointer (UndefinedBehaviorSanitizer, the sanitizer pass). */
+    snprintf(d, sizeof d, "%s/emptykey", tmp);
+    write_file(d, "tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\":1,\"a\":0},"
+               "\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
+               "\"decoder\":{\"type\":\"ByteLevel\"}}");
+    const PwTokenizer *ek = pw_tokenizer_get(d, &e2);
+    CHECK(ek && ek->encode(ek, "a", 1, sid, 4, &e2) == 1 && sid[0] == 0,
+          "a vocabulary with an empty key loads: %s", e2.msg);
+
     snprintf(d, sizeof d, "%s/roberta", tmp);
     snprintf(json, sizeof json, "{\"post_processor\":{\"type\":\"RobertaProcessing\"},"
              "\"model\":{\"type\":\"BPE\",%s", tail);
