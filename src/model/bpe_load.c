@@ -75,7 +75,7 @@ static int set_token(PwBpe *b, int id, const char *bytes, size_t len)
 {
     if (b->tok[id]) free(b->tok[id]);
     if (!(b->tok[id] = malloc(len + 1))) return -1;
-    memcpy(b->tok[id], bytes, len);
+    if (len) memcpy(b->tok[id], bytes, len); /* "" may come as NULL */
     b->tok[id][len] = '\0';
     b->tok_len[id] = (int)len;
     return 0;
@@ -339,17 +339,34 @@ static int load_model(PwBpe *b, const char *file, json_t *root, PwErr *err)
         char one = (char)c;
         if (!pw_strmap_get(&b->vocab, &one, 1, &b->byte_id[c])) b->byte_id[c] = -1;
     }
-    /* Added tokens are matched and decoded as their literal content, never byte-mapped. */
+    /* Added tokens are matched and decoded as their literal content, never byte-mapped. The
+     * matcher's entry points into tok[id], so a second added token on one id would free the
+     * bytes under the first's entry: the same token twice is kept once, two texts on one id
+     * are refused (a vocab entry on the id is replaced, as GPT-2's <|endoftext|> is). */
+    unsigned char *taken = calloc((size_t)max_id + 1, 1);
+    if (!taken) return pw_errf(err, "%s: out of memory", file);
+    int rc = 0;
     json_array_foreach(added, i, v) {
         const char *content = json_string_value(json_object_get(v, "content"));
         size_t len = json_string_length(json_object_get(v, "content"));
         int id = (int)json_integer_value(json_object_get(v, "id"));
         if (!len) continue;
-        if (set_token(b, id, content, len) || pw_strmap_put(&b->vocab, content, len, id))
-            return pw_errf(err, "%s: out of memory", file);
+        if (taken[id]) {
+            if (b->tok_len[id] == (int)len && !memcmp(b->tok[id], content, len)) continue;
+            rc = pw_errf(err, "%s: added_tokens[%zu] gives id %d to '%s', which an earlier added "
+                         "token has ('%s'); expected one token per id", file, i, id, content,
+                         b->tok[id]);
+            break;
+        }
+        taken[id] = 1;
+        if (set_token(b, id, content, len) || pw_strmap_put(&b->vocab, content, len, id)) {
+            rc = pw_errf(err, "%s: out of memory", file);
+            break;
+        }
         b->added[b->n_added++] = (PwBpeAdded){b->tok[id], (int)len, id};
     }
-    return load_merges(b, file, merges, inv, err);
+    free(taken);
+    return rc ? rc : load_merges(b, file, merges, inv, err);
 }
 
 /* A special of tokenizer_config.json: "text", {"content": "text"}, or null/absent (-1). */

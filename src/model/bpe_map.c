@@ -30,7 +30,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
         len -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, s, len);
+    if (len) memcpy(&w, s, len); /* an empty key may be NULL, which memcpy may not take */
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 29;
     return h | 1;
@@ -44,6 +44,13 @@ static uint64_t mix64(uint64_t k)
     return k;
 }
 
+/* The slot's key is key (of the slot's length). An empty key (a vocabulary may hold "") is
+ * compared without touching the arena, which is NULL until a non-empty key arrives. */
+static int same_bytes(const PwStrMap *m, const struct PwStrSlot *s, const char *key)
+{
+    return !s->len || !memcmp(m->arena + s->off, key, s->len);
+}
+
 int pw_strmap_get(const PwStrMap *m, const char *key, size_t len, int *val)
 {
     if (!m->cap) return 0;
@@ -51,7 +58,7 @@ int pw_strmap_get(const PwStrMap *m, const char *key, size_t len, int *val)
     for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         const struct PwStrSlot *s = &m->slots[i];
         if (!s->hash) return 0;
-        if (s->hash == h && s->len == len && !memcmp(m->arena + s->off, key, len)) {
+        if (s->hash == h && s->len == len && same_bytes(m, s, key)) {
             *val = s->val;
             return 1;
         }
@@ -82,7 +89,7 @@ int pw_strmap_put(PwStrMap *m, const char *key, size_t len, int val)
     size_t i = h & (m->cap - 1);
     for (; m->slots[i].hash; i = (i + 1) & (m->cap - 1)) {
         struct PwStrSlot *s = &m->slots[i];
-        if (s->hash == h && s->len == len && !memcmp(m->arena + s->off, key, len)) {
+        if (s->hash == h && s->len == len && same_bytes(m, s, key)) {
             s->val = val;
             return 0;
         }

@@ -73,17 +73,16 @@ static int rope_scaling(PwArch *c, const json_t *rs, const char *path, PwErr *er
         return pw_errf(err, "%s: rope_scaling type \"%s\" is not implemented (null, default or "
                        "llama3)", path, type);
     c->rope_llama3 = 1;
-    double orig = 0;
+    /* A length is an integer: read as a number, 1e300 would not fit the int it goes into. */
     if (get_num(rs, "factor", -1, path, &c->rope_factor, err) ||
         get_num(rs, "low_freq_factor", -1, path, &c->rope_low_freq_factor, err) ||
         get_num(rs, "high_freq_factor", -1, path, &c->rope_high_freq_factor, err) ||
-        get_num(rs, "original_max_position_embeddings", -1, path, &orig, err))
+        get_int(rs, "original_max_position_embeddings", -1, path, &c->rope_original_max, err))
         return -1;
     if (c->rope_factor < 0 || c->rope_low_freq_factor < 0 || c->rope_high_freq_factor < 0 ||
-        orig < 0 || orig > INT_MAX || !(c->rope_high_freq_factor > c->rope_low_freq_factor))
+        !(c->rope_high_freq_factor > c->rope_low_freq_factor))
         return pw_errf(err, "%s: llama3 rope_scaling needs factor, low_freq_factor < "
                        "high_freq_factor and original_max_position_embeddings", path);
-    c->rope_original_max = (int)orig;
     return 0;
 }
 
@@ -120,7 +119,8 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     c.tied = tie ? json_is_true(tie) : 0; /* transformers' Llama/Qwen2/Mistral default: untied */
     c.qkv_bias = c.hf_type == 1 || json_is_true(json_object_get(root, "attention_bias"));
     const json_t *v;
-    json_int_t head_dim = 0; /* as read: an int cast could wrap a wrong one into a right one */
+    /* Kept at JSON's width and compared by division: head_dim * n_head could overflow. */
+    json_int_t head_dim = 0;
     if ((v = json_object_get(root, "head_dim")) && !json_is_null(v))
         head_dim = json_is_integer(v) ? json_integer_value(v) : -1;
     const json_t *sw = json_object_get(root, "sliding_window");
@@ -136,7 +136,8 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
              c.hf_type == 1 || json_is_null(sw) ||
                  (json_is_integer(sw) && json_integer_value(sw) >= c.n_positions),
              "null or at least max_position_embeddings", err) ||
-        need(root, "head_dim", path, head_dim == 0 || head_dim == c.n_embd / c.n_head,
+        need(root, "head_dim", path,
+             head_dim == 0 || (c.n_embd % c.n_head == 0 && head_dim == c.n_embd / c.n_head),
              "hidden_size / num_attention_heads", err) ||
         need(root, "pretraining_tp", path,
              json_integer_value(json_object_get(root, "pretraining_tp")) == 1, "1", err))

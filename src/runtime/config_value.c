@@ -142,6 +142,37 @@ static int parse_float(const char *s, double *out)
     return 0;
 }
 
+/* Where s stops being UTF-8 (a stray byte, an overlong form, a surrogate, a value past
+ * U+10FFFF: what libyaml refuses), or -1 when all of it is. A string value must be text a
+ * configuration file can hold, or the run's config.yaml could not be read back on resume. */
+static long utf8_bad_at(const char *s)
+{
+    static const uint32_t least[4] = {0, 0x80, 0x800, 0x10000};
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; p[i];) {
+        unsigned c = p[i];
+        int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+                 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (more < 0) return (long)i;
+        uint32_t cp = c & (0x7fu >> more);
+        /* A NUL ends the loop here too: it is not a continuation byte. */
+        for (int k = 1; k <= more; k++) {
+            if ((p[i + k] & 0xc0) != 0x80) return (long)i;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        if (cp < least[more] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return (long)i;
+        i += (size_t)more + 1;
+    }
+    return -1;
+}
+
+static int not_text(const PwCfgKey *k, long at, char *why, size_t why_len)
+{
+    snprintf(why, why_len, "%s: the value is not UTF-8 text (byte %ld); expected text a "
+             "configuration file can hold", k->name, at);
+    return -1;
+}
+
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -154,6 +185,8 @@ int pw_cfg_set_scalar(void *cfg, const PwCfgKey *k, const char *text, PwScalarSt
                       char *why, size_t why_len)
 {
     if (k->type == PW_CFG_STRING) {
+        long bad = style == PW_SCALAR_NULL ? -1 : utf8_bad_at(text);
+        if (bad >= 0) return not_text(k, bad, why, why_len);
         char *d = dup_str(style == PW_SCALAR_NULL ? "" : text);
         if (!d) return snprintf(why, why_len, "%s: out of memory", k->name), -1;
         char **slot = PW_CFG_FIELD(cfg, k, char *);
@@ -225,6 +258,10 @@ int pw_cfg_set_list(void *cfg, const PwCfgKey *k, const char *const *items, int 
                     char *why, size_t why_len)
 {
     PwStrList fresh = {NULL, 0};
+    for (int i = 0; i < n; i++) {
+        long bad = utf8_bad_at(items[i]);
+        if (bad >= 0) return not_text(k, bad, why, why_len);
+    }
     if (n > 0) {
         fresh.items = calloc((size_t)n, sizeof *fresh.items);
         if (!fresh.items) return snprintf(why, why_len, "%s: out of memory", k->name), -1;
@@ -260,7 +297,23 @@ static size_t quote(const char *s, char *buf, size_t len)
         else if (*p == '\n') PUT("\\n");
         else if (*p == '\t') PUT("\\t");
         else if (*p < 0x20 || *p == 0x7f) PUT("\\x%02x", *p);
-        else PUT("%c", *p);
+        /* Characters YAML does not take as they are (the C1 controls, U+FFFE and U+FFFF) or
+         * that YAML 1.1 counts as line breaks (NEL, one of the C1, U+2028, U+2029) go as
+         * escapes, or the value would not read back the same. The string is UTF-8
+         * (pw_cfg_set_scalar), and a NUL differs from every byte tested after it, so no test
+         * reads past the end. */
+        else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+            PUT("\\x%02x", p[1]);
+            p += 1;
+        } else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+            PUT("\\u20%02x", p[2] & 0x3f);
+            p += 2;
+        } else if (p[0] == 0xef && p[1] == 0xbf && p[2] >= 0xbe) {
+            PUT("\\uff%02x", 0xc0 | (p[2] & 0x3f));
+            p += 2;
+        } else {
+            PUT("%c", *p);
+        }
     }
     PUT("\"");
 #undef PUT

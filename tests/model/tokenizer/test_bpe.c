@@ -231,6 +231,34 @@ static void check_errors(const char *tmp)
     write_file(d, "tokenizer_config.json", "{\"eos_token\": {\"content\": \"</s>\"}}");
     expect_error(d, "badeos/tokenizer_config.json: eos_token '</s>' is not a token", NULL);
 
+    /* Two added tokens on one id: refused (the matcher would read the first one's freed
+     * text); the same token listed twice loads and matches. */
+    const char *twice = "{\"added_tokens\":[{\"id\":0,\"content\":\"<x>\"},"
+                        "{\"id\":0,\"content\":\"%s\"}],\"model\":{\"type\":\"BPE\",%s";
+    snprintf(d, sizeof d, "%s/addedtwice", tmp);
+    snprintf(json, sizeof json, twice, "<yy>", tail);
+    write_file(d, "tokenizer.json", json);
+    expect_error(d, "addedtwice/tokenizer.json: added_tokens[1] gives id 0 to '<yy>', which an "
+                 "earlier added token has ('<x>')", "expected one token per id");
+    snprintf(d, sizeof d, "%s/addedsame", tmp);
+    snprintf(json, sizeof json, twice, "<x>", tail);
+    write_file(d, "tokenizer.json", json);
+    PwErr e2 = {{0}};
+    const PwTokenizer *same = pw_tokenizer_get(d, &e2);
+    int sid[4] = {-1, -1, -1, -1};
+    CHECK(same && same->encode(same, "<x>", 3, sid, 4, &e2) == 1 && sid[0] == 0,
+          "the same added token twice loads and matches: %s", e2.msg);
+
+    /* An empty vocabulary key, the first one: it loads, and nothing copies or compares it
+     * through a NULL pointer (UndefinedBehaviorSanitizer, the sanitizer pass). */
+    snprintf(d, sizeof d, "%s/emptykey", tmp);
+    write_file(d, "tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\":1,\"a\":0},"
+               "\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
+               "\"decoder\":{\"type\":\"ByteLevel\"}}");
+    const PwTokenizer *ek = pw_tokenizer_get(d, &e2);
+    CHECK(ek && ek->encode(ek, "a", 1, sid, 4, &e2) == 1 && sid[0] == 0,
+          "a vocabulary with an empty key loads: %s", e2.msg);
+
     snprintf(d, sizeof d, "%s/roberta", tmp);
     snprintf(json, sizeof json, "{\"post_processor\":{\"type\":\"RobertaProcessing\"},"
              "\"model\":{\"type\":\"BPE\",%s", tail);

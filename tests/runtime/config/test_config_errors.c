@@ -219,6 +219,11 @@ static const ArgCase arg_cases[] = {
     {"seed={a: 1}", "override 'seed={a: 1}': seed: expected an integer, got a mapping"},
     {"seed=[1", "override 'seed=[1': seed: cannot read the value: did not find expected ',' or ']'"},
     {"ppo.epochs=!!str 4", "override 'ppo.epochs=!!str 4': ppo.epochs: YAML tag '!!str' is not supported: write the value without it (in quotes for a string)"},
+    /* Paths are verbatim, but must be text: config.yaml could not hold the bytes otherwise. */
+    {"data.prompts=caf\xe9.jsonl", "override 'data.prompts=caf\xe9.jsonl': data.prompts: the value "
+     "is not UTF-8 text (byte 3); expected text a configuration file can hold"},
+    {"model.sft=\xed\xa0\x80", "override 'model.sft=\xed\xa0\x80': model.sft: the value is not "
+     "UTF-8 text (byte 0); expected text a configuration file can hold"},
 };
 
 static void check_args(void)

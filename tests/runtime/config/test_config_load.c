@@ -126,6 +126,34 @@ static void check_dumps(const PwConfig *c)
     }
 }
 
+/* Every text a string key takes reads back from the dump as it was: controls, quotes, and the
+ * characters YAML refuses raw or reads as line breaks (C1 controls with NEL, U+2028, U+2029,
+ * U+FFFE, U+FFFF), which the dump escapes. */
+static void check_odd_text(void)
+{
+    static const char *const values[] = {
+        "a\"b\\c\td\re\x01\x7f", "nel\xc2\x85x", "c1\xc2\x80\xc2\x9f",
+        "ls\xe2\x80\xa8ps\xe2\x80\xa9", "nonchar\xef\xbf\xbe\xef\xbf\xbf",
+        "caf\xc3\xa9 \xf0\x9f\x98\x80 \xef\xbb\xbf\xe2\x82\xac",
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(values); i++) {
+        PwConfig c, back;
+        PwErr err = {""};
+        char arg[128];
+        snprintf(arg, sizeof arg, "data.prompt_template=%s", values[i]);
+        pw_config_defaults(&c);
+        pw_config_defaults(&back);
+        CHECK(pw_config_apply_override(&c, arg, &err) == 0, "value %zu: %s", i, err.msg);
+        char *text = pw_config_yaml_string(&c);
+        CHECK(text && pw_config_load_string(&back, text, "dump", &err) == 0, "value %zu: %s", i,
+              err.msg);
+        CHECK(!strcmp(back.data.prompt_template, values[i]), "value %zu reads back", i);
+        free(text);
+        pw_config_free(&c);
+        pw_config_free(&back);
+    }
+}
+
 /* The calls main.c makes: build from file + arguments, send as text, check a saved run. */
 static void check_build_and_resume(void)
 {
@@ -182,6 +210,7 @@ int main(void)
     check_dumps(&c);
     pw_config_free(&c);
     check_overrides();
+    check_odd_text();
     check_build_and_resume();
     config_tmp_clean();
     return pw_test_done("config_load");
