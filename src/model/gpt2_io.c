@@ -33,16 +33,6 @@ static int json_int_key(const json_t *root, const char *key, const char *path, i
     return 0;
 }
 
-/* A key whose other values would change the function: present, it must say what we compute. */
-static int need(const json_t *root, const char *key, const char *path, int ok, const char *what,
-                PwErr *err)
-{
-    if (json_object_get(root, key) && !ok)
-        return pw_errf(err, "%s: key \"%s\" must be %s (ppo_world computes nothing else)", path,
-                       key, what);
-    return 0;
-}
-
 int pw_gpt2_arch_from_json(PwArch *arch, const void *json_root, const char *path, PwErr *err)
 {
     const json_t *root = json_root;
@@ -71,29 +61,29 @@ int pw_gpt2_arch_from_json(PwArch *arch, const void *json_root, const char *path
         goto done;
     }
     /* gelu_pytorch_tanh and gelu_fast are transformers' other spellings of the tanh GELU */
-    if (need(root, "activation_function", path,
+    if (pw_config_need(root, "activation_function", path,
              act && (!strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh") ||
                      !strcmp(act, "gelu_fast")),
              "\"gelu_new\", \"gelu_pytorch_tanh\" or \"gelu_fast\"", err) ||
-        need(root, "layer_norm_epsilon", path,
+        pw_config_need(root, "layer_norm_epsilon", path,
              json_is_number(v = json_object_get(root, "layer_norm_epsilon")) &&
                  fabs(json_number_value(v) - 1e-5) <= 1e-12,
              "1e-05", err) ||
-        need(root, "tie_word_embeddings", path,
+        pw_config_need(root, "tie_word_embeddings", path,
              json_is_true(json_object_get(root, "tie_word_embeddings")),
              "true", err) ||
-        need(root, "n_inner", path,
+        pw_config_need(root, "n_inner", path,
              json_is_null(inner) ||
                  (json_is_integer(inner) && json_integer_value(inner) == 4LL * c.n_embd),
              inner_what, err) ||
         /* false, or null (falsy to transformers), leaves the scores unscaled by 1/sqrt(hs) */
-        need(root, "scale_attn_weights", path,
+        pw_config_need(root, "scale_attn_weights", path,
              json_is_true(json_object_get(root, "scale_attn_weights")), "true", err) ||
-        need(root, "scale_attn_by_inverse_layer_idx", path,
+        pw_config_need(root, "scale_attn_by_inverse_layer_idx", path,
              !json_is_true(json_object_get(root, "scale_attn_by_inverse_layer_idx")), "false",
              err) ||
         /* cross-attention layers belong to an encoder-decoder model */
-        need(root, "add_cross_attention", path,
+        pw_config_need(root, "add_cross_attention", path,
              !json_is_true(json_object_get(root, "add_cross_attention")), "false", err))
         goto done;
     /* Accepted as they are: reorder_and_upcast_attn only reorders half-precision arithmetic
@@ -118,14 +108,7 @@ static int config_save(const PwArch *cfg, const char *dtype, const char *path, P
         "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "initializer_range", 0.02,
         "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
         "reorder_and_upcast_attn", 0, "torch_dtype", dtype);
-    if (!root) return pw_errf(err, "%s: cannot build the JSON config", path);
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    if (!text) return pw_errf(err, "%s: cannot serialise the JSON config", path);
-    size_t n = strlen(text);
-    int rc = pw_write_file_atomic(path, text, n, err);
-    free(text);
-    return rc;
+    return pw_config_write(root, path, err);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -49,16 +49,6 @@ static int get_num(const json_t *root, const char *key, double def, const char *
     return 0;
 }
 
-/* A key whose other values would change the function: present, it must say what we compute. */
-static int need(const json_t *root, const char *key, const char *path, int ok, const char *what,
-                PwErr *err)
-{
-    if (json_object_get(root, key) && !ok)
-        return pw_errf(err, "%s: key \"%s\" must be %s (ppo_world computes nothing else)", path,
-                       key, what);
-    return 0;
-}
-
 static int rope_scaling(PwArch *c, const json_t *rs, const char *path, PwErr *err)
 {
     if (!rs || json_is_null(rs)) return 0;
@@ -124,22 +114,22 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     if ((v = json_object_get(root, "head_dim")) && !json_is_null(v))
         head_dim = json_is_integer(v) ? json_integer_value(v) : -1;
     const json_t *sw = json_object_get(root, "sliding_window");
-    if (need(root, "hidden_act", path,
+    if (pw_config_need(root, "hidden_act", path,
              json_string_value(json_object_get(root, "hidden_act")) &&
                  !strcmp(json_string_value(json_object_get(root, "hidden_act")), "silu"),
              "\"silu\"", err) ||
-        need(root, "mlp_bias", path, !json_is_true(json_object_get(root, "mlp_bias")), "false",
+        pw_config_need(root, "mlp_bias", path, !json_is_true(json_object_get(root, "mlp_bias")), "false",
              err) ||
-        need(root, "use_sliding_window", path,
+        pw_config_need(root, "use_sliding_window", path,
              !json_is_true(json_object_get(root, "use_sliding_window")), "false", err) ||
-        need(root, "sliding_window", path,
+        pw_config_need(root, "sliding_window", path,
              c.hf_type == 1 || json_is_null(sw) ||
                  (json_is_integer(sw) && json_integer_value(sw) >= c.n_positions),
              "null or at least max_position_embeddings", err) ||
-        need(root, "head_dim", path,
+        pw_config_need(root, "head_dim", path,
              head_dim == 0 || (c.n_embd % c.n_head == 0 && head_dim == c.n_embd / c.n_head),
              "hidden_size / num_attention_heads", err) ||
-        need(root, "pretraining_tp", path,
+        pw_config_need(root, "pretraining_tp", path,
              json_integer_value(json_object_get(root, "pretraining_tp")) == 1, "1", err))
         return -1;
     const json_t *lt = json_object_get(root, "layer_types");
@@ -190,14 +180,7 @@ static int config_save(const PwArch *c, const char *dtype, const char *path, PwE
                       c->rope_factor, "low_freq_factor", c->rope_low_freq_factor,
                       "high_freq_factor", c->rope_high_freq_factor,
                       "original_max_position_embeddings", c->rope_original_max));
-    /* 15 digits: every decimal of up to 15 significant digits (what config files hold) prints
-     * as written and reads back as the same double; 17 would print 1e-5 as 1.0000000000000001e-05. */
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
-    json_decref(root);
-    if (!text) return pw_errf(err, "%s: cannot build the JSON config", path);
-    int rc = pw_write_file_atomic(path, text, strlen(text), err);
-    free(text);
-    return rc;
+    return pw_config_write(root, path, err);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -43,6 +43,26 @@ size_t pw_model_sum_sizes(const size_t *sizes, int n)
  * calls (4 x n_embd rows of GPT-2's MLP). */
 #define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
 
+int pw_config_need(const void *root, const char *key, const char *path, int ok, const char *what,
+                   PwErr *err)
+{
+    if (json_object_get(root, key) && !ok)
+        return pw_errf(err, "%s: key \"%s\" must be %s (ppo_world computes nothing else)", path,
+                       key, what);
+    return 0;
+}
+
+int pw_config_write(void *root, const char *path, PwErr *err)
+{
+    if (!root) return pw_errf(err, "%s: cannot build the JSON config", path);
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    json_decref(root);
+    if (!text) return pw_errf(err, "%s: cannot serialise the JSON config", path);
+    int rc = pw_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
 int pw_model_check_size(const size_t *sizes, int n, const char *what, PwErr *err)
 {
     size_t total = pw_model_sum_sizes(sizes, n);

@@ -165,4 +165,14 @@ static inline size_t pw_size_mul(size_t a, size_t b)
  * need N bytes ..."; `what` spells the sizes with the family's config.json names. */
 int pw_model_check_size(const size_t *sizes, int n, const char *what, PwErr *err);
 
+/* config.json (a jansson object, as void * so that families' headers need no jansson): a key
+ * whose other values would change the function must, when present, hold what ppo_world computes
+ * (ok), else "PATH: key "K" must be WHAT (ppo_world computes nothing else)". */
+int pw_config_need(const void *root, const char *key, const char *path, int ok, const char *what,
+                   PwErr *err);
+/* Writes the object root (its reference is taken) as PATH atomically, numbers with 15
+ * significant digits: every decimal a config file holds prints as written and reads back as
+ * the same double (17 would print 1e-5 as 1.0000000000000001e-05). NULL root: out of memory. */
+int pw_config_write(void *root, const char *path, PwErr *err);
+
 #endif
