@@ -4,7 +4,7 @@
 # critic folder without its head, an empty prompt file, a prompt longer than the context, paths
 # that are not what their key wants (a loop of links, a device, a FIFO, a folder, a file where
 # the checkpoints go). Each run is bounded by timeout so a hang fails the test. Prompts over
-# data.max_prompt_len are skipped with one warning.
+# data.max_prompt_len are skipped with one warning; data.prompt_template wraps text prompts.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm80" 55 80 score
@@ -77,3 +77,12 @@ if [ "$(grep -c "$want" "$WORK/mixed.err")" != 1 ]; then
     cat "$WORK/mixed.err"; echo "FAIL mixed: no single '$want'"; exit 1
 fi
 echo "ok mixed: $(grep -m1 warning "$WORK/mixed.err")"
+
+# data.prompt_template reaches the prompts: "ab" fits data.max_prompt_len 16 as it is (3 byte
+# tokens with SEP), but not inside a 20-byte template, so every prompt is skipped.
+"$MAKE_TINY" model "$WORK/sft259" 11 259
+"$MAKE_TINY" model "$WORK/rm259" 22 259 score
+printf '{"prompt": "ab"}\n{"prompt": "ba"}\n' > "$WORK/text.jsonl"
+expect_error template "text.jsonl: all 2 examples are over the length limits" "model.sft=$WORK/sft259" \
+    "model.reward=[$WORK/rm259]" "data.prompts=$WORK/text.jsonl" data.tokenizer=bytes \
+    "data.prompt_template=QQQQQQQQQQQQQQQQQQQQ{prompt}"

@@ -37,3 +37,14 @@ for want in '"model_type": "qwen2"' '"num_key_value_heads": 1' '"intermediate_si
 done
 "$WEIGHTS_DIFF" "$WORK/qwen" "$WORK/qwen" lm 0 > /dev/null || fail "qwen2 checkpoint does not load"
 echo "sft qwen2: ok"
+
+# data.prompt_template reaches the examples: "a+b=" + SEP is 5 tokens, 11 inside "Q: {prompt} A:",
+# so data.max_prompt_len=8 with data.overlong=error fails only with the template.
+"$PPO_WORLD" sft --out "$WORK/tmpl" "data.dir=$WORK" train.steps=1 data.max_prompt_len=8 \
+    data.overlong=error > "$WORK/tlog" 2>&1 || { cat "$WORK/tlog"; fail "sft without template failed"; }
+if "$PPO_WORLD" sft --out "$WORK/tmpl2" "data.dir=$WORK" train.steps=1 data.max_prompt_len=8 \
+    data.overlong=error "data.prompt_template=Q: {prompt} A:" > "$WORK/tlog" 2>&1; then
+    fail "sft with a template that makes every prompt too long succeeded"
+fi
+grep -q 'example too long: prompt 11 ' "$WORK/tlog" || { cat "$WORK/tlog"; fail "no 'prompt 11' error"; }
+echo "sft prompt_template: ok"
