@@ -159,6 +159,10 @@ void pw_whiten(float *x, const float *mask, size_t n, int shift_mean);
  * Statistics (approxkl, clipfrac, ratio, entropy, value means) are always means over this
  * call's real tokens, with `count` given so that ranks can combine them weighted by count. */
 
+/* 1/N for a loss over n tokens weighted by w: N = normaliser, or sum_t w_t when normaliser <= 0
+ * (the real-token count for a 0/1 mask); 0 when N is 0. *count gets the tokens with w != 0. */
+double pw_loss_inv_normaliser(const float *w, size_t n, double normaliser, double *count);
+
 typedef struct PwPolicyStats {
     double loss;         /* pg_loss + entropy_loss, the value whose gradient is returned */
     double pg_loss;      /* -sum min(ratio*A, clip(ratio)*A) / normaliser */
@@ -170,13 +174,15 @@ typedef struct PwPolicyStats {
     double count;        /* real tokens in this call */
 } PwPolicyStats;
 
-/* Clipped PPO policy loss with an entropy bonus (arrays of n tokens):
+/* Clipped PPO policy loss with an entropy bonus (arrays of n tokens), each token's terms weighted
+ * by its mask value w_t (1 for a real token; pw_loss_weights gives other aggregations):
  *   ratio = exp(logp_new - logp_old)
- *   L = -sum_t min(ratio_t*A_t, clip(ratio_t, 1-eps, 1+eps)*A_t) / N
- *       - entropy_bonus * sum_t H_t / N
+ *   L = -sum_t w_t min(ratio_t*A_t, clip(ratio_t, 1-eps, 1+eps)*A_t) / N
+ *       - entropy_bonus * sum_t w_t H_t / N
+ * normaliser <= 0 means sum_t w_t (the real-token count for a 0/1 mask).
  * eps = ppo.ratio_eps, entropy_bonus = ppo.entropy_bonus.
- * dlogp_new (n) gets dL/dlogp_new: -ratio*A/N where the unclipped term is the min, else 0.
- * dentropy (n) gets dL/dH = -entropy_bonus/N. Both 0 on padding; either may be NULL, and
+ * dlogp_new (n) gets dL/dlogp_new: -w*ratio*A/N where the unclipped term is the min, else 0.
+ * dentropy (n) gets dL/dH = -w*entropy_bonus/N. Both 0 on padding; either may be NULL, and
  * entropy may be NULL (no bonus, dentropy zeroed). */
 void pw_policy_loss(PwPolicyStats *st, float *dlogp_new, float *dentropy, const float *logp_new,
                     const float *logp_old, const float *adv, const float *entropy,
@@ -211,6 +217,55 @@ typedef struct PwBtStats {
  * -sigmoid(s_r - s_c)/N and dL/ds_r = +sigmoid(s_r - s_c)/N. normaliser <= 0 means n. */
 void pw_bt_loss(PwBtStats *st, float *dchosen, float *drejected, const float *s_chosen,
                 const float *s_rejected, size_t n, double normaliser);
+
+/* ================================================================ critic-free algorithms === */
+
+/* algorithm: ppo (a critic and GAE) | grpo | rloo (group baselines over the n responses of each
+ * prompt, no critic). Names indexed by the enum, ended by NULL. */
+typedef enum PwAlgorithm { PW_ALGO_PPO = 0, PW_ALGO_GRPO, PW_ALGO_RLOO } PwAlgorithm;
+extern const char *const pw_algorithm_names[];
+int pw_algorithm_parse(const char *name, PwAlgorithm *out, PwErr *err);
+const char *pw_algorithm_name(PwAlgorithm a);
+/* 1 for ppo; a placement holds a critic exactly when this says so. */
+int pw_algorithm_needs_critic(PwAlgorithm a);
+
+/* Per-sequence advantages from the scores of n_groups groups of n responses, group g being
+ * scores[g*n .. g*n+n) (the n responses of one prompt, consecutive). With m, s the group's mean
+ * and unbiased standard deviation (divides by n - 1, as torch.std):
+ *   GRPO:  A_i = (r_i - m) / (s + eps), or r_i - m without scale_by_std (Dr. GRPO)
+ *   RLOO:  A_i = r_i - (sum_{j != i} r_j) / (n - 1)      (scale_by_std and eps unused)
+ * Equal scores give exactly 0. Fails for n < 2 (no baseline), for ppo, or eps < 0. */
+int pw_group_advantages(float *adv, const float *scores, int n_groups, int n, PwAlgorithm alg,
+                        int scale_by_std, double eps, PwErr *err);
+/* adv_tok (B,T) = adv_seq[b] on the real tokens of row b, 0 on padding (outcome supervision). */
+void pw_sequence_to_tokens(float *adv_tok, const float *adv_seq, const float *mask, int B, int T);
+
+/* How a loss sums its per-token terms (ppo.loss_aggregation):
+ *   token:     every real token weighs 1; the normaliser is the real-token count
+ *              (one long response weighs as much as its tokens)
+ *   sequence:  a token of a response of length l weighs 1/l; the normaliser is the number of
+ *              responses (each response weighs the same, GRPO's original mean of means) */
+typedef enum PwLossAgg { PW_AGG_TOKEN = 0, PW_AGG_SEQUENCE } PwLossAgg;
+extern const char *const pw_loss_agg_names[];
+int pw_loss_agg_parse(const char *name, PwLossAgg *out, PwErr *err);
+const char *pw_loss_agg_name(PwLossAgg a);
+/* w (B,T): each real token's weight under agg, 0 on padding. Pass w as the mask of
+ * pw_policy_loss and pw_kl_loss; their default normaliser, the sum of the weights, is then the
+ * token count or the response count. */
+void pw_loss_weights(float *w, const float *mask, int B, int T, PwLossAgg agg);
+
+typedef struct PwKlLossStats {
+    double loss;    /* coef * sum_t w_t k_t / N */
+    double kl_mean; /* mean k over the tokens with w != 0 */
+    double count;   /* tokens with w != 0 */
+} PwKlLossStats;
+
+/* The KL to the reference policy as a loss term (GRPO's), per token with estimator est applied to
+ * (logp_new, logp_ref) as pw_kl_token does:  L = coef * sum_t w_t k(logp_new_t, logp_ref_t) / N.
+ * dlogp_new (n) (may be NULL) gets dL/dlogp_new = coef * w_t * k'_t / N with k' = 1 (k1), d (k2),
+ * 1 - exp(-d) (k3), sign(d) (abs) and d = logp_new - logp_ref. normaliser <= 0 means sum_t w_t. */
+void pw_kl_loss(PwKlLossStats *st, float *dlogp_new, const float *logp_new, const float *logp_ref,
+                const float *weight, size_t n, PwKlEstimator est, double coef, double normaliser);
 
 /* ========================================================================= KL control ===== */
 

@@ -1,5 +1,5 @@
-/* mask.c: the response mask, lengths and stop flags from sampled tokens.
- * Everything downstream (KL sums, rewards, GAE, losses) trusts this mask, so it lives here. */
+/* mask.c: the response mask, lengths and stop flags from sampled tokens, and the token weights'
+ * normaliser of the losses. Everything downstream (KL sums, rewards, GAE, losses) trusts this mask. */
 #include "pw_algo.h"
 
 void pw_response_mask(float *mask, int *lengths, int *stopped, const int *tokens, int B, int T,
@@ -22,4 +22,16 @@ void pw_response_mask(float *mask, int *lengths, int *stopped, const int *tokens
         if (lengths) lengths[b] = len;
         if (stopped) stopped[b] = stop;
     }
+}
+
+double pw_loss_inv_normaliser(const float *w, size_t n, double normaliser, double *count)
+{
+    double c = 0.0, sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        c += w[i] != 0.0f;
+        sum += w[i];
+    }
+    *count = c;
+    double N = normaliser > 0.0 ? normaliser : sum;
+    return N > 0.0 ? 1.0 / N : 0.0;
 }
