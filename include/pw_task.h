@@ -1,5 +1,6 @@
-/* pw_task.h: the embedded default's synthetic task: reverse a short string of letters. Prompts
- * from a seed, a verifiable gold scorer, imperfect demonstrations, noisy pairs (docs/task.md). */
+/* pw_task.h: the embedded synthetic tasks: reverse a short string of letters (the default), and
+ * multi-digit arithmetic. Prompts from a seed, a verifiable gold scorer, imperfect demonstrations,
+ * noisy pairs (docs/task.md). */
 #ifndef PW_TASK_H
 #define PW_TASK_H
 
@@ -12,13 +13,22 @@
 /* ---- the task's shape */
 #define PW_TASK_MAX_LEN 16 /* letters in a prompt, and bytes a corrupted answer may reach */
 
+#define PW_TASK_ARITH_MAX_DIGITS 6 /* per operand: "999999-999999" fits PW_TASK_MAX_LEN */
+
+typedef enum PwTaskKind { PW_TASK_REVERSE = 0, PW_TASK_ARITHMETIC } PwTaskKind;
+
 typedef struct PwTaskSpec {
-    int min_len, max_len; /* letters per prompt: 1 <= min_len <= max_len <= PW_TASK_MAX_LEN */
-    int alphabet;         /* the first `alphabet` lowercase letters, 2..26 */
+    int min_len, max_len; /* reverse: letters per prompt, 1 <= min <= max <= PW_TASK_MAX_LEN;
+                           * arithmetic: digits per operand, 1 <= min <= max <=
+                           * PW_TASK_ARITH_MAX_DIGITS */
+    int alphabet;         /* reverse: the first `alphabet` lowercase letters, 2..26 */
+    PwTaskKind kind;
 } PwTaskSpec;
 
 /* 4..8 letters from a..z: short enough for a 64-token context, long enough to have errors in. */
 PwTaskSpec pw_task_spec_default(void);
+/* Arithmetic: operands of 1..2 digits, + or - (docs/task.md, Arithmetic). */
+PwTaskSpec pw_task_arith_spec_default(void);
 int pw_task_spec_check(const PwTaskSpec *s, PwErr *err);
 
 /* ---- random streams: every record of every data set draws from its own stream, named by
@@ -27,11 +37,23 @@ uint64_t pw_task_stream(uint64_t seed, uint64_t set, uint64_t index);
 int pw_task_below(uint64_t *state, int n); /* uniform in 0..n-1, from pw_rng_uniform */
 
 /* ---- prompts and answers */
-/* A random prompt (out: PW_TASK_MAX_LEN + 1 bytes, NUL-terminated); returns its length. */
+/* A random prompt of the spec's task (out: PW_TASK_MAX_LEN + 1 bytes, NUL-terminated); returns
+ * its length. */
 int pw_task_prompt(const PwTaskSpec *s, uint64_t *rng, char *out);
-/* The correct answer to any prompt: its bytes in reverse order. out holds plen bytes (and a NUL
- * when cap > plen); returns plen, or -1 if cap < plen. */
+/* Arithmetic: "A+B" or "A-B", each operand of min_len..max_len digits (uniform), no leading
+ * zero, the operator uniform. */
+int pw_task_arith_prompt(const PwTaskSpec *s, uint64_t *rng, char *out);
+/* The correct answer to a task prompt, whichever task it belongs to (their prompts are disjoint):
+ *   "A+B" / "A-B" (decimal, no sign, no leading zero, at most PW_TASK_ARITH_MAX_DIGITS digits):
+ *       the result in decimal, "-" before a negative one ("12-40" -> "-28")
+ *   anything else without digits, '+' or '-': its bytes in reverse order
+ * pw_task_answer writes out (and a NUL when there is room) and returns the answer's length; -1
+ * for a malformed prompt (digits that are no sum, say) or when cap is too small. The _ints forms
+ * work on byte values as ints (token ids of the byte tokenizer); pw_task_arith_answer only
+ * accepts sums. */
 int pw_task_answer(const char *prompt, size_t plen, char *out, size_t cap);
+int pw_task_answer_ints(const int *prompt, int n, int *out, int cap);
+int pw_task_arith_answer(const int *prompt, int n, int *out, int cap);
 
 /* ---- the gold scorer */
 /* Edit distance with adjacent transpositions (optimal string alignment): the fewest

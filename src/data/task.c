@@ -1,6 +1,8 @@
-/* task.c: the synthetic task (reverse a string of letters): prompts from a seed, the gold scorer,
- * the corruption model and the writer of its JSONL data sets (docs/task.md). */
+/* task.c: the synthetic tasks (reverse a string of letters; arithmetic, whose own part is
+ * task_arith.c): prompts from a seed, the gold scorer, the corruption model and the writer of
+ * their JSONL data sets (docs/task.md). */
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,12 +20,25 @@
 
 PwTaskSpec pw_task_spec_default(void)
 {
-    PwTaskSpec s = {4, 8, 26};
+    PwTaskSpec s = {4, 8, 26, PW_TASK_REVERSE};
+    return s;
+}
+
+PwTaskSpec pw_task_arith_spec_default(void)
+{
+    PwTaskSpec s = {1, 2, 10, PW_TASK_ARITHMETIC};
     return s;
 }
 
 int pw_task_spec_check(const PwTaskSpec *s, PwErr *err)
 {
+    if (s->kind == PW_TASK_ARITHMETIC) {
+        if (s->min_len < 1 || s->min_len > s->max_len || s->max_len > PW_TASK_ARITH_MAX_DIGITS)
+            return pw_errf(err, "arithmetic operands of %d..%d digits: expected 1 <= min <= max "
+                                "<= %d", s->min_len, s->max_len, PW_TASK_ARITH_MAX_DIGITS);
+        return 0;
+    }
+    if (s->kind != PW_TASK_REVERSE) return pw_errf(err, "task kind %d: unknown", (int)s->kind);
     if (s->min_len < 1 || s->min_len > s->max_len || s->max_len > PW_TASK_MAX_LEN)
         return pw_errf(err, "task lengths %d..%d: expected 1 <= min <= max <= %d", s->min_len,
                        s->max_len, PW_TASK_MAX_LEN);
@@ -50,19 +65,13 @@ int pw_task_below(uint64_t *state, int n)
 
 int pw_task_prompt(const PwTaskSpec *s, uint64_t *rng, char *out)
 {
+    if (s->kind == PW_TASK_ARITHMETIC) return pw_task_arith_prompt(s, rng, out);
     int len = s->min_len + pw_task_below(rng, s->max_len - s->min_len + 1);
     for (int i = 0; i < len; i++) out[i] = (char)('a' + pw_task_below(rng, s->alphabet));
     out[len] = '\0';
     return len;
 }
 
-int pw_task_answer(const char *prompt, size_t plen, char *out, size_t cap)
-{
-    if (cap < plen) return -1;
-    for (size_t i = 0; i < plen; i++) out[i] = prompt[plen - 1 - i];
-    if (cap > plen) out[plen] = '\0';
-    return (int)plen;
-}
 
 /* ------------------------------------------------------------------------ the gold scorer */
 
@@ -100,19 +109,51 @@ static size_t osa_distance(const int *a, size_t na, const int *b, size_t nb)
 }
 
 /* Bytes as ints, in a caller's small buffer or on the heap; NULL without memory. */
-static int *bytes_to_ints(const char *s, size_t n, int *small, size_t cap, int reverse)
+static int *bytes_to_ints(const char *s, size_t n, int *small, size_t cap)
 {
     int *v = n <= cap ? small : malloc((n ? n : 1) * sizeof *v);
     if (!v) return NULL;
-    for (size_t i = 0; i < n; i++) v[i] = (unsigned char)s[reverse ? n - 1 - i : i];
+    for (size_t i = 0; i < n; i++) v[i] = (unsigned char)s[i];
     return v;
+}
+
+/* The answer of a prompt given as ints, in a caller's small buffer or on the heap (an answer
+ * is never longer than its prompt + 1: a sum's result has at most one more digit); NULL for a
+ * malformed prompt or without memory. */
+static int *answer_of(const int *prompt, size_t n, int *small, size_t cap, int *len)
+{
+    size_t need = n + 1;
+    int *a = need <= cap ? small : malloc(need * sizeof *a);
+    if (!a) return NULL;
+    *len = n > INT_MAX - 1 ? -1 : pw_task_answer_ints(prompt, (int)n, a, (int)need);
+    if (*len < 0) {
+        if (a != small) free(a);
+        return NULL;
+    }
+    return a;
+}
+
+int pw_task_answer(const char *prompt, size_t plen, char *out, size_t cap)
+{
+    int sp[64] = {0}, sa[65] = {0}, n = -1;
+    int *p = bytes_to_ints(prompt, plen, sp, PW_ARRAY_LEN(sp));
+    int *a = p ? answer_of(p, plen, sa, PW_ARRAY_LEN(sa), &n) : NULL;
+    if (a && (size_t)n <= cap) {
+        for (int i = 0; i < n; i++) out[i] = (char)a[i];
+        if (cap > (size_t)n) out[n] = '\0';
+    } else {
+        n = -1;
+    }
+    if (p != sp) free(p);
+    if (a && a != sa) free(a);
+    return n;
 }
 
 size_t pw_task_distance(const char *a, size_t na, const char *b, size_t nb)
 {
     int sa[64] = {0}, sb[64] = {0};
-    int *va = bytes_to_ints(a, na, sa, PW_ARRAY_LEN(sa), 0);
-    int *vb = bytes_to_ints(b, nb, sb, PW_ARRAY_LEN(sb), 0);
+    int *va = bytes_to_ints(a, na, sa, PW_ARRAY_LEN(sa));
+    int *vb = bytes_to_ints(b, nb, sb, PW_ARRAY_LEN(sb));
     size_t d = va && vb ? osa_distance(va, na, vb, nb) : SIZE_MAX;
     if (va != sa) free(va);
     if (vb != sb) free(vb);
@@ -128,11 +169,13 @@ static double gold_of_distance(size_t d)
 
 double pw_task_gold(const char *prompt, size_t plen, const char *response, size_t rlen)
 {
-    int sa[64] = {0}, sr[64] = {0};
-    int *ans = bytes_to_ints(prompt, plen, sa, PW_ARRAY_LEN(sa), 1);
-    int *res = bytes_to_ints(response, rlen, sr, PW_ARRAY_LEN(sr), 0);
-    double g = ans && res ? gold_of_distance(osa_distance(res, rlen, ans, plen)) : 0.0;
-    if (ans != sa) free(ans);
+    int sp[64] = {0}, sa[65] = {0}, sr[64] = {0}, alen = 0;
+    int *p = bytes_to_ints(prompt, plen, sp, PW_ARRAY_LEN(sp));
+    int *ans = p ? answer_of(p, plen, sa, PW_ARRAY_LEN(sa), &alen) : NULL;
+    int *res = bytes_to_ints(response, rlen, sr, PW_ARRAY_LEN(sr));
+    double g = ans && res ? gold_of_distance(osa_distance(res, rlen, ans, (size_t)alen)) : 0.0;
+    if (p != sp) free(p);
+    if (ans && ans != sa) free(ans);
     if (res != sr) free(res);
     return g;
 }
@@ -149,15 +192,12 @@ static size_t token_distance(const int *prompt, int plen, const int *response, i
     int rend = 0;
     while (rend < rlen && response[rend] != PW_BYTE_EOS) rend++;
     if (rend == rlen) return SIZE_MAX;
-    int small[64], *ans = end - start <= 64 ? small : malloc((size_t)(end - start) * sizeof *ans);
+    for (int i = start; i < end; i++)
+        if (prompt[i] < 0 || prompt[i] > 255) return SIZE_MAX;
+    int small[65], alen = 0;
+    int *ans = answer_of(prompt + start, (size_t)(end - start), small, PW_ARRAY_LEN(small), &alen);
     if (!ans) return SIZE_MAX;
-    size_t n = 0, d = SIZE_MAX;
-    for (int i = end - 1; i >= start; i--) {
-        if (prompt[i] < 0 || prompt[i] > 255) goto done;
-        ans[n++] = prompt[i];
-    }
-    d = osa_distance(response, (size_t)rend, ans, n);
-done:
+    size_t d = osa_distance(response, (size_t)rend, ans, (size_t)alen);
     if (ans != small) free(ans);
     return d;
 }
@@ -187,13 +227,19 @@ int pw_task_gold_rows(const int *prompt, int P, const int *response, int R, int 
 
 /* --------------------------------------------------------------------- the corruption model */
 
+/* The characters of the task's answers: the spec's letters, or the ten digits of arithmetic
+ * (whose errors are digits wrong, dropped, added or swapped; a sign is never added). */
+static char first_char(const PwTaskSpec *s) { return s->kind == PW_TASK_ARITHMETIC ? '0' : 'a'; }
+static int n_chars(const PwTaskSpec *s) { return s->kind == PW_TASK_ARITHMETIC ? 10 : s->alphabet; }
+
 static char other_letter(const PwTaskSpec *s, char c, uint64_t *rng)
 {
     /* draw from the alphabet less c, so a substitution always changes the letter */
-    int in = c >= 'a' && c < 'a' + s->alphabet;
-    int k = pw_task_below(rng, s->alphabet - in);
-    if (in && k >= c - 'a') k++;
-    return (char)('a' + k);
+    char a = first_char(s);
+    int in = c >= a && c < a + n_chars(s);
+    int k = pw_task_below(rng, n_chars(s) - in);
+    if (in && k >= c - a) k++;
+    return (char)(a + k);
 }
 
 int pw_task_apply_error(const PwTaskSpec *s, char *str, int len, int kind, uint64_t *rng)
@@ -215,7 +261,7 @@ int pw_task_apply_error(const PwTaskSpec *s, char *str, int len, int kind, uint6
         if (len >= PW_TASK_MAX_LEN) return -1;
         int i = pw_task_below(rng, len + 1);
         memmove(str + i + 1, str + i, (size_t)(len - i));
-        str[i] = (char)('a' + pw_task_below(rng, s->alphabet));
+        str[i] = (char)(first_char(s) + pw_task_below(rng, n_chars(s)));
         return len + 1;
     }
     case PW_TASK_ERR_SWAP: {
@@ -430,11 +476,11 @@ static int write_sft(OutFile *f, const PwTaskGenOpts *o, const PromptSet *held, 
         uint64_t rng = pw_task_stream(o->seed, (uint64_t)set, (uint64_t)i);
         int len = fresh_prompt(&o->spec, held, &rng, p);
         if (len < 0) return pw_errf(err, "the prompt space is too small");
-        pw_task_answer(p, (size_t)len, ans, sizeof ans);
+        int alen = pw_task_answer(p, (size_t)len, ans, sizeof ans);
         int k = 0;
         if (pw_rng_uniform(&rng) < o->sft_error_rate)
             k = 1 + pw_task_below(&rng, o->sft_max_errors);
-        int rlen = pw_task_corrupt(&o->spec, ans, len, k, &rng, resp);
+        int rlen = pw_task_corrupt(&o->spec, ans, alen, k, &rng, resp);
         if (rlen < 0) return pw_errf(err, "cannot put %d errors into '%s'", k, ans);
         st->sft_total++;
         st->sft_corrupted += k > 0;
@@ -470,14 +516,14 @@ static int write_prefs(OutFile *f, const PwTaskGenOpts *o, const PromptSet *held
         uint64_t rng = pw_task_stream(o->seed, (uint64_t)set, (uint64_t)i);
         int len = fresh_prompt(&o->spec, held, &rng, p);
         if (len < 0) return pw_errf(err, "the prompt space is too small");
-        pw_task_answer(p, (size_t)len, ans, sizeof ans);
+        int alen = pw_task_answer(p, (size_t)len, ans, sizeof ans);
         int ka, kb;
         do { /* both redrawn: the pair is the weighted draw conditioned on ka != kb */
             ka = pair_errors(o, &rng);
             kb = pair_errors(o, &rng);
         } while (ka == kb);
-        int la = pw_task_corrupt(&o->spec, ans, len, ka, &rng, a);
-        int lb = pw_task_corrupt(&o->spec, ans, len, kb, &rng, b);
+        int la = pw_task_corrupt(&o->spec, ans, alen, ka, &rng, a);
+        int lb = pw_task_corrupt(&o->spec, ans, alen, kb, &rng, b);
         if (la < 0 || lb < 0)
             return pw_errf(err, "cannot put %d errors into '%s'", ka > kb ? ka : kb, ans);
         int flip = pw_rng_uniform(&rng) < o->label_noise;
@@ -502,12 +548,16 @@ static int check_opts(const PwTaskGenOpts *o, PwErr *err)
         return pw_errf(err, "--sft-error-rate %g: expected 0..1", o->sft_error_rate);
     if (!(o->label_noise >= 0 && o->label_noise <= 1))
         return pw_errf(err, "--label-noise %g: expected 0..1", o->label_noise);
-    if (o->sft_max_errors < 1 || o->sft_max_errors > o->spec.min_len)
-        return pw_errf(err, "--sft-max-errors %d: expected 1..min-len (%d)", o->sft_max_errors,
-                       o->spec.min_len);
-    if (o->pair_max_errors < 1 || o->pair_max_errors > o->spec.min_len)
-        return pw_errf(err, "--pair-max-errors %d: expected 1..min-len (%d)", o->pair_max_errors,
-                       o->spec.min_len);
+    /* the shortest answer: min-len letters reversed, or a single digit of arithmetic ("5-5");
+     * any answer takes at least 2 errors (a substitution and an insertion) */
+    int most = o->spec.kind == PW_TASK_ARITHMETIC ? 2 : o->spec.min_len;
+    const char *what = o->spec.kind == PW_TASK_ARITHMETIC ? "arithmetic" : "min-len";
+    if (o->sft_max_errors < 1 || o->sft_max_errors > most)
+        return pw_errf(err, "--sft-max-errors %d: expected 1..%d (%s)", o->sft_max_errors, most,
+                       what);
+    if (o->pair_max_errors < 1 || o->pair_max_errors > most)
+        return pw_errf(err, "--pair-max-errors %d: expected 1..%d (%s)", o->pair_max_errors,
+                       most, what);
     return 0;
 }
 
@@ -518,7 +568,7 @@ static int write_summary(const PwTaskGenOpts *o, const PwTaskGenStats *st, PwErr
     json_t *j = json_pack(
         "{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:i, s:f, s:{s:i, s:i, s:f, "
         "s:i, s:i}}",
-        "task", "reverse", "seed", (json_int_t)o->seed, "min_len", o->spec.min_len, "max_len",
+        "task", o->spec.kind == PW_TASK_ARITHMETIC ? "arithmetic" : "reverse", "seed", (json_int_t)o->seed, "min_len", o->spec.min_len, "max_len",
         o->spec.max_len, "alphabet", o->spec.alphabet, "n_train", o->n_train, "n_eval", o->n_eval,
         "n_sft", o->n_sft, "n_valid", o->n_valid, "n_pairs", o->n_pairs, "sft_error_rate",
         o->sft_error_rate, "sft_max_errors", o->sft_max_errors, "pair_max_errors",
@@ -579,6 +629,9 @@ static void gen_usage(FILE *f)
     fprintf(f,
             "usage: ppo_world gen-task --out DIR [options]\n"
             "  writes the synthetic task's data sets (docs/task.md) into DIR\n"
+            "  --task T             reverse (letters reversed) | arithmetic (sums and\n"
+            "                       differences; --min-len/--max-len then count digits per\n"
+            "                       operand, 1..2 by default, at most %d) (reverse)\n"
             "  --seed S             random seed (%llu)\n"
             "  --n-train N          PPO training prompts (%d)\n"
             "  --n-eval N           held-out gold evaluation prompts (%d)\n"
@@ -591,7 +644,7 @@ static void gen_usage(FILE *f)
             "  --label-noise P      fraction of pairs with chosen and rejected exchanged (%g)\n"
             "  --min-len N, --max-len N  letters per prompt (%d, %d; at most %d)\n"
             "  --alphabet N         letters a.. used (%d; 2..26)\n",
-            (unsigned long long)d.seed, d.n_train, d.n_eval, d.n_sft, d.n_valid, d.n_pairs,
+            PW_TASK_ARITH_MAX_DIGITS, (unsigned long long)d.seed, d.n_train, d.n_eval, d.n_sft, d.n_valid, d.n_pairs,
             d.sft_error_rate, d.sft_max_errors, d.pair_max_errors, d.label_noise,
             d.spec.min_len, d.spec.max_len, PW_TASK_MAX_LEN, d.spec.alphabet);
 }
@@ -632,9 +685,10 @@ int pw_task_gen_main(int argc, char **argv)
 {
     PwTaskGenOpts o = pw_task_gen_defaults();
     /* Count flags carry val F_COUNT + their index in counts[]. */
-    enum { F_OUT = 256, F_SEED, F_ERROR_RATE, F_LABEL_NOISE, F_COUNT };
+    enum { F_OUT = 256, F_TASK, F_SEED, F_ERROR_RATE, F_LABEL_NOISE, F_COUNT };
     static const struct option flags[] = {
         {"out", required_argument, NULL, F_OUT},
+        {"task", required_argument, NULL, F_TASK},
         {"seed", required_argument, NULL, F_SEED},
         {"sft-error-rate", required_argument, NULL, F_ERROR_RATE},
         {"label-noise", required_argument, NULL, F_LABEL_NOISE},
@@ -654,6 +708,8 @@ int pw_task_gen_main(int argc, char **argv)
     int *counts[] = {&o.n_train, &o.n_eval, &o.n_sft, &o.n_valid, &o.n_pairs,
                      &o.sft_max_errors, &o.pair_max_errors, &o.spec.min_len, &o.spec.max_len,
                      &o.spec.alphabet};
+    /* --min-len, --max-len, --pair-max-errors given: else the chosen task's own defaults */
+    int lens_given = 0, pair_errors_given = 0;
     PwCli cli;
     pw_cli_init(&cli, argc, argv, "h", flags);
     for (int c; (c = pw_cli_next(&cli)) != PW_CLI_END;) {
@@ -671,6 +727,14 @@ int pw_task_gen_main(int argc, char **argv)
             return gen_bad_usage(msg);
         } else if (c == F_OUT) {
             o.out = cli.arg;
+        } else if (c == F_TASK) {
+            if (!strcmp(cli.arg, "reverse")) o.spec.kind = PW_TASK_REVERSE;
+            else if (!strcmp(cli.arg, "arithmetic")) o.spec.kind = PW_TASK_ARITHMETIC;
+            else {
+                fprintf(stderr, "ppo_world gen-task: --task %s: expected reverse or arithmetic\n",
+                        cli.arg);
+                bad = 1;
+            }
         } else if (c == F_SEED) {
             char *end;
             errno = 0;
@@ -684,9 +748,17 @@ int pw_task_gen_main(int argc, char **argv)
             bad = parse_real(flag, cli.arg, &o.label_noise);
         } else {
             bad = parse_int(flag, cli.arg, counts[c - F_COUNT]);
+            lens_given |= c == F_COUNT + 7 || c == F_COUNT + 8;
+            pair_errors_given |= c == F_COUNT + 6;
         }
         if (bad) return 2;
     }
+    if (o.spec.kind == PW_TASK_ARITHMETIC && !lens_given) {
+        PwTaskSpec a = pw_task_arith_spec_default();
+        o.spec.min_len = a.min_len;
+        o.spec.max_len = a.max_len;
+    }
+    if (o.spec.kind == PW_TASK_ARITHMETIC && !pair_errors_given) o.pair_max_errors = 2;
     PwErr err = {{0}};
     PwTaskGenStats st;
     if (pw_task_write_sets(&o, &st, &err)) {

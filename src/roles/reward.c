@@ -20,8 +20,13 @@ void pw_verifier_score(int token, int task, const PwRows *rows, float *score)
 {
     /* the rows are the task's layout: prompt bytes + SEP left-padded with PAD, then the
      * response up to EOS (run.c requires the byte tokenizer for the task verifier) */
-    if (task) pw_task_gold_rows(rows->prompt, rows->P, rows->tokens, rows->R, rows->n, score, NULL);
-    else verify_count(rows, token, score);
+    if (!task) {
+        verify_count(rows, token, score);
+        return;
+    }
+    pw_task_gold_rows(rows->prompt, rows->P, rows->tokens, rows->R, rows->n, score, NULL);
+    if (task == PW_VERIFIER_EXACT) /* gold 1 is exactly the answer */
+        for (int b = 0; b < rows->n; b++) score[b] = score[b] == 1.0f ? 1.0f : 0.0f;
 }
 
 void pw_reward_evaluate(PwRun *r)

@@ -187,13 +187,16 @@ void pw_xfer_free(PwXfer *x);
 /* ======================================================================== run state ===== */
 
 /* One member of the reward ensemble: a checkpoint folder, or a verifier written as
- * "verifier:count:K" (the score is the number of response tokens equal to K) or "verifier:task"
- * (the synthetic task's gold scorer, pw_task.h, on byte-tokenizer rows). */
+ * "verifier:count:K" (the score is the number of response tokens equal to K), "verifier:task"
+ * (the synthetic tasks' gold scorer, pw_task.h, on byte-tokenizer rows: 2^-edits) or
+ * "verifier:exact" (1 for the task's exact answer, else 0). */
 #define PW_TASK_VERIFIER "verifier:task"
+#define PW_EXACT_VERIFIER "verifier:exact"
+enum { PW_VERIFIER_GOLD = 1, PW_VERIFIER_EXACT = 2 }; /* PwMember.task, PwRun.gold_task */
 typedef struct PwMember {
     const char *name;
     int verifier_token;       /* >= 0 for a counting verifier */
-    int task;                 /* 1 for the task verifier */
+    int task;                 /* PW_VERIFIER_GOLD or _EXACT for a task verifier, else 0 */
     int nranks;
     int idx[64];              /* reward role ranks serving it */
     int me;                   /* this rank's position among them, -1 if it does not serve it */
@@ -283,7 +286,7 @@ static inline int pw_member_is_verifier(const PwMember *m)
     return m->verifier_token >= 0 || m->task;
 }
 /* A verifier's scores of a block of rows: the count of `token`, or with `task` the task's gold
- * score (reward.c). */
+ * score (PW_VERIFIER_GOLD) or exact-answer 1/0 (PW_VERIFIER_EXACT) (reward.c). */
 void pw_verifier_score(int token, int task, const PwRows *rows, float *score);
 /* Whether a verifier's score means a correct answer (verifiable_correct_rate): any counted token,
  * or the task's exact answer (gold 1). */

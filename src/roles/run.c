@@ -15,23 +15,31 @@
 
 #define PW_GPT2_PERIOD 13 /* '.' in the GPT-2 byte-level vocabulary */
 
-/* "verifier:count:K" -> K, -2 for a malformed one, else -1 (the task verifier is checked
- * before, anything else is a checkpoint folder). */
+/* "verifier:count:K" -> K, -2 for a malformed one or another "verifier:" name, else -1 (the
+ * task verifiers are checked before, anything else is a checkpoint folder). */
 static int verifier_token(const char *name)
 {
     const char *pre = "verifier:count:";
-    if (strncmp(name, pre, strlen(pre)) != 0) return -1;
+    if (strncmp(name, pre, strlen(pre)) != 0) return strncmp(name, "verifier:", 9) ? -1 : -2;
     char *end;
     long k = strtol(name + strlen(pre), &end, 10);
     return (*end || k < 0) ? -2 : (int)k;
 }
 
-/* The task verifier reads byte-tokenizer rows: prompt bytes + SEP, response bytes + EOS. */
+/* "verifier:task" -> PW_VERIFIER_GOLD, "verifier:exact" -> PW_VERIFIER_EXACT, else 0. */
+static int task_verifier_kind(const char *name)
+{
+    return !strcmp(name, PW_TASK_VERIFIER) ? PW_VERIFIER_GOLD
+         : !strcmp(name, PW_EXACT_VERIFIER) ? PW_VERIFIER_EXACT
+                                            : 0;
+}
+
+/* The task verifiers read byte-tokenizer rows: prompt bytes + SEP, response bytes + EOS. */
 static int need_bytes(const PwRun *r, const char *key, PwErr *err)
 {
     if (r->tok != pw_tokenizer_bytes())
-        return pw_errf(err, "%s: %s scores byte-tokenizer rows: set data.tokenizer: bytes", key,
-                       PW_TASK_VERIFIER);
+        return pw_errf(err, "%s: %s and %s score byte-tokenizer rows: set data.tokenizer: bytes",
+                       key, PW_TASK_VERIFIER, PW_EXACT_VERIFIER);
     return 0;
 }
 
@@ -153,8 +161,9 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     for (int k = 0; k < s->n_reward; k++) {
         snprintf(key, sizeof key, "model.reward[%d]", k);
         r->member[k].name = s->reward[k];
-        if (!strcmp(s->reward[k], PW_TASK_VERIFIER)) {
-            r->member[k].task = 1;
+        int task = task_verifier_kind(s->reward[k]);
+        if (task) {
+            r->member[k].task = task;
             r->member[k].verifier_token = -1;
             if (need_bytes(r, key, err)) return -1;
             continue;
@@ -162,8 +171,8 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
         int vt = verifier_token(s->reward[k]);
         r->member[k].verifier_token = vt;
         if (vt == -2)
-            return pw_errf(err, "%s: '%s': a verifier is written verifier:count:K or %s", key,
-                           s->reward[k], PW_TASK_VERIFIER);
+            return pw_errf(err, "%s: '%s': a verifier is written verifier:count:K, %s or %s", key,
+                           s->reward[k], PW_TASK_VERIFIER, PW_EXACT_VERIFIER);
         if (vt >= 0) {
             if (vt >= r->V)
                 return pw_errf(err, "%s: token %d is outside the vocabulary (%d)", key, vt, r->V);
@@ -209,16 +218,16 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
         r->eval_n = (int)(s->eval_num < avail ? s->eval_num : avail);
     }
     r->gold_token = -1;
-    if (s->gold && !strcmp(s->gold, PW_TASK_VERIFIER)) { /* a verifier as the gold score */
-        r->gold_task = 1;
+    if (s->gold && task_verifier_kind(s->gold)) { /* a verifier as the gold score */
+        r->gold_task = task_verifier_kind(s->gold);
         if (need_bytes(r, "model.gold", err)) return -1;
     } else if (s->gold && (r->gold_token = verifier_token(s->gold)) >= 0) {
         if (r->gold_token >= r->V)
             return pw_errf(err, "model.gold: token %d is outside the vocabulary (%d)",
                            r->gold_token, r->V);
     } else if (r->gold_token == -2) {
-        return pw_errf(err, "model.gold: '%s': a verifier is written verifier:count:K or %s",
-                       s->gold, PW_TASK_VERIFIER);
+        return pw_errf(err, "model.gold: '%s': a verifier is written verifier:count:K, %s or %s",
+                       s->gold, PW_TASK_VERIFIER, PW_EXACT_VERIFIER);
     } else if (s->gold && *s->gold) {
         if (load_config(&c, "model.gold", s->gold, err) ||
             check_heads("model.gold", s->gold, PW_HEAD_SCORE, err))

@@ -2,7 +2,7 @@
 # test_task.sh: text prompts through data.tokenizer (bytes: prompt bytes + SEP, rows padded with
 # PAD, stop at EOS) next to {"input_ids"} lines; the synthetic task's gold scorer as a reward
 # member ("verifier:task") and as model.gold in eval.jsonl, whose sample responses are decoded
-# text; the same numbers on 1 and 3 ranks;
+# text; the same numbers on 1 and 3 ranks; arithmetic prompts with the exact-answer verifier;
 # and the messages when the tokenizer is missing or does not fit the model.
 . "$(dirname "$0")/common.sh"
 "$MAKE_TINY" model "$WORK/sft" 11 260
@@ -40,6 +40,18 @@ value eval/scores "$WORK/alone/eval.jsonl" > "$WORK/s.txt"
 value eval/gold_scores "$WORK/alone/eval.jsonl" > "$WORK/g.txt"
 cmp -s "$WORK/s.txt" "$WORK/g.txt" || { echo "FAIL: task member and gold differ"; exit 1; }
 
+# Arithmetic prompts: "verifier:exact" scores 1 or 0, so with no penalty a step's mean score is
+# its correct rate, and a sampling policy that has never seen a sum gets next to nothing right.
+for p in 12-40 7+5 99+1 3-3; do printf '{"prompt": "%s"}\n' "$p"; done > "$WORK/sums.jsonl"
+run_ppo 1 single sums data.tokenizer=bytes "data.prompts=$WORK/sums.jsonl" \
+    "model.reward=[verifier:exact]" model.gold=verifier:task eval.every=1 eval.num_prompts=4 \
+    episodes=24 reward.non_stop_penalty=false generation.temperature=3
+"$METRICS_CHECK" lines "$WORK/sums/metrics.jsonl" 3
+value objective/scores "$WORK/sums/metrics.jsonl" > "$WORK/s.txt"
+value objective/verifiable_correct_rate "$WORK/sums/metrics.jsonl" > "$WORK/c.txt"
+cmp -s "$WORK/s.txt" "$WORK/c.txt" || { echo "FAIL: exact scores are not the correct rate";
+    paste "$WORK/s.txt" "$WORK/c.txt"; exit 1; }
+
 expect_error() { # expect_error WHAT PATTERN key=value...
     what=$1 pat=$2; shift 2
     if run_ppo 1 single "err_$what" "$@" > "$WORK/$what.log" 2>&1; then
@@ -50,6 +62,9 @@ expect_error() { # expect_error WHAT PATTERN key=value...
 }
 expect_error text "needs a tokenizer" "model.reward=[$WORK/rm]"
 expect_error task "set data.tokenizer: bytes" "model.reward=[verifier:task]"
+expect_error exact "set data.tokenizer: bytes" "model.reward=[verifier:exact]"
+expect_error verifier "verifier:count:K, verifier:task or verifier:exact" \
+    "model.reward=[verifier:exactly]"
 "$MAKE_TINY" model "$WORK/sft64" 11 64
 expect_error small "has 259 ids" data.tokenizer=bytes "model.sft=$WORK/sft64" \
     "model.reward=[verifier:task]"

@@ -120,7 +120,7 @@ static void test_gold_tokens(void)
 
     /* the token form agrees with the string form on random strings */
     uint64_t rng = pw_task_stream(3, 4, 5);
-    PwTaskSpec sp = {1, 12, 4};
+    PwTaskSpec sp = {1, 12, 4, PW_TASK_REVERSE};
     for (int i = 0; i < 500; i++) {
         char p[PW_TASK_MAX_LEN + 1], r[PW_TASK_MAX_LEN + 1];
         int pl = pw_task_prompt(&sp, &rng, p), rl = pw_task_prompt(&sp, &rng, r);
@@ -140,11 +140,11 @@ static void test_prompts(void)
     PwTaskSpec sp = pw_task_spec_default();
     PwErr err;
     CHECK(pw_task_spec_check(&sp, &err) == 0, "default spec");
-    PwTaskSpec bad = {5, 4, 26};
+    PwTaskSpec bad = {5, 4, 26, PW_TASK_REVERSE};
     CHECK(pw_task_spec_check(&bad, &err) == -1, "min > max");
-    bad = (PwTaskSpec){1, PW_TASK_MAX_LEN + 1, 26};
+    bad = (PwTaskSpec){1, PW_TASK_MAX_LEN + 1, 26, PW_TASK_REVERSE};
     CHECK(pw_task_spec_check(&bad, &err) == -1, "too long");
-    bad = (PwTaskSpec){1, 4, 27};
+    bad = (PwTaskSpec){1, 4, 27, PW_TASK_REVERSE};
     CHECK(pw_task_spec_check(&bad, &err) == -1, "alphabet");
     /* the same stream gives the same prompt; another seed another */
     int counts[PW_TASK_MAX_LEN + 1] = {0}, same = 0;
@@ -213,7 +213,7 @@ static void test_corruptions(void)
     }
     /* one letter of a two-letter alphabet still takes two errors; more than 16 cannot be had
      * within PW_TASK_MAX_LEN letters */
-    PwTaskSpec tiny = {1, 1, 2};
+    PwTaskSpec tiny = {1, 1, 2, PW_TASK_REVERSE};
     char out[PW_TASK_MAX_LEN + 1];
     CHECK(pw_task_corrupt(&tiny, "a", 1, 2, &rng, out) >= 0, "two errors in one letter");
     CHECK(pw_task_corrupt(&tiny, "a", 1, PW_TASK_MAX_LEN + 5, &rng, out) == -1, "impossible");

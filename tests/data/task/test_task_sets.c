@@ -217,7 +217,7 @@ static void test_sets(void)
     CHECK(pw_task_write_sets(&o, NULL, &err) == -1 && strstr(err.msg, "--label-noise"), "noise");
     o = pw_task_gen_defaults();
     o.out = dir;
-    o.spec = (PwTaskSpec){1, 1, 2};
+    o.spec = (PwTaskSpec){1, 1, 2, PW_TASK_REVERSE};
     o.sft_max_errors = o.pair_max_errors = 1;
     o.n_eval = 5; /* only two one-letter prompts exist */
     CHECK(pw_task_write_sets(&o, NULL, &err) == -1 && strstr(err.msg, "too small"), "space");
