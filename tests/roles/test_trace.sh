@@ -13,8 +13,10 @@ run_ppo 1 single one trace.path="$WORK/one.json" trace.steps=3
 "$TRACE_CHECK" file "$WORK/one.json" 1 0 3 "$WORK/one/metrics.jsonl"
 "$METRICS_CHECK" zero "$WORK/one/metrics.jsonl" 2 comm/bytes_sent comm/bytes_collective
 
-# Five ranks, sync, with a progress line after every step.
-run_ppo 5 five five trace.path="$WORK/five.json" runtime.progress_s=0.001 > "$WORK/five.log"
+# Five ranks, sync, with a progress line and an evaluation after every step (the evaluation's
+# messages are in the file, outside the steps, and not in comm/bytes_sent).
+run_ppo 5 five five trace.path="$WORK/five.json" runtime.progress_s=0.001 eval.every=1 \
+    eval.num_prompts=4 > "$WORK/five.log"
 "$TRACE_CHECK" file "$WORK/five.json" 5 0 3 "$WORK/five/metrics.jsonl"
 "$TRACE_CHECK" progress "$WORK/five.log" "$WORK/five/metrics.jsonl"
 grep -c '^\[ppo [123]/3\]' "$WORK/five.log" | grep -qx 3 ||

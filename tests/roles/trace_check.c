@@ -144,13 +144,24 @@ static void check_messages(const Span *s, int n)
     free(rcv);
 }
 
+/* Whether span i lies in its rank's "step" span of its step: the metrics count what a step
+ * does, not the evaluation or checkpoint between steps. */
+static int in_step(const Span *s, int n, int i)
+{
+    for (int j = 0; j < n; j++)
+        if (s[j].pid == s[i].pid && s[j].step == s[i].step && !strcmp(s[j].name, "step") &&
+            !strcmp(s[j].cat, "phase"))
+            return s[i].t0 >= s[j].t0 - TOL_US && s[i].t1 <= s[j].t1 + TOL_US;
+    return 0;
+}
+
 /* Sends between ranks (reports aside, as comm/bytes_sent counts them) of one step. */
 static long long remote_bytes(const Span *s, int n, long long step, const char *kind, int *count)
 {
     long long b = 0;
     *count = 0;
     for (int i = 0; i < n; i++) {
-        if (strcmp(s[i].cat, "message") || s[i].step != step) continue;
+        if (strcmp(s[i].cat, "message") || s[i].step != step || !in_step(s, n, i)) continue;
         const json_t *a = s[i].args;
         if (strcmp(str(a, "dir", i), "send") || integer(a, "peer", i) == s[i].pid) continue;
         if (kind ? strcmp(s[i].name, kind) : !strcmp(s[i].name, "report")) continue;
@@ -166,7 +177,7 @@ static long long collective_bytes(const Span *s, int n, long long step, int *cou
     long long b = 0;
     *count = 0;
     for (int i = 0; i < n; i++)
-        if (!strcmp(s[i].cat, "collective") && s[i].step == step) {
+        if (!strcmp(s[i].cat, "collective") && s[i].step == step && in_step(s, n, i)) {
             b += integer(s[i].args, "bytes", i);
             (*count)++;
         }
@@ -230,7 +241,8 @@ static Span *read_spans(json_t *root, int *nout, int *ranks, char **named_out)
     char *named = calloc((size_t)*ranks * 8, 1), *pnamed = calloc((size_t)*ranks, 1);
     static const char *const cats[] = {"phase", "message", "collective", NULL};
     static const char *const phases[] = {"generate", "evaluate", "advantages", "train",
-                                         "weights",  "idle",     "step",       NULL};
+                                         "weights",  "idle",     "step",       "eval",
+                                         NULL};
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(evs, i);
         const char *ph = str(e, "ph", (int)i);
