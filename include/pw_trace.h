@@ -12,7 +12,7 @@
 /* The track (Chrome "tid") of a span: a role (0..PW_ROLE_COUNT-1), or the rank's communication. */
 #define PW_TRACE_COMM PW_ROLE_COUNT
 
-/* Events one rank keeps at most (72 bytes each): past it, spans are counted, not kept, and the
+/* Events one rank keeps at most (80 bytes each): past it, spans are counted, not kept, and the
  * file says how many were dropped. trace.steps is the bound a user sets; this one guards it. */
 #define PW_TRACE_MAX_EVENTS (1 << 18)
 
