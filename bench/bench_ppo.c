@@ -155,7 +155,8 @@ static void run_case(const char *dir, const Case *c, int async, int steps, int r
         const char *fixed[] = {"ppo.epochs=1", "ppo.minibatches=2", "generation.stop_token=none",
                                "reward.non_stop_penalty=false", "optim.lr=1e-4",
                                "optim.warmup_steps=0", "critic.lr=1e-4", "checkpoint.every=0",
-                               "eval.every=0", "seed=1"};
+                               "eval.every=0", "seed=1",
+                               "runtime.progress_s=0"}; /* the table is the output */
         const char *all[20];
         int n = 0;
         for (int i = 0; i < 8; i++) all[n++] = ov[i];

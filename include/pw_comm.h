@@ -67,6 +67,10 @@ typedef struct PwWorld {
     size_t pinned_bytes[4];               /* cudaMallocHost costs milliseconds per call */
     char who[160];                        /* "rank 2 (critic[0]+reward[0])", for messages */
     struct PwHeartbeat *heartbeat;        /* NULL until pw_heartbeat_start, and when off */
+    struct PwTrace *trace;                /* NULL unless trace.path is set (pw_trace.h) */
+    uint64_t bytes_sent;                  /* payload bytes this rank sent to other ranks, reports
+                                           * to the metrics aside (comm/bytes_sent) */
+    uint64_t bytes_coll;                  /* bytes this rank gave to collectives */
 } PwWorld;
 
 /* Builds the world from a role map: checks the map against the communicator, splits one

@@ -88,7 +88,13 @@ typedef struct PwRuntimeConfig {
     double timeout_s;
     PwOnNonfinite on_nonfinite;
     int64_t max_skipped_steps;
+    double progress_s;
 } PwRuntimeConfig;
+
+typedef struct PwTraceConfig {
+    char *path;
+    int64_t steps;
+} PwTraceConfig;
 
 typedef struct PwModelConfig {
     char *sft;
@@ -117,6 +123,7 @@ typedef struct PwConfig {
     PwCheckpointConfig checkpoint;
     PwEvalConfig eval;
     PwRuntimeConfig runtime;
+    PwTraceConfig trace;
     PwModelConfig model;
     PwDataConfig data;
 } PwConfig;

@@ -8,6 +8,7 @@
 
 #include "pw_algo.h"
 #include "pw_metrics.h" /* a NaN score is written "nan", never dropped */
+#include "pw_trace.h"
 #include "roles.h"
 
 static const int gold_idx[1] = {0}; /* model.gold lives on reward rank 0 */
@@ -276,6 +277,7 @@ void pw_eval_run(PwRun *r, int64_t step)
     Eval ev;
     memset(&ev, 0, sizeof ev);
     PwXfer x = {0};
+    double t0 = pw_now();
     eval_generate(r, &ev, d, P, step, &x);
     eval_score(r, &ev, step, &x);
     if (pw_run_has(r, PW_ROLE_ACTOR)) eval_report(r, &ev, step);
@@ -292,4 +294,5 @@ void pw_eval_run(PwRun *r, int64_t step)
         free(r->member[k].score);
         r->member[k].score = NULL;
     }
+    if (r->w.trace) pw_trace_span(&r->w, PW_TRACE_COMM, PW_TRACE_PHASE, "eval", t0, pw_now());
 }

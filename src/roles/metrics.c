@@ -1,5 +1,6 @@
 /* metrics.c: one JSON line per PPO step in RUN_DIR/metrics.jsonl, with the names open-instruct
- * logs (docs/algorithm.md, Metrics) plus time/<role>/<phase> and the idle time of each role. */
+ * logs (docs/algorithm.md, Metrics) plus time/<role>/<phase>, the idle time of each role, the
+ * bytes moved and each role's peak memory; and the progress line on stdout. */
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -56,6 +57,13 @@ void pw_metrics_write(PwRun *r, int64_t step)
             put(o, key, r->time[role][ph]);
         }
     }
+    put(o, "comm/bytes_sent", r->bytes_sent);
+    put(o, "comm/bytes_collective", r->bytes_coll);
+    for (int role = 0; role < PW_ROLE_COUNT; role++) {
+        if (!r->w.map.role[role].nranks) continue;
+        snprintf(key, sizeof key, "memory/%s/peak_mb", pw_role_name((PwRole)role));
+        put(o, key, r->peak_mb[role]);
+    }
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     if (line) {
         fprintf(r->metrics, "%s\n", line);
@@ -63,4 +71,34 @@ void pw_metrics_write(PwRun *r, int64_t step)
         free(line);
     }
     json_decref(o);
+}
+
+/* "1:05", or "2:03:07" past an hour; a time that is not a number (no rate yet) prints "?". */
+static void clock_text(char *buf, size_t n, double secs)
+{
+    if (!(secs >= 0 && secs < 1e9)) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    long s = (long)(secs + 0.5);
+    if (s >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else snprintf(buf, n, "%ld:%02ld", s / 60, s % 60);
+}
+
+void pw_progress_line(PwRun *r, int64_t step)
+{
+    double now = pw_now();
+    int last = step + 1 == r->s.steps;
+    if (r->s.progress_s <= 0 || (!last && now - r->progress_last < r->s.progress_s)) return;
+    r->progress_last = now;
+    double rate = (double)(step + 1 - r->first_step) / (now - r->run_t0);
+    char eta[32], total[32];
+    clock_text(eta, sizeof eta, (double)(r->s.steps - step - 1) / rate);
+    clock_text(total, sizeof total, now - r->run_t0);
+    /* The quickstart's stage lines: the count first, the time since the start last. */
+    int w = snprintf(NULL, 0, "%lld", (long long)r->s.steps);
+    printf("[ppo %*lld/%lld] %.3g steps/s  ETA %s  score %.4f  kl %.4f  [%s]\n", w,
+           (long long)(step + 1), (long long)r->s.steps, rate, eta, r->stats[PW_ST_SCORE] / r->s.N,
+           r->stats[PW_ST_KL] / r->s.N, total);
+    fflush(stdout);
 }

@@ -3,8 +3,10 @@
  * it holds, so roles sharing a rank and roles spread over ranks run the same code. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "pw_algo.h"
+#include "pw_trace.h"
 #include "roles.h"
 
 /* The phases (docs/roles.md):
@@ -111,11 +113,19 @@ static void idle(PwRun *r, double secs, const int *roles)
         if (pw_run_has(r, (PwRole)roles[i])) r->time[roles[i]][PW_PH_IDLE] += secs;
 }
 
+/* Adds the seconds since t0 to a role's phase, and the span to the trace when there is one. */
+static void spent(PwRun *r, int role, int phase, double t0)
+{
+    double t1 = pw_now();
+    r->time[role][phase] += t1 - t0;
+    if (r->w.trace) pw_trace_span(&r->w, role, PW_TRACE_PHASE, pw_phase_names[phase], t0, t1);
+}
+
 #define TIMED(role, phase, stmt)                                                             \
     do {                                                                                     \
         double t0_ = pw_now();                                                               \
         stmt;                                                                                \
-        r->time[role][phase] += pw_now() - t0_;                                              \
+        spent(r, role, phase, t0_);                                                          \
     } while (0)
 
 /* Async: the generator takes new weights at step k (after sending batch k) to sample batch
@@ -284,8 +294,18 @@ static void phase_advantages(PwRun *r, PwXfer *x, int64_t step)
 }
 
 /* What each rank of each role reports to actor rank 0 at the end of a step: its seconds per
- * phase for that role, then (critic) value loss, value clipfrac, critic lr, skipped updates. */
-#define PW_REPORT_LEN (PW_PH_COUNT + 4)
+ * phase for that role, then (critic) value loss, value clipfrac, critic lr, skipped updates,
+ * then the rank's bytes sent and given to collectives this step (in the report of the first
+ * role it holds only, so a rank is counted once) and its peak resident set in MB. */
+#define PW_REPORT_LEN (PW_PH_COUNT + 7)
+enum { REP_SENT = PW_PH_COUNT + 4, REP_COLL, REP_PEAK };
+
+/* The process's peak resident set, which the roles of a rank share (Linux: ru_maxrss in KiB). */
+static double peak_mb(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
+}
 
 static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
 {
@@ -307,20 +327,31 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
     double waited = pw_xfer_wait(x, w);
     idle(r, waited, receivers);
-    if (pw_run_has(r, PW_ROLE_ACTOR)) r->time[PW_ROLE_ACTOR][PW_PH_WEIGHTS] += pw_now() - t0;
-    /* the generator's wait for the end of training is idle time, not weights time */
-    if (pw_run_has(r, PW_ROLE_GENERATOR))
-        r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] += pw_now() - t0 - waited;
+    if (pw_run_has(r, PW_ROLE_ACTOR)) spent(r, PW_ROLE_ACTOR, PW_PH_WEIGHTS, t0);
+    /* the generator's wait for the end of training is idle time, not weights time (its span
+     * holds the idle span of that wait) */
+    if (pw_run_has(r, PW_ROLE_GENERATOR)) {
+        spent(r, PW_ROLE_GENERATOR, PW_PH_WEIGHTS, t0);
+        r->time[PW_ROLE_GENERATOR][PW_PH_WEIGHTS] -= waited;
+    }
 
     /* Reports: every rank of every role, so a role's times are its mean over its ranks (rank 0
      * alone would hide a slow or idle data-parallel rank). Actor rank 0 reports to itself too. */
     double out[PW_ROLE_COUNT][PW_REPORT_LEN];
+    int first_role = 1;
+    double peak = peak_mb();
     for (int role = 0; role < PW_ROLE_COUNT; role++) {
         if (!pw_run_has(r, (PwRole)role)) continue;
         memset(out[role], 0, sizeof out[role]);
         memcpy(out[role], r->time[role], sizeof r->time[role]);
         if (role == PW_ROLE_CRITIC)
             memcpy(out[role] + PW_PH_COUNT, r->critic_stats, 4 * sizeof(double));
+        if (first_role) {
+            out[role][REP_SENT] = (double)(w->bytes_sent - r->sent0);
+            out[role][REP_COLL] = (double)(w->bytes_coll - r->coll0);
+            first_role = 0;
+        }
+        out[role][REP_PEAK] = peak;
         PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
         pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_REPORT, step, &t);
     }
@@ -339,6 +370,7 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
         }
     pw_xfer_wait(x, w);
     k = 0;
+    r->bytes_sent = r->bytes_coll = 0.0;
     for (int role = 0; role < PW_ROLE_COUNT; role++) {
         int n = pw_run_nranks(r, (PwRole)role);
         if (!n) continue;
@@ -347,6 +379,13 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
             double sum = 0.0;
             for (int i = 0; i < n; i++) sum += rep[(size_t)i * PW_REPORT_LEN + ph];
             r->time[role][ph] = sum / n;
+        }
+        r->peak_mb[role] = 0.0;
+        for (int i = 0; i < n; i++) {
+            const double *ri = rep + (size_t)i * PW_REPORT_LEN;
+            r->bytes_sent += ri[REP_SENT];
+            r->bytes_coll += ri[REP_COLL];
+            if (ri[REP_PEAK] > r->peak_mb[role]) r->peak_mb[role] = ri[REP_PEAK];
         }
         if (role == PW_ROLE_CRITIC) { /* all-reduced inside the critic: rank 0 speaks for all */
             r->stats[PW_ST_VLOSS] = rep[PW_PH_COUNT];
@@ -377,6 +416,9 @@ void pw_ppo_step(PwRun *r, int64_t step)
     PwXfer x = {0};
     double t0 = pw_now();
     r->step = step;
+    r->sent0 = r->w.bytes_sent;
+    r->coll0 = r->w.bytes_coll;
+    pw_trace_set_step(&r->w, step);
     memset(r->time, 0, sizeof r->time);
     r->P = step_width(r, step);
     start_blocks(r, step);
@@ -395,10 +437,14 @@ void pw_ppo_step(PwRun *r, int64_t step)
     /* The KL controller sees the global objective/kl, the same on every actor rank. */
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
         r->step_seconds = pw_now() - t0;
-        if (r->w.role_rank[PW_ROLE_ACTOR] == 0) pw_metrics_write(r, step);
+        if (r->w.role_rank[PW_ROLE_ACTOR] == 0) {
+            pw_metrics_write(r, step);
+            pw_progress_line(r, step);
+        }
         PwKlController c = {r->s.adaptive_kl, r->beta, r->s.target_kl, r->s.kl_horizon};
         r->beta = pw_kl_controller_update(&c, r->stats[PW_ST_KL] / r->s.N, r->s.N);
     }
     end_blocks(r);
     pw_xfer_free(&x);
+    if (r->w.trace) pw_trace_span(&r->w, PW_TRACE_COMM, PW_TRACE_PHASE, "step", t0, pw_now());
 }

@@ -48,6 +48,9 @@ typedef struct PwSettings {
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
     double heartbeat_s;
     double timeout_s;
+    double progress_s;                       /* runtime.progress_s; 0: no progress line */
+    const char *trace_path;                  /* trace.path; empty: no trace */
+    int64_t trace_steps;
     int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
     int64_t max_skipped;                     /* runtime.max_skipped_steps */
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
@@ -275,6 +278,10 @@ struct PwRun {
 
     double time[PW_ROLE_COUNT][PW_PH_COUNT]; /* this step's seconds per role and phase */
     double step_seconds;                     /* wall time of the step on this actor rank */
+    uint64_t sent0, coll0;                   /* the world's byte counters when the step began */
+    double bytes_sent, bytes_coll;           /* actor rank 0: this step's, summed over ranks */
+    double peak_mb[PW_ROLE_COUNT];           /* actor rank 0: peak RSS, largest of a role's ranks */
+    double run_t0, progress_last;            /* pw_now() at the first step, at the last line */
     double stats[PW_ST_COUNT];
     double critic_stats[4]; /* value loss, clipfrac, lr, skipped steps: critic rank 0 to actor 0 */
     int64_t skip_run[PW_ROLE_COUNT]; /* optimiser steps skipped in a row, per trained role */
@@ -347,6 +354,9 @@ void pw_ppo_step(PwRun *r, int64_t step);
 void pw_ppo_resume_async(PwRun *r);
 /* The metrics line of a step (metrics.c); actor rank 0 only. */
 void pw_metrics_write(PwRun *r, int64_t step);
+/* The progress line after step `step` on stdout, if runtime.progress_s has passed since the
+ * last one or it was the last step (metrics.c); actor rank 0 only. */
+void pw_progress_line(PwRun *r, int64_t step);
 
 /* Allocation that ends the job on failure: role buffers are small and a NULL is no recovery. */
 void *pw_roles_alloc(size_t bytes);

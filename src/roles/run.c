@@ -11,6 +11,7 @@
 #include "pw_placement.h"
 #include "pw_safetensors.h"
 #include "pw_roles.h"
+#include "pw_trace.h"
 #include "roles.h"
 
 #define PW_GPT2_PERIOD 13 /* '.' in the GPT-2 byte-level vocabulary */
@@ -142,6 +143,8 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
 {
     const PwSettings *s = &r->s;
     const PwRoleMap *map = &pl->map;
+    if (s->trace_path && *s->trace_path && pw_trace_check_path("trace.path", s->trace_path, err))
+        return -1;
     static const PwRole needed[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
     for (size_t i = 0; i < PW_ARRAY_LEN(needed); i++)
         if (!pw_role_present(map, needed[i]))
@@ -432,14 +435,23 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     /* The policy before any update (the SFT weights), once: a resumed run already has it. */
     if (r->s.eval_every > 0 && r->first_step == 0) pw_eval_run(r, -1);
     pw_ppo_resume_async(r);
+    if (r->s.trace_path && *r->s.trace_path) { /* no further than the run: a checkpoint's
+                                                 * messages carry the step count after it */
+        int64_t left = r->s.steps - r->first_step;
+        pw_trace_open(&r->w, r->s.trace_path, r->first_step,
+                      r->s.trace_steps < left ? r->s.trace_steps : left);
+    }
+    r->run_t0 = r->progress_last = pw_now();
     for (int64_t step = r->first_step; step < r->s.steps; step++) {
         pw_ppo_step(r, step);
         int64_t done = step + 1, every = r->s.checkpoint_every;
         if (r->s.eval_every > 0 && done % r->s.eval_every == 0) pw_eval_run(r, step);
         if ((every > 0 && done % every == 0) || done == r->s.steps) pw_ckpt_save(r, out_dir, done);
     }
+    /* Rank 0 writes it; a failure there (disk full) is its error alone, after the checkpoint. */
+    rc = pw_trace_close(&r->w, err);
     free_run(r);
     pw_world_free(&r->w);
     free(r);
-    return 0;
+    return rc;
 }

@@ -57,6 +57,9 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->checkpoint_keep = c->checkpoint.keep;
     s->heartbeat_s = c->runtime.heartbeat_s;
     s->timeout_s = c->runtime.timeout_s;
+    s->progress_s = c->runtime.progress_s;
+    s->trace_path = c->trace.path;
+    s->trace_steps = c->trace.steps;
     s->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
     s->max_skipped = c->runtime.max_skipped_steps;
     s->sft = c->model.sft;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pw_collective.h"
+#include "pw_trace.h"
 #include "roles.h"
 
 const char *const pw_phase_names[PW_PH_COUNT] = {"generate", "evaluate", "advantages",
@@ -97,8 +98,10 @@ double pw_xfer_wait(PwXfer *x, PwWorld *w)
         int n = x->n - b * PW_XFER_BLOCK < PW_XFER_BLOCK ? x->n - b * PW_XFER_BLOCK : PW_XFER_BLOCK;
         if (pw_msg_waitall(w, n, x->blk[b], &err)) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
     }
+    double t1 = pw_now();
+    if (w->trace && x->n) pw_trace_span(w, PW_TRACE_COMM, PW_TRACE_PHASE, "idle", t0, t1);
     x->n = 0;
-    return pw_now() - t0;
+    return t1 - t0;
 }
 
 void pw_xfer_free(PwXfer *x)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pw_collective.h"
+#include "pw_trace.h"
 
 /* What the watchdog prints when a collective never completes: usually a rank of the role that
  * did not call it (crashed, or its schedule differs). */
@@ -190,7 +191,7 @@ static void mpi_allreduce(PwWorld *w, PwRole r, void *buf, int64_t count, MPI_Da
     }
 }
 
-int pw_allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
+static int allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
 {
     if (check_role(w, r, err)) return -1;
     int floating = t->dtype == PW_DTYPE_F32 || t->dtype == PW_DTYPE_F64 ||
@@ -253,7 +254,7 @@ int pw_allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
     return 0;
 }
 
-int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
+static int broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
 {
     if (check_role(w, r, err)) return -1;
     int nranks = w->map.role[r].nranks;
@@ -284,7 +285,7 @@ int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
     return 0;
 }
 
-int pw_barrier(PwWorld *w, PwRole r, PwErr *err)
+static int barrier(PwWorld *w, PwRole r, PwErr *err)
 {
     if (check_role(w, r, err)) return -1;
     CollCtx ctx = {w, r, "barrier", NULL, "MPI"};
@@ -297,4 +298,36 @@ int pw_barrier(PwWorld *w, PwRole r, PwErr *err)
     PW_MPI_CHECK(MPI_Ibarrier(w->role_comm[r], &req));
     pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
     return 0;
+}
+
+/* The public forms count the bytes each rank hands in (comm/bytes_collective) and trace the
+ * call; the bodies above have several ways out, so the accounting wraps them. */
+static void account(PwWorld *w, PwRole r, const char *name, uint64_t bytes, double t0)
+{
+    w->bytes_coll += bytes;
+    if (w->trace) pw_trace_collective(w, r, name, bytes, t0, pw_now());
+}
+
+int pw_allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
+{
+    double t0 = w->trace ? pw_now() : 0.0;
+    int rc = allreduce(w, r, t, op, err);
+    if (!rc) account(w, r, "allreduce", pw_tensor_bytes(t), t0);
+    return rc;
+}
+
+int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
+{
+    double t0 = w->trace ? pw_now() : 0.0;
+    int rc = broadcast(w, r, t, root, err);
+    if (!rc) account(w, r, "broadcast", pw_tensor_bytes(t), t0);
+    return rc;
+}
+
+int pw_barrier(PwWorld *w, PwRole r, PwErr *err)
+{
+    double t0 = w->trace ? pw_now() : 0.0;
+    int rc = barrier(w, r, err);
+    if (!rc) account(w, r, "barrier", 0, t0);
+    return rc;
 }

@@ -216,6 +216,16 @@ static const PwCfgKey keys[] = {
      PW_CFG_COUNT_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "with runtime.on_nonfinite: skip_step, stop when this many optimiser steps of one model "
      "in a row were skipped (the run is not recovering)", "ours"},
+    {"runtime.progress_s", PW_CFG_FLOAT, OFF(runtime.progress_s), "30", 0, 86400,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "print a progress line (step, steps/s, time left, score, KL) at most this often, and "
+     "after the last step; 0: off", "ours (as the quickstart's stage lines)"},
+    {"trace.path", PW_CFG_STRING, OFF(trace.path), "", 0, 0, 0, NULL,
+     "write a timeline of every rank here at the end of the run, a Chrome trace event file "
+     "(docs/trace.md); its folder must exist; empty: no trace", "ours"},
+    {"trace.steps", PW_CFG_INT, OFF(trace.steps), "3", 1, 10000, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "steps traced, from the first step of the run: bounds the file (each step adds a few "
+     "hundred spans per rank)", "ours"},
 };
 
 /* ---- rules across keys ---------------------------------------------------------------- */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pw_message.h"
+#include "pw_trace.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Types, names, tags */
@@ -274,6 +275,7 @@ static void *stage_or_direct(PwWorld *w, PwMsgReq *q)
 int pw_msg_isend(PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind, int64_t step,
                  const PwTensor *t, PwMsgReq *req, PwErr *err)
 {
+    double t0 = w->trace ? pw_now() : 0.0;
     memset(req, 0, sizeof *req);
     req->req[0] = req->req[1] = req->req[2] = MPI_REQUEST_NULL;
     if (check_endpoints(w, src, dst, dst_idx, t, err)) return -1;
@@ -296,6 +298,7 @@ int pw_msg_isend(PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind
         else w->local_head = m;
         w->local_tail = m;
         req->local = 1;
+        if (w->trace) pw_trace_message(w, &req->hdr, 0, req->peer, t0, pw_now());
         return 0;
     }
     void *buf = stage_or_direct(w, req);
@@ -304,6 +307,9 @@ int pw_msg_isend(PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind
                            w->comm, &req->req[0]));
     req->tag = pw_msg_tag(kind, src, dst, 1);
     post_payload(w, req, buf, n, 0);
+    /* The step's reports are measurements about the traffic, not part of it (comm/bytes_sent). */
+    if (kind != PW_MSG_REPORT) w->bytes_sent += n;
+    if (w->trace) pw_trace_message(w, &req->hdr, 0, req->peer, t0, pw_now());
     return 0;
 }
 
@@ -421,6 +427,7 @@ static void drain_payload(PwWorld *w, PwMsgReq *q)
 int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
 {
     int rc = 0;
+    double t0 = w->trace ? pw_now() : 0.0;
     /* Same-rank messages first: they are complete or they can never come (one thread). */
     for (int i = 0; i < n; i++) {
         PwMsgReq *q = &reqs[i];
@@ -439,6 +446,7 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
         q->hdr = m->hdr;
         if (pw_msg_header_check(&m->hdr, &q->want, rc ? NULL : err)) rc = -1;
         else copy_bytes(q->tensor.data, m->data, m->hdr.nbytes, q->tensor.device == PW_DEVICE_CUDA);
+        if (w->trace && !rc) pw_trace_message(w, &q->hdr, 1, q->peer, t0, pw_now());
         free(m->data);
         free(m);
     }
@@ -480,9 +488,12 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
         }
     }
     pw_watchdog_wait(w, ctx.n, mpi, describe_wait, &ctx);
+    /* A receive's span is the wait it completed in: all of one wait's messages share it. */
+    double t1 = w->trace ? pw_now() : 0.0;
     for (int i = 0; i < n; i++) {
         if (!reqs[i].active) continue;
         reqs[i].req[1] = reqs[i].req[2] = MPI_REQUEST_NULL;
+        if (w->trace && reqs[i].is_recv) pw_trace_message(w, &reqs[i].hdr, 1, reqs[i].peer, t0, t1);
         finish_request(w, &reqs[i], 1);
     }
     if (heap) {

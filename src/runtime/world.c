@@ -8,6 +8,7 @@
 
 #include "pw_comm.h"
 #include "pw_message.h"
+#include "pw_trace.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
@@ -201,6 +202,7 @@ void pw_collective_release(PwWorld *w);
 void pw_world_free(PwWorld *w)
 {
     pw_heartbeat_stop(w); /* first: its thread uses the world's names until it has stopped */
+    pw_trace_free(w);     /* a trace never closed (an error path) is dropped, not written */
     pw_message_release(w);
     pw_collective_release(w);
     for (int r = 0; r < PW_ROLE_COUNT; r++) {

@@ -2,8 +2,10 @@
  *   metrics_check lines FILE N                 N lines, every number finite (none written as
  *                                              "nan", "inf" or "-inf")
  *   metrics_check zero FILE LINE KEY...        those keys are exactly 0 on line LINE (0-based)
- *   metrics_check same FILE_A FILE_B [TOL]     identical lines, keys under time/ left out; with
- *                                              TOL numbers may differ by TOL * max(1, |b|)
+ *   metrics_check same FILE_A FILE_B [TOL]     identical lines, keys under time/, comm/ and
+ *                                              memory/ left out (measurements of the placement,
+ *                                              not of the algorithm); with TOL numbers may
+ *                                              differ by TOL * max(1, |b|)
  *   metrics_check rises FILE KEY N DELTA       mean of the last N lines - first N >= DELTA
  *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based)
  *   metrics_check is FILE LINE KEY VALUE       KEY == VALUE on line LINE; VALUE may be nan, inf */
@@ -16,6 +18,12 @@
 #include "pw_metrics.h"
 
 #define MAX_LINES 10000
+
+/* Keys that measure where and how fast the run ran, which differ between placements. */
+static int measured(const char *k)
+{
+    return !strncmp(k, "time/", 5) || !strncmp(k, "comm/", 5) || !strncmp(k, "memory/", 7);
+}
 
 static int read_lines(const char *path, json_t **out)
 {
@@ -88,7 +96,7 @@ int main(int argc, char **argv)
             const char *k;
             json_t *v;
             json_object_foreach(lines_a[i], k, v) {
-                if (!strncmp(k, "time/", 5)) continue;
+                if (measured(k)) continue;
                 json_t *w = json_object_get(lines_b[i], k);
                 int close = w && json_is_number(v) && json_is_number(w) &&
                             fabs(json_number_value(v) - json_number_value(w)) <=
@@ -99,14 +107,15 @@ int main(int argc, char **argv)
                     bad = 1;
                 }
             }
-            json_object_foreach(lines_b[i], k, v) if (strncmp(k, "time/", 5) &&
+            json_object_foreach(lines_b[i], k, v) if (!measured(k) &&
                                                       !json_object_get(lines_a[i], k)) {
                 fprintf(stderr, "line %d: '%s' only in %s\n", i + 1, k, argv[3]);
                 bad = 1;
             }
         }
-        if (!bad && tol > 0) printf("%d lines within %g (time/* left out)\n", na, tol);
-        else if (!bad) printf("%d lines identical (time/* left out)\n", na);
+        if (!bad && tol > 0)
+            printf("%d lines within %g (time/*, comm/*, memory/* left out)\n", na, tol);
+        else if (!bad) printf("%d lines identical (time/*, comm/*, memory/* left out)\n", na);
         return bad;
     }
     if (argc == 6 && !strcmp(argv[1], "rises")) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_invariance.sh: in sync mode the placement must not change the numbers: everything on one
 # rank, one role per rank (5 ranks) and a NeMo-Aligner-like co-location (3 ranks), each with one
-# rank per role, give bit-identical metrics for 3 steps (only the time/ keys may differ).
+# rank per role, give bit-identical metrics for 3 steps (only the time/, comm/ and memory/ keys,
+# measurements of the placement, may differ).
 . "$(dirname "$0")/common.sh"
 make_inputs
 placement colo 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \

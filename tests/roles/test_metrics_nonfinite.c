@@ -19,7 +19,7 @@ static const char *const keys[] = {
     "objective/kl_coef", "loss/policy_avg", "loss/value_avg", "policy/approxkl_avg",
     "policy/clipfrac_avg", "policy/entropy_avg", "val/clipfrac_avg", "val/sequence_lengths",
     "val/num_stop_token_ids", "val/ratio", "critic/lr", "generator/logprob_diff",
-    "generator/staleness", "time/step"};
+    "generator/staleness", "time/step", "comm/bytes_sent", "comm/bytes_collective"};
 
 static json_t *write_line(PwRun *r)
 {
@@ -53,9 +53,20 @@ int main(void)
     r->stats[PW_ST_LENGTH] = -INFINITY;
     r->step_seconds = INFINITY;
     for (int ph = 0; ph < PW_PH_COUNT; ph++) r->time[PW_ROLE_ACTOR][ph] = NAN;
+    r->bytes_sent = 116256.0;
+    r->peak_mb[PW_ROLE_ACTOR] = 170.5;
+    r->peak_mb[PW_ROLE_REFERENCE] = 168.25;
     json_t *o = write_line(r);
-    size_t want = PW_ARRAY_LEN(keys) + 2 * PW_PH_COUNT; /* actor's and reference's timings */
+    /* actor's and reference's timings and peak memory */
+    size_t want = PW_ARRAY_LEN(keys) + 2 * PW_PH_COUNT + 2;
     CHECK(json_object_size(o) == want, "%zu keys, expected %zu", json_object_size(o), want);
+    CHECK(json_number_value(json_object_get(o, "comm/bytes_sent")) == 116256.0 &&
+              json_number_value(json_object_get(o, "comm/bytes_collective")) == 0.0,
+          "comm/bytes_* not the run's");
+    CHECK(json_number_value(json_object_get(o, "memory/actor/peak_mb")) == 170.5 &&
+              json_number_value(json_object_get(o, "memory/reference/peak_mb")) == 168.25,
+          "memory/<role>/peak_mb not the run's");
+    CHECK(json_object_get(o, "memory/critic/peak_mb") == NULL, "a role the run lacks");
     for (size_t i = 0; i < PW_ARRAY_LEN(keys); i++) {
         json_t *v = json_object_get(o, keys[i]);
         double x = 0.0;
