@@ -144,10 +144,11 @@ before=$(rx_bytes)
 same_on_one colo "$@" # the one-host run is outside the namespaces: no traffic on their veths
 after=$(rx_bytes)
 
-# Every role data parallel over the three hosts: each role's communicator spans the hosts (the
-# gradients' all-reduce, the rollouts' gathering and the weights' broadcast go between hosts).
-placement span 'actor: { ranks: [0, 1, 2] }' 'reference: { ranks: [0, 1, 2] }' \
-    'critic: { ranks: [0, 1, 2] }' 'reward: { ranks: [0, 1, 2] }' 'generator: { ranks: [0, 1, 2] }'
+# Roles data parallel across the hosts, of different degrees: each role's communicator spans
+# hosts (the gradients' all-reduce, the weights' broadcast), and the batches' slices go from
+# producer ranks to consumer ranks of other degrees on other hosts (src/runtime/route.c).
+placement span 'actor: { ranks: [0, 1, 2] }' 'reference: { ranks: [1, 2] }' \
+    'critic: { ranks: [0, 2] }' 'reward: { ranks: [0, 1, 2] }' 'generator: { ranks: [1, 2] }'
 same_on_one span "$@"
 
 # The ranks' messages went over the veths: the generator's host (rank 2) receives the actor's
