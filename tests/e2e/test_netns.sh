@@ -21,7 +21,8 @@ refused() {
         echo "FAIL: run.sh with $*: exit $rc, $out"; exit 1
     fi
 }
-refused "PW_LAUNCH_AGENT=/no/agent: no such executable" PW_HOSTFILE=/dev/null PW_LAUNCH_AGENT=/no/agent
+refused "PW_LAUNCH_AGENT=/no/agent: no such executable" \
+    PW_HOSTFILE=/dev/null PW_LAUNCH_AGENT=/no/agent
 refused "name them in PW_HOSTFILE" PW_LAUNCH_AGENT="$AGENT"
 # The agent refuses a host that is no namespace as ssh does an unknown host (255).
 rc=0
@@ -59,7 +60,8 @@ trap 'exit 1' INT TERM HUP
 
 # A switch (a bridge in a namespace of its own) and three hosts, each host's eth0 on a veth whose
 # other end is on the bridge. Nothing is added to this machine's own network namespace.
-ip netns add "${tag}sw" 2> "$WORK/ns.err" || skip "cannot make a network namespace: $(cat "$WORK/ns.err")"
+ip netns add "${tag}sw" 2> "$WORK/ns.err" ||
+    skip "cannot make a network namespace: $(cat "$WORK/ns.err")"
 made="${tag}sw"
 unshare --uts true 2> "$WORK/ns.err" || skip "cannot make a UTS namespace: $(cat "$WORK/ns.err")"
 sw="ip -n ${tag}sw"
@@ -84,7 +86,9 @@ on_host1() {
         sh -c 'hostname "$0" && exec "$@"' "${tag}h1" "$@"
 }
 # rx_bytes: bytes each host's eth0 has received so far, one line per host.
-rx_bytes() { for h in $hosts; do ip netns exec "$h" cat /sys/class/net/eth0/statistics/rx_bytes; done; }
+rx_bytes() {
+    for h in $hosts; do ip netns exec "$h" cat /sys/class/net/eth0/statistics/rx_bytes; done
+}
 
 export PW_HOSTFILE=$WORK/hostfile PW_LAUNCH_AGENT=$AGENT PW_TCP_IF=$NET.0/24
 # Shared memory only within a host; between hosts Open MPI must use TCP.
@@ -107,7 +111,8 @@ for h in $hosts; do
     # rank host local roles device threads cores
     awk -v r=$r -v h="$h" -v c="0-$((ncores - 1))" -v t="$ncores" '
         $1 == r && $2 == h && $3 == "0/1" && $6 == t && $7 == c { ok = 1 } END { exit !ok }' \
-        "$WORK/dry.out" || { echo "FAIL: rank $r is not alone on $h with cores 0-$((ncores - 1))"; exit 1; }
+        "$WORK/dry.out" ||
+        { echo "FAIL: rank $r is not alone on $h with cores 0-$((ncores - 1))"; exit 1; }
     r=$((r + 1))
 done
 
@@ -117,8 +122,9 @@ on_one_host() {
 }
 
 # The same file on this host alone: three ranks share its cores, and bind core is refused.
-if on_one_host "$RUN_SH" 3 --placement "$WORK/colo_core.yaml" --dry-run > "$WORK/dry1.out" 2>&1; then
-    [ "$ncores" -ge 3 ] || { echo "FAIL: bind core with 3 ranks on $ncores cores accepted"; exit 1; }
+if on_one_host "$RUN_SH" 3 --placement "$WORK/colo_core.yaml" --dry-run > "$WORK/dry1.out" 2>&1
+then
+    [ "$ncores" -ge 3 ] || { echo "FAIL: bind core, 3 ranks on $ncores cores accepted"; exit 1; }
 else
     grep -q "bind core but host .* runs 3 ranks on $ncores cores" "$WORK/dry1.out" ||
         { echo "FAIL: one host's refusal"; cat "$WORK/dry1.out"; exit 1; }
@@ -150,6 +156,15 @@ after=$(rx_bytes)
 placement span 'actor: { ranks: [0, 1, 2] }' 'reference: { ranks: [1, 2] }' \
     'critic: { ranks: [0, 2] }' 'reward: { ranks: [0, 1, 2] }' 'generator: { ranks: [1, 2] }'
 same_on_one span "$@"
+
+# The communication layer's own MPI tests (tests/runtime/comm), 3 ranks over the three hosts:
+# tensor messages, batches routed between roles of different degrees, collectives inside roles
+# and the NCCL id's exchange, each against values it computes alone.
+for t in ${COMM_TESTS:-}; do
+    on_host1 env PPO_WORLD="$t" "$RUN_SH" 3 > "$WORK/comm.log" 2>&1 ||
+        { echo "FAIL: $(basename "$t") over three hosts"; cat "$WORK/comm.log"; exit 1; }
+    echo "$(basename "$t") over three hosts: $(tail -1 "$WORK/comm.log")"
+done
 
 # The ranks' messages went over the veths: the generator's host (rank 2) receives the actor's
 # weights after the steps before the last at least, each as large as the float32 checkpoint;
