@@ -18,6 +18,12 @@ int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err);
 /* Returns once every rank of role r has entered it. */
 int pw_barrier(PwWorld *w, PwRole r, PwErr *err);
 
+/* Role rank 0's `n` bytes to every rank of role r, in place, over the role's MPI communicator
+ * under the watchdog, whatever the role's device: how the unique id of a role's NCCL
+ * communicator, made on its first rank, reaches the others (on any node). Returns -1 with `err`
+ * for a rank lacking the role. */
+int pw_collective_share_id(PwWorld *w, PwRole r, void *id, size_t n, PwErr *err);
+
 /* Which path the collectives of role r take on this rank: "nccl" or "mpi". */
 const char *pw_collective_backend(const PwWorld *w, PwRole r);
 

@@ -6,12 +6,15 @@
 #   PPO_WORLD        the binary (default: build/src/ppo_world, else ppo_world on PATH)
 #   PW_HOSTFILE      an Open MPI hostfile (launch/hostfile.example); default: this host only
 #   PW_OVERSUBSCRIBE 1 to allow more ranks than slots with a hostfile (always on for one host)
+#   PW_LAUNCH_AGENT  what mpirun starts its daemons on other hosts with, instead of ssh
+#                    (e.g. launch/netns_agent.sh for hosts that are network namespaces)
+#   PW_TCP_IF        the networks or interfaces Open MPI's TCP may use, e.g. 10.1.0.0/16 or eth1
 #   PW_MPIRUN_ARGS   extra mpirun arguments, word-split
 #   PW_RANK_ROLES    where rank 0 writes the rank -> roles map (default: a temporary file)
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-    sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 np=$1
@@ -31,7 +34,24 @@ args+=(--bind-to none --map-by slot)
 if [ -n "${PW_HOSTFILE:-}" ]; then
     args+=(--hostfile "$PW_HOSTFILE")
     [ "${PW_OVERSUBSCRIBE:-0}" = 1 ] && args+=(--oversubscribe)
+    if [ -n "${PW_LAUNCH_AGENT:-}" ]; then
+        # checked here: mpirun's own message for a missing agent names neither variable nor path
+        if ! [ -x "$PW_LAUNCH_AGENT" ] && ! command -v "$PW_LAUNCH_AGENT" > /dev/null; then
+            echo "run.sh: PW_LAUNCH_AGENT=$PW_LAUNCH_AGENT: no such executable" >&2
+            exit 2
+        fi
+        args+=(--mca plm_rsh_agent "$PW_LAUNCH_AGENT")
+    fi
+fi
+# Daemons call mpirun back and ranks talk over the first networks they find; on a node with
+# several (a management network, a container bridge) name the one that joins the nodes.
+if [ -n "${PW_TCP_IF:-}" ]; then
+    args+=(--mca oob_tcp_if_include "$PW_TCP_IF" --mca btl_tcp_if_include "$PW_TCP_IF")
 else
+    if [ -n "${PW_LAUNCH_AGENT:-}" ]; then
+        echo "run.sh: PW_LAUNCH_AGENT is for starting other hosts; name them in PW_HOSTFILE" >&2
+        exit 2
+    fi
     # One host: let Open MPI count the cores and know when ranks outnumber them, so that idle
     # ranks yield the CPU. Never declare slots (--host h:N) above the core count: Open MPI
     # then believes it is not oversubscribed and busy-polls (a 5-rank ring on 2 cores went

@@ -43,6 +43,19 @@ static int check_role(const PwWorld *w, PwRole r, PwErr *err)
     return 0;
 }
 
+/* Always MPI and compiled in every build, so that the way a NCCL id travels (across nodes too)
+ * runs in tests without a GPU. */
+int pw_collective_share_id(PwWorld *w, PwRole r, void *id, size_t n, PwErr *err)
+{
+    if (check_role(w, r, err)) return -1;
+    if (n > INT_MAX) return pw_errf(err, "%s: an id of %zu bytes is too long", w->who, n);
+    MPI_Request req;
+    PW_MPI_CHECK(MPI_Ibcast(id, (int)n, MPI_BYTE, 0, w->role_comm[r], &req));
+    CollCtx ctx = {w, r, "exchange of the NCCL id", NULL, "MPI"};
+    pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * NCCL path: compiled whenever NCCL is found; runs only for GPU tensors of GPU roles. */
 
@@ -59,10 +72,9 @@ static ncclComm_t nccl_comm(PwWorld *w, PwRole r)
     if (w->nccl[r]) return (ncclComm_t)w->nccl[r];
     ncclUniqueId id;
     if (w->role_rank[r] == 0) PW_NCCL_CHECK(ncclGetUniqueId(&id));
-    MPI_Request req;
-    PW_MPI_CHECK(MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->role_comm[r], &req));
-    CollCtx ctx = {w, r, "exchange of the NCCL id", NULL, "MPI"};
-    pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+    PwErr err;
+    if (pw_collective_share_id(w, r, &id, sizeof id, &err)) /* callers checked the role */
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
     ncclComm_t comm;
     PW_NCCL_CHECK(ncclCommInitRank(&comm, w->map.role[r].nranks, id, w->role_rank[r]));
     cudaStream_t s;

@@ -1,5 +1,6 @@
 /* test_collective.c: all-reduce (sum, mean), broadcast and barrier inside roles over MPI: results
- * equal the serial sum over the role's ranks, for roles that span all, some or one rank. */
+ * equal the serial sum over the role's ranks, for roles that span all, some or one rank; and the
+ * exchange of a NCCL id from a role's first rank, which is MPI in every build. */
 #include <stdlib.h>
 
 #include "comm_test.h"
@@ -101,6 +102,13 @@ static void check_role(PwWorld *w, PwRole r)
     CHECK(pw_broadcast(w, r, &tb, n, &err) == -1 && strstr(err.msg, "root"), "bad root: '%s'",
           err.msg);
     CHECK(pw_barrier(w, r, &err) == 0, "barrier: %s", err.msg);
+
+    /* a NCCL-sized id (128 bytes) from the role's first rank, as NCCL communicators get theirs */
+    unsigned char id[128];
+    if (me == 0) tfill(id, sizeof id, 7000 + (uint64_t)r);
+    else memset(id, 0, sizeof id);
+    CHECK(pw_collective_share_id(w, r, id, sizeof id, &err) == 0, "id: %s", err.msg);
+    CHECK(tverify(id, sizeof id, 7000 + (uint64_t)r) < 0, "role %s: id corrupted", pw_role_name(r));
     free(expect);
 }
 
@@ -126,6 +134,9 @@ int main(int argc, char **argv)
     CHECK(pw_world_has_role(&w, PW_ROLE_GENERATOR) == 0 &&
               pw_barrier(&w, PW_ROLE_GENERATOR, &err) == -1 && strstr(err.msg, "does not hold"),
           "collective of a role not held: '%s'", err.msg);
+    unsigned char id[128];
+    CHECK(pw_collective_share_id(&w, PW_ROLE_GENERATOR, id, sizeof id, &err) == -1 &&
+              strstr(err.msg, "does not hold"), "id for a role not held: '%s'", err.msg);
     pw_world_free(&w);
     return tdone("test_collective");
 }
