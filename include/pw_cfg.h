@@ -43,7 +43,9 @@ enum {
     PW_CFG_MIN_OPEN = 1u << 2,
     PW_CFG_MAX_OPEN = 1u << 3,
     PW_CFG_REQUIRED = 1u << 4, /* string / list that must be non-empty for a run */
-    PW_CFG_AUTO = 1u << 5      /* int that also takes the word `auto`: a value the schema derives */
+    PW_CFG_AUTO = 1u << 5,     /* int that also takes the word `auto`: a value the schema derives */
+    PW_CFG_FREE = 1u << 6      /* changes no number of a run (time limits, progress, tracing): may
+                                * differ when a run is resumed */
 };
 
 /* What an int key with PW_CFG_AUTO holds after `auto`; no range lets a real value reach it. */

@@ -50,12 +50,14 @@ int pw_cfg_rule_template(const char *key, const char *tmpl, PwErr *err)
     return 0;
 }
 
-int pw_cfg_diff(const PwCfgSchema *s, const void *a, const void *b, PwErr *err)
+/* The keys that differ between a and b, leaving out those flagged PW_CFG_FREE when skip_free. */
+static int cfg_diff(const PwCfgSchema *s, const void *a, const void *b, int skip_free, PwErr *err)
 {
     int ndiff = 0;
     char list[900] = "";
     size_t used = 0;
     for (size_t i = 0; i < s->nkeys; i++) {
+        if (skip_free && (s->keys[i].flags & PW_CFG_FREE)) continue;
         char va[4096], vb[4096];
         pw_cfg_format_value(a, &s->keys[i], va, sizeof va);
         pw_cfg_format_value(b, &s->keys[i], vb, sizeof vb);
@@ -72,6 +74,11 @@ int pw_cfg_diff(const PwCfgSchema *s, const void *a, const void *b, PwErr *err)
     return ndiff;
 }
 
+int pw_cfg_diff(const PwCfgSchema *s, const void *a, const void *b, PwErr *err)
+{
+    return cfg_diff(s, a, b, 0, err);
+}
+
 int pw_cfg_check_saved(const PwCfgSchema *s, const void *cfg, const char *saved_path, PwErr *err)
 {
     /* The saved configuration needs a struct of the schema's size: no type to declare it with. */
@@ -83,8 +90,9 @@ int pw_cfg_check_saved(const PwCfgSchema *s, const void *cfg, const char *saved_
     int rc = pw_cfg_load_file(s, saved, saved_path, err);
     if (rc == 0) {
         PwErr d;
-        if (pw_cfg_diff(s, saved, cfg, &d)) {
-            /* Changing a key under a resumed run makes its curves mean nothing: refuse. */
+        if (cfg_diff(s, saved, cfg, 1, &d)) {
+            /* Changing a key under a resumed run makes its curves mean nothing: refuse. Keys
+             * that change no number (PW_CFG_FREE: time limits, progress, tracing) may differ. */
             rc = pw_errf(err, "%s: the run was started with another configuration: %s (saved -> now)",
                          saved_path, d.msg);
         }

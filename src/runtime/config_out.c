@@ -158,6 +158,7 @@ int pw_cfg_write_markdown(const PwCfgSchema *s, FILE *f)
         put_cell(f, range);
         fprintf(f, " | ");
         put_cell(f, k->doc);
+        if (k->flags & PW_CFG_FREE) fprintf(f, " (may change on `--resume`)");
         fprintf(f, " | ");
         put_cell(f, k->source);
         fprintf(f, " |\n");

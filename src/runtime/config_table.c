@@ -200,10 +200,11 @@ static const PwCfgKey keys[] = {
     {"eval.num_prompts", PW_CFG_INT, OFF(eval.num_prompts), "512", 1, PW_CFG_SIZE_MAX,
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "prompts per evaluation", NEMO " `num_val_samples`"},
-    {"runtime.heartbeat_s", PW_CFG_FLOAT, OFF(runtime.heartbeat_s), "10", 0, 0, PW_CFG_MIN, NULL,
+    {"runtime.heartbeat_s", PW_CFG_FLOAT, OFF(runtime.heartbeat_s), "10", 0, 0, PW_CFG_MIN | PW_CFG_FREE,
+     NULL,
      "abort the job when a rank has given no sign of life for this long (stopped, or its host "
      "gone), whatever the others wait for; 0: off", "ours (docs/runtime.md, Heartbeat)"},
-    {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN, NULL,
+    {"runtime.timeout_s", PW_CFG_FLOAT, OFF(runtime.timeout_s), "600", 0, 0, PW_CFG_MIN | PW_CFG_FREE, NULL,
      "abort the job when a message or collective waits longer than this; 0: never",
      "PyTorch's NCCL process-group time-out (10 min)"},
     {"runtime.on_nonfinite", PW_CFG_ENUM, OFF(runtime.on_nonfinite), "stop", 0, 0, 0,
@@ -217,13 +218,14 @@ static const PwCfgKey keys[] = {
      "with runtime.on_nonfinite: skip_step, stop when this many optimiser steps of one model "
      "in a row were skipped (the run is not recovering)", "ours"},
     {"runtime.progress_s", PW_CFG_FLOAT, OFF(runtime.progress_s), "30", 0, 86400,
-     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "print a progress line (step, steps/s, time left, score, KL) at most this often, and "
      "after the last step; 0: off", "ours (as the quickstart's stage lines)"},
-    {"trace.path", PW_CFG_STRING, OFF(trace.path), "", 0, 0, 0, NULL,
+    {"trace.path", PW_CFG_STRING, OFF(trace.path), "", 0, 0, PW_CFG_FREE, NULL,
      "write a timeline of every rank here at the end of the run, a Chrome trace event file "
      "(docs/trace.md); its folder must exist; empty: no trace", "ours"},
-    {"trace.steps", PW_CFG_INT, OFF(trace.steps), "3", 1, 10000, PW_CFG_MIN | PW_CFG_MAX, NULL,
+    {"trace.steps", PW_CFG_INT, OFF(trace.steps), "3", 1, 10000,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "steps traced, from the first step of the run: bounds the file (each step adds a few "
      "hundred spans per rank)", "ours"},
 };
