@@ -3,6 +3,8 @@
 #ifndef PW_PLAN_H
 #define PW_PLAN_H
 
+#include <stdio.h>
+
 #include "pw_common.h"
 #include "pw_role.h"
 
@@ -53,6 +55,15 @@ typedef struct PwPlanResult {
  * cannot run (no actor, critic or reward; a reference the profile never measured). */
 int pw_plan_predict(const PwPlanProfile *prof, const PwRoleMap *map, const PwPlanHw *hw,
                     PwPlanResult *out, PwErr *err);
+
+/* The simulated steps of one mode (async 0 or 1) as a Chrome trace (the runs' trace format: pid =
+ * rank, one track per rank named by its roles, a complete event per phase with args.step; ts and
+ * dur in microseconds of the model's clock). 0, or -1 with err set. */
+int pw_plan_trace(const PwPlanProfile *prof, const PwRoleMap *map, const PwPlanHw *hw, int async,
+                  FILE *f, PwErr *err);
+
+/* The roles of `rank` as "actor+reference" (the tables' and the traces' name of a rank). */
+void pw_plan_rank_roles(const PwRoleMap *m, int rank, char *buf, size_t n);
 
 /* `ppo_world plan ...` (argv[0] is "plan"): 0, 1 after an error in the inputs, 2 on bad usage. */
 int pw_plan_main(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* plan.c: `ppo_world plan`: read a profile run (config.yaml, metrics.jsonl, placement.yaml), turn
  * its phase times into per-sample costs, and predict one placement or rank those of N ranks. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,11 +21,13 @@ static const char usage_text[] =
     "       ppo_world plan --profile RUN_DIR --search N [--top K] [options]\n"
     "  options: --profile-placement FILE (default RUN_DIR/placement.yaml, else one rank per\n"
     "           role), --cores C (default: this host's), --bandwidth GB/s (default 2),\n"
-    "           --latency-us U (default 20), --wait-load X (default 0), --params P\n"
+    "           --latency-us U (default 20), --wait-load X (default 0), --params P,\n"
+    "           --gantt DIR (with --placement: the predicted steps as traces and plots)\n"
     "  (docs/planner.md)\n";
 
 typedef struct PlanArgs {
     const char *profile, *placement, *profile_placement;
+    const char *gantt; /* --gantt DIR: the predicted schedule as traces and Gantt plots */
     int world_size, search, top;
     double params; /* 0: from the profile's SFT checkpoint */
     PwPlanHw hw;
@@ -146,22 +149,34 @@ static int read_profile(const PlanArgs *a, PwPlanProfile *p, PwErr *err)
 
 /* ---- one placement ---------------------------------------------------------------------- */
 
-static void rank_roles(const PwRoleMap *m, int rank, char *buf, size_t n)
-{
-    buf[0] = 0;
-    for (int role = 0; role < PW_ROLE_COUNT; role++)
-        if (pw_role_index(m, (PwRole)role, rank) >= 0) {
-            size_t len = strlen(buf);
-            snprintf(buf + len, n - len, "%s%s", len ? "+" : "", pw_role_name((PwRole)role));
-        }
-}
-
 static void print_header(const PlanArgs *a, const PwPlanProfile *p)
 {
     printf("profile %s: %d steps averaged, %ld rollouts/step, %.0f parameters\n", a->profile,
            p->steps_used, p->N, p->params);
     printf("machine: %d cores, %.3g GB/s, %.3g us latency, wait load %.3g\n", a->hw.cores,
            a->hw.bandwidth / 1e9, a->hw.latency * 1e6, a->hw.wait_load);
+}
+
+/* DIR/predicted_MODE/trace.json, the simulated steps of each mode, and DIR/gantt_predicted_MODE.png
+ * of one of them, drawn as a run's trace is (docs/planner.md). */
+static int write_gantt(const PlanArgs *a, const PwPlanProfile *p, const PwRoleMap *m, PwErr *err)
+{
+    if (mkdir(a->gantt, 0755) && errno != EEXIST)
+        return pw_errf(err, "--gantt %s: %s", a->gantt, strerror(errno));
+    for (int async = 0; async < 2; async++) {
+        const char *name = async ? "predicted_async" : "predicted_sync";
+        char dir[4096], path[4200];
+        pw_report_join(dir, sizeof dir, a->gantt, name);
+        if (mkdir(dir, 0755) && errno != EEXIST) return pw_errf(err, "%s: %s", dir, strerror(errno));
+        pw_report_join(path, sizeof path, dir, "trace.json");
+        FILE *f = fopen(path, "w");
+        if (!f) return pw_errf(err, "cannot write %s: %s", path, strerror(errno));
+        int rc = pw_plan_trace(p, m, &a->hw, async, f, err);
+        if (fclose(f) && !rc) rc = pw_errf(err, "cannot write %s", path);
+        if (!rc) rc = pw_report_gantt(a->gantt, name, dir, err) < 0 ? -1 : 0;
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 static int plan_one(const PlanArgs *a, const PwPlanProfile *p, PwErr *err)
@@ -175,7 +190,7 @@ static int plan_one(const PlanArgs *a, const PwPlanProfile *p, PwErr *err)
         printf("placement %s: %d ranks\n\nrank  roles  busy_s\n", a->placement, res.nranks);
         for (int r = 0; r < res.nranks; r++) {
             char roles[128];
-            rank_roles(&pl.map, r, roles, sizeof roles);
+            pw_plan_rank_roles(&pl.map, r, roles, sizeof roles);
             printf("%d  %s  %.4f\n", r, roles, res.busy_s[r]);
         }
         printf("\nmode  step_s  steps_per_s\n");
@@ -183,6 +198,7 @@ static int plan_one(const PlanArgs *a, const PwPlanProfile *p, PwErr *err)
                res.step_s[1], 1 / res.step_s[1]);
         printf("RESULT sync_steps_per_s=%.4f async_steps_per_s=%.4f\n", 1 / res.step_s[0],
                1 / res.step_s[1]);
+        if (a->gantt) rc = write_gantt(a, p, &pl.map, err);
     }
     pw_placement_free(&pl);
     return rc;
@@ -353,6 +369,7 @@ int pw_plan_main(int argc, char **argv)
         {"latency-us", required_argument, NULL, 'l'},
         {"wait-load", required_argument, NULL, 'W'},
         {"params", required_argument, NULL, 'n'},
+        {"gantt", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -367,6 +384,7 @@ int pw_plan_main(int argc, char **argv)
         case 'P': a.profile = cli.arg; break;
         case 'p': a.placement = cli.arg; break;
         case 'q': a.profile_placement = cli.arg; break;
+        case 'g': a.gantt = cli.arg; break;
         case 'w':
         case 's':
         case 't':
@@ -406,6 +424,7 @@ int pw_plan_main(int argc, char **argv)
     if (!a.profile) return bad("%s", "--profile RUN_DIR is required");
     if (!a.placement == !a.search) return bad("%s", "give one of --placement P.yaml and --search N");
     if (a.world_size && !a.placement) return bad("%s", "--world-size goes with --placement");
+    if (a.gantt && !a.placement) return bad("%s", "--gantt goes with --placement");
     PwPlanProfile p;
     PwErr err = {{0}};
     int rc = read_profile(&a, &p, &err);

@@ -1,6 +1,7 @@
 /* plan_model.c: the planner's model: one PPO step as tasks per rank (a rank walks the phases in
  * order, a task starts when the messages it needs have arrived), run on shared cores. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ typedef struct Sim {
     int W, async, producer; /* producer: the generator, or the actor without one */
     double work[PW_PLAN_PHASES][PW_PLAN_MAX_RANKS];               /* CPU s of one step */
     double fin[PW_SIM_STEPS][PW_PLAN_PHASES][PW_PLAN_MAX_RANKS]; /* -1: not finished */
+    double beg[PW_SIM_STEPS][PW_PLAN_PHASES][PW_PLAN_MAX_RANKS]; /* when the task started */
 } Sim;
 
 /* Rows of `rank`'s block in `role` (0 if it does not hold it): the runtime's own split. */
@@ -167,6 +169,7 @@ static int simulate(Sim *s, PwErr *err)
                 if (s->async && step[r] == PW_SIM_STEPS - 1 && ph[r] == PW_PLAN_GENERATE &&
                     s->producer == PW_ROLE_GENERATOR)
                     w = 0; /* nothing is sampled past the last step */
+                s->beg[step[r]][ph[r]][r] = t;
                 if (w > 0) {
                     rem[r] = w;
                     continue;
@@ -208,30 +211,39 @@ static int simulate(Sim *s, PwErr *err)
     return 0;
 }
 
-int pw_plan_predict(const PwPlanProfile *prof, const PwRoleMap *map, const PwPlanHw *hw,
-                    PwPlanResult *out, PwErr *err)
+/* A simulation of map on hw from prof, checked; NULL with err set. */
+static Sim *sim_new(const PwPlanProfile *prof, const PwRoleMap *map, const PwPlanHw *hw,
+                    PwErr *err)
 {
-    memset(out, 0, sizeof *out);
     if (map->world_size < 1 || map->world_size > PW_PLAN_MAX_RANKS)
         return pw_errf(err, "%d ranks; the planner simulates 1..%d", map->world_size,
-                       PW_PLAN_MAX_RANKS);
+                       PW_PLAN_MAX_RANKS), NULL;
     static const PwRole needed[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
     for (size_t i = 0; i < PW_ARRAY_LEN(needed); i++)
         if (!pw_role_present(map, needed[i]))
-            return pw_errf(err, "the placement has no %s", pw_role_name(needed[i]));
+            return pw_errf(err, "the placement has no %s", pw_role_name(needed[i])), NULL;
     if (pw_role_present(map, PW_ROLE_REFERENCE) && !prof->has_reference)
         return pw_errf(err, "the placement has a reference but the profile run measured "
-                            "none; profile with a reference");
+                            "none; profile with a reference"), NULL;
     if (hw->cores < 1 || !(hw->bandwidth > 0) || !(hw->latency >= 0) || !(hw->wait_load >= 0))
-        return pw_errf(err, "cores, bandwidth, latency and wait load must be positive");
+        return pw_errf(err, "cores, bandwidth, latency and wait load must be positive"), NULL;
     Sim *s = calloc(1, sizeof *s);
-    if (!s) return pw_errf(err, "out of memory");
+    if (!s) return pw_errf(err, "out of memory"), NULL;
     s->p = prof;
     s->m = map;
     s->hw = hw;
     s->W = map->world_size;
     s->producer = pw_role_present(map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
     fill_work(s);
+    return s;
+}
+
+int pw_plan_predict(const PwPlanProfile *prof, const PwRoleMap *map, const PwPlanHw *hw,
+                    PwPlanResult *out, PwErr *err)
+{
+    memset(out, 0, sizeof *out);
+    Sim *s = sim_new(prof, map, hw, err);
+    if (!s) return -1;
     out->nranks = s->W;
     for (int r = 0; r < s->W; r++)
         for (int k = 0; k < PW_PLAN_PHASES; k++) out->busy_s[r] += s->work[k][r];
@@ -248,4 +260,50 @@ int pw_plan_predict(const PwPlanProfile *prof, const PwRoleMap *map, const PwPla
     }
     free(s);
     return 0;
+}
+
+void pw_plan_rank_roles(const PwRoleMap *m, int rank, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int role = 0; role < PW_ROLE_COUNT; role++)
+        if (pw_role_index(m, (PwRole)role, rank) >= 0) {
+            size_t len = strlen(buf);
+            snprintf(buf + len, n - len, "%s%s", len ? "+" : "", pw_role_name((PwRole)role));
+        }
+}
+
+int pw_plan_trace(const PwPlanProfile *prof, const PwRoleMap *map, const PwPlanHw *hw, int async,
+                  FILE *f, PwErr *err)
+{
+    Sim *s = sim_new(prof, map, hw, err);
+    if (!s) return -1;
+    s->async = async;
+    if (simulate(s, err)) {
+        free(s);
+        return -1;
+    }
+    /* one event a line, so that the file reads (and greps) by line */
+    fprintf(f, "{\"traceEvents\": [\n");
+    const char *sep = "";
+    for (int r = 0; r < s->W; r++) {
+        char roles[128];
+        pw_plan_rank_roles(map, r, roles, sizeof roles);
+        fprintf(f, "%s{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, "
+                   "\"args\": {\"name\": \"%s\"}}",
+                sep, r, roles);
+        sep = ",\n";
+    }
+    for (int st = PW_SIM_FIRST; st <= PW_SIM_LAST; st++)
+        for (int k = 0; k < PW_PLAN_PHASES; k++)
+            for (int r = 0; r < s->W; r++) {
+                double b = s->beg[st][k][r], e = s->fin[st][k][r];
+                if (!(e > b)) continue; /* a phase with no work of this rank */
+                fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"phase\", \"name\": \"%s\", "
+                           "\"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+                           "\"args\": {\"step\": %d}}",
+                        sep, pw_plan_phase_names[k], r, b * 1e6, (e - b) * 1e6, st);
+            }
+    fprintf(f, "\n]}\n");
+    free(s);
+    return ferror(f) ? pw_errf(err, "cannot write the trace") : 0;
 }

@@ -25,6 +25,10 @@ void pw_report_join(char *out, size_t size, const char *dir, const char *name);
 /* RUN/config.yaml over the defaults (a run's saved configuration); err names what failed */
 int pw_report_run_config(const char *run, PwConfig *cfg, PwErr *err);
 
+/* OUT/gantt_NAME.dat rows "start_ms end_ms track color" and gantt_NAME.png (gnuplot) of one step of
+ * DIR/trace.json (a Chrome trace); 0 when drawn, 1 when DIR has no trace, -1 on a bad trace. */
+int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *err);
+
 /* `ppo_world report placements OUT NAME=RUN ...` (report_placements.c) */
 int pw_report_placements(int argc, char **argv);
 

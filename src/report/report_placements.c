@@ -145,12 +145,10 @@ static long pick_step(json_t *events)
     return best;
 }
 
-/* gantt_NAME.dat rows "start_ms end_ms track color" and gantt_NAME.png; 0 when drawn, 1 when the
- * run has no trace (nothing to draw), -1 on a bad trace. */
-static int gantt(const char *out, const Run *r, PwErr *err)
+int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *err)
 {
     char path[4096];
-    pw_report_join(path, sizeof path, r->dir, "trace.json");
+    pw_report_join(path, sizeof path, dir, "trace.json");
     if (pw_report_missing(path)) return 1;
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
@@ -180,13 +178,13 @@ static int gantt(const char *out, const Run *r, PwErr *err)
             if (ts < t0) t0 = ts;
         }
     }
-    snprintf(path, sizeof path, "%s/gantt_%s.dat", out, r->name);
+    snprintf(path, sizeof path, "%s/gantt_%s.dat", out, name);
     FILE *f = fopen(path, "w");
     if (!f) {
         json_decref(root);
         return pw_errf(err, "cannot write %s", path);
     }
-    fprintf(f, "# start_ms end_ms track color  (step %ld of %s)\n", step, r->dir);
+    fprintf(f, "# start_ms end_ms track color  (step %ld of %s)\n", step, dir);
     int bad = 0;
     json_array_foreach(events, i, e)
     {
@@ -225,14 +223,14 @@ static int gantt(const char *out, const Run *r, PwErr *err)
     }
     fclose(f);
     json_decref(root);
-    if (bad) return pw_errf(err, "%s/trace.json: a complete event without ts, dur or name", r->dir);
+    if (bad) return pw_errf(err, "%s/trace.json: a complete event without ts, dur or name", dir);
     /* the script: one bar per event, a track per rank and role, a colour per phase name */
     char script[16384];
     int len = snprintf(script, sizeof script,
                        "set termoption noenhanced\nset output 'gantt_%s.png'\nset title 'one step (%ld) of %s'\n"
                        "set xlabel 'ms from the step start'\nset yrange [-0.5:%d.5]\n"
                        "set style fill solid 0.8 border -1\nset key outside right\nset ytics (",
-                       r->name, step, r->name, nt - 1);
+                       name, step, name, nt - 1);
     for (int k = 0; k < nt && len < (int)sizeof script - 200; k++)
         len += snprintf(script + len, sizeof script - (size_t)len, "%s\"%s\" %d", k ? ", " : "",
                         tname[k], k);
@@ -241,11 +239,11 @@ static int gantt(const char *out, const Run *r, PwErr *err)
         len += snprintf(script + len, sizeof script - (size_t)len,
                         "%s'gantt_%s.dat' using (($1+$2)/2):($4==%d?$3:1/0):(($2-$1)/2):(0.35) "
                         "with boxxyerror lc %d title '%s'",
-                        c ? ", " : "", r->name, c, c + 1, names[c]);
+                        c ? ", " : "", name, c, c + 1, names[c]);
     if (!nn) len += snprintf(script + len, sizeof script - (size_t)len, "NaN notitle");
     snprintf(script + len, sizeof script - (size_t)len, "\n");
     char gp[300];
-    snprintf(gp, sizeof gp, "gantt_%s.gp", r->name);
+    snprintf(gp, sizeof gp, "gantt_%s.gp", name);
     pw_report_gnuplot(out, gp, script);
     return 0;
 }
@@ -297,7 +295,7 @@ int pw_report_placements(int argc, char **argv)
     if (!rc) write_table(stdout, runs, n, 1);
     if (!rc) rc = plot_throughput(out, runs, n, &err);
     for (int i = 0; i < n && !rc; i++) {
-        int g = gantt(out, &runs[i], &err);
+        int g = pw_report_gantt(out, runs[i].name, runs[i].dir, &err);
         if (g < 0) rc = -1;
         if (g == 1) fprintf(stderr, "ppo_world report placements: %s has no trace.json: no Gantt\n", runs[i].dir);
     }

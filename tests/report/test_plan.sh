@@ -61,6 +61,26 @@ expect dp 0.5128 0.5128 --cores 2 --params 1e8 --latency-us 0 --bandwidth 1
 # train, (0.2 + 0.4) / 0.4 = 1.5 s, hide the generator's 1 s
 expect five 0.4000 0.6667 $FREE --wait-load 1 --world-size 5
 
+# --gantt: the simulated schedule of five ranks, async, as a trace and the Gantt rows of one step
+# (ms from its first event): reference, critic and reward score batch 2 in the 0.2 s after the
+# generator's batch arrived (0.5 s into the step before, at 1/2 core beside the actor's train);
+# 0.3 s later the actor's step begins: generate 0.5 s (0.2 alone with the actor's evaluate, 0.2
+# at 2/3), the actor's evaluate 0.2 then train 0.6, the critic's train 0.3 at 2/3
+"$PPO_WORLD" plan --profile "$PROFILE" --placement "$WORK/five.yaml" $FREE --gantt "$WORK/g" \
+    > /dev/null || fail "--gantt"
+cat > "$WORK/want.dat" <<'DAT'
+300.0000 800.0000 4 0
+300.0000 500.0000 0 1
+0.0000 200.0000 1 1
+0.0000 200.0000 2 1
+0.0000 200.0000 3 1
+500.0000 1100.0000 0 2
+500.0000 800.0000 2 2
+DAT
+grep -v '^#' "$WORK/g/gantt_predicted_async.dat" | diff "$WORK/want.dat" - || fail "--gantt rows"
+grep -q '"name": "generator"' "$WORK/g/predicted_sync/trace.json" || fail "--gantt trace names"
+echo "ok gantt"
+
 # --search 2: 5 roles in at most 2 groups (1 + 15 partitions, one split of the ranks each) and
 # the 4 roles without a generator (1 + 7): 24 placements, the best first
 out=$("$PPO_WORLD" plan --profile "$PROFILE" --search 2 $FREE --top 3)
@@ -88,6 +108,7 @@ refuse 1 "names no model.sft" --profile "$PROFILE" --placement "$WORK/one.yaml"
 refuse 1 "missing $WORK/nothing/config.yaml" --profile "$WORK/nothing" --search 2
 refuse 2 "give one of --placement" --profile "$PROFILE"
 refuse 2 "give one of --placement" --profile "$PROFILE" --search 2 --placement "$WORK/one.yaml"
+refuse 2 "\-\-gantt goes with \-\-placement" --profile "$PROFILE" --search 2 --gantt "$WORK/x"
 refuse 2 "unknown flag '--bogus'" --profile "$PROFILE" --search 2 --bogus
 refuse 2 "\-\-bandwidth 0: expected" --profile "$PROFILE" --search 2 --bandwidth 0
 refuse 2 "\-\-search 99: expected an integer 1..64" --profile "$PROFILE" --search 99
