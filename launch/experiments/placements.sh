@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
         --modes) [ $# -ge 2 ] || { echo "placements: --modes needs a list" >&2; exit 2; }; MODES=$2; shift ;;
         --fresh) FRESH=1 ;;
         --) shift; OVERRIDES=("$@"); break ;;
-        -h|--help) sed -n '7,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '7,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "placements: unknown flag '$1' (expected --config, --out, --modes, --fresh, --)" >&2; exit 2 ;;
         *) PLACEMENTS+=("$1") ;;
     esac
