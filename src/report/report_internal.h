@@ -1,4 +1,4 @@
-/* report_internal.h: the file helpers the report commands share (report.c owns them): JSONL
+/* report_internal.h: the file functions the report commands share (report.c owns them): JSONL
  * rows, paths inside run folders. Not for other layers. */
 #ifndef PW_REPORT_INTERNAL_H
 #define PW_REPORT_INTERNAL_H
