@@ -8,6 +8,7 @@
 #include "pw_cli.h"
 #include "pw_comm.h"
 #include "pw_config.h"
+#include "pw_plan.h"
 #include "pw_report.h"
 #include "pw_roles.h"
 #include "pw_startup.h"
@@ -36,8 +37,10 @@ static void usage(FILE *f)
                "                 docs/task.md; ppo_world gen-task --help)\n"
                "       [mpirun -np N] ppo_world sft|rm [--config FILE] --out DIR [key=value ...]\n"
                "                 (training modes: docs/training.md; ppo_world sft --help)\n"
-               "       ppo_world report quickstart|ensembles ...  (tables and plots from run\n"
-               "                 folders: docs/report.md)\n"
+               "       ppo_world report quickstart|ensembles|placements ...  (tables and plots\n"
+               "                 from run folders: docs/report.md)\n"
+               "       ppo_world plan --profile RUN_DIR --placement p.yaml | --search N\n"
+               "                 (predicted steps/s of placements: docs/planner.md)\n"
                "       ppo_world --help\n"
                "\n"
                "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
@@ -158,6 +161,7 @@ int main(int argc, char **argv)
     /* writing data sets is no MPI job: it runs before (and without) MPI_Init */
     if (argc > 1 && !strcmp(argv[1], "gen-task")) return pw_task_gen_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "report")) return pw_report_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "plan")) return pw_plan_main(argc - 1, argv + 1);
     if (argc > 1 && (!strcmp(argv[1], "sft") || !strcmp(argv[1], "rm")))
         return train_mode(argc, argv);
     PwArgs a;

@@ -13,10 +13,12 @@
 #include "pw_file.h"
 #include "pw_metrics.h"
 #include "pw_report.h"
+#include "report_internal.h"
 
 static const char usage_text[] =
     "usage: ppo_world report quickstart OUT --minutes M --rms RM_DIR ... [--sft-eval DIR]\n"
     "       ppo_world report ensembles [--sft-eval DIR] EXP_DIR OBJECTIVE@SEED=RUN_DIR ...\n"
+    "       ppo_world report placements OUT_DIR NAME=RUN_DIR ...\n"
     "  (docs/report.md)\n";
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -29,14 +31,14 @@ static int is_file(const char *path)
 
 /* Nothing at all at the name; anything else there (a folder, a FIFO) is refused when it is
  * opened, by what it is. */
-static int missing(const char *path)
+int pw_report_missing(const char *path)
 {
     struct stat st;
     return lstat(path, &st) != 0 && errno == ENOENT;
 }
 
 /* dir/name without doubling a trailing slash of dir (as a shell user may type it) */
-static void join(char *out, size_t size, const char *dir, const char *name)
+void pw_report_join(char *out, size_t size, const char *dir, const char *name)
 {
     size_t n = strlen(dir);
     snprintf(out, size, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
@@ -49,13 +51,7 @@ static int blank(const char *s)
     return 1;
 }
 
-/* The JSON objects of a JSONL file, blank lines skipped; an error names path:line. */
-typedef struct Rows {
-    json_t **row;
-    int n;
-} Rows;
-
-static void rows_free(Rows *r)
+void pw_report_rows_free(Rows *r)
 {
     for (int i = 0; i < r->n; i++) json_decref(r->row[i]);
     free(r->row);
@@ -63,10 +59,10 @@ static void rows_free(Rows *r)
     r->n = 0;
 }
 
-static int read_jsonl(const char *path, Rows *out, PwErr *err)
+int pw_report_read_jsonl(const char *path, Rows *out, PwErr *err)
 {
     memset(out, 0, sizeof *out);
-    if (missing(path)) return pw_errf(err, "missing %s", path);
+    if (pw_report_missing(path)) return pw_errf(err, "missing %s", path);
     FILE *f = pw_file_fopen(path, PW_FILE_MAX_JSONL, err);
     if (!f) return -1;
     char *line = NULL;
@@ -101,7 +97,7 @@ static int read_jsonl(const char *path, Rows *out, PwErr *err)
     }
     free(line);
     fclose(f);
-    if (rc) rows_free(out);
+    if (rc) pw_report_rows_free(out);
     return rc;
 }
 
@@ -152,19 +148,25 @@ static void run_free(Run *r)
     memset(r, 0, sizeof *r);
 }
 
+int pw_report_run_config(const char *run, PwConfig *cfg, PwErr *err)
+{
+    char path[4096];
+    pw_report_join(path, sizeof path, run, "config.yaml");
+    if (pw_report_missing(path)) return pw_errf(err, "missing %s", path);
+    if (pw_config_defaults(cfg)) return pw_errf(err, "out of memory");
+    if (pw_config_load_file(cfg, path, err)) {
+        pw_config_free(cfg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Responses per evaluation: eval.num_prompts of the run's own config.yaml, or fewer when the
  * prompt file (a path as the run saw it, so relative to where the run was started) is shorter. */
 static int eval_size(const char *run, long *n, PwErr *err)
 {
-    char path[4096];
-    join(path, sizeof path, run, "config.yaml");
-    if (missing(path)) return pw_errf(err, "missing %s", path);
     PwConfig cfg;
-    if (pw_config_defaults(&cfg)) return pw_errf(err, "out of memory");
-    if (pw_config_load_file(&cfg, path, err)) {
-        pw_config_free(&cfg);
-        return -1;
-    }
+    if (pw_report_run_config(run, &cfg, err)) return -1;
     *n = (long)cfg.eval.num_prompts;
     const char *src = cfg.data.eval_prompts[0] ? cfg.data.eval_prompts : cfg.data.prompts;
     if (is_file(src)) {
@@ -209,19 +211,19 @@ static double kl_at(const Run *r, long step)
 static int load_steps(const char *run, Run *r, PwErr *err)
 {
     char path[4096];
-    join(path, sizeof path, run, "metrics.jsonl");
+    pw_report_join(path, sizeof path, run, "metrics.jsonl");
     Rows rows;
-    if (read_jsonl(path, &rows, err)) return -1;
+    if (pw_report_read_jsonl(path, &rows, err)) return -1;
     r->steps = calloc(rows.n ? (size_t)rows.n : 1, sizeof *r->steps);
     if (!r->steps) {
-        rows_free(&rows);
+        pw_report_rows_free(&rows);
         return pw_errf(err, "out of memory");
     }
     for (int i = 0; i < rows.n; i++) {
         PwReportStep *s = &r->steps[i];
         double v;
         if (get_num(rows.row[i], "step", &v) != 1) {
-            rows_free(&rows);
+            pw_report_rows_free(&rows);
             return pw_errf(err, "%s: line %d of the steps has no step", path, i + 1);
         }
         s->step = (long)v;
@@ -231,7 +233,7 @@ static int load_steps(const char *run, Run *r, PwErr *err)
         get_num(rows.row[i], "objective/rlhf_reward", &s->rlhf_reward);
     }
     r->nsteps = rows.n;
-    rows_free(&rows);
+    pw_report_rows_free(&rows);
     return 0;
 }
 
@@ -241,9 +243,9 @@ static int load_run(const char *run, Run *r, PwErr *err)
 {
     memset(r, 0, sizeof *r);
     char path[4096];
-    join(path, sizeof path, run, "eval.jsonl");
+    pw_report_join(path, sizeof path, run, "eval.jsonl");
     Rows ev;
-    if (read_jsonl(path, &ev, err)) return -1;
+    if (pw_report_read_jsonl(path, &ev, err)) return -1;
     long n = 0;
     if (load_steps(run, r, err) || eval_size(run, &n, err)) goto fail;
     r->pts = calloc(ev.n ? (size_t)ev.n : 1, sizeof *r->pts);
@@ -276,14 +278,14 @@ static int load_run(const char *run, Run *r, PwErr *err)
     }
     for (int i = 0; i < r->npts; i++)
         if (isnan(r->pts[i].kl)) r->pts[i].kl = r->pts[i].initial ? 0.0 : kl_at(r, r->pts[i].step);
-    rows_free(&ev);
+    pw_report_rows_free(&ev);
     if (r->npts == 0) {
         run_free(r);
         return pw_errf(err, "%s/eval.jsonl: no evaluation", run);
     }
     return 0;
 fail:
-    rows_free(&ev);
+    pw_report_rows_free(&ev);
     run_free(r);
     return -1;
 }
@@ -394,12 +396,12 @@ static int parse_quick(int argc, char **argv, QuickArgs *a)
 static int rm_accuracy(const char *rm, double *acc, PwErr *err)
 {
     char path[4096];
-    join(path, sizeof path, rm, "metrics.jsonl");
+    pw_report_join(path, sizeof path, rm, "metrics.jsonl");
     Rows rows;
-    if (read_jsonl(path, &rows, err)) return -1;
+    if (pw_report_read_jsonl(path, &rows, err)) return -1;
     int found = 0;
     for (int i = rows.n - 1; i >= 0 && !found; i--) found = get_num(rows.row[i], "valid/accuracy", acc) == 1;
-    rows_free(&rows);
+    pw_report_rows_free(&rows);
     if (!found) return pw_errf(err, "%s/metrics.jsonl: no valid/accuracy", rm);
     return 0;
 }
@@ -414,7 +416,7 @@ static int quickstart(int argc, char **argv)
     }
     PwErr err = {{0}};
     char ppo[4096], path[4096];
-    join(ppo, sizeof ppo, a.out, "ppo");
+    pw_report_join(ppo, sizeof ppo, a.out, "ppo");
     Run run = {0};
     double *accs = calloc((size_t)a.nrms, sizeof *accs);
     rc = 1;
@@ -444,7 +446,7 @@ static int quickstart(int argc, char **argv)
         acc_sum += accs[i];
     }
     double rm_acc = acc_sum / a.nrms;
-    join(path, sizeof path, a.out, "task/prefs_valid.jsonl");
+    pw_report_join(path, sizeof path, a.out, "task/prefs_valid.jsonl");
     long n_pairs = count_lines(path);
     if (n_pairs < 0) {
         pw_errf(&err, "missing %s", path);
@@ -698,7 +700,7 @@ static int ensembles(int argc, char **argv)
         int first_of_objective = o->nfinals == 0;
         char fn[1024], path[4096];
         snprintf(fn, sizeof fn, "%s_%s.dat", nm->objective, nm->seed[0] ? nm->seed : "0");
-        join(path, sizeof path, exp, fn);
+        pw_report_join(path, sizeof path, exp, fn);
         /* a run with its own initial evaluation starts its curve there; an older one borrows
          * its objective's start, else the --sft-eval run's */
         const PwReportPoint *start = o->have_start ? &o->start : have_sft ? &sft : NULL;
@@ -742,7 +744,7 @@ static int ensembles(int argc, char **argv)
         goto done;
     }
     char path[4096];
-    join(path, sizeof path, exp, "table.md");
+    pw_report_join(path, sizeof path, exp, "table.md");
     if (write_file(path, table.s, &err)) goto done;
     fputs(table.s, stdout);
     fflush(stdout);
@@ -791,5 +793,6 @@ int pw_report_main(int argc, char **argv)
     /* A command's flags are read with the command's name standing as argv[0]. */
     if (!strcmp(argv[1], "quickstart")) return quickstart(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ensembles")) return ensembles(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "placements")) return pw_report_placements(argc - 1, argv + 1);
     return bad_usage("unknown command '%s'", argv[1]);
 }

@@ -4,7 +4,8 @@
  *                                      L=2, C=32, NH=2, n_positions=32 (llama: 4 query over 2
  *                                      key/value heads); fill: every weight X instead, for a
  *                                      model that is valid (|X| <= 1e16) but whose forward
- *                                      overflows float32
+ *                                      overflows float32; size=L,C,NH,POS: a GPT-2 of
+ *                                      that shape instead (the placement experiments' models)
  *   make_tiny prompts FILE SEED VOCAB COUNT MINLEN MAXLEN */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,15 @@
 #include "pw_model.h"
 
 static int write_model(const char *dir, unsigned long long seed, int vocab, int score,
-                       int llama, const char *fill)
+                       int llama, const char *fill, const char *size)
 {
     PwErr err;
     PwArch c = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 32,
                 .vocab_size = vocab, .n_positions = 32};
+    if (size && sscanf(size, "%d,%d,%d,%d", &c.n_layer, &c.n_embd, &c.n_head, &c.n_positions) != 4) {
+        fprintf(stderr, "make_tiny: size=%s: expected L,C,NH,POS\n", size);
+        return 2;
+    }
     if (llama)
         c = (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
                      .vocab_size = vocab, .n_positions = 32, .n_kv_head = 2, .n_inner = 48,
@@ -66,14 +71,15 @@ int main(int argc, char **argv)
 {
     if (argc >= 5 && !strcmp(argv[1], "model")) {
         int score = 0, llama = 0;
-        const char *fill = NULL;
+        const char *fill = NULL, *size = NULL;
         for (int i = 5; i < argc; i++) {
             score |= !strcmp(argv[i], "score");
             llama |= !strcmp(argv[i], "llama");
             if (!strncmp(argv[i], "fill=", 5)) fill = argv[i] + 5;
+            if (!strncmp(argv[i], "size=", 5)) size = argv[i] + 5;
         }
         return write_model(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), score, llama,
-                           fill);
+                           fill, size);
     }
     if (argc == 8 && !strcmp(argv[1], "prompts"))
         return write_prompts(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]), atoi(argv[5]),
