@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # placements.sh: one run configuration on a list of placements, each in sync and async mode, then
 # `ppo_world report placements`: table.md / table.tsv (steps/s, per-role busy and waiting
-# seconds, bytes moved and peak memory when the run logs them) and throughput.png, gantt.png
-# (docs/experiments.md, Placements).
+# seconds, bytes moved and peak memory) and throughput.png, a Gantt view of step 1 of each run
+# from its trace (gantt_NAME_MODE.png) (docs/experiments.md, Placements).
 #
 # Usage: launch/experiments/placements.sh --config C.yaml [--out DIR] [--modes "sync async"]
 #            [--fresh] PLACEMENT.yaml ... [-- key=value ...]
@@ -68,10 +68,13 @@ for p in "${PLACEMENTS[@]}"; do
         run="$OUT/${name}_$m"
         if [ "$FRESH" = 1 ] || ! [ -f "$run/.done" ]; then
             rm -rf "$run"
+            mkdir -p "$run"
             echo "== $name ($np ranks, $m)"
             async=false; [ "$m" = async ] && async=true
+            # a timeline of the first steps: the Gantt view draws step 1 from it
             "$here/launch/run.sh" "$np" --placement "$p" --config "$CONFIG" --out "$run" \
-                "async=$async" ${OVERRIDES[@]+"${OVERRIDES[@]}"} > "$run.log" 2>&1 || {
+                "async=$async" "trace.path=$run/trace.json" trace.steps=2 \
+                ${OVERRIDES[@]+"${OVERRIDES[@]}"} > "$run.log" 2>&1 || {
                 echo "placements: the run $run failed; its output:" >&2
                 tail -20 "$run.log" >&2
                 exit 1

@@ -2,8 +2,9 @@
 # test_sweep.sh: launch/experiments/placements.sh on the tiny models, two placements (one rank;
 # the generator on a rank of its own) in sync and async mode, 2 steps each: its table has a row
 # per run whose steps/s is 1 / time/step of the run's step 1 (step 0 left out), busy seconds
-# per role from the metrics, "-" for roles a placement lacks; a placement without world_size and
-# a missing configuration are refused.
+# per role from the metrics, bytes moved from comm/bytes_sent, a trace and a Gantt view per run,
+# "-" for roles a placement lacks; a placement without world_size and a missing configuration are
+# refused.
 . "$(dirname "$0")/common.sh"
 set -o pipefail
 make_inputs
@@ -36,6 +37,23 @@ for run in one_sync one_async gen_sync gen_async; do
     [ "$want" = "$got" ] || { echo "FAIL: $run: table '$got', metrics '$want'"; exit 1; }
     echo "ok $run: steps_per_s step_s actor_busy_s = $got"
 done
+# bytes moved: the runs' comm/bytes_sent of step 1 (0 on one rank, the messages to and from the
+# generator's rank on two); every run traced, and its step 1 drawn
+col=$(head -1 "$tsv" | tr '\t' '\n' | grep -n '^bytes' | cut -d: -f1)
+[ -n "$col" ] || { head -1 "$tsv"; echo "FAIL: no bytes column"; exit 1; }
+for run in one_sync one_async gen_sync gen_async; do
+    want=$(sed -n 2p "$WORK/sweep/$run/metrics.jsonl" | sed 's/.*"comm\/bytes_sent":\([0-9.e+]*\).*/\1/')
+    got=$(awk -F'\t' -v r="$run" -v c="$col" '$1 == r { print $c }' "$tsv")
+    awk -v a="$want" -v b="$got" 'BEGIN { exit !(a + 0 == b + 0) }' ||
+        { echo "FAIL: $run: bytes '$got' in the table, '$want' in the metrics"; exit 1; }
+    case $run in one_*) [ "$got" = 0 ] ;; *) awk -v b="$got" 'BEGIN { exit !(b > 0) }' ;; esac ||
+        { echo "FAIL: $run: bytes $got"; exit 1; }
+    [ -s "$WORK/sweep/$run/trace.json" ] || { echo "FAIL: $run: no trace.json"; exit 1; }
+    if command -v gnuplot > /dev/null; then
+        [ -s "$WORK/sweep/gantt_$run.png" ] || { ls "$WORK/sweep"; echo "FAIL: no gantt_$run.png"; exit 1; }
+    fi
+done
+echo "ok bytes per step and Gantt views"
 # one rank holds every role; gen has a generator's busy time, and both runs have one
 awk -F'\t' 'NR > 1 && ($13 == "-" || $7 == "-") { bad = 1 } END { exit bad }' "$tsv" ||
     { echo "FAIL: a role missing from the table"; exit 1; }
