@@ -42,11 +42,6 @@ if [ -n "${PW_HOSTFILE:-}" ]; then
         fi
         args+=(--mca plm_rsh_agent "$PW_LAUNCH_AGENT")
     fi
-fi
-# Daemons call mpirun back and ranks talk over the first networks they find; on a node with
-# several (a management network, a container bridge) name the one that joins the nodes.
-if [ -n "${PW_TCP_IF:-}" ]; then
-    args+=(--mca oob_tcp_if_include "$PW_TCP_IF" --mca btl_tcp_if_include "$PW_TCP_IF")
 else
     if [ -n "${PW_LAUNCH_AGENT:-}" ]; then
         echo "run.sh: PW_LAUNCH_AGENT is for starting other hosts; name them in PW_HOSTFILE" >&2
@@ -58,27 +53,22 @@ else
     # from about 10 us to about 10 ms per hop).
     args+=(--oversubscribe)
 fi
+# Daemons call mpirun back and ranks talk over the first networks they find; on a node with
+# several (a management network, a container bridge) name the one that joins the nodes.
+if [ -n "${PW_TCP_IF:-}" ]; then
+    args+=(--mca oob_tcp_if_include "$PW_TCP_IF" --mca btl_tcp_if_include "$PW_TCP_IF")
+fi
 # Shared-memory transfers by copy through the shared segment: faster for 1 MiB messages
 # between ranks of one VM than cross-memory attach (about 5x measured), and CMA needs ptrace
 # rights that containers often lack.
 args+=(--mca btl_vader_single_copy_mechanism none)
 # Containers often run as root; Open MPI refuses root unless told.
 [ "$(id -u)" -eq 0 ] && args+=(--allow-run-as-root)
-# Small thread pools at load time (ppo_world resizes them to the cores each rank owns), and
-# CUDA ordinals in PCI bus order, the order in which ppo_world numbers the GPUs it picks.
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 CUDA_DEVICE_ORDER=PCI_BUS_ID
-args+=(-x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS -x CUDA_DEVICE_ORDER)
-# Idle OpenMP threads sleep instead of spinning: ranks share cores, and a spinning pool took
-# 6.7-8.0 s of CPU for a forward+backward that needs 4.1-4.3 s (docs/kernels.md).
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
-args+=(-x OMP_WAIT_POLICY)
-# OpenBLAS 0.3.21 runs AVX-512 CPUs it does not recognise (newer AMD) on its 256-bit Haswell
-# kernels; naming the core type doubles sgemm there (docs/kernels.md). It is read when the
-# library loads, so only the launcher can set it. A value already set wins.
-if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-    export OPENBLAS_CORETYPE=SkylakeX
-fi
-[ -n "${OPENBLAS_CORETYPE:-}" ] && args+=(-x OPENBLAS_CORETYPE)
+# The environment shared with launch/slurm.sbatch: thread pools, CUDA ordinals, OpenMP waits,
+# the OpenBLAS core type (launch/env.sh); mpirun passes each variable on by name.
+# shellcheck source=launch/env.sh
+. "$here/launch/env.sh"
+for v in $PW_ENV_VARS; do args+=(-x "$v"); done
 # shellcheck disable=SC2206
 extra=(${PW_MPIRUN_ARGS:-})
 

@@ -24,6 +24,10 @@ refused() {
 refused "PW_LAUNCH_AGENT=/no/agent: no such executable" \
     PW_HOSTFILE=/dev/null PW_LAUNCH_AGENT=/no/agent
 refused "name them in PW_HOSTFILE" PW_LAUNCH_AGENT="$AGENT"
+# a hostfile and an agent without PW_TCP_IF reach mpirun (which fails on the empty hostfile)
+noif=$(env PW_HOSTFILE=/dev/null PW_LAUNCH_AGENT="$AGENT" "$RUN_SH" 1 --version 2>&1) &&
+    { echo "FAIL: an empty hostfile ran"; exit 1; }
+if printf '%s\n' "$noif" | grep -q "^run.sh:"; then echo "FAIL: refused by run.sh: $noif"; exit 1; fi
 # The agent refuses a host that is no namespace as ssh does an unknown host (255).
 rc=0
 "$AGENT" no-such-netns-$$ true > /dev/null 2>&1 || rc=$?
