@@ -145,6 +145,14 @@ static long pick_step(json_t *events)
     return best;
 }
 
+/* One colour per phase, the same in every Gantt view (other names take gnuplot's line types). */
+static const char *const phase_colours[][2] = {
+    {"generate", "#1f77b4"}, {"evaluate", "#ff7f0e"}, {"advantages", "#9467bd"},
+    {"train", "#2ca02c"},    {"weights", "#17becf"},  {"idle", "#c7c7c7"},
+    {"eval", "#8c564b"},     {"allreduce", "#d62728"}, {"broadcast", "#e377c2"},
+    {"barrier", "#7f7f7f"},
+};
+
 int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *err)
 {
     char path[4096];
@@ -178,13 +186,13 @@ int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *e
             if (ts < t0) t0 = ts;
         }
     }
-    snprintf(path, sizeof path, "%s/gantt_%s.dat", out, name);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        json_decref(root);
-        return pw_errf(err, "cannot write %s", path);
-    }
-    fprintf(f, "# start_ms end_ms track color  (step %ld of %s)\n", step, dir);
+    /* What a step's Gantt shows: the phases of each role and the collectives (on the roles'
+     * tracks) and the waits (`idle`, on the comm track). Left out: the `step` span, which covers
+     * its whole track, and the messages, whose receives share the interval of the wait they
+     * completed in (docs/trace.md): drawn, they hide the waits and add nothing to read. */
+    typedef struct { double a, b; int k, c; } Bar;
+    size_t nbar = 0, capbar = 0;
+    Bar *bars = NULL;
     int bad = 0;
     json_array_foreach(events, i, e)
     {
@@ -193,37 +201,74 @@ int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *e
         json_t *st = json_object_get(args, "step");
         long pid = (long)json_integer_value(json_object_get(e, "pid"));
         long tid = (long)json_integer_value(json_object_get(e, "tid"));
-        if (!ph) continue;
+        const char *ename = json_string_value(json_object_get(e, "name"));
+        int meta_thread = ph && !strcmp(ph, "M") && ename && !strcmp(ename, "thread_name");
+        if (!ph || (!meta_thread && strcmp(ph, "X"))) continue; /* process_name etc.: no track */
         int k;
         for (k = 0; k < nt && !(tp[k] == pid && tt[k] == tid); k++) {}
-        if (k == nt && nt < MAXT && (!strcmp(ph, "M") || !strcmp(ph, "X"))) {
+        if (k == nt && nt < MAXT) {
             tp[nt] = pid, tt[nt] = tid;
             snprintf(tname[nt], sizeof tname[nt], "rank %ld/%ld", pid, tid);
             nt++;
         }
         if (k == nt) continue;
-        if (!strcmp(ph, "M") &&
-            !strcmp(json_string_value(json_object_get(e, "name")) ?: "", "thread_name")) {
+        if (meta_thread) {
             const char *tn = json_string_value(json_object_get(args, "name"));
             if (tn) snprintf(tname[k], sizeof tname[k], "rank %ld %s", pid, tn);
             continue;
         }
-        if (strcmp(ph, "X") || !json_is_integer(st) || json_integer_value(st) != step) continue;
+        if (!json_is_integer(st) || json_integer_value(st) != step) continue;
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if ((cat && !strcmp(cat, "message")) || (ename && !strcmp(ename, "step"))) continue;
         json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
-        const char *name = json_string_value(json_object_get(e, "name"));
-        if (!json_is_number(ts) || !json_is_number(dur) || !name) {
+        if (!json_is_number(ts) || !json_is_number(dur) || !ename) {
             bad = 1;
             break;
         }
         int c;
-        for (c = 0; c < nn && strcmp(names[c], name); c++) {}
-        if (c == nn && nn < MAXN) snprintf(names[nn++], sizeof names[0], "%s", name);
+        for (c = 0; c < nn && strcmp(names[c], ename); c++) {}
+        if (c == nn && nn < MAXN) snprintf(names[nn++], sizeof names[0], "%s", ename);
+        if (nbar == capbar) {
+            capbar = capbar ? 2 * capbar : 256;
+            Bar *nb = realloc(bars, capbar * sizeof *nb);
+            if (!nb) {
+                bad = 2;
+                break;
+            }
+            bars = nb;
+        }
         double a = (json_number_value(ts) - t0) / 1000.0;
-        fprintf(f, "%.4f %.4f %d %d\n", a, a + json_number_value(dur) / 1000.0, k, c);
+        bars[nbar++] = (Bar){a, a + json_number_value(dur) / 1000.0, k, c};
     }
-    fclose(f);
     json_decref(root);
-    if (bad) return pw_errf(err, "%s/trace.json: a complete event without ts, dur or name", dir);
+    if (bad) {
+        free(bars);
+        return bad == 2 ? pw_errf(err, "out of memory")
+                        : pw_errf(err, "%s/trace.json: a complete event without ts, dur or name", dir);
+    }
+    /* rows: the tracks with something drawn, in the order the trace names them */
+    int row[MAXT], nrow = 0;
+    for (int k = 0; k < nt; k++) row[k] = -1;
+    for (size_t b = 0; b < nbar; b++) row[bars[b].k] = 0;
+    char rname[MAXT][64];
+    for (int k = 0; k < nt; k++)
+        if (row[k] == 0) {
+            memcpy(rname[nrow], tname[k], sizeof rname[0]);
+            row[k] = nrow++;
+        }
+    snprintf(path, sizeof path, "%s/gantt_%s.dat", out, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(bars);
+        return pw_errf(err, "cannot write %s", path);
+    }
+    fprintf(f, "# start_ms end_ms track color  (step %ld of %s)\n", step, dir);
+    for (size_t b = 0; b < nbar; b++)
+        fprintf(f, "%.4f %.4f %d %d\n", bars[b].a, bars[b].b, row[bars[b].k], bars[b].c);
+    free(bars);
+    if (fclose(f)) return pw_errf(err, "cannot write %s", path);
+    nt = nrow;
+    memcpy(tname, rname, sizeof rname);
     /* the script: one bar per event, a track per rank and role, a colour per phase name */
     char script[16384];
     int len = snprintf(script, sizeof script,
@@ -235,11 +280,17 @@ int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *e
         len += snprintf(script + len, sizeof script - (size_t)len, "%s\"%s\" %d", k ? ", " : "",
                         tname[k], k);
     len += snprintf(script + len, sizeof script - (size_t)len, ")\nplot ");
-    for (int c = 0; c < nn && len < (int)sizeof script - 300; c++)
+    for (int c = 0; c < nn && len < (int)sizeof script - 300; c++) {
+        char colour[32];
+        snprintf(colour, sizeof colour, "%d", c + 1);
+        for (size_t j = 0; j < PW_ARRAY_LEN(phase_colours); j++)
+            if (!strcmp(phase_colours[j][0], names[c]))
+                snprintf(colour, sizeof colour, "rgb '%s'", phase_colours[j][1]);
         len += snprintf(script + len, sizeof script - (size_t)len,
                         "%s'gantt_%s.dat' using (($1+$2)/2):($4==%d?$3:1/0):(($2-$1)/2):(0.35) "
-                        "with boxxyerror lc %d title '%s'",
-                        c ? ", " : "", name, c, c + 1, names[c]);
+                        "with boxxyerror lc %s title '%s'",
+                        c ? ", " : "", name, c, colour, names[c]);
+    }
     if (!nn) len += snprintf(script + len, sizeof script - (size_t)len, "NaN notitle");
     snprintf(script + len, sizeof script - (size_t)len, "\n");
     char gp[300];

@@ -27,16 +27,22 @@ diff "$WORK/want.tsv" "$WORK/table.tsv" || fail "table.tsv differs"
 grep -q '^| five_async | 1 | 2.0000 | 0.5000 |' "$WORK/table.md" || fail "table.md row"
 echo "ok table"
 
-# the Gantt of step 1 (step 0's event left out): ms from the step's first event, one track per
-# (rank, role), one colour per name: evaluate, train, generate, the tokens message
+# the Gantt of step 1 (step 0's event left out): ms from the step's first event (the step span
+# at 950 ms), the tracks with something drawn in the order the trace names them (rank 0's actor,
+# its comm track, rank 4's generator; not rank 3's reward, idle in this step; no track for the
+# process name), one colour per name: idle, evaluate, train, allreduce, generate; the step span
+# and the messages left out
 cat > "$WORK/want.dat" <<'DAT'
-0.0000 200.0000 0 0
-200.0000 500.0000 0 1
-0.0000 400.0000 1 2
-400.0000 401.0000 1 3
+0.0000 50.0000 1 0
+50.0000 250.0000 0 1
+250.0000 550.0000 0 2
+450.0000 470.0000 0 3
+50.0000 450.0000 2 4
 DAT
 grep -v '^#' "$WORK/gantt_five_async.dat" | diff "$WORK/want.dat" - || fail "gantt rows differ"
-grep -q '"rank 0 actor" 0, "rank 4 generator" 1' "$WORK/gantt_five_async.gp" || fail "gantt tracks"
+grep -q 'ytics ("rank 0 actor" 0, "rank 0 comm" 1, "rank 4 generator" 2)' \
+    "$WORK/gantt_five_async.gp" || { cat "$WORK/gantt_five_async.gp"; fail "gantt tracks"; }
+grep -q "lc rgb '#2ca02c' title 'train'" "$WORK/gantt_five_async.gp" || fail "train's colour"
 grep -q "^0 one_sync 0.800000$" "$WORK/throughput.dat" || fail "throughput.dat"
 echo "ok gantt"
 if command -v gnuplot > /dev/null; then
