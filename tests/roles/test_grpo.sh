@@ -1,0 +1,52 @@
+#!/bin/sh
+# test_grpo.sh: algorithm: grpo and rloo on placements without a critic. The same numbers on 1
+# and 3 ranks (one rank per role, as test_invariance.sh: a data-parallel actor sums its gradients
+# in another order), a bit-identical --resume, and the refusals: ppo without a critic, a critic
+# with grpo, n = 1 with grpo, N not a multiple of n.
+. "$(dirname "$0")/common.sh"
+make_inputs
+placement nocrit1 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'reward: { ranks: [0] }' \
+    'generator: { ranks: [0] }'
+placement nocrit3 'actor: { ranks: [0] }' 'reference: { ranks: [1] }' \
+    'reward: { ranks: [1] }' 'generator: { ranks: [2] }'
+set -- algorithm=grpo generation.samples_per_prompt=4 ppo.minibatches=2 \
+    ppo.initial_policy_kl_penalty=0.05 generation.temperature=0.9
+run_ppo 1 nocrit1 one "$@"
+run_ppo 3 nocrit3 three "$@"
+"$METRICS_CHECK" lines "$WORK/one/metrics.jsonl" 3
+"$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/three/metrics.jsonl"
+
+# rloo, the KL as a loss term (k3) and sequence aggregation: 1 and 3 ranks agree too
+set -- algorithm=rloo generation.samples_per_prompt=2 ppo.kl_penalty_in=loss ppo.kl_estimator=k3 \
+    ppo.loss_aggregation=sequence
+run_ppo 1 nocrit1 r1 "$@"
+run_ppo 3 nocrit3 r3 "$@"
+"$METRICS_CHECK" same "$WORK/r1/metrics.jsonl" "$WORK/r3/metrics.jsonl"
+
+# bit-identical resume from step_2 of a 4-step grpo run
+set -- algorithm=grpo generation.samples_per_prompt=4 episodes=32 checkpoint.every=2 \
+    checkpoint.keep=0 ppo.minibatches=2
+run_ppo 1 nocrit1 full "$@"
+mkdir -p "$WORK/cut/checkpoints"
+cp -r "$WORK/full/checkpoints/step_2" "$WORK/cut/checkpoints/"
+cp "$WORK/full/config.yaml" "$WORK/cut/"
+head -n 3 "$WORK/full/metrics.jsonl" > "$WORK/cut/metrics.jsonl"
+"$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/nocrit1.yaml" "$WORK/ppo.yaml" "$WORK/cut" --resume "$@"
+"$METRICS_CHECK" same "$WORK/full/metrics.jsonl" "$WORK/cut/metrics.jsonl"
+
+# refusals, each with its message
+refused() { # refused NP PLACEMENT EXPECTED-TEXT key=value...
+    np=$1 pl=$2 want=$3; shift 3
+    if run_ppo "$np" "$pl" bad "$@" 2> "$WORK/bad.err"; then
+        echo "FAIL: ran: $*"; exit 1
+    fi
+    grep -qF "$want" "$WORK/bad.err" || { echo "FAIL: expected '$want' in:"; cat "$WORK/bad.err"; exit 1; }
+    rm -rf "$WORK/bad"
+}
+refused 1 nocrit1 "algorithm: ppo needs a critic role, and the placement has none (algorithm: grpo or rloo trains without one)"
+refused 1 single "algorithm: grpo uses no critic, but the placement has a critic role" \
+    algorithm=grpo generation.samples_per_prompt=2
+refused 1 nocrit1 "algorithm: grpo needs generation.samples_per_prompt >= 2 (got 1)" algorithm=grpo
+refused 1 nocrit1 "ppo.num_rollout_samples (8) must be a multiple of generation.samples_per_prompt (3)" \
+    algorithm=grpo generation.samples_per_prompt=3
+echo OK
