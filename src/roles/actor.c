@@ -64,6 +64,23 @@ static void group_advantages(PwRun *r, const float *rlhf)
     for (int b = 0; b < n; b++) g[rows->r0 + b] = r->s.kl_in_loss ? r->score[b] : rlhf[b];
     pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, g, N);
     for (int i = 0; i < N; i++) sc[i] = (float)g[i];
+    int G = r->s.group, groups = N / G;
+    double zero = 0.0, std_sum = 0.0;
+    for (int q = 0; q < groups; q++) {
+        const float *x = sc + (size_t)q * G;
+        double m = 0.0, v = 0.0;
+        int equal = 1;
+        for (int i = 0; i < G; i++) {
+            m += x[i];
+            equal &= x[i] == x[0];
+        }
+        m /= G;
+        for (int i = 0; i < G; i++) v += (x[i] - m) * (x[i] - m);
+        zero += equal;
+        std_sum += sqrt(v / (G - 1));
+    }
+    r->stats[PW_ST_ZERO_STD] = zero / groups;
+    r->stats[PW_ST_GROUP_STD] = std_sum / groups;
     if (pw_group_advantages(adv, sc, N / r->s.group, r->s.group, (PwAlgorithm)r->s.algorithm,
                             r->s.scale_by_std, r->s.std_eps, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);

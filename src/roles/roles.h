@@ -237,6 +237,8 @@ enum {
     PW_ST_BETA,
     PW_ST_STALENESS,
     PW_ST_SKIPPED,        /* optimiser steps of actor and critic skipped (runtime.on_nonfinite) */
+    PW_ST_ZERO_STD,       /* grpo, rloo: fraction of groups whose scores are all equal */
+    PW_ST_GROUP_STD,      /* grpo, rloo: mean over groups of the scores' standard deviation */
     PW_ST_COUNT
 };
 

@@ -10,22 +10,37 @@ placement nocrit1 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'reward: {
 placement nocrit3 'actor: { ranks: [0] }' 'reference: { ranks: [1] }' \
     'reward: { ranks: [1] }' 'generator: { ranks: [2] }'
 set -- algorithm=grpo generation.samples_per_prompt=4 ppo.minibatches=2 \
-    ppo.initial_policy_kl_penalty=0.05 generation.temperature=0.9
+    reward.non_stop_penalty=false ppo.initial_policy_kl_penalty=0.05 generation.temperature=0.9
 run_ppo 1 nocrit1 one "$@"
 run_ppo 3 nocrit3 three "$@"
 "$METRICS_CHECK" lines "$WORK/one/metrics.jsonl" 3
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/three/metrics.jsonl"
 
+# the group metrics of a sampled run: scores of a random reward model differ within each group
+# (no non-stop penalty: 8 new tokens rarely reach a stop, and -10 for all would tie every group)
+"$METRICS_CHECK" is "$WORK/one/metrics.jsonl" 0 objective/zero_std_groups 0
+# greedy sampling (top_k 1): the 4 rows of a prompt, consecutive, get the same response, so
+# their scores agree to float rounding (the reward model's GEMM rounds a row by its place in the
+# micro batch, about 3e-8 here): the group spread is at rounding level where sampled groups
+# spread by about 0.1, and the policy loss (no entropy bonus) is ~0
+run_ppo 1 nocrit1 greedy algorithm=grpo generation.samples_per_prompt=4 generation.top_k=1 \
+    episodes=8 reward.non_stop_penalty=false
+"$METRICS_CHECK" below "$WORK/greedy/metrics.jsonl" 0 objective/group_std_mean 1e-6
+"$METRICS_CHECK" below "$WORK/greedy/metrics.jsonl" 0 loss/policy_avg 1e-9
+if "$METRICS_CHECK" below "$WORK/one/metrics.jsonl" 0 objective/group_std_mean 1e-3; then
+    echo "FAIL: sampled groups should spread"; exit 1
+fi
+
 # rloo, the KL as a loss term (k3) and sequence aggregation: 1 and 3 ranks agree too
 set -- algorithm=rloo generation.samples_per_prompt=2 ppo.kl_penalty_in=loss ppo.kl_estimator=k3 \
-    ppo.loss_aggregation=sequence
+    reward.non_stop_penalty=false ppo.loss_aggregation=sequence
 run_ppo 1 nocrit1 r1 "$@"
 run_ppo 3 nocrit3 r3 "$@"
 "$METRICS_CHECK" same "$WORK/r1/metrics.jsonl" "$WORK/r3/metrics.jsonl"
 
 # bit-identical resume from step_2 of a 4-step grpo run
 set -- algorithm=grpo generation.samples_per_prompt=4 episodes=32 checkpoint.every=2 \
-    checkpoint.keep=0 ppo.minibatches=2
+    checkpoint.keep=0 ppo.minibatches=2 reward.non_stop_penalty=false
 run_ppo 1 nocrit1 full "$@"
 mkdir -p "$WORK/cut/checkpoints"
 cp -r "$WORK/full/checkpoints/step_2" "$WORK/cut/checkpoints/"
