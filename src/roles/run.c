@@ -167,6 +167,11 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
                        "(ppo.initial_policy_kl_penalty = %g, ppo.adaptive_kl = %d)", pl->path,
                        s->beta, s->adaptive_kl);
 
+    if (!pw_role_present(map, PW_ROLE_REFERENCE) && s->kl_in_loss && s->kl_loss_coef != 0.0)
+        return pw_errf(err, "%s: without a reference role the KL loss must be 0 "
+                       "(ppo.kl_penalty_in = loss, ppo.kl_loss_coef = %g)", pl->path,
+                       s->kl_loss_coef);
+
     PwArch sft, c;
     if (load_config(&sft, "model.sft", s->sft, err)) return -1;
     r->V = sft.vocab_size;

@@ -64,4 +64,8 @@ refused 1 single "algorithm: grpo uses no critic, but the placement has a critic
 refused 1 nocrit1 "algorithm: grpo needs generation.samples_per_prompt >= 2 (got 1)" algorithm=grpo
 refused 1 nocrit1 "ppo.num_rollout_samples (8) must be a multiple of generation.samples_per_prompt (3)" \
     algorithm=grpo generation.samples_per_prompt=3
+placement noref 'actor: { ranks: [0] }' 'reward: { ranks: [0] }' 'generator: { ranks: [0] }'
+refused 1 noref "without a reference role the KL loss must be 0 (ppo.kl_penalty_in = loss, ppo.kl_loss_coef = 0.04)" \
+    algorithm=grpo generation.samples_per_prompt=2 ppo.initial_policy_kl_penalty=0 \
+    ppo.kl_penalty_in=loss
 echo OK
