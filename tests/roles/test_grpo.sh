@@ -38,6 +38,17 @@ run_ppo 1 nocrit1 r1 "$@"
 run_ppo 3 nocrit3 r3 "$@"
 "$METRICS_CHECK" same "$WORK/r1/metrics.jsonl" "$WORK/r3/metrics.jsonl"
 
+# a group cut between two actor ranks (n = 8 = N, each actor rank holds 4 rows): the group
+# advantages and the sequence normaliser cover the whole step; a data-parallel actor rounds its
+# sums in another order, so the numbers agree to 1e-3 (relative), not bit for bit
+placement dp2 'actor: { ranks: [0, 1] }' 'reference: { ranks: [0] }' 'reward: { ranks: [1] }' \
+    'generator: { ranks: [0] }'
+set -- algorithm=rloo generation.samples_per_prompt=8 ppo.loss_aggregation=sequence \
+    reward.non_stop_penalty=false episodes=16
+run_ppo 1 nocrit1 d1 "$@"
+run_ppo 2 dp2 d2 "$@"
+"$METRICS_CHECK" same "$WORK/d1/metrics.jsonl" "$WORK/d2/metrics.jsonl" 1e-3
+
 # bit-identical resume from step_2 of a 4-step grpo run
 set -- algorithm=grpo generation.samples_per_prompt=4 episodes=32 checkpoint.every=2 \
     checkpoint.keep=0 ppo.minibatches=2 reward.non_stop_penalty=false
