@@ -19,6 +19,13 @@ run_ppo 3 nocrit3 three "$@"
 # the group metrics of a sampled run: scores of a random reward model differ within each group
 # (no non-stop penalty: 8 new tokens rarely reach a stop, and -10 for all would tie every group)
 "$METRICS_CHECK" is "$WORK/one/metrics.jsonl" 0 objective/zero_std_groups 0
+# step 0 with one minibatch: the ratio is exactly 1 (approxkl 0), so the policy loss is minus the
+# mean advantage, and each group's advantages (r - m) / (s + eps) sum to 0: the loss is 0
+run_ppo 1 nocrit1 zero algorithm=grpo generation.samples_per_prompt=4 episodes=8 \
+    reward.non_stop_penalty=false ppo.loss_aggregation=sequence
+"$METRICS_CHECK" is "$WORK/zero/metrics.jsonl" 0 policy/approxkl_avg 0
+"$METRICS_CHECK" below "$WORK/zero/metrics.jsonl" 0 loss/policy_avg 1e-6
+
 # greedy sampling (top_k 1): the 4 rows of a prompt, consecutive, get the same response, so
 # their scores agree to float rounding (the reward model's GEMM rounds a row by its place in the
 # micro batch, about 3e-8 here): the group spread is at rounding level where sampled groups
