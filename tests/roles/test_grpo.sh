@@ -73,17 +73,21 @@ refused() { # refused NP PLACEMENT EXPECTED-TEXT key=value...
     if run_ppo "$np" "$pl" bad "$@" 2> "$WORK/bad.err"; then
         echo "FAIL: ran: $*"; exit 1
     fi
-    grep -qF "$want" "$WORK/bad.err" || { echo "FAIL: expected '$want' in:"; cat "$WORK/bad.err"; exit 1; }
+    grep -qF "$want" "$WORK/bad.err" ||
+        { echo "FAIL: expected '$want' in:"; cat "$WORK/bad.err"; exit 1; }
     rm -rf "$WORK/bad"
 }
-refused 1 nocrit1 "algorithm: ppo needs a critic role, and the placement has none (algorithm: grpo or rloo trains without one)"
+refused 1 nocrit1 \
+    "algorithm: ppo needs a critic role, and the placement has none (algorithm: grpo or rloo trains without one)"
 refused 1 single "algorithm: grpo uses no critic, but the placement has a critic role" \
     algorithm=grpo generation.samples_per_prompt=2
 refused 1 nocrit1 "algorithm: grpo needs generation.samples_per_prompt >= 2 (got 1)" algorithm=grpo
-refused 1 nocrit1 "ppo.num_rollout_samples (8) must be a multiple of generation.samples_per_prompt (3)" \
-    algorithm=grpo generation.samples_per_prompt=3
+refused 1 nocrit1 \
+    "ppo.num_rollout_samples (8) must be a multiple of generation.samples_per_prompt (3)" algorithm=grpo \
+    generation.samples_per_prompt=3
 placement noref 'actor: { ranks: [0] }' 'reward: { ranks: [0] }' 'generator: { ranks: [0] }'
-refused 1 noref "without a reference role the KL loss must be 0 (ppo.kl_penalty_in = loss, ppo.kl_loss_coef = 0.04)" \
+refused 1 noref \
+    "without a reference role the KL loss must be 0 (ppo.kl_penalty_in = loss, ppo.kl_loss_coef = 0.04)" \
     algorithm=grpo generation.samples_per_prompt=2 ppo.initial_policy_kl_penalty=0 \
     ppo.kl_penalty_in=loss
 echo OK
