@@ -14,6 +14,9 @@
 /* ---- value types ---------------------------------------------------------------------- */
 
 typedef enum { PW_STOP_EOS = 0, PW_STOP_PERIOD, PW_STOP_NONE } PwStopToken;
+/* ppo.kl_penalty_in: the KL to the reference in the per-token rewards (PPO's) or as a term of
+ * the actor's loss (GRPO's). */
+typedef enum { PW_KL_IN_REWARD = 0, PW_KL_IN_LOSS } PwKlPenaltyIn;
 
 /* ---- the configuration: plain data, one field per key of the table ------------------- */
 /* Integers are int64_t everywhere so that the table needs one integer type; the ranges keep
@@ -36,7 +39,16 @@ typedef struct PwPpoConfig {
     int64_t rollout_micro_batch_size;
     int64_t epochs;
     int64_t minibatches;
+    PwKlPenaltyIn kl_penalty_in;
+    double kl_loss_coef;
+    PwLossAgg loss_aggregation;
 } PwPpoConfig;
+
+/* GRPO's group normalisation (algorithm: grpo). */
+typedef struct PwGrpoConfig {
+    bool scale_by_std;
+    double std_eps;
+} PwGrpoConfig;
 
 typedef struct PwCriticConfig {
     double loss_clip_val;
@@ -50,6 +62,7 @@ typedef struct PwGenerationConfig {
     int64_t top_k;
     double top_p;
     PwStopToken stop_token;
+    int64_t samples_per_prompt;
 } PwGenerationConfig;
 
 typedef struct PwRewardConfig {
@@ -115,7 +128,9 @@ typedef struct PwConfig {
     int64_t seed;
     bool async;
     int64_t episodes;
+    PwAlgorithm algorithm;
     PwPpoConfig ppo;
+    PwGrpoConfig grpo;
     PwCriticConfig critic;
     PwGenerationConfig generation;
     PwRewardConfig reward;

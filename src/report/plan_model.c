@@ -221,7 +221,8 @@ static Sim *sim_new(const PwPlanProfile *prof, const PwRoleMap *map, const PwPla
     static const PwRole needed[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
     for (size_t i = 0; i < PW_ARRAY_LEN(needed); i++)
         if (!pw_role_present(map, needed[i]))
-            return pw_errf(err, "the placement has no %s", pw_role_name(needed[i])), NULL;
+            return pw_errf(err, "the placement has no %s (the planner models ppo placements: "
+                           "actor, critic and reward)", pw_role_name(needed[i])), NULL;
     if (pw_role_present(map, PW_ROLE_REFERENCE) && !prof->has_reference)
         return pw_errf(err, "the placement has a reference but the profile run measured "
                             "none; profile with a reference"), NULL;

@@ -50,6 +50,47 @@ void pw_actor_combine_scores(PwRun *r)
         pw_nonstop_penalty(r->score, rows->stopped, n, r->s.penalty);
 }
 
+/* Group advantages over the whole step: a group may straddle two actor ranks' blocks, so every
+ * rank sums the global (N) score vector, each filling its own rows (x + 0 is exact, so the
+ * numbers do not depend on the placement), computes every group and keeps its own rows. */
+static void group_advantages(PwRun *r, const float *rlhf)
+{
+    PwErr err;
+    PwRows *rows = &r->act_rows;
+    int n = rows->n, R = r->R, N = r->s.N;
+    double *g = pw_roles_alloc((size_t)N * sizeof(double));
+    float *sc = pw_roles_alloc((size_t)N * sizeof(float));
+    float *adv = pw_roles_alloc((size_t)N * sizeof(float));
+    for (int b = 0; b < n; b++) g[rows->r0 + b] = r->s.kl_in_loss ? r->score[b] : rlhf[b];
+    pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, g, N);
+    for (int i = 0; i < N; i++) sc[i] = (float)g[i];
+    int G = r->s.group, groups = N / G;
+    double zero = 0.0, std_sum = 0.0;
+    for (int q = 0; q < groups; q++) {
+        const float *x = sc + (size_t)q * G;
+        double m = 0.0, v = 0.0;
+        int equal = 1;
+        for (int i = 0; i < G; i++) {
+            m += x[i];
+            equal &= x[i] == x[0];
+        }
+        m /= G;
+        for (int i = 0; i < G; i++) v += (x[i] - m) * (x[i] - m);
+        zero += equal;
+        std_sum += sqrt(v / (G - 1));
+    }
+    r->stats[PW_ST_ZERO_STD] = zero / groups;
+    r->stats[PW_ST_GROUP_STD] = std_sum / groups;
+    if (pw_group_advantages(adv, sc, N / r->s.group, r->s.group, (PwAlgorithm)r->s.algorithm,
+                            r->s.scale_by_std, r->s.std_eps, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    pw_sequence_to_tokens(r->adv, adv + rows->r0, rows->rmask, n, R);
+    memset(r->ret, 0, (size_t)n * R * sizeof(float));
+    free(g);
+    free(sc);
+    free(adv);
+}
+
 void pw_actor_advantages(PwRun *r)
 {
     PwErr err;
@@ -60,11 +101,20 @@ void pw_actor_advantages(PwRun *r)
     float *rlhf = pw_roles_alloc((size_t)n * sizeof(float));
     pw_kl_per_token(r->kl, r->logp_old, r->logp_ref, rows->rmask, n, R,
                     (PwKlEstimator)r->s.kl_estimator);
+    /* ppo.kl_penalty_in: loss takes the KL out of the rewards (it is a loss term instead) */
     if (pw_rewards_with_kl(r->rewards, kl_sum, non_score, rlhf, r->kl, r->score, rows->rmask, n, R,
-                           r->beta, &err))
+                           r->s.kl_in_loss ? 0.0 : r->beta, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
-    pw_gae(r->adv, r->ret, r->rewards, r->values, rows->rmask, n, R, r->s.gamma, r->s.lambda);
-    if (r->s.normalize_advantages) { /* over every real token of the role: needs the all-reduce */
+    if (r->s.algorithm != PW_ALGO_PPO) {
+        /* grpo, rloo: the sequence score is the combined score, plus the summed KL penalty
+         * (rlhf = score - beta sum kl) when the KL is in the reward; no values, no GAE, no
+         * whitening (the group already normalises, as TRL and open-instruct do for GRPO) */
+        group_advantages(r, rlhf);
+    } else {
+        pw_gae(r->adv, r->ret, r->rewards, r->values, rows->rmask, n, R, r->s.gamma,
+               r->s.lambda);
+    }
+    if (r->s.normalize_advantages && r->s.algorithm == PW_ALGO_PPO) { /* over every real token of the role: needs the all-reduce */
         PwWhitenStats ws;
         pw_whiten_partial(&ws, r->adv, rows->rmask, (size_t)n * R);
         pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, &ws.sum, 3);
@@ -102,6 +152,15 @@ void pw_actor_advantages(PwRun *r)
     free(rlhf);
 }
 
+/* The sum over the actor role of the weights of minibatch blk's rows (at least 1). */
+static double minibatch_weight(PwRun *r, const float *w, PwBlock blk, int R)
+{
+    double sum = 0.0;
+    for (int64_t i = blk.start * R; i < (blk.start + blk.count) * R; i++) sum += w[i];
+    pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, &sum, 1);
+    return sum > 0 ? sum : 1.0;
+}
+
 /* ratio = exp(logp - logp_old); L = -mean min(ratio A, clip(ratio) A) - bonus * mean H over the
  * real tokens of each minibatch (the global count, so the ranks' gradients sum to the whole). */
 void pw_actor_train(PwRun *r)
@@ -117,6 +176,12 @@ void pw_actor_train(PwRun *r)
     float *ent = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dlp = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *dent = pw_roles_alloc((size_t)mb * R * sizeof(float));
+    /* ppo.loss_aggregation: sequence weighs each token 1/length (pw_loss_weights); token keeps
+     * the mask itself, so its numbers are those of a run without the key */
+    int seq_agg = r->s.loss_agg == PW_AGG_SEQUENCE, kl_loss = r->s.kl_in_loss;
+    float *wts = seq_agg ? pw_roles_alloc((size_t)n * R * sizeof(float)) : NULL;
+    float *logp_ref = kl_loss ? pw_roles_alloc((size_t)n * R * sizeof(float)) : NULL;
+    float *dkl = kl_loss ? pw_roles_alloc((size_t)mb * R * sizeof(float)) : NULL;
     double acc[6] = {0}; /* per-minibatch means summed: loss, approxkl, clipfrac, ratio, H, count */
     double lr = 0.0, skipped = 0.0;
     for (int e = 0; e < r->s.epochs; e++) {
@@ -124,9 +189,14 @@ void pw_actor_train(PwRun *r)
         pw_rows_permuted(&ord, all, perm);
         pw_permute_f32(logp_old, r->logp_old, perm, n, R);
         pw_permute_f32(adv, r->adv, perm, n, R);
+        if (kl_loss) pw_permute_f32(logp_ref, r->logp_ref, perm, n, R);
+        if (seq_agg) pw_loss_weights(wts, rows->rmask, n, R, PW_AGG_SEQUENCE);
+        const float *w = seq_agg ? wts : rows->rmask;
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(n, M, k);
-            double tok = pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
+            /* the global normaliser: real tokens, or (sequence) responses, of the minibatch */
+            double tok = seq_agg ? minibatch_weight(r, w, blk, R)
+                                 : pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
             if (pw_model_zero_grad(r->actor, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "actor: %s", err.msg);
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
@@ -135,9 +205,15 @@ void pw_actor_train(PwRun *r)
                 size_t o = (size_t)i0 * R;
                 pw_rows_forward(r, r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
                 PwPolicyStats ps;
-                pw_policy_loss(&ps, dlp, dent, lp, logp_old + o, adv + o, ent,
-                               rows->rmask + o, (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus,
-                               tok);
+                pw_policy_loss(&ps, dlp, dent, lp, logp_old + o, adv + o, ent, w + o,
+                               (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus, tok);
+                if (kl_loss) { /* GRPO's KL term: its gradient joins the policy loss's */
+                    PwKlLossStats ks;
+                    pw_kl_loss(&ks, dkl, lp, logp_ref + o, w + o, (size_t)nb * R,
+                               (PwKlEstimator)r->s.kl_estimator, r->s.kl_loss_coef, tok);
+                    for (size_t j = 0; j < (size_t)nb * R; j++) dlp[j] += dkl[j];
+                    ps.loss += ks.loss;
+                }
                 pw_rows_backward(r->actor, dlp, bonus ? dent : NULL, NULL, "actor");
                 st[0] += ps.loss;
                 st[1] += ps.approxkl * ps.count;
@@ -167,6 +243,9 @@ void pw_actor_train(PwRun *r)
     free(ent);
     free(dlp);
     free(dent);
+    free(wts);
+    free(logp_ref);
+    free(dkl);
     free(perm);
     free(logp_old);
     free(adv);

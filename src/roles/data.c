@@ -72,8 +72,8 @@ void pw_rows_free(PwRows *r)
     memset(r, 0, sizeof *r);
 }
 
-int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int64_t r0,
-                    int n, int P, int R)
+int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int G,
+                    int64_t r0, int n, int P, int R)
 {
     pw_rows_free(r);
     r->r0 = r0;
@@ -92,7 +92,10 @@ int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N,
     r->smask = pw_roles_alloc(nt * sizeof(int));
     r->tgt = pw_roles_alloc(nt * sizeof(int));
     for (int b = 0; b < n; b++) {
-        int id = N > 0 ? pw_prompts_pick(d, seed, step * (int64_t)N + r0 + b) : (int)(r0 + b);
+        /* a step draws N / G prompts; global row g holds prompt g / G of the draw (G = 1: row
+         * g is draw g, as without groups) */
+        int64_t g = r0 + b;
+        int id = N > 0 ? pw_prompts_pick(d, seed, step * (int64_t)(N / G) + g / G) : (int)g;
         int len = d->ds.prompt_len[id], pad = P - len;
         for (int t = 0; t < P; t++) {
             r->prompt[(size_t)b * P + t] =

@@ -49,7 +49,7 @@ static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step,
     PwGroup gold = {PW_ROLE_REWARD, 1, gold_idx}, ref = pw_run_group(r, PW_ROLE_REFERENCE);
     if (pw_run_has(r, pr)) {
         PwBlock b = pw_block(E, prod.n, w->role_rank[pr]);
-        pw_rows_prompts(&ev->prod, d, r->s.seed, 0, 0, b.start, (int)b.count, P, R);
+        pw_rows_prompts(&ev->prod, d, r->s.seed, 0, 0, 1, b.start, (int)b.count, P, R);
         ev->logp = pw_roles_alloc((size_t)b.count * R * sizeof(float));
         /* its own sampling streams: a negative step never meets a training batch, and the
          * initial evaluation (step -1) takes INT64_MIN, which no other evaluation reaches */
@@ -67,14 +67,14 @@ static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step,
     }
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
         PwBlock b = pw_block(E, act.n, w->role_rank[PW_ROLE_ACTOR]);
-        pw_rows_prompts(&ev->act, d, r->s.seed, 0, 0, b.start, (int)b.count, P, R);
+        pw_rows_prompts(&ev->act, d, r->s.seed, 0, 0, 1, b.start, (int)b.count, P, R);
         PwTensor tok = pw_tensor2(ev->act.tokens, PW_DTYPE_I32, b.count, R);
         pw_xfer_recv_rows(x, w, prod, act, w->role_rank[PW_ROLE_ACTOR], PW_MSG_TOKENS, step, E,
                           &tok);
     }
     if (pw_run_has(r, PW_ROLE_REFERENCE)) {
         PwBlock b = pw_block(E, ref.n, w->role_rank[PW_ROLE_REFERENCE]);
-        pw_rows_prompts(&ev->ref, d, r->s.seed, 0, 0, b.start, (int)b.count, P, R);
+        pw_rows_prompts(&ev->ref, d, r->s.seed, 0, 0, 1, b.start, (int)b.count, P, R);
         PwTensor tok = pw_tensor2(ev->ref.tokens, PW_DTYPE_I32, b.count, R);
         pw_xfer_recv_rows(x, w, prod, ref, w->role_rank[PW_ROLE_REFERENCE], PW_MSG_TOKENS, step,
                           E, &tok);
@@ -83,13 +83,13 @@ static void eval_generate(PwRun *r, Eval *ev, PwPrompts *d, int P, int64_t step,
         PwMember *m = &r->member[k];
         if (m->me < 0) continue;
         PwBlock b = pw_block(E, m->nranks, m->me);
-        pw_rows_prompts(&m->rows, d, r->s.seed, 0, 0, b.start, (int)b.count, P, R);
+        pw_rows_prompts(&m->rows, d, r->s.seed, 0, 0, 1, b.start, (int)b.count, P, R);
         m->score = pw_roles_alloc((size_t)b.count * sizeof(float));
         PwTensor tok = pw_tensor2(m->rows.tokens, PW_DTYPE_I32, b.count, R);
         pw_xfer_recv_rows(x, w, prod, pw_member_group(m), m->me, PW_MSG_TOKENS, step, E, &tok);
     }
     if (gold_here(r)) {
-        pw_rows_prompts(&ev->gold, d, r->s.seed, 0, 0, 0, E, P, R);
+        pw_rows_prompts(&ev->gold, d, r->s.seed, 0, 0, 1, 0, E, P, R);
         ev->gold_score = pw_roles_alloc((size_t)E * sizeof(float));
         PwTensor tok = pw_tensor2(ev->gold.tokens, PW_DTYPE_I32, E, R);
         pw_xfer_recv_rows(x, w, prod, gold, 0, PW_MSG_TOKENS, step, E, &tok);

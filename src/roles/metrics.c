@@ -46,6 +46,10 @@ void pw_metrics_write(PwRun *r, int64_t step)
     put(o, "generator/logprob_diff",
         st[PW_ST_GENCOUNT] > 0 ? st[PW_ST_GENDIFF] / st[PW_ST_GENCOUNT] : 0.0);
     put(o, "generator/staleness", st[PW_ST_STALENESS]);
+    if (r->s.algorithm != PW_ALGO_PPO) { /* only there, so ppo's lines keep their keys */
+        put(o, "objective/zero_std_groups", st[PW_ST_ZERO_STD]);
+        put(o, "objective/group_std_mean", st[PW_ST_GROUP_STD]);
+    }
     /* only where steps can be skipped, so a run that stops on them keeps its lines unchanged */
     if (r->s.skip_nonfinite) put(o, "runtime/skipped_steps", st[PW_ST_SKIPPED]);
     put(o, "time/step", r->step_seconds);

@@ -22,7 +22,8 @@
 static void block_rows(PwRun *r, PwRows *rows, int64_t step, int parts, int part)
 {
     PwBlock blk = pw_block(r->s.N, parts, part);
-    pw_rows_prompts(rows, &r->data, r->s.seed, step, r->s.N, blk.start, (int)blk.count, r->P, r->R);
+    pw_rows_prompts(rows, &r->data, r->s.seed, step, r->s.N, r->s.group, blk.start, (int)blk.count,
+                    r->P, r->R);
 }
 
 static void start_blocks(PwRun *r, int64_t step)
@@ -254,9 +255,11 @@ static void phase_evaluate(PwRun *r, PwXfer *x, int64_t step)
             pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_REFERENCE), act, me, PW_MSG_LOGP_REF,
                               step, N, &t);
         }
-        PwTensor v = pw_tensor2(r->values, PW_DTYPE_F32, n, R);
-        pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_CRITIC), act, me, PW_MSG_VALUES, step, N,
-                          &v);
+        if (pw_run_nranks(r, PW_ROLE_CRITIC)) { /* grpo, rloo: no critic, no values */
+            PwTensor v = pw_tensor2(r->values, PW_DTYPE_F32, n, R);
+            pw_xfer_recv_rows(x, w, pw_run_group(r, PW_ROLE_CRITIC), act, me, PW_MSG_VALUES, step,
+                              N, &v);
+        }
         for (int k = 0; k < r->K; k++) {
             PwTensor t = pw_tensor2(r->scores_k + (size_t)k * n, PW_DTYPE_F32, n, 0);
             pw_xfer_recv_rows(x, w, pw_member_group(&r->member[k]), act, me, PW_MSG_SCORES, step, N,
@@ -280,9 +283,11 @@ static void phase_advantages(PwRun *r, PwXfer *x, int64_t step)
             pw_actor_combine_scores(r);
             pw_actor_advantages(r);
         });
-        PwTensor t = pw_tensor2(r->ret, PW_DTYPE_F32, r->act_rows.n, R);
-        pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_ACTOR), w->role_rank[PW_ROLE_ACTOR],
-                          pw_run_group(r, PW_ROLE_CRITIC), PW_MSG_RETURNS, step, N, &t);
+        if (pw_run_nranks(r, PW_ROLE_CRITIC)) {
+            PwTensor t = pw_tensor2(r->ret, PW_DTYPE_F32, r->act_rows.n, R);
+            pw_xfer_send_rows(x, w, pw_run_group(r, PW_ROLE_ACTOR), w->role_rank[PW_ROLE_ACTOR],
+                              pw_run_group(r, PW_ROLE_CRITIC), PW_MSG_RETURNS, step, N, &t);
+        }
     }
     if (pw_run_has(r, PW_ROLE_CRITIC)) {
         PwTensor t = pw_tensor2(r->vret, PW_DTYPE_F32, r->crit_rows.n, R);

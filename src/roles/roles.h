@@ -37,6 +37,10 @@ typedef struct PwSettings {
     int adaptive_kl, kl_estimator;           /* PwKlEstimator after use_absolute_kl */
     double gamma, lambda, entropy_bonus, ratio_eps;
     int normalize_advantages;
+    int algorithm, group;                    /* PwAlgorithm; generation.samples_per_prompt */
+    int kl_in_loss, loss_agg;                /* ppo.kl_penalty_in is loss; PwLossAgg */
+    double kl_loss_coef, std_eps;
+    int scale_by_std;
     double vclip, critic_lr, critic_min_lr;
     int max_new_tokens, top_k, stop_kind;    /* stop_kind: 0 eos, 1 period, 2 none */
     double temperature, top_p;
@@ -100,10 +104,11 @@ typedef struct PwRows {
 } PwRows;
 
 void pw_rows_free(PwRows *r);
-/* Allocates the block and fills its prompts for PPO step `step` (prompt width P); N <= 0: the
- * prompts in file order (evaluation). */
-int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int64_t r0,
-                    int n, int P, int R);
+/* Allocates the block and fills its prompts for PPO step `step` (prompt width P): the step's N
+ * rows hold N / G prompts of the data order, each G times in consecutive rows
+ * (generation.samples_per_prompt); N <= 0: the prompts in file order (evaluation; G unused). */
+int pw_rows_prompts(PwRows *r, PwPrompts *d, uint64_t seed, int64_t step, int N, int G,
+                    int64_t r0, int n, int P, int R);
 /* After tokens arrived: mask, lengths, stop flags and the (n, T) model inputs. */
 void pw_rows_finish(PwRows *r, int stop_id);
 
@@ -232,6 +237,8 @@ enum {
     PW_ST_BETA,
     PW_ST_STALENESS,
     PW_ST_SKIPPED,        /* optimiser steps of actor and critic skipped (runtime.on_nonfinite) */
+    PW_ST_ZERO_STD,       /* grpo, rloo: fraction of groups whose scores are all equal */
+    PW_ST_GROUP_STD,      /* grpo, rloo: mean over groups of the scores' standard deviation */
     PW_ST_COUNT
 };
 

@@ -145,15 +145,32 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     const PwRoleMap *map = &pl->map;
     if (s->trace_path && *s->trace_path && pw_trace_check_path("trace.path", s->trace_path, err))
         return -1;
-    static const PwRole needed[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
+    static const PwRole needed[] = {PW_ROLE_ACTOR, PW_ROLE_REWARD};
     for (size_t i = 0; i < PW_ARRAY_LEN(needed); i++)
         if (!pw_role_present(map, needed[i]))
             return pw_errf(err, "%s: a PPO run needs the %s role", pl->path,
                            pw_role_name(needed[i]));
+    /* A critic in a grpo/rloo placement is refused rather than ignored: its ranks would hold a
+     * model and cores and never be used, which a warning in a long log would hide. */
+    int critic = pw_role_present(map, PW_ROLE_CRITIC);
+    PwAlgorithm alg = (PwAlgorithm)s->algorithm;
+    if (pw_algorithm_needs_critic(alg) && !critic)
+        return pw_errf(err, "%s: algorithm: %s needs a critic role, and the placement has none "
+                       "(algorithm: grpo or rloo trains without one)", pl->path,
+                       pw_algorithm_name(alg));
+    if (!pw_algorithm_needs_critic(alg) && critic)
+        return pw_errf(err, "%s: algorithm: %s uses no critic, but the placement has a critic "
+                       "role; remove it (its ranks would hold a model and never be used)",
+                       pl->path, pw_algorithm_name(alg));
     if (!pw_role_present(map, PW_ROLE_REFERENCE) && (s->beta != 0.0 || s->adaptive_kl))
         return pw_errf(err, "%s: without a reference role the KL penalty must be 0 "
                        "(ppo.initial_policy_kl_penalty = %g, ppo.adaptive_kl = %d)", pl->path,
                        s->beta, s->adaptive_kl);
+
+    if (!pw_role_present(map, PW_ROLE_REFERENCE) && s->kl_in_loss && s->kl_loss_coef != 0.0)
+        return pw_errf(err, "%s: without a reference role the KL loss must be 0 "
+                       "(ppo.kl_penalty_in = loss, ppo.kl_loss_coef = %g)", pl->path,
+                       s->kl_loss_coef);
 
     PwArch sft, c;
     if (load_config(&sft, "model.sft", s->sft, err)) return -1;

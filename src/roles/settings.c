@@ -24,6 +24,13 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->gamma = c->ppo.discount_factor;
     s->lambda = c->ppo.gae_lambda;
     s->normalize_advantages = c->ppo.normalize_advantages;
+    s->algorithm = (int)c->algorithm;
+    s->group = (int)c->generation.samples_per_prompt;
+    s->kl_in_loss = c->ppo.kl_penalty_in == PW_KL_IN_LOSS;
+    s->loss_agg = (int)c->ppo.loss_aggregation;
+    s->kl_loss_coef = c->ppo.kl_loss_coef;
+    s->std_eps = c->grpo.std_eps;
+    s->scale_by_std = c->grpo.scale_by_std;
     s->entropy_bonus = c->ppo.entropy_bonus;
     s->ratio_eps = c->ppo.ratio_eps;
     s->vclip = c->critic.loss_clip_val;

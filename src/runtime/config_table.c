@@ -11,10 +11,14 @@ _Static_assert(sizeof(PwRewardObjective) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwStopToken) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwAlgorithm) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwLossAgg) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwKlPenaltyIn) == sizeof(int), "enum field size");
 
 /* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
  * only the stop token, a configuration matter, is named here. */
 static const char *const stop_names[] = {"eos", "period", "none", NULL};
+static const char *const kl_in_names[] = {"reward", "loss", NULL};
 /* Shared with the sft/rm schema (pw_cfg.h): one list for the one key both have. */
 const char *const pw_on_nonfinite_names[] = {"stop", "skip_step", NULL};
 
@@ -35,6 +39,10 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "total rollouts to train on; steps = episodes / ppo.num_rollout_samples",
      OI " `total_episodes`"},
+    {"algorithm", PW_CFG_ENUM, OFF(algorithm), "ppo", 0, 0, 0, pw_algorithm_names,
+     "ppo (a critic and GAE), grpo or rloo (group baselines over generation.samples_per_prompt "
+     "responses per prompt, no critic; docs/algorithm.md)",
+     "ours (TRL GRPOTrainer, RLOOTrainer; verl `algorithm.adv_estimator`)"},
 
     /* ---- models and data */
     {"model.sft", PW_CFG_STRING, OFF(model.sft), "", 0, 0, PW_CFG_REQUIRED, NULL,
@@ -116,6 +124,22 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "optimiser steps per epoch; must divide ppo.num_rollout_samples",
      NEMO " 512 samples / `global_batch_size` 64 (" OI ": 1)"},
+    {"ppo.kl_penalty_in", PW_CFG_ENUM, OFF(ppo.kl_penalty_in), "reward", 0, 0, 0, kl_in_names,
+     "where the KL to the reference goes: reward (beta x per-token KL in the rewards) or loss "
+     "(ppo.kl_loss_coef x KL with ppo.kl_estimator added to the actor loss, GRPO's)",
+     OI " (reward); TRL GRPO, verl `use_kl_loss` (loss)"},
+    {"ppo.kl_loss_coef", PW_CFG_FLOAT, OFF(ppo.kl_loss_coef), "0.04", 0, 0, PW_CFG_MIN, NULL,
+     "weight of the KL loss term with ppo.kl_penalty_in: loss", "TRL GRPO `beta` 0.04"},
+    {"ppo.loss_aggregation", PW_CFG_ENUM, OFF(ppo.loss_aggregation), "token", 0, 0, 0,
+     pw_loss_agg_names,
+     "token: every real token weighs 1 (mean over the minibatch's tokens); sequence: each "
+     "response weighs 1 (mean of the per-response token means)",
+     OI " token; GRPO paper sequence"},
+    {"grpo.scale_by_std", PW_CFG_BOOL, OFF(grpo.scale_by_std), "true", 0, 0, 0, NULL,
+     "grpo: divide r - group mean by the group's standard deviation (false: Dr. GRPO)",
+     "TRL `scale_rewards`"},
+    {"grpo.std_eps", PW_CFG_FLOAT, OFF(grpo.std_eps), "1e-4", 0, 1, PW_CFG_MIN | PW_CFG_MAX,
+     NULL, "grpo: added to the group standard deviation before dividing", "TRL 1e-4"},
 
     /* ---- critic */
     {"critic.loss_clip_val", PW_CFG_FLOAT, OFF(critic.loss_clip_val), "0.2", 0, 0, PW_CFG_MIN,
@@ -143,6 +167,12 @@ static const PwCfgKey keys[] = {
     {"generation.stop_token", PW_CFG_ENUM, OFF(generation.stop_token), "eos", 0, 0, 0,
      stop_names, "token that ends a response: eos (end of text), period ('.') or none",
      OI " PPO docs: `--stop_token eos`"},
+    /* 1024: a group is one prompt's responses; more than this is no use on one batch */
+    {"generation.samples_per_prompt", PW_CFG_INT, OFF(generation.samples_per_prompt), "1", 1,
+     1024, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "responses per prompt n: a step's ppo.num_rollout_samples rows hold N/n prompts, each n "
+     "times in consecutive rows; grpo and rloo need n >= 2", "TRL `num_generations`, verl "
+     "`rollout.n`"},
 
     /* ---- reward */
     {"reward.objective", PW_CFG_ENUM, OFF(reward.objective), "mean", 0, 0, 0,
@@ -253,6 +283,18 @@ static int check_rules(const void *any, PwErr *err)
     if (p->num_rollout_samples % p->minibatches)
         return pw_errf(err, "ppo.minibatches (%lld) must divide ppo.num_rollout_samples (%lld)",
                        (long long)p->minibatches, (long long)p->num_rollout_samples);
+    int64_t n = cfg->generation.samples_per_prompt;
+    if (cfg->algorithm != PW_ALGO_PPO && n < 2)
+        return pw_errf(err,
+                       "algorithm: %s needs generation.samples_per_prompt >= 2 (got %lld): its "
+                       "baseline is the other responses to the same prompt",
+                       pw_algorithm_name(cfg->algorithm), (long long)n);
+    if (p->num_rollout_samples % n)
+        return pw_errf(err,
+                       "ppo.num_rollout_samples (%lld) must be a multiple of "
+                       "generation.samples_per_prompt (%lld): every prompt gets all its responses "
+                       "in one step",
+                       (long long)p->num_rollout_samples, (long long)n);
     if (p->rollout_micro_batch_size > p->num_rollout_samples)
         return pw_errf(err,
                        "ppo.rollout_micro_batch_size (%lld) must not exceed "

@@ -390,11 +390,13 @@ static int parse_roles(Ctx *c, PwPlacement *p, Parsed *ps, yaml_node_t *n)
         ps->seen[r] = 1;
         if (parse_role(c, p, ps, (PwRole)r, k, node(c, q->value))) return -1;
     }
-    static const PwRole required[] = {PW_ROLE_ACTOR, PW_ROLE_CRITIC, PW_ROLE_REWARD};
+    /* The critic is optional here: whether a run needs one is the configuration's algorithm,
+     * checked when both are known (src/roles/run.c). */
+    static const PwRole required[] = {PW_ROLE_ACTOR, PW_ROLE_REWARD};
     for (size_t i = 0; i < PW_ARRAY_LEN(required); i++)
         if (!ps->seen[required[i]])
             return fail(c, ps->roles_key, "roles",
-                        "missing required role '%s'; expected actor, critic and reward (reference "
+                        "missing required role '%s'; expected actor and reward (critic, reference "
                         "and generator are optional)",
                         pw_role_name(required[i]));
     if (ps->models && parse_models(c, p, ps->models)) return -1;

@@ -102,7 +102,7 @@ refuse() {
     echo "$msg" | grep -q -- "$pattern" || fail "plan $*: message '$msg' lacks '$pattern'"
     echo "ok refused: $pattern"
 }
-refuse 1 "missing required role 'critic'" --profile "$PROFILE" --placement "$WORK/nocritic.yaml" \
+refuse 1 "the placement has no critic (the planner models ppo placements" --profile "$PROFILE" --placement "$WORK/nocritic.yaml" \
     --params 1
 refuse 1 "names no model.sft" --profile "$PROFILE" --placement "$WORK/one.yaml"
 refuse 1 "missing $WORK/nothing/config.yaml" --profile "$WORK/nothing" --search 2
