@@ -49,6 +49,10 @@ static void check_full(const PwConfig *c)
     CHECK(c->runtime.timeout_s == 120.5 && c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP &&
               c->runtime.max_skipped_steps == 3 && c->runtime.progress_s == 2.5, "runtime");
     CHECK(!strcmp(c->trace.path, "run.trace.json") && c->trace.steps == 7, "trace");
+    CHECK(c->algorithm == PW_ALGO_RLOO && c->generation.samples_per_prompt == 4 &&
+              c->ppo.kl_penalty_in == PW_KL_IN_LOSS && c->ppo.kl_loss_coef == 0.1 &&
+              c->ppo.loss_aggregation == PW_AGG_SEQUENCE && !c->grpo.scale_by_std &&
+              c->grpo.std_eps == 1e-3, "critic-free keys");
 }
 
 /* Every key of full.yaml differs from its default: a key the loader skipped would show here. */
