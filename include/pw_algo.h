@@ -237,6 +237,11 @@ int pw_algorithm_needs_critic(PwAlgorithm a);
  * Equal scores give exactly 0. Fails for n < 2 (no baseline), for ppo, or eps < 0. */
 int pw_group_advantages(float *adv, const float *scores, int n_groups, int n, PwAlgorithm alg,
                         int scale_by_std, double eps, PwErr *err);
+/* For the metrics of a step's groups (same layout): *equal_frac the fraction of groups whose
+ * scores are all equal (they teach nothing: objective/zero_std_groups), *std_mean the mean of the
+ * groups' unbiased standard deviations (objective/group_std_mean). n >= 2. */
+void pw_group_stats(const float *scores, int n_groups, int n, double *equal_frac,
+                    double *std_mean);
 /* adv_tok (B,T) = adv_seq[b] on the real tokens of row b, 0 on padding (outcome supervision). */
 void pw_sequence_to_tokens(float *adv_tok, const float *adv_seq, const float *mask, int B, int T);
 

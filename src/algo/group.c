@@ -35,6 +35,16 @@ int pw_loss_agg_parse(const char *name, PwLossAgg *out, PwErr *err)
 
 const char *pw_loss_agg_name(PwLossAgg a) { return pw_name_of(pw_loss_agg_names, NAGG, (int)a); }
 
+/* A group's mean and unbiased standard deviation (0 for n < 2). */
+static void group_moments(const float *r, int n, double *mean, double *std)
+{
+    double sum = 0.0, ss = 0.0;
+    for (int i = 0; i < n; i++) sum += r[i];
+    *mean = sum / n;
+    for (int i = 0; i < n; i++) ss += (r[i] - *mean) * (r[i] - *mean);
+    *std = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+}
+
 int pw_group_advantages(float *adv, const float *scores, int n_groups, int n, PwAlgorithm alg,
                         int scale_by_std, double eps, PwErr *err)
 {
@@ -57,21 +67,34 @@ int pw_group_advantages(float *adv, const float *scores, int n_groups, int n, Pw
         float *a = adv + (size_t)g * n;
         double sum = 0.0;
         for (int i = 0; i < n; i++) sum += r[i];
-        double mean = sum / n;
         if (alg == PW_ALGO_RLOO) {
             /* baseline of response i: the mean of the other n - 1 scores */
             for (int i = 0; i < n; i++) a[i] = (float)(r[i] - (sum - r[i]) / (n - 1));
             continue;
         }
-        double inv = 1.0;
-        if (scale_by_std) {
-            double ss = 0.0;
-            for (int i = 0; i < n; i++) ss += (r[i] - mean) * (r[i] - mean);
-            inv = 1.0 / (sqrt(ss / (n - 1)) + eps); /* unbiased std, as torch.std */
-        }
+        double mean, std; /* unbiased std, as torch.std */
+        group_moments(r, n, &mean, &std);
+        double inv = scale_by_std ? 1.0 / (std + eps) : 1.0;
         for (int i = 0; i < n; i++) a[i] = (float)((r[i] - mean) * inv);
     }
     return 0;
+}
+
+void pw_group_stats(const float *scores, int n_groups, int n, double *equal_frac,
+                    double *std_mean)
+{
+    double equal = 0.0, stds = 0.0;
+    for (int g = 0; g < n_groups; g++) {
+        const float *r = scores + (size_t)g * n;
+        int same = 1;
+        for (int i = 1; i < n; i++) same &= r[i] == r[0];
+        double m, s;
+        group_moments(r, n, &m, &s);
+        equal += same;
+        stds += s;
+    }
+    *equal_frac = n_groups > 0 ? equal / n_groups : 0.0;
+    *std_mean = n_groups > 0 ? stds / n_groups : 0.0;
 }
 
 void pw_sequence_to_tokens(float *adv_tok, const float *adv_seq, const float *mask, int B, int T)

@@ -64,23 +64,8 @@ static void group_advantages(PwRun *r, const float *rlhf)
     for (int b = 0; b < n; b++) g[rows->r0 + b] = r->s.kl_in_loss ? r->score[b] : rlhf[b];
     pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, g, N);
     for (int i = 0; i < N; i++) sc[i] = (float)g[i];
-    int G = r->s.group, groups = N / G;
-    double zero = 0.0, std_sum = 0.0;
-    for (int q = 0; q < groups; q++) {
-        const float *x = sc + (size_t)q * G;
-        double m = 0.0, v = 0.0;
-        int equal = 1;
-        for (int i = 0; i < G; i++) {
-            m += x[i];
-            equal &= x[i] == x[0];
-        }
-        m /= G;
-        for (int i = 0; i < G; i++) v += (x[i] - m) * (x[i] - m);
-        zero += equal;
-        std_sum += sqrt(v / (G - 1));
-    }
-    r->stats[PW_ST_ZERO_STD] = zero / groups;
-    r->stats[PW_ST_GROUP_STD] = std_sum / groups;
+    pw_group_stats(sc, N / r->s.group, r->s.group, &r->stats[PW_ST_ZERO_STD],
+                   &r->stats[PW_ST_GROUP_STD]);
     if (pw_group_advantages(adv, sc, N / r->s.group, r->s.group, (PwAlgorithm)r->s.algorithm,
                             r->s.scale_by_std, r->s.std_eps, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
@@ -152,15 +137,6 @@ void pw_actor_advantages(PwRun *r)
     free(rlhf);
 }
 
-/* The sum over the actor role of the weights of minibatch blk's rows (at least 1). */
-static double minibatch_weight(PwRun *r, const float *w, PwBlock blk, int R)
-{
-    double sum = 0.0;
-    for (int64_t i = blk.start * R; i < (blk.start + blk.count) * R; i++) sum += w[i];
-    pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, &sum, 1);
-    return sum > 0 ? sum : 1.0;
-}
-
 /* ratio = exp(logp - logp_old); L = -mean min(ratio A, clip(ratio) A) - bonus * mean H over the
  * real tokens of each minibatch (the global count, so the ranks' gradients sum to the whole). */
 void pw_actor_train(PwRun *r)
@@ -195,8 +171,7 @@ void pw_actor_train(PwRun *r)
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(n, M, k);
             /* the global normaliser: real tokens, or (sequence) responses, of the minibatch */
-            double tok = seq_agg ? minibatch_weight(r, w, blk, R)
-                                 : pw_minibatch_tokens(r, PW_ROLE_ACTOR, rows, blk);
+            double tok = pw_minibatch_weight(r, PW_ROLE_ACTOR, w, R, blk);
             if (pw_model_zero_grad(r->actor, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "actor: %s", err.msg);
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */

@@ -39,7 +39,7 @@ void pw_critic_train(PwRun *r)
         pw_permute_f32(vret, r->vret, perm, n, R);
         for (int k = 0; k < M; k++) {
             PwBlock blk = pw_block(n, M, k);
-            double tok = pw_minibatch_tokens(r, PW_ROLE_CRITIC, rows, blk);
+            double tok = pw_minibatch_weight(r, PW_ROLE_CRITIC, rows->rmask, R, blk);
             if (pw_model_zero_grad(r->critic, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "critic: %s", err.msg);
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */

@@ -103,11 +103,10 @@ int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_
     return 0;
 }
 
-double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk)
+double pw_minibatch_weight(PwRun *r, PwRole role, const float *w, int R, PwBlock blk)
 {
-    double tok = 0.0;
-    for (int64_t i = blk.start * rows->R; i < (blk.start + blk.count) * rows->R; i++)
-        tok += rows->rmask[i];
-    pw_roles_allreduce_f64(r, role, &tok, 1);
-    return tok > 0 ? tok : 1.0;
+    double sum = 0.0;
+    for (int64_t i = blk.start * R; i < (blk.start + blk.count) * R; i++) sum += w[i];
+    pw_roles_allreduce_f64(r, role, &sum, 1);
+    return sum > 0 ? sum : 1.0;
 }

@@ -141,9 +141,11 @@ void pw_permute_f32(float *dst, const float *src, const int *perm, int n, int R)
 /* Learning rate of optimizer step `step` (0-based) for a peak lr and floor min_lr with the run's
  * warm-up and decay; total = steps x epochs x minibatches optimizer steps. */
 double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step);
-/* Real response tokens of minibatch `blk` over all ranks of `role` (at least 1): the normaliser
- * that makes the ranks' loss gradients sum to the gradient of the whole minibatch. */
-double pw_minibatch_tokens(PwRun *r, PwRole role, const PwRows *rows, PwBlock blk);
+/* The sum of the token weights w (rows of R) of minibatch `blk` over all ranks of `role` (at
+ * least 1): the normaliser that makes the ranks' loss gradients sum to the gradient of the whole
+ * minibatch. With the response mask as w it is the real-token count; with sequence weights
+ * (pw_loss_weights) the number of responses. */
+double pw_minibatch_weight(PwRun *r, PwRole role, const float *w, int R, PwBlock blk);
 /* Optimiser step t (1-based) of `role` on minibatch `mb` of epoch `epoch`: the gradient buffer
  * summed over the ranks of the role, then AdamW at learning rate lr, unless `loss` (the
  * minibatch's, summed over the role) or the gradient is NaN or infinite. Then, as

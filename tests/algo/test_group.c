@@ -11,7 +11,8 @@
  *   [1, 2, 3, 6]          mean 3, deviations -2 -1 0 3, sum of squares 14, std sqrt(14/3)
  *   [0.5 x 4]             all equal: every advantage exactly 0
  *   [1, 1, 0, 0]          ties: deviations +-0.5, sum of squares 1, std sqrt(1/3)
- * RLOO on the first: A_i = r_i - (12 - r_i)/3 = -8/3, -4/3, 0, 4 (= 4/3 of the deviations). */
+ * RLOO on the first: A_i = r_i - (12 - r_i)/3 = -8/3, -4/3, 0, 4 (= 4/3 of the deviations).
+ * The group metrics: 1 of 3 groups all equal, mean std (sqrt(14/3) + 0 + sqrt(1/3)) / 3. */
 static void test_advantages(void)
 {
     const float r[12] = {1, 2, 3, 6, 0.5f, 0.5f, 0.5f, 0.5f, 1, 1, 0, 0};
@@ -44,6 +45,12 @@ static void test_advantages(void)
     /* deviations +-0.375, std = sqrt(2 * 0.375^2 / 1) = 0.375 sqrt 2 */
     CHECK_CLOSE(a[1], 1.0 / sqrt(2.0), 1e-7);
     CHECK_CLOSE(a[0], -1.0 / sqrt(2.0), 1e-7);
+
+    /* the step's group metrics: one group in three all equal; the mean of the three stds */
+    double eq, sm;
+    pw_group_stats(r, 3, 4, &eq, &sm);
+    CHECK_CLOSE(eq, 1.0 / 3.0, 1e-15);
+    CHECK_CLOSE(sm, (sqrt(14.0 / 3.0) + 0.0 + sqrt(1.0 / 3.0)) / 3.0, 1e-12);
 
     /* refusals */
     CHECK(pw_group_advantages(a, r, 12, 1, PW_ALGO_GRPO, 1, 1e-4, &err) == -1 &&
