@@ -175,19 +175,47 @@ typedef struct PwPolicyStats {
 } PwPolicyStats;
 
 /* Clipped PPO policy loss with an entropy bonus (arrays of n tokens), each token's terms weighted
- * by its mask value w_t (1 for a real token; pw_loss_weights gives other aggregations):
+ * by its mask value w_t (1 for a real token; pw_loss_weights gives other aggregations) and its
+ * policy term by an importance weight u_t (pw_off_policy_weights; iw NULL: u_t = 1):
  *   ratio = exp(logp_new - logp_old)
- *   L = -sum_t w_t min(ratio_t*A_t, clip(ratio_t, 1-eps, 1+eps)*A_t) / N
+ *   L = -sum_t w_t u_t min(ratio_t*A_t, clip(ratio_t, 1-eps, 1+eps)*A_t) / N
  *       - entropy_bonus * sum_t w_t H_t / N
  * normaliser <= 0 means sum_t w_t (the real-token count for a 0/1 mask).
  * eps = ppo.ratio_eps, entropy_bonus = ppo.entropy_bonus.
- * dlogp_new (n) gets dL/dlogp_new: -w*ratio*A/N where the unclipped term is the min, else 0.
+ * dlogp_new (n) gets dL/dlogp_new: -w*u*ratio*A/N where the unclipped term is the min, else 0.
  * dentropy (n) gets dL/dH = -w*entropy_bonus/N. Both 0 on padding; either may be NULL, and
  * entropy may be NULL (no bonus, dentropy zeroed). */
 void pw_policy_loss(PwPolicyStats *st, float *dlogp_new, float *dentropy, const float *logp_new,
                     const float *logp_old, const float *adv, const float *entropy,
-                    const float *mask, size_t n, double ratio_eps, double entropy_bonus,
-                    double normaliser);
+                    const float *mask, const float *iw, size_t n, double ratio_eps,
+                    double entropy_bonus, double normaliser);
+
+/* Correction for tokens sampled by a behaviour policy mu (the generator, possibly some updates
+ * behind) other than the proximal policy pi_old the ratio is taken against (ppo.off_policy):
+ *   none       u_t = 1 (the generator's log-probs only feed generator/logprob_diff)
+ *   tis        u_t = min(exp(logp_old_t - logp_gen_t), cap)       truncated importance sampling
+ *   decoupled  u_t = exp(logp_old_t - logp_gen_t), or 0 where that exceeds cap (cap <= 0: never)
+ *              the decoupled objective: trust region around pi_old, importance weight to mu */
+/* The largest async.max_staleness (updates a sample's weights may lag the actor's): the
+ * generator's queue holds at most this many batches. */
+#define PW_MAX_STALENESS 8
+
+typedef enum PwOffPolicy { PW_OFFPOL_NONE = 0, PW_OFFPOL_TIS, PW_OFFPOL_DECOUPLED } PwOffPolicy;
+extern const char *const pw_off_policy_names[];
+const char *pw_off_policy_name(PwOffPolicy m);
+
+typedef struct PwOffPolicyStats {
+    double weight_sum; /* sum of u over the real tokens */
+    double capped;     /* real tokens whose weight the cap changed (truncated or left out) */
+    double count;      /* real tokens (mask != 0) */
+} PwOffPolicyStats;
+
+/* u (n) as above on the tokens with mask != 0, 0 on the others; the stats are sums (add them
+ * over ranks, then divide by count). Never fails: exp of a finite difference is finite or +inf,
+ * which tis caps and decoupled (with a cap) leaves out. */
+void pw_off_policy_weights(float *u, PwOffPolicyStats *st, const float *logp_old,
+                           const float *logp_gen, const float *mask, size_t n, PwOffPolicy mode,
+                           double cap);
 
 typedef struct PwValueStats {
     double loss;       /* 0.5 * sum max(unclipped, clipped squared error) / normaliser */

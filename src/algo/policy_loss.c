@@ -6,8 +6,8 @@
 
 void pw_policy_loss(PwPolicyStats *st, float *dlogp_new, float *dentropy, const float *logp_new,
                     const float *logp_old, const float *adv, const float *entropy,
-                    const float *mask, size_t n, double ratio_eps, double entropy_bonus,
-                    double normaliser)
+                    const float *mask, const float *iw, size_t n, double ratio_eps,
+                    double entropy_bonus, double normaliser)
 {
     /* A token's mask value is its weight (1 for a 0/1 mask, where every product below by it is
      * exact, so this is the plain masked mean bit for bit). */
@@ -23,18 +23,18 @@ void pw_policy_loss(PwPolicyStats *st, float *dlogp_new, float *dentropy, const 
         }
         double d = (double)logp_new[i] - (double)logp_old[i];
         double ratio = exp(d);
-        double a = adv[i], w = mask[i];
+        double a = adv[i], w = mask[i], u = iw ? iw[i] : 1.0;
         /* The clipped term is strictly the smaller one exactly when the ratio has left the
          * trust region in the direction the advantage pushes it; there the gradient is 0.
          * Deciding by this test rather than by comparing the two products keeps ties (ratio on
          * the boundary, A == 0) on the unclipped side, where the gradient is continuous. */
         int clip = (a > 0.0 && ratio > hi) || (a < 0.0 && ratio < lo);
         double r_used = clip ? (a > 0.0 ? hi : lo) : ratio;
-        pg -= w * (r_used * a);
+        pg -= w * u * (r_used * a);
         clipped += clip;
         akl += 0.5 * d * d;
         rsum += ratio;
-        if (dlogp_new) dlogp_new[i] = clip ? 0.0f : (float)(-ratio * a * w * invN);
+        if (dlogp_new) dlogp_new[i] = clip ? 0.0f : (float)(-ratio * a * w * u * invN);
         if (entropy) {
             ent += entropy[i];
             went += w * entropy[i];

@@ -97,14 +97,14 @@ static void test_aggregation(void)
 
     pw_loss_weights(w, mask, B, T, PW_AGG_TOKEN);
     for (int i = 0; i < N; i++) CHECK(w[i] == mask[i], "token weight %d", i);
-    pw_policy_loss(&st, g, NULL, lp, lp, adv, NULL, w, N, 0.2, 0.0, 0.0);
+    pw_policy_loss(&st, g, NULL, lp, lp, adv, NULL, w, NULL, N, 0.2, 0.0, 0.0);
     CHECK_CLOSE(st.loss, 0.0, 1e-15);
     for (int i = 0; i < N; i++) CHECK_CLOSE(g[i], -want_adv[i] / 6.0, 1e-7);
 
     pw_loss_weights(w, mask, B, T, PW_AGG_SEQUENCE);
     const float want_w[N] = {0.5f, 0.5f, 0, 0, 0.25f, 0.25f, 0.25f, 0.25f};
     for (int i = 0; i < N; i++) CHECK(w[i] == want_w[i], "sequence weight %d: %g", i, w[i]);
-    pw_policy_loss(&st, g, NULL, lp, lp, adv, NULL, w, N, 0.2, 0.0, 0.0);
+    pw_policy_loss(&st, g, NULL, lp, lp, adv, NULL, w, NULL, N, 0.2, 0.0, 0.0);
     CHECK_CLOSE(st.loss, -0.5, 1e-15);
     CHECK(st.count == 6.0 && st.ratio_mean == 1.0, "stats are over tokens: %g", st.count);
     const double want_g[N] = {-0.5, -0.5, 0, 0, 0.125, 0.125, 0.125, 0.125};
@@ -123,12 +123,12 @@ static void test_aggregation(void)
     algo_test_normal(a2, N2, 0.0, 1.0, &seed);
     for (int i = 0; i < N2; i++) h[i] = (float)(2.0 * pw_test_uniform(&seed));
     pw_loss_weights(w2, m2, B2, T2, PW_AGG_SEQUENCE);
-    pw_policy_loss(&st, NULL, NULL, ln, lo, a2, h, w2, N2, 0.2, 0.01, 0.0);
+    pw_policy_loss(&st, NULL, NULL, ln, lo, a2, h, w2, NULL, N2, 0.2, 0.01, 0.0);
     double mean_rows = 0.0;
     for (int b = 0; b < B2; b++) {
         PwPolicyStats sr;
         size_t o = (size_t)b * T2;
-        pw_policy_loss(&sr, NULL, NULL, ln + o, lo + o, a2 + o, h + o, m2 + o, T2, 0.2, 0.01, 0.0);
+        pw_policy_loss(&sr, NULL, NULL, ln + o, lo + o, a2 + o, h + o, m2 + o, NULL, T2, 0.2, 0.01, 0.0);
         mean_rows += sr.loss / B2;
     }
     /* the weights 1/9 and 1/5 are rounded to float: about 1e-8 relative */

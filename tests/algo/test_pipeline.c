@@ -54,7 +54,7 @@ int main(void)
     /* First minibatch of the first epoch: logp_new == logp_old. */
     float g[B * T];
     PwPolicyStats ps;
-    pw_policy_loss(&ps, g, NULL, logp, logp, adv, NULL, mask, B * T, 0.2, 0.0, 0.0);
+    pw_policy_loss(&ps, g, NULL, logp, logp, adv, NULL, mask, NULL, B * T, 0.2, 0.0, 0.0);
     CHECK(ps.ratio_mean == 1.0 && ps.approxkl == 0.0 && ps.clipfrac == 0.0, "on-policy stats");
     CHECK(ps.count == 11.0, "tokens %g", ps.count);
     CHECK_CLOSE(ps.pg_loss, 0.0, 1e-6); /* -mean of whitened advantages */

@@ -27,7 +27,7 @@ static void test_hand_values(void)
         if (i < 5) akl += 0.5 * log(ratio[i]) * log(ratio[i]) / 5.0;
     }
     PwPolicyStats st;
-    pw_policy_loss(&st, dlp, dh, ln, lo, adv, ent, mask, 6, 0.2, 0.01, 0.0);
+    pw_policy_loss(&st, dlp, dh, ln, lo, adv, ent, mask, NULL, 6, 0.2, 0.01, 0.0);
     /* logp_new is rounded to float, so ratios are 1.1 etc. to about 1e-7. */
     CHECK_CLOSE(st.pg_loss, -0.32, 1e-6);
     CHECK_CLOSE(st.entropy_loss, -0.03, 1e-12);
@@ -43,7 +43,7 @@ static void test_hand_values(void)
     CHECK(dh[5] == 0.0f && dlp[5] == 0.0f, "padding gradient");
 
     /* Without entropies the bonus vanishes, and NULL gradient buffers are allowed. */
-    pw_policy_loss(&st, NULL, dh, ln, lo, adv, NULL, mask, 6, 0.2, 0.01, 0.0);
+    pw_policy_loss(&st, NULL, dh, ln, lo, adv, NULL, mask, NULL, 6, 0.2, 0.01, 0.0);
     CHECK_CLOSE(st.loss, -0.32, 1e-6);
     CHECK(st.entropy_loss == 0.0 && st.entropy_mean == 0.0, "no entropy");
     CHECK(dh[0] == 0.0f, "dentropy without entropy %g", dh[0]);
@@ -62,7 +62,7 @@ static void test_on_policy(void)
     algo_test_normal(adv, N, 0.0, 1.0, &seed);
     algo_test_mask(mask, len, B, T);
     PwPolicyStats st;
-    pw_policy_loss(&st, g, NULL, lp, lp, adv, NULL, mask, N, 0.2, 0.0, 0.0);
+    pw_policy_loss(&st, g, NULL, lp, lp, adv, NULL, mask, NULL, N, 0.2, 0.0, 0.0);
     CHECK(st.ratio_mean == 1.0, "ratio %.17g", st.ratio_mean);
     CHECK(st.approxkl == 0.0, "approxkl %g", st.approxkl);
     CHECK(st.clipfrac == 0.0, "clipfrac %g", st.clipfrac);
@@ -80,7 +80,7 @@ static double loss_at(const float *ln, const float *lo, const float *adv, const 
                       const float *mask, int n, double bonus)
 {
     PwPolicyStats st;
-    pw_policy_loss(&st, NULL, NULL, ln, lo, adv, ent, mask, n, 0.2, bonus, 0.0);
+    pw_policy_loss(&st, NULL, NULL, ln, lo, adv, ent, mask, NULL, n, 0.2, bonus, 0.0);
     return st.loss;
 }
 
@@ -103,7 +103,7 @@ static void test_finite_differences(void)
     for (int i = 0; i < N; i++) ent[i] = (float)(3.0 * pw_test_uniform(&seed));
     algo_test_mask(mask, len, B, T);
     PwPolicyStats st;
-    pw_policy_loss(&st, g, gh, ln, lo, adv, ent, mask, N, 0.2, bonus, 0.0);
+    pw_policy_loss(&st, g, gh, ln, lo, adv, ent, mask, NULL, N, 0.2, bonus, 0.0);
     CHECK(st.clipfrac > 0.1 && st.clipfrac < 0.9, "clipfrac %g: data does not exercise both "
           "branches", st.clipfrac);
 
@@ -150,10 +150,10 @@ static void test_global_normaliser(void)
     algo_test_normal(adv, N, 0.0, 1.0, &seed);
     algo_test_mask(mask, len, B, T);
     PwPolicyStats all, r0, r1;
-    pw_policy_loss(&all, g1, NULL, ln, lo, adv, NULL, mask, N, 0.2, 0.0, 0.0);
+    pw_policy_loss(&all, g1, NULL, ln, lo, adv, NULL, mask, NULL, N, 0.2, 0.0, 0.0);
     double global = all.count;
-    pw_policy_loss(&r0, g2, NULL, ln, lo, adv, NULL, mask, H, 0.2, 0.0, global);
-    pw_policy_loss(&r1, g2 + H, NULL, ln + H, lo + H, adv + H, NULL, mask + H, H, 0.2, 0.0,
+    pw_policy_loss(&r0, g2, NULL, ln, lo, adv, NULL, mask, NULL, H, 0.2, 0.0, global);
+    pw_policy_loss(&r1, g2 + H, NULL, ln + H, lo + H, adv + H, NULL, mask + H, NULL, H, 0.2, 0.0,
                    global);
     CHECK_CLOSE(r0.loss + r1.loss, all.loss, 1e-12);
     CHECK(pw_max_rel_err_ff(g2, g1, N, 1e-12) < 1e-7, "gradients differ");
