@@ -1,21 +1,24 @@
 /* bench_ppo.c: PPO steps per second of one run configuration under several placements, sync
- * against async, with each role's busy and waiting seconds per step; last line RESULT.
+ * against async (async.max_staleness k = 1, and k = 2 and 4 on "split"), with each role's busy
+ * and waiting seconds per step; last line RESULT.
  *
  * One MPI job runs every case: each placement runs on the first ranks of the job (a
  * communicator of its own) while the other ranks sleep, so a single command gives the table.
  *   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe -np 5 bench_ppo
- *       [--steps S] [--rounds K] [--only one|split|five]
+ *       [--steps S] [--rounds K] [--only one|split|five]   (S >= 7)
  * One thread per rank is required (checked): a rank with a thread per core would take the core
  * the other rank of "split" overlaps on.
  * Placements: "one" (every role on rank 0), "split" (rank 0: actor, reference, critic, reward;
  * rank 1: generator; the layout where async can overlap generation with training on two cores)
  * and "five" (one role per rank). Those needing more ranks than the job has are skipped.
- * The RESULT line compares sync and async on "split"; ideal_speedup is what perfect overlap
- * would give: (generation + training) / max(generation, training), both measured in the sync
- * runs (generation: the generator's generate seconds; training: the busy seconds of the other
- * four roles, which share rank 0). Steps 0 and S - 1 of a run are left out: step 0 of an async
- * run samples its first batch before anything can overlap, the last has nothing to overlap
- * with. Every figure is a median over the measured steps of K rounds, each round running sync
+ * The RESULT line compares sync and k = 1, 2, 4 on "split"; ideal_speedup is what perfect
+ * overlap would give: (generation + training) / max(generation, training), both measured in the
+ * sync runs (generation: the generator's generate seconds; training: the busy seconds of the
+ * other four roles, which share rank 0), and kK_overlap = (sync s/step - kK s/step) /
+ * (sync s/step - max(generation, training)), the fraction of the ideal overlap reached. Only
+ * steps 1 .. S - 6 of a run are measured, the same steps in every mode: step 0 of an async run
+ * samples its first k + 1 batches before anything can overlap, and in its last k steps the
+ * generator has nothing left to sample (k <= 4). Every figure is a median over the measured steps of K rounds, each round running sync
  * then async of every placement, so that a burst of load from elsewhere on a shared machine
  * moves it little and falls on both modes alike. */
 #include <errno.h>
@@ -54,6 +57,7 @@ static const Case cases[] = {
       "reward: { ranks: [3] }", "generator: { ranks: [4] }"}},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
+#define SPLIT 1 /* cases[SPLIT]: the placement whose modes the RESULT line compares */
 
 static const char *const role_keys[5] = {"actor", "reference", "critic", "reward", "generator"};
 static const char *const busy_phases[5] = {"generate", "evaluate", "advantages", "train",
@@ -136,14 +140,19 @@ static void rest_until_all_done(void)
     }
 }
 
-static void run_case(const char *dir, const Case *c, int async, int steps, int round, int rank)
+/* The modes: async.max_staleness of each (0: sync). "one" and "five" run the first two only. */
+static const int modes[] = {0, 1, 2, 4};
+#define NMODES ((int)(sizeof modes / sizeof modes[0]))
+#define KMAX 4
+
+static void run_case(const char *dir, const Case *c, int k, int steps, int round, int rank)
 {
     MPI_Comm sub;
     MPI_Comm_split(MPI_COMM_WORLD, rank < c->ranks ? 0 : MPI_UNDEFINED, rank, &sub);
     if (sub != MPI_COMM_NULL) {
         char pl_path[512], out[512], ov[8][600];
         snprintf(pl_path, sizeof pl_path, "%s/%s.yaml", dir, c->name);
-        snprintf(out, sizeof out, "%s/%s_%s_%d", dir, c->name, async ? "async" : "sync", round);
+        snprintf(out, sizeof out, "%s/%s_k%d_%d", dir, c->name, k, round);
         snprintf(ov[0], sizeof ov[0], "model.sft=%s/sft", dir);
         snprintf(ov[1], sizeof ov[1], "model.reward=[%s/rm]", dir);
         snprintf(ov[2], sizeof ov[2], "data.prompts=%s/prompts.jsonl", dir);
@@ -151,7 +160,7 @@ static void run_case(const char *dir, const Case *c, int async, int steps, int r
         snprintf(ov[4], sizeof ov[4], "ppo.num_rollout_samples=%d", N);
         snprintf(ov[5], sizeof ov[5], "ppo.rollout_micro_batch_size=%d", MICRO);
         snprintf(ov[6], sizeof ov[6], "generation.max_new_tokens=%d", RESP);
-        snprintf(ov[7], sizeof ov[7], "async=%s", async ? "true" : "false");
+        snprintf(ov[7], sizeof ov[7], "async.max_staleness=%d", k);
         const char *fixed[] = {"ppo.epochs=1", "ppo.minibatches=2", "generation.stop_token=none",
                                "reward.non_stop_penalty=false", "optim.lr=1e-4",
                                "optim.warmup_steps=0", "critic.lr=1e-4", "checkpoint.every=0",
@@ -185,16 +194,14 @@ static double field(const char *line, const char *key)
     return p ? strtod(p + strlen(pat), NULL) : 0.0;
 }
 
-static void read_samples(Samples *g, const char *dir, const Case *c, int async, int steps,
-                         int round)
+static void read_samples(Samples *g, const char *dir, const Case *c, int k, int steps, int round)
 {
     char path[600], line[8192], key[96];
-    snprintf(path, sizeof path, "%s/%s_%s_%d/metrics.jsonl", dir, c->name, async ? "async" : "sync",
-             round);
+    snprintf(path, sizeof path, "%s/%s_k%d_%d/metrics.jsonl", dir, c->name, k, round);
     FILE *f = fopen(path, "r");
     if (!f) die(path, strerror(errno));
     for (int s = 0; fgets(line, sizeof line, f); s++) {
-        if (s == 0 || s >= steps - 1 || g->n == MAX_SAMPLES) continue;
+        if (s == 0 || s >= steps - 1 - KMAX || g->n == MAX_SAMPLES) continue;
         int k = g->n++;
         g->step_s[k] = field(line, "time/step");
         g->train[k] = 0.0;
@@ -230,12 +237,12 @@ static double median(const double *x, int n)
     return m;
 }
 
-static Samples samples[NCASES][2];
+static Samples samples[NCASES][NMODES];
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, steps = 8, rounds = 2;
+    int rank, size, steps = 10, rounds = 2;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *only = NULL;
@@ -251,7 +258,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (steps < 3) die("--steps", "at least 3 (steps 0 and S - 1 are not measured)");
+    if (steps < 3 + KMAX)
+        die("--steps", "at least 7 (step 0 and the last 5 steps are not measured)");
     static const char *const one_thread[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
     for (int i = 0; i < 2; i++) {
         const char *v = getenv(one_thread[i]);
@@ -274,9 +282,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < rounds; k++)
         for (int c = 0; c < NCASES; c++) {
             if (cases[c].ranks > size || (only && strcmp(only, cases[c].name))) continue;
-            for (int a = 0; a < 2; a++) {
-                run_case(dir, &cases[c], a, steps, k, rank);
-                if (rank == 0) read_samples(&samples[c][a], dir, &cases[c], a, steps, k);
+            for (int a = 0; a < (c == SPLIT ? NMODES : 2); a++) {
+                run_case(dir, &cases[c], modes[a], steps, k, rank);
+                if (rank == 0) read_samples(&samples[c][a], dir, &cases[c], modes[a], steps, k);
             }
             ran[c] = 1;
         }
@@ -290,7 +298,7 @@ int main(int argc, char **argv)
         printf("bench_ppo: GPT-2 L=%d C=%d V=%d, %d rollouts x %d new tokens per step (micro "
                "batch %d, 2 minibatches); %d rounds of %d steps, steps 1..%d of each measured; "
                "%d ranks in the job\n",
-               L, C, V, N, RESP, MICRO, rounds, steps, steps - 2, size);
+               L, C, V, N, RESP, MICRO, rounds, steps, steps - 2 - KMAX, size);
         printf("per role: busy / waiting seconds per step (medians; a role's seconds are the mean "
                "over its ranks)\n");
         printf("%-6s %5s %-5s %8s %7s", "place", "ranks", "mode", "steps/s", "s/step");
@@ -298,26 +306,32 @@ int main(int argc, char **argv)
         printf("\n");
         for (int c = 0; c < NCASES; c++) {
             if (!ran[c]) continue;
-            for (int a = 0; a < 2; a++) {
+            for (int a = 0; a < (c == SPLIT ? NMODES : 2); a++) {
                 const Samples *g = &samples[c][a];
                 double st = median(g->step_s, g->n);
-                printf("%-6s %5d %-5s %8.3f %7.3f", cases[c].name, cases[c].ranks,
-                       a ? "async" : "sync", 1.0 / st, st);
+                char mode[16];
+                snprintf(mode, sizeof mode, "k=%d", modes[a]);
+                printf("%-6s %5d %-5s %8.3f %7.3f", cases[c].name, cases[c].ranks, mode, 1.0 / st,
+                       st);
                 for (int r = 0; r < 5; r++)
                     printf("   %5.3f / %5.3f", median(g->busy[r], g->n), median(g->idle[r], g->n));
                 printf("\n");
             }
         }
-        const int split = 1;
-        if (ran[split]) {
-            const Samples *s = &samples[split][0], *as = &samples[split][1];
+        if (ran[SPLIT]) {
+            const Samples *s = &samples[SPLIT][0];
             double gen = median(s->generate, s->n), train = median(s->train, s->n);
-            double sync_s = median(s->step_s, s->n), async_s = median(as->step_s, as->n);
+            double sync_s = median(s->step_s, s->n), k_s[NMODES];
             double hi = gen > train ? gen : train;
-            printf("split sync: generation %.3f s, training %.3f s per step\n", gen, train);
-            printf("RESULT sync_steps_per_s=%.3f async_steps_per_s=%.3f async_speedup=%.3f "
-                   "ideal_speedup=%.3f\n",
-                   1.0 / sync_s, 1.0 / async_s, sync_s / async_s, (gen + train) / hi);
+            for (int a = 1; a < NMODES; a++) k_s[a] = median(samples[SPLIT][a].step_s, samples[SPLIT][a].n);
+            printf("split sync: generation %.3f s, training %.3f s per step; ideal step %.3f s\n",
+                   gen, train, hi);
+            printf("RESULT sync_steps_per_s=%.3f", 1.0 / sync_s);
+            for (int a = 1; a < NMODES; a++)
+                printf(" k%d_steps_per_s=%.3f k%d_overlap=%.3f", modes[a], 1.0 / k_s[a], modes[a],
+                       (sync_s - k_s[a]) / (sync_s - hi));
+            printf(" async_speedup=%.3f ideal_speedup=%.3f\n", sync_s / k_s[1],
+                   (gen + train) / hi);
         } else {
             printf("RESULT none: the split placement needs 2 ranks\n");
         }

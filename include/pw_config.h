@@ -42,7 +42,14 @@ typedef struct PwPpoConfig {
     PwKlPenaltyIn kl_penalty_in;
     double kl_loss_coef;
     PwLossAgg loss_aggregation;
+    PwOffPolicy off_policy;
+    double tis_cap;
 } PwPpoConfig;
+
+/* How far the generator may run ahead of the actor (docs/algorithm.md, Async). */
+typedef struct PwAsyncConfig {
+    int64_t max_staleness;
+} PwAsyncConfig;
 
 /* GRPO's group normalisation (algorithm: grpo). */
 typedef struct PwGrpoConfig {
@@ -126,7 +133,7 @@ typedef struct PwDataConfig {
 
 typedef struct PwConfig {
     int64_t seed;
-    bool async;
+    PwAsyncConfig async;
     int64_t episodes;
     PwAlgorithm algorithm;
     PwPpoConfig ppo;

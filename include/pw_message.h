@@ -15,6 +15,7 @@ typedef enum PwMsgKind {
     PW_MSG_LOGP_REF,
     PW_MSG_LOGP_GEN,   /* the generator's log-probs, for generator/logprob_diff; the actor
                           always computes logp_old itself and never trains on these */
+    PW_MSG_VERSIONS,   /* per row, the weights version (actor updates) that sampled it */
     PW_MSG_VALUES,
     PW_MSG_SCORES,
     PW_MSG_RETURNS,
@@ -31,7 +32,8 @@ const char *pw_msg_kind_name(PwMsgKind k);
 #define PW_MSG_MAGIC 0x50574d53u /* "PWMS" */
 /* 2: the unused kinds prompts and mask were removed, which renumbered every kind; a version-1
  * header's kind byte means something else, so it is refused as not a header of this build. */
-#define PW_MSG_VERSION 2
+/* 3: the kind versions was added after logp_gen, which renumbered the kinds after it. */
+#define PW_MSG_VERSION 3
 typedef struct PwMsgHeader {
     uint32_t magic;
     uint16_t version;

@@ -70,10 +70,10 @@ for p in "${PLACEMENTS[@]}"; do
             rm -rf "$run"
             mkdir -p "$run"
             echo "== $name ($np ranks, $m)"
-            async=false; [ "$m" = async ] && async=true
+            k=0; [ "$m" = async ] && k=1   # async: one step off (async.max_staleness)
             # a timeline of the first steps: the Gantt view draws step 1 from it
             "$here/launch/run.sh" "$np" --placement "$p" --config "$CONFIG" --out "$run" \
-                "async=$async" "trace.path=$run/trace.json" trace.steps=2 \
+                "async.max_staleness=$k" "trace.path=$run/trace.json" trace.steps=2 \
                 ${OVERRIDES[@]+"${OVERRIDES[@]}"} > "$run.log" 2>&1 || {
                 echo "placements: the run $run failed; its output:" >&2
                 tail -20 "$run.log" >&2

@@ -123,6 +123,26 @@ void pw_actor_advantages(PwRun *r)
             st[PW_ST_GENCOUNT] += 1.0;
         }
     }
+    /* every row's staleness from its version tag: the updates the actor has made since the
+     * weights that sampled it (0..k by construction; anything else is a scheduling bug) */
+    for (int b = 0; b < n; b++) {
+        int64_t lag = r->step - r->act_ver[b];
+        if (lag < 0 || lag > r->k)
+            pw_comm_fatal(__FILE__, __LINE__,
+                          "actor: row %lld of step %lld was sampled by weights version %d: "
+                          "staleness %lld outside 0..%d (async.max_staleness)",
+                          (long long)(rows->r0 + b), (long long)r->step, r->act_ver[b],
+                          (long long)lag, r->k);
+        st[PW_ST_STALENESS] += (double)lag;
+        st[PW_ST_STALE_HIST + lag] += 1.0;
+    }
+    if (r->iw) { /* ppo.off_policy: the step's importance weights, constants of its updates */
+        PwOffPolicyStats os;
+        pw_off_policy_weights(r->iw, &os, r->logp_old, r->gen_logp_act, rows->rmask,
+                              (size_t)n * R, (PwOffPolicy)r->s.off_policy, r->s.tis_cap);
+        st[PW_ST_IS_WEIGHT] = os.weight_sum;
+        st[PW_ST_IS_CAPPED] = os.capped;
+    }
     /* objective/verifiable_correct_rate: rows the first verifier member counts as correct */
     for (int k = 0; k < r->K; k++) {
         if (!pw_member_is_verifier(&r->member[k])) continue;
@@ -147,6 +167,7 @@ void pw_actor_train(PwRun *r)
     int *perm = pw_roles_alloc((size_t)n * sizeof(int));
     float *logp_old = pw_roles_alloc((size_t)n * R * sizeof(float));
     float *adv = pw_roles_alloc((size_t)n * R * sizeof(float));
+    float *iw = r->iw ? pw_roles_alloc((size_t)n * R * sizeof(float)) : NULL;
     int bonus = r->s.entropy_bonus != 0.0;
     float *lp = pw_roles_alloc((size_t)mb * R * sizeof(float));
     float *ent = pw_roles_alloc((size_t)mb * R * sizeof(float));
@@ -166,6 +187,7 @@ void pw_actor_train(PwRun *r)
         pw_permute_f32(logp_old, r->logp_old, perm, n, R);
         pw_permute_f32(adv, r->adv, perm, n, R);
         if (kl_loss) pw_permute_f32(logp_ref, r->logp_ref, perm, n, R);
+        if (iw) pw_permute_f32(iw, r->iw, perm, n, R);
         if (seq_agg) pw_loss_weights(wts, rows->rmask, n, R, PW_AGG_SEQUENCE);
         const float *w = seq_agg ? wts : rows->rmask;
         for (int k = 0; k < M; k++) {
@@ -181,7 +203,8 @@ void pw_actor_train(PwRun *r)
                 pw_rows_forward(r, r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
                 PwPolicyStats ps;
                 pw_policy_loss(&ps, dlp, dent, lp, logp_old + o, adv + o, ent, w + o,
-                               (size_t)nb * R, r->s.ratio_eps, r->s.entropy_bonus, tok);
+                               iw ? iw + o : NULL, (size_t)nb * R, r->s.ratio_eps,
+                               r->s.entropy_bonus, tok);
                 if (kl_loss) { /* GRPO's KL term: its gradient joins the policy loss's */
                     PwKlLossStats ks;
                     pw_kl_loss(&ks, dkl, lp, logp_ref + o, w + o, (size_t)nb * R,
@@ -224,5 +247,6 @@ void pw_actor_train(PwRun *r)
     free(perm);
     free(logp_old);
     free(adv);
+    free(iw);
     pw_rows_free(&ord);
 }

@@ -1,5 +1,6 @@
 /* checkpoint.c: RUN_DIR/checkpoints/step_N: actor and critic weights with their AdamW moments,
- * the generator's weights in async mode, and the run state; --resume continues from the newest. */
+ * the generator's queue of batches sampled ahead in async mode, and the run state; --resume
+ * continues from the newest. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -71,7 +72,7 @@ void pw_ckpt_load_optimizer(PwModel *m, const char *dir)
 static void remove_model(const char *dir)
 {
     static const char *const files[] = {"config.json", "model.safetensors",
-                                        "optimizer.safetensors"};
+                                        "optimizer.safetensors", "queue.safetensors"};
     char path[1400];
     for (size_t i = 0; i < PW_ARRAY_LEN(files); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -133,6 +134,121 @@ static void prune(PwRun *r, const char *out_dir, int64_t newest)
     }
 }
 
+static const int gen_root[1] = {0};
+
+/* Async: the batches the generator sampled ahead, gathered whole (N rows each) from its ranks
+ * by its rank 0, which writes generator/queue.safetensors: for each queued batch B the tensors
+ * batch_B.tokens (N, R) I32, batch_B.logp (N, R) F32 and batch_B.version (1) I32. Whole
+ * batches, not a rank's block: the file does not depend on how many ranks generate. */
+static void save_queue(PwRun *r, const char *dir)
+{
+    PwWorld *w = &r->w;
+    int N = r->s.N, R = r->R, nq = r->queue_n, me = w->role_rank[PW_ROLE_GENERATOR];
+    PwGroup gen = pw_run_group(r, PW_ROLE_GENERATOR), root = {PW_ROLE_GENERATOR, 1, gen_root};
+    size_t per = (size_t)N * R;
+    int32_t *tok = NULL, *ver = NULL;
+    float *lp = NULL;
+    PwXfer x = {0};
+    for (int j = 0; j < nq; j++) {
+        PwQueued *q = &r->queue[j];
+        PwTensor t = pw_tensor2(q->rows.tokens, PW_DTYPE_I32, q->rows.n, R);
+        PwTensor l = pw_tensor2(q->logp, PW_DTYPE_F32, q->rows.n, R);
+        pw_xfer_send_rows(&x, w, gen, me, root, PW_MSG_TOKENS, q->batch, N, &t);
+        pw_xfer_send_rows(&x, w, gen, me, root, PW_MSG_LOGP_GEN, q->batch, N, &l);
+    }
+    if (me == 0) {
+        tok = pw_roles_alloc((nq ? nq : 1) * per * sizeof *tok);
+        lp = pw_roles_alloc((nq ? nq : 1) * per * sizeof *lp);
+        ver = pw_roles_alloc((size_t)(nq ? nq : 1) * sizeof *ver);
+        for (int j = 0; j < nq; j++) {
+            PwTensor t = pw_tensor2(tok + j * per, PW_DTYPE_I32, N, R);
+            PwTensor l = pw_tensor2(lp + j * per, PW_DTYPE_F32, N, R);
+            pw_xfer_recv_rows(&x, w, gen, root, 0, PW_MSG_TOKENS, r->queue[j].batch, N, &t);
+            pw_xfer_recv_rows(&x, w, gen, root, 0, PW_MSG_LOGP_GEN, r->queue[j].batch, N, &l);
+            ver[j] = (int32_t)r->queue[j].version;
+        }
+    }
+    pw_xfer_wait(&x, w);
+    pw_xfer_free(&x);
+    if (me != 0) return;
+    PwStWriteTensor *t = pw_roles_alloc((size_t)(3 * nq + 1) * sizeof *t);
+    char (*names)[48] = pw_roles_alloc((size_t)(3 * nq + 1) * sizeof *names);
+    for (int j = 0; j < nq; j++) {
+        long long b = (long long)r->queue[j].batch;
+        snprintf(names[3 * j], sizeof names[0], "batch_%lld.tokens", b);
+        snprintf(names[3 * j + 1], sizeof names[0], "batch_%lld.logp", b);
+        snprintf(names[3 * j + 2], sizeof names[0], "batch_%lld.version", b);
+        t[3 * j] = (PwStWriteTensor){names[3 * j], 2, {N, R}, tok + j * per, PW_DT_I32};
+        t[3 * j + 1] = (PwStWriteTensor){names[3 * j + 1], 2, {N, R}, lp + j * per, PW_DT_F32};
+        t[3 * j + 2] = (PwStWriteTensor){names[3 * j + 2], 1, {1}, ver + j, PW_DT_I32};
+    }
+    PwErr err;
+    char path[1400];
+    make_dir_or_die(dir);
+    snprintf(path, sizeof path, "%s/queue.safetensors", dir);
+    if (pw_st_write(path, t, 3 * nq, NULL, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+    free(t);
+    free(names);
+    free(tok);
+    free(lp);
+    free(ver);
+}
+
+int pw_ckpt_load_queue(PwRun *r, const char *out_dir, PwErr *err)
+{
+    char path[1400];
+    ckpt_path(path, sizeof path, out_dir, r->first_step, "generator/queue.safetensors");
+    PwSafetensors *st;
+    PwErr e;
+    if (pw_st_open(&st, path, &e))
+        return pw_errf(err, "--resume: %s (an async run's checkpoint holds the generator's "
+                       "queue)", e.msg);
+    int64_t f = r->first_step, last = f + r->k - 1 < r->s.steps - 1 ? f + r->k - 1 : r->s.steps - 1;
+    int want = last >= f ? (int)(last - f + 1) : 0, N = r->s.N, R = r->R, rc = 0;
+    if (pw_st_count(st) != 3 * want) {
+        rc = pw_errf(err, "--resume: %s: %d tensors: expected the %d batches %lld..%lld of "
+                     "async.max_staleness %d, 3 tensors each", path, pw_st_count(st), want,
+                     (long long)f, (long long)last, r->k);
+        want = 0;
+    }
+    int32_t *tok = pw_roles_alloc((size_t)N * R * sizeof *tok);
+    float *lp = pw_roles_alloc((size_t)N * R * sizeof *lp);
+    for (int j = 0; j < want && !rc; j++) {
+        int64_t b = f + j, shape[2] = {N, R}, one = 1;
+        int32_t ver;
+        char name[3][48];
+        snprintf(name[0], sizeof name[0], "batch_%lld.tokens", (long long)b);
+        snprintf(name[1], sizeof name[1], "batch_%lld.logp", (long long)b);
+        snprintf(name[2], sizeof name[2], "batch_%lld.version", (long long)b);
+        if (pw_st_read_i32(st, name[0], shape, 2, tok, &e) ||
+            pw_st_read_f32(st, name[1], shape, 2, lp, &e) ||
+            pw_st_read_i32(st, name[2], &one, 1, &ver, &e)) {
+            rc = pw_errf(err, "--resume: %s", e.msg);
+            break;
+        }
+        int64_t want_ver = b > r->k ? b - r->k : 0;
+        if (ver != want_ver) {
+            rc = pw_errf(err, "--resume: %s: %s is %d: expected %lld (batch %lld, "
+                         "async.max_staleness %d)", path, name[2], (int)ver, (long long)want_ver,
+                         (long long)b, r->k);
+            break;
+        }
+        PwQueued *q = &r->queue[r->queue_n++];
+        memset(q, 0, sizeof *q);
+        q->batch = b;
+        q->version = ver;
+        pw_ppo_block_rows(r, &q->rows, b, PW_ROLE_GENERATOR);
+        q->logp = pw_roles_alloc((size_t)(q->rows.n > 0 ? q->rows.n : 1) * R * sizeof(float));
+        memcpy(q->rows.tokens, tok + q->rows.r0 * R, (size_t)q->rows.n * R * sizeof(int));
+        memcpy(q->logp, lp + q->rows.r0 * R, (size_t)q->rows.n * R * sizeof(float));
+    }
+    free(tok);
+    free(lp);
+    pw_st_close(st);
+    return rc;
+}
+
 /* After step `done - 1`: rank 0 of actor and critic (and of the generator in async mode) write
  * their part, tell actor rank 0, which then writes state.json, the mark of a whole checkpoint. */
 void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
@@ -147,13 +263,19 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     make_dir_or_die(path);
     double one = 1.0, got[PW_ROLE_COUNT];
     int64_t shape[1] = {1};
+    if (r->async && pw_world_has_role(w, PW_ROLE_GENERATOR)) {
+        ckpt_path(path, sizeof path, out_dir, done, "generator");
+        save_queue(r, path);
+    }
     static const PwRole writers[] = {PW_ROLE_CRITIC, PW_ROLE_GENERATOR};
     for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
         PwRole role = writers[i];
         if (!pw_world_has_role(w, role) || w->role_rank[role] != 0) continue;
         if (role == PW_ROLE_GENERATOR && !r->async) continue;
-        ckpt_path(path, sizeof path, out_dir, done, pw_role_name(role));
-        save_model(role == PW_ROLE_CRITIC ? r->critic : r->gen, path, role == PW_ROLE_CRITIC);
+        if (role == PW_ROLE_CRITIC) {
+            ckpt_path(path, sizeof path, out_dir, done, "critic");
+            save_model(r->critic, path, 1);
+        }
         PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
         pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_CONTROL, done, &t);
     }

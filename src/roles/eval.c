@@ -278,6 +278,7 @@ void pw_eval_run(PwRun *r, int64_t step)
     memset(&ev, 0, sizeof ev);
     PwXfer x = {0};
     double t0 = pw_now();
+    pw_ppo_weights_for_eval(r, step); /* async: the policy trained so far samples, not an older one */
     eval_generate(r, &ev, d, P, step, &x);
     eval_score(r, &ev, step, &x);
     if (pw_run_has(r, PW_ROLE_ACTOR)) eval_report(r, &ev, step);

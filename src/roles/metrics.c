@@ -45,7 +45,18 @@ void pw_metrics_write(PwRun *r, int64_t step)
     put(o, "critic/lr", st[PW_ST_CRITIC_LR]);
     put(o, "generator/logprob_diff",
         st[PW_ST_GENCOUNT] > 0 ? st[PW_ST_GENDIFF] / st[PW_ST_GENCOUNT] : 0.0);
-    put(o, "generator/staleness", st[PW_ST_STALENESS]);
+    put(o, "generator/staleness", st[PW_ST_STALENESS] / N);
+    char key[64];
+    if (r->async) /* the share of the step's samples at each staleness 0..k */
+        for (int j = 0; j <= r->k; j++) {
+            snprintf(key, sizeof key, "generator/staleness_hist/%d", j);
+            put(o, key, st[PW_ST_STALE_HIST + j] / N);
+        }
+    if (r->s.off_policy != PW_OFFPOL_NONE) {
+        double c = st[PW_ST_GENCOUNT] > 0 ? st[PW_ST_GENCOUNT] : 1.0;
+        put(o, "objective/is_weight_mean", st[PW_ST_IS_WEIGHT] / c);
+        put(o, "objective/is_capped_frac", st[PW_ST_IS_CAPPED] / c);
+    }
     if (r->s.algorithm != PW_ALGO_PPO) { /* only there, so ppo's lines keep their keys */
         put(o, "objective/zero_std_groups", st[PW_ST_ZERO_STD]);
         put(o, "objective/group_std_mean", st[PW_ST_GROUP_STD]);
@@ -53,7 +64,6 @@ void pw_metrics_write(PwRun *r, int64_t step)
     /* only where steps can be skipped, so a run that stops on them keeps its lines unchanged */
     if (r->s.skip_nonfinite) put(o, "runtime/skipped_steps", st[PW_ST_SKIPPED]);
     put(o, "time/step", r->step_seconds);
-    char key[64];
     for (int role = 0; role < PW_ROLE_COUNT; role++) {
         if (!r->w.map.role[role].nranks) continue;
         for (int ph = 0; ph < PW_PH_COUNT; ph++) {

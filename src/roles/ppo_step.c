@@ -18,6 +18,25 @@
  *   5 weights      actor rank 0 -> every generator rank, one message of the whole buffer;
  *                  every rank of every role -> actor rank 0: timings (and critic stats) */
 
+/* The prompt width of the step: the longest prompt of the global batch (every rank sees it). */
+static int step_width(PwRun *r, int64_t step)
+{
+    int P = 1;
+    for (int i = 0; i < r->s.N; i++) {
+        int id = pw_prompts_pick(&r->data, r->s.seed, step * r->s.N + i);
+        if (r->data.ds.prompt_len[id] > P) P = r->data.ds.prompt_len[id];
+    }
+    return P;
+}
+
+/* (n) tags: every row of a batch carries the version of the weights that sampled it. */
+static int *version_tags(int n, int64_t version)
+{
+    int *v = pw_roles_alloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    for (int i = 0; i < n; i++) v[i] = (int)version;
+    return v;
+}
+
 /* Rows of `role`'s block (or a member's block) with this step's prompts. */
 static void block_rows(PwRun *r, PwRows *rows, int64_t step, int parts, int part)
 {
@@ -26,19 +45,34 @@ static void block_rows(PwRun *r, PwRows *rows, int64_t step, int parts, int part
                     r->P, r->R);
 }
 
+void pw_ppo_block_rows(PwRun *r, PwRows *rows, int64_t step, PwRole role)
+{
+    int P = r->P;
+    r->P = step_width(r, step);
+    block_rows(r, rows, step, pw_run_nranks(r, role), r->w.role_rank[role]);
+    r->P = P;
+}
+
 static void start_blocks(PwRun *r, int64_t step)
 {
-    int N = r->s.N, R = r->R;
+    int R = r->R;
     size_t nr;
-    if (pw_run_has(r, r->producer) && r->async && step > r->first_step) { /* sampled last step */
-        r->gen_rows = r->next_rows;
-        r->gen_logp = r->next_logp;
-        memset(&r->next_rows, 0, sizeof r->next_rows);
-        r->next_logp = NULL;
+    if (pw_run_has(r, r->producer) && r->queue_n) { /* async: sampled in an earlier step */
+        PwQueued q = r->queue[0];
+        if (q.batch != step)
+            pw_comm_fatal(__FILE__, __LINE__, "generator: queue holds batch %lld at step %lld",
+                          (long long)q.batch, (long long)step);
+        memmove(r->queue, r->queue + 1, (size_t)--r->queue_n * sizeof r->queue[0]);
+        r->gen_rows = q.rows;
+        r->gen_logp = q.logp;
+        r->gen_ver = version_tags(q.rows.n, q.version);
     } else if (pw_run_has(r, r->producer)) {
         block_rows(r, &r->gen_rows, step, pw_run_nranks(r, r->producer),
                    r->w.role_rank[r->producer]);
         r->gen_logp = pw_roles_alloc((size_t)r->gen_rows.n * R * sizeof(float));
+        /* sampled in this step: by the actor itself (its own updates) or the generator */
+        r->gen_ver = version_tags(r->gen_rows.n,
+                                  r->producer == PW_ROLE_ACTOR ? step : r->gen_version);
     }
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
         block_rows(r, &r->act_rows, step, pw_run_nranks(r, PW_ROLE_ACTOR),
@@ -49,6 +83,8 @@ static void start_blocks(PwRun *r, int64_t step)
         r->logp_ref = pw_roles_alloc(nr * sizeof(float));
         r->values = pw_roles_alloc(nr * sizeof(float));
         r->gen_logp_act = pw_roles_alloc(nr * sizeof(float));
+        r->act_ver = pw_roles_alloc((size_t)(r->act_rows.n > 0 ? r->act_rows.n : 1) * sizeof(int));
+        if (r->s.off_policy != PW_OFFPOL_NONE) r->iw = pw_roles_alloc(nr * sizeof(float));
         r->kl = pw_roles_alloc(nr * sizeof(float));
         r->rewards = pw_roles_alloc(nr * sizeof(float));
         r->adv = pw_roles_alloc(nr * sizeof(float));
@@ -73,7 +109,6 @@ static void start_blocks(PwRun *r, int64_t step)
         block_rows(r, &m->rows, step, m->nranks, m->me);
         m->score = pw_roles_alloc((size_t)m->rows.n * sizeof(float));
     }
-    (void)N;
 }
 
 static void end_blocks(PwRun *r)
@@ -89,22 +124,16 @@ static void end_blocks(PwRun *r)
         free(*bufs[i]);
         *bufs[i] = NULL;
     }
+    free(r->gen_ver);
+    free(r->act_ver);
+    free(r->iw);
+    r->gen_ver = r->act_ver = NULL;
+    r->iw = NULL;
     for (int k = 0; k < r->K; k++) {
         pw_rows_free(&r->member[k].rows);
         free(r->member[k].score);
         r->member[k].score = NULL;
     }
-}
-
-/* The prompt width of the step: the longest prompt of the global batch (every rank sees it). */
-static int step_width(PwRun *r, int64_t step)
-{
-    int P = 1;
-    for (int i = 0; i < r->s.N; i++) {
-        int id = pw_prompts_pick(&r->data, r->s.seed, step * r->s.N + i);
-        if (r->data.ds.prompt_len[id] > P) P = r->data.ds.prompt_len[id];
-    }
-    return P;
 }
 
 /* Adds the wait of a phase to the idle time of every role that received in it. */
@@ -129,11 +158,28 @@ static void spent(PwRun *r, int role, int phase, double t0)
         spent(r, role, phase, t0_);                                                          \
     } while (0)
 
-/* Async: the generator takes new weights at step k (after sending batch k) to sample batch
- * k + 1, for every k >= 1 that has a next batch. */
+/* Async with k = async.max_staleness (docs/roles.md, Async): batch b is sampled with the
+ * weights of update max(0, b - k). At step s the generator sends batch s from its queue, takes
+ * the weights of update s (the actor sent them at the end of step s - 1) and samples batch
+ * s + k; at step 0 it samples batches 1..k with the initial weights. So it takes new weights at
+ * every step s >= 1 that has a batch s + k to sample. */
 static int weights_in_async(const PwRun *r, int64_t step)
 {
-    return step >= 1 && step + 1 < r->s.steps;
+    return step >= 1 && step + r->k < r->s.steps;
+}
+
+/* Samples batch `batch` with the generator's weights into the queue's tail. */
+static void queue_push(PwRun *r, int64_t batch)
+{
+    PwQueued *q = &r->queue[r->queue_n];
+    memset(q, 0, sizeof *q);
+    q->batch = batch;
+    q->version = r->gen_version;
+    pw_ppo_block_rows(r, &q->rows, batch, PW_ROLE_GENERATOR);
+    q->logp = pw_roles_alloc((size_t)(q->rows.n > 0 ? q->rows.n : 1) * r->R * sizeof(float));
+    TIMED(PW_ROLE_GENERATOR, PW_PH_GENERATE,
+          pw_generator_generate(r, r->gen, &q->rows, q->logp, batch));
+    r->queue_n++;
 }
 
 static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
@@ -142,19 +188,22 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     int64_t N = r->s.N;
     int R = r->R;
     PwRole pr = r->producer;
-    PwGroup prod = pw_run_group(r, pr);
+    PwGroup prod = pw_run_group(r, pr), act = pw_run_group(r, PW_ROLE_ACTOR);
+    /* async from step 1 on (a resumed run too): sampled in an earlier step, and start_blocks
+     * took it from the queue */
+    int queued = r->async && step > 0;
     if (pw_run_has(r, pr)) {
         PwModel *m = pr == PW_ROLE_GENERATOR ? r->gen : r->actor;
-        if (!r->async || step == r->first_step)
+        if (!queued)
             TIMED(pr, PW_PH_GENERATE, pw_generator_generate(r, m, &r->gen_rows, r->gen_logp, step));
         int me = w->role_rank[pr];
         PwTensor tok = pw_tensor2(r->gen_rows.tokens, PW_DTYPE_I32, r->gen_rows.n, R);
         PwTensor lp = pw_tensor2(r->gen_logp, PW_DTYPE_F32, r->gen_rows.n, R);
+        PwTensor ver = pw_tensor2(r->gen_ver, PW_DTYPE_I32, r->gen_rows.n, 0);
         if (pr != PW_ROLE_ACTOR) {
-            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_TOKENS, step,
-                              N, &tok);
-            pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_ACTOR), PW_MSG_LOGP_GEN, step,
-                              N, &lp);
+            pw_xfer_send_rows(x, w, prod, me, act, PW_MSG_TOKENS, step, N, &tok);
+            pw_xfer_send_rows(x, w, prod, me, act, PW_MSG_LOGP_GEN, step, N, &lp);
+            pw_xfer_send_rows(x, w, prod, me, act, PW_MSG_VERSIONS, step, N, &ver);
         }
         if (pw_run_nranks(r, PW_ROLE_REFERENCE))
             pw_xfer_send_rows(x, w, prod, me, pw_run_group(r, PW_ROLE_REFERENCE), PW_MSG_TOKENS,
@@ -166,17 +215,19 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
                               N, &tok);
     }
     if (pw_run_has(r, PW_ROLE_ACTOR)) {
+        int n = r->act_rows.n;
         if (pr == PW_ROLE_ACTOR) { /* the actor generated its own block */
-            memcpy(r->act_rows.tokens, r->gen_rows.tokens, (size_t)r->act_rows.n * R * sizeof(int));
-            memcpy(r->gen_logp_act, r->gen_logp, (size_t)r->act_rows.n * R * sizeof(float));
+            memcpy(r->act_rows.tokens, r->gen_rows.tokens, (size_t)n * R * sizeof(int));
+            memcpy(r->gen_logp_act, r->gen_logp, (size_t)n * R * sizeof(float));
+            memcpy(r->act_ver, r->gen_ver, (size_t)n * sizeof(int));
         } else {
             int me = w->role_rank[PW_ROLE_ACTOR];
-            PwTensor tok = pw_tensor2(r->act_rows.tokens, PW_DTYPE_I32, r->act_rows.n, R);
-            PwTensor lp = pw_tensor2(r->gen_logp_act, PW_DTYPE_F32, r->act_rows.n, R);
-            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_TOKENS, step,
-                              N, &tok);
-            pw_xfer_recv_rows(x, w, prod, pw_run_group(r, PW_ROLE_ACTOR), me, PW_MSG_LOGP_GEN, step,
-                              N, &lp);
+            PwTensor tok = pw_tensor2(r->act_rows.tokens, PW_DTYPE_I32, n, R);
+            PwTensor lp = pw_tensor2(r->gen_logp_act, PW_DTYPE_F32, n, R);
+            PwTensor ver = pw_tensor2(r->act_ver, PW_DTYPE_I32, n, 0);
+            pw_xfer_recv_rows(x, w, prod, act, me, PW_MSG_TOKENS, step, N, &tok);
+            pw_xfer_recv_rows(x, w, prod, act, me, PW_MSG_LOGP_GEN, step, N, &lp);
+            pw_xfer_recv_rows(x, w, prod, act, me, PW_MSG_VERSIONS, step, N, &ver);
         }
     }
     if (pw_run_has(r, PW_ROLE_REFERENCE)) {
@@ -195,23 +246,21 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
         PwTensor tok = pw_tensor2(m->rows.tokens, PW_DTYPE_I32, m->rows.n, R);
         pw_xfer_recv_rows(x, w, prod, pw_member_group(m), m->me, PW_MSG_TOKENS, step, N, &tok);
     }
-    if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step)) {
+    /* an evaluation after the last step may have handed these weights over already */
+    if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step) &&
+        r->gen_version < step) {
         PwTensor p = pw_model_params(r->gen);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step - 1, &p);
+        r->gen_version = step;
     }
     static const int receivers[] = {PW_ROLE_ACTOR,  PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
                                     PW_ROLE_REWARD, PW_ROLE_GENERATOR, -1};
     idle(r, pw_xfer_wait(x, w) + pw_xfer_wait(&r->carry, w), receivers);
-    /* Async: the next batch is sampled now, with the weights of the last update, while the
-     * other roles of other ranks evaluate and train on this one (one step stale). */
-    if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && step + 1 < r->s.steps) {
-        int P = r->P;
-        r->P = step_width(r, step + 1);
-        block_rows(r, &r->next_rows, step + 1, pw_run_nranks(r, pr), w->role_rank[pr]);
-        r->next_logp = pw_roles_alloc((size_t)r->next_rows.n * R * sizeof(float));
-        r->P = P;
-        TIMED(PW_ROLE_GENERATOR, PW_PH_GENERATE,
-              pw_generator_generate(r, r->gen, &r->next_rows, r->next_logp, step + 1));
+    /* Async: the queue is filled up to batch step + k now, with the weights of the last update,
+     * while the other roles of other ranks evaluate and train on this batch. */
+    if (r->async && pw_run_has(r, PW_ROLE_GENERATOR)) {
+        int64_t last = r->queue_n ? r->queue[r->queue_n - 1].batch : step;
+        for (; last < step + r->k && last + 1 < r->s.steps; last++) queue_push(r, last + 1);
     }
     if (pw_run_has(r, PW_ROLE_ACTOR)) pw_rows_finish(&r->act_rows, r->stop_id);
     if (pw_run_has(r, PW_ROLE_REFERENCE)) pw_rows_finish(&r->ref_rows, r->stop_id);
@@ -328,6 +377,7 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
     if (pw_run_has(r, PW_ROLE_GENERATOR) && !r->async) {
         PwTensor p = pw_model_params(r->gen);
         pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
+        r->gen_version = step + 1;
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
     double waited = pw_xfer_wait(x, w);
@@ -403,17 +453,28 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
     free(in);
 }
 
-void pw_ppo_resume_async(PwRun *r)
+void pw_ppo_weights_for_eval(PwRun *r, int64_t step)
 {
-    /* The weight message the interrupted run posted at the end of step first_step - 1. */
+    /* Async: the generator holds the weights of update `step` (or older near the end of the run)
+     * while the actor has made update step + 1; an evaluation samples the policy trained so far.
+     * When the actor has sent those weights for the next step already (weights_in_async) the
+     * generator takes that message now, and the next step does not wait for it again. */
     PwWorld *w = &r->w;
-    if (!r->async || !weights_in_async(r, r->first_step) || !pw_world_has_role(w, PW_ROLE_ACTOR) ||
-        w->role_rank[PW_ROLE_ACTOR] != 0)
-        return;
-    PwTensor p = pw_model_params(r->actor);
-    for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
-        pw_xfer_send(&r->carry, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS,
-                     r->first_step - 1, &p);
+    if (!r->async || step < 0) return;
+    PwXfer x = {0};
+    if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
+        !weights_in_async(r, step + 1)) {
+        PwTensor p = pw_model_params(r->actor);
+        for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
+            pw_xfer_send(&x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS, step, &p);
+    }
+    if (pw_run_has(r, PW_ROLE_GENERATOR) && r->gen_version < step + 1) {
+        PwTensor p = pw_model_params(r->gen);
+        pw_xfer_recv(&x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
+        r->gen_version = step + 1;
+    }
+    pw_xfer_wait(&x, w);
+    pw_xfer_free(&x);
 }
 
 void pw_ppo_step(PwRun *r, int64_t step)
@@ -428,8 +489,6 @@ void pw_ppo_step(PwRun *r, int64_t step)
     r->P = step_width(r, step);
     start_blocks(r, step);
     r->stats[PW_ST_BETA] = r->beta;
-    /* batch k was sampled with the weights of k - 1 updates in async mode (k >= 1) */
-    r->stats[PW_ST_STALENESS] = r->async && step > 0 ? 1.0 : 0.0;
 
     phase_generate(r, &x, step);
     phase_evaluate(r, &x, step);

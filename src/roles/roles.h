@@ -30,7 +30,7 @@ struct PwGen;
  * pw_algo.h's enums (pw_config.h uses the same ones). */
 typedef struct PwSettings {
     uint64_t seed;
-    int async;
+    int staleness;                           /* async.max_staleness */
     int64_t episodes, steps;
     int N, micro, epochs, minibatches;       /* ppo.num_rollout_samples, ...micro_batch_size */
     double beta, target_kl, kl_horizon;
@@ -39,6 +39,8 @@ typedef struct PwSettings {
     int normalize_advantages;
     int algorithm, group;                    /* PwAlgorithm; generation.samples_per_prompt */
     int kl_in_loss, loss_agg;                /* ppo.kl_penalty_in is loss; PwLossAgg */
+    int off_policy;                          /* PwOffPolicy */
+    double tis_cap;
     double kl_loss_coef, std_eps;
     int scale_by_std;
     double vclip, critic_lr, critic_min_lr;
@@ -227,6 +229,10 @@ enum {
     PW_ST_GENDIFF,
     PW_ST_GENCOUNT,
     PW_ST_CORRECT,
+    PW_ST_STALENESS,      /* staleness summed over the samples (their version tags) */
+    PW_ST_STALE_HIST,     /* samples of staleness j at PW_ST_STALE_HIST + j, j <= k */
+    PW_ST_IS_WEIGHT = PW_ST_STALE_HIST + PW_MAX_STALENESS + 1, /* ppo.off_policy: sum of u */
+    PW_ST_IS_CAPPED,      /* tokens whose weight the cap changed */
     PW_ST_PG,
     PW_ST_APPROXKL,
     PW_ST_CLIPFRAC,
@@ -237,12 +243,20 @@ enum {
     PW_ST_LR,
     PW_ST_CRITIC_LR,
     PW_ST_BETA,
-    PW_ST_STALENESS,
     PW_ST_SKIPPED,        /* optimiser steps of actor and critic skipped (runtime.on_nonfinite) */
     PW_ST_ZERO_STD,       /* grpo, rloo: fraction of groups whose scores are all equal */
     PW_ST_GROUP_STD,      /* grpo, rloo: mean over groups of the scores' standard deviation */
     PW_ST_COUNT
 };
+
+/* One batch the generator sampled ahead of the actor (async): its block, the log-probs the
+ * sampler saw, and the version of the weights that sampled it. */
+typedef struct PwQueued {
+    int64_t batch; /* the step that trains on it */
+    int64_t version;
+    PwRows rows;
+    float *logp;   /* (n, R) */
+} PwQueued;
 
 struct PwRun {
     PwWorld w;
@@ -267,12 +281,17 @@ struct PwRun {
     int P;               /* prompt width of this step */
     PwRows gen_rows;     /* the producer's block */
     float *gen_logp;     /* (n, R) log-probs the sampler saw */
-    int async;           /* async and a generator role: batch k+1 sampled during step k */
-    PwRows next_rows;    /* async: the producer's block of the next step, already sampled */
-    float *next_logp;
+    int *gen_ver;        /* (n) the weights version (actor updates) that sampled each row */
+    int k;               /* async.max_staleness with a generator role, else 0 (docs/roles.md) */
+    int async;           /* k >= 1 */
+    int64_t gen_version; /* the generator's weights: the actor updates in them */
+    PwQueued queue[PW_MAX_STALENESS]; /* async: batches sampled ahead, oldest first */
+    int queue_n;
     PwXfer carry;        /* async: the actor's weight sends, finished in the next step */
     PwRows act_rows;
     float *logp_old, *ent_old, *logp_ref, *values, *gen_logp_act, *scores_k, *score;
+    int *act_ver;        /* (n) the version tags of the actor's block */
+    float *iw;           /* (n, R) ppo.off_policy importance weights; NULL with none */
     float *kl, *rewards, *adv, *ret;
     PwRows ref_rows;
     float *ref_logp;
@@ -351,6 +370,9 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err);
 void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done);
 int64_t pw_ckpt_latest(const char *out_dir); /* newest complete step_N, -1 if none */
 int pw_ckpt_load_state(PwRun *r, const char *out_dir, int64_t step, PwErr *err);
+/* Async --resume on a generator rank: its block of the batches the generator had sampled ahead
+ * (the checkpoint's generator/queue.safetensors) back into its queue. */
+int pw_ckpt_load_queue(PwRun *r, const char *out_dir, PwErr *err);
 void pw_ckpt_load_optimizer(PwModel *m, const char *dir);
 void pw_ckpt_dir(char *buf, size_t n, const char *out_dir, int64_t step, const char *part);
 /* The run configuration saved in RUN_DIR, and its check on --resume (settings.c). */
@@ -360,7 +382,10 @@ int pw_settings_check_saved(const struct PwConfig *cfg, const char *path, PwErr 
 /* One PPO step across all roles (ppo_step.c). */
 void pw_ppo_step(PwRun *r, int64_t step);
 /* Async --resume: actor rank 0 posts the weights the generator expects at first_step. */
-void pw_ppo_resume_async(PwRun *r);
+/* `role`'s block of the rows of step `step` (its prompts; its width is that step's). */
+void pw_ppo_block_rows(PwRun *r, PwRows *rows, int64_t step, PwRole role);
+/* Async: gives the generator the actor's current weights before an evaluation after `step`. */
+void pw_ppo_weights_for_eval(PwRun *r, int64_t step);
 /* The metrics line of a step (metrics.c); actor rank 0 only. */
 void pw_metrics_write(PwRun *r, int64_t step);
 /* The progress line after step `step` on stdout, if runtime.progress_s has passed since the

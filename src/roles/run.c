@@ -293,7 +293,9 @@ static void load_models(PwRun *r, const char *out_dir)
     if (r->first_step > 0) { /* --resume: the trained models come from the checkpoint */
         pw_ckpt_dir(actor, sizeof actor, out_dir, r->first_step, "actor");
         pw_ckpt_dir(critic, sizeof critic, out_dir, r->first_step, "critic");
-        pw_ckpt_dir(gen, sizeof gen, out_dir, r->first_step, r->async ? "generator" : "actor");
+        /* the generator starts from the actor's weights too: its queue holds what it sampled
+         * with older ones (pw_ckpt_load_queue) */
+        pw_ckpt_dir(gen, sizeof gen, out_dir, r->first_step, "actor");
         actor_dir = actor;
         gen_dir = gen;
     }
@@ -387,9 +389,12 @@ static FILE *open_metrics(const char *path, int64_t lines, PwErr *err)
 static void free_run(PwRun *r)
 {
     pw_gen_free(r->sampler);
-    pw_rows_free(&r->next_rows);
-    free(r->next_logp);
     pw_xfer_free(&r->carry);
+    for (int i = 0; i < r->queue_n; i++) { /* a run stopped early: batches never trained on */
+        pw_rows_free(&r->queue[i].rows);
+        free(r->queue[i].logp);
+    }
+    r->queue_n = 0;
     pw_model_free(r->actor);
     pw_model_free(r->ref);
     pw_model_free(r->gen);
@@ -431,7 +436,8 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     r->producer = pw_role_present(&pl->map, PW_ROLE_GENERATOR) ? PW_ROLE_GENERATOR : PW_ROLE_ACTOR;
     if (!resume) r->beta = r->s.beta;
     /* Without a generator the actor samples between its own updates: nothing to overlap. */
-    r->async = r->s.async && r->producer == PW_ROLE_GENERATOR;
+    r->k = r->producer == PW_ROLE_GENERATOR ? r->s.staleness : 0;
+    r->async = r->k > 0;
     load_models(r, out_dir);
     if (pw_world_has_role(&r->w, PW_ROLE_ACTOR) && r->w.role_rank[PW_ROLE_ACTOR] == 0) {
         char path[1200];
@@ -451,7 +457,10 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     }
     /* The policy before any update (the SFT weights), once: a resumed run already has it. */
     if (r->s.eval_every > 0 && r->first_step == 0) pw_eval_run(r, -1);
-    pw_ppo_resume_async(r);
+    r->gen_version = r->first_step;
+    if (r->async && r->first_step > 0 && pw_world_has_role(&r->w, PW_ROLE_GENERATOR) &&
+        pw_ckpt_load_queue(r, out_dir, err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
     if (r->s.trace_path && *r->s.trace_path) { /* no further than the run: a checkpoint's
                                                  * messages carry the step count after it */
         int64_t left = r->s.steps - r->first_step;

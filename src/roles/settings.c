@@ -9,7 +9,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
 {
     memset(s, 0, sizeof *s);
     s->seed = (uint64_t)c->seed;
-    s->async = c->async;
+    s->staleness = (int)c->async.max_staleness;
     s->episodes = c->episodes;
     s->steps = pw_config_num_steps(c);
     s->N = (int)c->ppo.num_rollout_samples;
@@ -28,6 +28,8 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->group = (int)c->generation.samples_per_prompt;
     s->kl_in_loss = c->ppo.kl_penalty_in == PW_KL_IN_LOSS;
     s->loss_agg = (int)c->ppo.loss_aggregation;
+    s->off_policy = (int)c->ppo.off_policy;
+    s->tis_cap = c->ppo.tis_cap;
     s->kl_loss_coef = c->ppo.kl_loss_coef;
     s->std_eps = c->grpo.std_eps;
     s->scale_by_std = c->grpo.scale_by_std;

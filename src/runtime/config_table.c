@@ -14,6 +14,7 @@ _Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwAlgorithm) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLossAgg) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwKlPenaltyIn) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwOffPolicy) == sizeof(int), "enum field size");
 
 /* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
  * only the stop token, a configuration matter, is named here. */
@@ -32,9 +33,11 @@ static const PwCfgKey keys[] = {
     /* ---- the run */
     {"seed", PW_CFG_INT, OFF(seed), "1", 0, PW_CFG_SEED_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "seed of every random stream (data order, sampling, initialisation)", OI " `seed`"},
-    {"async", PW_CFG_BOOL, OFF(async), "false", 0, 0, 0, NULL,
-     "generate batch k+1 with the weights of step k while the actor trains on batch k",
-     "ours: sync is the exact on-policy algorithm (" OI " `async_mode` defaults to true)"},
+    {"async.max_staleness", PW_CFG_INT, OFF(async.max_staleness), "0", 0, PW_MAX_STALENESS,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "k: with a generator role, batch s is sampled with the weights of update max(0, s - k) while "
+     "the actor trains on earlier batches (a queue of k batches); 0: sync, 1: one step off",
+     "ours: sync is the exact on-policy algorithm (" OI " `async_mode` true is k = 1)"},
     {"episodes", PW_CFG_INT, OFF(episodes), "100000", 1, PW_CFG_COUNT_MAX,
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      "total rollouts to train on; steps = episodes / ppo.num_rollout_samples",
@@ -135,6 +138,14 @@ static const PwCfgKey keys[] = {
      "token: every real token weighs 1 (mean over the minibatch's tokens); sequence: each "
      "response weighs 1 (mean of the per-response token means)",
      OI " token; GRPO paper sequence"},
+    {"ppo.off_policy", PW_CFG_ENUM, OFF(ppo.off_policy), "none", 0, 0, 0, pw_off_policy_names,
+     "correction for sampling by another policy than the one trained (the generator's older "
+     "weights, async.max_staleness): none; tis: each token's policy loss weighted by "
+     "min(pi_old / pi_gen, ppo.tis_cap); decoupled: weighted by pi_old / pi_gen, tokens above "
+     "ppo.tis_cap left out (0: no cap)", "ours (Yao et al. TIS; AReaL decoupled PPO)"},
+    {"ppo.tis_cap", PW_CFG_FLOAT, OFF(ppo.tis_cap), "2", 0, 1e6, PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "cap of the importance weight pi_old / pi_gen with ppo.off_policy tis (> 0) or decoupled",
+     "Yao et al. C = 2"},
     {"grpo.scale_by_std", PW_CFG_BOOL, OFF(grpo.scale_by_std), "true", 0, 0, 0, NULL,
      "grpo: divide r - group mean by the group's standard deviation (false: Dr. GRPO)",
      "TRL `scale_rewards`"},
@@ -317,6 +328,9 @@ static int check_rules(const void *any, PwErr *err)
         pw_cfg_rule_not_above("critic.min_lr", cfg->critic.min_lr, "critic.lr", cfg->critic.lr,
                               err))
         return -1;
+    if (p->off_policy == PW_OFFPOL_TIS && p->tis_cap <= 0)
+        return pw_errf(err, "ppo.off_policy: tis needs ppo.tis_cap > 0 (got %g): it is the "
+                            "largest importance weight a token gets", p->tis_cap);
     if (pw_cfg_rule_template("data.prompt_template", cfg->data.prompt_template, err)) return -1;
     if (cfg->data.prompt_template[0] && !cfg->data.tokenizer[0])
         return pw_errf(err, "data.prompt_template needs data.tokenizer: it applies to text "

@@ -12,8 +12,8 @@
  * Types, names, tags */
 
 static const char *const kind_names[PW_MSG_KIND_COUNT] = {
-    "tokens", "logp_ref", "logp_gen", "values", "scores", "returns", "weights", "report", "control",
-    "test"};
+    "tokens", "logp_ref", "logp_gen", "versions", "values",  "scores",
+    "returns", "weights", "report", "control", "test"};
 
 const char *pw_msg_kind_name(PwMsgKind k)
 {

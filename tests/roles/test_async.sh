@@ -8,9 +8,9 @@ make_inputs
 placement colo 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
     'reward: { ranks: [1] }' 'generator: { ranks: [2] }'
 set -- episodes=40 ppo.initial_policy_kl_penalty=0.05
-run_ppo 1 single one async=true "$@"
-run_ppo 5 five five async=true "$@"
-run_ppo 3 colo colo async=true "$@"
+run_ppo 1 single one async.max_staleness=1 "$@"
+run_ppo 5 five five async.max_staleness=1 "$@"
+run_ppo 3 colo colo async.max_staleness=1 "$@"
 run_ppo 5 five sync "$@"
 "$METRICS_CHECK" lines "$WORK/five/metrics.jsonl" 5
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/five/metrics.jsonl"

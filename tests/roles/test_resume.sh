@@ -1,21 +1,27 @@
 #!/bin/sh
 # test_resume.sh: checkpoints/step_N hold actor and critic weights with their AdamW moments
-# (and the generator's in async mode) and the run state; --resume from step_2 of a 4-step run
-# gives the metrics of the run that was never interrupted, bit for bit, in sync and async mode.
+# (and in async mode the generator's queue of batches sampled ahead) and the run state; --resume
+# from step_2 of a 4-step run gives the metrics of the run that was never interrupted, bit for
+# bit, in sync mode and with async.max_staleness 1 and 2 (a queue of two batches).
 # checkpoint.keep prunes older checkpoints; a changed configuration, no checkpoint, or a state.json
 # this run could not have written is refused, naming the file and the field; keys that change no
 # number (runtime time limits, progress, tracing) may differ.
 . "$(dirname "$0")/common.sh"
 make_inputs
-for mode in false true; do
+# (the Llama pass runs sync and k = 2 only: k = 1 is a queue of one batch, the mechanism is the same)
+modes="0 1 2"; [ -n "${TINY_FAMILY:-}" ] && modes="0 2"
+for mode in $modes; do
     set -- episodes=32 checkpoint.every=2 checkpoint.keep=0 ppo.minibatches=2 \
-        ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async=$mode
+        ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async.max_staleness=$mode
     run_ppo 5 five "full_$mode" "$@"
     for s in 2 4; do
         for f in actor/model.safetensors actor/optimizer.safetensors critic/model.safetensors \
                  critic/optimizer.safetensors state.json; do
             test -f "$WORK/full_$mode/checkpoints/step_$s/$f" || { echo "FAIL: no step_$s/$f"; exit 1; }
         done
+        q="$WORK/full_$mode/checkpoints/step_$s/generator/queue.safetensors"
+        if [ "$mode" = 0 ] && [ -e "$q" ]; then echo "FAIL: a sync checkpoint has a queue"; exit 1; fi
+        if [ "$mode" != 0 ] && ! [ -f "$q" ]; then echo "FAIL: no step_$s queue"; exit 1; fi
     done
     # the interrupted run: only step_2 survived, and the metrics of steps 0..2 (one too many)
     mkdir -p "$WORK/cut_$mode/checkpoints"
@@ -29,6 +35,17 @@ for mode in false true; do
     test -s "$WORK/cut_$mode/trace.json" || { echo "FAIL: no trace of the resumed run"; exit 1; }
     "$METRICS_CHECK" same "$WORK/full_$mode/metrics.jsonl" "$WORK/cut_$mode/metrics.jsonl"
 done
+# an async checkpoint without the generator's queue: refused, naming the file
+mkdir -p "$WORK/noq/checkpoints"
+cp -r "$WORK/full_2/checkpoints/step_2" "$WORK/noq/checkpoints/"
+cp "$WORK/full_2/config.yaml" "$WORK/noq/"
+rm "$WORK/noq/checkpoints/step_2/generator/queue.safetensors"
+if "$MPIRUN" -np 5 "$PPO_DRIVER" "$WORK/five.yaml" "$WORK/ppo.yaml" "$WORK/noq" --resume "$@" \
+    2> "$WORK/noq.err"; then
+    echo "FAIL: resumed an async run without its queue"; exit 1
+fi
+grep -q "step_2/generator/queue.safetensors.*an async run's checkpoint holds the generator's queue" \
+    "$WORK/noq.err" || { cat "$WORK/noq.err"; echo "FAIL: no queue message"; exit 1; }
 
 run_ppo 1 single keep episodes=32 checkpoint.every=1 checkpoint.keep=2
 ls "$WORK/keep/checkpoints"

@@ -48,7 +48,7 @@ done
 
 # Async on five ranks, 5 steps, the first 2 traced: the weights sent at step 1 arrive in step 2
 # and are still in the file, on both sides.
-run_ppo 5 five async async=true episodes=40 trace.path="$WORK/async.json" trace.steps=2 \
+run_ppo 5 five async async.max_staleness=1 episodes=40 trace.path="$WORK/async.json" trace.steps=2 \
     runtime.progress_s=0 > "$WORK/async.log"
 "$TRACE_CHECK" file "$WORK/async.json" 5 0 2 "$WORK/async/metrics.jsonl"
 [ "$("$TRACE_CHECK" kind "$WORK/async.json" 1 weights | cut -d' ' -f1)" = 1 ] ||

@@ -54,7 +54,8 @@ static void check_defaults(void)
     PwConfig c;
     CHECK(pw_config_defaults(&c) == 0, "defaults failed");
     CHECK(c.seed == 1, "seed %lld", (long long)c.seed);
-    CHECK(c.async == false, "async");
+    CHECK(c.async.max_staleness == 0, "async.max_staleness");
+    CHECK(c.ppo.off_policy == PW_OFFPOL_NONE && c.ppo.tis_cap == 2.0, "off_policy");
     CHECK(c.episodes == 100000, "episodes");
     CHECK(!strcmp(c.model.sft, "") && c.model.reward.n == 0 && !strcmp(c.model.critic, "") &&
               !strcmp(c.model.gold, ""), "model paths are empty by default");

@@ -11,7 +11,7 @@
 
 static void check_full(const PwConfig *c)
 {
-    CHECK(c->seed == 42 && c->async == true && c->episodes == 2048, "top level");
+    CHECK(c->seed == 42 && c->async.max_staleness == 3 && c->episodes == 2048, "top level");
     CHECK(!strcmp(c->model.sft, "models/sft.safetensors"), "sft %s", c->model.sft);
     CHECK(c->model.reward.n == 2, "reward n %d", c->model.reward.n);
     if (c->model.reward.n == 2) {
@@ -51,7 +51,8 @@ static void check_full(const PwConfig *c)
     CHECK(!strcmp(c->trace.path, "run.trace.json") && c->trace.steps == 7, "trace");
     CHECK(c->algorithm == PW_ALGO_RLOO && c->generation.samples_per_prompt == 4 &&
               c->ppo.kl_penalty_in == PW_KL_IN_LOSS && c->ppo.kl_loss_coef == 0.1 &&
-              c->ppo.loss_aggregation == PW_AGG_SEQUENCE && !c->grpo.scale_by_std &&
+              c->ppo.loss_aggregation == PW_AGG_SEQUENCE &&
+              c->ppo.off_policy == PW_OFFPOL_DECOUPLED && c->ppo.tis_cap == 5.0 && !c->grpo.scale_by_std &&
               c->grpo.std_eps == 1e-3, "critic-free keys");
 }
 
@@ -73,14 +74,14 @@ static void check_overrides(void)
     PwErr err;
     pw_config_defaults(&c);
     CHECK(pw_config_load_file(&c, "full.yaml", &err) == 0, "%s", err.msg);
-    const char *args[] = {"ppo.epochs=2", "generation.temperature=1.5", "async=false",
+    const char *args[] = {"ppo.epochs=2", "generation.temperature=1.5", "async.max_staleness=0",
                           "model.reward=[a.st, b.st, c.st]", "reward.objective=wco",
                           "model.gold=", "data.prompts=odd: name #1.jsonl", "optim.min_lr=1e-6"};
     for (size_t i = 0; i < PW_ARRAY_LEN(args); i++)
         CHECK(pw_config_apply_override(&c, args[i], &err) == 0, "%s: %s", args[i], err.msg);
     CHECK(c.ppo.epochs == 2, "epochs %lld", (long long)c.ppo.epochs);
     CHECK(c.generation.temperature == 1.5, "temperature");
-    CHECK(c.async == false, "async");
+    CHECK(c.async.max_staleness == 0, "async");
     CHECK(c.model.reward.n == 3 && !strcmp(c.model.reward.items[2], "c.st"), "reward list");
     CHECK(c.reward.objective == PW_OBJECTIVE_WCO, "objective");
     CHECK(!strcmp(c.model.gold, ""), "gold emptied");
@@ -119,7 +120,8 @@ static void check_dumps(const PwConfig *c)
     CHECK(j != NULL, "json");
     if (j) {
         CHECK(json_integer_value(json_object_get(j, "seed")) == 42, "json seed");
-        CHECK(json_is_true(json_object_get(j, "async")), "json async");
+        CHECK(json_integer_value(json_object_get(json_object_get(j, "async"), "max_staleness")) == 3,
+              "json async");
         json_t *ppo = json_object_get(j, "ppo");
         CHECK(json_real_value(json_object_get(ppo, "gae_lambda")) == 0.9, "json lambda");
         CHECK(!strcmp(json_string_value(json_object_get(ppo, "kl_estimator")), "abs"), "json enum");
