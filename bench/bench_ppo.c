@@ -14,8 +14,10 @@
  * The RESULT line compares sync and k = 1, 2, 4 on "split"; ideal_speedup is what perfect
  * overlap would give: (generation + training) / max(generation, training), both measured in the
  * sync runs (generation: the generator's generate seconds; training: the busy seconds of the
- * other four roles, which share rank 0), and kK_overlap = (sync s/step - kK s/step) /
- * (sync s/step - max(generation, training)), the fraction of the ideal overlap reached. Only
+ * other four roles, which share rank 0), and kK_overlap the fraction of the ideal overlap the
+ * run with that k reached, from its own phase times (which differ from the sync run's: there
+ * the two ranks never run at once): (generation + training - s/step) / min(generation,
+ * training), 1 when the shorter side is hidden completely, 0 when nothing overlaps. Only
  * steps 1 .. S - 6 of a run are measured, the same steps in every mode: step 0 of an async run
  * samples its first k + 1 batches before anything can overlap, and in its last k steps the
  * generator has nothing left to sample (k <= 4). Every figure is a median over the measured steps of K rounds, each round running sync
@@ -327,9 +329,12 @@ int main(int argc, char **argv)
             printf("split sync: generation %.3f s, training %.3f s per step; ideal step %.3f s\n",
                    gen, train, hi);
             printf("RESULT sync_steps_per_s=%.3f", 1.0 / sync_s);
-            for (int a = 1; a < NMODES; a++)
+            for (int a = 1; a < NMODES; a++) {
+                const Samples *g = &samples[SPLIT][a];
+                double gk = median(g->generate, g->n), tk = median(g->train, g->n);
                 printf(" k%d_steps_per_s=%.3f k%d_overlap=%.3f", modes[a], 1.0 / k_s[a], modes[a],
-                       (sync_s - k_s[a]) / (sync_s - hi));
+                       (gk + tk - k_s[a]) / (gk < tk ? gk : tk));
+            }
             printf(" async_speedup=%.3f ideal_speedup=%.3f\n", sync_s / k_s[1],
                    (gen + train) / hi);
         } else {

@@ -26,6 +26,22 @@ run_ppo 1 nocrit1 zero algorithm=grpo generation.samples_per_prompt=4 episodes=8
 "$METRICS_CHECK" is "$WORK/zero/metrics.jsonl" 0 policy/approxkl_avg 0
 "$METRICS_CHECK" below "$WORK/zero/metrics.jsonl" 0 loss/policy_avg 1e-6
 
+# token against sequence aggregation at step 0 of a run whose responses stop at different lengths
+# (seed 6: two stop early): sequence weighs every response 1, so the loss, minus the mean of
+# zero-sum group advantages, is 0; token weighs a response by its length, so the loss is
+# -sum_b A_b len_b / sum_b len_b, which is not 0 once lengths differ within a group
+for agg in token sequence; do
+    run_ppo 1 nocrit1 agg_$agg algorithm=grpo generation.samples_per_prompt=4 episodes=8 seed=6 \
+        reward.non_stop_penalty=false ppo.loss_aggregation=$agg
+done
+"$METRICS_CHECK" below "$WORK/agg_sequence/metrics.jsonl" 0 loss/policy_avg 1e-6
+if "$METRICS_CHECK" below "$WORK/agg_token/metrics.jsonl" 0 loss/policy_avg 1e-3; then
+    echo "FAIL: token aggregation gave the sequence loss with unequal lengths"; exit 1
+fi
+if "$METRICS_CHECK" is "$WORK/agg_token/metrics.jsonl" 0 val/sequence_lengths 8; then
+    echo "FAIL: every response has 8 tokens: the case does not test the weights"; exit 1
+fi
+
 # greedy sampling (top_k 1): the 4 rows of a prompt, consecutive, get the same response, so
 # their scores agree to float rounding (the reward model's GEMM rounds a row by its place in the
 # micro batch, about 3e-8 here): the group spread is at rounding level where sampled groups
