@@ -2,8 +2,8 @@
 # test_task.sh: text prompts through data.tokenizer (bytes: prompt bytes + SEP, rows padded with
 # PAD, stop at EOS) next to {"input_ids"} lines; the synthetic task's gold scorer as a reward
 # member ("verifier:task") and as model.gold in eval.jsonl, whose sample responses are decoded
-# text; the same numbers on 1 and 3 ranks; arithmetic prompts with the exact-answer verifier;
-# and the messages when the tokenizer is missing or does not fit the model.
+# text; the same numbers on 1 and 3 ranks; arithmetic prompts with the exact-answer verifier
+# (PPO, and GRPO whose groups all tie: zero advantages move nothing); and the messages when the tokenizer is missing or does not fit the model.
 . "$(dirname "$0")/common.sh"
 "$MAKE_TINY" model "$WORK/sft" 11 260
 "$MAKE_TINY" model "$WORK/rm" 22 260 score
@@ -51,6 +51,24 @@ value objective/scores "$WORK/sums/metrics.jsonl" > "$WORK/s.txt"
 value objective/verifiable_correct_rate "$WORK/sums/metrics.jsonl" > "$WORK/c.txt"
 cmp -s "$WORK/s.txt" "$WORK/c.txt" || { echo "FAIL: exact scores are not the correct rate";
     paste "$WORK/s.txt" "$WORK/c.txt"; exit 1; }
+
+# GRPO on the same sums with no KL: the tiny random policy gets none right, so every score is 0,
+# every group is tied and every advantage is 0: the policy loss is 0 at every step, and without
+# weight decay AdamW leaves the weights as they were (a zero gradient moves nothing), so the
+# ratio stays exactly 1 (approxkl 0) at every step, not only at the first
+placement nocrit 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'reward: { ranks: [0] }' \
+    'generator: { ranks: [0] }'
+run_ppo 1 nocrit tied data.tokenizer=bytes "data.prompts=$WORK/sums.jsonl" \
+    "model.reward=[verifier:exact]" algorithm=grpo generation.samples_per_prompt=4 episodes=24 \
+    reward.non_stop_penalty=false ppo.initial_policy_kl_penalty=0 optim.weight_decay=0 \
+    ppo.minibatches=2
+for step in 0 1 2; do
+    for key in objective/verifiable_correct_rate objective/group_std_mean loss/policy_avg \
+        policy/approxkl_avg; do
+        "$METRICS_CHECK" is "$WORK/tied/metrics.jsonl" $step $key 0
+    done
+    "$METRICS_CHECK" is "$WORK/tied/metrics.jsonl" $step objective/zero_std_groups 1
+done
 
 expect_error() { # expect_error WHAT PATTERN key=value...
     what=$1 pat=$2; shift 2
