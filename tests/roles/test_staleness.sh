@@ -6,7 +6,8 @@
 # same batches from the same initial weights) and step 2 does not. ppo.off_policy: decoupled
 # with a cap below every weight leaves every token out (policy loss 0 at every step, every token
 # capped); tis keeps the mean weight within its cap and caps nothing at step 0, where the
-# sampler's weights are the actor's.
+# sampler's weights are the actor's. Two generator ranks give the numbers of one, and their
+# checkpoint (whole batches in the queue file) resumes on one rank bit for bit.
 . "$(dirname "$0")/common.sh"
 make_inputs
 placement colo 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
@@ -57,4 +58,22 @@ for step in 0 1 2 3 4; do
 done
 "$METRICS_CHECK" is "$WORK/tis/metrics.jsonl" 0 objective/is_capped_frac 0
 "$METRICS_CHECK" below "$WORK/tis/metrics.jsonl" 0 generator/logprob_diff 1e-4
+# two generator ranks (each samples half of every batch, and the checkpoint gathers whole
+# batches): the numbers of one rank, and a resume from step_2 on one rank continues bit for bit
+placement gen2 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
+    'reward: { ranks: [1] }' 'generator: { ranks: [2, 3] }'
+set -- episodes=32 checkpoint.every=2 checkpoint.keep=0 async.max_staleness=2 eval.every=2 \
+    eval.num_prompts=4
+run_ppo 4 gen2 g2 "$@"
+run_ppo 1 single g1 "$@"
+"$METRICS_CHECK" same "$WORK/g2/metrics.jsonl" "$WORK/g1/metrics.jsonl"
+"$METRICS_CHECK" same "$WORK/g2/eval.jsonl" "$WORK/g1/eval.jsonl"
+mkdir -p "$WORK/cut/checkpoints"
+cp -r "$WORK/g2/checkpoints/step_2" "$WORK/cut/checkpoints/"
+cp "$WORK/g2/config.yaml" "$WORK/cut/"
+head -n 3 "$WORK/g2/metrics.jsonl" > "$WORK/cut/metrics.jsonl"
+head -n 2 "$WORK/g2/eval.jsonl" > "$WORK/cut/eval.jsonl"
+"$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/single.yaml" "$WORK/ppo.yaml" "$WORK/cut" --resume "$@"
+"$METRICS_CHECK" same "$WORK/g2/metrics.jsonl" "$WORK/cut/metrics.jsonl"
+"$METRICS_CHECK" same "$WORK/g2/eval.jsonl" "$WORK/cut/eval.jsonl"
 echo "staleness: ok"
