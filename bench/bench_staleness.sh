@@ -15,7 +15,7 @@
 #   --out DIR    where the runs go (default: a temporary folder, removed at the end)
 #   --steps S    GRPO steps per run (default 150, the quickstart's); --ks the values of k
 #                (default "0 1 4")
-#   key=value    overrides of the run configuration below, for every run
+#   key=value    overrides of the configuration (configs/quickstart/grpo_arith.yaml), every run
 # The standard error of a rate p over n evaluation prompts is sqrt(p (1 - p) / n); kK_rise_se
 # is the rise from the initial evaluation over the combined error of the two, as the quickstart.
 set -euo pipefail
