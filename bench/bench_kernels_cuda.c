@@ -164,10 +164,10 @@ static void gelu_fwd(void) { pw_gelu_forward_cuda(g.dfc, g.fc, (size_t)N * 4 * C
 static void gelu_bwd(void) { pw_gelu_backward_cuda(g.dfc, g.fc, g.fc, (size_t)N * 4 * C, 0); }
 static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
 static void res_bwd(void) { pw_residual_backward_cuda(g.dx, g.x, g.dy, (size_t)N * C, 0); }
-static void lp_fwd(void) { pw_logprobs_forward_cuda(g.rowv, g.rowg, g.logits, g.targets, N, V, 0); }
+static void lp_fwd(void) { pw_logprobs_forward_cuda(g.rowv, g.rowg, g.logits, g.targets, N, V, V, 0); }
 static void lp_bwd(void)
 {
-    pw_logprobs_backward_cuda(g.dlogits, g.logits, g.targets, g.rowv, g.rowg, N, V, 0);
+    pw_logprobs_backward_cuda(g.dlogits, g.logits, g.targets, g.rowv, g.rowg, N, V, V, 0);
 }
 static void ce_fwd(void) { pw_crossentropy_forward_cuda(g.rowv, g.logits, g.targets, N, V, 0); }
 static void adamw(void)

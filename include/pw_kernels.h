@@ -69,14 +69,16 @@ void pw_residual_forward(float *out, const float *a, const float *b, size_t N);
 void pw_residual_backward(float *da, float *db, const float *dout, size_t N);
 
 /* ---- log-probabilities and entropies of chosen tokens, one softmax row at a time.
- * logits (N,V); targets (N) (a negative target skips the row: logp = entropy = 0);
- * logp[i] = log softmax(logits[i])[targets[i]], entropy[i] = -sum_v p log p (entropy may be NULL).
- * Backward writes (does not accumulate) dlogits (N,V) from dlogp and dentropy (either may be
- * NULL = zero); dlogits may alias logits, which lets the caller reuse the logits buffer. */
+ * logits (N,ld): row i's V real logits at logits + i ld, then ld - V padding columns that
+ * nothing reads (the padded vocabulary; ld = V when unpadded); targets (N) in [0, V) (a negative
+ * target skips the row: logp = entropy = 0); logp[i] = log softmax(logits[i][0..V))[targets[i]],
+ * entropy[i] = -sum_v p log p (entropy may be NULL). Backward writes (does not accumulate)
+ * dlogits (N,ld) from dlogp and dentropy (either may be NULL = zero), 0 in the padding columns;
+ * dlogits may alias logits, which lets the caller reuse the logits buffer. */
 void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const int *targets,
-                         int N, int V);
+                         int N, int V, int ld);
 void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
-                          const float *dlogp, const float *dentropy, int N, int V);
+                          const float *dlogp, const float *dentropy, int N, int V, int ld);
 
 /* ---- softmax cross-entropy: losses[i] = -logp[i]; the same row-at-a-time rules as above.
  * dlosses (N) are the per-row weights of the loss (e.g. mask / count); dlogits written. */

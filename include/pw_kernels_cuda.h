@@ -93,11 +93,12 @@ void pw_residual_forward_cuda(float *out, const float *a, const float *b, size_t
 void pw_residual_backward_cuda(float *da, float *db, const float *dout, size_t N,
                                cudaStream_t stream);
 
-/* ---- log-probabilities, entropy, cross-entropy: one block per row (dlogits may alias logits) */
+/* ---- log-probabilities, entropy, cross-entropy: one block per row (dlogits may alias logits);
+ * the log-prob pair reads rows ld apart (the padded vocabulary, as pw_logprobs_forward) */
 void pw_logprobs_forward_cuda(float *logp, float *entropy, const float *logits, const int *targets,
-                              int N, int V, cudaStream_t stream);
+                              int N, int V, int ld, cudaStream_t stream);
 void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
-                               const float *dlogp, const float *dentropy, int N, int V,
+                               const float *dlogp, const float *dentropy, int N, int V, int ld,
                                cudaStream_t stream);
 void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int *targets, int N,
                                   int V, cudaStream_t stream);

@@ -59,7 +59,16 @@ typedef struct PwModelOpts {
     int fresh_heads;     /* loading: the PW_HEAD_SCORE / PW_HEAD_VALUE heads the folder may lack,
                           * initialised from seed then (rm from an SFT folder, a critic on the SFT
                           * trunk); any other head it lacks is an error */
+    int vocab_multiple;  /* the vocabulary-sized tensors (embedding, LM head, logits) hold
+                          * round_up(V, this) rows; 0 = PW_VOCAB_MULTIPLE, 1 = exactly V */
 } PwModelOpts;
+
+/* The padded vocabulary: V = 50257 leaves every row of the LM head's (B T, V) output at an odd
+ * offset, which sends cuBLAS down a slow path; 50304 rows do not (docs/model.md, Padded
+ * vocabulary). The rows past V are zero, never updated, masked out of the softmax, and never
+ * written to a checkpoint. */
+#define PW_VOCAB_MULTIPLE 64
+#define PW_VOCAB_MULTIPLE_MAX 4096
 
 typedef struct PwModel PwModel;
 
@@ -96,9 +105,17 @@ void pw_model_free(PwModel *m);
 /* ---- what it is */
 const PwArch *pw_model_arch(const PwModel *m);
 PwDevice pw_model_device(const PwModel *m);
+/* Floats of the parameter tensor (pw_model_params), padding rows included: what buffers of
+ * parameters, gradients and moments hold. */
 size_t pw_model_num_params(const PwModel *m);
+/* The model's weights without the padding rows: what a checkpoint holds and the count a user
+ * reads (GPT-2 small: 124,439,808). */
+size_t pw_model_num_weights(const PwModel *m);
+/* Rows of the vocabulary-sized tensors: round_up(V, vocab_multiple); V when unpadded. */
+int pw_model_vocab_padded(const PwModel *m);
 /* Name (the family's own, e.g. "qkvw"), first float and float count of parameter tensor i,
- * i < pw_model_num_tensors(m); 0 floats for a head the model lacks. */
+ * i < pw_model_num_tensors(m); 0 floats for a head the model lacks. A vocabulary-sized
+ * tensor's count includes its padding rows, which follow its V real rows. */
 int pw_model_num_tensors(const PwModel *m);
 const char *pw_model_tensor_info(const PwModel *m, int i, size_t *offset, size_t *count);
 /* Floating-point operations of one forward+backward per token at length T (6 x matmul

@@ -84,10 +84,10 @@ struct PwOps {
     void (*residual_forward)(const PwOps *o, float *out, const float *a, const float *b,
                              size_t N);
     void (*logprobs_forward)(const PwOps *o, float *logp, float *entropy, const float *logits,
-                             const int *targets, int N, int V);
+                             const int *targets, int N, int V, int ld);
     void (*logprobs_backward)(const PwOps *o, float *dlogits, const float *logits,
                               const int *targets, const float *dlogp, const float *dentropy,
-                              int N, int V);
+                              int N, int V, int ld);
     void (*gather_rows)(const PwOps *o, float *dst, const float *src, const int *rows, int n,
                         int C);
     void (*adamw_update)(const PwOps *o, float *params, const float *grads, float *m, float *v,

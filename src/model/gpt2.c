@@ -12,7 +12,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* architecture and layout */
 
-static void tensor_sizes(size_t *s, const PwArch *cfg, int heads);
+static void tensor_sizes(size_t *s, const PwArch *cfg, int heads, size_t Vp);
 
 static int arch_check(const PwArch *c, PwErr *err)
 {
@@ -27,7 +27,8 @@ static int arch_check(const PwArch *c, PwErr *err)
         return pw_errf(err, "n_embd (%d) is not a multiple of n_head (%d)", c->n_embd,
                        c->n_head);
     size_t s[PW_GPT2_NUM_PARAM_TENSORS];
-    tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE);
+    tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE,
+                 (size_t)c->vocab_size + PW_VOCAB_MULTIPLE_MAX);
     char what[160];
     snprintf(what, sizeof what, "n_layer %d, n_head %d, n_embd %d, vocab_size %d, n_positions %d",
              c->n_layer, c->n_head, c->n_embd, c->vocab_size, c->n_positions);
@@ -44,10 +45,10 @@ static const unsigned char param_decays[PW_GPT2_NUM_PARAM_TENSORS] = {
     1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0,
 };
 
-static void tensor_sizes(size_t *s, const PwArch *cfg, int heads)
+static void tensor_sizes(size_t *s, const PwArch *cfg, int heads, size_t Vp)
 {
-    size_t L = cfg->n_layer, C = cfg->n_embd, V = cfg->vocab_size, P = cfg->n_positions;
-    s[0] = V * C;
+    size_t L = cfg->n_layer, C = cfg->n_embd, P = cfg->n_positions;
+    s[0] = Vp * C; /* the real rows, then the padding rows */
     s[1] = P * C;
     s[2] = L * C;
     s[3] = L * C;
@@ -106,7 +107,7 @@ typedef struct Acts {
     float *lnf;       /* (B, T, C) */
     float *lnf_mean;  /* (B, T) */
     float *lnf_rstd;  /* (B, T) */
-    float *logits;    /* (B, T, V) LM head only; backward overwrites it with dlogits */
+    float *logits;    /* (B, T, Vp) LM head only; backward overwrites it with dlogits */
     float *logp;      /* (B, T) log p(target) (0 where the target is negative) */
     float *entropy;   /* (B, T) entropy of the next-token distribution (0 where no target) */
     float *value;     /* (B, T) value head only */
@@ -125,9 +126,9 @@ typedef struct Gpt2 {
     int logits_valid; /* 1 after forward, 0 once backward reused the buffer */
 } Gpt2;
 
-static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int maxT)
+static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int maxT, size_t Vp)
 {
-    size_t L = cfg->n_layer, C = cfg->n_embd, V = cfg->vocab_size, NH = cfg->n_head;
+    size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head;
     size_t B = maxB, T = maxT, BT = B * T;
     s[0] = BT * C;             /* encoded */
     s[1] = L * BT * C;         /* ln1 */
@@ -148,7 +149,7 @@ static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int max
     s[16] = BT * C;            /* lnf */
     s[17] = BT;                /* lnf_mean */
     s[18] = BT;                /* lnf_rstd */
-    s[19] = (heads & PW_HEAD_LM) ? BT * V : 0; /* logits */
+    s[19] = (heads & PW_HEAD_LM) ? BT * Vp : 0; /* logits */
     s[20] = (heads & PW_HEAD_LM) ? BT : 0;     /* logp */
     s[21] = (heads & PW_HEAD_LM) ? BT : 0;     /* entropy */
     s[22] = (heads & PW_HEAD_VALUE) ? BT : 0;  /* value */
@@ -169,7 +170,7 @@ static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
-    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT);
+    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
     scratch_sizes(s, &m->arch, m->maxB, m->maxT);
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
@@ -194,7 +195,7 @@ static int ensure_acts(PwModel *m, PwErr *err)
 {
     Gpt2 *g = m->fam;
     size_t s[NUM_ACTS];
-    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT);
+    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
     return pw_model_alloc_slices(m, &g->acts_memory, (float **)&g->a, s, NUM_ACTS,
                                  "the activations", err);
 }
@@ -423,7 +424,7 @@ typedef struct Gpt2Cache {
 static void kv_sizes(size_t *s, const PwKVCache *c)
 {
     const PwArch *a = &c->m->arch;
-    size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, V = a->vocab_size;
+    size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, Vp = c->m->Vp;
     size_t B = c->maxB, T = c->maxT, N = c->maxN;
     s[K_K] = L * B * T * C;  /* (L, maxB, NH, maxT, hs) */
     s[K_V] = L * B * T * C;
@@ -436,7 +437,7 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_PROJ] = N * C;       /* either projection into the residual stream */
     s[K_FC] = N * 4 * C;     /* MLP hidden, GELU in place */
     s[K_SCORES] = B * NH * T;/* the CPU attention's scratch */
-    s[K_HEAD] = B * V;       /* logits of each segment's last token */
+    s[K_HEAD] = B * Vp;      /* logits of each segment's last token */
     (void)NH;
 }
 
@@ -460,14 +461,14 @@ static void kv_detach(PwKVCache *c)
 }
 
 /* The blocks over the c->ntok packed tokens, then the final LayerNorm and the LM head on the
- * last token of each segment only: the logits are one (nseg, C) x (C, V) product. */
+ * last token of each segment only: the logits are one (nseg, C) x (C, Vp) product. */
 static const float *kv_pass(PwKVCache *c)
 {
     const PwModel *m = c->m;
     const PwOps *o = m->ops;
     Gpt2Cache *k = c->fam;
     float **b = k->buf;
-    const int L = m->arch.n_layer, C = m->arch.n_embd, V = m->arch.vocab_size, N = c->ntok;
+    const int L = m->arch.n_layer, C = m->arch.n_embd, Vp = m->Vp, N = c->ntok;
     PwGPT2Params p = pw_gpt2_view(m, m->params);
 
     o->encoder_forward(o, b[K_X], c->d_tok, c->d_pos, p.wte, p.wpe, 1, N, C);
@@ -487,7 +488,7 @@ static const float *kv_pass(PwKVCache *c)
      * (into atty, free now) */
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->layernorm_forward(o, b[K_LN], b[K_MEAN], b[K_RSTD], b[K_ATTY], p.lnfw, p.lnfb, c->nseg, C);
-    o->matmul_forward(o, b[K_HEAD], b[K_LN], p.wte, NULL, c->nseg, C, V);
+    o->matmul_forward(o, b[K_HEAD], b[K_LN], p.wte, NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

@@ -5,14 +5,17 @@
 void pw_model_heads_forward(const PwModel *m, const PwHeads *h)
 {
     const PwOps *o = m->ops;
-    const int C = m->arch.n_embd, V = m->arch.vocab_size, B = m->B, T = m->T, BT = B * T;
+    const int C = m->arch.n_embd, V = m->arch.vocab_size, Vp = m->Vp, B = m->B, T = m->T;
+    const int BT = B * T;
     if (m->heads & PW_HEAD_LM) {
-        o->matmul_forward(o, h->logits, h->lnf, h->lmw, NULL, BT, C, V);
+        /* all Vp columns (the padding rows of the weight give 0 there): the product keeps its
+         * aligned shape, and the softmax below reads the V real columns only */
+        o->matmul_forward(o, h->logits, h->lnf, h->lmw, NULL, BT, C, Vp);
         /* sampling at temperature tau draws from softmax(logits / tau): the log-probs of the
          * sampled tokens are taken from the same distribution */
         if (m->inv_temperature != 1.0f)
-            o->scale(o, h->logits, m->inv_temperature, (size_t)BT * V);
-        o->logprobs_forward(o, h->logp, h->entropy, h->logits, m->d_targets, BT, V);
+            o->scale(o, h->logits, m->inv_temperature, (size_t)BT * Vp);
+        o->logprobs_forward(o, h->logp, h->entropy, h->logits, m->d_targets, BT, V, Vp);
     }
     if (m->heads & PW_HEAD_VALUE)
         o->matmul_forward(o, h->value, h->lnf, h->valuew, h->valueb, BT, C, 1);
@@ -31,15 +34,17 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
                             const float *dentropy, const float *dvalue, const float *dscore)
 {
     const PwOps *o = m->ops;
-    const int C = m->arch.n_embd, V = m->arch.vocab_size, B = m->B, T = m->T, BT = B * T;
+    const int C = m->arch.n_embd, V = m->arch.vocab_size, Vp = m->Vp, B = m->B, T = m->T;
+    const int BT = B * T;
     int lm = (m->heads & PW_HEAD_LM) && (dlogp || dentropy);
     o->zero(o, dlnf, (size_t)BT * C * sizeof(float));
     if (lm) {
-        /* the logits are dead after this step, so their buffer takes dlogits */
-        o->logprobs_backward(o, h->logits, h->logits, m->d_targets, dlogp, dentropy, BT, V);
+        /* the logits are dead after this step, so their buffer takes dlogits; its padding
+         * columns get 0, so the padding rows of the weight get no gradient */
+        o->logprobs_backward(o, h->logits, h->logits, m->d_targets, dlogp, dentropy, BT, V, Vp);
         if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
-            o->scale(o, h->logits, m->inv_temperature, (size_t)BT * V);
-        o->matmul_backward(o, dlnf, h->dlmw, NULL, h->logits, h->lnf, h->lmw, BT, C, V);
+            o->scale(o, h->logits, m->inv_temperature, (size_t)BT * Vp);
+        o->matmul_backward(o, dlnf, h->dlmw, NULL, h->logits, h->lnf, h->lmw, BT, C, Vp);
     }
     if ((m->heads & PW_HEAD_VALUE) && dvalue)
         o->matmul_backward(o, dlnf, h->dvaluew, h->dvalueb, dvalue, h->lnf, h->valuew, BT, C, 1);

@@ -31,7 +31,7 @@ PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
     size_t nint = 2 * (size_t)c->maxN + 4 * (size_t)maxB + 1;
     c->len = calloc(maxB, sizeof(int));
     c->logits = calloc((size_t)maxB * V, sizeof(float));
-    c->h_head = calloc((size_t)maxB * V, sizeof(float));
+    c->h_head = calloc((size_t)maxB * m->Vp, sizeof(float));
     c->h_pass = calloc(nint, sizeof(int));
     c->d_pass = m->ops->alloc(m->ops, nint * sizeof(int));
     if (!c->len || !c->logits || !c->h_head || !c->h_pass || !c->d_pass) {
@@ -84,7 +84,7 @@ const float *pw_kv_logits(const PwKVCache *c, int b)
 static void run_pass(PwKVCache *c)
 {
     const PwOps *o = c->m->ops;
-    const size_t V = c->m->arch.vocab_size;
+    const size_t V = c->m->arch.vocab_size, Vp = c->m->Vp;
     c->ntok = c->h_seg_off[c->nseg];
     for (int s = 0; s < c->nseg; s++) {
         c->h_seg_slot0[s] = c->len[c->h_seg_row[s]];
@@ -94,11 +94,11 @@ static void run_pass(PwKVCache *c)
     o->copy(o, c->d_tok, c->h_tok, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
     o->copy(o, c->d_pos, c->h_pos, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
     o->copy(o, c->d_seg_row, c->h_seg_row, (4 * mb + 1) * sizeof(int), PW_COPY_H2D);
-    const float *head = c->m->impl->kv_pass(c);
-    o->copy(o, c->h_head, head, (size_t)c->nseg * V * sizeof(float), PW_COPY_D2H);
+    const float *head = c->m->impl->kv_pass(c); /* (nseg, Vp): the padding columns dropped here */
+    o->copy(o, c->h_head, head, (size_t)c->nseg * Vp * sizeof(float), PW_COPY_D2H);
     for (int s = 0; s < c->nseg; s++) {
         int b = c->h_seg_row[s];
-        memcpy(c->logits + (size_t)b * V, c->h_head + (size_t)s * V, V * sizeof(float));
+        memcpy(c->logits + (size_t)b * V, c->h_head + (size_t)s * Vp, V * sizeof(float));
         c->len[b] += c->h_seg_off[s + 1] - c->h_seg_off[s];
     }
 }

@@ -14,7 +14,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* architecture and layout */
 
-static void tensor_sizes(size_t *s, const PwArch *a, int heads);
+static void tensor_sizes(size_t *s, const PwArch *a, int heads, size_t Vp);
 
 static int arch_check(const PwArch *c, PwErr *err)
 {
@@ -43,7 +43,8 @@ static int arch_check(const PwArch *c, PwErr *err)
                        "largest int (the gate and up projections stack to twice it)", what,
                        c->n_inner);
     size_t s[PW_LLAMA_NUM_PARAM_TENSORS];
-    tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE);
+    tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE,
+                 (size_t)c->vocab_size + PW_VOCAB_MULTIPLE_MAX);
     return pw_model_check_size(s, PW_LLAMA_NUM_PARAM_TENSORS, what, err);
 }
 
@@ -62,10 +63,10 @@ static size_t qkv_rows(const PwArch *a)
     return ((size_t)a->n_head + 2 * (size_t)a->n_kv_head) * (size_t)(a->n_embd / a->n_head);
 }
 
-static void tensor_sizes(size_t *s, const PwArch *a, int heads)
+static void tensor_sizes(size_t *s, const PwArch *a, int heads, size_t Vp)
 {
-    size_t L = a->n_layer, C = a->n_embd, V = a->vocab_size, F = a->n_inner, Q = qkv_rows(a);
-    s[0] = V * C;
+    size_t L = a->n_layer, C = a->n_embd, F = a->n_inner, Q = qkv_rows(a);
+    s[0] = Vp * C; /* the real rows, then the padding rows */
     s[1] = L * C;
     /* each factor is below 2^33, so L x Q, L x 2 x F and L x C cannot wrap; times C again
      * they may */
@@ -79,7 +80,7 @@ static void tensor_sizes(size_t *s, const PwArch *a, int heads)
     /* an untied LM head belongs to the LM head alone: a reward model or critic has none (its
      * ForSequenceClassification folder has no lm_head.weight), and holding one would cost V*C
      * parameters, gradients and moments that nothing reads */
-    s[9] = a->tied || !(heads & PW_HEAD_LM) ? 0 : V * C;
+    s[9] = a->tied || !(heads & PW_HEAD_LM) ? 0 : Vp * C;
     s[10] = (heads & PW_HEAD_SCORE) ? C : 0;
     s[11] = (heads & PW_HEAD_SCORE) ? 1 : 0;
     s[12] = (heads & PW_HEAD_VALUE) ? C : 0;
@@ -117,7 +118,7 @@ typedef struct Acts {
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *rstdf;     /* (B, T) */
-    float *logits;    /* (B, T, V) */
+    float *logits;    /* (B, T, Vp) */
     float *logp;      /* (B, T) */
     float *entropy;   /* (B, T) */
     float *value;     /* (B, T) */
@@ -133,14 +134,14 @@ typedef struct Llama {
     int logits_valid;
 } Llama;
 
-static void act_sizes(size_t *s, const PwArch *c, int heads, int maxB, int maxT)
+static void act_sizes(size_t *s, const PwArch *c, int heads, int maxB, int maxT, size_t Vp)
 {
-    size_t L = c->n_layer, C = c->n_embd, V = c->vocab_size, NH = c->n_head, F = c->n_inner;
+    size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner;
     size_t B = maxB, T = maxT, BT = B * T, Q = qkv_rows(c);
     size_t v[NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T * T,
                           L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT * 2 * F, L * BT * F,
                           L * BT * C, L * BT * C, BT * C, BT,
-                          (heads & PW_HEAD_LM) ? BT * V : 0, (heads & PW_HEAD_LM) ? BT : 0,
+                          (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
                           (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
                           (heads & PW_HEAD_SCORE) ? B : 0};
     memcpy(s, v, sizeof v);
@@ -160,7 +161,7 @@ static void scratch_sizes(size_t *s, const PwArch *c, int maxB, int maxT)
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
-    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT);
+    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
     scratch_sizes(s, &m->arch, m->maxB, m->maxT);
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
@@ -201,7 +202,7 @@ static int ensure_acts(PwModel *m, PwErr *err)
 {
     Llama *g = m->fam;
     size_t s[NUM_ACTS];
-    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT);
+    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
     return pw_model_alloc_slices(m, &g->acts_memory, (float **)&g->a, s, NUM_ACTS,
                                  "the activations", err);
 }
@@ -417,7 +418,7 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
 {
     const PwArch *a = &c->m->arch;
     size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head;
-    size_t hs = C / NH, V = a->vocab_size, F = a->n_inner;
+    size_t hs = C / NH, Vp = c->m->Vp, F = a->n_inner;
     size_t B = c->maxB, T = c->maxT, N = c->maxN;
     s[K_K] = L * B * NKV * T * hs; /* (L, maxB, NKV, maxT, hs) */
     s[K_V] = L * B * NKV * T * hs;
@@ -430,7 +431,7 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_FC] = N * 2 * F;
     s[K_FCA] = N * F;
     s[K_SCORES] = B * NH * T;
-    s[K_HEAD] = B * V;
+    s[K_HEAD] = B * Vp;
 }
 
 static int kv_attach(PwKVCache *c, PwErr *err)
@@ -459,7 +460,7 @@ static const float *kv_pass(PwKVCache *c)
     LlamaCache *k = c->fam;
     float **b = k->buf;
     const PwArch *a = &m->arch;
-    const int L = a->n_layer, C = a->n_embd, V = a->vocab_size, N = c->ntok;
+    const int L = a->n_layer, C = a->n_embd, Vp = m->Vp, N = c->ntok;
     const int hs = C / a->n_head;
     PwLlamaParams p = pw_llama_view(m, m->params);
 
@@ -477,7 +478,7 @@ static const float *kv_pass(PwKVCache *c)
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);
-    o->matmul_forward(o, b[K_HEAD], b[K_LN], lm_weight(&p), NULL, c->nseg, C, V);
+    o->matmul_forward(o, b[K_HEAD], b[K_LN], lm_weight(&p), NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

@@ -203,7 +203,30 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
     if ((int64_t)o->maxB * o->maxT > INT_MAX) /* B x T positions are counted in an int */
         return pw_errf(err, "activation capacity B=%d T=%d: B x T is more than an int counts",
                        o->maxB, o->maxT);
+    if (a->vocab_size > INT_MAX - PW_VOCAB_MULTIPLE_MAX) /* padded, it must stay an int */
+        return pw_errf(err, "vocab_size %d is more than %d", a->vocab_size,
+                       INT_MAX - PW_VOCAB_MULTIPLE_MAX);
+    if (o->vocab_multiple < 0 || o->vocab_multiple > PW_VOCAB_MULTIPLE_MAX)
+        return pw_errf(err, "vocab_multiple %d must be 0 (the default, %d), 1 (no padding) or "
+                       "up to %d", o->vocab_multiple, PW_VOCAB_MULTIPLE, PW_VOCAB_MULTIPLE_MAX);
     return 0;
+}
+
+/* V rounded up to the multiple (PW_VOCAB_MULTIPLE when 0); vocab_size is at most INT_MAX -
+ * PW_VOCAB_MULTIPLE_MAX (the families' arch checks bound it far lower), so the sum fits. */
+static int padded_vocab(int V, int multiple)
+{
+    int k = multiple ? multiple : PW_VOCAB_MULTIPLE;
+    return (int)(((int64_t)V + k - 1) / k * k);
+}
+
+/* Zero the padding rows of every vocabulary-sized tensor of host copy h: an initialisation
+ * fills whole tensors, and the rows past V must hold 0 (docs/model.md, Padded vocabulary). */
+static void zero_padding(const PwModel *m, float *h)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        memset(h + m->tensor_off[i] + m->tensor_real[i], 0,
+               (m->tensor_size[i] - m->tensor_real[i]) * sizeof(float));
 }
 
 void pw_model_free(PwModel *m)
@@ -245,10 +268,13 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     m->maxT = opts->maxT;
     m->ops = ops;
     m->ntensors = f->ntensors;
-    f->tensor_sizes(m->tensor_size, arch, opts->heads);
+    m->Vp = padded_vocab(arch->vocab_size, opts->vocab_multiple);
+    f->tensor_sizes(m->tensor_size, arch, opts->heads, (size_t)m->Vp);
+    f->tensor_sizes(m->tensor_real, arch, opts->heads, (size_t)arch->vocab_size);
     for (int i = 0; i < m->ntensors; i++) {
         m->tensor_off[i] = m->num_params;
         m->num_params += m->tensor_size[i];
+        m->num_weights += m->tensor_real[i];
     }
     size_t BT = (size_t)opts->maxB * opts->maxT;
     size_t pbytes = m->num_params * sizeof(float), ibytes = (4 * BT + opts->maxB) * sizeof(int);
@@ -288,7 +314,9 @@ fail:
 static float *host_params(PwModel *m, int fetch)
 {
     if (m->ops->device == PW_DEVICE_CPU) return m->params;
-    float *h = malloc(m->num_params * sizeof(float));
+    /* zeroed: a load fills the real rows only, and the padding rows must upload as 0 */
+    float *h = fetch ? malloc(m->num_params * sizeof(float))
+                     : calloc(m->num_params, sizeof(float));
     if (h && fetch)
         m->ops->copy(m->ops, h, m->params, m->num_params * sizeof(float), PW_COPY_D2H);
     return h;
@@ -309,6 +337,7 @@ void pw_model_init_random(PwModel *m, uint64_t seed)
         abort(); /* no caller can go on with unset weights */
     }
     m->impl->init_random(m, h, seed);
+    zero_padding(m, h);
     host_done(m, h, 1);
 }
 
@@ -363,6 +392,7 @@ PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
         goto fail;
     }
     if (missing) m->impl->init_heads(m, h, missing, opts->seed);
+    zero_padding(m, h); /* on the CPU h is the parameters themselves, zeroed when made */
     host_done(m, h, 1);
     return m;
 fail:
@@ -426,6 +456,8 @@ int pw_model_save(PwModel *m, const char *dir, PwErr *err)
 const PwArch *pw_model_arch(const PwModel *m) { return &m->arch; }
 PwDevice pw_model_device(const PwModel *m) { return m->ops->device; }
 size_t pw_model_num_params(const PwModel *m) { return m->num_params; }
+size_t pw_model_num_weights(const PwModel *m) { return m->num_weights; }
+int pw_model_vocab_padded(const PwModel *m) { return m->Vp; }
 int pw_model_num_tensors(const PwModel *m) { return m->ntensors; }
 
 const char *pw_model_tensor_info(const PwModel *m, int i, size_t *offset, size_t *count)
@@ -546,11 +578,13 @@ int pw_model_forward(PwModel *m, const PwModelInput *b, PwOutputs *out, PwErr *e
     if (out->entropy) gather(m, out->entropy, fo.entropy, c0, w, 0);
     if (out->value) gather(m, out->value, fo.value, c0, w, tg);
     if (out->score) o->copy(o, out->score, fo.score, (size_t)B * sizeof(float), PW_COPY_D2H);
-    if (out->logits) {
-        size_t V = m->arch.vocab_size;
+    if (out->logits) { /* the V real columns of each position's Vp */
+        size_t V = m->arch.vocab_size, Vp = m->Vp;
         for (int r = 0; r < B; r++)
-            o->copy(o, out->logits + (size_t)r * w * V, fo.logits + ((size_t)r * T + c0) * V,
-                    (size_t)w * V * sizeof(float), PW_COPY_D2H);
+            for (int t = 0; t < w; t++)
+                o->copy(o, out->logits + ((size_t)r * w + t) * V,
+                        fo.logits + ((size_t)r * T + c0 + t) * Vp, V * sizeof(float),
+                        PW_COPY_D2H);
     }
     return 0;
 }
@@ -702,13 +736,13 @@ static int host_moments(PwModel *m, float **hm, float **hv, int *copied, PwErr *
 /* 0 when both moments are finite and the second is not negative (a mean of squares); else -1
  * with a message naming `what` (the file) and the element. A moment has no size limit: the
  * second one of a large gradient is legitimately huge. */
-static int check_moments(const PwModel *m, const float *hm, const float *hv, const char *what,
+static int check_moments(size_t n, const float *hm, const float *hv, const char *what,
                          PwErr *err)
 {
     const float *mom[2] = {hm, hv};
     static const char *const names[2] = {"adam_m", "adam_v"};
     for (int k = 0; k < 2; k++)
-        for (size_t i = 0; i < m->num_params; i++)
+        for (size_t i = 0; i < n; i++)
             if (!isfinite(mom[k][i]) || (k == 1 && mom[k][i] < 0.0f)) {
                 char v[64];
                 return pw_errf(err, "%s: %s element %zu is %s (the AdamW moments must be finite, "
@@ -718,19 +752,53 @@ static int check_moments(const PwModel *m, const float *hm, const float *hv, con
     return 0;
 }
 
+/* The moments travel in files without the padding rows, as the weights do, so that a file
+ * does not depend on the vocab_multiple of the model that wrote it: dst (num_weights) = the
+ * real prefix of each tensor of src (num_params), and back (padding rows 0). */
+static void pack_real(const PwModel *m, float *dst, const float *src)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        memcpy(dst, src + m->tensor_off[i], m->tensor_real[i] * sizeof(float));
+        dst += m->tensor_real[i];
+    }
+}
+
+static void unpack_real(const PwModel *m, float *dst, const float *src)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        float *t = dst + m->tensor_off[i];
+        memcpy(t, src, m->tensor_real[i] * sizeof(float));
+        memset(t + m->tensor_real[i], 0, (m->tensor_size[i] - m->tensor_real[i]) * sizeof(float));
+        src += m->tensor_real[i];
+    }
+}
+
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
 {
     if (!pw_model_has_optimizer(m)) return 0;
     float *hm, *hv;
     int copied;
     if (host_moments(m, &hm, &hv, &copied, err)) return -1;
-    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)m->num_params}, hm, PW_DT_F32},
-                            {"adam_v", 1, {(int64_t)m->num_params}, hv, PW_DT_F32}};
+    const size_t n = m->num_weights;
+    float *pm = malloc(n * sizeof(float)), *pv = malloc(n * sizeof(float));
+    int rc = -1;
+    if (!pm || !pv) {
+        pw_errf(err, "%s: out of host memory for the AdamW moments; the file keeps what it held",
+                path);
+        goto done;
+    }
+    pack_real(m, pm, hm);
+    pack_real(m, pv, hv);
+    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)n}, pm, PW_DT_F32},
+                            {"adam_v", 1, {(int64_t)n}, pv, PW_DT_F32}};
     static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
     PwErr bad;
-    int rc = check_moments(m, hm, hv, "not saved", &bad)
-                 ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
-                 : pw_st_write(path, t, 2, meta, err);
+    rc = check_moments(n, pm, pv, "not saved", &bad)
+             ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
+             : pw_st_write(path, t, 2, meta, err);
+done:
+    free(pm);
+    free(pv);
     if (copied) {
         free(hm);
         free(hv);
@@ -741,17 +809,20 @@ int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
 int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err)
 {
     PwSafetensors *st = NULL;
-    int64_t shape[1] = {(int64_t)m->num_params};
-    size_t bytes = m->num_params * sizeof(float);
-    float *hm = malloc(bytes), *hv = malloc(bytes);
+    int64_t shape[1] = {(int64_t)m->num_weights};
+    size_t bytes = m->num_params * sizeof(float), fbytes = m->num_weights * sizeof(float);
+    float *hm = malloc(bytes), *hv = malloc(bytes), *fm = malloc(fbytes), *fv = malloc(fbytes);
     int rc = -1;
-    if (!hm || !hv) {
+    if (!hm || !hv || !fm || !fv) {
         pw_errf(err, "%s: out of host memory for the AdamW moments", path);
         goto done;
     }
-    if (pw_st_open(&st, path, err) || pw_st_read_f32(st, "adam_m", shape, 1, hm, err) ||
-        pw_st_read_f32(st, "adam_v", shape, 1, hv, err) || check_moments(m, hm, hv, path, err))
+    if (pw_st_open(&st, path, err) || pw_st_read_f32(st, "adam_m", shape, 1, fm, err) ||
+        pw_st_read_f32(st, "adam_v", shape, 1, fv, err) ||
+        check_moments(m->num_weights, fm, fv, path, err))
         goto done;
+    unpack_real(m, hm, fm);
+    unpack_real(m, hv, fv);
     free(m->h_adam_m);
     free(m->h_adam_v);
     m->h_adam_m = m->h_adam_v = NULL;
@@ -763,5 +834,7 @@ done:
     pw_st_close(st);
     free(hm);
     free(hv);
+    free(fm);
+    free(fv);
     return rc;
 }

@@ -18,12 +18,14 @@ struct PwModel {
     const PwFamilyImpl *impl;
     PwArch arch;
     int heads, maxB, maxT;
+    int Vp;                        /* rows of the vocabulary-sized tensors (>= arch.vocab_size) */
     const PwOps *ops;              /* closed by pw_model_free */
 
     /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
     int ntensors;
     size_t tensor_size[PW_MODEL_MAX_TENSORS], tensor_off[PW_MODEL_MAX_TENSORS];
-    size_t num_params;
+    size_t tensor_real[PW_MODEL_MAX_TENSORS]; /* floats without padding rows: a prefix */
+    size_t num_params, num_weights;
     float *params;                 /* (num_params) */
     float *grads;                  /* (num_params), NULL until the first zero_grad */
     float *adam_m, *adam_v;        /* (num_params) each, NULL until the first step */
@@ -48,7 +50,7 @@ struct PwKVCache {
     int maxB, maxT, maxN;
     int *len;                      /* (maxB) host: tokens cached per row */
     float *logits;                 /* (maxB, V) host: next-token logits of each row */
-    float *h_head;                 /* (maxB, V) host staging of one pass's logits */
+    float *h_head;                 /* (maxB, Vp) host staging of one pass's logits */
     /* the pass: ntok tokens in nseg segments (segment s: row seg_row[s], its tokens
      * seg_off[s] .. seg_off[s+1]-1 going to slots seg_slot0[s], ...; seg_last[s] its last) */
     int nseg, ntok;
@@ -75,7 +77,8 @@ struct PwFamilyImpl {
     int (*arch_check)(const PwArch *a, PwErr *err);
     /* parse an open config.json (a jansson object) into a */
     int (*arch_from_json)(PwArch *a, const void *json_root, const char *path, PwErr *err);
-    void (*tensor_sizes)(size_t *sizes, const PwArch *a, int heads);
+    /* floats of each tensor when the vocabulary-sized ones have Vp rows */
+    void (*tensor_sizes)(size_t *sizes, const PwArch *a, int heads, size_t Vp);
     double (*flops_per_token)(const PwModel *m, int T);
     size_t (*activation_bytes)(const PwModel *m);
 
@@ -102,7 +105,7 @@ struct PwFamilyImpl {
                 int *missing, PwErr *err);
 
     /* KV cache: its buffers, and one pass over c's packed tokens leaving the logits of each
-     * segment's last token in a device (nseg, V) buffer, returned */
+     * segment's last token in a device (nseg, Vp) buffer, returned */
     int (*kv_attach)(PwKVCache *c, PwErr *err);
     void (*kv_detach)(PwKVCache *c);
     const float *(*kv_pass)(PwKVCache *c);
@@ -122,7 +125,7 @@ void pw_model_fill_const(float *x, size_t n, float v);
 /* Where a family keeps its heads' buffers (device memory, (B,T) dense at the front, lnf (B,T,C)
  * its final hidden states) and weights, with the gradients of those weights. */
 typedef struct PwHeads {
-    float *lnf, *logits, *logp, *entropy, *value, *score;
+    float *lnf, *logits, *logp, *entropy, *value, *score; /* logits (B, T, Vp) */
     const float *lmw, *scorew, *scoreb, *valuew, *valueb;
     float *dlmw, *dscorew, *dscoreb, *dvaluew, *dvalueb;
 } PwHeads;

@@ -297,7 +297,7 @@ static int setup(PwTrainer *t)
                t->mode, t->nranks, t->train.n, t->train.dropped, t->train.truncated,
                t->train.path, t->have_valid ? t->valid.n : 0, pw_family_name(ma->family),
                ma->n_layer, ma->n_head, ma->n_embd, ma->n_positions, ma->vocab_size,
-               pw_model_num_params(t->model));
+               pw_model_num_weights(t->model));
         if (t->train.dropped)
             fprintf(stderr, "ppo_world %s: warning: %d over-long examples dropped from %s\n",
                     t->mode, t->train.dropped, t->train.path);

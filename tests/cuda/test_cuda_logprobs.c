@@ -3,15 +3,18 @@
  * combination of dlogp/dentropy/entropy, poisoned outputs, and dlogits aliasing logits. */
 #include "cutest.h"
 
-static void run(int N, int V, unsigned long long *rng)
+/* Rows ld apart (the padded vocabulary, ld >= V; ld = V is the dense layout); the padding
+ * columns hold NaN, which nothing may read, and backward must write 0 there. */
+static void run(int N, int V, int ld, unsigned long long *rng)
 {
-    printf("N=%d V=%d\n", N, V);
-    size_t NV = (size_t)N * V;
+    printf("N=%d V=%d ld=%d\n", N, V, ld);
+    size_t NV = (size_t)N * ld;
     float *logits = cu_randn(NV, 2.0, rng);
     int *targets = cu_host(sizeof(int) * N);
     for (int i = 0; i < N; i++) {
         targets[i] = (int)(pw_test_rng_next(rng) % (unsigned)V);
-        float *x = logits + (size_t)i * V;
+        float *x = logits + (size_t)i * ld;
+        for (int v = V; v < ld; v++) x[v] = NAN;
         switch (i % 5) {
         case 1: targets[i] = -1; break; /* skipped row */
         case 2:
@@ -32,32 +35,36 @@ static void run(int N, int V, unsigned long long *rng)
     float *logp = cu_host(sizeof(float) * N), *ent = cu_host(sizeof(float) * N);
     float *d_logp = cu_dev(sizeof(float) * N), *d_ent = cu_dev(sizeof(float) * N);
 
-    pw_logprobs_forward(logp, ent, logits, targets, N, V);
+    pw_logprobs_forward(logp, ent, logits, targets, N, V, ld);
     cu_poison(d_logp, sizeof(float) * N);
     cu_poison(d_ent, sizeof(float) * N);
-    pw_logprobs_forward_cuda(d_logp, d_ent, d_logits, d_targets, N, V, 0);
+    pw_logprobs_forward_cuda(d_logp, d_ent, d_logits, d_targets, N, V, ld, 0);
     cu_compare("logprobs forward logp", d_logp, logp, N, CU_TOL_F32);
     cu_compare("logprobs forward entropy", d_ent, ent, N, CU_TOL_F32);
     cu_poison(d_logp, sizeof(float) * N);
-    pw_logprobs_forward_cuda(d_logp, NULL, d_logits, d_targets, N, V, 0);
+    pw_logprobs_forward_cuda(d_logp, NULL, d_logits, d_targets, N, V, ld, 0);
     cu_compare("logprobs forward logp (entropy NULL)", d_logp, logp, N, CU_TOL_F32);
 
     /* backward, written (poisoned first): dlogp and dentropy each present or NULL */
     float *dlogits = cu_host(sizeof(float) * NV), *d_dlogits = cu_dev(sizeof(float) * NV);
     for (int sel = 0; sel < 4; sel++) {
         const float *g = sel & 1 ? dlogp : NULL, *h = sel & 2 ? dent : NULL;
-        pw_logprobs_backward(dlogits, logits, targets, g, h, N, V);
+        pw_logprobs_backward(dlogits, logits, targets, g, h, N, V, ld);
         cu_poison(d_dlogits, sizeof(float) * NV);
         pw_logprobs_backward_cuda(d_dlogits, d_logits, d_targets, sel & 1 ? d_dlogp : NULL,
-                                  sel & 2 ? d_dent : NULL, N, V, 0);
+                                  sel & 2 ? d_dent : NULL, N, V, ld, 0);
         cu_comparef(d_dlogits, dlogits, NV, CU_TOL_F32, "logprobs backward sel %d", sel);
     }
     /* dlogits aliasing logits */
     float *d_alias = cu_upload(logits, sizeof(float) * NV);
-    pw_logprobs_backward(dlogits, logits, targets, dlogp, dent, N, V);
-    pw_logprobs_backward_cuda(d_alias, d_alias, d_targets, d_dlogp, d_dent, N, V, 0);
+    pw_logprobs_backward(dlogits, logits, targets, dlogp, dent, N, V, ld);
+    pw_logprobs_backward_cuda(d_alias, d_alias, d_targets, d_dlogp, d_dent, N, V, ld, 0);
     cu_compare("logprobs backward (dlogits = logits)", d_alias, dlogits, NV, CU_TOL_F32);
 
+    if (ld != V) { /* the cross-entropy has no padded form */
+        cu_release();
+        return;
+    }
     /* cross-entropy, with per-row weights */
     float *loss = cu_host(sizeof(float) * N), *d_loss = cu_dev(sizeof(float) * N);
     pw_crossentropy_forward(loss, logits, targets, N, V);
@@ -76,8 +83,10 @@ int main(void)
 {
     cu_require_gpu("test_cuda_logprobs");
     unsigned long long rng = 17;
-    run(12, 50257, &rng);
-    run(37, 1000, &rng);
-    run(13, 7, &rng); /* fewer logits than threads: empty partial statistics */
+    run(12, 50257, 50257, &rng);
+    run(12, 50257, 50304, &rng); /* GPT-2's vocabulary padded to a multiple of 64 */
+    run(37, 1000, 1000, &rng);
+    run(13, 7, 7, &rng); /* fewer logits than threads: empty partial statistics */
+    run(13, 7, 64, &rng);
     return pw_test_done("test_cuda_logprobs");
 }

@@ -84,7 +84,7 @@ static void check(int N, int V, int fd, unsigned long long seed)
     float *lp = kref_alloc(sizeof(float) * N), *h = kref_alloc(sizeof(float) * N);
     float *loss = kref_alloc(sizeof(float) * N);
     for (int i = 0; i < N; i++) lp[i] = h[i] = loss[i] = NAN;
-    pw_logprobs_forward(lp, h, x, targets, N, V);
+    pw_logprobs_forward(lp, h, x, targets, N, V, V);
     pw_crossentropy_forward(loss, x, targets, N, V);
     /* log p is near 0 for the peaked row and tens for others: compare to the largest */
     double e_lp = pw_max_rel_err(lp, lpd, N, 1.0), e_h = pw_max_rel_err(h, hd, N, 1.0);
@@ -93,7 +93,7 @@ static void check(int N, int V, int fd, unsigned long long seed)
     CHECK(e_h < KREF_TOL, "V=%d: entropy rel err %.3g", V, e_h);
     CHECK(e_ce < KREF_TOL, "V=%d: cross-entropy rel err %.3g", V, e_ce);
     float lp_only[64];
-    pw_logprobs_forward(lp_only, NULL, x, targets, N, V);
+    pw_logprobs_forward(lp_only, NULL, x, targets, N, V, V);
     CHECK(memcmp(lp_only, lp, sizeof(float) * N) == 0, "V=%d: entropy NULL changes logp", V);
 
     /* backward: all four combinations of NULL dlogp / dentropy, and aliasing */
@@ -105,12 +105,12 @@ static void check(int N, int V, int fd, unsigned long long seed)
             ref_row_backward(dxd + (size_t)i * V, xd + (size_t)i * V, V, targets[i],
                              g ? gd[i] : 0.0, e ? ed[i] : 0.0);
         for (size_t j = 0; j < n; j++) dx[j] = NAN; /* written, not accumulated */
-        pw_logprobs_backward(dx, x, targets, g, e, N, V);
+        pw_logprobs_backward(dx, x, targets, g, e, N, V, V);
         double e_dx = pw_max_rel_err(dx, dxd, n, 1e-6);
         CHECK(e_dx < KREF_TOL, "V=%d mode %d: dlogits rel err %.3g", V, mode, e_dx);
         if (mode == 0) printf("N=%d V=%-6d dlogits %.2g\n", N, V, e_dx);
         float *alias = kref_copy(x, n);
-        pw_logprobs_backward(alias, alias, targets, g, e, N, V);
+        pw_logprobs_backward(alias, alias, targets, g, e, N, V, V);
         double e_al = pw_max_rel_err(alias, dxd, n, 1e-6);
         CHECK(e_al < KREF_TOL, "V=%d mode %d: aliased dlogits rel err %.3g", V, mode, e_al);
         free(alias);
@@ -137,9 +137,53 @@ static void check(int N, int V, int fd, unsigned long long seed)
     free(lpd); free(hd); free(lossd); free(lp); free(h); free(loss); free(dxd); free(dx);
 }
 
+/* The padded vocabulary: rows ld apart, ld - V padding columns holding NaN (never read). The
+ * log-probs, entropies and real columns of dlogits are bit for bit those of the dense rows (the
+ * same arithmetic on the same values), and the padding columns of dlogits are written 0. */
+static void check_padded(int N, int V, int ld, unsigned long long seed)
+{
+    unsigned long long rng = seed;
+    float *x = make_logits(N, V, &rng), *xp = kref_alloc(sizeof(float) * N * ld);
+    int *targets = kref_alloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) {
+        targets[i] = i == N - 1 ? -1 : (int)(pw_test_uniform(&rng) * V);
+        for (int v = 0; v < ld; v++) xp[(size_t)i * ld + v] = v < V ? x[(size_t)i * V + v] : NAN;
+    }
+    float *dlogp = kref_randn(N, 1.0, &rng), *dent = kref_randn(N, 1.0, &rng);
+    float lp[64], h[64], lpp[64], hp[64];
+    pw_logprobs_forward(lp, h, x, targets, N, V, V);
+    pw_logprobs_forward(lpp, hp, xp, targets, N, V, ld);
+    CHECK(!memcmp(lp, lpp, sizeof(float) * N) && !memcmp(h, hp, sizeof(float) * N),
+          "V=%d ld=%d: padded log-probs or entropies differ from the dense ones", V, ld);
+    float *dx = kref_alloc(sizeof(float) * N * V), *dxp = kref_alloc(sizeof(float) * N * ld);
+    pw_logprobs_backward(dx, x, targets, dlogp, dent, N, V, V);
+    for (int alias = 0; alias < 2; alias++) {
+        float *out = alias ? kref_copy(xp, (size_t)N * ld) : dxp;
+        if (!alias)
+            for (size_t j = 0; j < (size_t)N * ld; j++) out[j] = NAN;
+        pw_logprobs_backward(out, alias ? out : xp, targets, dlogp, dent, N, V, ld);
+        int same = 1, zero = 1;
+        for (int i = 0; i < N; i++)
+            for (int v = 0; v < ld; v++) {
+                float d = out[(size_t)i * ld + v];
+                if (v < V) same &= !memcmp(&d, &dx[(size_t)i * V + v], sizeof d);
+                else zero &= d == 0.0f && !signbit(d);
+            }
+        CHECK(same, "V=%d ld=%d alias %d: padded dlogits differ from the dense ones", V, ld,
+              alias);
+        CHECK(zero, "V=%d ld=%d alias %d: a padding column of dlogits is not 0", V, ld, alias);
+        if (alias) free(out);
+    }
+    printf("N=%d V=%d ld=%d: padded rows equal the dense ones, padding gradient 0\n", N, V, ld);
+    free(x); free(xp); free(targets); free(dlogp); free(dent); free(dx); free(dxp);
+}
+
 int main(void)
 {
     check(6, 37, 1, 1);
     check(7, 5003, 0, 2);
+    check_padded(6, 37, 64, 3);
+    check_padded(5, 5003, 5056, 4);
+    check_padded(4, 64, 64, 5); /* a multiple already: no padding column */
     return pw_test_done("test_logprobs");
 }

@@ -28,10 +28,12 @@ static RowStats row_stats(const float *x, int V)
     return s;
 }
 
-/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H) for the loss g log p_t + h H. dx may be x:
- * x[v] is read before dx[v] is written and nothing else of the row is read afterwards. */
-static void row_backward(float *dx, const float *x, int target, float g, float h, int V)
+/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H) for the loss g log p_t + h H, and 0 in the
+ * padding columns V..ld-1. dx may be x: x[v] is read before dx[v] is written and nothing else
+ * of the row is read afterwards. */
+static void row_backward(float *dx, const float *x, int target, float g, float h, int V, int ld)
 {
+    for (int v = V; v < ld; v++) dx[v] = 0.0f;
     if (target < 0 || (g == 0.0f && h == 0.0f)) {
         for (int v = 0; v < V; v++) dx[v] = 0.0f;
         return;
@@ -48,7 +50,7 @@ static void row_backward(float *dx, const float *x, int target, float g, float h
 }
 
 void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const int *targets,
-                         int N, int V)
+                         int N, int V, int ld)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
@@ -57,7 +59,7 @@ void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const
             if (entropy) entropy[i] = 0.0f;
             continue;
         }
-        const float *x = logits + (size_t)i * V;
+        const float *x = logits + (size_t)i * ld;
         RowStats s = row_stats(x, V);
         logp[i] = (x[targets[i]] - s.max) - s.logz;
         if (entropy) entropy[i] = s.entropy;
@@ -65,12 +67,12 @@ void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const
 }
 
 void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
-                          const float *dlogp, const float *dentropy, int N, int V)
+                          const float *dlogp, const float *dentropy, int N, int V, int ld)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++)
-        row_backward(dlogits + (size_t)i * V, logits + (size_t)i * V, targets[i],
-                     dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V);
+        row_backward(dlogits + (size_t)i * ld, logits + (size_t)i * ld, targets[i],
+                     dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V, ld);
 }
 
 void pw_crossentropy_forward(float *losses, const float *logits, const int *targets, int N, int V)
@@ -94,5 +96,5 @@ void pw_crossentropy_backward(float *dlogits, const float *logits, const int *ta
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++)
         row_backward(dlogits + (size_t)i * V, logits + (size_t)i * V, targets[i],
-                     -dlosses[i], 0.0f, V);
+                     -dlosses[i], 0.0f, V, V);
 }

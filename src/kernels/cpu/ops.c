@@ -137,14 +137,14 @@ static void residual_fwd(const PwOps *o, float *out, const float *a, const float
     (void)o, pw_residual_forward(out, a, b, N);
 }
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
-                         const int *targets, int N, int V)
+                         const int *targets, int N, int V, int ld)
 {
-    (void)o, pw_logprobs_forward(logp, entropy, logits, targets, N, V);
+    (void)o, pw_logprobs_forward(logp, entropy, logits, targets, N, V, ld);
 }
 static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
-                         const float *dlogp, const float *dentropy, int N, int V)
+                         const float *dlogp, const float *dentropy, int N, int V, int ld)
 {
-    (void)o, pw_logprobs_backward(dlogits, logits, targets, dlogp, dentropy, N, V);
+    (void)o, pw_logprobs_backward(dlogits, logits, targets, dlogp, dentropy, N, V, ld);
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
 {

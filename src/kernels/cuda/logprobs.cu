@@ -80,7 +80,7 @@ __device__ RowStats row_stats(const float *x, int V)
 
 /* logp and entropy (either NULL) of one row per block; loss instead when loss != NULL */
 __global__ void logprobs_forward_kernel(float *logp, float *entropy, float *loss,
-                                        const float *logits, const int *targets, int V)
+                                        const float *logits, const int *targets, int V, int ld)
 {
     int i = blockIdx.x, target = targets[i];
     if (target < 0) {
@@ -91,7 +91,7 @@ __global__ void logprobs_forward_kernel(float *logp, float *entropy, float *loss
         }
         return; /* the whole block leaves: no barrier is left waiting */
     }
-    const float *x = logits + (size_t)i * V;
+    const float *x = logits + (size_t)i * ld;
     RowStats s = row_stats(x, V);
     if (threadIdx.x == 0) {
         float logz = logf(s.z);
@@ -101,21 +101,22 @@ __global__ void logprobs_forward_kernel(float *logp, float *entropy, float *loss
     }
 }
 
-/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H), written; dx may be x: every x[v] is read by
- * the block's statistics before the barrier in row_stats, then read and written by the one
- * thread that owns v */
+/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H), written, and 0 in the padding columns
+ * V..ld-1; dx may be x: every x[v] is read by the block's statistics before the barrier in
+ * row_stats, then read and written by the one thread that owns v */
 __global__ void logprobs_backward_kernel(float *dlogits, const float *logits, const int *targets,
                                          const float *dlogp, const float *dentropy, float gsign,
-                                         int V)
+                                         int V, int ld)
 {
     int i = blockIdx.x, target = targets[i];
     float g = dlogp ? gsign * dlogp[i] : 0.0f, h = dentropy ? dentropy[i] : 0.0f;
-    float *dx = dlogits + (size_t)i * V;
+    float *dx = dlogits + (size_t)i * ld;
+    for (int v = V + threadIdx.x; v < ld; v += blockDim.x) dx[v] = 0.0f;
     if (target < 0 || (g == 0.0f && h == 0.0f)) {
         for (int v = threadIdx.x; v < V; v += blockDim.x) dx[v] = 0.0f;
         return;
     }
-    const float *x = logits + (size_t)i * V;
+    const float *x = logits + (size_t)i * ld;
     RowStats s = row_stats(x, V);
     float logz = logf(s.z), H = logz - s.w / s.z;
     for (int v = threadIdx.x; v < V; v += blockDim.x) {
@@ -127,20 +128,22 @@ __global__ void logprobs_backward_kernel(float *dlogits, const float *logits, co
 }
 
 extern "C" void pw_logprobs_forward_cuda(float *logp, float *entropy, const float *logits,
-                                         const int *targets, int N, int V, cudaStream_t stream)
+                                         const int *targets, int N, int V, int ld,
+                                         cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(logp, entropy, NULL, logits, targets, V);
+    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(logp, entropy, NULL, logits, targets, V,
+                                                          ld);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
                                           const float *dlogp, const float *dentropy, int N, int V,
-                                          cudaStream_t stream)
+                                          int ld, cudaStream_t stream)
 {
     if (N <= 0) return;
     logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, targets, dlogp,
-                                                           dentropy, 1.0f, V);
+                                                           dentropy, 1.0f, V, ld);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -148,7 +151,8 @@ extern "C" void pw_crossentropy_forward_cuda(float *losses, const float *logits,
                                              int N, int V, cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(NULL, NULL, losses, logits, targets, V);
+    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(NULL, NULL, losses, logits, targets, V,
+                                                          V);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -159,6 +163,6 @@ extern "C" void pw_crossentropy_backward_cuda(float *dlogits, const float *logit
 {
     if (N <= 0) return;
     logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, targets, dlosses, NULL,
-                                                           -1.0f, V);
+                                                           -1.0f, V, V);
     PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -163,14 +163,14 @@ static void residual_fwd(const PwOps *o, float *out, const float *a, const float
     pw_residual_forward_cuda(out, a, b, N, S(o));
 }
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
-                         const int *targets, int N, int V)
+                         const int *targets, int N, int V, int ld)
 {
-    pw_logprobs_forward_cuda(logp, entropy, logits, targets, N, V, S(o));
+    pw_logprobs_forward_cuda(logp, entropy, logits, targets, N, V, ld, S(o));
 }
 static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
-                         const float *dlogp, const float *dentropy, int N, int V)
+                         const float *dlogp, const float *dentropy, int N, int V, int ld)
 {
-    pw_logprobs_backward_cuda(dlogits, logits, targets, dlogp, dentropy, N, V, S(o));
+    pw_logprobs_backward_cuda(dlogits, logits, targets, dlogp, dentropy, N, V, ld, S(o));
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
 {

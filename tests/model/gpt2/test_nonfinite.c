@@ -228,7 +228,7 @@ static void test_save(void)
 static void test_moments_load(void)
 {
     PwModel *m = make(&gpt2, 6);
-    size_t np = pw_model_num_params(m);
+    size_t np = pw_model_num_weights(m); /* the file has no padding rows */
     float *mm = calloc(np, sizeof *mm), *vv = calloc(np, sizeof *vv);
     const char *dir = dir_of("moments");
     char path[4200];
