@@ -200,7 +200,10 @@ int main(int argc, char **argv)
                    .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
                    .hf_type = 1};
-    warm_openblas(llama ? qwen.vocab_size : gpt2.vocab_size, llama ? qwen.n_embd : gpt2.n_embd);
+    /* the LM head's products are as wide as the padded vocabulary (a multiple of 64) */
+    int V = llama ? qwen.vocab_size : gpt2.vocab_size;
+    warm_openblas((V + PW_VOCAB_MULTIPLE - 1) / PW_VOCAB_MULTIPLE * PW_VOCAB_MULTIPLE,
+                  llama ? qwen.n_embd : gpt2.n_embd);
     baseline_mib = rss_now_mib();
     Row rows[3];
     int n = 0;

@@ -116,11 +116,17 @@ typedef struct PwTraceConfig {
     int64_t steps;
 } PwTraceConfig;
 
+/* model.precision: the index in pw_precision_names, the order of the model's PwPrecision
+ * (pw_model.h), which the roles convert it to */
+typedef enum PwCfgPrecision { PW_CFG_PRECISION_FP32 = 0, PW_CFG_PRECISION_BF16 } PwCfgPrecision;
+extern const char *const pw_precision_names[];
+
 typedef struct PwModelConfig {
     char *sft;
     PwStrList reward;
     char *critic;
     char *gold;
+    PwCfgPrecision precision;
 } PwModelConfig;
 
 typedef struct PwDataConfig {

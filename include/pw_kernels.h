@@ -36,6 +36,16 @@ void pw_matmul_forward(float *out, const float *inp, const float *weight, const 
 void pw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, int N, int C, int OC);
 
+/* ---- the same products with bfloat16 operands and float32 accumulation and results (the
+ * precision bf16 of docs/model.md): each operand is rounded to the nearest bfloat16 (ties to
+ * even) and the float32 product is taken of the rounded values, dbias summing the rounded dout,
+ * as the GPU's tensor-core path does. Rounded copies are made per call: on the CPU this is the
+ * reference the GPU is checked against, not a way to go faster. */
+void pw_matmul_forward_bf16(float *out, const float *inp, const float *weight, const float *bias,
+                            int N, int C, int OC);
+void pw_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                             const float *inp, const float *weight, int N, int C, int OC);
+
 /* ---- causal multi-head self-attention with a key padding mask.
  * qkv (B,T,3C) holds q, k, v side by side; out (B,T,C); att (B,NH,T,T) keeps the softmax
  * probabilities for backward. Query rows of padding tokens attend to nothing: their output

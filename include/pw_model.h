@@ -47,6 +47,16 @@ enum {
     PW_HEAD_VALUE = 4, /* a value at every position */
 };
 
+/* ---- the arithmetic of the matrix products (docs/model.md, Precision) */
+typedef enum PwPrecision {
+    PW_PRECISION_FP32 = 0, /* float32 everywhere */
+    PW_PRECISION_BF16,     /* bfloat16 operands of the trunk's and the LM head's products,
+                            * float32 accumulation, results, weights, gradients and moments */
+    PW_PRECISION_COUNT
+} PwPrecision;
+/* "fp32", "bf16"; "?" outside the enum */
+const char *pw_precision_name(PwPrecision p);
+
 /* ---- where a model lives and what it must hold */
 typedef struct PwModelOpts {
     int heads;           /* PW_HEAD_* bits */
@@ -59,6 +69,7 @@ typedef struct PwModelOpts {
     int fresh_heads;     /* loading: the PW_HEAD_SCORE / PW_HEAD_VALUE heads the folder may lack,
                           * initialised from seed then (rm from an SFT folder, a critic on the SFT
                           * trunk); any other head it lacks is an error */
+    PwPrecision precision;
     int vocab_multiple;  /* the vocabulary-sized tensors (embedding, LM head, logits) hold
                           * round_up(V, this) rows; 0 = PW_VOCAB_MULTIPLE, 1 = exactly V */
 } PwModelOpts;
@@ -105,6 +116,7 @@ void pw_model_free(PwModel *m);
 /* ---- what it is */
 const PwArch *pw_model_arch(const PwModel *m);
 PwDevice pw_model_device(const PwModel *m);
+PwPrecision pw_model_precision(const PwModel *m);
 /* Floats of the parameter tensor (pw_model_params), padding rows included: what buffers of
  * parameters, gradients and moments hold. */
 size_t pw_model_num_params(const PwModel *m);

@@ -48,6 +48,13 @@ struct PwOps {
     void (*matmul_backward)(const PwOps *o, float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const float *weight, int N,
                             int C, int OC);
+    /* the same with bfloat16 operands, float32 accumulation and results (pw_kernels.h); the
+     * CUDA table converts the operands into a workspace of its own on its stream */
+    void (*matmul_forward_bf16)(const PwOps *o, float *out, const float *inp,
+                                const float *weight, const float *bias, int N, int C, int OC);
+    void (*matmul_backward_bf16)(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                                 const float *dout, const float *inp, const float *weight, int N,
+                                 int C, int OC);
     void (*attention_forward)(const PwOps *o, float *out, float *att, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,

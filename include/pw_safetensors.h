@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pw_bf16.h" /* the checkpoint writer's and reader's bfloat16 */
 #include "pw_common.h"
 
 /* The dtypes of the format. PW_DT_F32 is 0 so that a zeroed PwStWriteTensor means float32. */
@@ -133,24 +134,6 @@ typedef struct PwStSetWriteOpts {
  * to BF16 holds one shard at a time. o NULL = zeroed. */
 int pw_st_set_write(const char *dir, const PwStWriteTensor *t, int n,
                     const char *const *metadata_kv, const PwStSetWriteOpts *o, PwErr *err);
-
-/* float32 <-> bfloat16, the top half of a float32. To bfloat16 rounds to nearest, ties to even,
- * as torch's .to(torch.bfloat16) does, and keeps a NaN a (quiet) NaN; back is exact. */
-static inline uint16_t pw_bf16_from_f32(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, 4);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
-    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-static inline float pw_bf16_to_f32(uint16_t h)
-{
-    uint32_t b = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &b, 4);
-    return x;
-}
 
 /* Replace the file at path by buf[0..n) atomically, as pw_st_write does. */
 int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err);

@@ -264,21 +264,21 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     /* attention half: x + proj(attn(ln1(x))) */
     o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
                          N, C);
-    o->matmul_forward(o, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC, N, C, 3 * C);
+    pw_model_matmul_forward(m, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC, N, C, 3 * C);
     if (at->kcache)
         o->attention_cache_forward(o, k->atty, at->kcache + l * at->layer,
                                    at->vcache + l * at->layer, at->scores, k->qkv, at->seg_row,
                                    at->seg_off, at->seg_slot0, at->nseg, N, at->maxT, C, NH);
     else
         o->attention_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, C, NH);
-    o->matmul_forward(o, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
     o->layernorm_forward(o, k->ln2, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
                          p->ln2b + lC, N, C);
-    o->matmul_forward(o, k->fch, k->ln2, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N, C, 4 * C);
+    pw_model_matmul_forward(m, k->fch, k->ln2, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N, C, 4 * C);
     o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
-    o->matmul_forward(o, k->fcproj, k->fch_gelu, p->fcprojw + 4 * CC * l, p->fcprojb + lC, N,
+    pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, p->fcprojw + 4 * CC * l, p->fcprojb + lC, N,
                       4 * C, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
@@ -386,23 +386,23 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         Block k = batch_block(m, a, l);
         const size_t lC = (size_t)l * C;
         o->zero(o, dfch_gelu, 4 * fBTC);
-        o->matmul_backward(o, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
+        pw_model_matmul_backward(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
                            k.fch_gelu, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
         o->zero(o, dfch, 4 * fBTC);
         o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         o->zero(o, dln, fBTC);
-        o->matmul_backward(o, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
+        pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
                            p.fcw + 4 * CC * l, BT, C, 4 * C);
         o->layernorm_backward(o, dres, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2, p.ln2w + lC,
                               k.ln2_mean, k.ln2_rstd, BT, C);
 
         o->zero(o, datty, fBTC);
-        o->matmul_backward(o, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
+        pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, 3 * fBTC);
         o->attention_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, C, NH);
         o->zero(o, dln, fBTC);
-        o->matmul_backward(o, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
+        pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                            p.qkvw + 3 * CC * l, BT, C, 3 * C);
         o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
                               k.ln1_mean, k.ln1_rstd, BT, C);
@@ -488,7 +488,7 @@ static const float *kv_pass(PwKVCache *c)
      * (into atty, free now) */
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->layernorm_forward(o, b[K_LN], b[K_MEAN], b[K_RSTD], b[K_ATTY], p.lnfw, p.lnfb, c->nseg, C);
-    o->matmul_forward(o, b[K_HEAD], b[K_LN], p.wte, NULL, c->nseg, C, Vp);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], p.wte, NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

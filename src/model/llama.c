@@ -257,7 +257,7 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
     const size_t Q = qkv_rows(a), CC = (size_t)C * C;
     o->rmsnorm_forward(o, k->ln1, k->rstd1, k->in, p->ln1w + (size_t)l * C, N, C, a->norm_eps);
-    o->matmul_forward(o, k->qkv, k->ln1, p->qkvw + Q * C * l, p->qkvb ? p->qkvb + Q * l : NULL,
+    pw_model_matmul_forward(m, k->qkv, k->ln1, p->qkvw + Q * C * l, p->qkvb ? p->qkvb + Q * l : NULL,
                       N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place */
     o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
@@ -269,12 +269,12 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     else
         o->attention_gqa_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, NH, NKV,
                                  hs);
-    o->matmul_forward(o, k->attproj, k->atty, p->attprojw + CC * l, NULL, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, NULL, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     o->rmsnorm_forward(o, k->ln2, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C, a->norm_eps);
-    o->matmul_forward(o, k->fch, k->ln2, p->fcw + (size_t)2 * F * C * l, NULL, N, C, 2 * F);
+    pw_model_matmul_forward(m, k->fch, k->ln2, p->fcw + (size_t)2 * F * C * l, NULL, N, C, 2 * F);
     o->swiglu_forward(o, k->fch_act, k->fch, N, F);
-    o->matmul_forward(o, k->fcproj, k->fch_act, p->fcprojw + (size_t)C * F * l, NULL, N, F, C);
+    pw_model_matmul_forward(m, k->fcproj, k->fch_act, p->fcprojw + (size_t)C * F * l, NULL, N, F, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
 
@@ -377,24 +377,24 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         o->zero(o, dfcha, (size_t)BT * F * sizeof(float));
-        o->matmul_backward(o, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
+        pw_model_matmul_backward(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
                            p.fcprojw + (size_t)C * F * l, BT, F, C);
         o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
         o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
         o->zero(o, dln, fBTC);
-        o->matmul_backward(o, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
+        pw_model_matmul_backward(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
                            p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F);
         o->rmsnorm_backward(o, dres, gr.ln2w + (size_t)l * C, dln, k.res2, p.ln2w + (size_t)l * C,
                             k.rstd2, BT, C);
         o->zero(o, datty, fBTC);
-        o->matmul_backward(o, datty, gr.attprojw + CC * l, NULL, dres, k.atty,
+        pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
         o->attention_gqa_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, NH, NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         o->zero(o, dln, fBTC);
-        o->matmul_backward(o, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv,
+        pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv,
                            k.ln1, p.qkvw + Q * C * l, BT, C, (int)Q);
         o->rmsnorm_backward(o, dres, gr.ln1w + (size_t)l * C, dln, k.in, p.ln1w + (size_t)l * C,
                             k.rstd1, BT, C);
@@ -478,7 +478,7 @@ static const float *kv_pass(PwKVCache *c)
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);
-    o->matmul_forward(o, b[K_HEAD], b[K_LN], lm_weight(&p), NULL, c->nseg, C, Vp);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], lm_weight(&p), NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

@@ -128,6 +128,33 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
     return 0;
 }
 
+void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp, const float *weight,
+                             const float *bias, int N, int C, int OC)
+{
+    const PwOps *o = m->ops;
+    if (m->precision == PW_PRECISION_BF16)
+        o->matmul_forward_bf16(o, out, inp, weight, bias, N, C, OC);
+    else
+        o->matmul_forward(o, out, inp, weight, bias, N, C, OC);
+}
+
+void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
+                              const float *dout, const float *inp, const float *weight, int N,
+                              int C, int OC)
+{
+    const PwOps *o = m->ops;
+    if (m->precision == PW_PRECISION_BF16)
+        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    else
+        o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+const char *pw_precision_name(PwPrecision p)
+{
+    static const char *const names[PW_PRECISION_COUNT] = {"fp32", "bf16"};
+    return (int)p >= 0 && p < PW_PRECISION_COUNT ? names[p] : "?";
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* architecture */
 
@@ -206,6 +233,8 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
     if (a->vocab_size > INT_MAX - PW_VOCAB_MULTIPLE_MAX) /* padded, it must stay an int */
         return pw_errf(err, "vocab_size %d is more than %d", a->vocab_size,
                        INT_MAX - PW_VOCAB_MULTIPLE_MAX);
+    if ((int)o->precision < 0 || o->precision >= PW_PRECISION_COUNT)
+        return pw_errf(err, "precision %d is not fp32 (0) or bf16 (1)", (int)o->precision);
     if (o->vocab_multiple < 0 || o->vocab_multiple > PW_VOCAB_MULTIPLE_MAX)
         return pw_errf(err, "vocab_multiple %d must be 0 (the default, %d), 1 (no padding) or "
                        "up to %d", o->vocab_multiple, PW_VOCAB_MULTIPLE, PW_VOCAB_MULTIPLE_MAX);
@@ -269,6 +298,7 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     m->ops = ops;
     m->ntensors = f->ntensors;
     m->Vp = padded_vocab(arch->vocab_size, opts->vocab_multiple);
+    m->precision = opts->precision;
     f->tensor_sizes(m->tensor_size, arch, opts->heads, (size_t)m->Vp);
     f->tensor_sizes(m->tensor_real, arch, opts->heads, (size_t)arch->vocab_size);
     for (int i = 0; i < m->ntensors; i++) {
@@ -455,6 +485,7 @@ int pw_model_save(PwModel *m, const char *dir, PwErr *err)
 
 const PwArch *pw_model_arch(const PwModel *m) { return &m->arch; }
 PwDevice pw_model_device(const PwModel *m) { return m->ops->device; }
+PwPrecision pw_model_precision(const PwModel *m) { return m->precision; }
 size_t pw_model_num_params(const PwModel *m) { return m->num_params; }
 size_t pw_model_num_weights(const PwModel *m) { return m->num_weights; }
 int pw_model_vocab_padded(const PwModel *m) { return m->Vp; }

@@ -19,6 +19,7 @@ struct PwModel {
     PwArch arch;
     int heads, maxB, maxT;
     int Vp;                        /* rows of the vocabulary-sized tensors (>= arch.vocab_size) */
+    PwPrecision precision;         /* of the products that pw_model_matmul_* run */
     const PwOps *ops;              /* closed by pw_model_free */
 
     /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
@@ -113,6 +114,15 @@ struct PwFamilyImpl {
 
 extern const PwFamilyImpl pw_gpt2_family;
 extern const PwFamilyImpl pw_llama_family;
+
+/* A product of the trunk or the LM head in the model's precision: the table's matmul entries
+ * (pw_ops.h), the bf16 ones at PW_PRECISION_BF16. The value and score heads (one output
+ * channel, a dot product per position) stay float32 at every precision. */
+void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp, const float *weight,
+                             const float *bias, int N, int C, int OC);
+void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
+                              const float *dout, const float *inp, const float *weight, int N,
+                              int C, int OC);
 
 /* Out-of-room message for `what` of `bytes` on the model's device (with its free memory). */
 int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err);

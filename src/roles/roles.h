@@ -60,6 +60,7 @@ typedef struct PwSettings {
     int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
     int64_t max_skipped;                     /* runtime.max_skipped_steps */
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
+    PwPrecision precision;   /* of every model the roles load (model.precision) */
     const char *tokenizer, *prompt_template;
     int n_reward;
     const char *reward[PW_MAX_MEMBERS];

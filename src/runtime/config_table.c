@@ -15,6 +15,7 @@ _Static_assert(sizeof(PwAlgorithm) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLossAgg) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwKlPenaltyIn) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwOffPolicy) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwCfgPrecision) == sizeof(int), "enum field size");
 
 /* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
  * only the stop token, a configuration matter, is named here. */
@@ -22,6 +23,7 @@ static const char *const stop_names[] = {"eos", "period", "none", NULL};
 static const char *const kl_in_names[] = {"reward", "loss", NULL};
 /* Shared with the sft/rm schema (pw_cfg.h): one list for the one key both have. */
 const char *const pw_on_nonfinite_names[] = {"stop", "skip_step", NULL};
+const char *const pw_precision_names[] = {"fp32", "bf16", NULL};
 
 #define OFF(field) offsetof(PwConfig, field)
 #define NEMO "NeMo-Aligner"
@@ -61,6 +63,12 @@ static const PwCfgKey keys[] = {
     {"model.gold", PW_CFG_STRING, OFF(model.gold), "", 0, 0, 0, NULL,
      "gold reward model folder, scored at evaluation only; empty: none",
      COSTE " `gold_config.model_name`"},
+    {"model.precision", PW_CFG_ENUM, OFF(model.precision), "fp32", 0, 0, 0, pw_precision_names,
+     "fp32, or bf16: every role's matrix products (trunk and LM head) take bfloat16 operands "
+     "with float32 accumulation; weights, gradients, optimizer and the rest stay float32 "
+     "(docs/model.md, Precision). On the CPU bf16 is emulated (slower): it exists to check the "
+     "GPU against",
+     NEMO " `precision: bf16-mixed` (PyTorch autocast)"},
     {"data.prompts", PW_CFG_STRING, OFF(data.prompts), "", 0, 0, PW_CFG_REQUIRED, NULL,
      "training prompts, JSONL", "ours"},
     {"data.eval_prompts", PW_CFG_STRING, OFF(data.eval_prompts), "", 0, 0, 0, NULL,

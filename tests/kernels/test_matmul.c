@@ -93,9 +93,68 @@ static void check(int N, int C, int OC, unsigned long long seed)
     free(dwd); free(dbd); free(wx); free(ww); free(wb); free(dw2);
 }
 
+/* The bf16 products: the float64 reference of the operands rounded to bfloat16 by hand
+ * (bit tricks independent of pw_bf16.h: the top 16 bits, rounded to nearest even), at the float32
+ * accumulation's tolerance; and the same products of the unrounded operands differ by bf16's
+ * rounding (about 2^-9 relative), so the rounding does happen. */
+static double bf16_ref(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    uint32_t keep = b & 0xffff0000u, rest = b & 0xffffu;
+    if (rest > 0x8000u || (rest == 0x8000u && (keep & 0x10000u))) keep += 0x10000u;
+    float y;
+    memcpy(&y, &keep, 4);
+    return y;
+}
+
+static void check_bf16(int N, int C, int OC, unsigned long long seed)
+{
+    unsigned long long rng = seed;
+    size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *x = kref_randn(nx, 1.0, &rng), *w = kref_randn(nw, 0.5, &rng);
+    float *b = kref_randn(OC, 1.0, &rng), *dout = kref_randn(no, 1.0, &rng);
+    double *xr = kref_alloc(nx * sizeof *xr), *wr = kref_alloc(nw * sizeof *wr);
+    double *dr = kref_alloc(no * sizeof *dr), *bd = kref_to_double(b, OC);
+    for (size_t i = 0; i < nx; i++) xr[i] = bf16_ref(x[i]);
+    for (size_t i = 0; i < nw; i++) wr[i] = bf16_ref(w[i]);
+    for (size_t i = 0; i < no; i++) dr[i] = bf16_ref(dout[i]);
+    float *out = kref_alloc(no * sizeof *out), *out32 = kref_alloc(no * sizeof *out32);
+    double *outd = kref_alloc(no * sizeof *outd);
+    pw_matmul_forward_bf16(out, x, w, b, N, C, OC);
+    pw_matmul_forward(out32, x, w, b, N, C, OC);
+    ref_forward(outd, xr, wr, bd, N, C, OC); /* the bias is float32 */
+    double e_o = pw_max_rel_err(out, outd, no, 1e-6), d32 = pw_max_rel_err(out32, outd, no, 1e-6);
+    CHECK(e_o < KREF_TOL, "bf16 %dx%dx%d: out rel err %.3g", N, C, OC, e_o);
+    CHECK(d32 > 1e-4, "bf16 %dx%dx%d: the float32 product is only %.3g from the bf16 reference: "
+          "were the operands rounded?", N, C, OC, d32);
+
+    float *dx = kref_alloc(nx * sizeof *dx), *dw = kref_alloc(nw * sizeof *dw);
+    float *db = kref_alloc(OC * sizeof *db);
+    double *dxd = kref_alloc(nx * sizeof *dxd), *dwd = kref_alloc(nw * sizeof *dwd);
+    double *dbd = kref_alloc(OC * sizeof *dbd);
+    pw_matmul_backward_bf16(dx, dw, db, dout, x, w, N, C, OC); /* kref_alloc zeroes */
+    ref_backward(dxd, dwd, dbd, dr, xr, wr, N, C, OC);
+    double e_dx = pw_max_rel_err(dx, dxd, nx, 1e-6), e_dw = pw_max_rel_err(dw, dwd, nw, 1e-6);
+    double e_db = pw_max_rel_err(db, dbd, OC, 1e-6);
+    CHECK(e_dx < KREF_TOL && e_dw < KREF_TOL && e_db < KREF_TOL,
+          "bf16 %dx%dx%d: dinp %.3g dweight %.3g dbias %.3g", N, C, OC, e_dx, e_dw, e_db);
+    /* dweight alone (inp read, weight not): the same values */
+    float *dw2 = kref_alloc(nw * sizeof *dw2);
+    pw_matmul_backward_bf16(NULL, dw2, NULL, dout, x, w, N, C, OC);
+    CHECK(!memcmp(dw2, dw, nw * sizeof *dw2), "bf16 %dx%dx%d: dweight alone differs", N, C, OC);
+    printf("bf16 N=%d C=%d OC=%-4d out %.2g (fp32 product %.2g away) dinp %.2g dweight %.2g "
+           "dbias %.2g\n", N, C, OC, e_o, d32, e_dx, e_dw, e_db);
+    free(x); free(w); free(b); free(dout); free(xr); free(wr); free(dr); free(bd); free(out);
+    free(out32); free(outd); free(dx); free(dw); free(db); free(dxd); free(dwd); free(dbd);
+    free(dw2);
+}
+
 int main(void)
 {
     check(7, 33, 70, 1); /* OC over one 64-wide dbias chunk */
     check(5, 16, 3, 2);
+    check_bf16(7, 33, 70, 3);
+    check_bf16(9, 64, 5, 4);
     return pw_test_done("test_matmul");
 }

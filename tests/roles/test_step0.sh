@@ -13,3 +13,10 @@ run_ppo 1 single hot episodes=8 generation.temperature=0.7
 "$METRICS_CHECK" zero "$WORK/hot/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
 "$METRICS_CHECK" below "$WORK/hot/metrics.jsonl" 0 generator/logprob_diff 1e-5
+# The same at precision bf16: every role's products round their operands to bfloat16, the
+# generator's cache passes and the actor's and reference's forwards alike, so the exact checks
+# hold there too (docs/model.md, Precision).
+run_ppo 1 single bf16 episodes=8 generation.temperature=0.7 model.precision=bf16
+"$METRICS_CHECK" zero "$WORK/bf16/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
+    policy/clipfrac_avg
+"$METRICS_CHECK" below "$WORK/bf16/metrics.jsonl" 0 generator/logprob_diff 1e-5

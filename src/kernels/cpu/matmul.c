@@ -1,7 +1,10 @@
 /* matmul.c: the linear layer on the CPU: out = inp . weight^T + bias, each product one
  * OpenBLAS sgemm that reads the operands in place through its transpose flags. */
 #include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
 
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 
 /* Output channels per task when summing dbias over rows (tasks never share a channel) */
@@ -47,4 +50,39 @@ void pw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *
             for (int o = o0; o < o1; o++) dbias[o] += d[o];
         }
     }
+}
+
+/* A copy of x (n) rounded to bfloat16, in float32 so that sgemm takes it; abort()s when the host
+ * has no room, as a kernel cannot return an error and no caller can go on without its product. */
+static float *rounded(const float *x, size_t n)
+{
+    float *r = malloc((n ? n : 1) * sizeof(float));
+    if (!r) {
+        fprintf(stderr, "bf16 matmul: out of host memory for %zu floats\n", n);
+        abort();
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) r[i] = pw_bf16_round(x[i]);
+    return r;
+}
+
+void pw_matmul_forward_bf16(float *out, const float *inp, const float *weight, const float *bias,
+                            int N, int C, int OC)
+{
+    float *ri = rounded(inp, (size_t)N * C), *rw = rounded(weight, (size_t)OC * C);
+    pw_matmul_forward(out, ri, rw, bias, N, C, OC);
+    free(ri);
+    free(rw);
+}
+
+void pw_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                             const float *inp, const float *weight, int N, int C, int OC)
+{
+    float *rd = rounded(dout, (size_t)N * OC);
+    float *ri = dweight ? rounded(inp, (size_t)N * C) : NULL;
+    float *rw = dinp ? rounded(weight, (size_t)OC * C) : NULL;
+    pw_matmul_backward(dinp, dweight, dbias, rd, ri, rw, N, C, OC);
+    free(rd);
+    free(ri);
+    free(rw);
 }

@@ -58,6 +58,17 @@ static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias
 {
     (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
+static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp, const float *weight,
+                            const float *bias, int N, int C, int OC)
+{
+    (void)o, pw_matmul_forward_bf16(out, inp, weight, bias, N, C, OC);
+}
+static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N,
+                            int C, int OC)
+{
+    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
 static void attention_fwd(const PwOps *o, float *out, float *att, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {

@@ -1,5 +1,6 @@
 /* ops_cuda.c: the CUDA entry of the kernel table (pw_ops.h): device memory on one GPU, a stream
  * of the table's own, and each CUDA twin of pw_kernels_cuda.h queued on that stream. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,13 @@
 #include "../ops_entries.h"
 
 #define S(o) ((cudaStream_t)(o)->stream)
+
+/* A CUDA table: the PwOps its users see first, then what only this file touches. */
+typedef struct CudaOps {
+    PwOps ops;
+    pw_bf16 *ws;     /* the bf16 matmuls' operand copies */
+    size_t ws_elems;
+} CudaOps;
 
 /* A failed runtime call here is a broken device or driver, not bad input. */
 #define CHECK(call) PW_CUDA_CHECK(call)
@@ -52,6 +60,24 @@ static void cuda_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_byte
     CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 
+/* The workspace of at least `elems` bf16 values. The table is the caller's const view of a
+ * CudaOps this file allocated, and the workspace is the one part that changes behind it. Out of
+ * device memory here is fatal (PW_CUDA_CHECK): a kernel entry has no error to return, and the
+ * model sizes its own buffers before any product, so this is the last few hundred MiB. */
+static pw_bf16 *bf16_workspace(const PwOps *o, size_t elems)
+{
+    CudaOps *co = (CudaOps *)(uintptr_t)o;
+    if (elems <= co->ws_elems) return co->ws;
+    CHECK(cudaStreamSynchronize(S(o))); /* queued products may still read the old one */
+    if (co->ws) CHECK(cudaFree(co->ws));
+    co->ws = NULL;
+    co->ws_elems = 0;
+    CHECK(cudaSetDevice(o->device_id));
+    CHECK(cudaMalloc((void **)&co->ws, elems * sizeof(pw_bf16)));
+    co->ws_elems = elems;
+    return co->ws;
+}
+
 static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *pos,
                         const float *wte, const float *wpe, int B, int T, int C)
 {
@@ -83,6 +109,44 @@ static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias
                        int OC)
 {
     pw_matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, N, C, OC, S(o));
+}
+
+/* The bf16 matmuls convert their float32 operands into bf16 copies in a workspace that the
+ * table owns (CudaOps below), grown on demand; the conversions and the product are queued in
+ * order on the table's stream, so one workspace serves every call. */
+static pw_bf16 *bf16_workspace(const PwOps *o, size_t elems);
+
+/* the operands as bf16 in the workspace, one after the other: n[i] elements of x[i] (NULL: none) */
+static void to_bf16(const PwOps *o, pw_bf16 **out, const float *const *x, const size_t *n, int k)
+{
+    size_t total = 0;
+    for (int i = 0; i < k; i++) total += x[i] ? n[i] : 0;
+    pw_bf16 *w = bf16_workspace(o, total);
+    for (int i = 0; i < k; i++) {
+        out[i] = x[i] ? w : NULL;
+        if (x[i]) pw_f32_to_bf16_cuda(w, x[i], n[i], S(o));
+        w += x[i] ? n[i] : 0;
+    }
+}
+
+static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp, const float *weight,
+                            const float *bias, int N, int C, int OC)
+{
+    pw_bf16 *b[2];
+    const float *x[2] = {inp, weight};
+    const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
+    to_bf16(o, b, x, n, 2);
+    pw_matmul_forward_bf16_cuda(out, b[0], b[1], bias, N, C, OC, S(o));
+}
+static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N,
+                            int C, int OC)
+{
+    pw_bf16 *b[3];
+    const float *x[3] = {dout, dweight ? inp : NULL, dinp ? weight : NULL};
+    const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
+    to_bf16(o, b, x, n, 3);
+    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, b[0], b[1], b[2], N, C, OC, S(o));
 }
 static void attention_fwd(const PwOps *o, float *out, float *att, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
@@ -194,8 +258,9 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
     if (device_id < 0 || device_id >= n)
         return pw_errf(err, "cuda:%d: this process sees %d GPU%s", device_id, n,
                        n == 1 ? "" : "s"), NULL;
-    PwOps *o = calloc(1, sizeof *o);
-    if (!o) return pw_errf(err, "cuda:%d: out of host memory", device_id), NULL;
+    CudaOps *co = calloc(1, sizeof *co);
+    if (!co) return pw_errf(err, "cuda:%d: out of host memory", device_id), NULL;
+    PwOps *o = &co->ops;
     cudaStream_t s;
     CHECK(cudaSetDevice(device_id));
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -220,7 +285,9 @@ void pw_ops_cuda_close(PwOps *o)
     if (!o) return;
     CHECK(cudaSetDevice(o->device_id));
     CHECK(cudaStreamSynchronize(S(o)));
+    CudaOps *co = (CudaOps *)o;
+    if (co->ws) CHECK(cudaFree(co->ws));
     pw_cuda_release(); /* cuBLAS handles bound to this stream go before it does */
     CHECK(cudaStreamDestroy(S(o)));
-    free(o);
+    free(co);
 }

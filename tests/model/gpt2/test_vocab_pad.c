@@ -18,6 +18,9 @@
 #include "pw_safetensors.h"
 #include "pw_test.h"
 
+/* max |a - b| over max |b| (pw_test.h) */
+#define REL(a, b, n) pw_max_rel_err_ff((a), (b), (n), 1e-30)
+
 enum { B = 3, T = 7, ALL = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE };
 /* V = 37: padded to 64, 27 padding rows. The forward's matmuls over 64 columns against 37 may
  * take other blocking paths in BLAS: the sums are the same terms, compared to float rounding. */
@@ -109,14 +112,6 @@ static void forward(PwModel *m, Outs *o, float temperature, int heads)
     }
 }
 
-static double rel(const float *a, const float *b, size_t n)
-{
-    double big = 1e-30, err = 0.0;
-    for (size_t i = 0; i < n; i++) big = fmax(big, fabs(b[i]));
-    for (size_t i = 0; i < n; i++) err = fmax(err, fabs(a[i] - b[i]));
-    return err / big;
-}
-
 /* padded against unpadded: outputs, gradients, three AdamW steps */
 static void test_same_numbers(const PwArch *arch, const char *fam)
 {
@@ -148,9 +143,9 @@ static void test_same_numbers(const PwArch *arch, const char *fam)
         float tau = step == 2 ? 0.7f : 1.0f; /* a temperature scales the padded logits too */
         forward(p, &op, tau, ALL);
         forward(u, &ou, tau, ALL);
-        double e[5] = {rel(op.logp, ou.logp, B * T), rel(op.ent, ou.ent, B * T),
-                       rel(op.value, ou.value, B * T), rel(op.score, ou.score, B),
-                       rel(op.logits, ou.logits, (size_t)B * T * V)};
+        double e[5] = {REL(op.logp, ou.logp, B * T), REL(op.ent, ou.ent, B * T),
+                       REL(op.value, ou.value, B * T), REL(op.score, ou.score, B),
+                       REL(op.logits, ou.logits, (size_t)B * T * V)};
         for (int k = 0; k < 5; k++) worst = fmax(worst, e[k]);
         CHECK(e[0] < TOL && e[1] < TOL && e[2] < TOL && e[3] < TOL && e[4] < TOL,
               "%s step %d: padded vs unpadded logp %.3g entropy %.3g value %.3g score %.3g "

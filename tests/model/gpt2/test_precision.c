@@ -1,0 +1,213 @@
+/* test_precision.c: precision bf16 through the model interface, for GPT-2 and the Llama family.
+ * The same weights at bf16 and at fp32: outputs and gradients agree to bf16's rounding (about
+ * 2^-9 per operand) and differ from fp32's (the operands are rounded); every parameter, gradient
+ * and moment stays float32 (a step moves weights by less than a bf16 ulp, which a bf16 master
+ * copy would lose); the KV cache's logits at bf16 equal the batch forward's at bf16; twenty SFT
+ * steps at bf16 follow the fp32 loss curve; a bad precision is refused. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_bf16.h"
+#include "pw_model.h"
+#include "pw_test.h"
+
+/* max |a - b| over max |b| (pw_test.h) */
+#define REL(a, b, n) pw_max_rel_err_ff((a), (b), (n), 1e-30)
+
+enum { B = 3, T = 10, V = 50, ALL = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE };
+
+static const PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 32,
+                            .vocab_size = V, .n_positions = 16};
+static const PwArch llama = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                             .vocab_size = V, .n_positions = 16, .n_kv_head = 2, .n_inner = 40,
+                             .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 0, .qkv_bias = 1};
+
+static PwModel *make(const PwArch *a, PwPrecision p, int heads)
+{
+    PwErr err;
+    PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = p};
+    PwModel *m = pw_model_create(a, &o, &err);
+    if (!m) {
+        fprintf(stderr, "create: %s\n", err.msg);
+        exit(1);
+    }
+    pw_model_init_random(m, 3);
+    /* GPT-2's init gives near-uniform logits; larger embeddings make them spread, so that
+     * rounding shows in them */
+    float *p0 = pw_model_params(m).data;
+    size_t off, n;
+    pw_model_tensor_info(m, 0, &off, &n);
+    for (size_t k = 0; k < n; k++) p0[off + k] *= 20.0f;
+    return m;
+}
+
+static void inputs(int *tok, int *mask, int *tgt)
+{
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (i * 13 + 5) % V;
+        mask[i] = !(i / T == 2 && i % T < 3);
+    }
+    pw_lm_next_token_targets(tgt, tok, mask, B, T);
+}
+
+typedef struct Outs {
+    float logp[B * T], ent[B * T], value[B * T], score[B], logits[B * T * V];
+} Outs;
+
+static void forward(PwModel *m, Outs *o)
+{
+    int tok[B * T], mask[B * T], tgt[B * T];
+    inputs(tok, mask, tgt);
+    PwModelInput in = {tok, mask, tgt, B, T, 1.0f};
+    PwOutputs out = {0, T, o->logp, o->ent, o->value, o->score, o->logits};
+    PwErr err;
+    if (pw_model_forward(m, &in, &out, &err)) {
+        fprintf(stderr, "forward: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+static void test_against_fp32(const PwArch *a, const char *fam)
+{
+    PwModel *h = make(a, PW_PRECISION_BF16, ALL), *f = make(a, PW_PRECISION_FP32, ALL);
+    CHECK(pw_model_precision(h) == PW_PRECISION_BF16 && pw_model_precision(f) == PW_PRECISION_FP32
+              && !strcmp(pw_precision_name(PW_PRECISION_BF16), "bf16"),
+          "%s: precision not kept", fam);
+    static Outs oh, of;
+    forward(h, &oh);
+    forward(f, &of);
+    double e[4] = {REL(oh.logits, of.logits, (size_t)B * T * V), REL(oh.logp, of.logp, B * T),
+                   REL(oh.value, of.value, B * T), REL(oh.score, of.score, B)};
+    /* each product rounds its operands to 8 significant bits (relative 2^-9 = 2e-3 each): over
+     * two layers and the head, a few 1e-3 relative to the largest; 3e-2 is far below a wrong
+     * product and far above an unrounded one (< 1e-5) */
+    CHECK(e[0] < 3e-2 && e[1] < 3e-2 && e[2] < 3e-2 && e[3] < 3e-2,
+          "%s: bf16 vs fp32 logits %.3g logp %.3g value %.3g score %.3g", fam, e[0], e[1], e[2],
+          e[3]);
+    CHECK(e[0] > 1e-4, "%s: bf16 logits are within %.3g of fp32: no rounding happened", fam, e[0]);
+    /* the value and score heads are float32 products of the (rounded-trunk) hidden states */
+    float dlogp[B * T], dval[B * T], dscore[B];
+    for (int i = 0; i < B * T; i++) {
+        dlogp[i] = -1.0f / (B * T);
+        dval[i] = 0.05f * (float)((i % 5) - 2);
+    }
+    for (int b = 0; b < B; b++) dscore[b] = 0.2f * (b - 1);
+    PwOutputGrads g = {dlogp, NULL, dval, dscore};
+    PwErr err;
+    CHECK(pw_model_zero_grad(h, &err) == 0 && pw_model_backward(h, &g, &err) == 0 &&
+              pw_model_zero_grad(f, &err) == 0 && pw_model_backward(f, &g, &err) == 0,
+          "%s: backward: %s", fam, err.msg);
+    const float *gh = pw_model_grads(h).data, *gf = pw_model_grads(f).data;
+    double worst = 0.0;
+    const char *where = "";
+    for (int i = 0; i < pw_model_num_tensors(h); i++) {
+        size_t off, n;
+        const char *name = pw_model_tensor_info(h, i, &off, &n);
+        if (!n) continue;
+        double r = REL(gh + off, gf + off, n);
+        if (r > worst) worst = r, where = name;
+    }
+    CHECK(worst < 5e-2, "%s: bf16 vs fp32 gradients: %.3g at %s", fam, worst, where);
+    printf("%s: bf16 vs fp32: logits %.2g logp %.2g value %.2g score %.2g, gradients %.2g "
+           "(worst %s)\n", fam, e[0], e[1], e[2], e[3], worst, where);
+
+    /* weights stay float32: a step far below a bf16 ulp of the weight still moves it */
+    PwAdamWConfig cfg = {.lr = 1e-5f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.0f, .grad_clip = 0.0f};
+    const float *w = pw_model_params(h).data;
+    size_t n = pw_model_num_params(h), moved = 0, tiny = 0;
+    float *before = malloc(n * sizeof *before);
+    memcpy(before, w, n * sizeof *before);
+    CHECK(pw_model_adamw_step(h, &cfg, 1, NULL, &err) == PW_ADAMW_APPLIED, "%s", err.msg);
+    for (size_t i = 0; i < n; i++) {
+        if (w[i] == before[i]) continue;
+        moved++;
+        /* the step is lr = 1e-5 at t = 1 (m_hat / sqrt(v_hat) = +-1), against a bf16 ulp of
+         * |w| 2^-7 |w|: below it wherever |w| > 1e-3 */
+        tiny += fabsf(before[i]) > 1e-2f && pw_bf16_round(w[i]) == pw_bf16_round(before[i]);
+    }
+    CHECK(tiny > 100, "%s: only %zu of %zu moved weights moved by less than a bf16 ulp: are the "
+          "weights float32?", fam, tiny, moved);
+    free(before);
+    pw_model_free(h);
+    pw_model_free(f);
+}
+
+/* The cache's passes use the same products: its logits at bf16 are the batch forward's at bf16
+ * (float32 accumulation order aside), not fp32's. */
+static void test_cache(const PwArch *a, const char *fam)
+{
+    PwModel *h = make(a, PW_PRECISION_BF16, PW_HEAD_LM), *f = make(a, PW_PRECISION_FP32, PW_HEAD_LM);
+    int tok[B * T], mask[B * T], tgt[B * T];
+    inputs(tok, mask, tgt);
+    PwErr err;
+    PwKVCache *c = pw_kv_create(h, B, T, &err);
+    CHECK(c && pw_kv_prefill(c, tok, mask, B, T, &err) == 0, "%s: %s", fam, err.msg);
+    static float fwd_h[B * V], fwd_f[B * V], kv[B * V];
+    PwModelInput in = {tok, mask, NULL, B, T, 1.0f};
+    PwOutputs out = {.col0 = T - 1, .width = 1, .logits = fwd_h};
+    CHECK(pw_model_forward(h, &in, &out, &err) == 0, "%s", err.msg);
+    out.logits = fwd_f;
+    CHECK(pw_model_forward(f, &in, &out, &err) == 0, "%s", err.msg);
+    for (int b = 0; c && b < B; b++) memcpy(kv + b * V, pw_kv_logits(c, b), V * sizeof(float));
+    double e = REL(kv, fwd_h, B * V), e32 = REL(kv, fwd_f, B * V);
+    CHECK(e < 1e-5, "%s: bf16 cache vs bf16 forward: %.3g", fam, e);
+    CHECK(e32 > 10 * e, "%s: the bf16 cache is as close to fp32 (%.3g) as to bf16 (%.3g)", fam,
+          e32, e);
+    printf("%s: bf16 cache logits vs bf16 forward %.2g, vs fp32 forward %.2g\n", fam, e, e32);
+    pw_kv_free(c);
+    pw_model_free(h);
+    pw_model_free(f);
+}
+
+/* twenty steps of next-token training on a fixed batch: the bf16 curve follows fp32's */
+static void test_training(const PwArch *a, const char *fam)
+{
+    PwModel *m[2] = {make(a, PW_PRECISION_FP32, PW_HEAD_LM), make(a, PW_PRECISION_BF16, PW_HEAD_LM)};
+    int tok[B * T], mask[B * T], tgt[B * T];
+    inputs(tok, mask, tgt);
+    float w[B * T], logp[B * T], dlogp[B * T];
+    pw_lm_mean_weights(w, tgt, B * T);
+    for (int i = 0; i < B * T; i++) dlogp[i] = -w[i];
+    PwAdamWConfig cfg = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.0f, .grad_clip = 1.0f};
+    double loss[2][21], worst = 0.0;
+    PwErr err;
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s <= 20; s++) {
+            PwModelInput in = {tok, mask, tgt, B, T, 1.0f};
+            PwOutputs out = {.col0 = 0, .width = T, .logp = logp};
+            PwOutputGrads g = {.dlogp = dlogp};
+            CHECK(pw_model_forward(m[k], &in, &out, &err) == 0, "%s", err.msg);
+            loss[k][s] = pw_lm_loss(logp, w, tgt, B * T);
+            if (s == 20) break;
+            CHECK(pw_model_zero_grad(m[k], &err) == 0 && pw_model_backward(m[k], &g, &err) == 0 &&
+                      pw_model_adamw_step(m[k], &cfg, s + 1, NULL, &err) == PW_ADAMW_APPLIED,
+                  "%s", err.msg);
+        }
+    for (int s = 0; s <= 20; s++) worst = fmax(worst, fabs(loss[1][s] - loss[0][s]) / loss[0][s]);
+    CHECK(loss[1][20] < 0.5 * loss[1][0], "%s: bf16 loss %.4f -> %.4f did not halve", fam,
+          loss[1][0], loss[1][20]);
+    CHECK(worst < 0.05, "%s: bf16 loss curve is %.3g (relative) from fp32's", fam, worst);
+    printf("%s: 20 steps, loss fp32 %.4f -> %.4f, bf16 %.4f -> %.4f, curves within %.2g\n", fam,
+           loss[0][0], loss[0][20], loss[1][0], loss[1][20], worst);
+    pw_model_free(m[0]);
+    pw_model_free(m[1]);
+}
+
+int main(void)
+{
+    test_against_fp32(&gpt2, "gpt2");
+    test_against_fp32(&llama, "llama");
+    test_cache(&gpt2, "gpt2");
+    test_cache(&llama, "llama");
+    test_training(&gpt2, "gpt2");
+    test_training(&llama, "llama");
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .precision = (PwPrecision)7};
+    CHECK(pw_model_create(&gpt2, &o, &err) == NULL && strstr(err.msg, "precision 7"),
+          "precision 7: %s", err.msg);
+    return pw_test_done("test_precision");
+}
