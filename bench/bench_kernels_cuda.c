@@ -92,7 +92,7 @@ static void setup(Bufs *b)
     b->dlnb = devf(C, 0.0f);
     b->qkv = devf(NC * 3, 1.0f);
     b->dqkv = devf(NC * 3, 0.0f);
-    b->att = devf((size_t)B * NH * T * T, 0.0f);
+    b->att = devf((size_t)B * NH * T, 0.0f); /* the log-sum-exp rows between the passes */
     b->fc = devf(NC * 4, 1.0f);
     b->dfc = devf(NC * 4, 1.0f);
     b->w = devf((size_t)V * C, 0.02f); /* big enough for every weight, the LM head's included */

@@ -47,12 +47,14 @@ void pw_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const fl
                              const float *inp, const float *weight, int N, int C, int OC);
 
 /* ---- causal multi-head self-attention with a key padding mask.
- * qkv (B,T,3C) holds q, k, v side by side; out (B,T,C); att (B,NH,T,T) keeps the softmax
- * probabilities for backward. Query rows of padding tokens attend to nothing: their output
- * is 0 and their att row is 0. Scale 1/sqrt(C/NH). */
-void pw_attention_forward(float *out, float *att, const float *qkv, const int *mask,
+ * qkv (B,T,3C) holds q, k, v side by side; out (B,T,C); lse (B,NH,T) keeps for backward the
+ * log-sum-exp of each query's scaled scores over its real keys s <= t (the softmax's
+ * normaliser: backward recomputes the scores and the probabilities exp(score - lse) from q and
+ * k, so no (B,NH,T,T) matrix outlives a call). Query rows of padding tokens attend to nothing:
+ * their output is 0 and their lse 0. Scale 1/sqrt(C/NH). */
+void pw_attention_forward(float *out, float *lse, const float *qkv, const int *mask,
                           int B, int T, int C, int NH);
-void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                            const int *mask, int B, int T, int C, int NH);
 
 /* ---- attention of N new tokens over a KV cache (generation). The tokens come in nseg
@@ -143,12 +145,11 @@ void pw_swiglu_backward(float *dgate_up, const float *gate_up, const float *dout
 
 /* ---- grouped-query causal attention with a key padding mask: pw_attention_* with NKV key and
  * value heads, each shared by NH / NKV consecutive query heads (NH % NKV == 0). qkv (B, T,
- * (NH + 2 NKV) hs) = [q heads | k heads | v heads]; out (B, T, NH hs); att (B, NH, T, T) keeps
- * the probabilities for backward; padding queries give 0. Scale 1/sqrt(hs). NKV == NH is
- * pw_attention_* with C = NH hs. */
-void pw_attention_gqa_forward(float *out, float *att, const float *qkv, const int *mask, int B,
+ * (NH + 2 NKV) hs) = [q heads | k heads | v heads]; out (B, T, NH hs); lse (B, NH, T) as above;
+ * padding queries give 0. Scale 1/sqrt(hs). NKV == NH is pw_attention_* with C = NH hs. */
+void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const int *mask, int B,
                               int T, int NH, int NKV, int hs);
-void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                const int *mask, int B, int T, int NH, int NKV, int hs);
 
 /* ---- grouped-query attention over a KV cache (generation): pw_attention_cache_forward with

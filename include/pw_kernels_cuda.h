@@ -65,11 +65,12 @@ void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbias, const fl
                              const float *inp, const float *weight, int N, int C, int OC,
                              cudaStream_t stream);
 
-/* ---- attention: per (b, h) the scores go through a (B,NH,T,T) att buffer (batched GEMMs,
- * then a masked softmax kernel); the backward needs NH*T*T floats of scratch. */
-void pw_attention_forward_cuda(float *out, float *att, const float *qkv, const int *mask, int B,
+/* ---- attention, with pw_attention_forward's lse (B,NH,T) between forward and backward: one
+ * sequence at a time its scores go through scratch (batched GEMMs, a masked softmax kernel),
+ * NH*T*T floats in forward and twice that in backward, which recomputes them. */
+void pw_attention_forward_cuda(float *out, float *lse, const float *qkv, const int *mask, int B,
                                int T, int C, int NH, cudaStream_t stream);
-void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv, const float *att,
+void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                 const int *mask, int B, int T, int C, int NH, cudaStream_t stream);
 
 /* ---- attention over a KV cache (generation): one launch stores every token's k and v, a
@@ -132,12 +133,12 @@ void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float 
                              int F, cudaStream_t stream);
 
 /* ---- grouped-query attention, as the attention above: one strided-batched GEMM per sequence
- * and member of a group covers the NKV groups (NH*T*T floats of backward scratch); over a KV
- * cache, as pw_attention_cache_forward_cuda (scores unused, may be NULL). */
-void pw_attention_gqa_forward_cuda(float *out, float *att, const float *qkv, const int *mask,
+ * and member of a group covers the NKV groups (the same scratch); over a KV cache, as
+ * pw_attention_cache_forward_cuda (scores unused, may be NULL). */
+void pw_attention_gqa_forward_cuda(float *out, float *lse, const float *qkv, const int *mask,
                                    int B, int T, int NH, int NKV, int hs, cudaStream_t stream);
 void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
-                                    const float *att, const int *mask, int B, int T, int NH,
+                                    const float *lse, const int *mask, int B, int T, int NH,
                                     int NKV, int hs, cudaStream_t stream);
 void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache, float *scores,
                                          const float *qkv, const int *seg_row, const int *seg_off,

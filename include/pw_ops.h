@@ -55,10 +55,10 @@ struct PwOps {
     void (*matmul_backward_bf16)(const PwOps *o, float *dinp, float *dweight, float *dbias,
                                  const float *dout, const float *inp, const float *weight, int N,
                                  int C, int OC);
-    void (*attention_forward)(const PwOps *o, float *out, float *att, const float *qkv,
+    void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
-                               const float *att, const int *mask, int B, int T, int C, int NH);
+                               const float *lse, const int *mask, int B, int T, int C, int NH);
     void (*attention_cache_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
                                     float *scores, const float *qkv, const int *seg_row,
                                     const int *seg_off, const int *seg_slot0, int nseg, int N,
@@ -76,10 +76,10 @@ struct PwOps {
     void (*swiglu_forward)(const PwOps *o, float *out, const float *gate_up, int N, int F);
     void (*swiglu_backward)(const PwOps *o, float *dgate_up, const float *gate_up,
                             const float *dout, int N, int F);
-    void (*attention_gqa_forward)(const PwOps *o, float *out, float *att, const float *qkv,
+    void (*attention_gqa_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                                   const int *mask, int B, int T, int NH, int NKV, int hs);
     void (*attention_gqa_backward)(const PwOps *o, float *dqkv, const float *dout,
-                                   const float *qkv, const float *att, const int *mask, int B,
+                                   const float *qkv, const float *lse, const int *mask, int B,
                                    int T, int NH, int NKV, int hs);
     void (*attention_cache_gqa_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
                                         float *scores, const float *qkv, const int *seg_row,

@@ -94,7 +94,8 @@ typedef struct Acts {
     float *ln1_rstd;  /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3C) */
     float *atty;      /* (L, B, T, C) */
-    float *att;       /* (L, B, NH, T, T) softmax probabilities */
+    float *lse;       /* (L, B, NH, T) each query's log-sum-exp: backward recomputes the
+                       * probabilities from it, so no (T, T) matrix is kept */
     float *attproj;   /* (L, B, T, C) */
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C) */
@@ -136,7 +137,7 @@ static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int max
     s[3] = L * BT;             /* ln1_rstd */
     s[4] = L * BT * 3 * C;     /* qkv */
     s[5] = L * BT * C;         /* atty */
-    s[6] = L * B * NH * T * T; /* att */
+    s[6] = L * B * NH * T;     /* lse */
     s[7] = L * BT * C;         /* attproj */
     s[8] = L * BT * C;         /* residual2 */
     s[9] = L * BT * C;         /* ln2 */
@@ -240,7 +241,7 @@ static void init_random(const PwModel *m, float *host, uint64_t seed)
  * place (in = res2 = out), reusing one LayerNorm buffer and one projection buffer. */
 typedef struct Block {
     const float *in;
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *res2;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
 } Block;
 
@@ -270,7 +271,7 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
                                    at->vcache + l * at->layer, at->scores, k->qkv, at->seg_row,
                                    at->seg_off, at->seg_slot0, at->nseg, N, at->maxT, C, NH);
     else
-        o->attention_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, C, NH);
+        o->attention_forward(o, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, C, NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
@@ -289,12 +290,12 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
 {
     const size_t C = m->arch.n_embd, NH = m->arch.n_head;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C, sBT = (size_t)m->maxB * m->maxT;
-    const size_t sATT = (size_t)m->maxB * NH * m->maxT * m->maxT;
+    const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
         .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + l * 3 * sBTC,
-        .atty = a->atty + l * sBTC, .att = a->att + l * sATT, .attproj = a->attproj + l * sBTC,
+        .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj + l * sBTC,
         .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + l * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
         .fch = a->fch + l * 4 * sBTC, .fch_gelu = a->fch_gelu + l * 4 * sBTC,
@@ -400,7 +401,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, 3 * fBTC);
-        o->attention_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, C, NH);
+        o->attention_backward(o, dqkv, datty, k.qkv, k.lse, m->d_mask, B, T, C, NH);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                            p.qkvw + 3 * CC * l, BT, C, 3 * C);
@@ -474,7 +475,7 @@ static const float *kv_pass(PwKVCache *c)
     o->encoder_forward(o, b[K_X], c->d_tok, c->d_pos, p.wte, p.wpe, 1, N, C);
     Block blk = {
         .in = b[K_X], .ln1 = b[K_LN], .ln1_mean = b[K_MEAN], .ln1_rstd = b[K_RSTD],
-        .qkv = b[K_QKV], .atty = b[K_ATTY], .att = NULL, .attproj = b[K_PROJ], .res2 = b[K_X],
+        .qkv = b[K_QKV], .atty = b[K_ATTY], .lse = NULL, .attproj = b[K_PROJ], .res2 = b[K_X],
         .ln2 = b[K_LN], .ln2_mean = b[K_MEAN], .ln2_rstd = b[K_RSTD], .fch = b[K_FC],
         .fch_gelu = b[K_FC], .fcproj = b[K_PROJ], .out = b[K_X],
     };

@@ -107,7 +107,7 @@ typedef struct Acts {
     float *rstd1;     /* (L, B, T) */
     float *qkv;       /* (L, B, T, QKV) after the rotary embedding */
     float *atty;      /* (L, B, T, C) */
-    float *att;       /* (L, B, NH, T, T) */
+    float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
     float *attproj;   /* (L, B, T, C) */
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C) */
@@ -138,7 +138,7 @@ static void act_sizes(size_t *s, const PwArch *c, int heads, int maxB, int maxT,
 {
     size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner;
     size_t B = maxB, T = maxT, BT = B * T, Q = qkv_rows(c);
-    size_t v[NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T * T,
+    size_t v[NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T,
                           L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT * 2 * F, L * BT * F,
                           L * BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
@@ -235,7 +235,7 @@ static void init_random(const PwModel *m, float *host, uint64_t seed)
 
 typedef struct Block {
     const float *in;
-    float *ln1, *rstd1, *qkv, *atty, *att, *attproj, *res2;
+    float *ln1, *rstd1, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *rstd2, *fch, *fch_act, *fcproj, *out;
 } Block;
 
@@ -267,7 +267,7 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
                                        at->seg_row, at->seg_off, at->seg_slot0, at->nseg, N,
                                        at->maxT, NH, NKV, hs);
     else
-        o->attention_gqa_forward(o, k->atty, k->att, k->qkv, at->mask, at->B, at->T, NH, NKV,
+        o->attention_gqa_forward(o, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NKV,
                                  hs);
     pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, NULL, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
@@ -283,11 +283,11 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     const PwArch *c = &m->arch;
     const size_t C = c->n_embd, NH = c->n_head, F = c->n_inner, Q = qkv_rows(c);
     const size_t BT = (size_t)m->maxB * m->maxT, sBTC = BT * C;
-    const size_t sATT = (size_t)m->maxB * NH * m->maxT * m->maxT;
+    const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT, .qkv = a->qkv + l * BT * Q,
-        .atty = a->atty + l * sBTC, .att = a->att + l * sATT, .attproj = a->attproj + l * sBTC,
+        .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj + l * sBTC,
         .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
         .fch = a->fch + l * BT * 2 * F, .fch_act = a->fch_act + l * BT * F,
         .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
@@ -390,7 +390,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
-        o->attention_gqa_backward(o, dqkv, datty, k.qkv, k.att, m->d_mask, B, T, NH, NKV, hs);
+        o->attention_gqa_backward(o, dqkv, datty, k.qkv, k.lse, m->d_mask, B, T, NH, NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         o->zero(o, dln, fBTC);
@@ -467,7 +467,7 @@ static const float *kv_pass(PwKVCache *c)
     o->gather_rows(o, b[K_X], p.wte, c->d_tok, N, C);
     Block blk = {
         .in = b[K_X], .ln1 = b[K_LN], .rstd1 = b[K_RSTD], .qkv = b[K_QKV], .atty = b[K_ATTY],
-        .att = NULL, .attproj = b[K_PROJ], .res2 = b[K_X], .ln2 = b[K_LN], .rstd2 = b[K_RSTD],
+        .lse = NULL, .attproj = b[K_PROJ], .res2 = b[K_X], .ln2 = b[K_LN], .rstd2 = b[K_RSTD],
         .fch = b[K_FC], .fch_act = b[K_FCA], .fcproj = b[K_PROJ], .out = b[K_X],
     };
     Attend at = {

@@ -7,7 +7,7 @@ static void run(int B, int T, int C, int NH, const int *pads, int npads, int use
                 unsigned long long *rng)
 {
     printf("B=%d T=%d C=%d NH=%d mask=%d\n", B, T, C, NH, use_mask);
-    size_t BT = (size_t)B * T, n3 = BT * 3 * C, nout = BT * C, natt = (size_t)B * NH * T * T;
+    size_t BT = (size_t)B * T, n3 = BT * 3 * C, nout = BT * C, natt = (size_t)B * NH * T /* lse */;
     int *mask = use_mask ? cu_left_mask(B, T, pads, npads) : NULL;
     float *qkv = cu_randn(n3, 1.0, rng), *dout = cu_randn(nout, 1.0, rng);
     float *dqkv0 = cu_randn(n3, 1.0, rng);
@@ -24,9 +24,9 @@ static void run(int B, int T, int C, int NH, const int *pads, int npads, int use
     cu_poison(d_att, sizeof(float) * natt);
     pw_attention_forward_cuda(d_out, d_att, d_qkv, d_mask, B, T, C, NH, 0);
     cu_compare("forward out", d_out, out, nout, CU_TOL_F32);
-    cu_compare("forward att", d_att, att, natt, CU_TOL_F32);
+    cu_compare("forward lse", d_att, att, natt, CU_TOL_F32);
 
-    /* padding queries: output rows and att rows exactly 0, as the contract says */
+    /* padding queries: output rows exactly 0, as the contract says */
     if (mask) {
         float *h_out = cu_host(sizeof(float) * nout);
         cu_download(h_out, d_out, sizeof(float) * nout);
@@ -37,7 +37,7 @@ static void run(int B, int T, int C, int NH, const int *pads, int npads, int use
         CHECK(nonzero == 0, "%zu output values of padding queries are not 0", nonzero);
     }
 
-    /* the backward reads the CPU's att, so that only the backward itself is compared */
+    /* the backward reads the CPU's lse, so that only the backward itself is compared */
     float *d_attc = cu_upload(att, sizeof(float) * natt);
     float *d_dqkv = cu_upload(dqkv0, sizeof(float) * n3);
     pw_attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_attc, d_mask, B, T, C, NH, 0);

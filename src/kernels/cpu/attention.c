@@ -1,6 +1,9 @@
 /* attention.c: causal self-attention with a key padding mask on the CPU, forward and backward,
  * grouped-query (NH / NKV query heads per key and value head) and multi-head (NKV = NH); the
- * products are OpenBLAS sgemms that read q, k and v in place in qkv. */
+ * products are OpenBLAS sgemms that read q, k and v in place in qkv. What forward keeps for
+ * backward is one log-sum-exp per query row, not the (B, NH, T, T) probabilities: both build
+ * the scores of a group of heads at a time in a bounded scratch, and backward recomputes them
+ * (one more q k^T product) instead of reading them back. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,14 +29,14 @@ static int first_real(const int *mask, int b, int T)
 static int is_real(const int *mask, int b, int t, int T) { return !mask || mask[b * T + t]; }
 
 /* Turn the scores of query t in row[lo..t] into probabilities over the real keys, in place,
- * and zero the rest of the row (the upper triangle, padding, and all of a padding query). */
-static void softmax_row(float *row, const int *mrow, int lo, int t, int T, int real)
+ * zero the rest of the row up to r1 (the upper triangle of its block, padding, and all of a
+ * padding query) and return log sum exp of the scores (0 for a padding query). */
+static float softmax_row(float *row, const int *mrow, int lo, int t, int r1, int real)
 {
     if (!real) {
-        for (int s = 0; s < T; s++) row[s] = 0.0f;
-        return;
+        for (int s = lo; s < r1; s++) row[s] = 0.0f;
+        return 0.0f;
     }
-    for (int s = 0; s < lo; s++) row[s] = 0.0f;
     /* padding keys become -inf first, so the loops below carry no condition and vectorise */
     if (mrow) {
 #pragma omp simd
@@ -51,7 +54,28 @@ static void softmax_row(float *row, const int *mrow, int lo, int t, int T, int r
     float inv = 1.0f / z; /* z >= 1: the query itself is real and holds the max or more */
 #pragma omp simd
     for (int s = lo; s <= t; s++) row[s] *= inv;
-    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+    for (int s = t + 1; s < r1; s++) row[s] = 0.0f;
+    return m + logf(z);
+}
+
+/* Backward's recomputation: the probabilities of query t from its scores in row[lo..t] and the
+ * forward's log-sum-exp, exp(s - lse) over the real keys, 0 elsewhere up to r1. */
+static void probs_row(float *row, const int *mrow, int lo, int t, int r1, int real, float lse)
+{
+    if (!real) {
+        for (int s = lo; s < r1; s++) row[s] = 0.0f;
+        return;
+    }
+#pragma omp simd
+    for (int s = lo; s <= t; s++) row[s] = (!mrow || mrow[s]) ? pw_vexpf(row[s] - lse) : 0.0f;
+    for (int s = t + 1; s < r1; s++) row[s] = 0.0f;
+}
+
+/* The end of the diagonal block of query t: the block sgemms read rows lo..r1 */
+static int block_end(int lo, int t, int T)
+{
+    int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
+    return r1 < T ? r1 : T;
 }
 
 /* With P = softmax(S), dS = P * (dP - rowsum(P * dP)); applied in place to dp[lo..r1) of one
@@ -71,9 +95,30 @@ static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r
     for (int s = t + 1; s < r1; s++) dp[s] = 0.0f;
 }
 
-/* The backward's scratch holds dP for this many bytes' worth of heads at a time (at least one
- * head): all of GPT-2 124M's 48 heads at T = 256, while long sequences stay bounded. */
+/* The scratch holds the scores (and, in backward, dP) of this many bytes' worth of heads at a
+ * time (at least one head): all of GPT-2 124M's 48 heads at T = 256, while long sequences stay
+ * bounded. */
 #define ATT_SCRATCH_BYTES (16u << 20)
+
+/* Heads per group for scratch buffers of `per_head` T x T matrices each, and the scratch. */
+static float *att_scratch(int T, int BH, int per_head, int *group, const char *who)
+{
+    size_t head = sizeof(float) * (size_t)T * T * per_head;
+    int g = head >= ATT_SCRATCH_BYTES ? 1 : (int)(ATT_SCRATCH_BYTES / head);
+    *group = g < BH ? g : BH;
+    float *scratch = malloc(head * (size_t)*group);
+    if (!scratch) {
+        fprintf(stderr, "%s: out of memory for %d x %d x %dx%d floats\n", who, *group, per_head,
+                T, T);
+        abort();
+    }
+    return scratch;
+}
+
+/* S[r0:r1, lo:r1] = scale q k^T for the blocks on or below the diagonal of head bh, into its
+ * T x T matrix of the scratch */
+static void scores(float *S, const float *qkv, const int *mask, int bh, int T, int NH, int NKV,
+                   int hs, float scale);
 
 /* Where one query head's q and its group's k and v start in a row of qkv (the strides of all
  * three are the whole row, W floats) */
@@ -89,79 +134,83 @@ static GqaHead gqa_head(int b, int h, int T, int NH, int NKV, int hs)
                      base + (size_t)(NH + NKV + kv) * hs};
 }
 
-void pw_attention_gqa_forward(float *out, float *att, const float *qkv, const int *mask, int B,
+static void scores(float *S, const float *qkv, const int *mask, int bh, int T, int NH, int NKV,
+                   int hs, float scale)
+{
+    int W = (NH + 2 * NKV) * hs, b = bh / NH, lo = first_real(mask, b, T);
+    GqaHead at = gqa_head(b, bh % NH, T, NH, NKV, hs);
+    for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
+        int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs, scale,
+                    qkv + at.q + (size_t)r0 * W, W, qkv + at.k + (size_t)lo * W, W, 0.0f,
+                    S + (size_t)r0 * T + lo, T);
+    }
+}
+
+void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const int *mask, int B,
                               int T, int NH, int NKV, int hs)
 {
-    int W = (NH + 2 * NKV) * hs, C = NH * hs;
+    int W = (NH + 2 * NKV) * hs, C = NH * hs, BH = B * NH, group;
     float scale = 1.0f / sqrtf((float)hs);
-
-    /* scores: att[b,h,r0:r1,lo:r1] = scale q k^T, only the blocks on or below the diagonal */
-    for (int b = 0; b < B; b++) {
-        int lo = first_real(mask, b, T);
-        for (int h = 0; h < NH; h++) {
-            GqaHead at = gqa_head(b, h, T, NH, NKV, hs);
-            float *a = att + ((size_t)b * NH + h) * T * T;
-            for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
-                int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
-                            scale, qkv + at.q + (size_t)r0 * W, W, qkv + at.k + (size_t)lo * W,
-                            W, 0.0f, a + (size_t)r0 * T + lo, T);
-            }
-        }
-    }
+    float *scratch = att_scratch(T, BH, 1, &group, "pw_attention_gqa_forward");
+    /* rows before a sequence's first real token are padding: their output is zero */
+    for (int b = 0; b < B; b++)
+        for (int t = 0, lo = first_real(mask, b, T); t < lo; t++)
+            for (int c = 0; c < C; c++) out[((size_t)b * T + t) * C + c] = 0.0f;
+    /* per group of heads, as three phases (sgemms, one parallel loop, sgemms): switching between
+     * the OpenBLAS and OpenMP thread pools once per head costs more than the arithmetic */
+    for (int g0 = 0; g0 < BH; g0 += group) {
+        int g1 = g0 + group < BH ? g0 + group : BH;
+        for (int bh = g0; bh < g1; bh++)
+            scores(scratch + (size_t)(bh - g0) * T * T, qkv, mask, bh, T, NH, NKV, hs, scale);
 
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)B * NH * T; i++) {
-        int t = (int)(i % T), b = (int)(i / ((long)NH * T));
-        softmax_row(att + (size_t)i * T, mask ? mask + (size_t)b * T : NULL,
-                    first_real(mask, b, T), t, T, is_real(mask, b, t, T));
-    }
+        for (long i = (long)g0 * T; i < (long)g1 * T; i++) {
+            int t = (int)(i % T), b = (int)(i / ((long)NH * T)), lo = first_real(mask, b, T);
+            if (t < lo) {
+                lse[i] = 0.0f;
+                continue;
+            }
+            lse[i] = softmax_row(scratch + (size_t)(i - (long)g0 * T) * T,
+                                 mask ? mask + (size_t)b * T : NULL, lo, t, block_end(lo, t, T),
+                                 is_real(mask, b, t, T));
+        }
 
-    /* out[b,r0:r1,h] = att[b,h,r0:r1,lo:r1] v[lo:r1]; rows before lo are padding: zero */
-    for (int b = 0; b < B; b++) {
-        int lo = first_real(mask, b, T);
-        for (int t = 0; t < lo; t++)
-            for (int c = 0; c < C; c++) out[((size_t)b * T + t) * C + c] = 0.0f;
-        for (int h = 0; h < NH; h++) {
-            GqaHead at = gqa_head(b, h, T, NH, NKV, hs);
-            const float *a = att + ((size_t)b * NH + h) * T * T;
+        /* out[b,r0:r1,h] = P[r0:r1,lo:r1] v[lo:r1] */
+        for (int bh = g0; bh < g1; bh++) {
+            int b = bh / NH, lo = first_real(mask, b, T);
+            GqaHead at = gqa_head(b, bh % NH, T, NH, NKV, hs);
+            const float *a = scratch + (size_t)(bh - g0) * T * T;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1 - lo,
                             1.0f, a + (size_t)r0 * T + lo, T, qkv + at.v + (size_t)lo * W, W,
-                            0.0f, out + ((size_t)b * T + r0) * C + h * hs, C);
+                            0.0f, out + ((size_t)b * T + r0) * C + (bh % NH) * hs, C);
             }
         }
     }
+    free(scratch);
 }
 
-void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                const int *mask, int B, int T, int NH, int NKV, int hs)
 {
-    int W = (NH + 2 * NKV) * hs, C = NH * hs, BH = B * NH;
+    int W = (NH + 2 * NKV) * hs, C = NH * hs, BH = B * NH, group;
     float scale = 1.0f / sqrtf((float)hs);
-    /* dP and then dS for a group of heads, laid out as att (the header has no workspace
-     * argument). A group runs in three phases, sgemms / one parallel loop / sgemms, as the
-     * forward does: switching between the OpenBLAS and OpenMP thread pools once per head cost
-     * more than the arithmetic on a busy machine. */
-    size_t head = sizeof(float) * (size_t)T * T;
-    int group = head >= ATT_SCRATCH_BYTES ? 1 : (int)(ATT_SCRATCH_BYTES / head);
-    group = group < BH ? group : BH;
-    float *scratch = malloc(head * group);
-    if (!scratch) {
-        fprintf(stderr, "pw_attention_gqa_backward: out of memory for %d x %dx%d floats\n", group,
-                T, T);
-        abort();
-    }
+    /* P, recomputed from the scores and the forward's log-sum-exp, and dP then dS, for a group
+     * of heads: two T x T matrices a head */
+    float *scratch = att_scratch(T, BH, 2, &group, "pw_attention_gqa_backward");
+    float *pbuf = scratch, *dpbuf = scratch + (size_t)group * T * T;
     for (int g0 = 0; g0 < BH; g0 += group) {
         int g1 = g0 + group < BH ? g0 + group : BH;
 
-        /* dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
+        /* S as forward computed it; dP[r0:r1, lo:r1] = dout[r0:r1] v[lo:r1]^T */
         for (int bh = g0; bh < g1; bh++) {
             int b = bh / NH, lo = first_real(mask, b, T);
             GqaHead at = gqa_head(b, bh % NH, T, NH, NKV, hs);
             const float *dO = dout + (size_t)b * T * C + (bh % NH) * hs;
-            float *dp = scratch + (size_t)(bh - g0) * T * T;
+            float *dp = dpbuf + (size_t)(bh - g0) * T * T;
+            scores(pbuf + (size_t)(bh - g0) * T * T, qkv, mask, bh, T, NH, NKV, hs, scale);
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1 - lo, hs,
@@ -174,9 +223,10 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
         for (long i = (long)g0 * T; i < (long)g1 * T; i++) {
             int t = (int)(i % T), b = (int)(i / ((long)NH * T)), lo = first_real(mask, b, T);
             if (t < lo) continue;
-            int r1 = lo + ((t - lo) / ATT_BLOCK + 1) * ATT_BLOCK;
-            softmax_backward_row(scratch + (size_t)(i - (long)g0 * T) * T, att + (size_t)i * T,
-                                 lo, t, r1 < T ? r1 : T, is_real(mask, b, t, T), scale);
+            int r1 = block_end(lo, t, T), real = is_real(mask, b, t, T);
+            size_t row = (size_t)(i - (long)g0 * T) * T;
+            probs_row(pbuf + row, mask ? mask + (size_t)b * T : NULL, lo, t, r1, real, lse[i]);
+            softmax_backward_row(dpbuf + row, pbuf + row, lo, t, r1, real, scale);
         }
 
         /* the heads of a group add into the same dk and dv: this loop stays sequential */
@@ -185,8 +235,8 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
             GqaHead at = gqa_head(b, bh % NH, T, NH, NKV, hs);
             const float *q = qkv + at.q, *k = qkv + at.k;
             float *dq = dqkv + at.q, *dk = dqkv + at.k, *dv = dqkv + at.v;
-            const float *a = att + (size_t)bh * T * T;
-            const float *dp = scratch + (size_t)(bh - g0) * T * T;
+            const float *a = pbuf + (size_t)(bh - g0) * T * T;
+            const float *dp = dpbuf + (size_t)(bh - g0) * T * T;
             const float *dO = dout + (size_t)b * T * C + (bh % NH) * hs;
             for (int r0 = lo; r0 < T; r0 += ATT_BLOCK) {
                 int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T;
@@ -208,14 +258,14 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
 
 /* GPT-2's attention is the grouped case with a key and value head per query head: qkv (B,T,3C)
  * is [q heads | k heads | v heads] with hs = C / NH, so the same sgemms run on the same data */
-void pw_attention_forward(float *out, float *att, const float *qkv, const int *mask,
+void pw_attention_forward(float *out, float *lse, const float *qkv, const int *mask,
                           int B, int T, int C, int NH)
 {
-    pw_attention_gqa_forward(out, att, qkv, mask, B, T, NH, NH, C / NH);
+    pw_attention_gqa_forward(out, lse, qkv, mask, B, T, NH, NH, C / NH);
 }
 
-void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+void pw_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                            const int *mask, int B, int T, int C, int NH)
 {
-    pw_attention_gqa_backward(dqkv, dout, qkv, att, mask, B, T, NH, NH, C / NH);
+    pw_attention_gqa_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NH, C / NH);
 }

@@ -69,15 +69,15 @@ static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *
 {
     (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
-static void attention_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {
-    (void)o, pw_attention_forward(out, att, qkv, mask, B, T, C, NH);
+    (void)o, pw_attention_forward(out, lse, qkv, mask, B, T, C, NH);
 }
 static void attention_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
-                          const float *att, const int *mask, int B, int T, int C, int NH)
+                          const float *lse, const int *mask, int B, int T, int C, int NH)
 {
-    (void)o, pw_attention_backward(dqkv, dout, qkv, att, mask, B, T, C, NH);
+    (void)o, pw_attention_backward(dqkv, dout, qkv, lse, mask, B, T, C, NH);
 }
 static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
                                 float *scores, const float *qkv, const int *seg_row,
@@ -116,16 +116,16 @@ static void swiglu_bwd(const PwOps *o, float *dgate_up, const float *gate_up, co
 {
     (void)o, pw_swiglu_backward(dgate_up, gate_up, dout, N, F);
 }
-static void attention_gqa_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+static void attention_gqa_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int NH, int NKV, int hs)
 {
-    (void)o, pw_attention_gqa_forward(out, att, qkv, mask, B, T, NH, NKV, hs);
+    (void)o, pw_attention_gqa_forward(out, lse, qkv, mask, B, T, NH, NKV, hs);
 }
 static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
-                              const float *att, const int *mask, int B, int T, int NH, int NKV,
+                              const float *lse, const int *mask, int B, int T, int NH, int NKV,
                               int hs)
 {
-    (void)o, pw_attention_gqa_backward(dqkv, dout, qkv, att, mask, B, T, NH, NKV, hs);
+    (void)o, pw_attention_gqa_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
 }
 static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
                                     float *scores, const float *qkv, const int *seg_row,

@@ -6,8 +6,10 @@
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
-/* This first version materialises the (B,NH,T,T) scores in att, as the CPU twin does, and
- * multiplies whole T x T tiles; a fused kernel that never stores them is later work.
+/* Between forward and backward only the log-sum-exp of each query row (B,NH,T) is kept, as the
+ * CPU twin does: the scores of one sequence's heads live in a scratch (NH*T*T floats) for the
+ * length of a call, whole T x T tiles multiplied by cuBLAS, and backward recomputes them. A
+ * fused kernel that never writes a tile to memory at all is later work.
  *
  * The GEMMs read q, k, v in place in qkv (B,T,3C): head h of sequence b is a (T,hs) matrix at
  * qkv + b*T*3C + h*hs with row stride 3C (k at +C, v at +2C). Within one sequence the heads
@@ -16,21 +18,28 @@
  * cuBLAS is column-major: a row-major (R,K) matrix with row stride ld is a column-major (K,R)
  * matrix with leading dimension ld; each call below is written in those views. */
 
-/* One warp per query row (b, h, t) of att: scores already scaled by the GEMM become
- * probabilities over the keys s <= t that are real; everything else in the row is 0, and a
- * padding query's whole row is 0. */
-__global__ void masked_softmax_kernel(float *att, const int *mask, int B, int NH, int T)
+/* The row kernels below run one warp per query row (h, t) of one sequence's NH heads, with that
+ * sequence's mask row m (NULL: all real): the warp's row, or false past the last one. */
+__device__ __forceinline__ bool warp_row(int NH, int T, size_t *row, int *lane)
 {
-    size_t rows = (size_t)B * NH * T;
-    size_t row = (size_t)blockIdx.x * (blockDim.x / PW_WARP) + threadIdx.x / PW_WARP;
-    int lane = threadIdx.x % PW_WARP;
-    if (row >= rows) return;
+    *row = (size_t)blockIdx.x * (blockDim.x / PW_WARP) + threadIdx.x / PW_WARP;
+    *lane = threadIdx.x % PW_WARP;
+    return *row < (size_t)NH * T;
+}
+
+/* Scores already scaled by the GEMM become probabilities over the keys s <= t that are real;
+ * everything else in the row is 0, and a padding query's whole row is 0. lse[row] gets the
+ * row's log-sum-exp (0 for padding). */
+__global__ void masked_softmax_kernel(float *att, float *lse, const int *m, int NH, int T)
+{
+    size_t row;
+    int lane;
+    if (!warp_row(NH, T, &row, &lane)) return;
     int t = (int)(row % T);
-    int b = (int)(row / ((size_t)NH * T));
-    const int *m = mask ? mask + (size_t)b * T : NULL;
     float *a = att + row * T;
     if (m && !m[t]) {
         for (int s = lane; s < T; s += PW_WARP) a[s] = 0.0f;
+        if (lane == 0) lse[row] = 0.0f;
         return;
     }
     float mx = -INFINITY;
@@ -40,24 +49,39 @@ __global__ void masked_softmax_kernel(float *att, const int *mask, int B, int NH
     float z = 0.0f;
     for (int s = lane; s <= t; s += PW_WARP)
         if (!m || m[s]) z += expf(a[s] - mx);
-    float inv = 1.0f / pw_warp_sum(z); /* z >= 1: the max term is exp(0) */
+    z = pw_warp_sum(z); /* z >= 1: the max term is exp(0) */
+    float inv = 1.0f / z;
     for (int s = lane; s < T; s += PW_WARP)
         a[s] = (s <= t && (!m || m[s])) ? expf(a[s] - mx) * inv : 0.0f;
+    if (lane == 0) lse[row] = mx + logf(z);
+}
+
+/* Backward's recomputation: the scores again, exp(score - lse) over the real keys s <= t, 0
+ * elsewhere and in a padding query's row. */
+__global__ void softmax_recompute_kernel(float *att, const float *lse, const int *m, int NH, int T)
+{
+    size_t row;
+    int lane;
+    if (!warp_row(NH, T, &row, &lane)) return;
+    int t = (int)(row % T);
+    float *a = att + row * T;
+    int real = !m || m[t];
+    float l = lse[row];
+    for (int s = lane; s < T; s += PW_WARP)
+        a[s] = (real && s <= t && (!m || m[s])) ? expf(a[s] - l) : 0.0f;
 }
 
 /* dS = scale P (dP - rowsum(P dP)) in place over dP, restricted to the entries the forward
  * kept (s <= t, real key, real query); the rest is written 0 so the GEMMs may read whole rows */
-__global__ void softmax_backward_kernel(float *dp, const float *att, const int *mask, int b, int NH,
-                                        int T, float scale)
+__global__ void softmax_backward_kernel(float *dp, const float *att, const int *m, int NH, int T,
+                                        float scale)
 {
-    size_t rows = (size_t)NH * T; /* the heads of sequence b */
-    size_t row = (size_t)blockIdx.x * (blockDim.x / PW_WARP) + threadIdx.x / PW_WARP;
-    int lane = threadIdx.x % PW_WARP;
-    if (row >= rows) return;
+    size_t row;
+    int lane;
+    if (!warp_row(NH, T, &row, &lane)) return;
     int t = (int)(row % T);
-    const int *m = mask ? mask + (size_t)b * T : NULL;
     float *d = dp + row * T;
-    const float *p = att + ((size_t)b * NH * T + row) * T;
+    const float *p = att + row * T;
     if (m && !m[t]) {
         for (int s = lane; s < T; s += PW_WARP) d[s] = 0.0f;
         return;
@@ -70,7 +94,7 @@ __global__ void softmax_backward_kernel(float *dp, const float *att, const int *
         d[s] = (s <= t && (!m || m[s])) ? scale * p[s] * (d[s] - dot) : 0.0f;
 }
 
-#define ATT_WARPS 8 /* rows per block of the two softmax kernels */
+#define ATT_WARPS 8 /* rows per block of the row kernels */
 
 /* what the forward and the backward both derive from the shape, and their GEMM setup */
 typedef struct AttDims {
@@ -93,7 +117,22 @@ static AttDims att_dims(int T, int C, int NH, cudaStream_t stream)
     return d;
 }
 
-extern "C" void pw_attention_forward_cuda(float *out, float *att, const float *qkv, const int *mask,
+/* att[h](T,T) = scale q k^T for the NH heads of one sequence: column-major att^T(T,T) =
+ * k^T^T(T,hs) . q^T(hs,T), with k^T and q^T the (hs,T) views of k and q */
+static void scores(const AttDims *d, const float *q, const float *k, float *att, int T, int NH)
+{
+    float zero = 0.0f;
+    PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        d->handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, d->hs, &d->scale, k, CUDA_R_32F, d->C3, d->hs,
+        q, CUDA_R_32F, d->C3, d->hs, &zero, att, CUDA_R_32F, T, d->TT, NH, d->compute,
+        CUBLAS_GEMM_DEFAULT));
+}
+
+/* The rows of one sequence's NH heads for the two row kernels: one launch, B = 1 and the
+ * sequence's own mask row */
+#define ATT_LAUNCH(rows) (unsigned int)(((rows) + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP, 0
+
+extern "C" void pw_attention_forward_cuda(float *out, float *lse, const float *qkv, const int *mask,
                                           int B, int T, int C, int NH, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
@@ -101,35 +140,27 @@ extern "C" void pw_attention_forward_cuda(float *out, float *att, const float *q
     int hs = d.hs, C3 = d.C3;
     long long TT = d.TT;
     float zero = 0.0f, one = 1.0f;
-
-    /* att[b,h](T,T) = scale q k^T: column-major att^T(T,T) = k^T^T(T,hs) . q^T(hs,T), with
-     * k^T and q^T the (hs,T) views of k and q */
+    float *att = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
+    size_t rows = (size_t)NH * T;
     for (int b = 0; b < B; b++) {
-        const float *q = qkv + (size_t)b * T * C3, *k = q + C;
+        const float *q = qkv + (size_t)b * T * C3, *k = q + C, *v = q + 2 * C;
+        const int *mb = mask ? mask + (size_t)b * T : NULL;
+        scores(&d, q, k, att, T, NH);
+        masked_softmax_kernel<<<ATT_LAUNCH(rows), stream>>>(att, lse + (size_t)b * rows, mb, NH,
+                                                            T);
+        PW_CUDA_CHECK(cudaGetLastError());
+        /* out[b,:,h](T,hs) = P v: column-major out^T(hs,T) = v^T(hs,T) . P^T(T,T), and the
+         * row-major P is the column-major P^T. A padding query's P row is 0, so its output is 0. */
         PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &d.scale, k, CUDA_R_32F, C3, hs, q,
-            CUDA_R_32F, C3, hs, &zero, att + (size_t)b * NH * TT, CUDA_R_32F, T, TT, NH, d.compute,
+            d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, CUDA_R_32F, C3, hs, att,
+            CUDA_R_32F, T, TT, &zero, out + (size_t)b * T * C, CUDA_R_32F, C, hs, NH, d.compute,
             CUBLAS_GEMM_DEFAULT));
     }
-
-    size_t rows = (size_t)B * NH * T;
-    masked_softmax_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP,
-                            0, stream>>>(att, mask, B, NH, T);
-    PW_CUDA_CHECK(cudaGetLastError());
-
-    /* out[b,:,h](T,hs) = P v: column-major out^T(hs,T) = v^T(hs,T) . P^T(T,T), and the
-     * row-major P is the column-major P^T. A padding query's P row is 0, so its output is 0. */
-    for (int b = 0; b < B; b++) {
-        const float *v = qkv + (size_t)b * T * C3 + 2 * C;
-        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, CUDA_R_32F, C3, hs,
-            att + (size_t)b * NH * TT, CUDA_R_32F, T, TT, &zero, out + (size_t)b * T * C,
-            CUDA_R_32F, C, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
-    }
+    pw_cuda_scratch_free(att, stream);
 }
 
 extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv,
-                                           const float *att, const int *mask, int B, int T, int C,
+                                           const float *lse, const int *mask, int B, int T, int C,
                                            int NH, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
@@ -138,24 +169,29 @@ extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const
     long long TT = d.TT;
     float zero = 0.0f, one = 1.0f;
 
-    /* dP then dS for the NH heads of one sequence at a time (NH*T*T floats, 48 MB at the
-     * GPT-2 124M shape with T = 1024), reused in stream order for the next sequence */
-    float *dp = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
+    /* P recomputed, and dP then dS, for the NH heads of one sequence at a time (2*NH*T*T
+     * floats, 96 MB at the GPT-2 124M shape with T = 1024), reused in stream order */
+    float *P = (float *)pw_cuda_scratch(sizeof(float) * 2 * (size_t)NH * TT, stream);
+    float *dp = P + (size_t)NH * TT;
     size_t rows = (size_t)NH * T;
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (size_t)b * T * C3, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + (size_t)b * T * C3, *dk = dq + C, *dv = dq + 2 * C;
         const float *dO = dout + (size_t)b * T * C;
-        const float *P = att + (size_t)b * NH * TT;
+        const int *mb = mask ? mask + (size_t)b * T : NULL;
+
+        /* the forward's scores, then its probabilities from the log-sum-exp */
+        scores(&d, q, k, P, T, NH);
+        softmax_recompute_kernel<<<ATT_LAUNCH(rows), stream>>>(P, lse + (size_t)b * rows, mb, NH,
+                                                               T);
+        PW_CUDA_CHECK(cudaGetLastError());
 
         /* dP(T,T) = dout v^T: column-major dP^T = v^T^T(T,hs) . dout^T(hs,T) */
         PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, v, CUDA_R_32F, C3, hs, dO,
             CUDA_R_32F, C, hs, &zero, dp, CUDA_R_32F, T, TT, NH, d.compute, CUBLAS_GEMM_DEFAULT));
 
-        softmax_backward_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS),
-                                  ATT_WARPS * PW_WARP, 0, stream>>>(dp, att, mask, b, NH, T,
-                                                                    d.scale);
+        softmax_backward_kernel<<<ATT_LAUNCH(rows), stream>>>(dp, P, mb, NH, T, d.scale);
         PW_CUDA_CHECK(cudaGetLastError());
 
         /* dq(T,hs) += dS k: column-major dq^T(hs,T) += k^T(hs,T) . dS^T(T,T) */
@@ -172,7 +208,7 @@ extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const
             d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dO, CUDA_R_32F, C, hs, P,
             CUDA_R_32F, T, TT, &one, dv, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
     }
-    pw_cuda_scratch_free(dp, stream);
+    pw_cuda_scratch_free(P, stream);
 }
 
 /* Grouped-query attention: query head h = kv G + j (G = NH / NKV) reads key/value head kv. For
@@ -200,7 +236,7 @@ static GqaDims gqa_dims(int T, int NH, int NKV, int hs, cudaStream_t stream)
     return d;
 }
 
-extern "C" void pw_attention_gqa_forward_cuda(float *out, float *att, const float *qkv,
+extern "C" void pw_attention_gqa_forward_cuda(float *out, float *lse, const float *qkv,
                                               const int *mask, int B, int T, int NH, int NKV,
                                               int hs, cudaStream_t stream)
 {
@@ -209,37 +245,34 @@ extern "C" void pw_attention_gqa_forward_cuda(float *out, float *att, const floa
     int G = d.G, W = d.W, C = d.C;
     long long TT = d.TT;
     float zero = 0.0f, one = 1.0f;
-
-    /* scores, as pw_attention_forward_cuda: column-major att^T = k^T^T . q^T per head */
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < G; j++) {
-            const float *q = qkv + (size_t)b * T * W + (size_t)j * hs;
-            const float *k = qkv + (size_t)b * T * W + (size_t)NH * hs;
+    float *att = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
+    size_t rows = (size_t)NH * T;
+    for (int b = 0; b < B; b++) {
+        const float *k = qkv + (size_t)b * T * W + (size_t)NH * hs;
+        const float *v = qkv + (size_t)b * T * W + (size_t)(NH + NKV) * hs;
+        /* scores, as pw_attention_forward_cuda: column-major att^T = k^T^T . q^T per head */
+        for (int j = 0; j < G; j++)
             PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &d.scale, k, CUDA_R_32F, W, hs, q,
-                CUDA_R_32F, W, (long long)G * hs, &zero, att + ((size_t)b * NH + j) * TT,
-                CUDA_R_32F, T, G * TT, NKV, d.compute, CUBLAS_GEMM_DEFAULT));
-        }
-
-    size_t rows = (size_t)B * NH * T;
-    masked_softmax_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP,
-                            0, stream>>>(att, mask, B, NH, T);
-    PW_CUDA_CHECK(cudaGetLastError());
-
-    /* out^T(hs,T) = v^T(hs,T) . P^T(T,T) per head */
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < G; j++) {
-            const float *v = qkv + (size_t)b * T * W + (size_t)(NH + NKV) * hs;
+                d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &d.scale, k, CUDA_R_32F, W, hs,
+                qkv + (size_t)b * T * W + (size_t)j * hs, CUDA_R_32F, W, (long long)G * hs, &zero,
+                att + (size_t)j * TT, CUDA_R_32F, T, G * TT, NKV, d.compute,
+                CUBLAS_GEMM_DEFAULT));
+        masked_softmax_kernel<<<ATT_LAUNCH(rows), stream>>>(
+            att, lse + (size_t)b * rows, mask ? mask + (size_t)b * T : NULL, NH, T);
+        PW_CUDA_CHECK(cudaGetLastError());
+        /* out^T(hs,T) = v^T(hs,T) . P^T(T,T) per head */
+        for (int j = 0; j < G; j++)
             PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
                 d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, CUDA_R_32F, W, hs,
-                att + ((size_t)b * NH + j) * TT, CUDA_R_32F, T, G * TT, &zero,
+                att + (size_t)j * TT, CUDA_R_32F, T, G * TT, &zero,
                 out + (size_t)b * T * C + (size_t)j * hs, CUDA_R_32F, C, (long long)G * hs, NKV,
                 d.compute, CUBLAS_GEMM_DEFAULT));
-        }
+    }
+    pw_cuda_scratch_free(att, stream);
 }
 
 extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
-                                               const float *att, const int *mask, int B, int T,
+                                               const float *lse, const int *mask, int B, int T,
                                                int NH, int NKV, int hs, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
@@ -248,7 +281,8 @@ extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, c
     long long TT = d.TT, Ghs = (long long)G * hs, GTT = G * TT;
     float zero = 0.0f, one = 1.0f;
 
-    float *dp = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
+    float *P = (float *)pw_cuda_scratch(sizeof(float) * 2 * (size_t)NH * TT, stream);
+    float *dp = P + (size_t)NH * TT;
     size_t rows = (size_t)NH * T;
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (size_t)b * T * W, *k = q + (size_t)NH * hs;
@@ -256,18 +290,23 @@ extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, c
         float *dq = dqkv + (size_t)b * T * W, *dk = dq + (size_t)NH * hs;
         float *dv = dq + (size_t)(NH + NKV) * hs;
         const float *dO = dout + (size_t)b * T * C;
-        const float *P = att + (size_t)b * NH * TT;
+        const int *mb = mask ? mask + (size_t)b * T : NULL;
 
-        /* dP^T = v^T^T . dout^T per head */
-        for (int j = 0; j < G; j++)
+        /* the forward's scores and probabilities again; dP^T = v^T^T . dout^T per head */
+        for (int j = 0; j < G; j++) {
+            PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &d.scale, k, CUDA_R_32F, W, hs,
+                q + (size_t)j * hs, CUDA_R_32F, W, Ghs, &zero, P + (size_t)j * TT, CUDA_R_32F, T,
+                GTT, NKV, d.compute, CUBLAS_GEMM_DEFAULT));
             PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
                 d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, v, CUDA_R_32F, W, hs,
                 dO + (size_t)j * hs, CUDA_R_32F, C, Ghs, &zero, dp + (size_t)j * TT, CUDA_R_32F,
                 T, GTT, NKV, d.compute, CUBLAS_GEMM_DEFAULT));
-
-        softmax_backward_kernel<<<(unsigned int)((rows + ATT_WARPS - 1) / ATT_WARPS),
-                                  ATT_WARPS * PW_WARP, 0, stream>>>(dp, att, mask, b, NH, T,
-                                                                    d.scale);
+        }
+        softmax_recompute_kernel<<<ATT_LAUNCH(rows), stream>>>(P, lse + (size_t)b * rows, mb, NH,
+                                                               T);
+        PW_CUDA_CHECK(cudaGetLastError());
+        softmax_backward_kernel<<<ATT_LAUNCH(rows), stream>>>(dp, P, mb, NH, T, d.scale);
         PW_CUDA_CHECK(cudaGetLastError());
 
         /* the G heads of a group add into one dk and dv: the calls over j are in stream order,
@@ -291,5 +330,5 @@ extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, c
                 d.compute, CUBLAS_GEMM_DEFAULT));
         }
     }
-    pw_cuda_scratch_free(dp, stream);
+    pw_cuda_scratch_free(P, stream);
 }

@@ -148,15 +148,15 @@ static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *
     to_bf16(o, b, x, n, 3);
     pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, b[0], b[1], b[2], N, C, OC, S(o));
 }
-static void attention_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {
-    pw_attention_forward_cuda(out, att, qkv, mask, B, T, C, NH, S(o));
+    pw_attention_forward_cuda(out, lse, qkv, mask, B, T, C, NH, S(o));
 }
 static void attention_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
-                          const float *att, const int *mask, int B, int T, int C, int NH)
+                          const float *lse, const int *mask, int B, int T, int C, int NH)
 {
-    pw_attention_backward_cuda(dqkv, dout, qkv, att, mask, B, T, C, NH, S(o));
+    pw_attention_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, C, NH, S(o));
 }
 static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
                                 float *scores, const float *qkv, const int *seg_row,
@@ -195,16 +195,16 @@ static void swiglu_bwd(const PwOps *o, float *dgate_up, const float *gate_up, co
 {
     pw_swiglu_backward_cuda(dgate_up, gate_up, dout, N, F, S(o));
 }
-static void attention_gqa_fwd(const PwOps *o, float *out, float *att, const float *qkv,
+static void attention_gqa_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int NH, int NKV, int hs)
 {
-    pw_attention_gqa_forward_cuda(out, att, qkv, mask, B, T, NH, NKV, hs, S(o));
+    pw_attention_gqa_forward_cuda(out, lse, qkv, mask, B, T, NH, NKV, hs, S(o));
 }
 static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
-                              const float *att, const int *mask, int B, int T, int NH, int NKV,
+                              const float *lse, const int *mask, int B, int T, int NH, int NKV,
                               int hs)
 {
-    pw_attention_gqa_backward_cuda(dqkv, dout, qkv, att, mask, B, T, NH, NKV, hs, S(o));
+    pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, S(o));
 }
 static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
                                     float *scores, const float *qkv, const int *seg_row,
