@@ -91,6 +91,7 @@ typedef struct PwOptimConfig {
     double beta2;
     double eps;
     double grad_clip;
+    bool offload_adam_states;
 } PwOptimConfig;
 
 typedef struct PwCheckpointConfig {

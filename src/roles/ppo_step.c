@@ -477,6 +477,19 @@ void pw_ppo_weights_for_eval(PwRun *r, int64_t step)
     pw_xfer_free(&x);
 }
 
+/* optim.offload_adam_states: the moments go to host memory until the next update, which takes
+ * them back itself (pw_model_adamw_step); a no-op for models on the CPU. */
+static void offload_moments(PwRun *r)
+{
+    PwModel *trained[2] = {pw_run_has(r, PW_ROLE_ACTOR) ? r->actor : NULL,
+                           pw_run_has(r, PW_ROLE_CRITIC) ? r->critic : NULL};
+    for (int i = 0; i < 2; i++) {
+        PwErr err;
+        if (trained[i] && pw_model_optimizer_offload(trained[i], &err))
+            pw_comm_fatal(__FILE__, __LINE__, "optim.offload_adam_states: %s", err.msg);
+    }
+}
+
 void pw_ppo_step(PwRun *r, int64_t step)
 {
     PwXfer x = {0};
@@ -495,6 +508,7 @@ void pw_ppo_step(PwRun *r, int64_t step)
     phase_advantages(r, &x, step);
     if (pw_run_has(r, PW_ROLE_ACTOR)) TIMED(PW_ROLE_ACTOR, PW_PH_TRAIN, pw_actor_train(r));
     if (pw_run_has(r, PW_ROLE_CRITIC)) TIMED(PW_ROLE_CRITIC, PW_PH_TRAIN, pw_critic_train(r));
+    if (r->s.offload_adam) offload_moments(r);
     r->opt_step += (int64_t)r->s.epochs * r->s.minibatches;
     phase_weights(r, &x, step);
 

@@ -49,6 +49,7 @@ typedef struct PwSettings {
     int reward_normalize, non_stop_penalty, objective;
     double penalty, uwo_weight, reward_clip;
     double lr, min_lr, weight_decay, beta1, beta2, eps, grad_clip;
+    int offload_adam;        /* optim.offload_adam_states */
     int64_t warmup;
     int decay;
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;

@@ -234,6 +234,12 @@ static const PwCfgKey keys[] = {
      "Adam epsilon", "AdamW's usual 1e-8 (" OI ": 1e-5)"},
     {"optim.grad_clip", PW_CFG_FLOAT, OFF(optim.grad_clip), "1", 0, 0, PW_CFG_MIN, NULL,
      "clip gradients to this global norm; 0: off", NEMO " `gradient_clip_val`"},
+    {"optim.offload_adam_states", PW_CFG_BOOL, OFF(optim.offload_adam_states), "false", 0, 0, 0,
+     NULL,
+     "the actor's and critic's AdamW moments move to host memory after each update and back "
+     "before the next, leaving their device memory to generation and scoring; on the CPU it "
+     "changes nothing",
+     NEMO " `offload_adam_states`"},
 
     /* ---- checkpoints, evaluation, runtime */
     {"checkpoint.every", PW_CFG_INT, OFF(checkpoint.every), "10", 0, PW_CFG_COUNT_MAX,

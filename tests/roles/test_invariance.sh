@@ -14,6 +14,10 @@ run_ppo 3 colo colo "$@"
 "$METRICS_CHECK" lines "$WORK/one/metrics.jsonl" 3
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/five/metrics.jsonl"
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo/metrics.jsonl"
+# Moving the AdamW moments to host memory between updates changes no number either (on the CPU
+# the moments stay where they are; on a GPU they travel and come back before each update).
+run_ppo 3 colo colo_off "$@" optim.offload_adam_states=true
+"$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo_off/metrics.jsonl"
 
 # A two-member ensemble, each member data parallel over two of four reward ranks, scores as the
 # same ensemble on one rank (the actor, critic and reference keep one rank each).
