@@ -24,6 +24,9 @@ int pw_barrier(PwWorld *w, PwRole r, PwErr *err);
  * for a rank lacking the role. */
 int pw_collective_share_id(PwWorld *w, PwRole r, void *id, size_t n, PwErr *err);
 
+/* Whether GPU tensors of a role computing on `role_device` are reduced over NCCL: cuda, in a
+ * build with NCCL. Host tensors of any role take MPI. */
+int pw_collective_nccl_for(PwDevice role_device);
 /* Which path the collectives of role r take on this rank: "nccl" or "mpi". */
 const char *pw_collective_backend(const PwWorld *w, PwRole r);
 

@@ -79,6 +79,9 @@ typedef struct PwWorld {
 int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double timeout_s, PwErr *err);
 /* Stops the heartbeat, frees communicators and buffers; collective over the parent like init. */
 void pw_world_free(PwWorld *w);
+/* Whether the MPI library loaded takes device pointers (asked at run time; 0 for a library built
+ * without CUDA). Meaningful after MPI_Init only: before it the answer is 0. */
+int pw_mpi_cuda_aware(void);
 /* "rank 2 (critic[0]+reward[0])": a world rank and the roles it holds, for messages. */
 void pw_world_describe_rank(const PwWorld *w, int rank, char *buf, size_t len);
 

@@ -20,6 +20,7 @@ typedef struct PwPlacement {
     PwBind bind;
     PwMark bind_mark;                  /* the `bind:` value, or the top of the file if defaulted */
     PwMark device_mark[PW_ROLE_COUNT]; /* each role's `device:` value (or its name if defaulted) */
+    PwMark ranks_mark[PW_ROLE_COUNT];  /* each role's `ranks:` value */
 } PwPlacement;
 
 /* Parse and check `path` for a job of `world_size` ranks. Every rank may call this on the same

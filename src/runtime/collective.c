@@ -62,7 +62,7 @@ int pw_collective_share_id(PwWorld *w, PwRole r, void *id, size_t n, PwErr *err)
 #ifdef PW_HAVE_NCCL
 static int use_nccl(const PwWorld *w, PwRole r, const PwTensor *t)
 {
-    return w->map.role[r].device == PW_DEVICE_CUDA && (!t || t->device == PW_DEVICE_CUDA);
+    return pw_collective_nccl_for(w->map.role[r].device) && (!t || t->device == PW_DEVICE_CUDA);
 }
 
 /* Made on the first collective of the role, when every rank of the role is there anyway:
@@ -134,14 +134,20 @@ void pw_collective_release(PwWorld *w)
     }
 }
 
-const char *pw_collective_backend(const PwWorld *w, PwRole r)
+int pw_collective_nccl_for(PwDevice role_device)
 {
 #ifdef PW_HAVE_NCCL
-    if (r >= 0 && r < PW_ROLE_COUNT && w->map.role[r].device == PW_DEVICE_CUDA) return "nccl";
+    return role_device == PW_DEVICE_CUDA;
+#else
+    (void)role_device;
+    return 0;
 #endif
-    (void)w;
-    (void)r;
-    return "mpi";
+}
+
+const char *pw_collective_backend(const PwWorld *w, PwRole r)
+{
+    return r >= 0 && r < PW_ROLE_COUNT && pw_collective_nccl_for(w->map.role[r].device) ? "nccl"
+                                                                                         : "mpi";
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -235,6 +235,7 @@ static int parse_role(Ctx *c, PwPlacement *p, Parsed *ps, PwRole r, yaml_node_t 
         snprintf(key, sizeof key, "%s.%s", where, str(k));
         if (!strcmp(str(k), "ranks")) {
             if (want_ranks(c, v, key, &rr->ranks, &rr->nranks)) return -1;
+            p->ranks_mark[r] = mark_of(v);
             have_ranks = 1;
         } else if (!strcmp(str(k), "device")) {
             int d = 0;

@@ -3,6 +3,7 @@
 #include "pw_startup.h"
 #include "pw_comm.h"
 #include "pw_device.h"
+#include "pw_transport.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -47,6 +48,26 @@ static void host_name(char *buf, size_t n)
     buf[n - 1] = '\0';
 }
 
+static void rank_gpu(const PwBinding *b, PwRankGpu *g)
+{
+    snprintf(g->host, sizeof g->host, "%s", b->host);
+    g->gpu = b->gpu;
+}
+
+/* The GPU check needs every rank's GPU: each rank gathers them all and reaches the same verdict,
+ * which is still agreed like the others so that a rank can never go on alone. */
+static int check_transports(PwStartup *s, const PwTransportOpts *to, PwErr *err)
+{
+    PwRankGpu mine, *all = calloc((size_t)s->size, sizeof *all);
+    if (!all) pw_comm_fatal(__FILE__, __LINE__, "out of memory for %d GPU entries", s->size);
+    rank_gpu(&s->binding, &mine);
+    PW_MPI_CHECK(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                               MPI_COMM_WORLD));
+    int failed = pw_transport_check(&s->place, to, all, err);
+    free(all);
+    return agree(s->rank, failed, err);
+}
+
 /* --world-size N alone: plan N ranks as if all ran on this host, bind nothing. */
 static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
 {
@@ -56,6 +77,11 @@ static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         return -1;
     PwPlaceRow *rows = calloc((size_t)s->size, sizeof *rows);
     if (!rows) return pw_errf(err, "out of memory for %d rows", s->size);
+    PwRankGpu *gpus = calloc((size_t)s->size, sizeof *gpus);
+    if (!gpus) {
+        free(rows);
+        return pw_errf(err, "out of memory for %d ranks", s->size);
+    }
     int rc = 0;
     for (int r = 0; r < s->size && rc == 0; r++) {
         PwBinding b = {0};
@@ -63,9 +89,17 @@ static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         rc = check_node(s, r, s->size, b.host, err);
         if (rc == 0) rc = plan_rank(s, r, r, s->size, &b, err);
         if (rc == 0) pw_place_row(&s->place, r, &b, &rows[r]);
+        rank_gpu(&b, &gpus[r]);
         if (r == 0) s->binding = b;
     }
-    if (rc == 0 && o->report) pw_place_report(o->report, &s->place, rows, s->size, 1);
+    /* without a job, whether MPI takes device pointers is not known (pw_mpi_cuda_aware) */
+    PwTransportOpts to = pw_transport_opts(-1);
+    if (rc == 0) rc = pw_transport_check(&s->place, &to, gpus, err);
+    if (rc == 0 && o->report) {
+        pw_place_report(o->report, &s->place, rows, s->size, 1);
+        pw_transport_report(o->report, &s->place, &to);
+    }
+    free(gpus);
     free(rows);
     return rc;
 }
@@ -105,6 +139,8 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         pw_errf(err, "rank %d on %s: %s", s->rank, s->binding.host, tmp);
     }
     if (agree(s->rank, failed, err)) return -1;
+    PwTransportOpts to = pw_transport_opts(pw_mpi_cuda_aware());
+    if (check_transports(s, &to, err)) return -1;
 
     PwPlaceRow mine, *rows = NULL;
     pw_place_row(&s->place, s->rank, &s->binding, &mine);
@@ -114,7 +150,10 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
     }
     PW_MPI_CHECK(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, rows, (int)sizeof mine, MPI_BYTE, 0,
                             MPI_COMM_WORLD));
-    if (s->rank == 0 && o->report) pw_place_report(o->report, &s->place, rows, s->size, 0);
+    if (s->rank == 0 && o->report) {
+        pw_place_report(o->report, &s->place, rows, s->size, 0);
+        pw_transport_report(o->report, &s->place, &to);
+    }
     free(rows);
     return 0;
 }

@@ -78,7 +78,7 @@ static double spin_time(MPI_Comm comm)
     return (cores > 0 && local <= cores) ? 20e-3 : 50e-6;
 }
 
-static int query_cuda_aware(void)
+int pw_mpi_cuda_aware(void)
 {
 #if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
     /* Asked at run time: the library loaded may differ from the one compiled against. */
@@ -187,7 +187,7 @@ int pw_world_init(PwWorld *w, MPI_Comm parent, const PwRoleMap *map, double time
                               pw_role_name(r), rr, w->role_rank[r]);
         }
     }
-    w->mpi_cuda_aware = query_cuda_aware();
+    w->mpi_cuda_aware = pw_mpi_cuda_aware();
     w->spin_s = spin_time(w->comm);
     write_rank_roles(w);
 

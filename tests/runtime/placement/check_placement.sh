@@ -3,7 +3,8 @@
 # --world-size) with a time limit, then check the exit status and what it printed.
 #
 #   check_placement.sh MPIRUN PPO_WORLD NP FILE ok   'ROW'...    rows: "rank roles device gpu models"
-#                      or "rank roles device threads cores numa gpu models" to check binding too
+#                      or "rank roles device threads cores numa gpu models" to check binding too,
+#                      or a row of the transport table "phase data from to transport ranks"
 #   check_placement.sh MPIRUN PPO_WORLD NP FILE fail 'REGEX'     one error line on stderr
 #   check_placement.sh MPIRUN PPO_WORLD NP FILE cuda 'REGEX'     fail, or skip (77) if a GPU works
 #   check_placement.sh MPIRUN PPO_WORLD 0 FILE core 'REGEX'      bind core with cores+1 ranks
@@ -46,8 +47,14 @@ ok)
     fi
     [ $rc -eq 0 ] || { echo "FAIL: exit $rc, expected 0"; exit 1; }
     for row in "$@"; do # the list is expanded once: `set --` below does not disturb it
-        # Columns: rank host local roles device threads cores numa gpu reward_models
         set -- $row
+        if ! [[ $1 =~ ^[0-9]+$ ]]; then
+            # A transport row: the lines after "transports:", blanks squeezed, must hold it.
+            awk '/^transports: / { t = 1; next } t { $1 = $1; print }' "$tmp/out" |
+                grep -qxF -- "$row" || { echo "FAIL: no transport row '$row'"; fail=1; }
+            continue
+        fi
+        # Columns: rank host local roles device threads cores numa gpu reward_models
         if [ $# -eq 8 ]; then cols='$1, $4, $5, $6, $7, $8, $9, $10'; else cols='$1, $4, $5, $9, $10'; fi
         got=$(awk -v r="$1" 'NF == 10 && $1 == r && $2 != "host" { print '"$cols"' }' "$tmp/out")
         if [ "$got" != "$row" ]; then
