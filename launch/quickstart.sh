@@ -225,8 +225,7 @@ if [ "$DEVICE" = cuda ]; then
     # it to bf16 here, e.g. RL_ARGS_DEVICE=(precision=bf16), and the line below says so.
     echo "quickstart: --device cuda: the $([ "$TASK" = arithmetic ] && echo "$ALGO" || echo ppo)" \
          "stage runs as one process with every role on the GPU ($RL_PLACEMENT, from" \
-         "$PLACEMENT), at fp32 (no precision setting yet); the SFT and reward-model stages run" \
-         "on the CPU"
+         "$PLACEMENT), at fp32 (no precision setting yet); the stages before it run on the CPU"
 else
     RL_PLACEMENT=$PLACEMENT
     RL_LAUNCH=(env PPO_WORLD="$PPO" launch/run.sh "$NP")
