@@ -195,9 +195,9 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # Where the reinforcement stage runs. cpu: NP ranks under launch/run.sh, as PLACEMENT says.
 # cuda: one process started directly (an MPI singleton, so no launcher is needed), every role
 # of PLACEMENT on rank 0 and `device: cuda`: a copy of PLACEMENT made in the run folder. One
-# rank trains as NP ranks do (the placement does not change the numbers: docs/roles.md,
-# Determinism and the exact checks); SFT and the reward models stay on the CPU (their modes
-# have no device key yet, docs/training.md).
+# rank runs the same algorithm on the same batches as NP ranks; only the rounding differs (the
+# device, and the CPU thread count a rank gets: docs/quickstart.md, On a GPU). SFT and the
+# reward models stay on the CPU (their modes have no device key yet, docs/training.md).
 RL_ARGS_DEVICE=()
 if [ "$DEVICE" = cuda ]; then
     RL_PLACEMENT=$OUT/placement_cuda.yaml

@@ -1,8 +1,9 @@
 # quickstart_arith.sh: the stages of `launch/quickstart.sh --task arithmetic`, sourced by it after
 # the install and build stages (it uses the script's run_stage, progress and variables, and exits):
-# arithmetic data, SFT, GRPO or RLOO against the exact-answer verifier on two ranks, or one on
-# the GPU (RL_PLACEMENT, RL_LAUNCH: quickstart.sh --device) (no reward model, no critic), and the exact-answer rate of the SFT policy against the trained one, with
-# standard errors (docs/quickstart.md, Arithmetic with GRPO).
+# arithmetic data, SFT, GRPO or RLOO against the exact-answer verifier (no reward model, no
+# critic) on two ranks, or on one with --device cuda (RL_PLACEMENT, RL_LAUNCH), and the
+# exact-answer rate of the SFT policy against the trained one, with standard errors
+# (docs/quickstart.md, Arithmetic with GRPO).
 
 run_stage task "$OUT/task" "task data (arithmetic)" \
     "$PPO" gen-task --out "$OUT/task" "${TASK_FLAGS[@]}"
