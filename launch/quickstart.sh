@@ -6,12 +6,15 @@
 #
 # Usage: launch/quickstart.sh [--fresh] [--out DIR] [--family gpt2|llama]
 #                             [--task reverse|arithmetic] [--algorithm ppo|grpo|rloo]
-#                                                                           (docs/quickstart.md)
-#   --out DIR      run folder (default runs/quickstart, runs/quickstart_arithmetic)
+#                             [--device cpu|cuda]                           (docs/quickstart.md)
+#   --out DIR      run folder (default runs/quickstart, runs/quickstart_arithmetic; with
+#                  --device cuda runs/quickstart_cuda, runs/quickstart_arithmetic_cuda)
 #   --family F     the policy's (and so the reward models' and critic's) architecture: gpt2 (the
 #                  default) or llama (configs/quickstart/sft_llama.yaml); reverse only
 #   --task T       reverse (the default: reward models and PPO) or arithmetic (a verifier)
 #   --algorithm A  ppo for reverse; grpo (the default) or rloo for arithmetic
+#   --device D     cpu (the default) or cuda: the reinforcement stage as one process (no
+#                  launcher) with every role on the GPU; SFT and reward models stay on the CPU
 #   --fresh        redo every stage; otherwise a stage whose folder holds a completion marker for
 #                  the same command is reused
 # Environment: BUILD (build folder, default build); PPO_WORLD (a built binary: skips the install
@@ -26,6 +29,7 @@ FRESH=0
 FAMILY=gpt2
 TASK=reverse
 ALGO=
+DEVICE=cpu
 while [ $# -gt 0 ]; do
     case $1 in
         --fresh) FRESH=1 ;;
@@ -45,9 +49,13 @@ while [ $# -gt 0 ]; do
             [ $# -ge 2 ] || { echo "quickstart: --algorithm needs ppo, grpo or rloo" >&2; exit 2; }
             ALGO=$2; shift ;;
         --algorithm=*) ALGO=${1#--algorithm=} ;;
-        -h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --device)
+            [ $# -ge 2 ] || { echo "quickstart: --device needs cpu or cuda" >&2; exit 2; }
+            DEVICE=$2; shift ;;
+        --device=*) DEVICE=${1#--device=} ;;
+        -h|--help) sed -n '4,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "quickstart: unknown argument '$1' (expected --fresh, --out DIR, --family F," \
-                "--task T, --algorithm A)" >&2
+                "--task T, --algorithm A, --device D)" >&2
            exit 2 ;;
     esac
     shift
@@ -58,7 +66,8 @@ case $TASK in
         [ "$ALGO" = ppo ] || { echo "quickstart: --algorithm '$ALGO' with --task reverse: the" \
             "reversal quickstart trains reward models and a critic, so ppo only (grpo and rloo" \
             "run with --task arithmetic)" >&2; exit 2; }
-        OUT=${OUT:-runs/quickstart}
+        DEFAULT_OUT=runs/quickstart
+        PLACEMENT=configs/placements/one_rank_per_role.yaml NP=5
         DEFAULT_CONFIG=configs/quickstart/ppo.yaml ;;
     arithmetic)
         ALGO=${ALGO:-grpo}
@@ -72,10 +81,17 @@ case $TASK in
         esac
         [ "$FAMILY" = gpt2 ] || { echo "quickstart: --family $FAMILY with --task arithmetic:" \
             "its SFT configuration is GPT-2 (configs/quickstart/sft_arith.yaml)" >&2; exit 2; }
-        OUT=${OUT:-runs/quickstart_arithmetic}
+        DEFAULT_OUT=runs/quickstart_arithmetic
+        PLACEMENT=configs/placements/critic_free_split.yaml NP=2
         DEFAULT_CONFIG=configs/quickstart/grpo_arith.yaml ;;
     *) echo "quickstart: --task '$TASK': expected reverse or arithmetic" >&2; exit 2 ;;
 esac
+case $DEVICE in
+    cpu) ;;
+    cuda) DEFAULT_OUT=${DEFAULT_OUT}_cuda ;;   # beside the CPU run's folder, not over it
+    *) echo "quickstart: --device '$DEVICE': expected cpu or cuda" >&2; exit 2 ;;
+esac
+OUT=${OUT:-$DEFAULT_OUT}
 CONFIG=${PW_QUICKSTART_CONFIG:-$DEFAULT_CONFIG}
 [ -f "$CONFIG" ] || { echo "quickstart: no PPO configuration '$CONFIG'" >&2; exit 2; }
 
@@ -176,6 +192,46 @@ mkdir -p "$OUT"
 # tiny matrices where threads only add overhead.
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
+# Where the reinforcement stage runs. cpu: NP ranks under launch/run.sh, as PLACEMENT says.
+# cuda: one process started directly (an MPI singleton, so no launcher is needed), every role
+# of PLACEMENT on rank 0 and `device: cuda`: a copy of PLACEMENT made in the run folder. One
+# rank runs the same algorithm on the same batches as NP ranks; only the rounding differs (the
+# device, and the CPU thread count a rank gets: docs/quickstart.md, On a GPU). SFT and the
+# reward models stay on the CPU (their modes have no device key yet, docs/training.md).
+RL_ARGS_DEVICE=()
+if [ "$DEVICE" = cuda ]; then
+    RL_PLACEMENT=$OUT/placement_cuda.yaml
+    awk -v src="$PLACEMENT" 'BEGIN { print "# made by launch/quickstart.sh --device cuda from " \
+                                           src ": every role on rank 0 and the GPU" }
+        /^ *#/ || /^world_size:/ { next }
+        /^  [a-z_]+: *\{.*\} *$/ { sub(/ranks: *\[[^]]*\]/, "ranks: [0]")
+                                  gsub(/, *device: *[a-z]+/, ""); sub(/ *\} *$/, ", device: cuda }") }
+        { print }' "$PLACEMENT" > "$RL_PLACEMENT"
+    # Before any stage: where this process sees no GPU, ppo_world refuses the placement with a
+    # message naming the file, the key and the host.
+    mkdir -p "$OUT/logs"
+    if ! "$PPO" --placement "$RL_PLACEMENT" --dry-run > "$OUT/logs/gpu_check.log" 2>&1; then
+        cat "$OUT/logs/gpu_check.log" >&2
+        echo "quickstart: --device cuda: ppo_world refuses the GPU placement $RL_PLACEMENT" \
+             "(above); run without --device cuda for the CPU" >&2
+        exit 1
+    fi
+    # shellcheck source=launch/env.sh
+    . launch/env.sh   # CUDA ordinals in PCI bus order, as the launchers set them
+    RL_LAUNCH=("$PPO")
+    RL_WHERE="1 rank, every role on the GPU"
+    # Precision: the configuration has no precision key yet (docs/cuda.md, bf16 matmul: "for a
+    # later precision: bf16"), so the GPU run is fp32. When the key exists, --device cuda sets
+    # it to bf16 here, e.g. RL_ARGS_DEVICE=(precision=bf16), and the line below says so.
+    echo "quickstart: --device cuda: the $([ "$TASK" = arithmetic ] && echo "$ALGO" || echo ppo)" \
+         "stage runs as one process with every role on the GPU ($RL_PLACEMENT, from" \
+         "$PLACEMENT), at fp32 (no precision setting yet); the stages before it run on the CPU"
+else
+    RL_PLACEMENT=$PLACEMENT
+    RL_LAUNCH=(env PPO_WORLD="$PPO" launch/run.sh "$NP")
+    RL_WHERE="$NP ranks"
+fi
+
 if [ "$TASK" = arithmetic ]; then
     . launch/quickstart_arith.sh   # the stages of the arithmetic variant; it exits
 fi
@@ -193,11 +249,11 @@ for s in "${RM_SEEDS[@]}"; do
     RMS+=("$OUT/rm_seed$s")
 done
 rm_list=$(IFS=,; echo "${RMS[*]}")
-PPO_ARGS=(--placement configs/placements/one_rank_per_role.yaml --config "$CONFIG"
+PPO_ARGS=(--placement "$RL_PLACEMENT" --config "$CONFIG"
           "model.sft=$OUT/sft" "model.reward=[$rm_list]" "data.prompts=$OUT/task/prompts_train.jsonl"
-          "data.eval_prompts=$OUT/task/prompts_eval.jsonl")
-run_stage ppo "$OUT/ppo" "PPO, 5 ranks (one per role)" \
-    env PPO_WORLD="$PPO" launch/run.sh 5 "${PPO_ARGS[@]}" --out "$OUT/ppo"
+          "data.eval_prompts=$OUT/task/prompts_eval.jsonl" ${RL_ARGS_DEVICE[@]+"${RL_ARGS_DEVICE[@]}"})
+[ "$DEVICE" = cpu ] && RL_WHERE="5 ranks (one per role)"
+run_stage ppo "$OUT/ppo" "PPO, $RL_WHERE" "${RL_LAUNCH[@]}" "${PPO_ARGS[@]}" --out "$OUT/ppo"
 
 # The SFT policy's gold score is the PPO run's initial evaluation (eval.jsonl's episode-0 line,
 # written before the first update). A PPO folder reused from an older build may lack it.

@@ -1,8 +1,9 @@
 # quickstart_arith.sh: the stages of `launch/quickstart.sh --task arithmetic`, sourced by it after
 # the install and build stages (it uses the script's run_stage, progress and variables, and exits):
-# arithmetic data, SFT, GRPO or RLOO against the exact-answer verifier on two ranks (no reward
-# model, no critic), and the exact-answer rate of the SFT policy against the trained one, with
-# standard errors (docs/quickstart.md, Arithmetic with GRPO).
+# arithmetic data, SFT, GRPO or RLOO against the exact-answer verifier (no reward model, no
+# critic) on two ranks, or on one with --device cuda (RL_PLACEMENT, RL_LAUNCH), and the
+# exact-answer rate of the SFT policy against the trained one, with standard errors
+# (docs/quickstart.md, Arithmetic with GRPO).
 
 run_stage task "$OUT/task" "task data (arithmetic)" \
     "$PPO" gen-task --out "$OUT/task" "${TASK_FLAGS[@]}"
@@ -10,17 +11,18 @@ run_stage sft "$OUT/sft" "SFT policy ($SFT_STEPS steps)" \
     "$PPO" sft --config "$SFT_CONFIG" --out "$OUT/sft" "data.dir=$OUT/task" \
         "train.steps=$SFT_STEPS" "seed=$SEED"
 
-RL_ARGS=(--placement configs/placements/critic_free_split.yaml --config "$CONFIG"
+RL_ARGS=(--placement "$RL_PLACEMENT" --config "$CONFIG"
          "model.sft=$OUT/sft" "data.prompts=$OUT/task/prompts_train.jsonl"
-         "data.eval_prompts=$OUT/task/prompts_eval.jsonl" "algorithm=$ALGO")
+         "data.eval_prompts=$OUT/task/prompts_eval.jsonl" "algorithm=$ALGO"
+         ${RL_ARGS_DEVICE[@]+"${RL_ARGS_DEVICE[@]}"})
 if [ -n "$RL_STEPS" ]; then   # QS_RL_STEPS: that many steps of the configuration's batch
     n=$(sed -n 's/^ *num_rollout_samples: *\([0-9]*\).*/\1/p' "$CONFIG" | head -n 1)
     [ -n "$n" ] || { echo "quickstart: QS_RL_STEPS: no ppo.num_rollout_samples in $CONFIG" >&2; exit 2; }
     RL_ARGS+=("episodes=$((RL_STEPS * n))")
 fi
 name=$(tr '[:lower:]' '[:upper:]' <<< "$ALGO")
-run_stage rl "$OUT/rl" "$name, 2 ranks, exact-answer verifier" \
-    env PPO_WORLD="$PPO" launch/run.sh 2 "${RL_ARGS[@]}" --out "$OUT/rl"
+run_stage rl "$OUT/rl" "$name, $RL_WHERE, exact-answer verifier" \
+    "${RL_LAUNCH[@]}" "${RL_ARGS[@]}" --out "$OUT/rl"
 
 # The SFT policy's rate is the run's initial evaluation (written before the first update), the
 # trained policy's its last; the standard error of each is the spread of its 0/1 scores over
