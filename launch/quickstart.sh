@@ -6,7 +6,7 @@
 #
 # Usage: launch/quickstart.sh [--fresh] [--out DIR] [--family gpt2|llama]
 #                             [--task reverse|arithmetic] [--algorithm ppo|grpo|rloo]
-#                             [--device cpu|cuda]                           (docs/quickstart.md)
+#                             [--device cpu|cuda] [--precision fp32|bf16]   (docs/quickstart.md)
 #   --out DIR      run folder (default runs/quickstart, runs/quickstart_arithmetic; with
 #                  --device cuda runs/quickstart_cuda, runs/quickstart_arithmetic_cuda)
 #   --family F     the policy's (and so the reward models' and critic's) architecture: gpt2 (the
@@ -15,6 +15,8 @@
 #   --algorithm A  ppo for reverse; grpo (the default) or rloo for arithmetic
 #   --device D     cpu (the default) or cuda: the reinforcement stage as one process (no
 #                  launcher) with every role on the GPU; SFT and reward models stay on the CPU
+#   --precision P  the reinforcement stage's model.precision: fp32 (the default on the CPU) or
+#                  bf16 (the default with --device cuda; on the CPU it is emulated, slowly)
 #   --fresh        redo every stage; otherwise a stage whose folder holds a completion marker for
 #                  the same command is reused
 # Environment: BUILD (build folder, default build); PPO_WORLD (a built binary: skips the install
@@ -30,6 +32,7 @@ FAMILY=gpt2
 TASK=reverse
 ALGO=
 DEVICE=cpu
+PRECISION=
 while [ $# -gt 0 ]; do
     case $1 in
         --fresh) FRESH=1 ;;
@@ -53,9 +56,13 @@ while [ $# -gt 0 ]; do
             [ $# -ge 2 ] || { echo "quickstart: --device needs cpu or cuda" >&2; exit 2; }
             DEVICE=$2; shift ;;
         --device=*) DEVICE=${1#--device=} ;;
-        -h|--help) sed -n '4,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --precision)
+            [ $# -ge 2 ] || { echo "quickstart: --precision needs fp32 or bf16" >&2; exit 2; }
+            PRECISION=$2; shift ;;
+        --precision=*) PRECISION=${1#--precision=} ;;
+        -h|--help) sed -n '4,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "quickstart: unknown argument '$1' (expected --fresh, --out DIR, --family F," \
-                "--task T, --algorithm A, --device D)" >&2
+                "--task T, --algorithm A, --device D, --precision P)" >&2
            exit 2 ;;
     esac
     shift
@@ -87,9 +94,14 @@ case $TASK in
     *) echo "quickstart: --task '$TASK': expected reverse or arithmetic" >&2; exit 2 ;;
 esac
 case $DEVICE in
-    cpu) ;;
-    cuda) DEFAULT_OUT=${DEFAULT_OUT}_cuda ;;   # beside the CPU run's folder, not over it
+    cpu) PRECISION=${PRECISION:-fp32} ;;
+    cuda) DEFAULT_OUT=${DEFAULT_OUT}_cuda      # beside the CPU run's folder, not over it
+          PRECISION=${PRECISION:-bf16} ;;
     *) echo "quickstart: --device '$DEVICE': expected cpu or cuda" >&2; exit 2 ;;
+esac
+case $PRECISION in
+    fp32|bf16) ;;
+    *) echo "quickstart: --precision '$PRECISION': expected fp32 or bf16" >&2; exit 2 ;;
 esac
 OUT=${OUT:-$DEFAULT_OUT}
 CONFIG=${PW_QUICKSTART_CONFIG:-$DEFAULT_CONFIG}
@@ -199,6 +211,8 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # device, and the CPU thread count a rank gets: docs/quickstart.md, On a GPU). SFT and the
 # reward models stay on the CPU (their modes have no device key yet, docs/training.md).
 RL_ARGS_DEVICE=()
+# fp32 is the configurations' default: the CPU command stays as it was
+[ "$PRECISION" = fp32 ] || RL_ARGS_DEVICE+=("model.precision=$PRECISION")
 if [ "$DEVICE" = cuda ]; then
     RL_PLACEMENT=$OUT/placement_cuda.yaml
     awk -v src="$PLACEMENT" 'BEGIN { print "# made by launch/quickstart.sh --device cuda from " \
@@ -220,12 +234,9 @@ if [ "$DEVICE" = cuda ]; then
     . launch/env.sh   # CUDA ordinals in PCI bus order, as the launchers set them
     RL_LAUNCH=("$PPO")
     RL_WHERE="1 rank, every role on the GPU"
-    # Precision: the configuration has no precision key yet (docs/cuda.md, bf16 matmul: "for a
-    # later precision: bf16"), so the GPU run is fp32. When the key exists, --device cuda sets
-    # it to bf16 here, e.g. RL_ARGS_DEVICE=(precision=bf16), and the line below says so.
     echo "quickstart: --device cuda: the $([ "$TASK" = arithmetic ] && echo "$ALGO" || echo ppo)" \
          "stage runs as one process with every role on the GPU ($RL_PLACEMENT, from" \
-         "$PLACEMENT), at fp32 (no precision setting yet); the stages before it run on the CPU"
+         "$PLACEMENT), at $PRECISION; the stages before it run on the CPU"
 else
     RL_PLACEMENT=$PLACEMENT
     RL_LAUNCH=(env PPO_WORLD="$PPO" launch/run.sh "$NP")
