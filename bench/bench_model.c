@@ -1,5 +1,6 @@
 /* bench_model.c: GPT-2 forward+backward throughput on the CPU, through the model interface, next
- * to plain sgemm in the same run, so the model's GFLOP/s reads as a fraction of what BLAS does. */
+ * to plain sgemm in the same run, so the model's GFLOP/s reads as a fraction of what BLAS does;
+ * and with `gpu`, GPT-2 124M training steps on a GPU and their MFU (bench_gpu below). */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,8 @@
 
 #include "pw_model.h"
 
-enum { B = 4, T = 256 };
+/* the batch: B = 4, T = 256 on the CPU; the GPU mode's default is B = 16, T = 1024 */
+static int B = 4, T = 256;
 
 static double now(void)
 {
@@ -73,6 +75,42 @@ static double step(PwModel *m, const int *inp, const int *targets, const float *
     return loss;
 }
 
+/* B x T random tokens of a vocabulary of V, their next-token targets, the mean-loss weights w,
+ * dlogp = -w, and room for the log-probs */
+typedef struct Batch {
+    int *inp, *targets;
+    float *w, *logp, *dlogp;
+} Batch;
+
+static Batch make_batch(int V)
+{
+    size_t n = (size_t)B * T;
+    Batch b = {calloc(n, sizeof(int)), calloc(n, sizeof(int)), calloc(n, sizeof(float)),
+               calloc(n, sizeof(float)), calloc(n, sizeof(float))};
+    if (!b.inp || !b.targets || !b.w || !b.logp || !b.dlogp) {
+        fprintf(stderr, "out of memory for a batch of %zu tokens\n", n);
+        exit(1);
+    }
+    unsigned s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        b.inp[i] = (int)((s >> 8) % (unsigned)V);
+    }
+    pw_lm_next_token_targets(b.targets, b.inp, NULL, B, T);
+    pw_lm_mean_weights(b.w, b.targets, B * T);
+    for (size_t i = 0; i < n; i++) b.dlogp[i] = -b.w[i];
+    return b;
+}
+
+static void free_batch(Batch *b)
+{
+    free(b->inp);
+    free(b->targets);
+    free(b->w);
+    free(b->logp);
+    free(b->dlogp);
+}
+
 /* vocab_multiple: 0 pads the vocabulary to a multiple of 64 (the default), 1 leaves it at V */
 static Row bench_model(const char *name, PwArch cfg, int iters, int vocab_multiple)
 {
@@ -81,17 +119,9 @@ static Row bench_model(const char *name, PwArch cfg, int iters, int vocab_multip
     PwModel *m = pw_model_create(&cfg, &o, &err);
     if (!m) die(name, &err);
     pw_model_init_random(m, 1);
-    int *inp = malloc(B * T * sizeof(int)), *targets = malloc(B * T * sizeof(int));
-    float *w = malloc(B * T * sizeof(float)), *logp = malloc(B * T * sizeof(float));
-    float *dlogp = malloc(B * T * sizeof(float));
-    unsigned s = 12345;
-    for (int i = 0; i < B * T; i++) {
-        s = s * 1103515245u + 12345u;
-        inp[i] = (int)((s >> 8) % (unsigned)cfg.vocab_size);
-    }
-    pw_lm_next_token_targets(targets, inp, NULL, B, T);
-    pw_lm_mean_weights(w, targets, B * T);
-    for (int i = 0; i < B * T; i++) dlogp[i] = -w[i];
+    Batch bt = make_batch(cfg.vocab_size);
+    int *inp = bt.inp, *targets = bt.targets;
+    float *w = bt.w, *logp = bt.logp, *dlogp = bt.dlogp;
 
     /* warm-up: first touch of every buffer, and one AdamW step so that the optimiser's moments
      * count in the peak memory as they do in training */
@@ -120,11 +150,7 @@ static Row bench_model(const char *name, PwArch cfg, int iters, int vocab_multip
     Row r = {name, pw_model_num_weights(m), sec, B * T / sec, pw_model_flops_per_token(m, T) * B * T / sec * 1e-9,
              peak_rss_mib() - baseline_mib, bound, sgemm};
     fprintf(stderr, "%s: loss %.4f (ln V = %.4f)\n", name, loss, __builtin_log(cfg.vocab_size));
-    free(inp);
-    free(targets);
-    free(w);
-    free(logp);
-    free(dlogp);
+    free_batch(&bt);
     pw_model_free(m);
     return r;
 }
@@ -178,12 +204,68 @@ static double bench_sgemm(void)
     return best;
 }
 
+/* The H100's dense bf16 peak (989 TFLOP/s, SXM), the denominator of the GPU mode's MFU */
+#define GPU_PEAK_TFLOPS 989.0
+
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && atoi(v) > 0 ? atoi(v) : dflt;
+}
+
+/* `bench_model ITERS gpu [bf16|fp32]`: GPT-2 124M training steps on GPU 0 (forward, backward,
+ * AdamW) at B = BENCH_B (16), T = BENCH_T (1024); MFU with the model's flops per token (6 x
+ * matmul parameters + 12 L C T) over the bf16 peak. Without a GPU it stops at the model's
+ * creation, with its message. */
+static int bench_gpu(int iters, PwPrecision prec)
+{
+    B = env_int("BENCH_B", 16);
+    T = env_int("BENCH_T", 1024);
+    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
+                   .vocab_size = 50257, .n_positions = 1024};
+    if (T > gpt2.n_positions) gpt2.n_positions = T;
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .device = PW_DEVICE_CUDA,
+                     .precision = prec};
+    PwModel *m = pw_model_create(&gpt2, &o, &err);
+    if (!m) die("gpt2-124M on cuda:0", &err);
+    pw_model_init_random(m, 1);
+    size_t n = (size_t)B * T;
+    Batch bt = make_batch(gpt2.vocab_size);
+    PwAdamWConfig opt = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 1.0f};
+    double sec = 1e30, loss = 0.0;
+    for (int i = 0; i <= iters; i++) { /* i = 0: the warm-up */
+        double t0 = now();
+        loss = step(m, bt.inp, bt.targets, bt.w, bt.logp, bt.dlogp);
+        if (pw_model_adamw_step(m, &opt, i + 1, NULL, &err) != PW_ADAMW_APPLIED)
+            die("AdamW", &err);
+        pw_model_params(m); /* waits for the step's queued work */
+        double t = now() - t0;
+        if (i > 0 && t < sec) sec = t;
+    }
+    double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
+    printf("GPT-2 124M training step on cuda:0 at %s, B=%d T=%d, best of %d after one warm-up "
+           "(loss %.4f)\n\n", pw_precision_name(prec), B, T, iters, loss);
+    printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
+    printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
+           100.0 * tflops / GPU_PEAK_TFLOPS);
+    printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f\n", tflops / GPU_PEAK_TFLOPS,
+           n / sec, tflops);
+    free_batch(&bt);
+    pw_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* [iters] [gpt2|llama]: GPT-2 small and 124M (the default), or the Llama family at
      * Qwen2.5-0.5B's shape (random weights), alone, so that its peak memory is its own */
     int iters = argc > 1 ? atoi(argv[1]) : 3;
     if (iters < 1) iters = 1;
+    if (argc > 2 && !strcmp(argv[2], "gpu"))
+        return bench_gpu(iters, argc > 3 && !strcmp(argv[3], "fp32") ? PW_PRECISION_FP32
+                                                                      : PW_PRECISION_BF16);
     int llama = argc > 2 && !strcmp(argv[2], "llama");
     const char *threads = getenv("OPENBLAS_NUM_THREADS");
     printf("%s forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "

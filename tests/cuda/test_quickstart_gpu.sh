@@ -3,8 +3,7 @@
 # configuration: SFT and three reward models on the CPU, then PPO as one process with every role
 # on the GPU): the PPO policy beats the SFT policy on the gold score by at least 5 standard errors,
 # (ppo_gold - sft_gold) / gold_se of the RESULT line (on the CPU: 15.2, docs/quickstart.md).
-# The run is fp32: the configuration has no precision setting yet (launch/quickstart.sh says
-# where bf16 goes once it has).
+# The PPO stage runs at model.precision=bf16 (the script's default with --device cuda).
 # Without a GPU (tests/cuda/gpu_probe) it checks what it can, that --device cuda is refused with
 # ppo_world's message and a non-zero exit before any stage runs, and then exits 77 (skip).
 set -euo pipefail
