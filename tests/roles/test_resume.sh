@@ -2,7 +2,8 @@
 # test_resume.sh: checkpoints/step_N hold actor and critic weights with their AdamW moments
 # (and in async mode the generator's queue of batches sampled ahead) and the run state; --resume
 # from step_2 of a 4-step run gives the metrics of the run that was never interrupted, bit for
-# bit, in sync mode and with async.max_staleness 1 and 2 (a queue of two batches).
+# bit, in sync mode and with async.max_staleness 1 and 2 (a queue of two batches), and at bf16
+# with the moments offloaded.
 # checkpoint.keep prunes older checkpoints; a changed configuration, no checkpoint, or a state.json
 # this run could not have written is refused, naming the file and the field; keys that change no
 # number (runtime time limits, progress, tracing) may differ.
@@ -10,9 +11,12 @@
 make_inputs
 # (the Llama pass runs sync and k = 2 only: k = 1 is a queue of one batch, the mechanism is the same)
 modes="0 1 2"; [ -n "${TINY_FAMILY:-}" ] && modes="0 2"
-for mode in $modes; do
+# resume_check NAME K ARGS...: the 4-step run at staleness K against the one resumed from step_2
+resume_check() {
+    mode=$1 k=$2
+    shift 2
     set -- episodes=32 checkpoint.every=2 checkpoint.keep=0 ppo.minibatches=2 \
-        ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async.max_staleness=$mode
+        ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async.max_staleness=$k "$@"
     run_ppo 5 five "full_$mode" "$@"
     for s in 2 4; do
         for f in actor/model.safetensors actor/optimizer.safetensors critic/model.safetensors \
@@ -20,8 +24,8 @@ for mode in $modes; do
             test -f "$WORK/full_$mode/checkpoints/step_$s/$f" || { echo "FAIL: no step_$s/$f"; exit 1; }
         done
         q="$WORK/full_$mode/checkpoints/step_$s/generator/queue.safetensors"
-        if [ "$mode" = 0 ] && [ -e "$q" ]; then echo "FAIL: a sync checkpoint has a queue"; exit 1; fi
-        if [ "$mode" != 0 ] && ! [ -f "$q" ]; then echo "FAIL: no step_$s queue"; exit 1; fi
+        if [ "$k" = 0 ] && [ -e "$q" ]; then echo "FAIL: a sync checkpoint has a queue"; exit 1; fi
+        if [ "$k" != 0 ] && ! [ -f "$q" ]; then echo "FAIL: no step_$s queue"; exit 1; fi
     done
     # the interrupted run: only step_2 survived, and the metrics of steps 0..2 (one too many)
     mkdir -p "$WORK/cut_$mode/checkpoints"
@@ -34,7 +38,15 @@ for mode in $modes; do
         runtime.timeout_s=120 runtime.heartbeat_s=5
     test -s "$WORK/cut_$mode/trace.json" || { echo "FAIL: no trace of the resumed run"; exit 1; }
     "$METRICS_CHECK" same "$WORK/full_$mode/metrics.jsonl" "$WORK/cut_$mode/metrics.jsonl"
-done
+}
+for mode in $modes; do resume_check "$mode" "$mode"; done
+# bf16 products with the moments offloaded between updates: the checkpoint holds all the run
+# needs there too (on a GPU the moments come back from the host to be saved; here they never
+# leave)
+resume_check bf16 1 model.precision=bf16 optim.offload_adam_states=true
+# the checks below resume full_2's checkpoint with its configuration
+set -- episodes=32 checkpoint.every=2 checkpoint.keep=0 ppo.minibatches=2 \
+    ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async.max_staleness=2
 # an async checkpoint without the generator's queue: refused, naming the file
 mkdir -p "$WORK/noq/checkpoints"
 cp -r "$WORK/full_2/checkpoints/step_2" "$WORK/noq/checkpoints/"
