@@ -3,6 +3,11 @@
 #ifndef PW_DEVICE_H
 #define PW_DEVICE_H
 
+#include <stddef.h>
+
 int pw_device_count(void);
+/* The most device memory this process has held (pw_cuda_peak_bytes: the kernel tables' buffers
+ * and the scratch pools' high-water marks); 0 without the CUDA backend or before any use. */
+size_t pw_device_peak_bytes(void);
 
 #endif

@@ -40,6 +40,11 @@ void pw_cuda_set_tf32(int enable);
 int pw_cuda_get_tf32(void);
 /* destroys every cuBLAS handle this layer created */
 void pw_cuda_release(void);
+/* Device memory this process has held: the most the kernel tables (pw_ops.h) held at once, plus
+ * the high-water marks of the stream-ordered scratch pools (an upper bound of the true peak:
+ * the two peaks may fall at different times). 0 before any allocation. */
+size_t pw_cuda_peak_bytes(void);
+size_t pw_cuda_scratch_peak_bytes(void);
 
 /* ---- embeddings. dwte and dwpe are accumulated with atomicAdd: the order of additions into
  * one row (a repeated token, a shared position) varies between runs, so results agree with the

@@ -4,7 +4,10 @@
 
 #ifdef PW_HAVE_CUDA
 int pw_cuda_device_count(void);
+size_t pw_cuda_peak_bytes(void);
 int pw_device_count(void) { return pw_cuda_device_count(); }
+size_t pw_device_peak_bytes(void) { return pw_cuda_peak_bytes(); }
 #else
 int pw_device_count(void) { return 0; }
+size_t pw_device_peak_bytes(void) { return 0; }
 #endif

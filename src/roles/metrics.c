@@ -77,6 +77,10 @@ void pw_metrics_write(PwRun *r, int64_t step)
         if (!r->w.map.role[role].nranks) continue;
         snprintf(key, sizeof key, "memory/%s/peak_mb", pw_role_name((PwRole)role));
         put(o, key, r->peak_mb[role]);
+        /* the GPU's own memory, for a role that computes there (host memory is peak_mb) */
+        if (r->w.map.role[role].device != PW_DEVICE_CUDA) continue;
+        snprintf(key, sizeof key, "memory/%s/device_peak_mb", pw_role_name((PwRole)role));
+        put(o, key, r->device_peak_mb[role]);
     }
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     if (line) {

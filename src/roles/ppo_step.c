@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include "pw_algo.h"
+#include "pw_device.h" /* pw_device_peak_bytes */
 #include "pw_trace.h"
 #include "roles.h"
 
@@ -350,9 +351,10 @@ static void phase_advantages(PwRun *r, PwXfer *x, int64_t step)
 /* What each rank of each role reports to actor rank 0 at the end of a step: its seconds per
  * phase for that role, then (critic) value loss, value clipfrac, critic lr, skipped updates,
  * then the rank's bytes sent and given to collectives this step (in the report of the first
- * role it holds only, so a rank is counted once) and its peak resident set in MB. */
-#define PW_REPORT_LEN (PW_PH_COUNT + 7)
-enum { REP_SENT = PW_PH_COUNT + 4, REP_COLL, REP_PEAK };
+ * role it holds only, so a rank is counted once), its peak resident set in MB and the most
+ * device memory it has held in MB (pw_device_peak_bytes; 0 without a GPU). */
+#define PW_REPORT_LEN (PW_PH_COUNT + 8)
+enum { REP_SENT = PW_PH_COUNT + 4, REP_COLL, REP_PEAK, REP_DEVPEAK };
 
 /* The process's peak resident set, which the roles of a rank share (Linux: ru_maxrss in KiB). */
 static double peak_mb(void)
@@ -407,6 +409,7 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
             first_role = 0;
         }
         out[role][REP_PEAK] = peak;
+        out[role][REP_DEVPEAK] = (double)pw_device_peak_bytes() / 1048576.0;
         PwTensor t = pw_tensor2(out[role], PW_DTYPE_F64, PW_REPORT_LEN, 0);
         pw_xfer_send(x, w, (PwRole)role, PW_ROLE_ACTOR, 0, PW_MSG_REPORT, step, &t);
     }
@@ -435,12 +438,14 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
             for (int i = 0; i < n; i++) sum += rep[(size_t)i * PW_REPORT_LEN + ph];
             r->time[role][ph] = sum / n;
         }
-        r->peak_mb[role] = 0.0;
+        r->peak_mb[role] = r->device_peak_mb[role] = 0.0;
         for (int i = 0; i < n; i++) {
             const double *ri = rep + (size_t)i * PW_REPORT_LEN;
             r->bytes_sent += ri[REP_SENT];
             r->bytes_coll += ri[REP_COLL];
             if (ri[REP_PEAK] > r->peak_mb[role]) r->peak_mb[role] = ri[REP_PEAK];
+            if (ri[REP_DEVPEAK] > r->device_peak_mb[role])
+                r->device_peak_mb[role] = ri[REP_DEVPEAK];
         }
         if (role == PW_ROLE_CRITIC) { /* all-reduced inside the critic: rank 0 speaks for all */
             r->stats[PW_ST_VLOSS] = rep[PW_PH_COUNT];

@@ -311,6 +311,7 @@ struct PwRun {
     uint64_t sent0, coll0;                   /* the world's byte counters when the step began */
     double bytes_sent, bytes_coll;           /* actor rank 0: this step's, summed over ranks */
     double peak_mb[PW_ROLE_COUNT];           /* actor rank 0: peak RSS, largest of a role's ranks */
+    double device_peak_mb[PW_ROLE_COUNT];    /* and the most device memory, likewise (0: none) */
     double run_t0, progress_last;            /* pw_now() at the first step, at the last line */
     double stats[PW_ST_COUNT];
     double critic_stats[4]; /* value loss, clipfrac, lr, skipped steps: critic rank 0 to actor 0 */

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "cutest.h"
+#include "pw_device.h"
 #include "pw_model.h"
 
 enum { B = 3, T = 12, V = 61 };
@@ -99,6 +100,9 @@ int main(int argc, char **argv)
     CHECK(pw_model_device(gpu) == PW_DEVICE_CUDA && pw_model_params(gpu).device == PW_DEVICE_CUDA,
           "the GPU model's parameters are not on the GPU");
     size_t np = pw_model_num_params(cpu);
+    /* the process's device high-water mark holds at least the GPU model's parameters */
+    CHECK(pw_device_peak_bytes() >= np * sizeof(float), "device peak %zu bytes, below the %zu "
+          "bytes of the parameters", pw_device_peak_bytes(), np * sizeof(float));
     compare_host("parameters after init", host_copy(pw_model_params(gpu)),
                  host_copy(pw_model_params(cpu)), np);
 

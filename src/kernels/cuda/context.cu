@@ -98,3 +98,21 @@ void pw_cuda_scratch_free(void *p, cudaStream_t stream)
 {
     PW_CUDA_CHECK(cudaFreeAsync(p, stream));
 }
+
+/* The most memory the default pools of the devices this process gave scratch to ever reserved
+ * (their high-water marks: the pools keep what they reserved, see pw_cuda_scratch). */
+extern "C" size_t pw_cuda_scratch_peak_bytes(void)
+{
+    size_t total = 0;
+    pthread_mutex_lock(&handles_lock);
+    for (int d = 0; d < PW_MAX_DEVICES; d++) {
+        if (!pool_kept[d]) continue;
+        cudaMemPool_t pool;
+        unsigned long long high = 0;
+        PW_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, d));
+        PW_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high));
+        total += (size_t)high;
+    }
+    pthread_mutex_unlock(&handles_lock);
+    return total;
+}

@@ -24,6 +24,45 @@ typedef struct CudaOps {
 /* A failed runtime call here is a broken device or driver, not bad input. */
 #define CHECK(call) PW_CUDA_CHECK(call)
 
+/* What the tables hold, for pw_cuda_peak_bytes: every live allocation of cuda_alloc and the bf16
+ * workspaces, across the tables of the process (a rank's roles share its device). The list is
+ * short (a model holds a handful of buffers) and touched only by allocations, never by kernels. */
+typedef struct LiveBuffer {
+    void *p;
+    size_t bytes;
+} LiveBuffer;
+static LiveBuffer *live;
+static size_t nlive, live_cap, live_bytes, live_peak;
+
+static void account_alloc(void *p, size_t bytes)
+{
+    if (nlive == live_cap) {
+        size_t cap = live_cap ? 2 * live_cap : 64;
+        LiveBuffer *grown = realloc(live, cap * sizeof *grown);
+        if (!grown) {
+            fprintf(stderr, "ppo_world: out of host memory to account for device buffers\n");
+            abort();
+        }
+        live = grown;
+        live_cap = cap;
+    }
+    live[nlive++] = (LiveBuffer){p, bytes};
+    live_bytes += bytes;
+    if (live_bytes > live_peak) live_peak = live_bytes;
+}
+
+static void account_free(void *p)
+{
+    for (size_t i = 0; i < nlive; i++)
+        if (live[i].p == p) {
+            live_bytes -= live[i].bytes;
+            live[i] = live[--nlive];
+            return;
+        }
+}
+
+size_t pw_cuda_peak_bytes(void) { return live_peak + pw_cuda_scratch_peak_bytes(); }
+
 static void *cuda_alloc(const PwOps *o, size_t bytes)
 {
     void *p = NULL;
@@ -33,12 +72,14 @@ static void *cuda_alloc(const PwOps *o, size_t bytes)
         return NULL;
     }
     CHECK(cudaMemsetAsync(p, 0, bytes, S(o)));
+    account_alloc(p, bytes);
     return p;
 }
 static void cuda_free(const PwOps *o, void *p)
 {
     if (!p) return;
     CHECK(cudaStreamSynchronize(S(o))); /* queued work may still read it */
+    account_free(p);
     CHECK(cudaFree(p));
 }
 static void cuda_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind)
@@ -69,11 +110,15 @@ static pw_bf16 *bf16_workspace(const PwOps *o, size_t elems)
     CudaOps *co = (CudaOps *)(uintptr_t)o;
     if (elems <= co->ws_elems) return co->ws;
     CHECK(cudaStreamSynchronize(S(o))); /* queued products may still read the old one */
-    if (co->ws) CHECK(cudaFree(co->ws));
+    if (co->ws) {
+        account_free(co->ws);
+        CHECK(cudaFree(co->ws));
+    }
     co->ws = NULL;
     co->ws_elems = 0;
     CHECK(cudaSetDevice(o->device_id));
     CHECK(cudaMalloc((void **)&co->ws, elems * sizeof(pw_bf16)));
+    account_alloc(co->ws, elems * sizeof(pw_bf16));
     co->ws_elems = elems;
     return co->ws;
 }
@@ -286,7 +331,10 @@ void pw_ops_cuda_close(PwOps *o)
     CHECK(cudaSetDevice(o->device_id));
     CHECK(cudaStreamSynchronize(S(o)));
     CudaOps *co = (CudaOps *)o;
-    if (co->ws) CHECK(cudaFree(co->ws));
+    if (co->ws) {
+        account_free(co->ws);
+        CHECK(cudaFree(co->ws));
+    }
     pw_cuda_release(); /* cuBLAS handles bound to this stream go before it does */
     CHECK(cudaStreamDestroy(S(o)));
     free(co);
