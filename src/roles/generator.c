@@ -33,4 +33,11 @@ void pw_generator_generate(PwRun *r, PwModel *m, PwRows *rows, float *logp, int6
     }
     free(ids);
     pw_rows_finish(rows, r->stop_id);
+    /* A rank that also trains gives the KV cache's memory back before the update, as NeMo-Aligner
+     * frees its cache for training; the next generation makes it again. No state is lost: every
+     * call seeds its rows' streams afresh and fills the cache from its prompts. */
+    if (pw_run_has(r, PW_ROLE_ACTOR) || pw_run_has(r, PW_ROLE_CRITIC)) {
+        pw_gen_free(r->sampler);
+        r->sampler = NULL;
+    }
 }
