@@ -13,9 +13,10 @@
 #                  default) or llama (configs/quickstart/sft_llama.yaml); reverse only
 #   --task T       reverse (the default: reward models and PPO) or arithmetic (a verifier)
 #   --algorithm A  ppo for reverse; grpo (the default) or rloo for arithmetic
-#   --device D     cpu (the default) or cuda: the reinforcement stage as one process (no
-#                  launcher) with every role on the GPU; SFT and reward models stay on the CPU
-#   --precision P  the reinforcement stage's model.precision: fp32 (the default on the CPU) or
+#   --device D     cpu (the default) or cuda: SFT and the reward models on the GPU
+#                  (model.device=cuda), the reinforcement stage as one process (no launcher)
+#                  with every role on the GPU
+#   --precision P  the training stages' model.precision: fp32 (the default on the CPU) or
 #                  bf16 (the default with --device cuda; on the CPU it is emulated, slowly)
 #   --fresh        redo every stage; otherwise a stage whose folder holds a completion marker for
 #                  the same command is reused
@@ -209,11 +210,13 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # of PLACEMENT on rank 0 and `device: cuda`: a copy of PLACEMENT made in the run folder. One
 # rank runs the same algorithm on the same batches as NP ranks; only the rounding differs (the
 # device, and the CPU thread count a rank gets: docs/quickstart.md, On a GPU). SFT and the
-# reward models stay on the CPU (their modes have no device key yet, docs/training.md).
+# reward models take model.device=cuda (one process each, on GPU 0: docs/training.md).
 RL_ARGS_DEVICE=()
 # fp32 is the configurations' default: the CPU command stays as it was
 [ "$PRECISION" = fp32 ] || RL_ARGS_DEVICE+=("model.precision=$PRECISION")
+TRAIN_ARGS_DEVICE=(${RL_ARGS_DEVICE[@]+"${RL_ARGS_DEVICE[@]}"})
 if [ "$DEVICE" = cuda ]; then
+    TRAIN_ARGS_DEVICE+=("model.device=cuda")
     RL_PLACEMENT=$OUT/placement_cuda.yaml
     awk -v src="$PLACEMENT" 'BEGIN { print "# made by launch/quickstart.sh --device cuda from " \
                                            src ": every role on rank 0 and the GPU" }
@@ -222,7 +225,8 @@ if [ "$DEVICE" = cuda ]; then
                                   gsub(/, *device: *[a-z]+/, ""); sub(/ *\} *$/, ", device: cuda }") }
         { print }' "$PLACEMENT" > "$RL_PLACEMENT"
     # Before any stage: where this process sees no GPU, ppo_world refuses the placement with a
-    # message naming the file, the key and the host.
+    # message naming the file, the key and the host (`ppo_world sft` would refuse
+    # model.device=cuda too, but only after the task data stage).
     mkdir -p "$OUT/logs"
     if ! "$PPO" --placement "$RL_PLACEMENT" --dry-run > "$OUT/logs/gpu_check.log" 2>&1; then
         cat "$OUT/logs/gpu_check.log" >&2
@@ -236,7 +240,8 @@ if [ "$DEVICE" = cuda ]; then
     RL_WHERE="1 rank, every role on the GPU"
     echo "quickstart: --device cuda: the $([ "$TASK" = arithmetic ] && echo "$ALGO" || echo ppo)" \
          "stage runs as one process with every role on the GPU ($RL_PLACEMENT, from" \
-         "$PLACEMENT), at $PRECISION; the stages before it run on the CPU"
+         "$PLACEMENT), at $PRECISION; SFT and the reward models run on the GPU too" \
+         "(model.device=cuda)"
 else
     RL_PLACEMENT=$PLACEMENT
     RL_LAUNCH=(env PPO_WORLD="$PPO" launch/run.sh "$NP")
@@ -251,12 +256,13 @@ run_stage task "$OUT/task" "task data (reverse a string)" \
     "$PPO" gen-task --out "$OUT/task" "${TASK_FLAGS[@]}"
 run_stage sft "$OUT/sft" "SFT policy ($SFT_STEPS steps)" \
     "$PPO" sft --config "$SFT_CONFIG" --out "$OUT/sft" "data.dir=$OUT/task" \
-        "train.steps=$SFT_STEPS" "seed=$SEED"
+        "train.steps=$SFT_STEPS" "seed=$SEED" ${TRAIN_ARGS_DEVICE[@]+"${TRAIN_ARGS_DEVICE[@]}"}
 RMS=()
 for s in "${RM_SEEDS[@]}"; do
     run_stage "rm_seed$s" "$OUT/rm_seed$s" "reward model, seed $s ($RM_STEPS steps)" \
         "$PPO" rm --config "$RM_CONFIG" --out "$OUT/rm_seed$s" "data.dir=$OUT/task" \
-        "model.init=$OUT/sft" "train.steps=$RM_STEPS" "seed=$s"
+        "model.init=$OUT/sft" "train.steps=$RM_STEPS" "seed=$s" \
+        ${TRAIN_ARGS_DEVICE[@]+"${TRAIN_ARGS_DEVICE[@]}"}
     RMS+=("$OUT/rm_seed$s")
 done
 rm_list=$(IFS=,; echo "${RMS[*]}")

@@ -9,7 +9,7 @@ run_stage task "$OUT/task" "task data (arithmetic)" \
     "$PPO" gen-task --out "$OUT/task" "${TASK_FLAGS[@]}"
 run_stage sft "$OUT/sft" "SFT policy ($SFT_STEPS steps)" \
     "$PPO" sft --config "$SFT_CONFIG" --out "$OUT/sft" "data.dir=$OUT/task" \
-        "train.steps=$SFT_STEPS" "seed=$SEED"
+        "train.steps=$SFT_STEPS" "seed=$SEED" ${TRAIN_ARGS_DEVICE[@]+"${TRAIN_ARGS_DEVICE[@]}"}
 
 RL_ARGS=(--placement "$RL_PLACEMENT" --config "$CONFIG"
          "model.sft=$OUT/sft" "data.prompts=$OUT/task/prompts_train.jsonl"

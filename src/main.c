@@ -147,11 +147,18 @@ static void init_mpi(int *argc, char ***argv)
  * one data-parallel worker. MPI is set up here so that the modes, like roles, never call it. */
 static int train_mode(int argc, char **argv)
 {
-    int (*entry)(int, char **, MPI_Comm, int) = !strcmp(argv[1], "sft") ? pw_sft_main : pw_rm_main;
+    int (*entry)(int, char **, MPI_Comm, int, int) =
+        !strcmp(argv[1], "sft") ? pw_sft_main : pw_rm_main;
     init_mpi(&argc, &argv);
-    int size = 1;
+    int size = 1, local_rank = 0;
     PW_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    int rc = entry(argc - 1, argv + 1, MPI_COMM_WORLD, size);
+    /* ranks sharing memory share a node, as startup.c counts them for a PPO run's GPUs */
+    MPI_Comm node;
+    PW_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                     &node));
+    PW_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+    PW_MPI_CHECK(MPI_Comm_free(&node));
+    int rc = entry(argc - 1, argv + 1, MPI_COMM_WORLD, size, local_rank);
     PW_MPI_CHECK(MPI_Finalize());
     return rc;
 }

@@ -73,12 +73,12 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
     return pw_train_optimize(t, step, st2[0], "the Bradley-Terry loss of the global batch");
 }
 
-int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks)
+int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks, int local_rank)
 {
     PwTrainer t = {.mode = "rm", .shape = PW_DATA_PREFS, .role = PW_ROLE_REWARD,
                    .heads = PW_HEAD_SCORE};
     int code;
-    if (!pw_train_open(&t, argc, argv, comm, nranks, &code)) return code;
+    if (!pw_train_open(&t, argc, argv, comm, nranks, local_rank, &code)) return code;
     int *rows = malloc((size_t)(t.a.batch + t.local_max) * sizeof *rows);
     float *dscore = malloc((size_t)(2 * t.local_max) * sizeof *dscore);
     float *sc = malloc((size_t)(2 * t.local_max) * sizeof *sc); /* scores of a batch */

@@ -68,11 +68,11 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *log
     return pw_train_optimize(t, step, loss, "the mean next-token loss of the global batch");
 }
 
-int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks)
+int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks, int local_rank)
 {
     PwTrainer t = {.mode = "sft", .shape = PW_DATA_SFT, .role = PW_ROLE_ACTOR, .heads = PW_HEAD_LM};
     int code;
-    if (!pw_train_open(&t, argc, argv, comm, nranks, &code)) return code;
+    if (!pw_train_open(&t, argc, argv, comm, nranks, local_rank, &code)) return code;
     int *rows = malloc((size_t)(t.a.batch + t.local_max) * sizeof *rows);
     float *logp = malloc((size_t)t.maxB * t.maxT * sizeof *logp);
     if (!rows || !logp) pw_comm_fatal(__FILE__, __LINE__, "out of memory");

@@ -8,6 +8,7 @@
 
 #include "pw_cli.h"
 #include "pw_collective.h"
+#include "pw_device.h"
 #include "pw_metrics.h"
 #include "train.h"
 
@@ -145,7 +146,10 @@ static int parse(PwTrainer *t, int argc, char **argv)
 static int begin(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks)
 {
     /* Every rank holds the one role: its communicator is the data-parallel group, and the
-     * gradient sum goes through the runtime's collective like any role's. */
+     * gradient sum goes through the runtime's collective like any role's. The role is a CPU
+     * role even with model.device: cuda, so the sum takes the collective's MPI path, which
+     * stages a GPU tensor through host memory (or gives it to a CUDA-aware MPI): no NCCL
+     * communicator, whose GPU would have to be chosen before the configuration is read. */
     int *ranks = malloc((size_t)nranks * sizeof *ranks);
     if (!ranks) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
     for (int i = 0; i < nranks; i++) ranks[i] = i;
@@ -233,8 +237,12 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     t->maxB = t->local_max * (t->shape == PW_DATA_PREFS ? 2 : 1);
     t->maxT = T;
     /* rm trains the score head, so an SFT folder without one is its usual start */
-    PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = PW_DEVICE_CPU,
-                     .seed = t->a.seed, .fresh_heads = t->heads & PW_HEAD_SCORE};
+    PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = t->device,
+                     .device_id = t->gpu, .seed = t->a.seed,
+                     .fresh_heads = t->heads & PW_HEAD_SCORE,
+                     .precision = t->cfg.model.precision == PW_CFG_PRECISION_BF16
+                                      ? PW_PRECISION_BF16
+                                      : PW_PRECISION_FP32};
     if (t->a.init) {
         t->model = pw_model_load(t->a.init, &o, err);
     } else {
@@ -249,9 +257,31 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     return 0;
 }
 
+/* model.device: cuda takes GPU local_rank mod the GPUs this process sees; none is an error
+ * said before anything is read or written. */
+static int pick_device(PwTrainer *t, PwErr *err)
+{
+    t->device = PW_DEVICE_CPU;
+    t->gpu = 0;
+    if (t->cfg.model.device != PW_TRAIN_DEVICE_CUDA) return 0;
+    int n = pw_device_count();
+    if (n <= 0)
+#ifdef PW_HAVE_CUDA
+        return pw_errf(err, "model.device: cuda, but this process sees no GPU (the CUDA runtime "
+                       "reports none; CUDA_VISIBLE_DEVICES may hide them); expected cpu");
+#else
+        return pw_errf(err, "model.device: cuda, but this process sees no GPU (this build has "
+                       "no CUDA backend); expected cpu");
+#endif
+    t->device = PW_DEVICE_CUDA;
+    t->gpu = t->local_rank % n;
+    return 0;
+}
+
 static int setup_local(PwTrainer *t, PwErr *err)
 {
     PwTrainArgs *a = &t->a;
+    if (pick_device(t, err)) return -1;
     t->tok = pw_tokenizer_get(a->tokenizer, err);
     if (!t->tok) return -1;
     PwArch cfg = a->arch;
@@ -311,8 +341,9 @@ static int setup(PwTrainer *t)
 }
 
 int pw_train_open(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks,
-                  int *exit_code)
+                  int local_rank, int *exit_code)
 {
+    t->local_rank = local_rank;
     int rc = begin(t, argc, argv, comm, nranks);
     *exit_code = rc == 1 ? 0 : rc; /* 1: --help was printed */
     if (!rc && setup(t)) *exit_code = rc = 1;

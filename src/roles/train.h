@@ -40,6 +40,9 @@ typedef struct PwTrainer {
     PwWorld w;
     int have_world;
     int rank, nranks;      /* data-parallel worker index and count */
+    int local_rank;        /* index among the ranks of this node */
+    PwDevice device;       /* model.device */
+    int gpu;               /* with PW_DEVICE_CUDA: local_rank mod the GPUs this process sees */
     const PwTokenizer *tok;
     PwDataset train, valid;
     int have_valid;
@@ -56,9 +59,10 @@ typedef struct PwTrainer {
  * the data sets and the model and opens the output folder. Returns 1 to train; 0 when the mode
  * ends here, with the trainer freed and *exit_code set: 0 after --help, 2 on bad usage or a bad
  * configuration (said by rank 0 only), 1 when a data set, the model or the folder failed on
- * any rank (agreed over all ranks, each failing rank having printed its own message). */
+ * any rank (agreed over all ranks, each failing rank having printed its own message).
+ * local_rank: the rank's index on its node, which picks its GPU (model.device: cuda). */
 int pw_train_open(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks,
-                  int *exit_code);
+                  int local_rank, int *exit_code);
 void pw_train_end(PwTrainer *t);
 
 /* Sum of x (n) over the data-parallel ranks, in place. */

@@ -10,9 +10,12 @@ _Static_assert(sizeof(PwOverlong) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwTrainModelType) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwCfgPrecision) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwTrainDevice) == sizeof(int), "enum field size");
 
 static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
 static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
+static const char *const device_names[] = {"cpu", "cuda", NULL};
 
 #define OFF(field) offsetof(PwTrainConfig, field)
 #define GPT3 "GPT-3 (Brown et al. 2020)"
@@ -86,6 +89,16 @@ static const PwCfgKey keys[] = {
      "4 x n_embd)", "Hugging Face intermediate_size"},
     {"model.rope_theta", PW_CFG_FLOAT, OFF(model.rope_theta), "10000", 1, 0, PW_CFG_MIN, NULL,
      "rotary base of a random llama/qwen2", "Hugging Face rope_theta (Llama 2, Qwen2 default)"},
+    {"model.precision", PW_CFG_ENUM, OFF(model.precision), "fp32", 0, 0, 0, pw_precision_names,
+     "fp32, or bf16: the matrix products of the trunk and the LM head take bfloat16 operands "
+     "with float32 accumulation; weights, gradients and the optimizer stay float32 "
+     "(docs/model.md, Precision). On the CPU bf16 is emulated (slower)",
+     "ours (as PPO's model.precision)"},
+    {"model.device", PW_CFG_ENUM, OFF(model.device), "cpu", 0, 0, 0, device_names,
+     "cpu, or cuda: each rank trains on GPU (node-local rank) mod (GPUs it sees), the ranks of "
+     "a node being numbered in job order; the gradient sum goes through host memory (MPI). "
+     "A process that sees no GPU stops before training",
+     "ours (as a placement's device)"},
 
     /* ---- steps */
     {"train.steps", PW_CFG_INT, OFF(train.steps), "200", 0, PW_CFG_COUNT_MAX,

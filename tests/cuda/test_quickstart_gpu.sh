@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_quickstart_gpu.sh: `launch/quickstart.sh --device cuda` at full size (the quickstart's own
-# configuration: SFT and three reward models on the CPU, then PPO as one process with every role
-# on the GPU): the PPO policy beats the SFT policy on the gold score by at least 5 standard errors,
-# (ppo_gold - sft_gold) / gold_se of the RESULT line (on the CPU: 15.2, docs/quickstart.md).
-# The PPO stage runs at model.precision=bf16 (the script's default with --device cuda).
+# configuration: SFT and three reward models on the GPU (model.device=cuda), then PPO as one
+# process with every role on the GPU): the PPO policy beats the SFT policy on the gold score by at
+# least 5 standard errors, (ppo_gold - sft_gold) / gold_se of the RESULT line (on the CPU: 15.2,
+# docs/quickstart.md). Every training stage runs at model.precision=bf16 (the script's default
+# with --device cuda).
 # Without a GPU (tests/cuda/gpu_probe) it checks what it can, that --device cuda is refused with
 # ppo_world's message and a non-zero exit before any stage runs, and then exits 77 (skip).
 set -euo pipefail

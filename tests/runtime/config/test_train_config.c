@@ -22,7 +22,7 @@ static void check_table(void)
             CHECK(k->offset != S->keys[j].offset, "%s and %s share a field", k->name,
                   S->keys[j].name);
     }
-    CHECK(S->nkeys == 36, "%zu keys", S->nkeys);
+    CHECK(S->nkeys == 38, "%zu keys", S->nkeys);
     /* Where sft/rm and PPO share a setting they share its name and type. */
     static const char *const shared[] = {"seed", "optim.lr", "optim.min_lr", "optim.warmup_steps",
                                          "optim.decay", "optim.weight_decay", "optim.beta1",
@@ -31,10 +31,11 @@ static void check_table(void)
                                          "runtime.timeout_s", "runtime.on_nonfinite",
                                          "runtime.max_skipped_steps", "data.tokenizer",
                                          "data.prompt_template",
-                                         "data.max_prompt_len"};
+                                         "data.max_prompt_len", "model.precision"};
     for (size_t i = 0; i < PW_ARRAY_LEN(shared); i++) {
         const PwCfgKey *t = pw_cfg_find_key(S, shared[i]), *p = pw_config_find_key(shared[i]);
         CHECK(t && p && t->type == p->type, "%s: not the same key in both tables", shared[i]);
+        CHECK(t && p && t->enum_names == p->enum_names, "%s: not the same names", shared[i]);
     }
     CHECK(pw_cfg_find_key(S, "train") == NULL, "a section is not a key");
     CHECK(pw_cfg_find_key(S, "episodes") == NULL, "a PPO-only key");
@@ -54,6 +55,8 @@ static void check_defaults(void)
           "length limits");
     CHECK(c.data.overlong == PW_OVERLONG_DROP, "overlong");
     CHECK(!strcmp(c.model.init, ""), "init");
+    CHECK(c.model.precision == PW_CFG_PRECISION_FP32 && c.model.device == PW_TRAIN_DEVICE_CPU,
+          "precision fp32, device cpu");
     CHECK(c.model.n_layer == 2 && c.model.n_head == 2 && c.model.n_embd == 64 &&
               c.model.n_positions == 128, "model size");
     CHECK(c.train.steps == 200 && c.train.batch_size == 16, "steps, batch");
@@ -94,6 +97,8 @@ static const char full_yaml[] =
     "model.init: runs/sft\n"
     "model:\n"
     "  n_layer: 3\n"
+    "  precision: bf16\n"
+    "  device: cuda\n"
     "train:\n"
     "  steps: 40\n"
     "  batch_size: 8\n"
@@ -128,6 +133,8 @@ static void check_file_and_overrides(void)
     CHECK(c.eval.every == 20 && c.runtime.timeout_s == 0.0 && c.data.valid_fraction == 0.0,
           "eval, timeout, valid_fraction");
     CHECK(c.runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP, "on_nonfinite");
+    CHECK(c.model.precision == PW_CFG_PRECISION_BF16 && c.model.device == PW_TRAIN_DEVICE_CUDA,
+          "precision, device");
 
     /* The dump (the run folder's config.yaml) reads back to the same configuration. */
     const char *saved = config_tmp_path("saved.yaml");
@@ -192,6 +199,9 @@ static const Case arg_cases[] = {
      "'optim.warmup_steps'?)"},
     {"model=3", "override 'model=3': 'model' is a section: give one of its keys (model.<key>=value)"},
     {"data.dir", "override 'data.dir': expected key=value"},
+    {"model.device=gpu", "override 'model.device=gpu': model.device: 'gpu' is not one of cpu|cuda"},
+    {"model.precision=fp16",
+     "override 'model.precision=fp16': model.precision: 'fp16' is not one of fp32|bf16"},
 };
 
 static void check_errors(void)
