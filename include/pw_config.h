@@ -10,6 +10,7 @@
 
 #include "pw_algo.h" /* PwKlEstimator, PwRewardObjective, PwLrDecay: one owner for each enum */
 #include "pw_cfg.h"   /* the schema machinery; PwConfig is its instance for a PPO run */
+#include "pw_model.h" /* PwPrecision */
 
 /* ---- value types ---------------------------------------------------------------------- */
 
@@ -117,9 +118,8 @@ typedef struct PwTraceConfig {
     int64_t steps;
 } PwTraceConfig;
 
-/* model.precision: the index in pw_precision_names, the order of the model's PwPrecision
- * (pw_model.h), which the roles convert it to */
-typedef enum PwCfgPrecision { PW_CFG_PRECISION_FP32 = 0, PW_CFG_PRECISION_BF16 } PwCfgPrecision;
+/* "fp32", "bf16", NULL: PwPrecision's names in its order, for model.precision here and in the
+ * supervised modes' configuration */
 extern const char *const pw_precision_names[];
 
 typedef struct PwModelConfig {
@@ -127,7 +127,7 @@ typedef struct PwModelConfig {
     PwStrList reward;
     char *critic;
     char *gold;
-    PwCfgPrecision precision;
+    PwPrecision precision; /* pw_model.h's, by pw_precision_names */
 } PwModelConfig;
 
 typedef struct PwDataConfig {

@@ -14,6 +14,10 @@ typedef struct PwMark {
     int line, col;
 } PwMark;
 
+/* "cpu", "cuda" in PwDevice's order, NULL-ended: a role's `device:` and the supervised modes'
+ * model.device */
+extern const char *const pw_device_names[];
+
 typedef struct PwPlacement {
     char path[512];
     PwRoleMap map;

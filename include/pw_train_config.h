@@ -7,7 +7,7 @@
 
 #include "pw_algo.h" /* PwLrDecay */
 #include "pw_cfg.h"
-#include "pw_config.h" /* PwCfgPrecision, pw_precision_names */
+#include "pw_config.h" /* PwPrecision, pw_precision_names */
 #include "pw_data.h" /* PwOverlong */
 
 /* One field per key (docs/training.md); the key names follow PPO's where the meaning is the
@@ -19,9 +19,6 @@ typedef enum PwTrainModelType {
     PW_TRAIN_MODEL_LLAMA,
     PW_TRAIN_MODEL_QWEN2,
 } PwTrainModelType;
-
-/* model.device: where the model, its gradients and its optimizer state live. */
-typedef enum PwTrainDevice { PW_TRAIN_DEVICE_CPU = 0, PW_TRAIN_DEVICE_CUDA } PwTrainDevice;
 
 typedef struct PwTrainConfig {
     int64_t seed;
@@ -37,8 +34,8 @@ typedef struct PwTrainConfig {
         int type; /* PwTrainModelType: the family of a random model */
         int64_t n_layer, n_head, n_embd, n_positions, n_kv_head, n_inner;
         double rope_theta;
-        PwCfgPrecision precision;
-        PwTrainDevice device;
+        PwPrecision precision;
+        PwDevice device; /* where the model, its gradients and its optimizer state live */
     } model;
     struct {
         int64_t steps, batch_size;

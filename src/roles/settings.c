@@ -63,8 +63,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->eval_num = c->eval.num_prompts;
     s->eval_prompts = c->data.eval_prompts;
     s->gold = c->model.gold;
-    s->precision = c->model.precision == PW_CFG_PRECISION_BF16 ? PW_PRECISION_BF16
-                                                               : PW_PRECISION_FP32;
+    s->precision = c->model.precision;
     s->checkpoint_every = c->checkpoint.every;
     s->checkpoint_keep = c->checkpoint.keep;
     s->heartbeat_s = c->runtime.heartbeat_s;

@@ -240,9 +240,7 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = t->device,
                      .device_id = t->gpu, .seed = t->a.seed,
                      .fresh_heads = t->heads & PW_HEAD_SCORE,
-                     .precision = t->cfg.model.precision == PW_CFG_PRECISION_BF16
-                                      ? PW_PRECISION_BF16
-                                      : PW_PRECISION_FP32};
+                     .precision = t->cfg.model.precision};
     if (t->a.init) {
         t->model = pw_model_load(t->a.init, &o, err);
     } else {
@@ -263,16 +261,11 @@ static int pick_device(PwTrainer *t, PwErr *err)
 {
     t->device = PW_DEVICE_CPU;
     t->gpu = 0;
-    if (t->cfg.model.device != PW_TRAIN_DEVICE_CUDA) return 0;
+    if (t->cfg.model.device != PW_DEVICE_CUDA) return 0;
     int n = pw_device_count();
-    if (n <= 0)
-#ifdef PW_HAVE_CUDA
-        return pw_errf(err, "model.device: cuda, but this process sees no GPU (the CUDA runtime "
-                       "reports none; CUDA_VISIBLE_DEVICES may hide them); expected cpu");
-#else
-        return pw_errf(err, "model.device: cuda, but this process sees no GPU (this build has "
-                       "no CUDA backend); expected cpu");
-#endif
+    if (n <= 0) /* the placement check's words */
+        return pw_errf(err, "model.device: cuda, but this process sees no GPU (none found, or "
+                       "ppo_world built without CUDA); expected cpu");
     t->device = PW_DEVICE_CUDA;
     t->gpu = t->local_rank % n;
     return 0;

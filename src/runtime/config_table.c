@@ -15,7 +15,7 @@ _Static_assert(sizeof(PwAlgorithm) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLossAgg) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwKlPenaltyIn) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwOffPolicy) == sizeof(int), "enum field size");
-_Static_assert(sizeof(PwCfgPrecision) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwPrecision) == sizeof(int), "enum field size");
 
 /* The algorithm's enums take their names from the algo layer, which owns them (pw_algo.h);
  * only the stop token, a configuration matter, is named here. */
@@ -23,7 +23,10 @@ static const char *const stop_names[] = {"eos", "period", "none", NULL};
 static const char *const kl_in_names[] = {"reward", "loss", NULL};
 /* Shared with the sft/rm schema (pw_cfg.h): one list for the one key both have. */
 const char *const pw_on_nonfinite_names[] = {"stop", "skip_step", NULL};
+/* PwPrecision's names (pw_model.h) as its configuration keys read them, for both schemas */
 const char *const pw_precision_names[] = {"fp32", "bf16", NULL};
+_Static_assert(PW_PRECISION_FP32 == 0 && PW_PRECISION_BF16 == 1 && PW_PRECISION_COUNT == 2,
+               "pw_precision_names follows PwPrecision");
 
 #define OFF(field) offsetof(PwConfig, field)
 #define NEMO "NeMo-Aligner"

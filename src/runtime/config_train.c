@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "pw_placement.h" /* pw_device_names */
 #include "pw_train_config.h"
 
 /* Enum stores go through an int pointer, so every enum field must be int-sized. */
@@ -10,12 +11,11 @@ _Static_assert(sizeof(PwOverlong) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwLrDecay) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwTrainModelType) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwOnNonfinite) == sizeof(int), "enum field size");
-_Static_assert(sizeof(PwCfgPrecision) == sizeof(int), "enum field size");
-_Static_assert(sizeof(PwTrainDevice) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwPrecision) == sizeof(int), "enum field size");
+_Static_assert(sizeof(PwDevice) == sizeof(int), "enum field size");
 
 static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
 static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
-static const char *const device_names[] = {"cpu", "cuda", NULL};
 
 #define OFF(field) offsetof(PwTrainConfig, field)
 #define GPT3 "GPT-3 (Brown et al. 2020)"
@@ -94,7 +94,7 @@ static const PwCfgKey keys[] = {
      "with float32 accumulation; weights, gradients and the optimizer stay float32 "
      "(docs/model.md, Precision). On the CPU bf16 is emulated (slower)",
      "ours (as PPO's model.precision)"},
-    {"model.device", PW_CFG_ENUM, OFF(model.device), "cpu", 0, 0, 0, device_names,
+    {"model.device", PW_CFG_ENUM, OFF(model.device), "cpu", 0, 0, 0, pw_device_names,
      "cpu, or cuda: each rank trains on GPU (node-local rank) mod (GPUs it sees), the ranks of "
      "a node being numbered in job order; the gradient sum goes through host memory (MPI). "
      "A process that sees no GPU stops before training",

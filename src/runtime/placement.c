@@ -211,7 +211,7 @@ bad:
     return -1;
 }
 
-static const char *const device_names[] = {"cpu", "cuda"};
+const char *const pw_device_names[] = {"cpu", "cuda", NULL};
 static const char *const bind_names[] = {"none", "core", "numa"};
 
 const char *pw_bind_name(PwBind b)
@@ -239,7 +239,7 @@ static int parse_role(Ctx *c, PwPlacement *p, Parsed *ps, PwRole r, yaml_node_t 
             have_ranks = 1;
         } else if (!strcmp(str(k), "device")) {
             int d = 0;
-            if (want_choice(c, v, key, device_names, 2, "cpu or cuda", &d)) return -1;
+            if (want_choice(c, v, key, pw_device_names, 2, "cpu or cuda", &d)) return -1;
             rr->device = (PwDevice)d;
             p->device_mark[r] = mark_of(v);
         } else if (!strcmp(str(k), "threads")) {

@@ -55,7 +55,7 @@ static void check_defaults(void)
           "length limits");
     CHECK(c.data.overlong == PW_OVERLONG_DROP, "overlong");
     CHECK(!strcmp(c.model.init, ""), "init");
-    CHECK(c.model.precision == PW_CFG_PRECISION_FP32 && c.model.device == PW_TRAIN_DEVICE_CPU,
+    CHECK(c.model.precision == PW_PRECISION_FP32 && c.model.device == PW_DEVICE_CPU,
           "precision fp32, device cpu");
     CHECK(c.model.n_layer == 2 && c.model.n_head == 2 && c.model.n_embd == 64 &&
               c.model.n_positions == 128, "model size");
@@ -133,7 +133,7 @@ static void check_file_and_overrides(void)
     CHECK(c.eval.every == 20 && c.runtime.timeout_s == 0.0 && c.data.valid_fraction == 0.0,
           "eval, timeout, valid_fraction");
     CHECK(c.runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP, "on_nonfinite");
-    CHECK(c.model.precision == PW_CFG_PRECISION_BF16 && c.model.device == PW_TRAIN_DEVICE_CUDA,
+    CHECK(c.model.precision == PW_PRECISION_BF16 && c.model.device == PW_DEVICE_CUDA,
           "precision, device");
 
     /* The dump (the run folder's config.yaml) reads back to the same configuration. */
