@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "pw_model.h"
 #include "pw_safetensors.h"
 
@@ -167,24 +168,12 @@ static double widen(float *dst, const unsigned char *src, size_t n)
     return now() - t0;
 }
 
-static int dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double best(const double *t, int k)
 {
     double b = t[0];
     for (int i = 1; i < k; i++)
         if (t[i] < b) b = t[i];
     return b;
-}
-
-static double median(double *t, int k)
-{
-    qsort(t, k, sizeof *t, dbl_cmp);
-    return k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
 }
 
 int main(int argc, char **argv)
@@ -281,7 +270,7 @@ int main(int argc, char **argv)
     omp_set_num_threads(threads);
 
     double read_best = best(read_t, reps), load_best = best(load_t, reps);
-    double read_med = median(read_t, reps), load_med = median(load_t, reps);
+    double read_med = bench_median(read_t, reps), load_med = bench_median(load_t, reps);
     double gb = files->bytes / 1e9;
 
     printf("Loading a sharded bfloat16 checkpoint of Qwen2.5-0.5B's shape (random weights): %zu "
@@ -297,17 +286,17 @@ int main(int argc, char **argv)
            load_best, load_med, gb / load_best, gb / load_med);
     printf("%-44s %9.2f %9.2f\n", "ratio load / read", load_best / read_best,
            load_med / read_med);
-    double one_best = best(load1_t, reps), one_med = median(load1_t, reps);
+    double one_best = best(load1_t, reps), one_med = bench_median(load1_t, reps);
     printf("%-44s %9.3f %9.3f %12.2f %12.2f\n", "pw_model_load on one thread", one_best,
            one_med, gb / one_best, gb / one_med);
     printf("%-44s %9.2f %9.2f\n\n", "ratio one thread / all", one_best / load_best,
            one_med / load_med);
     printf("Where a load's time goes (%d OpenMP threads, as the loader):\n", threads);
     printf("%-44s %9.3f %9.3f\n", "first write to every page of fresh f32 memory",
-           best(touch_t, reps), median(touch_t, reps));
+           best(touch_t, reps), bench_median(touch_t, reps));
     printf("%-44s %9.3f %9.3f %12.2f %12.2f\n\n", "bf16 -> f32, memory to touched memory",
-           best(widen_t, reps), median(widen_t, reps), gb / best(widen_t, reps),
-           gb / median(widen_t, reps));
+           best(widen_t, reps), bench_median(widen_t, reps), gb / best(widen_t, reps),
+           gb / bench_median(widen_t, reps));
     printf("Peak RSS of a load, above what the process held before it: %.0f MB%s; the float32\n"
            "parameters are %.0f MB, the files %.0f MB. Minor page faults of one load: %ld.\n",
            peak_mb, peak_ok ? "" : " (the peak could not be reset: the process's own peak)",

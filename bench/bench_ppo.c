@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "pw_config.h"
 #include "pw_model.h"
 #include "pw_placement.h"
@@ -222,19 +223,13 @@ static void read_samples(Samples *g, const char *dir, const Case *c, int k, int 
     fclose(f);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of x[0..n), which stays in step order. */
 static double median(const double *x, int n)
 {
     double *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
     if (!t || n < 1) die("median", "no samples");
     memcpy(t, x, (size_t)n * sizeof *t);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    double m = bench_median(t, n);
     free(t);
     return m;
 }
