@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stats.h"
 #include "pw_comm.h"
 #include "pw_message.h"
 
@@ -42,18 +43,6 @@ static double trial(PwWorld *w, int api, void *buf, size_t bytes, int iters)
     double dt = MPI_Wtime() - t0;
     PW_MPI_CHECK(MPI_Bcast(&dt, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     return (double)bytes * iters / dt / 1e9; /* GB/s */
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -113,9 +102,9 @@ int main(int argc, char **argv)
             }
             pair[k] = api[k] / raw[k]; /* back to back: slow drifts of the machine cancel */
         }
-        double pair_med = median(pair, rounds);
-        double raw_med = median(raw, rounds), api_med = median(api, rounds);
-        double raw_best = raw[rounds - 1], api_best = api[rounds - 1]; /* sorted by median() */
+        double pair_med = bench_median(pair, rounds);
+        double raw_med = bench_median(raw, rounds), api_med = bench_median(api, rounds);
+        double raw_best = raw[rounds - 1], api_best = api[rounds - 1]; /* sorted by bench_median() */
         /* The best trial of each is the one least disturbed by other work on the machine;
          * the medians are printed too, but on a loaded machine they measure the load. */
         double ratio = api_best / raw_best;
