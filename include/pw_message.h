@@ -54,6 +54,7 @@ int pw_msg_header_check(const PwMsgHeader *got, const PwMsgHeader *want, PwErr *
 /* A message in flight. Filled by pw_msg_isend / pw_msg_irecv, finished by pw_msg_wait. */
 typedef struct PwMsgReq {
     int active, is_recv, local;
+    int collective;            /* a broadcast (pw_fanout.h): cannot be cancelled or drained */
     MPI_Request req[3];        /* header, payload, payload tail (payloads over 2 GiB) */
     PwMsgHeader hdr;           /* sent header, or the received one */
     PwMsgHeader want;          /* receives: what the caller expects */

@@ -18,6 +18,8 @@ typedef enum PwTransport {
     PW_TRANSPORT_MPI_STAGED,    /* GPU tensors copied through host memory around MPI */
     PW_TRANSPORT_MPI_CUDA,      /* GPU tensors handed to a CUDA-aware MPI as device pointers */
     PW_TRANSPORT_NCCL,          /* all-reduce of GPU tensors over the role's NCCL communicator */
+    PW_TRANSPORT_DEVICE_COPY,   /* same rank, a GPU side: one copy straight into the receiver's
+                                 * buffer (the weights' bound generator, pw_fanout.h) */
     PW_TRANSPORT_COUNT
 } PwTransport;
 
@@ -47,6 +49,7 @@ typedef struct PwTransfer {
     char data[48];     /* the message kinds (pw_msg_kind_name), or "gradients" */
     PwRole from, to;
     int allreduce;
+    int broadcast;     /* one broadcast from `from` to the listed ranks (pw_fanout.h) */
     PwTransport transport;
     char ranks[200];   /* at most 16 pairs or ranks, then "+N" for the rest */
 } PwTransfer;

@@ -16,7 +16,7 @@
  *   2 evaluate     actor logp_old, reference logp_ref, critic values, reward scores -> actor
  *   3 advantages   actor: scores, KL, rewards, GAE, whitening; returns -> critic
  *   4 train        actor then critic (their in-role collectives never interleave)
- *   5 weights      actor rank 0 -> every generator rank, one message of the whole buffer;
+ *   5 weights      actor rank 0 -> every generator rank, one broadcast of the whole buffer;
  *                  every rank of every role -> actor rank 0: timings (and critic stats) */
 
 /* The prompt width of the step: the longest prompt of the global batch (every rank sees it). */
@@ -251,7 +251,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step) &&
         r->gen_version < step) {
         PwTensor p = pw_model_params(r->gen);
-        pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step - 1, &p);
+        pw_xfer_fanout_recv(x, w, &r->weights, PW_MSG_WEIGHTS, step - 1, &p);
         r->gen_version = step;
     }
     static const int receivers[] = {PW_ROLE_ACTOR,  PW_ROLE_REFERENCE, PW_ROLE_CRITIC,
@@ -369,16 +369,14 @@ static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
     double t0 = pw_now();
     if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
         (!r->async || weights_in_async(r, step + 1))) {
-        /* The parameters are one buffer: one message per generator rank, no per-tensor trips.
-         * Async: the send completes in the next step, before the actor's next update. */
+        /* The parameters are one buffer: one broadcast to the generator ranks, no per-tensor
+         * trips. Async: the send completes in the next step, before the actor's next update. */
         PwTensor p = pw_model_params(r->actor);
-        for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
-            pw_xfer_send(r->async ? &r->carry : x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g,
-                         PW_MSG_WEIGHTS, step, &p);
+        pw_xfer_fanout_send(r->async ? &r->carry : x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
     }
     if (pw_run_has(r, PW_ROLE_GENERATOR) && !r->async) {
         PwTensor p = pw_model_params(r->gen);
-        pw_xfer_recv(x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
+        pw_xfer_fanout_recv(x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
         r->gen_version = step + 1;
     }
     static const int receivers[] = {PW_ROLE_GENERATOR, -1};
@@ -470,12 +468,11 @@ void pw_ppo_weights_for_eval(PwRun *r, int64_t step)
     if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
         !weights_in_async(r, step + 1)) {
         PwTensor p = pw_model_params(r->actor);
-        for (int g = 0; g < pw_run_nranks(r, PW_ROLE_GENERATOR); g++)
-            pw_xfer_send(&x, w, PW_ROLE_ACTOR, PW_ROLE_GENERATOR, g, PW_MSG_WEIGHTS, step, &p);
+        pw_xfer_fanout_send(&x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
     }
     if (pw_run_has(r, PW_ROLE_GENERATOR) && r->gen_version < step + 1) {
         PwTensor p = pw_model_params(r->gen);
-        pw_xfer_recv(&x, w, PW_ROLE_GENERATOR, PW_ROLE_ACTOR, 0, PW_MSG_WEIGHTS, step, &p);
+        pw_xfer_fanout_recv(&x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
         r->gen_version = step + 1;
     }
     pw_xfer_wait(&x, w);

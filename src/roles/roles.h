@@ -11,6 +11,7 @@
 #include "pw_algo.h"
 #include "pw_comm.h"
 #include "pw_data.h"
+#include "pw_fanout.h"
 #include "pw_common.h"
 #include "pw_message.h"
 #include "pw_model.h"
@@ -194,6 +195,11 @@ void pw_xfer_send_rows(PwXfer *x, PwWorld *w, PwGroup prod, int me, PwGroup cons
                        int64_t step, int64_t N, const PwTensor *local);
 void pw_xfer_recv_rows(PwXfer *x, PwWorld *w, PwGroup prod, PwGroup cons, int me, PwMsgKind kind,
                        int64_t step, int64_t N, PwTensor *local);
+/* The broadcast of f: its sender's send, a receiver's receive (pw_fanout.h). */
+void pw_xfer_fanout_send(PwXfer *x, PwWorld *w, PwFanout *f, PwMsgKind kind, int64_t step,
+                         const PwTensor *t);
+void pw_xfer_fanout_recv(PwXfer *x, PwWorld *w, PwFanout *f, PwMsgKind kind, int64_t step,
+                         PwTensor *t);
 /* Waits for everything posted; returns the seconds waited. Errors end the job. */
 double pw_xfer_wait(PwXfer *x, PwWorld *w);
 void pw_xfer_free(PwXfer *x);
@@ -290,6 +296,7 @@ struct PwRun {
     PwQueued queue[PW_MAX_STALENESS]; /* async: batches sampled ahead, oldest first */
     int queue_n;
     PwXfer carry;        /* async: the actor's weight sends, finished in the next step */
+    PwFanout weights;    /* actor rank 0 -> every generator rank, one broadcast per transfer */
     PwRows act_rows;
     float *logp_old, *ent_old, *logp_ref, *values, *gen_logp_act, *scores_k, *score;
     int *act_ver;        /* (n) the version tags of the actor's block */

@@ -440,6 +440,18 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     r->k = r->producer == PW_ROLE_GENERATOR ? r->s.staleness : 0;
     r->async = r->k > 0;
     load_models(r, out_dir);
+    r->weights.comm = MPI_COMM_NULL;
+    if (r->producer == PW_ROLE_GENERATOR) { /* collective: every rank, whatever its roles */
+        if (pw_fanout_init(&r->w, PW_ROLE_ACTOR, 0, PW_ROLE_GENERATOR, &r->weights, err))
+            pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
+        /* A generator on actor rank 0's own rank takes the weights straight into its buffer:
+         * it samples only after the receive that follows each send (ppo_step.c). */
+        if (r->gen && pw_world_has_role(&r->w, PW_ROLE_ACTOR) &&
+            r->w.role_rank[PW_ROLE_ACTOR] == 0) {
+            PwTensor p = pw_model_params(r->gen);
+            pw_fanout_bind(&r->weights, &p);
+        }
+    }
     if (pw_world_has_role(&r->w, PW_ROLE_ACTOR) && r->w.role_rank[PW_ROLE_ACTOR] == 0) {
         char path[1200];
         snprintf(path, sizeof path, "%s/config.yaml", out_dir);
@@ -478,6 +490,7 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     /* Rank 0 writes it; a failure there (disk full) is its error alone, after the checkpoint. */
     rc = pw_trace_close(&r->w, err);
     free_run(r);
+    pw_fanout_free(&r->weights);
     pw_world_free(&r->w);
     free(r);
     return rc;

@@ -39,6 +39,22 @@ void pw_xfer_recv(PwXfer *x, PwWorld *w, PwRole dst, PwRole src, int src_idx, Pw
         pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
 }
 
+void pw_xfer_fanout_send(PwXfer *x, PwWorld *w, PwFanout *f, PwMsgKind kind, int64_t step,
+                         const PwTensor *t)
+{
+    PwErr err;
+    if (pw_fanout_isend(w, f, kind, step, t, next_req(x), &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+}
+
+void pw_xfer_fanout_recv(PwXfer *x, PwWorld *w, PwFanout *f, PwMsgKind kind, int64_t step,
+                         PwTensor *t)
+{
+    PwErr err;
+    if (pw_fanout_irecv(w, f, kind, step, t, next_req(x), &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+}
+
 static int group_idx(PwGroup g, int i) { return g.idx ? g.idx[i] : i; }
 
 /* The slice of `local` (this side's block, dimension 0) holding global rows route->row0.. */

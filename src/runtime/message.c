@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pw_message.h"
+#include "message_internal.h"
 #include "pw_trace.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -62,11 +62,15 @@ static void fmt_msg(char *buf, size_t len, const PwMsgHeader *h)
 {
     char shape[160];
     fmt_shape(shape, sizeof shape, h->ndim, h->shape);
-    snprintf(buf, len, "'%s' step %lld (%s %s, %llu bytes) from %s[%d] to %s[%d]",
+    char to[48];
+    if (h->dst_idx < 0) /* a broadcast (fanout.c) */
+        snprintf(to, sizeof to, "every %s rank", pw_role_name((PwRole)h->dst_role));
+    else
+        snprintf(to, sizeof to, "%s[%d]", pw_role_name((PwRole)h->dst_role), h->dst_idx);
+    snprintf(buf, len, "'%s' step %lld (%s %s, %llu bytes) from %s[%d] to %s",
              pw_msg_kind_name((PwMsgKind)h->kind), (long long)h->step,
              pw_dtype_name((PwDtype)h->dtype), shape, (unsigned long long)h->nbytes,
-             pw_role_name((PwRole)h->src_role), h->src_idx, pw_role_name((PwRole)h->dst_role),
-             h->dst_idx);
+             pw_role_name((PwRole)h->src_role), h->src_idx, to);
 }
 
 int pw_msg_header_check(const PwMsgHeader *got, const PwMsgHeader *want, PwErr *err)
@@ -96,7 +100,7 @@ int pw_msg_header_check(const PwMsgHeader *got, const PwMsgHeader *want, PwErr *
     return pw_errf(err, "%s: expected message %s, got %s", field, w, g);
 }
 
-static void fill_header(PwMsgHeader *h, PwMsgKind kind, int64_t step, PwRole src, int src_idx,
+void pw_msg_fill_header(PwMsgHeader *h, PwMsgKind kind, int64_t step, PwRole src, int src_idx,
                         PwRole dst, int dst_idx, const PwTensor *t)
 {
     memset(h, 0, sizeof *h);
@@ -155,12 +159,16 @@ static void pinned_put(PwWorld *w, void *p, size_t bytes)
 }
 #endif
 
-static void copy_bytes(void *dst, const void *src, size_t n, int device_involved)
+void pw_msg_copy_bytes(void *dst, const void *src, size_t n, int device_involved)
 {
     if (!n) return;
 #ifdef PW_HAVE_CUDA
     if (device_involved) {
+        /* The models' kernels run on streams that do not wait for the default stream, and
+         * cudaMemcpy may return before a copy into device memory has landed: wait for it, so
+         * the next kernel of any stream sees the bytes. */
         PW_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDefault));
+        PW_CUDA_CHECK(cudaStreamSynchronize(0));
         return;
     }
 #endif
@@ -175,7 +183,8 @@ typedef struct PwLocalMsg {
     struct PwLocalMsg *next;
     int tag;
     PwMsgHeader hdr;
-    void *data;
+    void *data;   /* the payload's copy, or NULL: */
+    void *direct; /* the receiver's buffer the sender wrote it into (a broadcast, fanout.c) */
 } PwLocalMsg;
 
 void pw_message_release(PwWorld *w)
@@ -192,6 +201,19 @@ void pw_message_release(PwWorld *w)
         if (w->pinned[i]) PW_CUDA_CHECK(cudaFreeHost(w->pinned[i]));
 #endif
     memset(w->pinned, 0, sizeof w->pinned);
+}
+
+void pw_msg_mailbox_push(PwWorld *w, int tag, const PwMsgHeader *h, void *data, void *direct)
+{
+    PwLocalMsg *m = calloc(1, sizeof *m);
+    if (!m) pw_comm_fatal(__FILE__, __LINE__, "out of memory for a local message");
+    m->tag = tag;
+    m->hdr = *h;
+    m->data = data;
+    m->direct = direct;
+    if (w->local_tail) w->local_tail->next = m;
+    else w->local_head = m;
+    w->local_tail = m;
 }
 
 static PwLocalMsg *mailbox_take(PwWorld *w, int tag)
@@ -211,13 +233,11 @@ static PwLocalMsg *mailbox_take(PwWorld *w, int tag)
  * Posting. Payloads over INT_MAX bytes travel as 1 MiB blocks plus a tail, since MPI counts
  * are ints. */
 
-#define PW_BIG_BLOCK (1u << 20)
-
-static MPI_Datatype big_block_type(void)
+MPI_Datatype pw_msg_big_block_type(void)
 {
     static MPI_Datatype t = MPI_DATATYPE_NULL;
     if (t == MPI_DATATYPE_NULL) {
-        PW_MPI_CHECK(MPI_Type_contiguous((int)PW_BIG_BLOCK, MPI_BYTE, &t));
+        PW_MPI_CHECK(MPI_Type_contiguous((int)PW_MSG_BIG_BLOCK, MPI_BYTE, &t));
         PW_MPI_CHECK(MPI_Type_commit(&t));
     }
     return t;
@@ -231,13 +251,13 @@ static void post_payload(PwWorld *w, PwMsgReq *q, void *buf, size_t n, int is_re
         else PW_MPI_CHECK(MPI_Isend(buf, (int)n, MPI_BYTE, q->peer, q->tag, w->comm, r));
         return;
     }
-    size_t blocks = n / PW_BIG_BLOCK, tail = n % PW_BIG_BLOCK;
-    char *tailp = (char *)buf + blocks * PW_BIG_BLOCK;
+    size_t blocks = n / PW_MSG_BIG_BLOCK, tail = n % PW_MSG_BIG_BLOCK;
+    char *tailp = (char *)buf + blocks * PW_MSG_BIG_BLOCK;
     if (is_recv) {
-        PW_MPI_CHECK(MPI_Irecv(buf, (int)blocks, big_block_type(), q->peer, q->tag, w->comm, r));
+        PW_MPI_CHECK(MPI_Irecv(buf, (int)blocks, pw_msg_big_block_type(), q->peer, q->tag, w->comm, r));
         PW_MPI_CHECK(MPI_Irecv(tailp, (int)tail, MPI_BYTE, q->peer, q->tag, w->comm, r + 1));
     } else {
-        PW_MPI_CHECK(MPI_Isend(buf, (int)blocks, big_block_type(), q->peer, q->tag, w->comm, r));
+        PW_MPI_CHECK(MPI_Isend(buf, (int)blocks, pw_msg_big_block_type(), q->peer, q->tag, w->comm, r));
         PW_MPI_CHECK(MPI_Isend(tailp, (int)tail, MPI_BYTE, q->peer, q->tag, w->comm, r + 1));
     }
 }
@@ -258,7 +278,7 @@ static int check_endpoints(const PwWorld *w, PwRole mine, PwRole other, int othe
     return 0;
 }
 
-static void *stage_or_direct(PwWorld *w, PwMsgReq *q)
+void *pw_msg_stage(PwWorld *w, PwMsgReq *q)
 {
     q->stage = NULL;
 #ifdef PW_HAVE_CUDA
@@ -282,27 +302,23 @@ int pw_msg_isend(PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind
     req->tensor = *t;
     req->peer = pw_world_rank_of(w, dst, dst_idx);
     req->tag = pw_msg_tag(kind, src, dst, 0);
-    fill_header(&req->hdr, kind, step, src, w->role_rank[src], dst, dst_idx, t);
+    pw_msg_fill_header(&req->hdr, kind, step, src, w->role_rank[src], dst, dst_idx, t);
     size_t n = req->hdr.nbytes;
     req->active = 1;
 
     if (req->peer == w->rank) {
         /* Through memory: a private copy makes the send complete at once, like a buffered send. */
-        PwLocalMsg *m = calloc(1, sizeof *m);
-        if (!m || !(m->data = malloc(n ? n : 1)))
+        void *data = malloc(n ? n : 1);
+        if (!data)
             pw_comm_fatal(__FILE__, __LINE__, "out of memory for a %zu-byte local message", n);
-        m->tag = req->tag;
-        m->hdr = req->hdr;
-        copy_bytes(m->data, t->data, n, t->device == PW_DEVICE_CUDA);
-        if (w->local_tail) w->local_tail->next = m;
-        else w->local_head = m;
-        w->local_tail = m;
+        pw_msg_copy_bytes(data, t->data, n, t->device == PW_DEVICE_CUDA);
+        pw_msg_mailbox_push(w, req->tag, &req->hdr, data, NULL);
         req->local = 1;
         if (w->trace) pw_trace_message(w, &req->hdr, 0, req->peer, t0, pw_now());
         return 0;
     }
-    void *buf = stage_or_direct(w, req);
-    if (buf != t->data) copy_bytes(buf, t->data, n, 1);
+    void *buf = pw_msg_stage(w, req);
+    if (buf != t->data) pw_msg_copy_bytes(buf, t->data, n, 1);
     PW_MPI_CHECK(MPI_Isend(&req->hdr, (int)sizeof req->hdr, MPI_BYTE, req->peer, req->tag,
                            w->comm, &req->req[0]));
     req->tag = pw_msg_tag(kind, src, dst, 1);
@@ -323,7 +339,7 @@ int pw_msg_irecv(PwWorld *w, PwRole dst, PwRole src, int src_idx, PwMsgKind kind
     req->tensor = *t;
     req->peer = pw_world_rank_of(w, src, src_idx);
     req->tag = pw_msg_tag(kind, src, dst, 0);
-    fill_header(&req->want, kind, step, src, src_idx, dst, w->role_rank[dst], t);
+    pw_msg_fill_header(&req->want, kind, step, src, src_idx, dst, w->role_rank[dst], t);
     req->active = 1;
     if (req->peer == w->rank) { /* matched in pw_msg_wait, from the mailbox */
         req->local = 1;
@@ -334,7 +350,7 @@ int pw_msg_irecv(PwWorld *w, PwRole dst, PwRole src, int src_idx, PwMsgKind kind
     PW_MPI_CHECK(MPI_Irecv(&req->hdr, (int)sizeof req->hdr, MPI_BYTE, req->peer, req->tag,
                            w->comm, &req->req[0]));
     req->tag = pw_msg_tag(kind, src, dst, 1);
-    post_payload(w, req, stage_or_direct(w, req), req->want.nbytes, 1);
+    post_payload(w, req, pw_msg_stage(w, req), req->want.nbytes, 1);
     return 0;
 }
 
@@ -364,6 +380,12 @@ static void describe_wait(const void *vctx, char *buf, size_t len)
     const PwMsgHeader *h = q->is_recv ? &q->want : &q->hdr;
     const PwRole peer_role = (PwRole)(q->is_recv ? h->src_role : h->dst_role);
     const int peer_idx = q->is_recv ? h->src_idx : h->dst_idx;
+    if (q->collective) {
+        snprintf(buf, len, "%s broadcast of message %s from world rank %d; every rank of the "
+                 "broadcast must post it, and one has not", q->is_recv ? "receiving" : "sending",
+                 m, q->peer);
+        return;
+    }
     int n = snprintf(buf, len, "%s message %s; %s %s[%d] is world rank %d",
                      q->is_recv ? "receiving" : "the receiver to take", m,
                      q->is_recv ? "sender" : "receiver", pw_role_name(peer_role), peer_idx,
@@ -387,7 +409,7 @@ static void finish_request(PwWorld *w, PwMsgReq *q, int ok)
 {
 #ifdef PW_HAVE_CUDA
     if (q->stage) {
-        if (q->is_recv && ok) copy_bytes(q->tensor.data, q->stage, q->want.nbytes, 1);
+        if (q->is_recv && ok) pw_msg_copy_bytes(q->tensor.data, q->stage, q->want.nbytes, 1);
         pinned_put(w, q->stage, q->stage_bytes);
         q->stage = NULL;
     }
@@ -444,8 +466,18 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
             continue;
         }
         q->hdr = m->hdr;
-        if (pw_msg_header_check(&m->hdr, &q->want, rc ? NULL : err)) rc = -1;
-        else copy_bytes(q->tensor.data, m->data, m->hdr.nbytes, q->tensor.device == PW_DEVICE_CUDA);
+        if (pw_msg_header_check(&m->hdr, &q->want, rc ? NULL : err)) {
+            rc = -1;
+        } else if (!m->data && m->direct != q->tensor.data) {
+            char d[400];
+            fmt_msg(d, sizeof d, &q->want);
+            rc = pw_errf(rc ? NULL : err, "%s: message %s was written into another buffer than "
+                         "the one it is received into (the broadcast's bound receiver)",
+                         w->who, d);
+        } else if (m->data) {
+            pw_msg_copy_bytes(q->tensor.data, m->data, m->hdr.nbytes,
+                              q->tensor.device == PW_DEVICE_CUDA);
+        }
         if (w->trace && !rc) pw_trace_message(w, &q->hdr, 1, q->peer, t0, pw_now());
         free(m->data);
         free(m);
@@ -473,6 +505,14 @@ int pw_msg_waitall(PwWorld *w, int n, PwMsgReq *reqs, PwErr *err)
         if (!q->active || !q->is_recv) continue;
         if (pw_msg_header_check(&q->hdr, &q->want, rc ? NULL : err)) {
             rc = -1;
+            if (q->collective) {
+                /* A broadcast cannot be cancelled: its payload stays posted (and its stage with
+                 * it), and the caller ends the job on the error. */
+                q->req[1] = q->req[2] = MPI_REQUEST_NULL;
+                q->stage = NULL;
+                q->active = 0;
+                continue;
+            }
             drain_payload(w, q);
             finish_request(w, q, 0);
         }

@@ -11,7 +11,7 @@
 #include "pw_message.h"
 
 static const char *const transport_names[PW_TRANSPORT_COUNT] = {
-    "none", "memory", "memory-staged", "mpi", "mpi-staged", "mpi-cuda", "nccl"};
+    "none", "memory", "memory-staged", "mpi", "mpi-staged", "mpi-cuda", "nccl", "device-copy"};
 
 const char *pw_transport_name(PwTransport t)
 {
@@ -224,13 +224,22 @@ int pw_transfers(const PwPlacement *p, const PwTransportOpts *o, PwTransfer *out
     for (size_t i = 0; i < PW_ARRAY_LEN(trained); i++) add_allreduce(&c, p, o, trained[i]);
 
     /* weights: the actor's parameters, one buffer on the actor's device, from actor rank 0 to
-     * every generator rank, into the generator's parameters on its device */
+     * every generator rank as one broadcast (fanout.c), into the generator's parameters on its
+     * device; a generator on actor rank 0's own rank is written directly (one copy) */
     if (gen->nranks && act->nranks) {
         int dev = act->device == PW_DEVICE_CUDA || gen->device == PW_DEVICE_CUDA;
-        for (int g = 0; g < gen->nranks; g++)
-            add_pair(&c, message_transport(o, act->ranks[0], gen->ranks[g], dev), act->ranks[0],
-                     gen->ranks[g]);
+        for (int g = 0; g < gen->nranks; g++) {
+            int s = act->ranks[0], d = gen->ranks[g];
+            PwTransport t = s != d ? message_transport(o, s, d, dev)
+                            : dev  ? PW_TRANSPORT_DEVICE_COPY
+                                   : PW_TRANSPORT_MEMORY;
+            add_pair(&c, t, s, d);
+        }
+        int first = c.n;
         flush(&c, "weights", pw_msg_kind_name(PW_MSG_WEIGHTS), PW_ROLE_ACTOR, PW_ROLE_GENERATOR);
+        for (int i = first; i < c.n && i < max; i++)
+            out[i].broadcast = out[i].transport != PW_TRANSPORT_MEMORY &&
+                               out[i].transport != PW_TRANSPORT_DEVICE_COPY;
     }
 
     /* report: every rank of every role tells actor rank 0 its times (host rows) */
@@ -249,12 +258,14 @@ int pw_transfers(const PwPlacement *p, const PwTransportOpts *o, PwTransfer *out
 
 enum { C_PHASE, C_DATA, C_FROM, C_TO, C_TRANSPORT, C_RANKS, NC };
 
-static void cells(const PwTransfer *t, const char *c[NC])
+/* `to` holds the receiving side's cell of a broadcast. */
+static void cells(const PwTransfer *t, const char *c[NC], char to[48])
 {
     c[C_PHASE] = t->phase;
     c[C_DATA] = t->data;
     c[C_FROM] = pw_role_name(t->from);
-    c[C_TO] = t->allreduce ? "(all-reduce)" : pw_role_name(t->to);
+    snprintf(to, 48, "%s (broadcast)", pw_role_name(t->to));
+    c[C_TO] = t->allreduce ? "(all-reduce)" : t->broadcast ? to : pw_role_name(t->to);
     c[C_TRANSPORT] = pw_transport_name(t->transport);
     c[C_RANKS] = t->ranks;
 }
@@ -277,9 +288,10 @@ void pw_transport_report(FILE *f, const PwPlacement *p, const PwTransportOpts *o
     static const char *const head[NC] = {"phase", "data", "from", "to", "transport", "ranks"};
     int w[NC];
     const char *c[NC];
+    char to[48];
     for (int k = 0; k < NC; k++) w[k] = (int)strlen(head[k]);
     for (int i = 0; i < n; i++) {
-        cells(&t[i], c);
+        cells(&t[i], c, to);
         for (int k = 0; k < NC; k++)
             if ((int)strlen(c[k]) > w[k]) w[k] = (int)strlen(c[k]);
     }
@@ -291,7 +303,7 @@ void pw_transport_report(FILE *f, const PwPlacement *p, const PwTransportOpts *o
                                    "mpi-staged; a CUDA-aware MPI makes them mpi-cuda)");
     row(f, w, head);
     for (int i = 0; i < n; i++) {
-        cells(&t[i], c);
+        cells(&t[i], c, to);
         row(f, w, c);
     }
     if (!pw_role_present(&p->map, PW_ROLE_GENERATOR))

@@ -1,11 +1,14 @@
 /* test_gpu.c: GPU tensors through the runtime: messages between roles (staged through pinned
- * host memory, or through memory on one rank) and the NCCL collectives of a GPU role, against
- * the serial result. Skips (77) where NCCL or a GPU per rank is missing. */
+ * host memory, or through memory on one rank), the broadcast of the weights (a device-to-device
+ * copy into the bound generator on the sender's rank, staged to the others) and the NCCL
+ * collectives of a GPU role, against the serial result. Skips (77) where NCCL or a GPU per rank
+ * is missing. */
 #include <stdlib.h>
 
 #include "comm_test.h"
 #include "pw_collective.h"
 #include "pw_device.h"
+#include "pw_fanout.h"
 #include "pw_message.h"
 
 int main(int argc, char **argv)
@@ -31,6 +34,8 @@ int main(int argc, char **argv)
     t.map.role[PW_ROLE_ACTOR].device = PW_DEVICE_CUDA;
     tmap_range(&t, PW_ROLE_CRITIC, size - 1, 1); /* rank 0's peer: MPI, or memory when alone */
     t.map.role[PW_ROLE_CRITIC].device = PW_DEVICE_CUDA;
+    tmap_range(&t, PW_ROLE_GENERATOR, 0, size); /* the weights' receivers, one on rank 0 */
+    t.map.role[PW_ROLE_GENERATOR].device = PW_DEVICE_CUDA;
     PwWorld w;
     tworld(&w, &t, 60.0);
     CHECK(strcmp(pw_collective_backend(&w, PW_ROLE_ACTOR), "nccl") == 0, "GPU role not on NCCL");
@@ -64,6 +69,33 @@ int main(int argc, char **argv)
         CHECK(tverify(hb, nb, 99) < 0, "device message corrupted (%s)",
               size > 1 ? "staged over MPI" : "same rank");
     }
+
+    /* actor[0] -> every generator rank, the same bytes: rank 0's generator is bound (one
+     * device-to-device copy at the send), the others receive the staged broadcast */
+    PwFanout f;
+    CHECK(pw_fanout_init(&w, PW_ROLE_ACTOR, 0, PW_ROLE_GENERATOR, &f, &err) == 0, "%s", err.msg);
+    unsigned char *gb = NULL;
+    PW_CUDA_CHECK(cudaMalloc((void **)&gb, nb));
+    PW_CUDA_CHECK(cudaMemset(gb, 0, nb));
+    PwTensor tg = tb;
+    tg.data = gb;
+    PwMsgReq fq[2];
+    int nfq = 0;
+    if (rank == 0) {
+        pw_fanout_bind(&f, &tg);
+        tfill(hb, nb, 123);
+        PW_CUDA_CHECK(cudaMemcpy(db, hb, nb, cudaMemcpyHostToDevice));
+        CHECK(pw_fanout_isend(&w, &f, PW_MSG_WEIGHTS, 2, &tb, &fq[nfq++], &err) == 0, "%s",
+              err.msg);
+    }
+    CHECK(pw_fanout_irecv(&w, &f, PW_MSG_WEIGHTS, 2, &tg, &fq[nfq++], &err) == 0, "%s", err.msg);
+    CHECK(pw_msg_waitall(&w, nfq, fq, &err) == 0, "%s", err.msg);
+    memset(hb, 0, nb);
+    PW_CUDA_CHECK(cudaMemcpy(hb, gb, nb, cudaMemcpyDeviceToHost));
+    CHECK(tverify(hb, nb, 123) < 0, "weights broadcast on rank %d corrupted (%s)", rank,
+          rank ? "staged" : "device-to-device");
+    pw_fanout_free(&f);
+    PW_CUDA_CHECK(cudaFree(gb));
     PW_CUDA_CHECK(cudaFree(db));
     free(hb);
 

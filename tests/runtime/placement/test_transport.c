@@ -24,8 +24,8 @@ static void load(const char *name, int world, PwPlacement *p)
 }
 
 /* The row of transfer (phase, data, from) over `transport`, as "ranks", or NULL. */
-static const char *find(const PwPlacement *p, PwTransportOpts o, const char *phase,
-                        const char *data, PwRole from, PwRole to, const char *transport)
+static const PwTransfer *find_row(const PwPlacement *p, PwTransportOpts o, const char *phase,
+                                  const char *data, PwRole from, PwRole to, const char *transport)
 {
     static PwTransfer t[64];
     int n = pw_transfers(p, &o, t, 64);
@@ -33,9 +33,25 @@ static const char *find(const PwPlacement *p, PwTransportOpts o, const char *pha
     for (int i = 0; i < n && i < 64; i++)
         if (!strcmp(t[i].phase, phase) && !strcmp(t[i].data, data) && t[i].from == from &&
             t[i].to == to && !strcmp(pw_transport_name(t[i].transport), transport))
-            return t[i].ranks;
+            return &t[i];
     return NULL;
 }
+
+static const char *find(const PwPlacement *p, PwTransportOpts o, const char *phase,
+                        const char *data, PwRole from, PwRole to, const char *transport)
+{
+    const PwTransfer *t = find_row(p, o, phase, data, from, to, transport);
+    return t ? t->ranks : NULL;
+}
+
+/* The weights' row over `transport`: a broadcast (b = 1) or a copy on one rank (b = 0). */
+#define EXPECT_BROADCAST(p, o, transport, b)                                                       \
+    do {                                                                                           \
+        const PwTransfer *t_ = find_row(p, o, "weights", "weights", PW_ROLE_ACTOR,                 \
+                                        PW_ROLE_GENERATOR, transport);                             \
+        CHECK(t_ && t_->broadcast == (b), "weights over %s: broadcast %d, expected %d", transport, \
+              t_ ? t_->broadcast : -1, b);                                                         \
+    } while (0)
 
 #define EXPECT(p, o, phase, data, from, to, transport, ranks)                                      \
     do {                                                                                           \
@@ -73,6 +89,7 @@ static void eight_gpus(void)
            "0->4,0->5");
     EXPECT(&p, aware, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "mpi-cuda",
            "0->4,0->5");
+    EXPECT_BROADCAST(&p, nccl, "mpi-staged", 1);
     EXPECT(&p, aware, "generate", "tokens,logp_gen,versions", PW_ROLE_GENERATOR, PW_ROLE_ACTOR,
            "mpi", "4->0,5->1");
     EXPECT(&p, nccl, "generate", "tokens", PW_ROLE_GENERATOR, PW_ROLE_REFERENCE, "mpi",
@@ -124,7 +141,9 @@ static void one_gpu(void)
     load("gpu_1_single.yaml", 1, &p);
     /* 4 generate + 3 evaluate + 1 advantages + 2 train + 1 weights + 5 report rows */
     CHECK(pw_transfers(&p, &o, NULL, 0) == 16, "%d transfers", pw_transfers(&p, &o, NULL, 0));
-    EXPECT(&p, o, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "memory-staged", "0->0");
+    /* the generator on the actor's rank: one device-to-device copy, no broadcast */
+    EXPECT(&p, o, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "device-copy", "0->0");
+    EXPECT_BROADCAST(&p, o, "device-copy", 0);
     EXPECT(&p, o, "generate", "tokens", PW_ROLE_GENERATOR, PW_ROLE_CRITIC, "memory", "0->0");
     EXPECT(&p, o, "train", "gradients", PW_ROLE_ACTOR, PW_ROLE_ACTOR, "none", "0");
     pw_placement_free(&p);
@@ -171,6 +190,8 @@ static void mixed_and_long(void)
            "2->1");
     EXPECT(&p, o, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "memory", "0->0");
     EXPECT(&p, o, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "mpi", "0->2");
+    EXPECT_BROADCAST(&p, o, "memory", 0);
+    EXPECT_BROADCAST(&p, o, "mpi", 1);
     EXPECT(&p, o, "report", "report", PW_ROLE_REWARD, PW_ROLE_ACTOR, "mpi",
            "3->0,4->0,5->0,6->0,7->0,8->0,9->0,10->0,11->0,12->0,13->0,14->0,15->0,16->0,17->0,"
            "18->0,+4");
