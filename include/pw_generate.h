@@ -7,56 +7,7 @@
 
 #include "pw_common.h"
 #include "pw_model.h"
-
-/* ------------------------------------------------------------------------------------------ */
-/* sampling one row of logits (src/model/sampling.c) */
-
-/* Applied in this order, as Hugging Face's warpers are: logits / temperature, then top-k, then
- * top-p on the distribution top-k left. Neither filter ever separates tokens of equal logit, so
- * the kept set does not depend on how the vocabulary is numbered:
- *   top-k keeps every token whose logit is >= the k-th largest logit (ties may keep more);
- *   top-p sorts by probability, finds the first token at which the running mass reaches p, and
- *   keeps every token at least that probable: the smallest such set, widened over a tie.
- * A running mass within PW_SAMPLE_TOP_P_SLACK of p counts as reaching it, so that p = 0.8 on
- * probabilities 0.5, 0.3, 0.2 keeps two tokens whatever the rounding of the softmax. */
-typedef struct PwSampleConfig {
-    float temperature; /* > 0 */
-    int top_k;         /* >= 0; 0 = off */
-    float top_p;       /* in (0, 1]; 1 = off */
-} PwSampleConfig;
-
-#define PW_SAMPLE_TOP_P_SLACK 1e-6
-
-/* 0, or -1 with a message naming the bad field. */
-int pw_sample_config_check(const PwSampleConfig *sc, PwErr *err);
-
-/* A row's random stream: splitmix64 started from a mix of (seed, id). Giving each sample its
- * own stream (id = global sample index) makes its tokens independent of which batch or rank it
- * was generated in; every generated token consumes exactly one uniform of its row's stream. */
-uint64_t pw_sample_stream(uint64_t seed, uint64_t id);
-double pw_sample_uniform(uint64_t *state); /* in [0, 1), 53 bits */
-
-/* The distribution a row is sampled from: prob (V) = softmax(logits / temperature) restricted to
- * the tokens the filters keep and renormalised, 0 elsewhere. work: V ints of scratch. Returns
- * the number of kept tokens (>= 1). logz_full (may be NULL) receives log sum_v exp(logits_v / T)
- * in double, so that the unfiltered log-prob of token v is logits_v / T - *logz_full. */
-int pw_sample_distribution(double *prob, int *work, double *logz_full, const float *logits,
-                           int V, const PwSampleConfig *sc);
-
-/* Inverse CDF in token-id order: the first token whose running probability exceeds u in [0,1).
- * Never returns a token of probability 0 (rounding at the top end falls back to the last kept). */
-int pw_sample_pick(const double *prob, int V, double u);
-
-/* One row: the distribution, one uniform of *state, the chosen token and its two log-probs:
- *   logp      under the distribution it was drawn from (temperature and filters applied);
- *   logp_full under softmax(logits / temperature) without filters: what the trainer recomputes
- *             on the full sequence at the same temperature. Equal when both filters are off. */
-typedef struct PwSample {
-    int token;
-    float logp, logp_full;
-} PwSample;
-PwSample pw_sample_row(double *prob, int *work, const float *logits, int V,
-                       const PwSampleConfig *sc, uint64_t *state);
+#include "pw_sample.h" /* sampling one row of logits, and rows through the kernel table */
 
 /* ------------------------------------------------------------------------------------------ */
 /* generation with a KV cache (src/model/generate.c) */
@@ -69,17 +20,23 @@ typedef struct PwGenConfig {
     uint64_t seed;         /* with each row's sample id, seeds the row's stream */
 } PwGenConfig;
 
-/* The state of one generator: a KV cache of the model (pw_model.h), sampling scratch and the
- * outputs of the last pw_generate. The cache reads the model's parameters at every pass, so
+/* The state of one generator: a KV cache of the model (pw_model.h), the sampler's buffers and
+ * the outputs of the last pw_generate. The cache reads the model's parameters at every pass, so
  * weights loaded into the model (e.g. after a PPO step) take effect at the next call. */
 typedef struct PwGen {
     PwKVCache *cache;
     int maxB, maxT;      /* capacity: rows, and columns of prompt plus new tokens */
     int V;
-    double *prob;        /* (V) sampling scratch */
-    int *work;           /* (V) sampling scratch */
     int *next, *live;    /* (maxB) the token each row feeds back, and whether it is still going */
-    uint64_t *rng;       /* (maxB) each row's stream */
+    uint64_t *rng;       /* (maxB) each row's stream, as the last pw_generate left it */
+    int *h_out;          /* (3 maxB) the last step's draws, copied from d_out */
+    /* the sampler works where the model computes (the kernel table's `sample` entry): only the
+     * drawn tokens and their two log-probs come back per step, never a row of logits */
+    uint64_t *d_rng;     /* (maxB) each row's stream, advanced by the draws */
+    int *d_rows;         /* (maxB) 0, 1, ..., maxB - 1: which stream each row of d_first takes */
+    int *d_out;          /* (3 maxB) per sampled row: token, then logp, then logp_full (floats) */
+    float *d_first;      /* (maxB, V) the prefill's logits, where the first tokens are drawn */
+    void *d_memory;      /* the four above, one allocation of the model's device */
     /* outputs of the last pw_generate, dense (B, R) with R = its max_new_tokens */
     int B, R;
     int *tokens;         /* (B, R) response tokens, right-padded with pad_token */

@@ -25,6 +25,8 @@
 
 #include <cuda_runtime_api.h> /* cudaStream_t; plain C */
 
+#include "pw_sample.h" /* PwSampleConfig */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -110,6 +112,11 @@ void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int 
                                   int V, cudaStream_t stream);
 void pw_crossentropy_backward_cuda(float *dlogits, const float *logits, const int *targets,
                                    const float *dlosses, int N, int V, cudaStream_t stream);
+
+/* ---- sampling: n rows of logits to tokens, one block per row (pw_sample_rows, pw_sample.h) */
+void pw_sample_rows_cuda(const float *logits, int ld, int n, int V, const int *rows,
+                         const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
+                         float *logp_full, cudaStream_t stream);
 
 /* ---- AdamW, global-norm clipping */
 void pw_adamw_update_cuda(float *params, const float *grads, float *m, float *v, size_t n, float lr,

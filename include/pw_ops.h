@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "pw_common.h"
+#include "pw_sample.h" /* PwSampleConfig */
 #include "pw_tensor.h"
 
 typedef enum PwCopyKind { PW_COPY_H2D = 0, PW_COPY_D2H, PW_COPY_D2D } PwCopyKind;
@@ -100,6 +101,11 @@ struct PwOps {
     void (*adamw_update)(const PwOps *o, float *params, const float *grads, float *m, float *v,
                          size_t n, float lr, float beta1, float beta2, float eps,
                          float weight_decay, int t);
+    /* generation: n rows of logits (row i at logits + i * ld) to token[i], logp[i] and
+     * logp_full[i], row i drawing from the stream rng[rows[i]] (pw_sample_rows, pw_sample.h) */
+    void (*sample)(const PwOps *o, const float *logits, int ld, int n, int V, const int *rows,
+                   const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
+                   float *logp_full);
     double (*sumsq)(const PwOps *o, const float *x, size_t n); /* waits: returns a host value */
     void (*scale)(const PwOps *o, float *x, float s, size_t n);
 };

@@ -1,5 +1,6 @@
 /* kv.c: the family-neutral half of incremental decoding (pw_model.h): which tokens of which rows
- * one pass of the layers carries, their upload, and each row's logits brought back to the host. */
+ * one pass of the layers carries, their upload, and each row's logits: left on the device for
+ * the generator's sampler after a decode pass, brought to the host when asked for. */
 #include "model_internal.h"
 
 #include <stdlib.h>
@@ -73,18 +74,41 @@ void pw_kv_free(PwKVCache *c)
 
 int pw_kv_pass_tokens(const PwKVCache *c) { return c->maxN; }
 int pw_kv_len(const PwKVCache *c, int b) { return c->len[b]; }
+/* The last pass's logits to the host rows of its segments. */
+static void head_to_host(PwKVCache *c)
+{
+    const PwOps *o = c->m->ops;
+    const size_t V = c->m->arch.vocab_size, Vp = c->m->Vp;
+    o->copy(o, c->h_head, c->d_head, (size_t)c->nseg * Vp * sizeof(float), PW_COPY_D2H);
+    for (int s = 0; s < c->nseg; s++)
+        memcpy(c->logits + (size_t)c->h_seg_row[s] * V, c->h_head + (size_t)s * Vp,
+               V * sizeof(float));
+    c->host_stale = 0;
+}
+
 const float *pw_kv_logits(const PwKVCache *c, int b)
 {
+    /* logically const: the host rows are a copy of the device's, made on first demand */
+    if (c->host_stale) head_to_host((PwKVCache *)c);
     return c->logits + (size_t)b * c->m->arch.vocab_size;
+}
+
+const float *pw_kv_head(const PwKVCache *c, int *nseg, const int **d_rows, const int **h_rows)
+{
+    *nseg = c->nseg;
+    *d_rows = c->d_seg_row;
+    *h_rows = c->h_seg_row;
+    return c->d_head;
 }
 
 /* One pass over the segments in h_*: upload them, run the family's layers, give each segment's
  * row its logits (rows outside the pass keep theirs: an earlier prefill pass wrote them, or the
- * row has finished) and advance the rows' lengths. */
-static void run_pass(PwKVCache *c)
+ * row has finished) and advance the rows' lengths. A prefill pass brings the logits to the host
+ * at once (a prefill takes several passes, and the device keeps only the last); a decode pass
+ * of a device_only cache leaves them on the device (pw_kv_head). */
+static void run_pass(PwKVCache *c, int prefill)
 {
     const PwOps *o = c->m->ops;
-    const size_t V = c->m->arch.vocab_size, Vp = c->m->Vp;
     c->ntok = c->h_seg_off[c->nseg];
     for (int s = 0; s < c->nseg; s++) {
         c->h_seg_slot0[s] = c->len[c->h_seg_row[s]];
@@ -94,13 +118,11 @@ static void run_pass(PwKVCache *c)
     o->copy(o, c->d_tok, c->h_tok, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
     o->copy(o, c->d_pos, c->h_pos, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
     o->copy(o, c->d_seg_row, c->h_seg_row, (4 * mb + 1) * sizeof(int), PW_COPY_H2D);
-    const float *head = c->m->impl->kv_pass(c); /* (nseg, Vp): the padding columns dropped here */
-    o->copy(o, c->h_head, head, (size_t)c->nseg * Vp * sizeof(float), PW_COPY_D2H);
-    for (int s = 0; s < c->nseg; s++) {
-        int b = c->h_seg_row[s];
-        memcpy(c->logits + (size_t)b * V, c->h_head + (size_t)s * Vp, V * sizeof(float));
-        c->len[b] += c->h_seg_off[s + 1] - c->h_seg_off[s];
-    }
+    c->d_head = c->m->impl->kv_pass(c); /* (nseg, Vp): the padding columns dropped on copy */
+    c->host_stale = 1;
+    if (prefill || !c->device_only) head_to_host(c);
+    for (int s = 0; s < c->nseg; s++)
+        c->len[c->h_seg_row[s]] += c->h_seg_off[s + 1] - c->h_seg_off[s];
 }
 
 static int check_prompt(const PwKVCache *c, const int *prompt, const int *mask, int B, int P,
@@ -133,6 +155,7 @@ static int check_prompt(const PwKVCache *c, const int *prompt, const int *mask, 
 int pw_kv_prefill(PwKVCache *c, const int *prompt, const int *mask, int B, int P, PwErr *err)
 {
     if (check_prompt(c, prompt, mask, B, P, err)) return -1;
+    c->host_stale = 0; /* a device-only pass's logits are given up (pw_kv_logits: last pass) */
     for (int b = 0; b < B; b++) c->len[b] = 0;
     /* passes of whole rows, as many as fit in maxN packed tokens (one always does: P <= maxT) */
     int b = 0;
@@ -151,7 +174,7 @@ int pw_kv_prefill(PwKVCache *c, const int *prompt, const int *mask, int B, int P
             }
         }
         c->h_seg_off[c->nseg] = n;
-        run_pass(c);
+        run_pass(c, 1);
     }
     return 0;
 }
@@ -162,6 +185,7 @@ int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwEr
     if (B <= 0 || B > c->maxB)
         return pw_errf(err, "decode batch B=%d is outside the generator's capacity [1, %d]", B,
                        c->maxB);
+    c->host_stale = 0;
     c->nseg = 0;
     for (int b = 0; b < B; b++) {
         if (active && !active[b]) continue;
@@ -179,6 +203,6 @@ int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwEr
         c->nseg++;
     }
     c->h_seg_off[c->nseg] = c->nseg;
-    if (c->nseg) run_pass(c);
+    if (c->nseg) run_pass(c, 0);
     return 0;
 }

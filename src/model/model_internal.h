@@ -52,6 +52,12 @@ struct PwKVCache {
     int *len;                      /* (maxB) host: tokens cached per row */
     float *logits;                 /* (maxB, V) host: next-token logits of each row */
     float *h_head;                 /* (maxB, Vp) host staging of one pass's logits */
+    const float *d_head;           /* (nseg, Vp) on the device: the last pass's logits */
+    int device_only;               /* decode passes leave their logits on the device (the
+                                    * generator's cache: it samples there, pw_kv_head); 0: every
+                                    * pass brings them to the host rows, as pw_kv_logits says */
+    int host_stale;                /* the last pass's logits are not on the host yet: made so
+                                    * when pw_kv_logits asks (the rows of that pass only) */
     /* the pass: ntok tokens in nseg segments (segment s: row seg_row[s], its tokens
      * seg_off[s] .. seg_off[s+1]-1 going to slots seg_slot0[s], ...; seg_last[s] its last) */
     int nseg, ntok;
@@ -60,6 +66,11 @@ struct PwKVCache {
     int *d_tok, *d_pos, *d_seg_row, *d_seg_off, *d_seg_slot0, *d_seg_last;
     void *fam;
 };
+
+/* The last pass's logits on the model's device: (nseg, Vp), segment s the next-token logits of
+ * row h_rows[s] (d_rows: the same on the device). What the generator samples from, with no
+ * copy of V floats per row to the host. */
+const float *pw_kv_head(const PwKVCache *c, int *nseg, const int **d_rows, const int **h_rows);
 
 /* Device pointers of the outputs of the last forward, (B,T) dense at the front of each buffer:
  * NULL for an output the model does not have. */

@@ -147,6 +147,12 @@ static void residual_fwd(const PwOps *o, float *out, const float *a, const float
 {
     (void)o, pw_residual_forward(out, a, b, N);
 }
+static void sample_rows(const PwOps *o, const float *logits, int ld, int n, int V,
+                        const int *rows, const PwSampleConfig *sc, uint64_t *rng, int *token,
+                        float *logp, float *logp_full)
+{
+    (void)o, pw_sample_rows(logits, ld, n, V, rows, sc, rng, token, logp, logp_full);
+}
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
                          const int *targets, int N, int V, int ld)
 {

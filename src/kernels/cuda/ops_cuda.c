@@ -271,6 +271,12 @@ static void residual_fwd(const PwOps *o, float *out, const float *a, const float
 {
     pw_residual_forward_cuda(out, a, b, N, S(o));
 }
+static void sample_rows(const PwOps *o, const float *logits, int ld, int n, int V,
+                        const int *rows, const PwSampleConfig *sc, uint64_t *rng, int *token,
+                        float *logp, float *logp_full)
+{
+    pw_sample_rows_cuda(logits, ld, n, V, rows, sc, rng, token, logp, logp_full, S(o));
+}
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
                          const int *targets, int N, int V, int ld)
 {

@@ -1,5 +1,6 @@
 /* test_gen_generate.c: pw_generate as callers see it: the same seed gives the same tokens,
- * a prompt's response does not depend on its batch, stop and max_new_tokens, errors. */
+ * a prompt's response does not depend on its batch, the draws on the model's device equal the
+ * host's row by row, stop and max_new_tokens, errors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,56 @@ static void test_determinism_and_batches(PwGen *g)
           nstop);
     printf("batch invariance: %d rows, %d stopped, longest response %d of %d, split logp "
            "bitwise equal: %d\n", B, nstop, longest, R, bitwise);
+}
+
+/* The generator draws on the model's device through the kernel table's sampler, from the
+ * prefill's logits uploaded once and then from each decode pass's logits where the pass left
+ * them. The same draws row by row on the host, from a cache of its own that brings every pass's
+ * logits back (pw_kv_logits) and pw_sample_row: every token and log-prob bit for bit, rows
+ * leaving at different steps, and every row's stream advanced once per token. */
+static void test_against_host_rows(PwModel *m, PwGen *g)
+{
+    int prompt[B * P], mask[B * P];
+    make_prompts(prompt, mask);
+    PwErr err;
+    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
+                       .sample = {.temperature = 1.1f, .top_k = 30, .top_p = 0.95f}, .seed = 5};
+    const uint64_t ids[B] = {40, 41, 7, 1000, 3};
+    CHECK(pw_generate(g, prompt, mask, B, P, ids, &cfg, &err) == 0, "%s", err.msg);
+    cfg.stop_token = g->tokens[3 * R + 1]; /* row 3 stops at its second token */
+    CHECK(pw_generate(g, prompt, mask, B, P, ids, &cfg, &err) == 0, "%s", err.msg);
+
+    PwKVCache *c = pw_kv_create(m, B, W, &err);
+    CHECK(c && pw_kv_prefill(c, prompt, mask, B, P, &err) == 0, "%s", err.msg);
+    if (!c) return;
+    double prob[V];
+    int work[V], next[B], live[B], len[B] = {0}, bad = 0, nlive = B;
+    uint64_t st[B];
+    for (int b = 0; b < B; b++) {
+        st[b] = pw_sample_stream(cfg.seed, ids[b]);
+        live[b] = 1;
+    }
+    for (int r = 0; r < R && nlive; r++) {
+        if (r > 0) CHECK(pw_kv_decode(c, next, live, B, &err) == 0, "%s", err.msg);
+        for (int b = 0; b < B; b++) {
+            if (!live[b]) continue;
+            PwSample x = pw_sample_row(prob, work, pw_kv_logits(c, b), V, &cfg.sample, &st[b]);
+            bad += g->tokens[b * R + r] != x.token || g->logp[b * R + r] != x.logp ||
+                   g->logp_full[b * R + r] != x.logp_full || !g->resp_mask[b * R + r];
+            next[b] = x.token;
+            len[b]++;
+            if (x.token == cfg.stop_token) live[b] = 0, nlive--;
+        }
+    }
+    int lens = 0, streams = 0;
+    for (int b = 0; b < B; b++) {
+        lens += g->lengths[b] != len[b];
+        streams += g->rng[b] != st[b];
+    }
+    CHECK(bad == 0 && lens == 0 && streams == 0 && len[3] == 2 && nlive < B,
+          "device draws against host rows: %d draws, %d lengths, %d streams differ (row 3: %d "
+          "tokens)", bad, lens, streams, len[3]);
+    pw_kv_free(c);
 }
 
 static void test_max_new_tokens(PwGen *g)
@@ -269,6 +320,7 @@ int main(void)
         return 1;
     }
     test_determinism_and_batches(g);
+    test_against_host_rows(m, g);
     test_max_new_tokens(g);
     test_errors(m, g);
     test_forced_stop(m, g);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pw_generate.h"
+#include "pw_ops.h"
 #include "pw_test.h"
 
 #define MAXV 6000
@@ -286,6 +287,40 @@ static void test_config_errors(void)
     CHECK(pw_sample_config_check(&ok, &err) == 0, "good config refused: %s", err.msg);
 }
 
+/* n rows at once (pw_sample_rows and the CPU table's `sample` entry, what the generator calls):
+ * row i read ld floats after row i - 1 (NaN in between, never read), drawing from the stream
+ * rows[i] names: the tokens, log-probs and streams of pw_sample_row on each row alone. */
+static void test_rows(void)
+{
+    enum { N = 9, VR = 40, LD = 64 };
+    float x[N * LD];
+    unsigned long long r = 11;
+    for (int i = 0; i < N * LD; i++)
+        x[i] = i % LD < VR ? (float)(pw_test_rng_next(&r) % 1000) / 150.0f : NAN;
+    for (int v = 0; v < VR; v += 4) x[2 * LD + v] = 1.0f; /* a row of ties */
+    const int rows[N] = {4, 0, 8, 2, 6, 1, 5, 3, 7};
+    const PwSampleConfig cfgs[3] = {{1.0f, 0, 1.0f}, {0.6f, 7, 1.0f}, {1.4f, 12, 0.85f}};
+    for (int c = 0; c < 3; c++) {
+        uint64_t a[N], b[N], d[N];
+        for (int i = 0; i < N; i++) a[i] = b[i] = d[i] = pw_sample_stream(3, (uint64_t)i);
+        int tok[N], tok2[N], bad = 0;
+        float lp[N], lpf[N], lp2[N], lpf2[N];
+        pw_sample_rows(x, LD, N, VR, rows, &cfgs[c], a, tok, lp, lpf);
+        const PwOps *o = pw_ops_cpu();
+        o->sample(o, x, LD, N, VR, rows, &cfgs[c], d, tok2, lp2, lpf2);
+        double prob[VR];
+        int work[VR];
+        for (int i = 0; i < N; i++) {
+            PwSample s = pw_sample_row(prob, work, x + i * LD, VR, &cfgs[c], &b[rows[i]]);
+            bad += s.token != tok[i] || s.logp != lp[i] || s.logp_full != lpf[i];
+            bad += tok2[i] != tok[i] || lp2[i] != lp[i] || lpf2[i] != lpf[i];
+        }
+        for (int i = 0; i < N; i++) bad += a[i] != b[i] || d[i] != b[i];
+        CHECK(bad == 0, "config %d: %d differences between the rows at once and one by one", c,
+              bad);
+    }
+}
+
 int main(void)
 {
     test_top_k();
@@ -295,5 +330,6 @@ int main(void)
     test_streams();
     test_frequencies();
     test_config_errors();
+    test_rows();
     return pw_test_done("test_gen_sampling");
 }

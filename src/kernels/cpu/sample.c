@@ -1,8 +1,11 @@
-/* sampling.c: how one row of next-token logits becomes a token: temperature, top-k, top-p,
- * a draw from the row's own random stream, and the log-probs the generator reports. */
-#include "pw_generate.h"
+/* sample.c: how one row of next-token logits becomes a token: temperature, top-k, top-p,
+ * a draw from the row's own random stream, and the log-probs the generator reports; and n rows
+ * at once for the kernel table (pw_sample.h). */
+#include "pw_sample.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "pw_rng.h"
 
@@ -188,4 +191,25 @@ PwSample pw_sample_row(double *prob, int *work, const float *logits, int V,
     s.logp = (float)log(prob[s.token]);
     s.logp_full = (float)((double)logits[s.token] / sc->temperature - logz_full);
     return s;
+}
+
+void pw_sample_rows(const float *logits, int ld, int n, int V, const int *rows,
+                    const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
+                    float *logp_full)
+{
+    if (n <= 0) return;
+    double *prob = malloc((size_t)V * sizeof *prob);
+    int *work = malloc((size_t)V * sizeof *work);
+    if (!prob || !work) { /* a kernel entry has no error to return (pw_ops.h) */
+        fprintf(stderr, "pw_sample_rows: out of memory for %d tokens of scratch\n", V);
+        abort();
+    }
+    for (int i = 0; i < n; i++) {
+        PwSample s = pw_sample_row(prob, work, logits + (size_t)i * ld, V, sc, &rng[rows[i]]);
+        token[i] = s.token;
+        logp[i] = s.logp;
+        logp_full[i] = s.logp_full;
+    }
+    free(prob);
+    free(work);
 }

@@ -1,0 +1,69 @@
+/* pw_sample.h: how a row of next-token logits becomes a token: temperature, top-k, top-p, a draw
+ * from the row's own random stream, the log-probs the generator reports; and the same for n rows
+ * at once, the kernel table's `sample` entry (pw_ops.h), which the CUDA table runs on the GPU. */
+#ifndef PW_SAMPLE_H
+#define PW_SAMPLE_H
+
+#include <stdint.h>
+
+#include "pw_common.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* sampling one row of logits (src/kernels/cpu/sample.c) */
+
+/* Applied in this order, as Hugging Face's warpers are: logits / temperature, then top-k, then
+ * top-p on the distribution top-k left. Neither filter ever separates tokens of equal logit, so
+ * the kept set does not depend on how the vocabulary is numbered:
+ *   top-k keeps every token whose logit is >= the k-th largest logit (ties may keep more);
+ *   top-p sorts by probability, finds the first token at which the running mass reaches p, and
+ *   keeps every token at least that probable: the smallest such set, widened over a tie.
+ * A running mass within PW_SAMPLE_TOP_P_SLACK of p counts as reaching it, so that p = 0.8 on
+ * probabilities 0.5, 0.3, 0.2 keeps two tokens whatever the rounding of the softmax. */
+typedef struct PwSampleConfig {
+    float temperature; /* > 0 */
+    int top_k;         /* >= 0; 0 = off */
+    float top_p;       /* in (0, 1]; 1 = off */
+} PwSampleConfig;
+
+#define PW_SAMPLE_TOP_P_SLACK 1e-6
+
+/* 0, or -1 with a message naming the bad field. */
+int pw_sample_config_check(const PwSampleConfig *sc, PwErr *err);
+
+/* A row's random stream: splitmix64 started from a mix of (seed, id). Giving each sample its
+ * own stream (id = global sample index) makes its tokens independent of which batch or rank it
+ * was generated in; every generated token consumes exactly one uniform of its row's stream. */
+uint64_t pw_sample_stream(uint64_t seed, uint64_t id);
+double pw_sample_uniform(uint64_t *state); /* in [0, 1), 53 bits */
+
+/* The distribution a row is sampled from: prob (V) = softmax(logits / temperature) restricted to
+ * the tokens the filters keep and renormalised, 0 elsewhere. work: V ints of scratch. Returns
+ * the number of kept tokens (>= 1). logz_full (may be NULL) receives log sum_v exp(logits_v / T)
+ * in double, so that the unfiltered log-prob of token v is logits_v / T - *logz_full. */
+int pw_sample_distribution(double *prob, int *work, double *logz_full, const float *logits,
+                           int V, const PwSampleConfig *sc);
+
+/* Inverse CDF in token-id order: the first token whose running probability exceeds u in [0,1).
+ * Never returns a token of probability 0 (rounding at the top end falls back to the last kept). */
+int pw_sample_pick(const double *prob, int V, double u);
+
+/* One row: the distribution, one uniform of *state, the chosen token and its two log-probs:
+ *   logp      under the distribution it was drawn from (temperature and filters applied);
+ *   logp_full under softmax(logits / temperature) without filters: what the trainer recomputes
+ *             on the full sequence at the same temperature. Equal when both filters are off. */
+typedef struct PwSample {
+    int token;
+    float logp, logp_full;
+} PwSample;
+PwSample pw_sample_row(double *prob, int *work, const float *logits, int V,
+                       const PwSampleConfig *sc, uint64_t *state);
+
+/* n rows at once: row i of logits at logits + i * ld (V <= ld columns read), drawn from the
+ * stream rng[rows[i]] (one uniform), into token[i], logp[i] and logp_full[i]: pw_sample_row for
+ * each. The kernel table's `sample` entry on the CPU; the CUDA twin (pw_kernels_cuda.h) takes
+ * the same arguments in device memory and draws the same tokens, up to the order of its sums. */
+void pw_sample_rows(const float *logits, int ld, int n, int V, const int *rows,
+                    const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
+                    float *logp_full);
+
+#endif

@@ -1,0 +1,82 @@
+/* test_cuda_sample.c: the CUDA sampler against its CPU twin (pw_sample_rows) on the same logits
+ * and streams: GPT-2's V = 50257 in rows 50304 apart (the padded vocabulary, NaN in the padding)
+ * and small V; temperature alone, top-k, top-p and both; rows with ties (logits on a grid of
+ * few values), -inf tokens, a peaked row, a flat row, logits far from 0; the streams taken
+ * through a permutation. The tokens must be the same (both keep the same sets and walk the ids
+ * in order; only the order of the sums differs), the log-probs within 1e-5, and every stream
+ * advanced by exactly one draw. */
+#include <math.h>
+
+#include "cutest.h"
+#include "pw_rng.h"
+
+static void run(int n, int V, int ld, PwSampleConfig sc, unsigned long long *rng)
+{
+    printf("n=%d V=%d ld=%d T=%g top_k=%d top_p=%g\n", n, V, ld, (double)sc.temperature,
+           sc.top_k, (double)sc.top_p);
+    float *logits = cu_randn((size_t)n * ld, 3.0, rng);
+    for (int i = 0; i < n; i++) {
+        float *x = logits + (size_t)i * ld;
+        for (int v = V; v < ld; v++) x[v] = NAN;
+        switch (i % 6) {
+        case 1: /* ties: a grid of 9 values */
+            for (int v = 0; v < V; v++) x[v] = 0.5f * (float)((int)(x[v] * 1.3f) % 5);
+            break;
+        case 2: /* ruled-out tokens */
+            for (int v = 0; v < V; v += 3) x[v] = -INFINITY;
+            break;
+        case 3: x[(i * 7919) % V] += 40.0f; break; /* peaked */
+        case 4:
+            for (int v = 0; v < V; v++) x[v] = -2.0f; /* flat */
+            break;
+        case 5:
+            for (int v = 0; v < V; v++) x[v] += 500.0f; /* far from 0 */
+            break;
+        default: break;
+        }
+    }
+    int *rows = cu_host(sizeof(int) * n);
+    for (int i = 0; i < n; i++) rows[i] = (i * 5 + 3) % n; /* a permutation when gcd(5, n) = 1 */
+    uint64_t *streams = cu_host(sizeof(uint64_t) * n), *want_st = cu_host(sizeof(uint64_t) * n);
+    for (int i = 0; i < n; i++) streams[i] = want_st[i] = pw_sample_stream(99, (uint64_t)i);
+    int *tok = cu_host(sizeof(int) * n);
+    float *lp = cu_host(sizeof(float) * n), *lpf = cu_host(sizeof(float) * n);
+    pw_sample_rows(logits, ld, n, V, rows, &sc, want_st, tok, lp, lpf);
+
+    float *d_logits = cu_upload(logits, sizeof(float) * (size_t)n * ld);
+    int *d_rows = cu_upload(rows, sizeof(int) * n);
+    uint64_t *d_st = cu_upload(streams, sizeof(uint64_t) * n);
+    int *d_tok = cu_dev(sizeof(int) * n);
+    float *d_lp = cu_dev(sizeof(float) * n), *d_lpf = cu_dev(sizeof(float) * n);
+    cu_poison(d_tok, sizeof(int) * n);
+    pw_sample_rows_cuda(d_logits, ld, n, V, d_rows, &sc, d_st, d_tok, d_lp, d_lpf, 0);
+    int *got = cu_host(sizeof(int) * n);
+    uint64_t *got_st = cu_host(sizeof(uint64_t) * n);
+    cu_download(got, d_tok, sizeof(int) * n);
+    cu_download(got_st, d_st, sizeof(uint64_t) * n);
+    int diff = 0;
+    for (int i = 0; i < n; i++) diff += got[i] != tok[i];
+    CHECK(diff == 0, "%d of %d tokens differ from the CPU's", diff, n);
+    int moved = 0;
+    for (int i = 0; i < n; i++) moved += got_st[i] != want_st[i];
+    CHECK(moved == 0, "%d streams differ from the CPU's after one draw each", moved);
+    cu_compare("logp", d_lp, lp, n, CU_TOL_F32);
+    cu_compare("logp_full", d_lpf, lpf, n, CU_TOL_F32);
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_sample");
+    unsigned long long rng = 23;
+    const PwSampleConfig plain = {1.0f, 0, 1.0f}, hot = {1.7f, 0, 1.0f}, topk = {0.7f, 50, 1.0f},
+                         topp = {1.0f, 0, 0.9f}, both = {1.3f, 40, 0.8f}, k1 = {1.0f, 1, 1.0f},
+                         p_small = {1.0f, 0, 0.05f};
+    const PwSampleConfig *all[] = {&plain, &hot, &topk, &topp, &both, &k1, &p_small};
+    for (size_t c = 0; c < sizeof all / sizeof *all; c++) {
+        run(64, 50257, 50304, *all[c], &rng);
+        run(37, 1000, 1000, *all[c], &rng);
+        run(7, 7, 64, *all[c], &rng); /* fewer logits than threads */
+    }
+    return pw_test_done("test_cuda_sample");
+}
