@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# gpu_checks.sh: the GPU checks of docs/cuda.md ("What has been verified, what waits for a GPU")
+# in their order, on a machine with a GPU and a build made with CUDA, each step's output in a
+# log of its own and one summary: what ran, its exit status, and the benchmarks' RESULT lines.
+#   bash tests/cuda/gpu_checks.sh [PART ...]      PART: tests, sanitize, bench (default: all)
+# BUILD is the build folder (default: build), OUT where the logs go (default: gpu_checks),
+# MESON the meson command (default: meson), SANITIZER compute-sanitizer's path (default: found
+# on PATH). Each step has a time limit (STEP_S seconds, default 540) so that one hang does not
+# take the rest; a step that fails does not stop the others. Exit status: 0 when every step that
+# ran passed or skipped (77); the benchmarks that cannot skip fail without a GPU.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-gpu_checks}
+MESON=${MESON:-meson}
+STEP_S=${STEP_S:-540}
+SAN=${SANITIZER:-$(command -v compute-sanitizer || true)}
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench)
+for p in "${parts[@]}"; do
+    case "$p" in tests|sanitize|bench) ;; *)
+        echo "gpu_checks: unknown part '$p'; expected tests, sanitize or bench" >&2; exit 2 ;;
+    esac
+done
+if [ ! -f "$BUILD/build.ninja" ]; then
+    echo "gpu_checks: $BUILD is not a meson build folder (set BUILD)" >&2
+    exit 2
+fi
+mkdir -p "$OUT"
+summary="$OUT/summary.txt"
+: > "$summary"
+failed=0
+
+# step NAME CMD...: runs CMD under the time limit into $OUT/NAME.log, records the verdict.
+step() {
+    local name=$1
+    shift
+    local t0=$SECONDS
+    timeout "$STEP_S" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    local verdict=ok
+    case $rc in
+    0) ;;
+    77) verdict="skipped (no GPU)" ;;
+    124) verdict="timed out after ${STEP_S}s"; failed=1 ;;
+    *) verdict="exit $rc"; failed=1 ;;
+    esac
+    printf '%-28s %-22s %4ds\n' "$name" "$verdict" $((SECONDS - t0)) | tee -a "$summary"
+    grep -h '^RESULT ' "$OUT/$name.log" >> "$summary" || true
+}
+
+# The kernel twins, the model interface, the sampler; then the whole runs (slow: minutes).
+twins=(cuda_encoder cuda_layernorm cuda_matmul cuda_attention cuda_attention_cache cuda_gelu
+       cuda_residual cuda_logprobs cuda_adamw cuda_norm cuda_rmsnorm cuda_rope cuda_swiglu
+       cuda_attention_gqa cuda_sample cuda_check cuda_model)
+mtest=("$MESON" test -C "$BUILD" --no-rebuild --print-errorlogs)
+
+for p in "${parts[@]}"; do
+    case "$p" in
+    tests)
+        step cuda_twins "${mtest[@]}" "${twins[@]}"
+        step comm_gpu "${mtest[@]}" "comm gpu np1" "comm fanout np1"
+        step cuda_ppo "${mtest[@]}" "cuda ppo"
+        step quickstart_gpu "${mtest[@]}" "quickstart gpu"
+        ;;
+    sanitize)
+        if [ -z "$SAN" ]; then
+            echo "sanitize: compute-sanitizer not found (set SANITIZER)" | tee -a "$summary"
+            failed=1
+            continue
+        fi
+        step memcheck "${mtest[@]}" --wrap="$SAN --error-exitcode=1 --tool memcheck" "${twins[@]}"
+        # cuBLAS's own nvjet kernels report hazards of their own making: left out
+        step racecheck "${mtest[@]}" --wrap="$SAN --error-exitcode=1 --tool racecheck \
+--kernel-name-exclude regex:nvjet" cuda_sample cuda_attention cuda_attention_gqa cuda_logprobs \
+            cuda_norm cuda_layernorm
+        ;;
+    bench)
+        step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
+        step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
+        step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
+        step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
+        ;;
+    esac
+done
+echo "gpu_checks: logs in $OUT, summary in $summary"
+exit $failed
