@@ -30,6 +30,7 @@ PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
     c->maxN = (int)(prefill > (size_t)maxB ? prefill : (size_t)maxB);
     /* tok, pos (maxN); seg_row, seg_off (+1), seg_slot0, seg_last (maxB) */
     size_t nint = 2 * (size_t)c->maxN + 4 * (size_t)maxB + 1;
+    c->npass = nint;
     c->len = calloc(maxB, sizeof(int));
     c->logits = calloc((size_t)maxB * V, sizeof(float));
     c->h_head = calloc((size_t)maxB * m->Vp, sizeof(float));
@@ -114,10 +115,9 @@ static void run_pass(PwKVCache *c, int prefill)
         c->h_seg_slot0[s] = c->len[c->h_seg_row[s]];
         c->h_seg_last[s] = c->h_seg_off[s + 1] - 1;
     }
-    const size_t mb = (size_t)c->maxB;
-    o->copy(o, c->d_tok, c->h_tok, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
-    o->copy(o, c->d_pos, c->h_pos, (size_t)c->ntok * sizeof(int), PW_COPY_H2D);
-    o->copy(o, c->d_seg_row, c->h_seg_row, (4 * mb + 1) * sizeof(int), PW_COPY_H2D);
+    /* one upload of the whole pass (its slices are one block): each copy waits for the device,
+     * and a decode step of a GPU model makes one such round trip instead of three */
+    o->copy(o, c->d_pass, c->h_pass, c->npass * sizeof(int), PW_COPY_H2D);
     c->d_head = c->m->impl->kv_pass(c); /* (nseg, Vp): the padding columns dropped on copy */
     c->host_stale = 1;
     if (prefill || !c->device_only) head_to_host(c);

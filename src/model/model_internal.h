@@ -61,6 +61,7 @@ struct PwKVCache {
     /* the pass: ntok tokens in nseg segments (segment s: row seg_row[s], its tokens
      * seg_off[s] .. seg_off[s+1]-1 going to slots seg_slot0[s], ...; seg_last[s] its last) */
     int nseg, ntok;
+    size_t npass;                  /* ints in h_pass and d_pass, the slices below in order */
     int *h_pass, *d_pass;
     int *h_tok, *h_pos, *h_seg_row, *h_seg_off, *h_seg_slot0, *h_seg_last;
     int *d_tok, *d_pos, *d_seg_row, *d_seg_off, *d_seg_slot0, *d_seg_last;
