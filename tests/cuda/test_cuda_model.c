@@ -70,6 +70,23 @@ static void forward(PwModel *m, const int *tok, const int *tgt, Outs *o)
 /* precision bf16: the CPU's products of rounded operands (the reference, tests/kernels) and the
  * GPU's tensor-core products agree to bf16's tolerance: both round the same operands, and only
  * the float32 accumulation order and, through it, a rare rounding boundary differ */
+/* A model larger than any GPU (GPT-2 shaped, 48 layers of 12288 channels: 350 GB of float32
+ * parameters, under the 1 TiB a model may hold) is refused by the allocation that fails, with
+ * how much it needed and how much the device had. */
+static void check_no_room(void)
+{
+    PwArch big = {.family = PW_FAMILY_GPT2, .n_layer = 48, .n_head = 96, .n_embd = 12288,
+                  .vocab_size = 50257, .n_positions = 2048};
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 8, .device = PW_DEVICE_CUDA};
+    PwErr err = {{0}};
+    PwModel *m = pw_model_create(&big, &o, &err);
+    CHECK(m == NULL && strstr(err.msg, "cuda:0: no room for") && strstr(err.msg, "MiB needed") &&
+              strstr(err.msg, "MiB free of"),
+          "a 350 GB model on the GPU: '%s'", m ? "(created)" : err.msg);
+    printf("too large for the GPU: %s\n", err.msg);
+    pw_model_free(m);
+}
+
 static void check_bf16(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
 {
     PwModel *cpu = make_at(PW_DEVICE_CPU, a, PW_PRECISION_BF16);
@@ -198,6 +215,7 @@ int main(int argc, char **argv)
         pw_model_free(back);
     }
     check_bf16(&a, tok, tgt, &g);
+    check_no_room();
     pw_model_free(cpu);
     pw_model_free(gpu);
     cu_release();
