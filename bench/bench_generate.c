@@ -8,6 +8,7 @@
 
 #include "pw_generate.h"
 #include "pw_model.h"
+#include "pw_ops.h"
 
 enum { P = 32, R = 64, PAD = 0 };
 
@@ -91,6 +92,28 @@ static Row bench(PwModel *m, PwGen *g, int Bn)
     return row;
 }
 
+/* The device's copy bandwidth: the best of 5 device-to-device copies of 1 GiB, counting the
+ * bytes read and written, as bench_kernels_cuda does. 0 when there is no room. */
+static double copy_gbs(void)
+{
+    PwErr err;
+    const PwOps *o = pw_ops_open(PW_DEVICE_CUDA, 0, &err);
+    if (!o) return 0.0;
+    const size_t n = (size_t)1 << 30;
+    void *a = o->alloc(o, n), *b = a ? o->alloc(o, n) : NULL;
+    double best = 1e30;
+    for (int i = 0; b && i < 6; i++) {
+        double t0 = now();
+        o->copy(o, b, a, n, PW_COPY_D2D); /* complete on return */
+        double t = now() - t0;
+        if (i > 0 && t < best) best = t; /* the first warms up */
+    }
+    o->free(o, a);
+    o->free(o, b);
+    pw_ops_close(o);
+    return b ? 2.0 * (double)n / best / 1e9 : 0.0;
+}
+
 /* `bench_generate gpu [bf16|fp32]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling 512 new
  * tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop token), through
  * pw_generate as the generator role runs it. Without a GPU it stops at the model's creation. */
@@ -106,10 +129,15 @@ static int bench_gpu(PwPrecision prec)
     PwModel *m = pw_model_create(&gpt2, &o, &err);
     if (!m) die("gpt2-124M on cuda:0", &err);
     pw_model_init_random(m, 1);
-    double tps[2] = {0, 0};
+    double tps[2] = {0, 0}, roof[2] = {0, 0}, gbs = copy_gbs();
+    /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
+     * KV cache of every row (2 L C values per cached token, 64 + 256 tokens on average over the
+     * 512 steps) at the copy bandwidth; tokens/s = B / (bytes per step / bandwidth). */
+    const double wbytes = 2.0 * (double)pw_model_num_weights(m);
     printf("generation on cuda:0 at %s: GPT-2 124M, prompt %d tokens, %d new tokens per row, "
-           "temperature 1, no stop token\n%6s %10s %12s\n", pw_precision_name(prec), GP, GR, "B",
-           "seconds", "tokens/s");
+           "temperature 1, no stop token; device copy %.0f GB/s (read + write)\n%6s %10s %12s "
+           "%14s %9s\n", pw_precision_name(prec), GP, GR, gbs, "B", "seconds", "tokens/s",
+           "roofline tok/s", "fraction");
     for (int bi = 0; bi < 2; bi++) {
         int Bn = batches[bi];
         PwGen *g = pw_gen_create(m, Bn, GP + GR, &err);
@@ -127,11 +155,16 @@ static int bench_gpu(PwPrecision prec)
             best = t < best ? t : best;
         }
         tps[bi] = (double)Bn * GR / best;
-        printf("%6d %10.3f %12.0f\n", Bn, best, tps[bi]);
+        double kvbytes = 2.0 * 2 * gpt2.n_layer * gpt2.n_embd * (double)Bn * (GP + GR / 2.0);
+        double roof_tps = gbs > 0 ? Bn / ((wbytes + kvbytes) / (gbs * 1e9)) : 0.0;
+        roof[bi] = roof_tps > 0 ? tps[bi] / roof_tps : 0.0;
+        printf("%6d %10.3f %12.0f %14.0f %9.3f\n", Bn, best, tps[bi], roof_tps, roof[bi]);
         free(prompt);
         pw_gen_free(g);
     }
-    printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f\n", tps[0], tps[1]);
+    printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
+           "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f\n", tps[0],
+           tps[1], roof[0], roof[1], gbs);
     pw_model_free(m);
     return 0;
 }
