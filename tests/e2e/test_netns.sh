@@ -179,11 +179,22 @@ echo "host 3 received $got bytes over its veth during the run (at least $want wa
     "$dry during the dry run"
 [ "$got" -ge "$want" ] || { echo "FAIL: host 3 received only $got bytes"; exit 1; }
 
-# Without TCP the hosts cannot reach each other: no shared memory between namespaces.
-if PW_MPIRUN_ARGS="--mca btl self,vader" on_host1 "$RUN_SH" 3 --placement "$WORK/colo.yaml" \
-    --config "$WORK/ppo.yaml" --out "$WORK/notcp" > "$WORK/notcp.log" 2>&1; then
-    echo "FAIL: a run over three hosts went without TCP"; exit 1
-fi
-grep -q "unable to reach each other" "$WORK/notcp.log" ||
-    { echo "FAIL: no message on unreachable hosts"; cat "$WORK/notcp.log"; exit 1; }
+# Without TCP the hosts cannot reach each other: no shared memory between namespaces. The job
+# must fail, every time, with Open MPI's message. Open MPI 4.1's mpirun sometimes crashes while
+# relaying that message from a rank (a segfault under pmix_server_log_fn, seen on a loaded
+# 2-core machine): only then is the run tried again, at most three times, and the message must
+# come in one of them; any other failure without it fails the test at once.
+for try in 1 2 3; do
+    rm -rf "$WORK/notcp"
+    if PW_MPIRUN_ARGS="--mca btl self,vader" on_host1 "$RUN_SH" 3 --placement "$WORK/colo.yaml" \
+        --config "$WORK/ppo.yaml" --out "$WORK/notcp" > "$WORK/notcp.log" 2>&1; then
+        echo "FAIL: a run over three hosts went without TCP"; exit 1
+    fi
+    grep -q "unable to reach each other" "$WORK/notcp.log" && break
+    if [ $try -lt 3 ] && grep -q "pmix_server_log" "$WORK/notcp.log"; then
+        echo "without TCP, try $try: mpirun crashed relaying the error (Open MPI's own bug); again"
+        continue
+    fi
+    echo "FAIL: no message on unreachable hosts"; cat "$WORK/notcp.log"; exit 1
+done
 echo ok
