@@ -10,7 +10,7 @@
  * minibatches; steps 1..S-1 of each are measured (medians; step 0 loads kernels and fills
  * caches). Every rollout is exactly 64 prompt tokens + 256 new tokens (no stop token), so every
  * step does the same work. The TRL figures of the issue (H100, bf16, 128 prompts) are the anchor
- * of the gpt2-124m shape at 128 prompts on cuda; other runs are not compared with them.
+ * of the gpt2-124m shape at 128 prompts, bf16, on cuda; other runs are not compared with them.
  * docs/performance.md ("PPO step on the GPU") says what each column means. */
 #include <errno.h>
 #include <mpi.h>
@@ -251,6 +251,7 @@ static const Col cols[] = {
     {"weights", "time/actor/weights"},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+#define WEIGHTS (NCOLS - 1) /* cols[WEIGHTS]: the transfer's seconds */
 #define MAX_STEPS 1000
 
 typedef struct Figures {
@@ -419,7 +420,8 @@ int main(int argc, char **argv)
 
     /* ---- the table */
     int cuda = o.device == PW_DEVICE_CUDA;
-    int vs_trl = cuda && !strcmp(sh->name, "gpt2-124m") && o.prompts == TRL_PROMPTS;
+    int vs_trl = cuda && !strcmp(sh->name, "gpt2-124m") && o.prompts == TRL_PROMPTS &&
+                 o.precision == PW_PRECISION_BF16; /* the anchor's run, and no other */
     double load = -1.0; /* a shared machine's load moves CPU figures: say what it was */
     if (getloadavg(&load, 1) < 1) load = -1.0;
     printf("host: %ld cores, load average %.2f (1 min) after the runs\n",
@@ -491,11 +493,11 @@ int main(int argc, char **argv)
     if (!all) die("weights", "out of memory");
     for (int k = 0; k < o.nepochs; k++) {
         const Figures *g = &figs[k];
-        double w = median(g->busy[NCOLS - 1], g->n);
+        double w = median(g->busy[WEIGHTS], g->n);
         double gbps = (double)bytes / w / 1e9;
         printf("%6d %7d %10.4f %12.4f %10.2f %12.3f\n", g->epochs, o.prompts, w,
                median(g->gen_weights, g->n), gbps, gbps / copy);
-        memcpy(all + nall, g->busy[NCOLS - 1], (size_t)g->n * sizeof *all);
+        memcpy(all + nall, g->busy[WEIGHTS], (size_t)g->n * sizeof *all);
         nall += g->n;
     }
     double w_all = median(all, nall);
