@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_stats.h"
 
 #include "pw_config.h"
 #include "pw_device.h"
@@ -314,20 +315,14 @@ static void read_figures(Figures *g, const char *out, PwDevice dev, int steps)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of x[0..n) without reordering x (the per-step series are read again later). */
 static double median(const double *x, int n)
 {
     if (n < 1) die("median", "no samples");
     double *t = malloc((size_t)n * sizeof *t);
     if (!t) die("median", "out of memory");
     memcpy(t, x, (size_t)n * sizeof *t);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    double m = bench_median(t, n);
     free(t);
     return m;
 }
