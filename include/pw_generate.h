@@ -18,7 +18,14 @@ typedef struct PwGenConfig {
     int pad_token;         /* written after a row's end, in [0, V) */
     PwSampleConfig sample;
     uint64_t seed;         /* with each row's sample id, seeds the row's stream */
+    int check_every;       /* decode steps between the host's looks at which rows are still
+                            * going (the only copy back while decoding); 0 = the device's own:
+                            * 1 on the CPU, PW_GEN_CHECK_EVERY_GPU on a GPU. Any value gives
+                            * the same tokens and log-probs: between looks, rows that stopped
+                            * are decoded and drawn from but record nothing */
 } PwGenConfig;
+
+#define PW_GEN_CHECK_EVERY_GPU 16
 
 /* The state of one generator: a KV cache of the model (pw_model.h), the sampler's buffers and
  * the outputs of the last pw_generate. The cache reads the model's parameters at every pass, so
@@ -27,16 +34,18 @@ typedef struct PwGen {
     PwKVCache *cache;
     int maxB, maxT;      /* capacity: rows, and columns of prompt plus new tokens */
     int V;
-    int *next, *live;    /* (maxB) the token each row feeds back, and whether it is still going */
-    uint64_t *rng;       /* (maxB) each row's stream, as the last pw_generate left it */
-    int *h_out;          /* (3 maxB) the last step's draws, copied from d_out */
-    /* the sampler works where the model computes (the kernel table's `sample` entry): only the
-     * drawn tokens and their two log-probs come back per step, never a row of logits */
+    int *live, *next;    /* (maxB) whether each row is still going, and the token it feeds
+                          * back: brought from d.live and d.next when the host looks */
+    uint64_t *rng;       /* (maxB) each row's stream, as the last pw_generate left it (a row
+                          * that stopped between two looks drew and discarded a few more) */
+    /* the sampler and the rows' bookkeeping work where the model computes (the kernel table's
+     * `sample` and `record`): no row of logits and no draw comes back per step */
     uint64_t *d_rng;     /* (maxB) each row's stream, advanced by the draws */
     int *d_rows;         /* (maxB) 0, 1, ..., maxB - 1: which stream each row of d_first takes */
     int *d_out;          /* (3 maxB) per sampled row: token, then logp, then logp_full (floats) */
+    PwGenRows d;         /* live, next, length (maxB), tokens, logp, logp_full (maxB, maxT) */
     float *d_first;      /* (maxB, V) the prefill's logits, where the first tokens are drawn */
-    void *d_memory;      /* the four above, one allocation of the model's device */
+    void *d_memory;      /* the device arrays above, one allocation of the model's device */
     /* outputs of the last pw_generate, dense (B, R) with R = its max_new_tokens */
     int B, R;
     int *tokens;         /* (B, R) response tokens, right-padded with pad_token */

@@ -117,6 +117,10 @@ void pw_crossentropy_backward_cuda(float *dlogits, const float *logits, const in
 void pw_sample_rows_cuda(const float *logits, int ld, int n, int V, const int *rows,
                          const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
                          float *logp_full, cudaStream_t stream);
+/* after a draw: the rows' bookkeeping, one thread per row (pw_sample_record, pw_sample.h) */
+void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int *token,
+                           const float *logp, const float *logp_full, int r, int *pass_tok,
+                           int *pass_pos, int *pass_slot0, cudaStream_t stream);
 
 /* ---- AdamW, global-norm clipping */
 void pw_adamw_update_cuda(float *params, const float *grads, float *m, float *v, size_t n, float lr,

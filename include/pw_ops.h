@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "pw_common.h"
-#include "pw_sample.h" /* PwSampleConfig */
+#include "pw_sample.h" /* PwSampleConfig, PwGenRows */
 #include "pw_tensor.h"
 
 typedef enum PwCopyKind { PW_COPY_H2D = 0, PW_COPY_D2H, PW_COPY_D2D } PwCopyKind;
@@ -106,6 +106,10 @@ struct PwOps {
     void (*sample)(const PwOps *o, const float *logits, int ld, int n, int V, const int *rows,
                    const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
                    float *logp_full);
+    /* after a draw of step r: the rows' bookkeeping where the draws are (pw_sample_record) */
+    void (*record)(const PwOps *o, const PwGenRows *g, int n, const int *rows, const int *token,
+                   const float *logp, const float *logp_full, int r, int *pass_tok,
+                   int *pass_pos, int *pass_slot0);
     double (*sumsq)(const PwOps *o, const float *x, size_t n); /* waits: returns a host value */
     void (*scale)(const PwOps *o, float *x, float s, size_t n);
 };

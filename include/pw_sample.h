@@ -1,6 +1,7 @@
 /* pw_sample.h: how a row of next-token logits becomes a token: temperature, top-k, top-p, a draw
- * from the row's own random stream, the log-probs the generator reports; and the same for n rows
- * at once, the kernel table's `sample` entry (pw_ops.h), which the CUDA table runs on the GPU. */
+ * from the row's own random stream, the log-probs the generator reports; the same for n rows at
+ * once, the kernel table's `sample` entry (pw_ops.h), which the CUDA table runs on the GPU; and
+ * its `record` entry, the rows' bookkeeping after a draw, on the same device. */
 #ifndef PW_SAMPLE_H
 #define PW_SAMPLE_H
 
@@ -65,5 +66,31 @@ PwSample pw_sample_row(double *prob, int *work, const float *logits, int V,
 void pw_sample_rows(const float *logits, int ld, int n, int V, const int *rows,
                     const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
                     float *logp_full);
+
+/* ------------------------------------------------------------------------------------------ */
+/* after a draw: the rows' bookkeeping where the draws are (src/kernels/cpu/record.c), the kernel
+ * table's `record` entry, so that a decode loop needs no host round trip per token */
+
+/* The rows of a batch being generated, in the memory of the draws' device. */
+typedef struct PwGenRows {
+    int *live;         /* (B) 1 until the row emits the stop token */
+    int *next;         /* (B) the row's last drawn token: what it feeds back */
+    int *length;       /* (B) tokens recorded */
+    int *tokens;       /* (B, R) the recorded tokens */
+    float *logp;       /* (B, R) and their two log-probs (pw_sample_row) */
+    float *logp_full;
+    int R;             /* columns of tokens, logp and logp_full */
+    int stop_token;    /* -1: none */
+} PwGenRows;
+
+/* Step r's draws of n rows (row rows[i] drew token[i], logp[i], logp_full[i]): a row still live
+ * records them at column r, sets next, grows length by one, and leaves when it drew the stop
+ * token (kept as its last); a row that left records nothing. When the draws came from a decode
+ * pass (pass_tok not NULL), that pass's segment i (row rows[i], one token) becomes the row's
+ * next step: pass_tok[i] = token[i], pass_pos[i] and pass_slot0[i] one further, so that the pass
+ * runs again with no upload. The CUDA twin (pw_kernels_cuda.h) does the same on the GPU. */
+void pw_sample_record(const PwGenRows *g, int n, const int *rows, const int *token,
+                      const float *logp, const float *logp_full, int r, int *pass_tok,
+                      int *pass_pos, int *pass_slot0);
 
 #endif

@@ -13,7 +13,7 @@
     .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \
     .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale,          \
-    .sample = sample_rows,                                                                   \
+    .sample = sample_rows, .record = record_rows,                                            \
     .rmsnorm_forward = rmsnorm_fwd, .rmsnorm_backward = rmsnorm_bwd,                         \
     .rope_forward = rope_fwd, .rope_backward = rope_bwd, .swiglu_forward = swiglu_fwd,       \
     .swiglu_backward = swiglu_bwd, .attention_gqa_forward = attention_gqa_fwd,               \

@@ -1,6 +1,8 @@
 /* generate.c: batched generation from any model through its KV cache (pw_model.h): one pass over
  * the real prompt tokens, then one token per unfinished row per step, drawn where the model
- * computes by the kernel table's sampler (pw_sample.h) from the logits the cache leaves there. */
+ * computes by the kernel table's sampler (pw_sample.h) from the logits the cache leaves there,
+ * and recorded there too (its `record` entry), so that the host looks at the rows only every
+ * check_every steps. */
 #include "pw_generate.h"
 
 #include <math.h>
@@ -13,7 +15,9 @@
 /* life cycle: a table of sizes, one allocation, sliced in the order of the table */
 
 enum { F_LOGP, F_LOGPF, NUM_F };
-enum { I_NEXT, I_LIVE, I_TOKENS, I_RMASK, I_LENGTHS, I_STOPPED, I_OUT, NUM_I };
+/* live, next, lengths and tokens first and in this order: the device keeps the same four in the
+ * same order (PwGenRows), so that one copy moves them */
+enum { I_LIVE, I_NEXT, I_LENGTHS, I_TOKENS, I_RMASK, I_STOPPED, NUM_I };
 
 PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)
 {
@@ -22,16 +26,18 @@ PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)
     const size_t V = pw_model_arch(model)->vocab_size, B = maxB, T = maxT;
     size_t fs[NUM_F] = {[F_LOGP] = B * T, [F_LOGPF] = B * T};
     size_t is[NUM_I] = {
-        [I_NEXT] = B, [I_LIVE] = B, [I_TOKENS] = B * T, [I_RMASK] = B * T, [I_LENGTHS] = B,
-        [I_STOPPED] = B, [I_OUT] = 3 * B,
+        [I_LIVE] = B, [I_NEXT] = B, [I_LENGTHS] = B, [I_TOKENS] = B * T, [I_RMASK] = B * T,
+        [I_STOPPED] = B,
     };
     /* 64-bit words first, then floats, then ints: each part stays aligned */
     size_t nf = 0, ni = 0;
     for (int i = 0; i < NUM_F; i++) nf += fs[i];
     for (int i = 0; i < NUM_I; i++) ni += is[i];
     size_t bytes = B * sizeof(uint64_t) + nf * sizeof(float) + ni * sizeof(int);
-    /* on the device: rng (B), then rows and out (4 B ints), then the first logits (B V) */
-    size_t dbytes = B * sizeof(uint64_t) + 4 * B * sizeof(int) + B * V * sizeof(float);
+    /* on the device: rng (B), then rows, out, live, next, length (7 B ints) and tokens (B T),
+     * then logp and logp_full (B T each) and the first logits (B V) */
+    size_t dbytes = B * sizeof(uint64_t) + (7 * B + B * T) * sizeof(int) +
+                    (2 * B * T + B * V) * sizeof(float);
 
     PwGen *g = calloc(1, sizeof *g);
     void *mem = g ? malloc(bytes) : NULL;
@@ -56,7 +62,13 @@ PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)
     g->d_rng = dmem;
     g->d_rows = (int *)(g->d_rng + B);
     g->d_out = g->d_rows + B;
-    g->d_first = (float *)(g->d_out + 3 * B);
+    g->d.live = g->d_out + 3 * B;
+    g->d.next = g->d.live + B;
+    g->d.length = g->d.next + B;
+    g->d.tokens = g->d.length + B;
+    g->d.logp = (float *)(g->d.tokens + B * T);
+    g->d.logp_full = g->d.logp + B * T;
+    g->d_first = g->d.logp_full + B * T;
     g->rng = mem;
     float *f = (float *)(g->rng + B);
     float **fp[NUM_F] = {&g->logp, &g->logp_full};
@@ -65,14 +77,13 @@ PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)
         f += fs[i];
     }
     int *n = (int *)f;
-    int **ip[NUM_I] = {&g->next, &g->live, &g->tokens, &g->resp_mask, &g->lengths, &g->stopped,
-                       &g->h_out};
+    int **ip[NUM_I] = {&g->live, &g->next, &g->lengths, &g->tokens, &g->resp_mask, &g->stopped};
     for (int i = 0; i < NUM_I; i++) {
         *ip[i] = n;
         n += is[i];
     }
-    for (int b = 0; b < maxB; b++) g->h_out[b] = b;
-    o->copy(o, g->d_rows, g->h_out, B * sizeof(int), PW_COPY_H2D);
+    for (int b = 0; b < maxB; b++) g->next[b] = b;
+    o->copy(o, g->d_rows, g->next, B * sizeof(int), PW_COPY_H2D);
     return g;
 }
 
@@ -87,17 +98,18 @@ void pw_gen_free(PwGen *g)
 }
 
 /* Draws one token for each of n rows of logits (row i at logits + i * ld, its stream
- * d_rng[rows[i]]) on the model's device and brings back the draws: h_out[i] the token,
- * h_out[maxB + i] and h_out[2 maxB + i] the bits of logp and logp_full. */
-static void draw(PwGen *g, const float *logits, int ld, int n, const int *rows,
-                 const PwSampleConfig *sc)
+ * d_rng[rows[i]]) and records them as step r (pw_sample_record), all on the model's device;
+ * pass: the decode pass the logits came from, made the rows' next step (NULL: the prefill's). */
+static void draw(PwGen *g, const float *logits, int ld, int n, const int *rows, int r,
+                 const PwSampleConfig *sc, const PwKVCache *pass)
 {
     const PwOps *o = g->cache->m->ops;
     const int mb = g->maxB;
-    int *d = g->d_out;
-    o->sample(o, logits, ld, n, g->V, rows, sc, g->d_rng, d, (float *)(d + mb),
-              (float *)(d + 2 * mb));
-    o->copy(o, g->h_out, d, 3 * (size_t)mb * sizeof(int), PW_COPY_D2H);
+    int *tok = g->d_out;
+    float *lp = (float *)(tok + mb), *lpf = lp + mb;
+    o->sample(o, logits, ld, n, g->V, rows, sc, g->d_rng, tok, lp, lpf);
+    o->record(o, &g->d, n, rows, tok, lp, lpf, r, pass ? pass->d_tok : NULL,
+              pass ? pass->d_pos : NULL, pass ? pass->d_seg_slot0 : NULL);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -114,6 +126,9 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
     if (cfg->stop_token < -1 || cfg->stop_token >= V)
         return pw_errf(err, "stop token %d is outside the vocabulary [0, %d) (-1 = none)",
                        cfg->stop_token, V);
+    if (cfg->check_every < 0)
+        return pw_errf(err, "check_every must be >= 0 (0 = the device's own), got %d",
+                       cfg->check_every);
     if (P > g->maxT)
         return pw_errf(err, "prompt width P=%d exceeds the generator's capacity of %d tokens", P,
                        g->maxT);
@@ -122,56 +137,62 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
                        "capacity of %d tokens", P, R, P + R, g->maxT);
     if (pw_kv_prefill(g->cache, prompt, mask, B, P, err)) return -1;
 
+    PwKVCache *c = g->cache;
+    const PwOps *o = c->m->ops;
+    const int mb = g->maxB;
+    const int every = cfg->check_every ? cfg->check_every
+                      : o->device == PW_DEVICE_CUDA ? PW_GEN_CHECK_EVERY_GPU : 1;
     g->B = B;
     g->R = R;
+    g->d.R = R;
+    g->d.stop_token = cfg->stop_token;
     for (int b = 0; b < B; b++) {
         g->rng[b] = pw_sample_stream(cfg->seed, sample_ids ? sample_ids[b] : (uint64_t)b);
-        g->lengths[b] = 0;
-        g->stopped[b] = 0;
+        g->live[b] = 1;
+        g->next[b] = g->lengths[b] = 0;
     }
-    for (int i = 0; i < B * R; i++) {
-        g->tokens[i] = cfg->pad_token;
-        g->resp_mask[i] = 0;
-        g->logp[i] = g->logp_full[i] = 0.0f;
-    }
-    /* every live row samples from its logits; the rows still live then feed their token back
-     * through one decode step, and a row that emitted the stop token leaves for good. The first
-     * tokens are drawn from the prefill's logits (on the host after its passes: uploaded once),
-     * the others from each decode pass's logits where the model left them. */
-    const PwOps *o = g->cache->m->ops;
+    for (int i = 0; i < B * R; i++) g->tokens[i] = cfg->pad_token;
+    /* the rows' state, the streams and the prefill's logits (on the host after its passes) go
+     * to the device once; live, next, lengths and tokens are one block on both sides */
+    o->copy(o, g->d.live, g->live, (3 * (size_t)mb + (size_t)B * R) * sizeof(int), PW_COPY_H2D);
+    o->zero(o, g->d.logp, (size_t)B * R * sizeof(float));
+    o->zero(o, g->d.logp_full, (size_t)B * R * sizeof(float));
     o->copy(o, g->d_rng, g->rng, (size_t)B * sizeof(uint64_t), PW_COPY_H2D);
-    o->copy(o, g->d_first, pw_kv_logits(g->cache, 0), (size_t)B * V * sizeof(float),
-            PW_COPY_H2D);
-    int *next = g->next, *live = g->live, nlive = B;
-    for (int b = 0; b < B; b++) live[b] = 1;
-    for (int r = 0; r < R && nlive > 0; r++) {
-        const int *h_rows = NULL; /* the rows of the draws; NULL: 0..B-1 */
-        int n = B;
+    o->copy(o, g->d_first, pw_kv_logits(c, 0), (size_t)B * V * sizeof(float), PW_COPY_H2D);
+
+    /* Step 0 draws every row from the prefill's logits; each later step runs the decode pass
+     * of the rows it holds and draws from its logits. `record` writes each live row's token at
+     * its column and makes the pass the rows' next step, all on the device. Every `every` steps
+     * the host brings back which rows are going and their next tokens (2 maxB ints): it ends
+     * when none is, and plans the pass again without the rows that stopped. Until then those
+     * rows stay in the pass, drawn from but recording nothing, so every check_every gives the
+     * same tokens. */
+    for (int r = 0; r < R; r++) {
         if (r == 0) {
-            draw(g, g->d_first, V, B, g->d_rows, &cfg->sample);
+            draw(g, g->d_first, V, B, g->d_rows, 0, &cfg->sample, NULL);
         } else {
-            if (pw_kv_decode(g->cache, next, live, B, err)) return -1;
-            const int *d_rows;
-            const float *head = pw_kv_head(g->cache, &n, &d_rows, &h_rows);
-            draw(g, head, (int)g->cache->m->Vp, n, d_rows, &cfg->sample);
+            if (pw_kv_decode_again(c, err)) return -1;
+            int n;
+            const int *d_rows, *h_rows;
+            const float *head = pw_kv_head(c, &n, &d_rows, &h_rows);
+            draw(g, head, (int)c->m->Vp, n, d_rows, r, &cfg->sample, c);
         }
-        const float *lp = (const float *)(g->h_out + g->maxB), *lpf = lp + g->maxB;
-        for (int i = 0; i < n; i++) {
-            int b = h_rows ? h_rows[i] : i, tok = g->h_out[i];
-            g->tokens[b * R + r] = tok;
-            g->resp_mask[b * R + r] = 1;
-            g->logp[b * R + r] = lp[i];
-            g->logp_full[b * R + r] = lpf[i];
-            g->lengths[b]++;
-            next[b] = tok;
-            if (tok == cfg->stop_token) {
-                g->stopped[b] = 1;
-                live[b] = 0;
-                nlive--;
-            }
-        }
+        if (r == R - 1 || r % every) continue;
+        o->copy(o, g->live, g->d.live, 2 * (size_t)mb * sizeof(int), PW_COPY_D2H);
+        int nlive = 0;
+        for (int b = 0; b < B; b++) nlive += g->live[b];
+        if (!nlive) break;
+        if ((r == 0 || nlive < c->nseg) && pw_kv_decode_plan(c, g->next, g->live, B, err))
+            return -1;
     }
+    o->copy(o, g->live, g->d.live, (3 * (size_t)mb + (size_t)B * R) * sizeof(int), PW_COPY_D2H);
+    o->copy(o, g->logp, g->d.logp, (size_t)B * R * sizeof(float), PW_COPY_D2H);
+    o->copy(o, g->logp_full, g->d.logp_full, (size_t)B * R * sizeof(float), PW_COPY_D2H);
     o->copy(o, g->rng, g->d_rng, (size_t)B * sizeof(uint64_t), PW_COPY_D2H);
+    for (int b = 0; b < B; b++) {
+        g->stopped[b] = !g->live[b];
+        for (int t = 0; t < R; t++) g->resp_mask[b * R + t] = t < g->lengths[b];
+    }
     return 0;
 }
 

@@ -102,12 +102,10 @@ const float *pw_kv_head(const PwKVCache *c, int *nseg, const int **d_rows, const
     return c->d_head;
 }
 
-/* One pass over the segments in h_*: upload them, run the family's layers, give each segment's
- * row its logits (rows outside the pass keep theirs: an earlier prefill pass wrote them, or the
- * row has finished) and advance the rows' lengths. A prefill pass brings the logits to the host
- * at once (a prefill takes several passes, and the device keeps only the last); a decode pass
- * of a device_only cache leaves them on the device (pw_kv_head). */
-static void run_pass(PwKVCache *c, int prefill)
+/* The segments in h_* to the device: their slots and last tokens, then one upload of the whole
+ * pass (its slices are one block): each copy waits for the device, and a decode step of a GPU
+ * model makes one such round trip instead of three. */
+static void upload_pass(PwKVCache *c)
 {
     const PwOps *o = c->m->ops;
     c->ntok = c->h_seg_off[c->nseg];
@@ -115,9 +113,16 @@ static void run_pass(PwKVCache *c, int prefill)
         c->h_seg_slot0[s] = c->len[c->h_seg_row[s]];
         c->h_seg_last[s] = c->h_seg_off[s + 1] - 1;
     }
-    /* one upload of the whole pass (its slices are one block): each copy waits for the device,
-     * and a decode step of a GPU model makes one such round trip instead of three */
     o->copy(o, c->d_pass, c->h_pass, c->npass * sizeof(int), PW_COPY_H2D);
+}
+
+/* One pass over the segments on the device: run the family's layers, give each segment's row
+ * its logits (rows outside the pass keep theirs: an earlier prefill pass wrote them, or the row
+ * has finished) and advance the rows' lengths. A prefill pass brings the logits to the host at
+ * once (a prefill takes several passes, and the device keeps only the last); a decode pass of a
+ * device_only cache leaves them on the device (pw_kv_head). */
+static void exec_pass(PwKVCache *c, int prefill)
+{
     c->d_head = c->m->impl->kv_pass(c); /* (nseg, Vp): the padding columns dropped on copy */
     c->host_stale = 1;
     if (prefill || !c->device_only) head_to_host(c);
@@ -174,18 +179,18 @@ int pw_kv_prefill(PwKVCache *c, const int *prompt, const int *mask, int B, int P
             }
         }
         c->h_seg_off[c->nseg] = n;
-        run_pass(c, 1);
+        upload_pass(c);
+        exec_pass(c, 1);
     }
     return 0;
 }
 
-int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err)
+int pw_kv_decode_plan(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err)
 {
     const int V = c->m->arch.vocab_size;
     if (B <= 0 || B > c->maxB)
         return pw_errf(err, "decode batch B=%d is outside the generator's capacity [1, %d]", B,
                        c->maxB);
-    c->host_stale = 0;
     c->nseg = 0;
     for (int b = 0; b < B; b++) {
         if (active && !active[b]) continue;
@@ -203,6 +208,24 @@ int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwEr
         c->nseg++;
     }
     c->h_seg_off[c->nseg] = c->nseg;
-    if (c->nseg) run_pass(c, 0);
+    upload_pass(c);
     return 0;
+}
+
+int pw_kv_decode_again(PwKVCache *c, PwErr *err)
+{
+    for (int s = 0; s < c->nseg; s++)
+        if (c->len[c->h_seg_row[s]] >= c->maxT)
+            return pw_errf(err, "row %d already holds %d tokens, the generator's capacity",
+                           c->h_seg_row[s], c->len[c->h_seg_row[s]]);
+    c->host_stale = 0;
+    if (c->nseg) exec_pass(c, 0);
+    return 0;
+}
+
+int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err)
+{
+    c->host_stale = 0;
+    if (pw_kv_decode_plan(c, tokens, active, B, err)) return -1;
+    return pw_kv_decode_again(c, err);
 }

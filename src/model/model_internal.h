@@ -68,6 +68,14 @@ struct PwKVCache {
     void *fam;
 };
 
+/* pw_kv_decode in two halves, for a decode loop that keeps its rows on the device: _plan
+ * builds and uploads the pass of the active rows (at their next positions), _again runs the
+ * pass on the device as it stands, so that the kernel table's `record` (pw_sample.h) can make
+ * each segment the row's next step there (its token, position and slot one further) and the
+ * pass run again without an upload. */
+int pw_kv_decode_plan(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err);
+int pw_kv_decode_again(PwKVCache *c, PwErr *err);
+
 /* The last pass's logits on the model's device: (nseg, Vp), segment s the next-token logits of
  * row h_rows[s] (d_rows: the same on the device). What the generator samples from, with no
  * copy of V floats per row to the host. */

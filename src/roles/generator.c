@@ -17,7 +17,7 @@ void pw_generator_generate(PwRun *r, PwModel *m, PwRows *rows, float *logp, int6
      * a row do not depend on which rank or micro batch generated it. */
     PwGenConfig gc = {r->R, r->stop_id, r->pad_id,
                       {(float)r->s.temperature, r->s.top_k, (float)r->s.top_p},
-                      pw_rng_tuple(r->s.seed, (uint64_t)step, 0x9e11ull)};
+                      pw_rng_tuple(r->s.seed, (uint64_t)step, 0x9e11ull), 0 /* the device's */};
     uint64_t *ids = pw_roles_alloc((size_t)mb * sizeof *ids);
     int P = rows->P, R = rows->R;
     for (int i0 = 0; i0 < rows->n; i0 += mb) {

@@ -277,6 +277,13 @@ static void sample_rows(const PwOps *o, const float *logits, int ld, int n, int 
 {
     pw_sample_rows_cuda(logits, ld, n, V, rows, sc, rng, token, logp, logp_full, S(o));
 }
+static void record_rows(const PwOps *o, const PwGenRows *g, int n, const int *rows,
+                        const int *token, const float *logp, const float *logp_full, int r,
+                        int *pass_tok, int *pass_pos, int *pass_slot0)
+{
+    pw_sample_record_cuda(g, n, rows, token, logp, logp_full, r, pass_tok, pass_pos, pass_slot0,
+                          S(o));
+}
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
                          const int *targets, int N, int V, int ld)
 {

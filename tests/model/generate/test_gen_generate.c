@@ -1,6 +1,7 @@
 /* test_gen_generate.c: pw_generate as callers see it: the same seed gives the same tokens,
  * a prompt's response does not depend on its batch, the draws on the model's device equal the
- * host's row by row, stop and max_new_tokens, errors. */
+ * host's row by row, the host's looks at the rows every check_every steps change nothing, stop
+ * and max_new_tokens, errors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,52 @@ static void test_against_host_rows(PwModel *m, PwGen *g)
     pw_kv_free(c);
 }
 
+/* The host looks at the rows every check_every steps; between looks the rows that stopped stay
+ * in the decode pass, drawn from but recording nothing. Any check_every gives the same tokens,
+ * log-probs, lengths and stops bit for bit (the rows' streams are their own, and a row's logits
+ * do not depend on the other rows of the pass up to float rounding: compared to 1e-5 where a
+ * pass holds other rows), and the streams of the rows that never stopped are the same. */
+static void test_check_every(PwGen *g)
+{
+    int prompt[B * P], mask[B * P];
+    make_prompts(prompt, mask);
+    PwErr err;
+    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
+                       .sample = {.temperature = 1.2f, .top_k = 0, .top_p = 1.0f}, .seed = 5};
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    cfg.stop_token = g->tokens[2 * R + 1]; /* row 2 stops at its second token, others later */
+    static Out base, got;
+    uint64_t rng0[B];
+    cfg.check_every = 1;
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    keep(&base, g, 0, B);
+    memcpy(rng0, g->rng, sizeof rng0);
+    int nstop = 0, lens[B];
+    for (int b = 0; b < B; b++) nstop += base.stopped[b], lens[b] = base.lengths[b];
+    CHECK(nstop >= 1 && nstop < B && base.lengths[2] == 2,
+          "rows stopping at different steps: %d of %d stopped, row 2 after %d tokens", nstop, B,
+          base.lengths[2]);
+    const int every[4] = {2, 3, R - 1, R + 5};
+    for (int i = 0; i < 4; i++) {
+        cfg.check_every = every[i];
+        CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+        keep(&got, g, 0, B);
+        char what[48];
+        snprintf(what, sizeof what, "check_every %d", every[i]);
+        int streams = 0;
+        for (int b = 0; b < B; b++) {
+            same_row(&got, b, &base, b, what);
+            streams += !base.stopped[b] && g->rng[b] != rng0[b];
+        }
+        CHECK(streams == 0, "%s: %d streams of unstopped rows differ", what, streams);
+    }
+    printf("check_every 1, 2, 3, %d, %d: the same responses (%d rows stopped, lengths %d %d %d "
+           "%d %d)\n", R - 1, R + 5, nstop, lens[0], lens[1], lens[2], lens[3], lens[4]);
+    cfg.check_every = -1;
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == -1 &&
+          strstr(err.msg, "check_every must be >= 0"), "check_every -1 accepted");
+}
+
 static void test_max_new_tokens(PwGen *g)
 {
     int prompt[B * P], mask[B * P];
@@ -321,6 +368,7 @@ int main(void)
     }
     test_determinism_and_batches(g);
     test_against_host_rows(m, g);
+    test_check_every(g);
     test_max_new_tokens(g);
     test_errors(m, g);
     test_forced_stop(m, g);

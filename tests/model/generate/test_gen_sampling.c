@@ -321,6 +321,47 @@ static void test_rows(void)
     }
 }
 
+/* The rows' bookkeeping after a draw (pw_sample_record and the CPU table's `record`), worked by
+ * hand: 4 rows, R = 3, stop token 9; the draws come in the pass's order (rows 2, 0, 3, 1). Row
+ * 1 had already stopped (records nothing), row 3 draws the stop token (records it and leaves);
+ * the pass's segments take the drawn tokens and move one position and slot further. */
+static void test_record(void)
+{
+    for (int entry = 0; entry < 2; entry++) {
+        int live[4] = {1, 0, 1, 1}, next[4] = {5, 9, 6, 7}, length[4] = {1, 1, 1, 1};
+        int tokens[12], ptok[4] = {0}, ppos[4] = {10, 11, 12, 13}, pslot[4] = {3, 4, 5, 6};
+        float logp[12], logpf[12];
+        for (int i = 0; i < 12; i++) tokens[i] = -1, logp[i] = logpf[i] = 0.0f;
+        PwGenRows g = {live, next, length, tokens, logp, logpf, 3, 9};
+        const int rows[4] = {2, 0, 3, 1}, tok[4] = {4, 8, 9, 2};
+        const float lp[4] = {-0.5f, -1.0f, -1.5f, -2.0f}, lpf[4] = {-0.6f, -1.1f, -1.6f, -2.1f};
+        if (entry) {
+            const PwOps *o = pw_ops_cpu();
+            o->record(o, &g, 4, rows, tok, lp, lpf, 1, ptok, ppos, pslot);
+        } else {
+            pw_sample_record(&g, 4, rows, tok, lp, lpf, 1, ptok, ppos, pslot);
+        }
+        const int want_tokens[12] = {-1, 8, -1, -1, -1, -1, -1, 4, -1, -1, 9, -1};
+        const float want_logp[12] = {0, -1.0f, 0, 0, 0, 0, 0, -0.5f, 0, 0, -1.5f, 0};
+        const float want_logpf[12] = {0, -1.1f, 0, 0, 0, 0, 0, -0.6f, 0, 0, -1.6f, 0};
+        int bad = 0;
+        for (int i = 0; i < 12; i++)
+            bad += tokens[i] != want_tokens[i] || logp[i] != want_logp[i] ||
+                   logpf[i] != want_logpf[i];
+        const int want_live[4] = {1, 0, 1, 0}, want_next[4] = {8, 9, 4, 9},
+                  want_len[4] = {2, 1, 2, 2};
+        for (int b = 0; b < 4; b++)
+            bad += live[b] != want_live[b] || next[b] != want_next[b] || length[b] != want_len[b];
+        for (int i = 0; i < 4; i++)
+            bad += ptok[i] != tok[i] || ppos[i] != 11 + i || pslot[i] != 4 + i;
+        CHECK(bad == 0, "record (%s): %d values differ from the hand-worked ones",
+              entry ? "the CPU table" : "pw_sample_record", bad);
+        /* the prefill's draws: no pass to advance */
+        pw_sample_record(&g, 1, rows + 1, tok, lp, lpf, 2, NULL, NULL, NULL);
+        CHECK(tokens[2] == 4 && length[0] == 3 && next[0] == 4, "record without a pass");
+    }
+}
+
 int main(void)
 {
     test_top_k();
@@ -331,5 +372,6 @@ int main(void)
     test_frequencies();
     test_config_errors();
     test_rows();
+    test_record();
     return pw_test_done("test_gen_sampling");
 }

@@ -1,0 +1,38 @@
+/* record.cu: the rows' bookkeeping after a draw on the GPU, the twin of pw_sample_record
+ * (src/kernels/cpu/record.c, the kernel table's `record` entry): one thread per drawn row; a
+ * decode pass holds each row once, so no two threads touch the same row. */
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+__global__ static void record_kernel(PwGenRows g, int n, const int *rows, const int *token,
+                                     const float *logp, const float *logp_full, int r,
+                                     int *pass_tok, int *pass_pos, int *pass_slot0)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int b = rows[i], t = token[i];
+    if (pass_tok) {
+        pass_tok[i] = t;
+        pass_pos[i]++;
+        pass_slot0[i]++;
+    }
+    if (!g.live[b]) return;
+    const size_t at = (size_t)b * g.R + r;
+    g.tokens[at] = t;
+    g.logp[at] = logp[i];
+    g.logp_full[at] = logp_full[i];
+    g.length[b]++;
+    g.next[b] = t;
+    if (t == g.stop_token) g.live[b] = 0;
+}
+
+void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int *token,
+                           const float *logp, const float *logp_full, int r, int *pass_tok,
+                           int *pass_pos, int *pass_slot0, cudaStream_t stream)
+{
+    if (n <= 0) return;
+    const int threads = 128;
+    record_kernel<<<(n + threads - 1) / threads, threads, 0, stream>>>(
+        *g, n, rows, token, logp, logp_full, r, pass_tok, pass_pos, pass_slot0);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
