@@ -80,6 +80,9 @@ for p in "${parts[@]}"; do
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
         step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
         step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
+        # the PPO step with four GPT-2-124M models against TRL's, then 512 prompts per step
+        step bench_ppo_gpu "$BUILD/bench/bench_ppo_gpu"
+        step bench_ppo_gpu_512 "$BUILD/bench/bench_ppo_gpu" --prompts 512
         ;;
     esac
 done
