@@ -117,7 +117,8 @@ static double copy_gbs(void)
 /* `bench_generate gpu [bf16|fp32]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling 512 new
  * tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop token), through
  * pw_generate as the generator role runs it; then batch 256 with the host looking at the rows
- * every 1, 4 and 64 steps instead of 16. Without a GPU it stops at the model's creation. */
+ * every 1, 4 and 64 steps instead of 16, and with each decode step a CUDA graph. Without a GPU
+ * it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec)
 {
     enum { GP = 64, GR = 512 };
@@ -130,7 +131,7 @@ static int bench_gpu(PwPrecision prec)
     PwModel *m = pw_model_create(&gpt2, &o, &err);
     if (!m) die("gpt2-124M on cuda:0", &err);
     pw_model_init_random(m, 1);
-    double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[3] = {0, 0, 0}, gbs = copy_gbs();
+    double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[4] = {0, 0, 0, 0}, gbs = copy_gbs();
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (2 L C values per cached token, 64 + 256 tokens on average over the
      * 512 steps) at the copy bandwidth; tokens/s = B / (bytes per step / bandwidth). */
@@ -161,25 +162,27 @@ static int bench_gpu(PwPrecision prec)
         roof[bi] = roof_tps > 0 ? tps[bi] / roof_tps : 0.0;
         printf("%6d %10.3f %12.0f %14.0f %9.3f\n", Bn, best, tps[bi], roof_tps, roof[bi]);
         /* what the host's looks at the rows cost (PwGenConfig.check_every; the default on a GPU
-         * is 16, the row above): once each at the largest batch, the device warm */
-        for (int k = 0; bi == 1 && k < 3; k++) {
-            const int every[3] = {1, 4, 64};
+         * is 16, the row above), and the decode step as a CUDA graph (PwGenConfig.graph): once
+         * each at the largest batch, the device warm */
+        for (int k = 0; bi == 1 && k < 4; k++) {
+            const int every[4] = {1, 4, 64, 16}, graph[4] = {0, 0, 0, 1};
             cfg.check_every = every[k];
+            cfg.graph = graph[k];
             double t0 = now();
             if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
             double t = now() - t0;
             ck[k] = (double)Bn * GR / t;
-            printf("%6d %10.3f %12.0f   (the host looks every %d steps)\n", Bn, t, ck[k],
-                   every[k]);
+            printf("%6d %10.3f %12.0f   (the host looks every %d steps%s)\n", Bn, t, ck[k],
+                   every[k], graph[k] ? "; each step a CUDA graph" : "");
         }
-        cfg.check_every = 0;
+        cfg.check_every = cfg.graph = 0;
         free(prompt);
         pw_gen_free(g);
     }
     printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
-           "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f\n", tps[0], tps[1], roof[0],
-           roof[1], gbs, ck[0], ck[1], ck[2]);
+           "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f\n", tps[0],
+           tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3]);
     pw_model_free(m);
     return 0;
 }

@@ -23,6 +23,10 @@ typedef struct PwGenConfig {
                             * 1 on the CPU, PW_GEN_CHECK_EVERY_GPU on a GPU. Any value gives
                             * the same tokens and log-probs: between looks, rows that stopped
                             * are decoded and drawn from but record nothing */
+    int graph;             /* 1: the decode step (the pass, the draw, the bookkeeping) is
+                            * captured once per planned pass as a CUDA graph and replayed until
+                            * the host next replans; 0: launched kernel by kernel. No effect on
+                            * the CPU (no graphs); the same tokens either way */
 } PwGenConfig;
 
 #define PW_GEN_CHECK_EVERY_GPU 16

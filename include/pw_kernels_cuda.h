@@ -119,7 +119,7 @@ void pw_sample_rows_cuda(const float *logits, int ld, int n, int V, const int *r
                          float *logp_full, cudaStream_t stream);
 /* after a draw: the rows' bookkeeping, one thread per row (pw_sample_record, pw_sample.h) */
 void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int *token,
-                           const float *logp, const float *logp_full, int r, int *pass_tok,
+                           const float *logp, const float *logp_full, int *pass_tok,
                            int *pass_pos, int *pass_slot0, cudaStream_t stream);
 
 /* ---- AdamW, global-norm clipping */

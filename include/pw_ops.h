@@ -32,6 +32,13 @@ struct PwOps {
     void (*sync)(const PwOps *o);
     /* free and total bytes of the device (the CPU reports 0, 0: no fixed budget) */
     void (*mem_info)(const PwOps *o, size_t *free_bytes, size_t *total_bytes);
+    /* graphs: graph_capture records the work fn(arg) queues on the table's stream, without
+     * running it, as a graph that graph_run queues again whenever asked, with the same
+     * arguments and pointers (whatever the pointed-to memory then holds). NULL when the table
+     * has no graphs (the CPU) or the capture failed: the caller then runs fn(arg) itself. */
+    void *(*graph_capture)(const PwOps *o, void (*fn)(void *), void *arg);
+    void (*graph_run)(const PwOps *o, void *graph);
+    void (*graph_free)(const PwOps *o, void *graph); /* NULL is ignored */
 
     /* ---- kernels */
     void (*encoder_forward)(const PwOps *o, float *out, const int *inp, const int *pos,
@@ -106,10 +113,10 @@ struct PwOps {
     void (*sample)(const PwOps *o, const float *logits, int ld, int n, int V, const int *rows,
                    const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
                    float *logp_full);
-    /* after a draw of step r: the rows' bookkeeping where the draws are (pw_sample_record) */
+    /* after a draw: the rows' bookkeeping where the draws are (pw_sample_record) */
     void (*record)(const PwOps *o, const PwGenRows *g, int n, const int *rows, const int *token,
-                   const float *logp, const float *logp_full, int r, int *pass_tok,
-                   int *pass_pos, int *pass_slot0);
+                   const float *logp, const float *logp_full, int *pass_tok, int *pass_pos,
+                   int *pass_slot0);
     double (*sumsq)(const PwOps *o, const float *x, size_t n); /* waits: returns a host value */
     void (*scale)(const PwOps *o, float *x, float s, size_t n);
 };

@@ -83,14 +83,16 @@ typedef struct PwGenRows {
     int stop_token;    /* -1: none */
 } PwGenRows;
 
-/* Step r's draws of n rows (row rows[i] drew token[i], logp[i], logp_full[i]): a row still live
- * records them at column r, sets next, grows length by one, and leaves when it drew the stop
- * token (kept as its last); a row that left records nothing. When the draws came from a decode
+/* A step's draws of n rows (row rows[i] drew token[i], logp[i], logp_full[i]): a row still live
+ * records them at its column length[b] (a live row has recorded every step before, so that is
+ * the step's index: no step number is passed, and a captured step can run again unchanged),
+ * sets next, grows length by one, and leaves when it drew the stop token (kept as its last); a
+ * row that left records nothing. When the draws came from a decode
  * pass (pass_tok not NULL), that pass's segment i (row rows[i], one token) becomes the row's
  * next step: pass_tok[i] = token[i], pass_pos[i] and pass_slot0[i] one further, so that the pass
  * runs again with no upload. The CUDA twin (pw_kernels_cuda.h) does the same on the GPU. */
 void pw_sample_record(const PwGenRows *g, int n, const int *rows, const int *token,
-                      const float *logp, const float *logp_full, int r, int *pass_tok,
-                      int *pass_pos, int *pass_slot0);
+                      const float *logp, const float *logp_full, int *pass_tok, int *pass_pos,
+                      int *pass_slot0);
 
 #endif

@@ -98,9 +98,9 @@ void pw_gen_free(PwGen *g)
 }
 
 /* Draws one token for each of n rows of logits (row i at logits + i * ld, its stream
- * d_rng[rows[i]]) and records them as step r (pw_sample_record), all on the model's device;
- * pass: the decode pass the logits came from, made the rows' next step (NULL: the prefill's). */
-static void draw(PwGen *g, const float *logits, int ld, int n, const int *rows, int r,
+ * d_rng[rows[i]]) and records them (pw_sample_record), all on the model's device; pass: the
+ * decode pass the logits came from, made the rows' next step (NULL: the prefill's). */
+static void draw(PwGen *g, const float *logits, int ld, int n, const int *rows,
                  const PwSampleConfig *sc, const PwKVCache *pass)
 {
     const PwOps *o = g->cache->m->ops;
@@ -108,8 +108,24 @@ static void draw(PwGen *g, const float *logits, int ld, int n, const int *rows, 
     int *tok = g->d_out;
     float *lp = (float *)(tok + mb), *lpf = lp + mb;
     o->sample(o, logits, ld, n, g->V, rows, sc, g->d_rng, tok, lp, lpf);
-    o->record(o, &g->d, n, rows, tok, lp, lpf, r, pass ? pass->d_tok : NULL,
+    o->record(o, &g->d, n, rows, tok, lp, lpf, pass ? pass->d_tok : NULL,
               pass ? pass->d_pos : NULL, pass ? pass->d_seg_slot0 : NULL);
+}
+
+/* One decode step's device work: the planned pass, the draw from its logits, the bookkeeping.
+ * Nothing in it depends on the step's number, so a graph of it replays as the next steps. */
+typedef struct Step {
+    PwGen *g;
+    const PwSampleConfig *sc;
+    const float *head; /* the pass's logits: the same buffer at every step */
+} Step;
+
+static void decode_step(void *arg)
+{
+    Step *s = arg;
+    PwKVCache *c = s->g->cache;
+    s->head = pw_kv_decode_device(c);
+    draw(s->g, s->head, (int)c->m->Vp, c->nseg, c->d_seg_row, s->sc, c);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -129,6 +145,8 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
     if (cfg->check_every < 0)
         return pw_errf(err, "check_every must be >= 0 (0 = the device's own), got %d",
                        cfg->check_every);
+    if (cfg->graph != 0 && cfg->graph != 1)
+        return pw_errf(err, "graph must be 0 or 1, got %d", cfg->graph);
     if (P > g->maxT)
         return pw_errf(err, "prompt width P=%d exceeds the generator's capacity of %d tokens", P,
                        g->maxT);
@@ -166,25 +184,35 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
      * the host brings back which rows are going and their next tokens (2 maxB ints): it ends
      * when none is, and plans the pass again without the rows that stopped. Until then those
      * rows stay in the pass, drawn from but recording nothing, so every check_every gives the
-     * same tokens. */
+     * same tokens. With cfg->graph, a step's device work is captured once per planned pass and
+     * replayed (a table without graphs, the CPU's, returns none: the step is then launched). */
+    Step st = {g, &cfg->sample, NULL};
+    void *graph = NULL; /* the captured step of the pass as planned; NULL: none (yet) */
     for (int r = 0; r < R; r++) {
         if (r == 0) {
-            draw(g, g->d_first, V, B, g->d_rows, 0, &cfg->sample, NULL);
+            draw(g, g->d_first, V, B, g->d_rows, &cfg->sample, NULL);
         } else {
-            if (pw_kv_decode_again(c, err)) return -1;
-            int n;
-            const int *d_rows, *h_rows;
-            const float *head = pw_kv_head(c, &n, &d_rows, &h_rows);
-            draw(g, head, (int)c->m->Vp, n, d_rows, r, &cfg->sample, c);
+            if (pw_kv_decode_check(c, err)) {
+                o->graph_free(o, graph);
+                return -1;
+            }
+            if (cfg->graph && !graph) graph = o->graph_capture(o, decode_step, &st);
+            if (graph) o->graph_run(o, graph);
+            else decode_step(&st);
+            pw_kv_decode_done(c, st.head);
         }
         if (r == R - 1 || r % every) continue;
         o->copy(o, g->live, g->d.live, 2 * (size_t)mb * sizeof(int), PW_COPY_D2H);
         int nlive = 0;
         for (int b = 0; b < B; b++) nlive += g->live[b];
         if (!nlive) break;
-        if ((r == 0 || nlive < c->nseg) && pw_kv_decode_plan(c, g->next, g->live, B, err))
-            return -1;
+        if (r == 0 || nlive < c->nseg) {
+            o->graph_free(o, graph); /* the pass changes: its graph with it */
+            graph = NULL;
+            if (pw_kv_decode_plan(c, g->next, g->live, B, err)) return -1;
+        }
     }
+    o->graph_free(o, graph);
     o->copy(o, g->live, g->d.live, (3 * (size_t)mb + (size_t)B * R) * sizeof(int), PW_COPY_D2H);
     o->copy(o, g->logp, g->d.logp, (size_t)B * R * sizeof(float), PW_COPY_D2H);
     o->copy(o, g->logp_full, g->d.logp_full, (size_t)B * R * sizeof(float), PW_COPY_D2H);

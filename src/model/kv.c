@@ -121,14 +121,16 @@ static void upload_pass(PwKVCache *c)
  * has finished) and advance the rows' lengths. A prefill pass brings the logits to the host at
  * once (a prefill takes several passes, and the device keeps only the last); a decode pass of a
  * device_only cache leaves them on the device (pw_kv_head). */
-static void exec_pass(PwKVCache *c, int prefill)
+static void pass_done(PwKVCache *c, const float *head, int prefill)
 {
-    c->d_head = c->m->impl->kv_pass(c); /* (nseg, Vp): the padding columns dropped on copy */
+    c->d_head = head; /* (nseg, Vp): the padding columns dropped on copy */
     c->host_stale = 1;
     if (prefill || !c->device_only) head_to_host(c);
     for (int s = 0; s < c->nseg; s++)
         c->len[c->h_seg_row[s]] += c->h_seg_off[s + 1] - c->h_seg_off[s];
 }
+
+static void exec_pass(PwKVCache *c, int prefill) { pass_done(c, c->m->impl->kv_pass(c), prefill); }
 
 static int check_prompt(const PwKVCache *c, const int *prompt, const int *mask, int B, int P,
                         PwErr *err)
@@ -212,12 +214,22 @@ int pw_kv_decode_plan(PwKVCache *c, const int *tokens, const int *active, int B,
     return 0;
 }
 
-int pw_kv_decode_again(PwKVCache *c, PwErr *err)
+int pw_kv_decode_check(const PwKVCache *c, PwErr *err)
 {
     for (int s = 0; s < c->nseg; s++)
         if (c->len[c->h_seg_row[s]] >= c->maxT)
             return pw_errf(err, "row %d already holds %d tokens, the generator's capacity",
                            c->h_seg_row[s], c->len[c->h_seg_row[s]]);
+    return 0;
+}
+
+const float *pw_kv_decode_device(PwKVCache *c) { return c->m->impl->kv_pass(c); }
+
+void pw_kv_decode_done(PwKVCache *c, const float *head) { pass_done(c, head, 0); }
+
+int pw_kv_decode_again(PwKVCache *c, PwErr *err)
+{
+    if (pw_kv_decode_check(c, err)) return -1;
     c->host_stale = 0;
     if (c->nseg) exec_pass(c, 0);
     return 0;

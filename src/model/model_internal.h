@@ -75,6 +75,13 @@ struct PwKVCache {
  * pass run again without an upload. */
 int pw_kv_decode_plan(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err);
 int pw_kv_decode_again(PwKVCache *c, PwErr *err);
+/* _again in three, for a step captured as a graph: _check (every row of the pass has room for
+ * one more token), _device (the family's layers over the pass: device work only, so that it can
+ * be captured; returns the (nseg, Vp) logits), _done (the host's side: lengths, the logits'
+ * whereabouts) after each run of the device work. */
+int pw_kv_decode_check(const PwKVCache *c, PwErr *err);
+const float *pw_kv_decode_device(PwKVCache *c);
+void pw_kv_decode_done(PwKVCache *c, const float *head);
 
 /* The last pass's logits on the model's device: (nseg, Vp), segment s the next-token logits of
  * row h_rows[s] (d_rows: the same on the device). What the generator samples from, with no

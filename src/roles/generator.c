@@ -15,9 +15,10 @@ void pw_generator_generate(PwRun *r, PwModel *m, PwRows *rows, float *logp, int6
         pw_comm_fatal(__FILE__, __LINE__, "generator: %s", err.msg);
     /* Each row's random stream is named by its global row and the step's seed, so the tokens of
      * a row do not depend on which rank or micro batch generated it. */
-    PwGenConfig gc = {r->R, r->stop_id, r->pad_id,
-                      {(float)r->s.temperature, r->s.top_k, (float)r->s.top_p},
-                      pw_rng_tuple(r->s.seed, (uint64_t)step, 0x9e11ull), 0 /* the device's */};
+    PwGenConfig gc = {.max_new_tokens = r->R, .stop_token = r->stop_id, .pad_token = r->pad_id,
+                      .sample = {(float)r->s.temperature, r->s.top_k, (float)r->s.top_p},
+                      .seed = pw_rng_tuple(r->s.seed, (uint64_t)step, 0x9e11ull),
+                      .check_every = 0 /* the device's */, .graph = 0 /* until measured */};
     uint64_t *ids = pw_roles_alloc((size_t)mb * sizeof *ids);
     int P = rows->P, R = rows->R;
     for (int i0 = 0; i0 < rows->n; i0 += mb) {

@@ -1,11 +1,13 @@
 /* test_cuda_model.c: the same GPT-2 built through the model interface on the CPU and on the GPU
  * (fp32): one forward with every head, one backward, one AdamW step and a KV-cache prefill and
- * decode agree to 1e-5; a GPU model saves, offloads its moments and loads back unchanged; at
- * precision bf16 forward and gradients agree to 1e-2. */
+ * decode agree to 1e-5; generation gives the CPU's tokens (and the same with its decode step as
+ * a CUDA graph); a GPU model saves, offloads its moments and loads back unchanged; at precision
+ * bf16 forward and gradients agree to 1e-2. */
 #include <sys/stat.h>
 
 #include "cutest.h"
 #include "pw_device.h"
+#include "pw_generate.h"
 #include "pw_model.h"
 
 enum { B = 3, T = 12, V = 61 };
@@ -107,6 +109,68 @@ static void check_bf16(const PwArch *a, const int *tok, const int *tgt, const Pw
     pw_model_free(gpu);
 }
 
+/* Generation on the GPU against the CPU: the same weights, 6 left-padded prompts, 16 new tokens,
+ * top-k on, a stop token that row 1 draws fourth. The GPU looks at its rows every 16 steps (its
+ * own default) and the CPU at every step; then the GPU again with each decode step captured as a
+ * CUDA graph. Every token, length and stop must be the same, the log-probs within 1e-4 of the
+ * CPU's, and the graph's run bit for bit the launched one's (the same kernels in the same
+ * order). */
+enum { GB = 6, GP = 6, GR = 16 };
+typedef struct GenOut {
+    int tokens[GB * GR], lengths[GB], stopped[GB];
+    float logp[GB * GR], logp_full[GB * GR];
+} GenOut;
+
+static void generate(PwGen *g, const int *prompt, const int *pm, PwGenConfig *cfg, GenOut *o)
+{
+    PwErr err;
+    CHECK(pw_generate(g, prompt, pm, GB, GP, NULL, cfg, &err) == 0, "generate: %s", err.msg);
+    memcpy(o->tokens, g->tokens, sizeof o->tokens);
+    memcpy(o->lengths, g->lengths, sizeof o->lengths);
+    memcpy(o->stopped, g->stopped, sizeof o->stopped);
+    memcpy(o->logp, g->logp, sizeof o->logp);
+    memcpy(o->logp_full, g->logp_full, sizeof o->logp_full);
+}
+
+static void check_generate(PwModel *cpu, PwModel *gpu)
+{
+    int prompt[GB * GP], pm[GB * GP];
+    unsigned long long rng = 31;
+    for (int b = 0; b < GB; b++)
+        for (int t = 0; t < GP; t++) {
+            pm[b * GP + t] = t >= b % 4;
+            prompt[b * GP + t] = pm[b * GP + t] ? (int)(pw_test_uniform(&rng) * V) : 0;
+        }
+    PwErr err;
+    PwGen *gc = pw_gen_create(cpu, GB, GP + GR, &err), *gg = pw_gen_create(gpu, GB, GP + GR, &err);
+    CHECK(gc && gg, "generators: %s", err.msg);
+    if (!gc || !gg) return;
+    PwGenConfig cfg = {.max_new_tokens = GR, .stop_token = -1, .pad_token = 0,
+                       .sample = {.temperature = 1.0f, .top_k = 20, .top_p = 1.0f}, .seed = 3};
+    static GenOut want, got, graphed;
+    generate(gc, prompt, pm, &cfg, &want);
+    cfg.stop_token = want.tokens[1 * GR + 3];
+    generate(gc, prompt, pm, &cfg, &want);
+    generate(gg, prompt, pm, &cfg, &got);
+    cfg.graph = 1;
+    generate(gg, prompt, pm, &cfg, &graphed);
+    int tok = 0, nstop = 0;
+    for (int i = 0; i < GB * GR; i++) tok += got.tokens[i] != want.tokens[i];
+    for (int b = 0; b < GB; b++) {
+        tok += got.lengths[b] != want.lengths[b] || got.stopped[b] != want.stopped[b];
+        nstop += want.stopped[b];
+    }
+    CHECK(tok == 0 && nstop >= 1, "generation on the GPU: %d tokens, lengths or stops differ "
+          "from the CPU's (%d rows stopped)", tok, nstop);
+    compare_tol("generation logp", got.logp, want.logp, GB * GR, 1e-4);
+    compare_tol("generation logp_full", got.logp_full, want.logp_full, GB * GR, 1e-4);
+    CHECK(!memcmp(&graphed, &got, sizeof got), "the decode step as a CUDA graph: another output "
+          "than launched kernel by kernel");
+    printf("generation: cuda = cpu (%d rows stopped), graph = launched\n", nstop);
+    pw_gen_free(gc);
+    pw_gen_free(gg);
+}
+
 int main(int argc, char **argv)
 {
     cu_require_gpu("test_cuda_model");
@@ -188,6 +252,7 @@ int main(int argc, char **argv)
     }
     pw_kv_free(cc);
     pw_kv_free(cg);
+    check_generate(cpu, gpu);
 
     /* ---- moments offloaded and back, a second step; then save and load on the GPU */
     CHECK(pw_model_optimizer_offload(gpu, &err) == 0, "%s", err.msg);

@@ -80,7 +80,7 @@ static void run_record(int n, int R, int with_pass, unsigned long long *rng)
     for (int i = 0; i < n; i++) {
         live[i] = pw_test_rng_next(rng) % 3 != 0;
         live[n + i] = (int)(pw_test_rng_next(rng) % 50);      /* next */
-        live[2 * n + i] = r;                                  /* length */
+        live[2 * n + i] = r;                                  /* length: the column */
         tok[i] = (int)(pw_test_rng_next(rng) % 8);            /* 3 is the stop token */
         rows[i] = (i * 7 + 2) % n;
         lp[i] = -(float)i / 7.0f, lp[n + i] = -(float)i / 5.0f;
@@ -96,9 +96,9 @@ static void run_record(int n, int R, int with_pass, unsigned long long *rng)
     PwGenRows h = {live, live + n, live + 2 * n, tokens, lps, lps + (size_t)n * R, R, stop};
     PwGenRows d = {d_state, d_state + n, d_state + 2 * n, d_tokens, d_lps,
                    d_lps + (size_t)n * R, R, stop};
-    pw_sample_record(&h, n, rows, tok, lp, lp + n, r, with_pass ? pass : NULL,
+    pw_sample_record(&h, n, rows, tok, lp, lp + n, with_pass ? pass : NULL,
                      with_pass ? pass + n : NULL, with_pass ? pass + 2 * n : NULL);
-    pw_sample_record_cuda(&d, n, d_rows, d_tok, d_lp, d_lp + n, r, with_pass ? d_pass : NULL,
+    pw_sample_record_cuda(&d, n, d_rows, d_tok, d_lp, d_lp + n, with_pass ? d_pass : NULL,
                           with_pass ? d_pass + n : NULL, with_pass ? d_pass + 2 * n : NULL, 0);
     int *got = cu_host(sizeof(int) * ((size_t)n * R + 6 * n));
     float *gotf = cu_host(sizeof(float) * 2 * (size_t)n * R);

@@ -25,6 +25,14 @@ static void cpu_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_bytes
     (void)o;
     *free_bytes = *total_bytes = 0;
 }
+/* no graphs on the CPU: every caller runs its work itself */
+static void *cpu_graph_capture(const PwOps *o, void (*fn)(void *), void *arg)
+{
+    (void)o, (void)fn, (void)arg;
+    return NULL;
+}
+static void cpu_graph_run(const PwOps *o, void *graph) { (void)o, (void)graph; }
+static void cpu_graph_free(const PwOps *o, void *graph) { (void)o, (void)graph; }
 
 static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *pos,
                         const float *wte, const float *wpe, int B, int T, int C)
@@ -154,10 +162,10 @@ static void sample_rows(const PwOps *o, const float *logits, int ld, int n, int 
     (void)o, pw_sample_rows(logits, ld, n, V, rows, sc, rng, token, logp, logp_full);
 }
 static void record_rows(const PwOps *o, const PwGenRows *g, int n, const int *rows,
-                        const int *token, const float *logp, const float *logp_full, int r,
+                        const int *token, const float *logp, const float *logp_full,
                         int *pass_tok, int *pass_pos, int *pass_slot0)
 {
-    (void)o, pw_sample_record(g, n, rows, token, logp, logp_full, r, pass_tok, pass_pos,
+    (void)o, pw_sample_record(g, n, rows, token, logp, logp_full, pass_tok, pass_pos,
                               pass_slot0);
 }
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
@@ -193,6 +201,9 @@ static const PwOps cpu_ops = {
     .zero = cpu_zero,
     .sync = cpu_sync,
     .mem_info = cpu_mem_info,
+    .graph_capture = cpu_graph_capture,
+    .graph_run = cpu_graph_run,
+    .graph_free = cpu_graph_free,
     PW_OPS_KERNEL_ENTRIES,
 };
 

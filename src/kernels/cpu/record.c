@@ -4,8 +4,8 @@
 #include "pw_sample.h"
 
 void pw_sample_record(const PwGenRows *g, int n, const int *rows, const int *token,
-                      const float *logp, const float *logp_full, int r, int *pass_tok,
-                      int *pass_pos, int *pass_slot0)
+                      const float *logp, const float *logp_full, int *pass_tok, int *pass_pos,
+                      int *pass_slot0)
 {
     for (int i = 0; i < n; i++) {
         const int b = rows[i], t = token[i];
@@ -15,7 +15,7 @@ void pw_sample_record(const PwGenRows *g, int n, const int *rows, const int *tok
             pass_slot0[i]++;
         }
         if (!g->live[b]) continue;
-        const size_t at = (size_t)b * g->R + r;
+        const size_t at = (size_t)b * g->R + g->length[b];
         g->tokens[at] = t;
         g->logp[at] = logp[i];
         g->logp_full[at] = logp_full[i];

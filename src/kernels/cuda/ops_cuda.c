@@ -101,6 +101,40 @@ static void cuda_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_byte
     CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 
+/* CUDA graphs. The capture is in relaxed mode: a buffer a wrapper makes on its first use (the
+ * bf16 workspace) is allocated at once instead of breaking the capture, and the stream-ordered
+ * scratch becomes the graph's own allocations. A capture or instantiation the runtime refuses
+ * leaves no graph (and no sticky error): the caller runs the work itself. */
+static void *cuda_graph_capture(const PwOps *o, void (*fn)(void *), void *arg)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t exec = NULL;
+    CHECK(cudaSetDevice(o->device_id));
+    if (cudaStreamBeginCapture(S(o), cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    fn(arg);
+    cudaError_t e = cudaStreamEndCapture(S(o), &g);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+    if (g) (void)cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return exec;
+}
+static void cuda_graph_run(const PwOps *o, void *graph)
+{
+    CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, S(o)));
+}
+static void cuda_graph_free(const PwOps *o, void *graph)
+{
+    if (!graph) return;
+    CHECK(cudaStreamSynchronize(S(o))); /* no launch of it still queued */
+    CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph));
+}
+
 /* The workspace of at least `elems` bf16 values. The table is the caller's const view of a
  * CudaOps this file allocated, and the workspace is the one part that changes behind it. Out of
  * device memory here is fatal (PW_CUDA_CHECK): a kernel entry has no error to return, and the
@@ -278,10 +312,10 @@ static void sample_rows(const PwOps *o, const float *logits, int ld, int n, int 
     pw_sample_rows_cuda(logits, ld, n, V, rows, sc, rng, token, logp, logp_full, S(o));
 }
 static void record_rows(const PwOps *o, const PwGenRows *g, int n, const int *rows,
-                        const int *token, const float *logp, const float *logp_full, int r,
+                        const int *token, const float *logp, const float *logp_full,
                         int *pass_tok, int *pass_pos, int *pass_slot0)
 {
-    pw_sample_record_cuda(g, n, rows, token, logp, logp_full, r, pass_tok, pass_pos, pass_slot0,
+    pw_sample_record_cuda(g, n, rows, token, logp, logp_full, pass_tok, pass_pos, pass_slot0,
                           S(o));
 }
 static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
@@ -332,6 +366,9 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
         .zero = cuda_zero,
         .sync = cuda_sync,
         .mem_info = cuda_mem_info,
+        .graph_capture = cuda_graph_capture,
+        .graph_run = cuda_graph_run,
+        .graph_free = cuda_graph_free,
         PW_OPS_KERNEL_ENTRIES,
     };
     snprintf(o->name, sizeof o->name, "cuda:%d", device_id);

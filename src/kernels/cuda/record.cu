@@ -5,8 +5,8 @@
 #include "pw_kernels_cuda.h"
 
 __global__ static void record_kernel(PwGenRows g, int n, const int *rows, const int *token,
-                                     const float *logp, const float *logp_full, int r,
-                                     int *pass_tok, int *pass_pos, int *pass_slot0)
+                                     const float *logp, const float *logp_full, int *pass_tok,
+                                     int *pass_pos, int *pass_slot0)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -17,7 +17,7 @@ __global__ static void record_kernel(PwGenRows g, int n, const int *rows, const 
         pass_slot0[i]++;
     }
     if (!g.live[b]) return;
-    const size_t at = (size_t)b * g.R + r;
+    const size_t at = (size_t)b * g.R + g.length[b];
     g.tokens[at] = t;
     g.logp[at] = logp[i];
     g.logp_full[at] = logp_full[i];
@@ -27,12 +27,12 @@ __global__ static void record_kernel(PwGenRows g, int n, const int *rows, const 
 }
 
 void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int *token,
-                           const float *logp, const float *logp_full, int r, int *pass_tok,
+                           const float *logp, const float *logp_full, int *pass_tok,
                            int *pass_pos, int *pass_slot0, cudaStream_t stream)
 {
     if (n <= 0) return;
     const int threads = 128;
     record_kernel<<<(n + threads - 1) / threads, threads, 0, stream>>>(
-        *g, n, rows, token, logp, logp_full, r, pass_tok, pass_pos, pass_slot0);
+        *g, n, rows, token, logp, logp_full, pass_tok, pass_pos, pass_slot0);
     PW_CUDA_CHECK(cudaGetLastError());
 }

@@ -217,6 +217,16 @@ static void test_check_every(PwGen *g)
     }
     printf("check_every 1, 2, 3, %d, %d: the same responses (%d rows stopped, lengths %d %d %d "
            "%d %d)\n", R - 1, R + 5, nstop, lens[0], lens[1], lens[2], lens[3], lens[4]);
+    /* graphs asked of a table without them: the steps are launched, the same output */
+    cfg.check_every = 3;
+    cfg.graph = 1;
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    keep(&got, g, 0, B);
+    for (int b = 0; b < B; b++) same_row(&got, b, &base, b, "graph 1 on the CPU");
+    cfg.graph = 2;
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == -1 &&
+          strstr(err.msg, "graph must be 0 or 1"), "graph 2 accepted");
+    cfg.graph = 0;
     cfg.check_every = -1;
     CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == -1 &&
           strstr(err.msg, "check_every must be >= 0"), "check_every -1 accepted");

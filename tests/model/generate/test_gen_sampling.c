@@ -322,9 +322,10 @@ static void test_rows(void)
 }
 
 /* The rows' bookkeeping after a draw (pw_sample_record and the CPU table's `record`), worked by
- * hand: 4 rows, R = 3, stop token 9; the draws come in the pass's order (rows 2, 0, 3, 1). Row
- * 1 had already stopped (records nothing), row 3 draws the stop token (records it and leaves);
- * the pass's segments take the drawn tokens and move one position and slot further. */
+ * hand: 4 rows, R = 3, stop token 9, every row one token long (so the step's column is 1); the
+ * draws come in the pass's order (rows 2, 0, 3, 1). Row 1 had already stopped (records
+ * nothing), row 3 draws the stop token (records it and leaves); the pass's segments take the
+ * drawn tokens and move one position and slot further. */
 static void test_record(void)
 {
     for (int entry = 0; entry < 2; entry++) {
@@ -337,9 +338,9 @@ static void test_record(void)
         const float lp[4] = {-0.5f, -1.0f, -1.5f, -2.0f}, lpf[4] = {-0.6f, -1.1f, -1.6f, -2.1f};
         if (entry) {
             const PwOps *o = pw_ops_cpu();
-            o->record(o, &g, 4, rows, tok, lp, lpf, 1, ptok, ppos, pslot);
+            o->record(o, &g, 4, rows, tok, lp, lpf, ptok, ppos, pslot);
         } else {
-            pw_sample_record(&g, 4, rows, tok, lp, lpf, 1, ptok, ppos, pslot);
+            pw_sample_record(&g, 4, rows, tok, lp, lpf, ptok, ppos, pslot);
         }
         const int want_tokens[12] = {-1, 8, -1, -1, -1, -1, -1, 4, -1, -1, 9, -1};
         const float want_logp[12] = {0, -1.0f, 0, 0, 0, 0, 0, -0.5f, 0, 0, -1.5f, 0};
@@ -357,7 +358,7 @@ static void test_record(void)
         CHECK(bad == 0, "record (%s): %d values differ from the hand-worked ones",
               entry ? "the CPU table" : "pw_sample_record", bad);
         /* the prefill's draws: no pass to advance */
-        pw_sample_record(&g, 1, rows + 1, tok, lp, lpf, 2, NULL, NULL, NULL);
+        pw_sample_record(&g, 1, rows + 1, tok, lp, lpf, NULL, NULL, NULL);
         CHECK(tokens[2] == 4 && length[0] == 3 && next[0] == 4, "record without a pass");
     }
 }
