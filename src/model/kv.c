@@ -94,14 +94,6 @@ const float *pw_kv_logits(const PwKVCache *c, int b)
     return c->logits + (size_t)b * c->m->arch.vocab_size;
 }
 
-const float *pw_kv_head(const PwKVCache *c, int *nseg, const int **d_rows, const int **h_rows)
-{
-    *nseg = c->nseg;
-    *d_rows = c->d_seg_row;
-    *h_rows = c->h_seg_row;
-    return c->d_head;
-}
-
 /* The segments in h_* to the device: their slots and last tokens, then one upload of the whole
  * pass (its slices are one block): each copy waits for the device, and a decode step of a GPU
  * model makes one such round trip instead of three. */
@@ -120,7 +112,7 @@ static void upload_pass(PwKVCache *c)
  * its logits (rows outside the pass keep theirs: an earlier prefill pass wrote them, or the row
  * has finished) and advance the rows' lengths. A prefill pass brings the logits to the host at
  * once (a prefill takes several passes, and the device keeps only the last); a decode pass of a
- * device_only cache leaves them on the device (pw_kv_head). */
+ * device_only cache leaves them on the device, for the generator's sampler. */
 static void pass_done(PwKVCache *c, const float *head, int prefill)
 {
     c->d_head = head; /* (nseg, Vp): the padding columns dropped on copy */
@@ -227,17 +219,10 @@ const float *pw_kv_decode_device(PwKVCache *c) { return c->m->impl->kv_pass(c); 
 
 void pw_kv_decode_done(PwKVCache *c, const float *head) { pass_done(c, head, 0); }
 
-int pw_kv_decode_again(PwKVCache *c, PwErr *err)
-{
-    if (pw_kv_decode_check(c, err)) return -1;
-    c->host_stale = 0;
-    if (c->nseg) exec_pass(c, 0);
-    return 0;
-}
-
 int pw_kv_decode(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err)
 {
     c->host_stale = 0;
-    if (pw_kv_decode_plan(c, tokens, active, B, err)) return -1;
-    return pw_kv_decode_again(c, err);
+    if (pw_kv_decode_plan(c, tokens, active, B, err) || pw_kv_decode_check(c, err)) return -1;
+    if (c->nseg) exec_pass(c, 0);
+    return 0;
 }

@@ -54,7 +54,7 @@ struct PwKVCache {
     float *h_head;                 /* (maxB, Vp) host staging of one pass's logits */
     const float *d_head;           /* (nseg, Vp) on the device: the last pass's logits */
     int device_only;               /* decode passes leave their logits on the device (the
-                                    * generator's cache: it samples there, pw_kv_head); 0: every
+                                    * generator's cache: it samples there); 0: every
                                     * pass brings them to the host rows, as pw_kv_logits says */
     int host_stale;                /* the last pass's logits are not on the host yet: made so
                                     * when pw_kv_logits asks (the rows of that pass only) */
@@ -68,25 +68,18 @@ struct PwKVCache {
     void *fam;
 };
 
-/* pw_kv_decode in two halves, for a decode loop that keeps its rows on the device: _plan
- * builds and uploads the pass of the active rows (at their next positions), _again runs the
- * pass on the device as it stands, so that the kernel table's `record` (pw_sample.h) can make
- * each segment the row's next step there (its token, position and slot one further) and the
- * pass run again without an upload. */
+/* pw_kv_decode in parts, for a decode loop that keeps its rows on the device: _plan builds and
+ * uploads the pass of the active rows (at their next positions); then each step runs the pass
+ * as it stands on the device, which the kernel table's `record` (pw_sample.h) advances there
+ * (each segment's token, position and slot one further), so the pass runs again without an
+ * upload. A step is _check (every row of the pass has room for one more token), _device (the
+ * family's layers over the pass, device work only, so that it can be captured as a graph;
+ * returns the (nseg, Vp) logits, segment s those of row d_seg_row[s]) and _done (the host's
+ * side: lengths, where the logits are) after each run of the device work. */
 int pw_kv_decode_plan(PwKVCache *c, const int *tokens, const int *active, int B, PwErr *err);
-int pw_kv_decode_again(PwKVCache *c, PwErr *err);
-/* _again in three, for a step captured as a graph: _check (every row of the pass has room for
- * one more token), _device (the family's layers over the pass: device work only, so that it can
- * be captured; returns the (nseg, Vp) logits), _done (the host's side: lengths, the logits'
- * whereabouts) after each run of the device work. */
 int pw_kv_decode_check(const PwKVCache *c, PwErr *err);
 const float *pw_kv_decode_device(PwKVCache *c);
 void pw_kv_decode_done(PwKVCache *c, const float *head);
-
-/* The last pass's logits on the model's device: (nseg, Vp), segment s the next-token logits of
- * row h_rows[s] (d_rows: the same on the device). What the generator samples from, with no
- * copy of V floats per row to the host. */
-const float *pw_kv_head(const PwKVCache *c, int *nseg, const int **d_rows, const int **h_rows);
 
 /* Device pointers of the outputs of the last forward, (B,T) dense at the front of each buffer:
  * NULL for an output the model does not have. */
