@@ -109,11 +109,7 @@ int pw_fanout_isend(PwWorld *w, PwFanout *f, PwMsgKind kind, int64_t step, const
                               dev || f->bound.device == PW_DEVICE_CUDA);
             pw_msg_mailbox_push(w, tag, &h, NULL, f->bound.data);
         } else {
-            void *data = malloc(n ? n : 1);
-            if (!data)
-                pw_comm_fatal(__FILE__, __LINE__, "out of memory for a %zu-byte local message", n);
-            pw_msg_copy_bytes(data, t->data, n, dev);
-            pw_msg_mailbox_push(w, tag, &h, data, NULL);
+            pw_msg_mailbox_copy(w, tag, &h, t);
         }
         if (w->trace) pw_trace_message(w, &h, 0, w->rank, t0, pw_now());
     }

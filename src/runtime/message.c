@@ -216,6 +216,15 @@ void pw_msg_mailbox_push(PwWorld *w, int tag, const PwMsgHeader *h, void *data, 
     w->local_tail = m;
 }
 
+void pw_msg_mailbox_copy(PwWorld *w, int tag, const PwMsgHeader *h, const PwTensor *t)
+{
+    size_t n = h->nbytes;
+    void *data = malloc(n ? n : 1);
+    if (!data) pw_comm_fatal(__FILE__, __LINE__, "out of memory for a %zu-byte local message", n);
+    pw_msg_copy_bytes(data, t->data, n, t->device == PW_DEVICE_CUDA);
+    pw_msg_mailbox_push(w, tag, h, data, NULL);
+}
+
 static PwLocalMsg *mailbox_take(PwWorld *w, int tag)
 {
     PwLocalMsg *prev = NULL;
@@ -308,11 +317,7 @@ int pw_msg_isend(PwWorld *w, PwRole src, PwRole dst, int dst_idx, PwMsgKind kind
 
     if (req->peer == w->rank) {
         /* Through memory: a private copy makes the send complete at once, like a buffered send. */
-        void *data = malloc(n ? n : 1);
-        if (!data)
-            pw_comm_fatal(__FILE__, __LINE__, "out of memory for a %zu-byte local message", n);
-        pw_msg_copy_bytes(data, t->data, n, t->device == PW_DEVICE_CUDA);
-        pw_msg_mailbox_push(w, req->tag, &req->hdr, data, NULL);
+        pw_msg_mailbox_copy(w, req->tag, &req->hdr, t);
         req->local = 1;
         if (w->trace) pw_trace_message(w, &req->hdr, 0, req->peer, t0, pw_now());
         return 0;

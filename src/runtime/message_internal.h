@@ -16,6 +16,9 @@ void pw_msg_copy_bytes(void *dst, const void *src, size_t n, int device_involved
  * now on) is its payload; NULL with `direct` set: the sender wrote the payload into the
  * receiver's buffer `direct` already, and the receive checks it names that buffer. */
 void pw_msg_mailbox_push(PwWorld *w, int tag, const PwMsgHeader *h, void *data, void *direct);
+/* The same with a private copy of t's h->nbytes bytes as the payload: the send is complete at
+ * once, like a buffered send. */
+void pw_msg_mailbox_copy(PwWorld *w, int tag, const PwMsgHeader *h, const PwTensor *t);
 /* MPI_BYTE blocks of PW_MSG_BIG_BLOCK: payloads over INT_MAX bytes travel as blocks plus a tail,
  * since MPI counts are ints. */
 #define PW_MSG_BIG_BLOCK (1u << 20)
