@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_copy.h"
 #include "pw_generate.h"
 #include "pw_model.h"
 #include "pw_ops.h"
@@ -92,26 +93,13 @@ static Row bench(PwModel *m, PwGen *g, int Bn)
     return row;
 }
 
-/* The device's copy bandwidth: the best of 5 device-to-device copies of 1 GiB, counting the
+/* The device's copy bandwidth: the median of 5 device-to-device copies of 1 GiB, counting the
  * bytes read and written, as bench_kernels_cuda does. 0 when there is no room. */
 static double copy_gbs(void)
 {
-    PwErr err;
-    const PwOps *o = pw_ops_open(PW_DEVICE_CUDA, 0, &err);
-    if (!o) return 0.0;
     const size_t n = (size_t)1 << 30;
-    void *a = o->alloc(o, n), *b = a ? o->alloc(o, n) : NULL;
-    double best = 1e30;
-    for (int i = 0; b && i < 6; i++) {
-        double t0 = now();
-        o->copy(o, b, a, n, PW_COPY_D2D); /* complete on return */
-        double t = now() - t0;
-        if (i > 0 && t < best) best = t; /* the first warms up */
-    }
-    o->free(o, a);
-    o->free(o, b);
-    pw_ops_close(o);
-    return b ? 2.0 * (double)n / best / 1e9 : 0.0;
+    double s = bench_copy_seconds(PW_DEVICE_CUDA, n, 5);
+    return s > 0 ? 2.0 * (double)n / s / 1e9 : 0.0;
 }
 
 /* `bench_generate gpu [bf16|fp32]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling 512 new

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+#include "bench_copy.h"
 #include "bench_stats.h"
 
 #include "pw_config.h"
@@ -327,35 +327,13 @@ static double median(const double *x, int n)
     return m;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* The device's own copy bandwidth for `bytes`: one copy within the device (through the kernel
- * table on cuda, memcpy on the host), the median of 10 after one warm-up, counted as bytes
- * copied per second (not read + written). */
+/* The device's own copy bandwidth for `bytes` (bench_copy.h: the median of 10), counted as
+ * bytes copied per second (not read + written). */
 static double copy_gbps(PwDevice dev, size_t bytes)
 {
-    enum { REPS = 10 };
-    double t[REPS];
-    PwErr err;
-    const PwOps *o = pw_ops_open(dev, 0, &err);
-    if (!o) die("copy bandwidth", err.msg);
-    void *src = o->alloc(o, bytes), *dst = o->alloc(o, bytes);
-    if (!src || !dst) die("copy bandwidth", "no room for two buffers of the parameters' size");
-    for (int i = 0; i <= REPS; i++) {
-        double t0 = now_s();
-        if (dev == PW_DEVICE_CUDA) o->copy(o, dst, src, bytes, PW_COPY_D2D); /* waits */
-        else memcpy(dst, src, bytes);
-        if (i) t[i - 1] = now_s() - t0;
-    }
-    o->free(o, src);
-    o->free(o, dst);
-    pw_ops_close(o);
-    return (double)bytes / median(t, REPS) / 1e9;
+    double s = bench_copy_seconds(dev, bytes, 10);
+    if (s <= 0) die("copy bandwidth", "no room for two buffers of the parameters' size");
+    return (double)bytes / s / 1e9;
 }
 
 /* ------------------------------------------------------------------------------ main */
