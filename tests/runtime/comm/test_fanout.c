@@ -2,8 +2,8 @@
  * the actor's weights reach the generators: every receiver gets the sender's bytes, transfers
  * posted back to back arrive in order, a receiver on the sender's rank is written directly (or
  * through the mailbox when none is bound), bytes_sent counts a copy per receiver on another
- * rank, and a receive expecting another step fails naming the field and the broadcast. Run on
- * 1, 2 and 4 ranks. */
+ * rank, a receive expecting another step fails naming the field and the broadcast, and misuse
+ * is refused before anything is posted. Run on 1, 2 and 4 ranks. */
 #include <stdlib.h>
 
 #include "comm_test.h"
@@ -153,6 +153,49 @@ static void wrong_step(int size)
     pw_world_free(&w);
 }
 
+/* Misuse refused before anything is posted, each naming what was wrong: a fanout between roles
+ * that do not exist or from a sender index the role lacks; a send from a rank that is not the
+ * sender; a receive on a rank without the receiving role; a send whose size is not the bound
+ * receiver's. */
+static void misuse(int size)
+{
+    PwWorld w;
+    PwFanout f, g;
+    PwErr err;
+    actor0_world(size, size > 1 ? 1 : 0, &w, &f);
+    err.msg[0] = 0;
+    CHECK(pw_fanout_init(&w, PW_ROLE_COUNT, 0, PW_ROLE_GENERATOR, &g, &err) == -1 &&
+              strstr(err.msg, "out of range"), "a role out of range: '%s'", err.msg);
+    err.msg[0] = 0;
+    CHECK(pw_fanout_init(&w, PW_ROLE_ACTOR, 1, PW_ROLE_GENERATOR, &g, &err) == -1 &&
+              strstr(err.msg, "broadcast from actor[1] to generator: role actor has 1 ranks"),
+          "a sender index the role lacks: '%s'", err.msg);
+    float a[8] = {0}, s[4] = {1, 2, 3, 4};
+    int64_t s8[1] = {8}, s4[1] = {4};
+    PwTensor ta = pw_tensor_host(a, PW_DTYPE_F32, 1, s8), ts = pw_tensor_host(s, PW_DTYPE_F32, 1, s4);
+    PwMsgReq q;
+    err.msg[0] = 0;
+    if (w.rank != 0) {
+        CHECK(pw_fanout_isend(&w, &f, PW_MSG_WEIGHTS, 0, &ts, &q, &err) == -1 &&
+                  strstr(err.msg, "is not actor[0], the sender of this broadcast"),
+              "a send from a receiver: '%s'", err.msg);
+    } else if (size > 1) {
+        CHECK(pw_fanout_irecv(&w, &f, PW_MSG_WEIGHTS, 0, &ts, &q, &err) == -1 &&
+                  strstr(err.msg, "does not hold role generator, a receiver of this broadcast"),
+              "a receive without the role: '%s'", err.msg);
+    } else {
+        pw_fanout_bind(&f, &ta);
+        CHECK(pw_fanout_isend(&w, &f, PW_MSG_WEIGHTS, 0, &ts, &q, &err) == -1 &&
+                  strstr(err.msg, "broadcast of 16 bytes, but the bound receiver generator[0] "
+                                  "holds 32"), "a send the bound buffer cannot take: '%s'",
+              err.msg);
+        CHECK(a[0] == 0.0f, "the bound buffer was written by a refused send");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    pw_fanout_free(&f);
+    pw_world_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -172,5 +215,6 @@ int main(int argc, char **argv)
         wrong_step(size);
     }
     bound_elsewhere(size);
+    misuse(size);
     return tdone("comm fanout");
 }
