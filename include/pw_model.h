@@ -173,13 +173,34 @@ typedef struct PwOutputs {
  * target is outside the vocabulary, or `out` asks for a head the model lacks. */
 int pw_model_forward(PwModel *m, const PwModelInput *batch, PwOutputs *out, PwErr *err);
 
+/* Gradients as they become final. A backward given `ready` calls it on the calling thread in a
+ * fixed order (the heads and the final norm, then layers L-1 down to 0, then the embeddings)
+ * with the ranges of the gradient tensor (floats from its start) that this backward will not
+ * write again; over one backward the ranges cover every float of the gradients exactly once.
+ * The work that wrote them is queued on `stream` (the model's CUDA stream; NULL on the CPU,
+ * where it is done), so a consumer on another stream orders itself after that stream first.
+ * This lets a role all-reduce the upper layers' gradients while the lower ones are still in
+ * backward (docs/model.md, Gradients as they are ready). */
+typedef struct PwGradRange {
+    size_t off, count;
+} PwGradRange;
+typedef void (*PwGradReady)(void *ctx, const PwGradRange *r, int n, void *stream);
+
 /* Gradients of a loss with respect to the outputs of the last forward, in the same gathered
  * layout (col0, width as that forward's; NULL = zero): dlogp, dentropy, dvalue (B, width),
- * dscore (B). ACCUMULATES into the gradients. -1 if no forward came first. */
+ * dscore (B). ACCUMULATES into the gradients. -1 if no forward came first. `ready` (NULL: not
+ * wanted) is called with ready_ctx as above. */
 typedef struct PwOutputGrads {
     const float *dlogp, *dentropy, *dvalue, *dscore;
+    PwGradReady ready;
+    void *ready_ctx;
 } PwOutputGrads;
 int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err);
+
+/* What a backward with `fn` would report, in the same order and ranges, without computing
+ * anything: a rank with no rows in a minibatch keeps step with the ranks that ran a backward
+ * (their sums are matched call by call). -1 with a message when out of memory. */
+int pw_model_report_grads(PwModel *m, PwGradReady fn, void *ctx, PwErr *err);
 
 /* Zero the gradients (allocating them on first use). */
 int pw_model_zero_grad(PwModel *m, PwErr *err);

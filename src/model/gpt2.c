@@ -12,6 +12,15 @@
 /* ------------------------------------------------------------------------------------------ */
 /* architecture and layout */
 
+/* When backward is done with each tensor's gradient (model_internal.h): the embedding also
+ * takes the tied LM head's gradient, so it is final only at the very end. */
+static const unsigned char param_ready[PW_GPT2_NUM_PARAM_TENSORS] = {
+    PW_READY_BOTTOM, PW_READY_BOTTOM, PW_READY_LAYER, PW_READY_LAYER, PW_READY_LAYER,
+    PW_READY_LAYER,  PW_READY_LAYER,  PW_READY_LAYER, PW_READY_LAYER, PW_READY_LAYER,
+    PW_READY_LAYER,  PW_READY_LAYER,  PW_READY_LAYER, PW_READY_LAYER, PW_READY_TOP,
+    PW_READY_TOP,    PW_READY_TOP,    PW_READY_TOP,   PW_READY_TOP,   PW_READY_TOP,
+};
+
 static void tensor_sizes(size_t *s, const PwArch *cfg, int heads, size_t Vp);
 
 static int arch_check(const PwArch *c, PwErr *err)
@@ -379,6 +388,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     o->zero(o, dres, fBTC);
     o->layernorm_backward(o, dres, gr.lnfw, gr.lnfb, dln, a->residual3 + (L - 1) * sBTC, p.lnfw,
                           a->lnf_mean, a->lnf_rstd, BT, C);
+    pw_model_ready_top(m);
 
     /* dres holds d(output of layer l) on entry and d(input of layer l) on exit: the residual
      * adds pass it through unchanged, each LayerNorm backward adds its branch into it */
@@ -407,6 +417,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                            p.qkvw + 3 * CC * l, BT, C, 3 * C);
         o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
                               k.ln1_mean, k.ln1_rstd, BT, C);
+        pw_model_ready_layer(m, l);
     }
     o->encoder_backward(o, gr.wte, gr.wpe, dres, m->d_inputs, m->d_pos, B, T, C);
     return 0;
@@ -502,6 +513,7 @@ const PwFamilyImpl pw_gpt2_family = {
     .ntensors = PW_GPT2_NUM_PARAM_TENSORS,
     .tensor_names = param_names,
     .tensor_decays = param_decays,
+    .tensor_ready = param_ready,
     .arch_check = arch_check,
     .arch_from_json = pw_gpt2_arch_from_json,
     .tensor_sizes = tensor_sizes,

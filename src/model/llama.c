@@ -58,6 +58,14 @@ static const unsigned char param_decays[PW_LLAMA_NUM_PARAM_TENSORS] = {
     1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 0,
 };
 
+/* When backward is done with each tensor's gradient (model_internal.h): an LM head of its own
+ * is final with the heads; one tied to the embedding is the embedding's, final at the end. */
+static const unsigned char param_ready[PW_LLAMA_NUM_PARAM_TENSORS] = {
+    PW_READY_BOTTOM, PW_READY_LAYER, PW_READY_LAYER, PW_READY_LAYER, PW_READY_LAYER,
+    PW_READY_LAYER,  PW_READY_LAYER, PW_READY_LAYER, PW_READY_TOP,   PW_READY_TOP,
+    PW_READY_TOP,    PW_READY_TOP,   PW_READY_TOP,   PW_READY_TOP,
+};
+
 static size_t qkv_rows(const PwArch *a)
 {
     return ((size_t)a->n_head + 2 * (size_t)a->n_kv_head) * (size_t)(a->n_embd / a->n_head);
@@ -374,6 +382,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     o->zero(o, dres, fBTC);
     o->rmsnorm_backward(o, dres, gr.lnfw, dln, a->residual3 + (L - 1) * sBTC, p.lnfw, a->rstdf,
                         BT, C);
+    pw_model_ready_top(m);
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         o->zero(o, dfcha, (size_t)BT * F * sizeof(float));
@@ -398,6 +407,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                            k.ln1, p.qkvw + Q * C * l, BT, C, (int)Q);
         o->rmsnorm_backward(o, dres, gr.ln1w + (size_t)l * C, dln, k.in, p.ln1w + (size_t)l * C,
                             k.rstd1, BT, C);
+        pw_model_ready_layer(m, l);
     }
     /* the embedding rows: no position table */
     o->encoder_backward(o, gr.wte, NULL, dres, m->d_inputs, NULL, B, T, C);
@@ -489,6 +499,7 @@ const PwFamilyImpl pw_llama_family = {
     .ntensors = PW_LLAMA_NUM_PARAM_TENSORS,
     .tensor_names = param_names,
     .tensor_decays = param_decays,
+    .tensor_ready = param_ready,
     .arch_check = arch_check,
     .arch_from_json = pw_llama_arch_from_json,
     .tensor_sizes = tensor_sizes,

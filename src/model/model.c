@@ -272,6 +272,7 @@ void pw_model_free(PwModel *m)
         o->free(o, m->d_dout);
     }
     free(m->h_adam_m);
+    free(m->ready_done);
     free(m->h_adam_v);
     free(m->h_int);
     free(m->h_stage);
@@ -659,7 +660,11 @@ int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
         dscore = m->d_dout + 3 * cap;
         m->ops->copy(m->ops, dscore, g->dscore, (size_t)m->B * sizeof(float), PW_COPY_H2D);
     }
-    return m->impl->backward(m, dlogp, dent, dval, dscore, err);
+    if (pw_model_ready_begin(m, g->ready, g->ready_ctx, err)) return -1;
+    int rc = m->impl->backward(m, dlogp, dent, dval, dscore, err);
+    if (rc) m->ready = NULL; /* nothing more is reported of a failed backward */
+    else pw_model_ready_end(m);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */

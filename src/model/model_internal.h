@@ -43,6 +43,11 @@ struct PwModel {
     float *d_dout;                 /* (3 maxB maxT + maxB): dlogp, dentropy, dvalue, dscore */
 
     void *fam;                     /* the family's own state (activations and their slices) */
+
+    /* the backward's PwGradReady (grad_ready.c): NULL outside a backward that asked for it */
+    PwGradReady ready;
+    void *ready_ctx;
+    unsigned char *ready_done;     /* (ntensors, max(L, 1)): which slices were reported */
 };
 
 /* A KV cache and the packed tokens of one pass of the layers over it. */
@@ -94,6 +99,7 @@ struct PwFamilyImpl {
     int ntensors;
     const char *const *tensor_names;
     const unsigned char *tensor_decays; /* 1: AdamW weight decay applies */
+    const unsigned char *tensor_ready;  /* PW_READY_*: when a backward is done with its gradient */
 
     int (*arch_check)(const PwArch *a, PwErr *err);
     /* parse an open config.json (a jansson object) into a */
@@ -131,6 +137,21 @@ struct PwFamilyImpl {
     void (*kv_detach)(PwKVCache *c);
     const float *(*kv_pass)(PwKVCache *c);
 };
+
+/* When a backward has written a tensor's gradient for the last time (grad_ready.c):
+ * PW_READY_LAYER, L equal slices, slice l after layer l; PW_READY_TOP after the heads and the
+ * final norm; PW_READY_BOTTOM at the end (the embeddings, and an LM head tied to them). */
+enum { PW_READY_LAYER = 0, PW_READY_TOP, PW_READY_BOTTOM };
+/* Called by the family's backward when a backward asked for them (no-ops otherwise): the TOP
+ * tensors' gradients are final, layer l's slices are final. pw_model_backward reports what is
+ * left when the family's backward returns (pw_model_ready_end). Every family calls them in one
+ * order, top then layers L-1 down to 0, which pw_model_report_grads repeats: the ranks of a role
+ * must report alike whether or not they ran a backward. */
+void pw_model_ready_top(PwModel *m);
+void pw_model_ready_layer(PwModel *m, int l);
+/* Around the family's backward: begin (-1 with a message when out of memory), end. */
+int pw_model_ready_begin(PwModel *m, PwGradReady fn, void *ctx, PwErr *err);
+void pw_model_ready_end(PwModel *m);
 
 extern const PwFamilyImpl pw_gpt2_family;
 extern const PwFamilyImpl pw_llama_family;

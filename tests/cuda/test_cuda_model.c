@@ -209,7 +209,7 @@ int main(int argc, char **argv)
         dval[i] = mask[i] ? (float)pw_test_normal(&rng) : 0.0f;
     }
     for (int b = 0; b < B; b++) dscore[b] = (float)pw_test_normal(&rng);
-    PwOutputGrads g = {dlogp, dent, dval, dscore};
+    PwOutputGrads g = {.dlogp = dlogp, .dentropy = dent, .dvalue = dval, .dscore = dscore};
     PwErr err;
     CHECK(pw_model_zero_grad(cpu, &err) == 0 && pw_model_backward(cpu, &g, &err) == 0, "%s",
           err.msg);

@@ -65,8 +65,9 @@ static void analytic(PwModel *m, int obj)
     objective(m, obj);
     CHECK(pw_model_zero_grad(m, &err) == 0, "%s", err.msg);
     int lm = obj == OBJ_LM || obj == OBJ_LM_HOT;
-    PwOutputGrads g = {lm ? cw : NULL, lm ? ce : NULL,
-                       obj == OBJ_VALUE ? cv : NULL, obj == OBJ_SCORE ? cs : NULL};
+    PwOutputGrads g = {.dlogp = lm ? cw : NULL, .dentropy = lm ? ce : NULL,
+                       .dvalue = obj == OBJ_VALUE ? cv : NULL,
+                       .dscore = obj == OBJ_SCORE ? cs : NULL};
     CHECK(pw_model_backward(m, &g, &err) == 0, "%s", err.msg);
 }
 

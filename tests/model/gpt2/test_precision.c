@@ -94,7 +94,7 @@ static void test_against_fp32(const PwArch *a, const char *fam)
         dval[i] = 0.05f * (float)((i % 5) - 2);
     }
     for (int b = 0; b < B; b++) dscore[b] = 0.2f * (b - 1);
-    PwOutputGrads g = {dlogp, NULL, dval, dscore};
+    PwOutputGrads g = {.dlogp = dlogp, .dvalue = dval, .dscore = dscore};
     PwErr err;
     CHECK(pw_model_zero_grad(h, &err) == 0 && pw_model_backward(h, &g, &err) == 0 &&
               pw_model_zero_grad(f, &err) == 0 && pw_model_backward(f, &g, &err) == 0,

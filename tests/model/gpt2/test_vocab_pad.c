@@ -157,7 +157,7 @@ static void test_same_numbers(const PwArch *arch, const char *fam)
             dval[i] = 0.05f * (float)((i % 4) - 1.5);
         }
         for (int b = 0; b < B; b++) dscore[b] = 0.3f * (b - 1);
-        PwOutputGrads g = {dlogp, dent, dval, dscore};
+        PwOutputGrads g = {.dlogp = dlogp, .dentropy = dent, .dvalue = dval, .dscore = dscore};
         PwErr err;
         CHECK(pw_model_zero_grad(p, &err) == 0 && pw_model_zero_grad(u, &err) == 0 &&
                   pw_model_backward(p, &g, &err) == 0 && pw_model_backward(u, &g, &err) == 0,
