@@ -18,6 +18,31 @@ int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err);
 /* Returns once every rank of role r has entered it. */
 int pw_barrier(PwWorld *w, PwRole r, PwErr *err);
 
+/* ---- a model's gradients summed over role r's ranks in buckets, each posted as soon as the
+ * backward has finished writing it (pw_model.h, PwGradReady), so that the sum of the upper
+ * layers' gradients runs while the lower ones are still in backward (docs/runtime.md, Gradient
+ * buckets). Per optimiser step:
+ *     PwGradSync *s = pw_grad_sync_begin(w, r, &grads, bucket_bytes, &err);
+ *     ... pw_model_backward with .ready = pw_grad_sync_ready, .ready_ctx = s ...
+ *     pw_grad_sync_end(s, &err);   // the rest posted, everything waited for: grads is the sum
+ * Every rank of the role makes the same calls: the ranges come in the model's fixed order.
+ * Buckets are posted once they hold bucket_bytes or more (a range is never split). The sum is
+ * that of pw_allreduce; with more than two ranks the order of the additions may differ with the
+ * pieces' sizes (float rounding). Where buckets cannot overlap anything (bucket_bytes 0, a role
+ * of one rank, GPU gradients over MPI, which go through host memory), nothing is posted before
+ * end, which makes one pw_allreduce of the whole tensor. Ranges never reported are summed at
+ * end; a float reported twice is an error there (a model's bug, not the user's). */
+typedef struct PwGradSync PwGradSync;
+struct PwGradRange;
+PwGradSync *pw_grad_sync_begin(PwWorld *w, PwRole r, const PwTensor *grads, size_t bucket_bytes,
+                               PwErr *err);
+/* A PwGradReady: ctx is the PwGradSync. */
+void pw_grad_sync_ready(void *ctx, const struct PwGradRange *r, int n, void *stream);
+/* Posts what is left, waits for every bucket under the watchdog, frees s; -1 with a message
+ * (s freed as well) for overlapping ranges. *early (NULL: not wanted) gets the buckets posted
+ * before end: what overlapped the backward. NULL s returns 0. */
+int pw_grad_sync_end(PwGradSync *s, int *early, PwErr *err);
+
 /* Role rank 0's `n` bytes to every rank of role r, in place, over the role's MPI communicator
  * under the watchdog, whatever the role's device: how the unique id of a role's NCCL
  * communicator, made on its first rank, reaches the others (on any node). Returns -1 with `err`

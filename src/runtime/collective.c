@@ -5,22 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pw_collective.h"
+#include "collective_internal.h"
 #include "pw_trace.h"
 
-/* What the watchdog prints when a collective never completes: usually a rank of the role that
- * did not call it (crashed, or its schedule differs). */
-typedef struct CollCtx {
-    const PwWorld *w;
-    PwRole role;
-    const char *op;
-    const PwTensor *t;
-    const char *backend;
-} CollCtx;
-
-static void describe_coll(const void *vctx, char *buf, size_t len)
+void pw_coll_describe(const void *vctx, char *buf, size_t len)
 {
-    const CollCtx *c = vctx;
+    const PwCollCtx *c = vctx;
     const PwRoleRanks *rr = &c->w->map.role[c->role];
     int n = snprintf(buf, len, "%s %s of role %s over world ranks [", c->backend, c->op,
                      pw_role_name(c->role));
@@ -35,7 +25,7 @@ static void describe_coll(const void *vctx, char *buf, size_t len)
         snprintf(buf + n, len - (size_t)n, "; one of them has not joined");
 }
 
-static int check_role(const PwWorld *w, PwRole r, PwErr *err)
+int pw_coll_check_role(const PwWorld *w, PwRole r, PwErr *err)
 {
     if (r < 0 || r >= PW_ROLE_COUNT) return pw_errf(err, "%s: role %d out of range", w->who, r);
     if (w->role_rank[r] < 0)
@@ -47,12 +37,12 @@ static int check_role(const PwWorld *w, PwRole r, PwErr *err)
  * runs in tests without a GPU. */
 int pw_collective_share_id(PwWorld *w, PwRole r, void *id, size_t n, PwErr *err)
 {
-    if (check_role(w, r, err)) return -1;
+    if (pw_coll_check_role(w, r, err)) return -1;
     if (n > INT_MAX) return pw_errf(err, "%s: an id of %zu bytes is too long", w->who, n);
     MPI_Request req;
     PW_MPI_CHECK(MPI_Ibcast(id, (int)n, MPI_BYTE, 0, w->role_comm[r], &req));
-    CollCtx ctx = {w, r, "exchange of the NCCL id", NULL, "MPI"};
-    pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+    PwCollCtx ctx = {w, r, "exchange of the NCCL id", NULL, "MPI"};
+    pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
     return 0;
 }
 
@@ -60,16 +50,16 @@ int pw_collective_share_id(PwWorld *w, PwRole r, void *id, size_t n, PwErr *err)
  * NCCL path: compiled whenever NCCL is found; runs only for GPU tensors of GPU roles. */
 
 #ifdef PW_HAVE_NCCL
-static int use_nccl(const PwWorld *w, PwRole r, const PwTensor *t)
+int pw_coll_use_nccl(const PwWorld *w, PwRole r, const PwTensor *t)
 {
     return pw_collective_nccl_for(w->map.role[r].device) && (!t || t->device == PW_DEVICE_CUDA);
 }
 
 /* Made on the first collective of the role, when every rank of the role is there anyway:
  * rank 0 of the role makes the id, the role's MPI communicator carries it to the others. */
-static ncclComm_t nccl_comm(PwWorld *w, PwRole r)
+void *pw_coll_nccl_comm(PwWorld *w, PwRole r)
 {
-    if (w->nccl[r]) return (ncclComm_t)w->nccl[r];
+    if (w->nccl[r]) return w->nccl[r];
     ncclUniqueId id;
     if (w->role_rank[r] == 0) PW_NCCL_CHECK(ncclGetUniqueId(&id));
     PwErr err;
@@ -115,10 +105,10 @@ static int nccl_dtype(PwDtype t, ncclDataType_t *out)
     }
 }
 
-static void nccl_wait(PwWorld *w, PwRole r, CollCtx *ctx)
+void pw_coll_nccl_wait(PwWorld *w, PwRole r, PwCollCtx *ctx)
 {
     StreamWait sw = {(cudaStream_t)w->nccl_stream[r], (ncclComm_t)w->nccl[r]};
-    pw_watchdog_poll(w, stream_ready, &sw, describe_coll, ctx);
+    pw_watchdog_poll(w, stream_ready, &sw, pw_coll_describe, ctx);
 }
 #endif
 
@@ -198,20 +188,20 @@ static void host_view_done(const PwTensor *t, void *h, size_t bytes, int copy_ba
 
 /* MPI counts are ints: large buffers go in pieces, each a non-blocking collective. */
 static void mpi_allreduce(PwWorld *w, PwRole r, void *buf, int64_t count, MPI_Datatype dt,
-                          size_t esize, CollCtx *ctx)
+                          size_t esize, PwCollCtx *ctx)
 {
     for (int64_t off = 0; off < count; off += INT_MAX) {
         int64_t n = count - off < INT_MAX ? count - off : INT_MAX;
         MPI_Request req;
         PW_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + (size_t)off * esize, (int)n, dt,
                                     MPI_SUM, w->role_comm[r], &req));
-        pw_watchdog_wait(w, 1, &req, describe_coll, ctx);
+        pw_watchdog_wait(w, 1, &req, pw_coll_describe, ctx);
     }
 }
 
 static int allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
 {
-    if (check_role(w, r, err)) return -1;
+    if (pw_coll_check_role(w, r, err)) return -1;
     int floating = t->dtype == PW_DTYPE_F32 || t->dtype == PW_DTYPE_F64 ||
                    t->dtype == PW_DTYPE_BF16 || t->dtype == PW_DTYPE_F16;
     if (op == PW_REDUCE_MEAN && !floating)
@@ -219,19 +209,19 @@ static int allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *er
                        w->who, pw_dtype_name(t->dtype));
     int64_t count = pw_tensor_numel(t);
     int nranks = w->map.role[r].nranks;
-    CollCtx ctx = {w, r, op == PW_REDUCE_MEAN ? "all-reduce (mean)" : "all-reduce (sum)", t, ""};
+    PwCollCtx ctx = {w, r, op == PW_REDUCE_MEAN ? "all-reduce (mean)" : "all-reduce (sum)", t, ""};
 
 #ifdef PW_HAVE_NCCL
-    if (use_nccl(w, r, t)) {
+    if (pw_coll_use_nccl(w, r, t)) {
         ncclDataType_t dt;
         if (nccl_dtype(t->dtype, &dt))
             return pw_errf(err, "%s: NCCL all-reduce of %s", w->who, pw_dtype_name(t->dtype));
-        ncclComm_t comm = nccl_comm(w, r);
+        ncclComm_t comm = (ncclComm_t)pw_coll_nccl_comm(w, r);
         ctx.backend = "NCCL";
         PW_NCCL_CHECK(ncclAllReduce(t->data, t->data, (size_t)count, dt,
                                     op == PW_REDUCE_MEAN ? ncclAvg : ncclSum, comm,
                                     (cudaStream_t)w->nccl_stream[r]));
-        nccl_wait(w, r, &ctx);
+        pw_coll_nccl_wait(w, r, &ctx);
         return 0;
     }
 #endif
@@ -274,20 +264,20 @@ static int allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *er
 
 static int broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
 {
-    if (check_role(w, r, err)) return -1;
+    if (pw_coll_check_role(w, r, err)) return -1;
     int nranks = w->map.role[r].nranks;
     if (root < 0 || root >= nranks)
         return pw_errf(err, "%s: broadcast root %d is not a rank of role %s (%d ranks)", w->who,
                        root, pw_role_name(r), nranks);
     size_t bytes = pw_tensor_bytes(t);
-    CollCtx ctx = {w, r, "broadcast", t, "MPI"};
+    PwCollCtx ctx = {w, r, "broadcast", t, "MPI"};
 #ifdef PW_HAVE_NCCL
-    if (use_nccl(w, r, t)) {
-        ncclComm_t comm = nccl_comm(w, r);
+    if (pw_coll_use_nccl(w, r, t)) {
+        ncclComm_t comm = (ncclComm_t)pw_coll_nccl_comm(w, r);
         ctx.backend = "NCCL";
         PW_NCCL_CHECK(ncclBroadcast(t->data, t->data, bytes, ncclUint8, root, comm,
                                     (cudaStream_t)w->nccl_stream[r]));
-        nccl_wait(w, r, &ctx);
+        pw_coll_nccl_wait(w, r, &ctx);
         return 0;
     }
 #endif
@@ -296,7 +286,7 @@ static int broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
         size_t n = bytes - off < (size_t)INT_MAX ? bytes - off : (size_t)INT_MAX;
         MPI_Request req;
         PW_MPI_CHECK(MPI_Ibcast((char *)h + off, (int)n, MPI_BYTE, root, w->role_comm[r], &req));
-        pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+        pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
         if (bytes == 0) break;
     }
     host_view_done(t, h, bytes, w->role_rank[r] != root);
@@ -305,22 +295,22 @@ static int broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
 
 static int barrier(PwWorld *w, PwRole r, PwErr *err)
 {
-    if (check_role(w, r, err)) return -1;
-    CollCtx ctx = {w, r, "barrier", NULL, "MPI"};
+    if (pw_coll_check_role(w, r, err)) return -1;
+    PwCollCtx ctx = {w, r, "barrier", NULL, "MPI"};
 #ifdef PW_HAVE_NCCL
     /* NCCL has no barrier: drain the role's stream, then meet on MPI, so that work queued
      * before the barrier is finished on every rank once it returns. */
-    if (w->nccl[r]) nccl_wait(w, r, &ctx);
+    if (w->nccl[r]) pw_coll_nccl_wait(w, r, &ctx);
 #endif
     MPI_Request req;
     PW_MPI_CHECK(MPI_Ibarrier(w->role_comm[r], &req));
-    pw_watchdog_wait(w, 1, &req, describe_coll, &ctx);
+    pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
     return 0;
 }
 
 /* The public forms count the bytes each rank hands in (comm/bytes_collective) and trace the
  * call; the bodies above have several ways out, so the accounting wraps them. */
-static void account(PwWorld *w, PwRole r, const char *name, uint64_t bytes, double t0)
+void pw_coll_account(PwWorld *w, PwRole r, const char *name, uint64_t bytes, double t0)
 {
     w->bytes_coll += bytes;
     if (w->trace) pw_trace_collective(w, r, name, bytes, t0, pw_now());
@@ -330,7 +320,7 @@ int pw_allreduce(PwWorld *w, PwRole r, PwTensor *t, PwReduceOp op, PwErr *err)
 {
     double t0 = w->trace ? pw_now() : 0.0;
     int rc = allreduce(w, r, t, op, err);
-    if (!rc) account(w, r, "allreduce", pw_tensor_bytes(t), t0);
+    if (!rc) pw_coll_account(w, r, "allreduce", pw_tensor_bytes(t), t0);
     return rc;
 }
 
@@ -338,7 +328,7 @@ int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err)
 {
     double t0 = w->trace ? pw_now() : 0.0;
     int rc = broadcast(w, r, t, root, err);
-    if (!rc) account(w, r, "broadcast", pw_tensor_bytes(t), t0);
+    if (!rc) pw_coll_account(w, r, "broadcast", pw_tensor_bytes(t), t0);
     return rc;
 }
 
@@ -346,6 +336,6 @@ int pw_barrier(PwWorld *w, PwRole r, PwErr *err)
 {
     double t0 = w->trace ? pw_now() : 0.0;
     int rc = barrier(w, r, err);
-    if (!rc) account(w, r, "barrier", 0, t0);
+    if (!rc) pw_coll_account(w, r, "barrier", 0, t0);
     return rc;
 }
