@@ -110,6 +110,7 @@ typedef struct PwRuntimeConfig {
     double timeout_s;
     PwOnNonfinite on_nonfinite;
     int64_t max_skipped_steps;
+    double grad_bucket_mb;
     double progress_s;
 } PwRuntimeConfig;
 

@@ -54,6 +54,7 @@ typedef struct PwTrainConfig {
         double timeout_s;
         PwOnNonfinite on_nonfinite;
         int64_t max_skipped_steps;
+        double grad_bucket_mb;
     } runtime;
 } PwTrainConfig;
 

@@ -197,8 +197,11 @@ void pw_actor_train(PwRun *r)
             if (pw_model_zero_grad(r->actor, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "actor: %s", err.msg);
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
+            PwGradSync *gs = pw_roles_grad_sync_begin(r, PW_ROLE_ACTOR, r->actor);
+            if (!blk.count) pw_roles_grad_sync_idle(r->actor, gs);
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
+                int last = i0 + nb == blk.start + blk.count;
                 size_t o = (size_t)i0 * R;
                 pw_rows_forward(r, r->actor, rows, (int)i0, nb, lp, ent, NULL, NULL);
                 PwPolicyStats ps;
@@ -212,7 +215,8 @@ void pw_actor_train(PwRun *r)
                     for (size_t j = 0; j < (size_t)nb * R; j++) dlp[j] += dkl[j];
                     ps.loss += ks.loss;
                 }
-                pw_rows_backward(r->actor, dlp, bonus ? dent : NULL, NULL, "actor");
+                pw_rows_backward(r->actor, dlp, bonus ? dent : NULL, NULL, last ? gs : NULL,
+                                 "actor");
                 st[0] += ps.loss;
                 st[1] += ps.approxkl * ps.count;
                 st[2] += ps.clipfrac * ps.count;
@@ -222,7 +226,7 @@ void pw_actor_train(PwRun *r)
             }
             pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, 6);
             lr = pw_roles_lr(&r->s, r->s.lr, r->s.min_lr, r->opt_step + e * M + k);
-            skipped += pw_roles_optimizer_step(r, PW_ROLE_ACTOR, r->actor, lr,
+            skipped += pw_roles_optimizer_step(r, PW_ROLE_ACTOR, r->actor, gs, lr,
                                                r->opt_step + e * M + k + 1, st[0], e, k);
             double c = st[5] > 0 ? st[5] : 1.0;
             acc[0] += st[0];

@@ -43,21 +43,24 @@ void pw_critic_train(PwRun *r)
             if (pw_model_zero_grad(r->critic, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "critic: %s", err.msg);
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
+            PwGradSync *gs = pw_roles_grad_sync_begin(r, PW_ROLE_CRITIC, r->critic);
+            if (!blk.count) pw_roles_grad_sync_idle(r->critic, gs);
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
+                int last = i0 + nb == blk.start + blk.count;
                 size_t o = (size_t)i0 * R;
                 pw_rows_forward(r, r->critic, rows, (int)i0, nb, NULL, NULL, v, NULL);
                 PwValueStats vs;
                 pw_value_loss(&vs, dv, v, vold + o, vret + o, rows->rmask + o,
                               (size_t)nb * R, r->s.vclip, tok);
-                pw_rows_backward(r->critic, NULL, NULL, dv, "critic");
+                pw_rows_backward(r->critic, NULL, NULL, dv, last ? gs : NULL, "critic");
                 st[0] += vs.loss;
                 st[1] += vs.clipfrac * vs.count;
                 st[2] += vs.count;
             }
             pw_roles_allreduce_f64(r, PW_ROLE_CRITIC, st, 3);
             lr = pw_roles_lr(&r->s, r->s.critic_lr, r->s.critic_min_lr, r->opt_step + e * M + k);
-            skipped += pw_roles_optimizer_step(r, PW_ROLE_CRITIC, r->critic, lr,
+            skipped += pw_roles_optimizer_step(r, PW_ROLE_CRITIC, r->critic, gs, lr,
                                                r->opt_step + e * M + k + 1, st[0], e, k);
             acc[0] += st[0];
             acc[1] += st[2] > 0 ? st[1] / st[2] : 0.0;

@@ -144,10 +144,11 @@ void pw_rows_forward(const PwRun *run, PwModel *m, const PwRows *r, int i0, int 
 }
 
 void pw_rows_backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
-                      const char *who)
+                      PwGradSync *gs, const char *who)
 {
     PwErr err;
-    PwOutputGrads g = {dlogp, dentropy, dvalue, NULL};
+    PwOutputGrads g = {.dlogp = dlogp, .dentropy = dentropy, .dvalue = dvalue,
+                       .ready = gs ? pw_grad_sync_ready : NULL, .ready_ctx = gs};
     if (pw_model_backward(m, &g, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s: backward: %s", who, err.msg);
 }

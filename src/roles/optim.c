@@ -62,8 +62,25 @@ static int nonfinite(PwRun *r, PwRole role, const char *what, double v, const ch
     return 1;
 }
 
-int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_t t,
-                            double loss, int epoch, int mb)
+PwGradSync *pw_roles_grad_sync_begin(PwRun *r, PwRole role, PwModel *m)
+{
+    if (r->w.map.role[role].nranks < 2) return NULL;
+    PwErr err;
+    PwTensor g = pw_model_grads(m);
+    PwGradSync *gs = pw_grad_sync_begin(&r->w, role, &g, r->s.grad_bucket, &err);
+    if (!gs) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    return gs;
+}
+
+void pw_roles_grad_sync_idle(PwModel *m, PwGradSync *gs)
+{
+    PwErr err;
+    if (gs && pw_model_report_grads(m, pw_grad_sync_ready, gs, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+}
+
+int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, PwGradSync *gs, double lr,
+                            int64_t t, double loss, int epoch, int mb)
 {
     PwErr err;
     const char *name = pw_role_name(role);
@@ -71,16 +88,13 @@ int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_
     snprintf(where, sizeof where, "%s loss of epoch %d minibatch %d, optimiser step %lld",
              role == PW_ROLE_ACTOR ? "the clipped policy" : "the clipped value", epoch, mb,
              (long long)t);
-    /* The loss is a sum over the role's ranks: a NaN on any rank is seen by all of them, and
-     * the gradient of a NaN loss is NaN anyway, so nothing is summed or stepped. */
-    if (!isfinite(loss)) return nonfinite(r, role, "loss", loss, where);
     /* The losses are divided by the minibatch's GLOBAL token count, so the sum over ranks is the
-     * gradient of the whole minibatch; every rank then takes the same step on the same sum. */
-    if (r->w.map.role[role].nranks > 1) {
-        PwTensor g = pw_model_grads(m);
-        if (pw_allreduce(&r->w, role, &g, PW_REDUCE_SUM, &err))
-            pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
-    }
+     * gradient of the whole minibatch; every rank then takes the same step on the same sum. The
+     * buckets were posted during the backward: they are waited for whatever the loss is. */
+    if (pw_grad_sync_end(gs, NULL, &err)) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    /* The loss is a sum over the role's ranks: a NaN on any rank is seen by all of them, and
+     * the gradient of a NaN loss is NaN anyway, so nothing is stepped. */
+    if (!isfinite(loss)) return nonfinite(r, role, "loss", loss, where);
     PwAdamWConfig ac = {(float)lr, (float)r->s.beta1, (float)r->s.beta2, (float)r->s.eps,
                         (float)r->s.weight_decay, (float)r->s.grad_clip};
     double norm = 0.0;

@@ -55,13 +55,16 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
     PwErr err;
     if (pw_model_zero_grad(t->model, &err)) pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
     double st2[2] = {0.0, 0.0};
+    PwGradSync *gs = pw_train_grad_begin(t);
+    if (n == 0) pw_train_grad_idle(t, gs);
     if (n > 0) {
         /* The global width and the global pair count as normaliser: the per-rank losses and
          * gradients add up to those of the whole batch. */
         score_batch(t, &t->train, b, rows + s, n, pw_data_width(&t->train, rows, B), sc);
         PwBtStats st;
         pw_bt_loss(&st, dscore, dscore + n, sc, sc + n, (size_t)n, (double)B);
-        PwOutputGrads g = {.dscore = dscore};
+        PwOutputGrads g = {.dscore = dscore, .ready = gs ? pw_grad_sync_ready : NULL,
+                           .ready_ctx = gs};
         if (pw_model_backward(t->model, &g, &err))
             pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
         st2[0] = st.loss;
@@ -70,7 +73,7 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
     pw_train_sum(t, st2, 2);
     out[0] = st2[0];
     out[1] = st2[1];
-    return pw_train_optimize(t, step, st2[0], "the Bradley-Terry loss of the global batch");
+    return pw_train_optimize(t, gs, step, st2[0], "the Bradley-Terry loss of the global batch");
 }
 
 int pw_rm_main(int argc, char **argv, MPI_Comm comm, int nranks, int local_rank)

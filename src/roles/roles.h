@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "pw_algo.h"
+#include "pw_collective.h"
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_fanout.h"
@@ -61,6 +62,7 @@ typedef struct PwSettings {
     int64_t trace_steps;
     int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
     int64_t max_skipped;                     /* runtime.max_skipped_steps */
+    size_t grad_bucket;                      /* runtime.grad_bucket_mb, in bytes */
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
     PwPrecision precision;   /* of every model the roles load (model.precision) */
     const char *tokenizer, *prompt_template;
@@ -124,9 +126,10 @@ void pw_rows_finish(PwRows *r, int stop_id);
  * were checked before). */
 void pw_rows_forward(const PwRun *run, PwModel *m, const PwRows *r, int i0, int nb, float *logp,
                      float *entropy, float *value, float *score);
-/* Backward of the last pw_rows_forward from gradients in the same (nb, R) layout (NULL = 0). */
+/* Backward of the last pw_rows_forward from gradients in the same (nb, R) layout (NULL = 0);
+ * gs (NULL: none) gets the gradients as they are ready (the last micro batch's backward). */
 void pw_rows_backward(PwModel *m, const float *dlogp, const float *dentropy, const float *dvalue,
-                      const char *who);
+                      PwGradSync *gs, const char *who);
 /* The chunks every role forwards a block in: the minibatches of the block, each cut into micro
  * batches of at most `micro` rows. Using one rule everywhere makes the actor's train-time
  * forward of epoch 0 the same computation as its rollout forward (ratio == 1 bit for bit).
@@ -158,8 +161,15 @@ double pw_minibatch_weight(PwRun *r, PwRole role, const float *w, int R, PwBlock
  * the update is dropped: returns 1 (every rank of the role alike: loss and gradient norm are
  * sums over all of them), 0 after an update. Weights that are bad after an update end the job
  * whatever the setting (docs/roles.md, Non-finite values). */
-int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, double lr, int64_t t,
-                            double loss, int epoch, int mb);
+int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, PwGradSync *gs, double lr,
+                            int64_t t, double loss, int epoch, int mb);
+/* The sum of a minibatch's gradients over the role's ranks, in buckets of runtime.grad_bucket_mb
+ * posted during the backward of its last micro batch: begun before that backward (NULL for a
+ * role of one rank), given to it (pw_rows_backward), ended by pw_roles_optimizer_step. A rank
+ * that ran no backward for the minibatch (no rows in it) calls pw_roles_grad_sync_idle, so
+ * that its sums match the others' one by one. */
+PwGradSync *pw_roles_grad_sync_begin(PwRun *r, PwRole role, PwModel *m);
+void pw_roles_grad_sync_idle(PwModel *m, PwGradSync *gs);
 
 /* ============================================================================= phases ===== */
 

@@ -73,6 +73,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->trace_steps = c->trace.steps;
     s->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
     s->max_skipped = c->runtime.max_skipped_steps;
+    s->grad_bucket = (size_t)(c->runtime.grad_bucket_mb * 1048576.0);
     s->sft = c->model.sft;
     s->critic = c->model.critic;
     s->prompts = c->data.prompts;

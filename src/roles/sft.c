@@ -54,18 +54,21 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *log
         pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     if (pw_model_zero_grad(t->model, &err)) pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     double loss = 0.0;
+    PwGradSync *gs = pw_train_grad_begin(t);
+    if (c == 0) pw_train_grad_idle(t, gs);
     if (c > 0) {
         loss = lm_forward(t, b, logp, "sft");
         /* d(-sum w logp) / d logp = -w, over the whole (B,T) the forward gathered; the logp
          * buffer is free again and takes it */
         for (int i = 0; i < b->B * b->T; i++) logp[i] = -b->weights[i];
-        PwOutputGrads g = {.dlogp = logp};
+        PwOutputGrads g = {.dlogp = logp, .ready = gs ? pw_grad_sync_ready : NULL,
+                           .ready_ctx = gs};
         if (pw_model_backward(t->model, &g, &err))
             pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     }
     pw_train_sum(t, &loss, 1);
     *out = loss;
-    return pw_train_optimize(t, step, loss, "the mean next-token loss of the global batch");
+    return pw_train_optimize(t, gs, step, loss, "the mean next-token loss of the global batch");
 }
 
 int pw_sft_main(int argc, char **argv, MPI_Comm comm, int nranks, int local_rank)

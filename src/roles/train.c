@@ -97,6 +97,7 @@ static void derive(PwTrainer *t, const char *out)
     a->overlong = c->data.overlong;
     a->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
     a->max_skipped = (long)c->runtime.max_skipped_steps;
+    a->grad_bucket = (size_t)(c->runtime.grad_bucket_mb * 1048576.0);
 }
 
 /* --config FILE, --out DIR, key=value operands: the same configuration on every rank, each
@@ -391,21 +392,35 @@ static int nonfinite(PwTrainer *t, long step, const char *quantity, double v, co
     return stop ? -1 : 1;
 }
 
-int pw_train_optimize(PwTrainer *t, long step, double loss, const char *what)
+PwGradSync *pw_train_grad_begin(PwTrainer *t)
+{
+    if (t->nranks < 2) return NULL;
+    PwErr err;
+    PwTensor g = pw_model_grads(t->model);
+    PwGradSync *gs = pw_grad_sync_begin(&t->w, t->role, &g, t->a.grad_bucket, &err);
+    if (!gs) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    return gs;
+}
+
+void pw_train_grad_idle(PwTrainer *t, PwGradSync *gs)
+{
+    PwErr err;
+    if (gs && pw_model_report_grads(t->model, pw_grad_sync_ready, gs, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+}
+
+int pw_train_optimize(PwTrainer *t, PwGradSync *gs, long step, double loss, const char *what)
 {
     PwModel *m = t->model;
     PwErr err;
-    /* The loss is summed over the ranks already: a NaN anywhere is seen everywhere, and its
-     * gradient is NaN too, so nothing is summed or stepped. */
-    if (!isfinite(loss)) return nonfinite(t, step, "the loss", loss, what);
     /* Each rank's loss was divided by the GLOBAL normaliser (tokens or pairs of the whole
      * batch), so the sum over ranks is the gradient of the global batch: the same step a single
-     * rank would take on all of it. */
-    if (t->nranks > 1) {
-        PwTensor g = pw_model_grads(m);
-        if (pw_allreduce(&t->w, t->role, &g, PW_REDUCE_SUM, &err))
-            pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
-    }
+     * rank would take on all of it. The buckets posted during the backward are waited for
+     * whatever the loss is. */
+    if (pw_grad_sync_end(gs, NULL, &err)) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    /* The loss is summed over the ranks already: a NaN anywhere is seen everywhere, and its
+     * gradient is NaN too, so nothing is stepped. */
+    if (!isfinite(loss)) return nonfinite(t, step, "the loss", loss, what);
     PwLrSchedule sc = {t->a.decay, t->a.lr, t->a.min_lr, t->a.warmup, t->a.steps};
     double lr = pw_lr_at(&sc, step), norm = 0.0;
     PwAdamWConfig ac = {(float)lr, (float)t->a.beta1, (float)t->a.beta2, (float)t->a.eps,

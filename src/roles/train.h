@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "pw_algo.h"
+#include "pw_collective.h"
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_model.h"
@@ -27,6 +28,7 @@ typedef struct PwTrainArgs {
     PwOverlong overlong;
     int skip_nonfinite;    /* runtime.on_nonfinite is skip_step */
     long max_skipped;      /* runtime.max_skipped_steps */
+    size_t grad_bucket;    /* runtime.grad_bucket_mb, in bytes */
 } PwTrainArgs;
 
 typedef struct PwTrainer {
@@ -73,7 +75,12 @@ void pw_train_sum(PwTrainer *t, double *x, int n);
  * is skip_step and the update was dropped; -1 when the run must stop, rank 0 having said why
  * (that setting is stop, too many skips in a row, or weights gone bad in the update). Loss and
  * gradient norm are global, so every rank returns the same and the ranks stop together. */
-int pw_train_optimize(PwTrainer *t, long step, double loss, const char *what);
+int pw_train_optimize(PwTrainer *t, PwGradSync *gs, long step, double loss, const char *what);
+/* The gradients' sum in buckets during the step's backward (runtime.grad_bucket_mb): begun
+ * before it (NULL with one rank), given to it as PwOutputGrads.ready, ended by
+ * pw_train_optimize; a rank without rows in the step reports instead (pw_train_grad_idle). */
+PwGradSync *pw_train_grad_begin(PwTrainer *t);
+void pw_train_grad_idle(PwTrainer *t, PwGradSync *gs);
 /* The global batch of a step: rows (B) and this rank's block of them. */
 void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *count);
 /* One line of out/metrics.jsonl (rank 0): keys and values, n pairs; bit i of `none` set: value i

@@ -275,6 +275,12 @@ static const PwCfgKey keys[] = {
      PW_CFG_COUNT_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "with runtime.on_nonfinite: skip_step, stop when this many optimiser steps of one model "
      "in a row were skipped (the run is not recovering)", "ours"},
+    {"runtime.grad_bucket_mb", PW_CFG_FLOAT, OFF(runtime.grad_bucket_mb), "25", 0, 1048576,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
+     "the actor's and critic's gradients are summed over their ranks in buckets of about this "
+     "many MiB, each as soon as the backward of the last micro batch has written it, while "
+     "the lower layers are still in backward; 0: one sum of all of them after the backward "
+     "(docs/runtime.md, Gradient buckets)", "PyTorch DDP's `bucket_cap_mb` (25)"},
     {"runtime.progress_s", PW_CFG_FLOAT, OFF(runtime.progress_s), "30", 0, 86400,
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "print a progress line (step, steps/s, time left, score, KL) at most this often, and "

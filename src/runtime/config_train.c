@@ -152,6 +152,11 @@ static const PwCfgKey keys[] = {
      PW_CFG_COUNT_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "with runtime.on_nonfinite: skip_step, stop when this many steps in a row were skipped",
      "ours (as PPO's runtime.max_skipped_steps)"},
+    {"runtime.grad_bucket_mb", PW_CFG_FLOAT, OFF(runtime.grad_bucket_mb), "25", 0, 1048576,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
+     "the gradients are summed over the ranks in buckets of about this many MiB, each as soon "
+     "as the backward has written it; 0: one sum after the backward (docs/runtime.md, "
+     "Gradient buckets)", "PyTorch DDP's `bucket_cap_mb` (25)"},
 };
 
 static int check_rules(const void *any, PwErr *err)

@@ -29,4 +29,20 @@ for mode in sft rm; do
     awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * (1 + a)) }' ||
         fail "$mode valid/loss $a (1 rank) vs $b (2 ranks)"
 done
+
+# Gradient buckets (runtime.grad_bucket_mb): with two ranks a sum is a + b however the floats are
+# grouped, so 1 KiB buckets posted during the backward and one all-reduce after it end with the
+# same weights bit for bit (the runs above used the default, 25 MiB: all in the last bucket).
+for b in 0 0.001; do
+    timeout 120 "$MPIRUN" -np 2 "$PPO_WORLD" sft $flags runtime.grad_bucket_mb=$b \
+        --out "$WORK/sft2_b$b" > "$WORK/sft2_b$b.log" 2>&1 ||
+        { cat "$WORK/sft2_b$b.log"; fail "sft on 2 ranks, buckets of $b MiB"; }
+done
+"$WEIGHTS_DIFF" "$WORK/sft2_b0" "$WORK/sft2_b0.001" lm 0 || fail "sft: 1 KiB buckets change weights"
+"$WEIGHTS_DIFF" "$WORK/sft2_b0" "$WORK/sft2" lm 0 || fail "sft: 25 MiB buckets change weights"
+# A rank without rows in a step (3 ranks, batch 2) reports its gradients as a backward would, so
+# its buckets match the others' one for one (a mismatch would hang until the watchdog).
+timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags train.batch_size=2 runtime.grad_bucket_mb=0.001 \
+    runtime.timeout_s=30 --out "$WORK/rm3_small" > "$WORK/rm3_small.log" 2>&1 ||
+    { cat "$WORK/rm3_small.log"; fail "rm on 3 ranks with a rank idle, 1 KiB buckets"; }
 echo "dp: ok"
