@@ -61,6 +61,20 @@ static void compare_host(const char *what, const float *got, const float *want, 
     compare_tol(what, got, want, n, CU_TOL_F32);
 }
 
+/* What a backward reports as ready (pw_model.h, PwGradReady). */
+typedef struct Ready {
+    int calls, nr, streams;
+    PwGradRange r[512];
+} Ready;
+
+static void ready_record(void *ctx, const PwGradRange *r, int n, void *stream)
+{
+    Ready *c = ctx;
+    c->calls++;
+    c->streams += stream != NULL;
+    for (int i = 0; i < n && c->nr < 512; i++) c->r[c->nr++] = r[i];
+}
+
 static void forward(PwModel *m, const int *tok, const int *tgt, Outs *o)
 {
     PwErr err;
@@ -209,12 +223,23 @@ int main(int argc, char **argv)
         dval[i] = mask[i] ? (float)pw_test_normal(&rng) : 0.0f;
     }
     for (int b = 0; b < B; b++) dscore[b] = (float)pw_test_normal(&rng);
-    PwOutputGrads g = {.dlogp = dlogp, .dentropy = dent, .dvalue = dval, .dscore = dscore};
+    /* both report their gradients as they are ready: the same ranges, in the same calls, the
+     * GPU's with its stream (the sums of a role order themselves after it) */
+    static Ready rc, rg;
+    PwOutputGrads g = {.dlogp = dlogp, .dentropy = dent, .dvalue = dval, .dscore = dscore,
+                       .ready = ready_record, .ready_ctx = &rc};
     PwErr err;
     CHECK(pw_model_zero_grad(cpu, &err) == 0 && pw_model_backward(cpu, &g, &err) == 0, "%s",
           err.msg);
+    g.ready_ctx = &rg;
     CHECK(pw_model_zero_grad(gpu, &err) == 0 && pw_model_backward(gpu, &g, &err) == 0, "%s",
           err.msg);
+    CHECK(rc.calls > 2 && rg.calls == rc.calls && rg.nr == rc.nr &&
+              !memcmp(rg.r, rc.r, (size_t)rc.nr * sizeof *rc.r),
+          "gradients ready: GPU %d calls, %d ranges; CPU %d, %d", rg.calls, rg.nr, rc.calls,
+          rc.nr);
+    CHECK(rc.streams == 0 && rg.streams == rg.calls,
+          "gradients ready: streams CPU %d, GPU %d of %d calls", rc.streams, rg.streams, rg.calls);
     compare_host("backward: every parameter gradient", host_copy(pw_model_grads(gpu)),
                  host_copy(pw_model_grads(cpu)), np);
     double nc = pw_model_grad_norm(cpu), ng = pw_model_grad_norm(gpu);
