@@ -166,7 +166,7 @@ int pw_grad_sync_end(PwGradSync *s, int *early, PwErr *err)
     int overlap = 0, np = s->nposted;
     PwGradRange *sorted = malloc((size_t)(np ? np : 1) * sizeof *sorted);
     if (!sorted) pw_comm_fatal(__FILE__, __LINE__, "out of memory for the gradient buckets");
-    memcpy(sorted, s->posted, (size_t)np * sizeof *sorted);
+    if (np) memcpy(sorted, s->posted, (size_t)np * sizeof *sorted);
     qsort(sorted, (size_t)np, sizeof *sorted, by_offset);
     size_t bad = 0;
     for (int i = 0; i <= np; i++) {
