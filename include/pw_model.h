@@ -85,7 +85,9 @@ typedef struct PwModel PwModel;
 
 /* ---- life cycle */
 /* A model of the given architecture with zero parameters. NULL with a message on bad arguments
- * or when the device has no room (the message says how much was needed and how much free). */
+ * or when the device has no room (the message says how much was needed and how much free). At
+ * precision bf16 it also holds a bfloat16 copy of the parameters for its products, made again
+ * when they were written (docs/model.md, Precision). */
 PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err);
 /* The family's initialisation, deterministic from seed, the same on every device. */
 void pw_model_init_random(PwModel *m, uint64_t seed);

@@ -4,6 +4,7 @@
 #define PW_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pw_common.h"
 #include "pw_sample.h" /* PwSampleConfig, PwGenRows */
@@ -57,12 +58,17 @@ struct PwOps {
                             const float *dout, const float *inp, const float *weight, int N,
                             int C, int OC);
     /* the same with bfloat16 operands, float32 accumulation and results (pw_kernels.h); the
-     * CUDA table converts the operands into a workspace of its own on its stream */
+     * CUDA table converts the operands into a workspace of its own on its stream. weight_bf16
+     * (NULL: none) is weight already in bfloat16 (the model's mirror of its parameters, made
+     * by to_bf16): it is read instead of converting weight again at every product. */
     void (*matmul_forward_bf16)(const PwOps *o, float *out, const float *inp,
-                                const float *weight, const float *bias, int N, int C, int OC);
+                                const float *weight, const uint16_t *weight_bf16,
+                                const float *bias, int N, int C, int OC);
     void (*matmul_backward_bf16)(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                                 const float *dout, const float *inp, const float *weight, int N,
-                                 int C, int OC);
+                                 const float *dout, const float *inp, const float *weight,
+                                 const uint16_t *weight_bf16, int N, int C, int OC);
+    /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream */
+    void (*to_bf16)(const PwOps *o, uint16_t *dst, const float *src, size_t n);
     void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,

@@ -8,6 +8,7 @@
     .layernorm_forward = layernorm_fwd, .layernorm_backward = layernorm_bwd,                 \
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd,                             \
     .matmul_forward_bf16 = matmul_fwd_bf16, .matmul_backward_bf16 = matmul_bwd_bf16,         \
+    .to_bf16 = to_bf16_entry,                                                                \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
     .attention_cache_forward = attention_cache_fwd, .gelu_forward = gelu_fwd,                \
     .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \

@@ -122,7 +122,13 @@ static void pass_done(PwKVCache *c, const float *head, int prefill)
         c->len[c->h_seg_row[s]] += c->h_seg_off[s + 1] - c->h_seg_off[s];
 }
 
-static void exec_pass(PwKVCache *c, int prefill) { pass_done(c, c->m->impl->kv_pass(c), prefill); }
+/* A pass from the host: the bfloat16 weights made first if stale (the generator's decode steps,
+ * which may be one captured graph, run after a prefill pass made them). */
+static void exec_pass(PwKVCache *c, int prefill)
+{
+    pw_model_mirror_refresh(c->m);
+    pass_done(c, c->m->impl->kv_pass(c), prefill);
+}
 
 static int check_prompt(const PwKVCache *c, const int *prompt, const int *mask, int B, int P,
                         PwErr *err)

@@ -128,12 +128,28 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
     return 0;
 }
 
+void pw_model_mirror_refresh(PwModel *m)
+{
+    if (!m->params_bf16 || !m->mirror_stale) return;
+    m->ops->to_bf16(m->ops, m->params_bf16, m->params, m->num_params);
+    m->mirror_stale = 0;
+}
+
+/* The bfloat16 mirror of a weight inside the parameters; NULL for anything else (activations,
+ * or no mirror). Compared as integers: the weight may be any pointer. */
+static const uint16_t *mirror_of(const PwModel *m, const float *w)
+{
+    uintptr_t p = (uintptr_t)w, lo = (uintptr_t)m->params;
+    if (!m->params_bf16 || p < lo || p >= lo + m->num_params * sizeof(float)) return NULL;
+    return m->params_bf16 + (p - lo) / sizeof(float);
+}
+
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp, const float *weight,
                              const float *bias, int N, int C, int OC)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_forward_bf16(o, out, inp, weight, bias, N, C, OC);
+        o->matmul_forward_bf16(o, out, inp, weight, mirror_of(m, weight), bias, N, C, OC);
     else
         o->matmul_forward(o, out, inp, weight, bias, N, C, OC);
 }
@@ -144,7 +160,8 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, weight, mirror_of(m, weight),
+                                N, C, OC);
     else
         o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
@@ -265,6 +282,7 @@ void pw_model_free(PwModel *m)
     if (m->impl && m->impl->detach) m->impl->detach(m);
     if (o) {
         o->free(o, m->params);
+        o->free(o, m->params_bf16);
         o->free(o, m->grads);
         o->free(o, m->adam_m);
         o->free(o, m->adam_v);
@@ -314,6 +332,12 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
         pw_model_no_room(m, "the parameters", pbytes, err);
         goto fail;
     }
+    size_t mbytes = m->num_params * sizeof(uint16_t);
+    if (m->precision == PW_PRECISION_BF16 && !(m->params_bf16 = ops->alloc(ops, mbytes))) {
+        pw_model_no_room(m, "the parameters' bfloat16 copy", mbytes, err);
+        goto fail;
+    }
+    m->mirror_stale = 1;
     if (!(m->d_int = ops->alloc(ops, ibytes)) || !(m->d_dout = ops->alloc(ops, dbytes))) {
         pw_model_no_room(m, "the input and gradient buffers", ibytes + dbytes, err);
         goto fail;
@@ -355,6 +379,7 @@ static float *host_params(PwModel *m, int fetch)
 
 static void host_done(PwModel *m, float *h, int upload)
 {
+    m->mirror_stale = 1;
     if (h == m->params) return;
     if (upload) m->ops->copy(m->ops, m->params, h, m->num_params * sizeof(float), PW_COPY_H2D);
     free(h);
@@ -512,6 +537,7 @@ static PwTensor flat(const PwModel *m, float *data)
 PwTensor pw_model_params(PwModel *m)
 {
     m->ops->sync(m->ops);
+    m->mirror_stale = 1; /* the caller may write through it */
     return flat(m, m->params);
 }
 
@@ -575,6 +601,7 @@ static void gather(PwModel *m, float *out, const float *src, int col0, int width
 int pw_model_forward(PwModel *m, const PwModelInput *b, PwOutputs *out, PwErr *err)
 {
     if (check_batch(m, b, out, err)) return -1;
+    pw_model_mirror_refresh(m);
     const PwOps *o = m->ops;
     const int B = b->B, T = b->T, BT = B * T;
     /* keep our own copies: backward runs later, after the caller may have reused its arrays */
@@ -661,6 +688,7 @@ int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
         m->ops->copy(m->ops, dscore, g->dscore, (size_t)m->B * sizeof(float), PW_COPY_H2D);
     }
     if (pw_model_ready_begin(m, g->ready, g->ready_ctx, err)) return -1;
+    pw_model_mirror_refresh(m); /* the weights of its forward, unless written since */
     int rc = m->impl->backward(m, dlogp, dent, dval, dscore, err);
     if (rc) m->ready = NULL; /* nothing more is reported of a failed backward */
     else pw_model_ready_end(m);
@@ -712,6 +740,7 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
                             n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
                             m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
     }
+    m->mirror_stale = 1;
     return PW_ADAMW_APPLIED;
 }
 

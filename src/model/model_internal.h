@@ -31,6 +31,13 @@ struct PwModel {
     float *grads;                  /* (num_params), NULL until the first zero_grad */
     float *adam_m, *adam_v;        /* (num_params) each, NULL until the first step */
     float *h_adam_m, *h_adam_v;    /* host copies while offloaded (device ones NULL then) */
+    /* precision bf16: the parameters rounded to bfloat16, which the products read instead of
+     * converting each weight at every call; made again from params, when stale, before a
+     * forward, a backward or a cache pass (pw_model_mirror_refresh). Every writer of params
+     * marks it stale: init and load (host_done), AdamW, and pw_model_params (its caller may
+     * write through the pointer, as the weights' receive does). NULL at fp32. */
+    uint16_t *params_bf16;
+    int mirror_stale;
 
     /* the last forward: its shape, and its integer inputs on both sides */
     int B, T;                      /* 0 before any forward */
@@ -164,6 +171,9 @@ void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp, con
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
                               const float *dout, const float *inp, const float *weight, int N,
                               int C, int OC);
+
+/* Makes params_bf16 from params if it is stale (one conversion on the model's stream). */
+void pw_model_mirror_refresh(PwModel *m);
 
 /* Out-of-room message for `what` of `bytes` on the model's device (with its free memory). */
 int pw_model_no_room(const PwModel *m, const char *what, size_t bytes, PwErr *err);

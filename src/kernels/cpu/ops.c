@@ -1,8 +1,10 @@
 /* ops.c: the CPU entry of the kernel table (pw_ops.h): host memory, and each kernel of
  * pw_kernels.h behind the table's calling convention (the table argument is not needed here). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 #include "pw_ops.h"
 #include "../ops_entries.h"
@@ -66,16 +68,38 @@ static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias
 {
     (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
-static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp, const float *weight,
-                            const float *bias, int N, int C, int OC)
+/* A bfloat16 weight widened back to float32: the emulated products round their operands to
+ * bfloat16 themselves, which leaves these values as they are, so a product from the mirror is
+ * bit for bit the one from the float32 weight it was made of (and a stale mirror shows). */
+static float *widen(const uint16_t *w, size_t n)
 {
-    (void)o, pw_matmul_forward_bf16(out, inp, weight, bias, N, C, OC);
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    if (!f) {
+        fprintf(stderr, "ppo_world: out of memory widening a bfloat16 weight of %zu values\n", n);
+        abort();
+    }
+    for (size_t i = 0; i < n; i++) f[i] = pw_bf16_to_f32(w[i]);
+    return f;
+}
+static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp, const float *weight,
+                            const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
+{
+    float *w = weight_bf16 ? widen(weight_bf16, (size_t)OC * C) : NULL;
+    (void)o, pw_matmul_forward_bf16(out, inp, w ? w : weight, bias, N, C, OC);
+    free(w);
 }
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight, int N,
-                            int C, int OC)
+                            const float *dout, const float *inp, const float *weight,
+                            const uint16_t *weight_bf16, int N, int C, int OC)
 {
-    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
+    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, inp, w ? w : weight, N, C, OC);
+    free(w);
+}
+static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
+{
+    (void)o;
+    for (size_t i = 0; i < n; i++) dst[i] = pw_bf16_from_f32(src[i]);
 }
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)

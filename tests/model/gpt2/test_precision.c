@@ -3,7 +3,8 @@
  * 2^-9 per operand) and differ from fp32's (the operands are rounded); every parameter, gradient
  * and moment stays float32 (a step moves weights by less than a bf16 ulp, which a bf16 master
  * copy would lose); the KV cache's logits at bf16 equal the batch forward's at bf16; twenty SFT
- * steps at bf16 follow the fp32 loss curve; a bad precision is refused. */
+ * steps at bf16 follow the fp32 loss curve; the weights' bfloat16 copy follows every write (AdamW,
+ * pw_model_params) before a forward or a cache pass reads it; a bad precision is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,72 @@ static void test_cache(const PwArch *a, const char *fam)
     pw_model_free(f);
 }
 
+/* m's parameters := q's, written through pw_model_params as the weights' receive writes them */
+static void copy_weights(PwModel *m, PwModel *q)
+{
+    memcpy(pw_model_params(m).data, pw_model_params(q).data,
+           pw_model_num_params(m) * sizeof(float));
+}
+
+static int same_outs(const Outs *x, const Outs *y)
+{
+    return !memcmp(x->logits, y->logits, sizeof x->logits) &&
+           !memcmp(x->logp, y->logp, sizeof x->logp) &&
+           !memcmp(x->value, y->value, sizeof x->value) && !memcmp(x->score, y->score, sizeof x->score);
+}
+
+/* The bf16 products read a bfloat16 copy of the weights, made before a forward, a backward or a
+ * cache pass when the weights were written since: by AdamW, or through pw_model_params (the
+ * weights' receive). A copy left stale keeps the old weights' outputs, which a model that never
+ * had the old weights does not give; each write below is checked that way, bit for bit. */
+static void test_mirror(const PwArch *a, const char *fam)
+{
+    PwModel *m = make(a, PW_PRECISION_BF16, ALL), *q = make(a, PW_PRECISION_BF16, ALL);
+    float *pq = pw_model_params(q).data;
+    for (size_t k = 0; k < pw_model_num_params(q); k++) pq[k] *= 0.9f;
+    static Outs o1, o2, o3;
+    forward(m, &o1); /* m's copy made of its own weights */
+    copy_weights(m, q);
+    forward(m, &o2);
+    forward(q, &o3);
+    CHECK(!same_outs(&o1, &o2), "%s: other weights, the same outputs", fam);
+    CHECK(same_outs(&o2, &o3), "%s: weights written through pw_model_params not seen", fam);
+
+    /* an AdamW step, and no pw_model_params before m's next forward */
+    float dlogp[B * T];
+    for (int i = 0; i < B * T; i++) dlogp[i] = -1.0f / (B * T);
+    PwOutputGrads g = {.dlogp = dlogp};
+    PwAdamWConfig cfg = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.0f, .grad_clip = 0.0f};
+    PwErr err;
+    CHECK(pw_model_zero_grad(m, &err) == 0 && pw_model_backward(m, &g, &err) == 0 &&
+              pw_model_adamw_step(m, &cfg, 1, NULL, &err) == PW_ADAMW_APPLIED,
+          "%s: %s", fam, err.msg);
+    forward(m, &o1);
+    copy_weights(q, m);
+    forward(q, &o3);
+    CHECK(!same_outs(&o1, &o2), "%s: an AdamW step changed no output", fam);
+    CHECK(same_outs(&o1, &o3), "%s: weights of an AdamW step not seen", fam);
+
+    /* a cache pass right after a write (its copy was fresh before) */
+    float *pm = pw_model_params(m).data;
+    for (size_t k = 0; k < pw_model_num_params(m); k++) pm[k] *= 1.1f;
+    copy_weights(q, m);
+    int tok[B * T], mask[B * T], tgt[B * T];
+    inputs(tok, mask, tgt);
+    PwKVCache *cm = pw_kv_create(m, B, T, &err), *cq = pw_kv_create(q, B, T, &err);
+    CHECK(cm && cq && pw_kv_prefill(cm, tok, mask, B, T, &err) == 0 &&
+              pw_kv_prefill(cq, tok, mask, B, T, &err) == 0, "%s: %s", fam, err.msg);
+    int bad = 0;
+    for (int b = 0; cm && cq && b < B; b++)
+        bad += memcmp(pw_kv_logits(cm, b), pw_kv_logits(cq, b), V * sizeof(float)) != 0;
+    CHECK(bad == 0, "%s: a cache pass after a write: %d of %d rows differ", fam, bad, B);
+    pw_kv_free(cm);
+    pw_kv_free(cq);
+    pw_model_free(m);
+    pw_model_free(q);
+}
+
 /* twenty steps of next-token training on a fixed batch: the bf16 curve follows fp32's */
 static void test_training(const PwArch *a, const char *fam)
 {
@@ -205,6 +272,8 @@ int main(void)
     test_cache(&llama, "llama");
     test_training(&gpt2, "gpt2");
     test_training(&llama, "llama");
+    test_mirror(&gpt2, "gpt2");
+    test_mirror(&llama, "llama");
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .precision = (PwPrecision)7};
     CHECK(pw_model_create(&gpt2, &o, &err) == NULL && strstr(err.msg, "precision 7"),
