@@ -19,6 +19,7 @@ struct PwGradSync {
     int early;       /* post buckets during the backward (else everything at end) */
     int nccl;        /* over the role's NCCL communicator */
     double t0;       /* the first post (0: none yet), when tracing */
+    void *stream;    /* the model's stream of the reports: every post waits for it */
     /* ranges reported and not yet posted, and every range posted */
     PwGradRange *pend, *posted;
     int npend, cap_pend, nposted, cap_posted;
@@ -115,6 +116,7 @@ void pw_grad_sync_ready(void *ctx, const PwGradRange *r, int n, void *stream)
 {
     PwGradSync *s = ctx;
     if (!s->early) return; /* end sums the whole tensor at once */
+    s->stream = stream;
     s->pend = grow(s->pend, &s->cap_pend, s->npend + n, sizeof *s->pend);
     for (int i = 0; i < n; i++) {
         if (!r[i].count) continue; /* a head the model lacks */
@@ -122,7 +124,7 @@ void pw_grad_sync_ready(void *ctx, const PwGradRange *r, int n, void *stream)
         s->pend_bytes += r[i].count * sizeof(float);
     }
     if (s->pend_bytes >= s->bucket_bytes) {
-        post(s, s->pend, s->npend, stream);
+        post(s, s->pend, s->npend, s->stream);
         s->buckets_early++;
         s->npend = 0;
         s->pend_bytes = 0;
@@ -160,8 +162,9 @@ int pw_grad_sync_end(PwGradSync *s, int *early, PwErr *err)
         return rc;
     }
     /* the last bucket, then every float no report named (a family that reports less is only
-     * slower), found between the posted ranges in order */
-    post(s, s->pend, s->npend, NULL);
+     * slower), found between the posted ranges in order; both after the backward's work on the
+     * model's stream, which may still be writing them */
+    post(s, s->pend, s->npend, s->stream);
     size_t n = (size_t)pw_tensor_numel(&s->g), at = 0;
     int overlap = 0, np = s->nposted;
     PwGradRange *sorted = malloc((size_t)(np ? np : 1) * sizeof *sorted);
@@ -173,7 +176,7 @@ int pw_grad_sync_end(PwGradSync *s, int *early, PwErr *err)
         size_t next = i < np ? sorted[i].off : n;
         if (next > at) {
             PwGradRange gap = {at, next - at};
-            post(s, &gap, 1, NULL);
+            post(s, &gap, 1, s->stream);
         } else if (next < at && !overlap) {
             overlap = 1;
             bad = next;

@@ -115,23 +115,25 @@ int main(int argc, char **argv)
         CHECK(bad == 0, "NCCL all-reduce %s: %d wrong", op ? "mean" : "sum", bad);
     }
     /* gradient buckets over NCCL: each range is written on a stream of its own (as a model's
-     * backward writes it) right before it is reported, so a sum that did not wait for that
-     * stream would add stale zeros */
-    {
+     * backward writes it) right before it is reported, the lowest one written but never
+     * reported (the end sums it), so a sum that did not wait for that stream would add stale
+     * zeros: with 1-byte buckets every report is posted at once, with 1 GiB all at the end */
+    static const size_t buckets[2] = {1, (size_t)1 << 30};
+    for (int k = 0; k < 2; k++) {
         float vals[N], got[N];
         for (int i = 0; i < N; i++) vals[i] = (float)((rank * 7 + i) % 13);
         cudaStream_t ms;
         PW_CUDA_CHECK(cudaStreamCreateWithFlags(&ms, cudaStreamNonBlocking));
         PW_CUDA_CHECK(cudaMemset(dev, 0, sizeof vals));
         PW_CUDA_CHECK(cudaDeviceSynchronize());
-        PwGradSync *gs = pw_grad_sync_begin(&w, PW_ROLE_ACTOR, &tt, 1, &err);
+        PwGradSync *gs = pw_grad_sync_begin(&w, PW_ROLE_ACTOR, &tt, buckets[k], &err);
         CHECK(gs != NULL, "%s", err.msg);
         for (int hi = N; gs && hi > 0; hi -= 100) {
             int lo = hi - 100 > 0 ? hi - 100 : 0;
             PW_CUDA_CHECK(cudaMemcpyAsync(dev + lo, vals + lo, (size_t)(hi - lo) * sizeof(float),
                                           cudaMemcpyHostToDevice, ms));
             PwGradRange r = {(size_t)lo, (size_t)(hi - lo)};
-            pw_grad_sync_ready(gs, &r, 1, ms);
+            if (lo > 0) pw_grad_sync_ready(gs, &r, 1, ms);
         }
         int early = -1;
         CHECK(pw_grad_sync_end(gs, &early, &err) == 0, "%s", err.msg);
@@ -143,8 +145,10 @@ int main(int argc, char **argv)
             for (int q = 0; q < size; q++) e += (q * 7 + i) % 13;
             bad += got[i] != (float)e;
         }
-        CHECK(bad == 0, "NCCL gradient buckets: %d of %d wrong", bad, N);
-        CHECK(early == (size > 1 ? (N + 99) / 100 : 0), "NCCL gradient buckets: %d early", early);
+        CHECK(bad == 0, "NCCL gradient buckets of %zu bytes: %d of %d wrong", buckets[k], bad, N);
+        int want = size > 1 && k == 0 ? N / 100 : 0;
+        CHECK(early == want, "NCCL gradient buckets of %zu bytes: %d early, expected %d",
+              buckets[k], early, want);
         PW_CUDA_CHECK(cudaStreamDestroy(ms));
     }
     if (rank == 0) for (int i = 0; i < N; i++) host[i] = (float)i;
