@@ -290,8 +290,8 @@ void pw_model_free(PwModel *m)
         o->free(o, m->d_dout);
     }
     free(m->h_adam_m);
-    free(m->ready_done);
     free(m->h_adam_v);
+    free(m->ready_done);
     free(m->h_int);
     free(m->h_stage);
     pw_ops_close(o);

@@ -197,8 +197,8 @@ void pw_actor_train(PwRun *r)
             if (pw_model_zero_grad(r->actor, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "actor: %s", err.msg);
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
-            PwGradSync *gs = pw_roles_grad_sync_begin(r, PW_ROLE_ACTOR, r->actor);
-            if (!blk.count) pw_roles_grad_sync_idle(r->actor, gs);
+            PwGradSync *gs = pw_grads_begin(&r->w, PW_ROLE_ACTOR, r->actor, r->s.grad_bucket);
+            if (!blk.count) pw_grads_idle(r->actor, gs);
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
                 int last = i0 + nb == blk.start + blk.count;

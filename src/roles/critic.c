@@ -43,8 +43,8 @@ void pw_critic_train(PwRun *r)
             if (pw_model_zero_grad(r->critic, &err))
                 pw_comm_fatal(__FILE__, __LINE__, "critic: %s", err.msg);
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
-            PwGradSync *gs = pw_roles_grad_sync_begin(r, PW_ROLE_CRITIC, r->critic);
-            if (!blk.count) pw_roles_grad_sync_idle(r->critic, gs);
+            PwGradSync *gs = pw_grads_begin(&r->w, PW_ROLE_CRITIC, r->critic, r->s.grad_bucket);
+            if (!blk.count) pw_grads_idle(r->critic, gs);
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
                 int last = i0 + nb == blk.start + blk.count;

@@ -62,17 +62,17 @@ static int nonfinite(PwRun *r, PwRole role, const char *what, double v, const ch
     return 1;
 }
 
-PwGradSync *pw_roles_grad_sync_begin(PwRun *r, PwRole role, PwModel *m)
+PwGradSync *pw_grads_begin(PwWorld *w, PwRole role, PwModel *m, size_t bucket_bytes)
 {
-    if (r->w.map.role[role].nranks < 2) return NULL;
+    if (w->map.role[role].nranks < 2) return NULL;
     PwErr err;
     PwTensor g = pw_model_grads(m);
-    PwGradSync *gs = pw_grad_sync_begin(&r->w, role, &g, r->s.grad_bucket, &err);
+    PwGradSync *gs = pw_grad_sync_begin(w, role, &g, bucket_bytes, &err);
     if (!gs) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
     return gs;
 }
 
-void pw_roles_grad_sync_idle(PwModel *m, PwGradSync *gs)
+void pw_grads_idle(PwModel *m, PwGradSync *gs)
 {
     PwErr err;
     if (gs && pw_model_report_grads(m, pw_grad_sync_ready, gs, &err))

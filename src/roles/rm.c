@@ -55,8 +55,8 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
     PwErr err;
     if (pw_model_zero_grad(t->model, &err)) pw_comm_fatal(__FILE__, __LINE__, "rm: %s", err.msg);
     double st2[2] = {0.0, 0.0};
-    PwGradSync *gs = pw_train_grad_begin(t);
-    if (n == 0) pw_train_grad_idle(t, gs);
+    PwGradSync *gs = pw_grads_begin(&t->w, t->role, t->model, t->a.grad_bucket);
+    if (n == 0) pw_grads_idle(t->model, gs);
     if (n > 0) {
         /* The global width and the global pair count as normaliser: the per-rank losses and
          * gradients add up to those of the whole batch. */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "pw_algo.h"
-#include "pw_collective.h"
+#include "grads.h"
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_fanout.h"
@@ -160,16 +160,12 @@ double pw_minibatch_weight(PwRun *r, PwRole role, const float *w, int R, PwBlock
  * runtime.on_nonfinite says, the job stops with a message naming the step and the quantity, or
  * the update is dropped: returns 1 (every rank of the role alike: loss and gradient norm are
  * sums over all of them), 0 after an update. Weights that are bad after an update end the job
- * whatever the setting (docs/roles.md, Non-finite values). */
+ * whatever the setting (docs/roles.md, Non-finite values). gs: that sum over the ranks, in
+ * buckets of runtime.grad_bucket_mb (grads.h), begun before the backward of the minibatch's last
+ * micro batch and given to it (pw_rows_backward; pw_grads_idle on a rank without rows), ended
+ * here; NULL for a role of one rank. */
 int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, PwGradSync *gs, double lr,
                             int64_t t, double loss, int epoch, int mb);
-/* The sum of a minibatch's gradients over the role's ranks, in buckets of runtime.grad_bucket_mb
- * posted during the backward of its last micro batch: begun before that backward (NULL for a
- * role of one rank), given to it (pw_rows_backward), ended by pw_roles_optimizer_step. A rank
- * that ran no backward for the minibatch (no rows in it) calls pw_roles_grad_sync_idle, so
- * that its sums match the others' one by one. */
-PwGradSync *pw_roles_grad_sync_begin(PwRun *r, PwRole role, PwModel *m);
-void pw_roles_grad_sync_idle(PwModel *m, PwGradSync *gs);
 
 /* ============================================================================= phases ===== */
 

@@ -54,8 +54,8 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *log
         pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     if (pw_model_zero_grad(t->model, &err)) pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     double loss = 0.0;
-    PwGradSync *gs = pw_train_grad_begin(t);
-    if (c == 0) pw_train_grad_idle(t, gs);
+    PwGradSync *gs = pw_grads_begin(&t->w, t->role, t->model, t->a.grad_bucket);
+    if (c == 0) pw_grads_idle(t->model, gs);
     if (c > 0) {
         loss = lm_forward(t, b, logp, "sft");
         /* d(-sum w logp) / d logp = -w, over the whole (B,T) the forward gathered; the logp

@@ -392,23 +392,6 @@ static int nonfinite(PwTrainer *t, long step, const char *quantity, double v, co
     return stop ? -1 : 1;
 }
 
-PwGradSync *pw_train_grad_begin(PwTrainer *t)
-{
-    if (t->nranks < 2) return NULL;
-    PwErr err;
-    PwTensor g = pw_model_grads(t->model);
-    PwGradSync *gs = pw_grad_sync_begin(&t->w, t->role, &g, t->a.grad_bucket, &err);
-    if (!gs) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
-    return gs;
-}
-
-void pw_train_grad_idle(PwTrainer *t, PwGradSync *gs)
-{
-    PwErr err;
-    if (gs && pw_model_report_grads(t->model, pw_grad_sync_ready, gs, &err))
-        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
-}
-
 int pw_train_optimize(PwTrainer *t, PwGradSync *gs, long step, double loss, const char *what)
 {
     PwModel *m = t->model;

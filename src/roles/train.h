@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "pw_algo.h"
-#include "pw_collective.h"
+#include "grads.h"
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_model.h"
@@ -69,18 +69,15 @@ void pw_train_end(PwTrainer *t);
 
 /* Sum of x (n) over the data-parallel ranks, in place. */
 void pw_train_sum(PwTrainer *t, double *x, int n);
-/* Gradients summed over the ranks, then the schedule's learning rate, clipping and AdamW step
+/* Gradients summed over the ranks (gs: the buckets begun before the step's backward, grads.h;
+ * NULL with one rank), then the schedule's learning rate, clipping and AdamW step
  * `step` (0-based), unless `loss` (of the global batch, summed over the ranks; `what` names it)
  * or the gradient is NaN or infinite. Returns 0 after the update; 1 when runtime.on_nonfinite
  * is skip_step and the update was dropped; -1 when the run must stop, rank 0 having said why
  * (that setting is stop, too many skips in a row, or weights gone bad in the update). Loss and
  * gradient norm are global, so every rank returns the same and the ranks stop together. */
 int pw_train_optimize(PwTrainer *t, PwGradSync *gs, long step, double loss, const char *what);
-/* The gradients' sum in buckets during the step's backward (runtime.grad_bucket_mb): begun
- * before it (NULL with one rank), given to it as PwOutputGrads.ready, ended by
- * pw_train_optimize; a rank without rows in the step reports instead (pw_train_grad_idle). */
-PwGradSync *pw_train_grad_begin(PwTrainer *t);
-void pw_train_grad_idle(PwTrainer *t, PwGradSync *gs);
+
 /* The global batch of a step: rows (B) and this rank's block of them. */
 void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *count);
 /* One line of out/metrics.jsonl (rank 0): keys and values, n pairs; bit i of `none` set: value i
