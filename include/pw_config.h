@@ -71,6 +71,7 @@ typedef struct PwGenerationConfig {
     double top_p;
     PwStopToken stop_token;
     int64_t samples_per_prompt;
+    PwKVDtype kv_cache_dtype; /* pw_model.h's */
 } PwGenerationConfig;
 
 typedef struct PwRewardConfig {

@@ -159,5 +159,12 @@ void pw_attention_cache_gqa_forward(float *out, float *kcache, float *vcache, fl
                                     const float *qkv, const int *seg_row, const int *seg_off,
                                     const int *seg_slot0, int nseg, int N, int maxT, int NH,
                                     int NKV, int hs);
+/* the same over a bfloat16 cache: each token's k and v are rounded to nearest even as they are
+ * stored (pw_bf16.h) and widened as they are read; the scores and the output stay float32, so
+ * the output is the float32 kernel's over a cache holding the rounded values */
+void pw_attention_cache_gqa_forward_bf16(float *out, uint16_t *kcache, uint16_t *vcache,
+                                         float *scores, const float *qkv, const int *seg_row,
+                                         const int *seg_off, const int *seg_slot0, int nseg,
+                                         int N, int maxT, int NH, int NKV, int hs);
 
 #endif

@@ -160,6 +160,13 @@ void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcach
                                          const float *qkv, const int *seg_row, const int *seg_off,
                                          const int *seg_slot0, int nseg, int N, int maxT, int NH,
                                          int NKV, int hs, cudaStream_t stream);
+/* the same over a bfloat16 cache (pw_attention_cache_gqa_forward_bf16): k and v rounded to
+ * nearest even as they are stored, widened as they are read; the caches 16-byte aligned */
+void pw_attention_cache_gqa_forward_bf16_cuda(float *out, pw_bf16 *kcache, pw_bf16 *vcache,
+                                              float *scores, const float *qkv, const int *seg_row,
+                                              const int *seg_off, const int *seg_slot0, int nseg,
+                                              int N, int maxT, int NH, int NKV, int hs,
+                                              cudaStream_t stream);
 
 /* ---- bf16: conversions (round to nearest even) and a matmul with bf16 operands, fp32
  * accumulation and fp32 results/gradients; the same semantics as pw_matmul_*. */

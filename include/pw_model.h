@@ -57,6 +57,17 @@ typedef enum PwPrecision {
 /* "fp32", "bf16"; "?" outside the enum */
 const char *pw_precision_name(PwPrecision p);
 
+/* ---- what a KV cache stores (docs/model.md, KV cache) */
+typedef enum PwKVDtype {
+    PW_KV_AUTO = 0, /* the model's precision: bfloat16 for a bf16 model, float32 for fp32 */
+    PW_KV_FP32,     /* float32 keys and values */
+    PW_KV_BF16,     /* bfloat16 keys and values (rounded to nearest even as they are stored),
+                     * half the bytes per decode step; the attention computes in float32 */
+    PW_KV_COUNT
+} PwKVDtype;
+/* "auto", "fp32", "bf16"; "?" outside the enum */
+const char *pw_kv_dtype_name(PwKVDtype d);
+
 /* ---- where a model lives and what it must hold */
 typedef struct PwModelOpts {
     int heads;           /* PW_HEAD_* bits */
@@ -72,6 +83,7 @@ typedef struct PwModelOpts {
     PwPrecision precision;
     int vocab_multiple;  /* the vocabulary-sized tensors (embedding, LM head, logits) hold
                           * round_up(V, this) rows; 0 = PW_VOCAB_MULTIPLE, 1 = exactly V */
+    PwKVDtype kv_dtype;  /* what its KV caches store (pw_kv_create) */
 } PwModelOpts;
 
 /* The padded vocabulary: V = 50257 leaves every row of the LM head's (B T, V) output at an odd
@@ -261,6 +273,10 @@ typedef struct PwKVCache PwKVCache;
 /* A cache for up to maxB rows of maxT tokens (prompt plus new tokens, <= n_positions). */
 PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err);
 void pw_kv_free(PwKVCache *c);
+/* What the cache stores (PW_KV_FP32 or PW_KV_BF16, never AUTO) and its keys' and values' bytes
+ * (all layers, maxB rows of maxT slots). */
+PwKVDtype pw_kv_dtype(const PwKVCache *c);
+size_t pw_kv_bytes(const PwKVCache *c);
 /* Tokens one pass of the layers may carry (a prefill pass packs whole prompts up to this). */
 int pw_kv_pass_tokens(const PwKVCache *c);
 /* Tokens cached for row b. */

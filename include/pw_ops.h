@@ -73,10 +73,6 @@ struct PwOps {
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,
                                const float *lse, const int *mask, int B, int T, int C, int NH);
-    void (*attention_cache_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
-                                    float *scores, const float *qkv, const int *seg_row,
-                                    const int *seg_off, const int *seg_slot0, int nseg, int N,
-                                    int maxT, int C, int NH);
     /* the Llama family */
     void (*rmsnorm_forward)(const PwOps *o, float *out, float *rstd, const float *inp,
                             const float *weight, int N, int C, float eps);
@@ -95,10 +91,16 @@ struct PwOps {
     void (*attention_gqa_backward)(const PwOps *o, float *dqkv, const float *dout,
                                    const float *qkv, const float *lse, const int *mask, int B,
                                    int T, int NH, int NKV, int hs);
+    /* attention over a KV cache (both families: GPT-2's is NKV = NH), of float32 or bfloat16 */
     void (*attention_cache_gqa_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
                                         float *scores, const float *qkv, const int *seg_row,
                                         const int *seg_off, const int *seg_slot0, int nseg, int N,
                                         int maxT, int NH, int NKV, int hs);
+    void (*attention_cache_gqa_forward_bf16)(const PwOps *o, float *out, uint16_t *kcache,
+                                             uint16_t *vcache, float *scores, const float *qkv,
+                                             const int *seg_row, const int *seg_off,
+                                             const int *seg_slot0, int nseg, int N, int maxT,
+                                             int NH, int NKV, int hs);
     void (*gelu_forward)(const PwOps *o, float *out, const float *inp, size_t N);
     void (*gelu_backward)(const PwOps *o, float *dinp, const float *inp, const float *dout,
                           size_t N);

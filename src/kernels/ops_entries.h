@@ -10,8 +10,7 @@
     .matmul_forward_bf16 = matmul_fwd_bf16, .matmul_backward_bf16 = matmul_bwd_bf16,         \
     .to_bf16 = to_bf16_entry,                                                                \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
-    .attention_cache_forward = attention_cache_fwd, .gelu_forward = gelu_fwd,                \
-    .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \
+    .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \
     .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale,          \
     .sample = sample_rows, .record = record_rows,                                            \
@@ -19,6 +18,7 @@
     .rope_forward = rope_fwd, .rope_backward = rope_bwd, .swiglu_forward = swiglu_fwd,       \
     .swiglu_backward = swiglu_bwd, .attention_gqa_forward = attention_gqa_fwd,               \
     .attention_gqa_backward = attention_gqa_bwd,                                             \
-    .attention_cache_gqa_forward = attention_cache_gqa_fwd
+    .attention_cache_gqa_forward = attention_cache_gqa_fwd,                                  \
+    .attention_cache_gqa_forward_bf16 = attention_cache_gqa_fwd_bf16
 
 #endif

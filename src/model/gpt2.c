@@ -254,15 +254,12 @@ typedef struct Block {
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
 } Block;
 
-/* Whom the queries attend to: the rows of a left-padded batch (kcache NULL), or the KV cache
+/* Whom the queries attend to: the rows of a left-padded batch (cache NULL), or the KV cache
  * rows of the packed tokens of a pass. */
 typedef struct Attend {
     const int *mask;
     int B, T;
-    float *kcache, *vcache, *scores; /* layer 0's cache; layers are `layer` floats apart */
-    size_t layer;
-    const int *seg_row, *seg_off, *seg_slot0;
-    int nseg, maxT;
+    const PwKVCache *cache;
 } Attend;
 
 static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const Block *k, int N,
@@ -275,10 +272,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
                          N, C);
     pw_model_matmul_forward(m, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC, N, C, 3 * C);
-    if (at->kcache)
-        o->attention_cache_forward(o, k->atty, at->kcache + l * at->layer,
-                                   at->vcache + l * at->layer, at->scores, k->qkv, at->seg_row,
-                                   at->seg_off, at->seg_slot0, at->nseg, N, at->maxT, C, NH);
+    if (at->cache)
+        pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
         o->attention_forward(o, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, C, NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
@@ -426,7 +421,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 /* ------------------------------------------------------------------------------------------ */
 /* the KV cache: the same blocks over the packed new tokens of a pass */
 
-enum { K_K, K_V, K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_SCORES, K_HEAD, K_NUM };
+enum { K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_HEAD, K_NUM };
 
 typedef struct Gpt2Cache {
     float *buf[K_NUM]; /* slices of memory, sizes of kv_sizes */
@@ -436,10 +431,7 @@ typedef struct Gpt2Cache {
 static void kv_sizes(size_t *s, const PwKVCache *c)
 {
     const PwArch *a = &c->m->arch;
-    size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, Vp = c->m->Vp;
-    size_t B = c->maxB, T = c->maxT, N = c->maxN;
-    s[K_K] = L * B * T * C;  /* (L, maxB, NH, maxT, hs) */
-    s[K_V] = L * B * T * C;
+    size_t C = a->n_embd, Vp = c->m->Vp, B = c->maxB, N = c->maxN;
     s[K_X] = N * C;          /* the residual stream of the pass */
     s[K_LN] = N * C;         /* LayerNorm output */
     s[K_MEAN] = N;
@@ -448,9 +440,7 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_ATTY] = N * C;       /* attention output; after the layers, the gathered last tokens */
     s[K_PROJ] = N * C;       /* either projection into the residual stream */
     s[K_FC] = N * 4 * C;     /* MLP hidden, GELU in place */
-    s[K_SCORES] = B * NH * T;/* the CPU attention's scratch */
     s[K_HEAD] = B * Vp;      /* logits of each segment's last token */
-    (void)NH;
 }
 
 static int kv_attach(PwKVCache *c, PwErr *err)
@@ -490,11 +480,7 @@ static const float *kv_pass(PwKVCache *c)
         .ln2 = b[K_LN], .ln2_mean = b[K_MEAN], .ln2_rstd = b[K_RSTD], .fch = b[K_FC],
         .fch_gelu = b[K_FC], .fcproj = b[K_PROJ], .out = b[K_X],
     };
-    Attend at = {
-        .kcache = b[K_K], .vcache = b[K_V], .scores = b[K_SCORES],
-        .layer = (size_t)c->maxB * c->maxT * C, .seg_row = c->d_seg_row, .seg_off = c->d_seg_off,
-        .seg_slot0 = c->d_seg_slot0, .nseg = c->nseg, .maxT = c->maxT,
-    };
+    Attend at = {.cache = c};
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     /* only the last token of each segment predicts anything sampled: gather those rows of x
      * (into atty, free now) */

@@ -10,6 +10,55 @@
  * packed tokens of one pass, so the per-pass buffers stay small next to the cache. */
 #define PW_KV_PREFILL_ROWS 4
 
+/* key/value heads: GPT-2's arch leaves n_kv_head 0 (one per query head) */
+static int kv_heads(const PwArch *a) { return a->n_kv_head > 0 ? a->n_kv_head : a->n_head; }
+
+/* The keys and values of every layer in one allocation of the model's device, v 256 bytes
+ * aligned after k; the CPU's attention scratch beside them. */
+static int alloc_keys_values(PwKVCache *c, PwErr *err)
+{
+    const PwModel *m = c->m;
+    const PwArch *a = &m->arch;
+    const size_t hs = a->n_embd / a->n_head, elem = m->kv_dtype == PW_KV_BF16 ? 2 : 4;
+    c->layer_elems = (size_t)c->maxB * kv_heads(a) * c->maxT * hs;
+    size_t bytes = (size_t)a->n_layer * c->layer_elems * elem;
+    c->v_off = (bytes + 255) / 256 * 256;
+    if (!(c->kv = m->ops->alloc(m->ops, c->v_off + bytes)))
+        return pw_model_no_room(m, "a KV cache's keys and values", c->v_off + bytes, err);
+    if (m->ops->device != PW_DEVICE_CPU) return 0;
+    size_t sbytes = (size_t)c->maxB * a->n_head * c->maxT * sizeof(float);
+    if (!(c->scores = m->ops->alloc(m->ops, sbytes)))
+        return pw_model_no_room(m, "a KV cache's attention scratch", sbytes, err);
+    return 0;
+}
+
+PwKVDtype pw_kv_dtype(const PwKVCache *c) { return c->m->kv_dtype; }
+
+size_t pw_kv_bytes(const PwKVCache *c)
+{
+    return 2 * (size_t)c->m->arch.n_layer * c->layer_elems *
+           (c->m->kv_dtype == PW_KV_BF16 ? 2 : 4);
+}
+
+void pw_kv_attend(const PwKVCache *c, int l, float *out, const float *qkv)
+{
+    const PwOps *o = c->m->ops;
+    const PwArch *a = &c->m->arch;
+    const int NH = a->n_head, NKV = kv_heads(a), hs = a->n_embd / NH;
+    const size_t at = (size_t)l * c->layer_elems;
+    if (c->m->kv_dtype == PW_KV_BF16) {
+        uint16_t *k = c->kv, *v = (uint16_t *)((char *)c->kv + c->v_off);
+        o->attention_cache_gqa_forward_bf16(o, out, k + at, v + at, c->scores, qkv, c->d_seg_row,
+                                            c->d_seg_off, c->d_seg_slot0, c->nseg, c->ntok,
+                                            c->maxT, NH, NKV, hs);
+    } else {
+        float *k = c->kv, *v = (float *)((char *)c->kv + c->v_off);
+        o->attention_cache_gqa_forward(o, out, k + at, v + at, c->scores, qkv, c->d_seg_row,
+                                       c->d_seg_off, c->d_seg_slot0, c->nseg, c->ntok, c->maxT,
+                                       NH, NKV, hs);
+    }
+}
+
 PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
 {
     if (!(m->heads & PW_HEAD_LM))
@@ -53,7 +102,7 @@ PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
     c->d_tok = dp[0], c->d_pos = dp[1], c->d_seg_row = dp[2], c->d_seg_off = dp[3];
     c->d_seg_slot0 = dp[4], c->d_seg_last = dp[5];
     PwErr e2;
-    if (m->impl->kv_attach(c, &e2)) {
+    if (alloc_keys_values(c, &e2) || m->impl->kv_attach(c, &e2)) {
         pw_errf(err, "KV cache of B=%d T=%d: %s", maxB, maxT, e2.msg);
         pw_kv_free(c);
         return NULL;
@@ -65,6 +114,8 @@ void pw_kv_free(PwKVCache *c)
 {
     if (!c) return;
     c->m->impl->kv_detach(c);
+    c->m->ops->free(c->m->ops, c->kv);
+    c->m->ops->free(c->m->ops, c->scores);
     c->m->ops->free(c->m->ops, c->d_pass);
     free(c->len);
     free(c->logits);

@@ -250,10 +250,7 @@ typedef struct Block {
 typedef struct Attend {
     const int *mask, *pos;   /* batch: (B,T) mask and positions; a pass: the tokens' positions */
     int B, T;
-    float *kcache, *vcache, *scores; /* NULL kcache: the batch's own attention */
-    size_t layer;
-    const int *seg_row, *seg_off, *seg_slot0;
-    int nseg, maxT;
+    const PwKVCache *cache;  /* NULL: the batch's own attention */
 } Attend;
 
 static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const Block *k, int N,
@@ -269,11 +266,8 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
                       N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place */
     o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
-    if (at->kcache)
-        o->attention_cache_gqa_forward(o, k->atty, at->kcache + l * at->layer,
-                                       at->vcache + l * at->layer, at->scores, k->qkv,
-                                       at->seg_row, at->seg_off, at->seg_slot0, at->nseg, N,
-                                       at->maxT, NH, NKV, hs);
+    if (at->cache)
+        pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
         o->attention_gqa_forward(o, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NKV,
                                  hs);
@@ -417,7 +411,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 /* ------------------------------------------------------------------------------------------ */
 /* the KV cache */
 
-enum { K_K, K_V, K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_SCORES, K_HEAD, K_NUM };
+enum { K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_HEAD, K_NUM };
 
 typedef struct LlamaCache {
     float *buf[K_NUM];
@@ -427,11 +421,7 @@ typedef struct LlamaCache {
 static void kv_sizes(size_t *s, const PwKVCache *c)
 {
     const PwArch *a = &c->m->arch;
-    size_t L = a->n_layer, C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head;
-    size_t hs = C / NH, Vp = c->m->Vp, F = a->n_inner;
-    size_t B = c->maxB, T = c->maxT, N = c->maxN;
-    s[K_K] = L * B * NKV * T * hs; /* (L, maxB, NKV, maxT, hs) */
-    s[K_V] = L * B * NKV * T * hs;
+    size_t C = a->n_embd, Vp = c->m->Vp, F = a->n_inner, B = c->maxB, N = c->maxN;
     s[K_X] = N * C;
     s[K_LN] = N * C;
     s[K_RSTD] = N;
@@ -440,7 +430,6 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_PROJ] = N * C;
     s[K_FC] = N * 2 * F;
     s[K_FCA] = N * F;
-    s[K_SCORES] = B * NH * T;
     s[K_HEAD] = B * Vp;
 }
 
@@ -471,7 +460,6 @@ static const float *kv_pass(PwKVCache *c)
     float **b = k->buf;
     const PwArch *a = &m->arch;
     const int L = a->n_layer, C = a->n_embd, Vp = m->Vp, N = c->ntok;
-    const int hs = C / a->n_head;
     PwLlamaParams p = pw_llama_view(m, m->params);
 
     o->gather_rows(o, b[K_X], p.wte, c->d_tok, N, C);
@@ -480,11 +468,7 @@ static const float *kv_pass(PwKVCache *c)
         .lse = NULL, .attproj = b[K_PROJ], .res2 = b[K_X], .ln2 = b[K_LN], .rstd2 = b[K_RSTD],
         .fch = b[K_FC], .fch_act = b[K_FCA], .fcproj = b[K_PROJ], .out = b[K_X],
     };
-    Attend at = {
-        .pos = c->d_pos, .kcache = b[K_K], .vcache = b[K_V], .scores = b[K_SCORES],
-        .layer = (size_t)c->maxB * a->n_kv_head * c->maxT * hs, .seg_row = c->d_seg_row,
-        .seg_off = c->d_seg_off, .seg_slot0 = c->d_seg_slot0, .nseg = c->nseg, .maxT = c->maxT,
-    };
+    Attend at = {.pos = c->d_pos, .cache = c};
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);

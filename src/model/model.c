@@ -172,6 +172,12 @@ const char *pw_precision_name(PwPrecision p)
     return (int)p >= 0 && p < PW_PRECISION_COUNT ? names[p] : "?";
 }
 
+const char *pw_kv_dtype_name(PwKVDtype d)
+{
+    static const char *const names[PW_KV_COUNT] = {"auto", "fp32", "bf16"};
+    return (int)d >= 0 && d < PW_KV_COUNT ? names[d] : "?";
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* architecture */
 
@@ -252,6 +258,8 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
                        INT_MAX - PW_VOCAB_MULTIPLE_MAX);
     if ((int)o->precision < 0 || o->precision >= PW_PRECISION_COUNT)
         return pw_errf(err, "precision %d is not fp32 (0) or bf16 (1)", (int)o->precision);
+    if ((int)o->kv_dtype < 0 || o->kv_dtype >= PW_KV_COUNT)
+        return pw_errf(err, "kv_dtype %d is not auto (0), fp32 (1) or bf16 (2)", (int)o->kv_dtype);
     if (o->vocab_multiple < 0 || o->vocab_multiple > PW_VOCAB_MULTIPLE_MAX)
         return pw_errf(err, "vocab_multiple %d must be 0 (the default, %d), 1 (no padding) or "
                        "up to %d", o->vocab_multiple, PW_VOCAB_MULTIPLE, PW_VOCAB_MULTIPLE_MAX);
@@ -318,6 +326,8 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     m->ntensors = f->ntensors;
     m->Vp = padded_vocab(arch->vocab_size, opts->vocab_multiple);
     m->precision = opts->precision;
+    m->kv_dtype = opts->kv_dtype != PW_KV_AUTO ? opts->kv_dtype
+                  : m->precision == PW_PRECISION_BF16 ? PW_KV_BF16 : PW_KV_FP32;
     f->tensor_sizes(m->tensor_size, arch, opts->heads, (size_t)m->Vp);
     f->tensor_sizes(m->tensor_real, arch, opts->heads, (size_t)arch->vocab_size);
     for (int i = 0; i < m->ntensors; i++) {

@@ -20,6 +20,7 @@ struct PwModel {
     int heads, maxB, maxT;
     int Vp;                        /* rows of the vocabulary-sized tensors (>= arch.vocab_size) */
     PwPrecision precision;         /* of the products that pw_model_matmul_* run */
+    PwKVDtype kv_dtype;            /* of its KV caches: FP32 or BF16 (AUTO resolved) */
     const PwOps *ops;              /* closed by pw_model_free */
 
     /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
@@ -77,8 +78,19 @@ struct PwKVCache {
     int *h_pass, *d_pass;
     int *h_tok, *h_pos, *h_seg_row, *h_seg_off, *h_seg_slot0, *h_seg_last;
     int *d_tok, *d_pos, *d_seg_row, *d_seg_off, *d_seg_slot0, *d_seg_last;
+    /* the keys and values of every layer, (L, maxB, NKV, maxT, hs) each, of m->kv_dtype: one
+     * allocation, v at v_off bytes (16-byte aligned rows for the GPU's vector loads); scores:
+     * the CPU attention's scratch (maxB, NH, maxT) floats, NULL on a GPU */
+    void *kv;
+    size_t v_off, layer_elems;
+    float *scores;
     void *fam;
 };
+
+/* A family's layer l over the cache's pass: the pass's tokens' k and v (in qkv, rows of
+ * (NH + 2 NKV) hs, as the model's heads) stored into layer l's slots, and out (ntok, NH hs)
+ * their attention over everything their rows cached (kv.c). */
+void pw_kv_attend(const PwKVCache *c, int l, float *out, const float *qkv);
 
 /* pw_kv_decode in parts, for a decode loop that keeps its rows on the device: _plan builds and
  * uploads the pass of the active rows (at their next positions); then each step runs the pass

@@ -27,6 +27,10 @@ const char *const pw_on_nonfinite_names[] = {"stop", "skip_step", NULL};
 const char *const pw_precision_names[] = {"fp32", "bf16", NULL};
 _Static_assert(PW_PRECISION_FP32 == 0 && PW_PRECISION_BF16 == 1 && PW_PRECISION_COUNT == 2,
                "pw_precision_names follows PwPrecision");
+/* PwKVDtype's names (pw_model.h) */
+static const char *const kv_dtype_names[] = {"auto", "fp32", "bf16", NULL};
+_Static_assert(PW_KV_AUTO == 0 && PW_KV_FP32 == 1 && PW_KV_BF16 == 2 && PW_KV_COUNT == 3,
+               "kv_dtype_names follows PwKVDtype");
 
 #define OFF(field) offsetof(PwConfig, field)
 #define NEMO "NeMo-Aligner"
@@ -189,6 +193,12 @@ static const PwCfgKey keys[] = {
     {"generation.stop_token", PW_CFG_ENUM, OFF(generation.stop_token), "eos", 0, 0, 0,
      stop_names, "token that ends a response: eos (end of text), period ('.') or none",
      OI " PPO docs: `--stop_token eos`"},
+    {"generation.kv_cache_dtype", PW_CFG_ENUM, OFF(generation.kv_cache_dtype), "auto", 0, 0, 0,
+     kv_dtype_names,
+     "what the KV cache of generation stores: auto (bf16 when model.precision is bf16, else "
+     "fp32), fp32, or bf16 (keys and values rounded to bfloat16: half the memory and the bytes "
+     "each decode step reads; the attention still computes in float32) (docs/model.md, KV cache)",
+     "vLLM `kv_cache_dtype` (auto: the model's dtype)"},
     /* 1024: a group is one prompt's responses; more than this is no use on one batch */
     {"generation.samples_per_prompt", PW_CFG_INT, OFF(generation.samples_per_prompt), "1", 1,
      1024, PW_CFG_MIN | PW_CFG_MAX, NULL,

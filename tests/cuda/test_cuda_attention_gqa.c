@@ -1,8 +1,10 @@
 /* test_cuda_attention_gqa.c: the CUDA grouped-query attention against the CPU twin on the same
  * random data (groups of 1 to 3 query heads, left padding with a padding-only row, T up to
- * 1024, poisoned outputs, accumulating backward), and over a KV cache. */
+ * 1024, poisoned outputs, accumulating backward), and over a KV cache of float32 and of
+ * bfloat16 (the slots bit for bit: both round to nearest even). */
 #include "cutest.h"
 #include "kernels/cache_case.h"
+#include "pw_bf16.h"
 
 static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int use_mask,
                 unsigned long long *rng)
@@ -35,12 +37,31 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     cu_release();
 }
 
+/* a cache case's pass on the device: its qkv and segments, and a poisoned output */
+typedef struct DevPass {
+    float *qkv, *out;
+    int *row, *off, *slot;
+} DevPass;
+
+static DevPass upload_pass(const CacheCase *cc)
+{
+    const size_t W = (size_t)(cc->NH + 2 * cc->NKV) * cc->hs, C = (size_t)cc->NH * cc->hs;
+    DevPass d;
+    d.qkv = cu_upload(cc->qkv, cc->N * W * sizeof(float));
+    d.row = cu_upload(cc->seg_row, sizeof cc->seg_row);
+    d.off = cu_upload(cc->seg_off, sizeof cc->seg_off);
+    d.slot = cu_upload(cc->seg_slot0, sizeof cc->seg_slot0);
+    d.out = cu_dev(cc->N * C * sizeof(float));
+    cu_poison(d.out, cc->N * C * sizeof(float));
+    return d;
+}
+
 static void run_cache(int NH, int NKV, int hs, unsigned long long *rng)
 {
     printf("KV cache NH=%d NKV=%d hs=%d\n", NH, NKV, hs);
     CacheCase cc;
     cache_case_make_gqa(&cc, rng, NH, NKV, hs);
-    const int T = CC_MAXT, N = cc.N, C = NH * hs, W = (NH + 2 * NKV) * hs;
+    const int T = CC_MAXT, N = cc.N, C = NH * hs;
     const size_t cache = (size_t)CC_MAXB * NKV * T * hs, cb = cache * sizeof(float);
     float *K = cu_copy(cc.k0, cache), *V = cu_copy(cc.v0, cache);
     float *out = cu_host((size_t)N * C * sizeof(float));
@@ -48,17 +69,43 @@ static void run_cache(int NH, int NKV, int hs, unsigned long long *rng)
     pw_attention_cache_gqa_forward(out, K, V, scores, cc.qkv, cc.seg_row, cc.seg_off,
                                    cc.seg_slot0, cc.nseg, N, T, NH, NKV, hs);
     float *d_K = cu_upload(cc.k0, cb), *d_V = cu_upload(cc.v0, cb);
-    float *d_qkv = cu_upload(cc.qkv, (size_t)N * W * sizeof(float));
-    int *d_row = cu_upload(cc.seg_row, sizeof cc.seg_row);
-    int *d_off = cu_upload(cc.seg_off, sizeof cc.seg_off);
-    int *d_slot = cu_upload(cc.seg_slot0, sizeof cc.seg_slot0);
-    float *d_out = cu_dev((size_t)N * C * sizeof(float));
-    cu_poison(d_out, (size_t)N * C * sizeof(float));
-    pw_attention_cache_gqa_forward_cuda(d_out, d_K, d_V, NULL, d_qkv, d_row, d_off, d_slot,
+    DevPass d = upload_pass(&cc);
+    pw_attention_cache_gqa_forward_cuda(d.out, d_K, d_V, NULL, d.qkv, d.row, d.off, d.slot,
                                         cc.nseg, N, T, NH, NKV, hs, 0);
     cu_compare("k cache after the pass", d_K, K, cache, 0.0);
     cu_compare("v cache after the pass", d_V, V, cache, 0.0);
-    cu_compare("attention output", d_out, out, (size_t)N * C, CU_TOL_F32);
+    cu_compare("attention output", d.out, out, (size_t)N * C, CU_TOL_F32);
+    cu_release();
+    cache_case_free(&cc);
+}
+
+/* the bfloat16 cache: the CPU's bf16 kernel is the reference, its old slots the same bits */
+static void run_cache_bf16(int NH, int NKV, int hs, unsigned long long *rng)
+{
+    printf("bfloat16 KV cache NH=%d NKV=%d hs=%d\n", NH, NKV, hs);
+    CacheCase cc;
+    cache_case_make_gqa(&cc, rng, NH, NKV, hs);
+    const int T = CC_MAXT, N = cc.N, C = NH * hs;
+    const size_t cache = (size_t)CC_MAXB * NKV * T * hs, cb = cache * sizeof(uint16_t);
+    uint16_t *K = cu_host(cb), *V = cu_host(cb), *gK = cu_host(cb), *gV = cu_host(cb);
+    for (size_t i = 0; i < cache; i++) {
+        K[i] = pw_bf16_from_f32(cc.k0[i]);
+        V[i] = pw_bf16_from_f32(cc.v0[i]);
+    }
+    uint16_t *d_K = cu_upload(K, cb), *d_V = cu_upload(V, cb);
+    float *out = cu_host((size_t)N * C * sizeof(float));
+    float *scores = cu_host((size_t)cc.nseg * NH * T * sizeof(float));
+    pw_attention_cache_gqa_forward_bf16(out, K, V, scores, cc.qkv, cc.seg_row, cc.seg_off,
+                                        cc.seg_slot0, cc.nseg, N, T, NH, NKV, hs);
+    DevPass d = upload_pass(&cc);
+    pw_attention_cache_gqa_forward_bf16_cuda(d.out, d_K, d_V, NULL, d.qkv, d.row, d.off, d.slot,
+                                             cc.nseg, N, T, NH, NKV, hs, 0);
+    cu_download(gK, d_K, cb);
+    cu_download(gV, d_V, cb);
+    size_t bad = 0;
+    for (size_t i = 0; i < cache; i++) bad += gK[i] != K[i] || gV[i] != V[i];
+    CHECK(bad == 0, "bfloat16 cache NH=%d NKV=%d: %zu slots differ from the CPU's", NH, NKV, bad);
+    cu_compare("attention output over the bfloat16 cache", d.out, out, (size_t)N * C, CU_TOL_F32);
     cu_release();
     cache_case_free(&cc);
 }
@@ -78,6 +125,9 @@ int main(void)
     run_cache(6, 2, 5, &rng);
     run_cache(9, 3, 64, &rng);
     run_cache(4, 4, 8, &rng);
+    run_cache_bf16(6, 2, 5, &rng);  /* hs not a multiple of 8: element by element */
+    run_cache_bf16(9, 3, 64, &rng); /* 16-byte reads of the keys */
+    run_cache_bf16(4, 4, 8, &rng);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_gqa");
 }

@@ -63,6 +63,15 @@ int main(void)
     SAME(a, b, (size_t)3 * C, "attention_cache_gqa_forward");
     SAME(ka, kb, cache, "attention_cache_gqa_forward kcache");
     SAME(va, vb, cache, "attention_cache_gqa_forward vcache");
+    uint16_t *kha = kref_alloc(cache * 2), *vha = kref_alloc(cache * 2);
+    uint16_t *khb = kref_alloc(cache * 2), *vhb = kref_alloc(cache * 2);
+    o->attention_cache_gqa_forward_bf16(o, a, kha, vha, sc, x, row, off, slot0, 1, 3, 5, NH, NKV,
+                                        HS);
+    pw_attention_cache_gqa_forward_bf16(b, khb, vhb, sc, x, row, off, slot0, 1, 3, 5, NH, NKV, HS);
+    SAME(a, b, (size_t)3 * C, "attention_cache_gqa_forward_bf16");
+    SAME(kha, khb, cache, "attention_cache_gqa_forward_bf16 kcache");
+    SAME(vha, vhb, cache, "attention_cache_gqa_forward_bf16 vcache");
+    free(kha), free(vha), free(khb), free(vhb);
 
     free(x), free(w), free(dout), free(a), free(b), free(ra), free(rb), free(inv), free(atta);
     free(attb), free(ka), free(va), free(kb), free(vb), free(sc);

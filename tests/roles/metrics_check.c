@@ -8,6 +8,7 @@
  *                                              differ by TOL * max(1, |b|)
  *   metrics_check rises FILE KEY N DELTA       mean of the last N lines - first N >= DELTA
  *   metrics_check below FILE LINE KEY MAX      |KEY| <= MAX on line LINE (0-based)
+ *   metrics_check above FILE LINE KEY MIN      |KEY| > MIN on line LINE (0-based)
  *   metrics_check is FILE LINE KEY VALUE       KEY == VALUE on line LINE; VALUE may be nan, inf
  *   metrics_check close FILE_A FILE_B FROM TO RTOL ATOL [RULE...]
  *                                              lines FROM..TO (0-based) of both files hold the
@@ -263,6 +264,13 @@ int main(int argc, char **argv)
         double v = num(lines_a[line], argv[4], argv[2], line), max = atof(argv[5]);
         printf("%s line %d: %s = %.3g (at most %g)\n", argv[2], line, argv[4], v, max);
         return !(fabs(v) <= max);
+    }
+    if (argc == 6 && !strcmp(argv[1], "above")) {
+        int n = read_lines(argv[2], lines_a), line = atoi(argv[3]);
+        if (line >= n) return fprintf(stderr, "%s: %d lines, no line %d\n", argv[2], n, line), 1;
+        double v = num(lines_a[line], argv[4], argv[2], line), min = atof(argv[5]);
+        printf("%s line %d: %s = %.3g (more than %g)\n", argv[2], line, argv[4], v, min);
+        return !(fabs(v) > min);
     }
     if (argc == 6 && !strcmp(argv[1], "is")) {
         int n = read_lines(argv[2], lines_a), line = atoi(argv[3]);

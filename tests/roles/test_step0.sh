@@ -13,10 +13,19 @@ run_ppo 1 single hot episodes=8 generation.temperature=0.7
 "$METRICS_CHECK" zero "$WORK/hot/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
 "$METRICS_CHECK" below "$WORK/hot/metrics.jsonl" 0 generator/logprob_diff 1e-5
-# The same at precision bf16: every role's products round their operands to bfloat16, the
-# generator's cache passes and the actor's and reference's forwards alike, so the exact checks
-# hold there too (docs/model.md, Precision).
-run_ppo 1 single bf16 episodes=8 generation.temperature=0.7 model.precision=bf16
+# The same at precision bf16 with a float32 KV cache: every role's products round their operands
+# to bfloat16, the generator's cache passes and the actor's and reference's forwards alike, so
+# the exact checks hold there too (docs/model.md, Precision).
+run_ppo 1 single bf16 episodes=8 generation.temperature=0.7 model.precision=bf16 \
+    generation.kv_cache_dtype=fp32
 "$METRICS_CHECK" zero "$WORK/bf16/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
 "$METRICS_CHECK" below "$WORK/bf16/metrics.jsonl" 0 generator/logprob_diff 1e-5
+# bf16's own cache (kv_cache_dtype auto) stores bfloat16 keys and values: the actor and the
+# reference still agree exactly, and the generator's log-probs now move from the actor's by the
+# rounding of k and v, which generator/logprob_diff shows (docs/model.md, KV cache).
+run_ppo 1 single bf16kv episodes=8 generation.temperature=0.7 model.precision=bf16
+"$METRICS_CHECK" zero "$WORK/bf16kv/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
+    policy/clipfrac_avg
+"$METRICS_CHECK" above "$WORK/bf16kv/metrics.jsonl" 0 generator/logprob_diff 1e-5
+"$METRICS_CHECK" below "$WORK/bf16kv/metrics.jsonl" 0 generator/logprob_diff 1e-2

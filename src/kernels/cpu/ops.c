@@ -111,14 +111,6 @@ static void attention_bwd(const PwOps *o, float *dqkv, const float *dout, const 
 {
     (void)o, pw_attention_backward(dqkv, dout, qkv, lse, mask, B, T, C, NH);
 }
-static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
-                                float *scores, const float *qkv, const int *seg_row,
-                                const int *seg_off, const int *seg_slot0, int nseg, int N,
-                                int maxT, int C, int NH)
-{
-    (void)o, pw_attention_cache_forward(out, kcache, vcache, scores, qkv, seg_row, seg_off,
-                                        seg_slot0, nseg, N, maxT, C, NH);
-}
 static void rmsnorm_fwd(const PwOps *o, float *out, float *rstd, const float *inp,
                         const float *weight, int N, int C, float eps)
 {
@@ -166,6 +158,15 @@ static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, f
 {
     (void)o, pw_attention_cache_gqa_forward(out, kcache, vcache, scores, qkv, seg_row, seg_off,
                                             seg_slot0, nseg, N, maxT, NH, NKV, hs);
+}
+static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *kcache,
+                                         uint16_t *vcache, float *scores, const float *qkv,
+                                         const int *seg_row, const int *seg_off,
+                                         const int *seg_slot0, int nseg, int N, int maxT, int NH,
+                                         int NKV, int hs)
+{
+    (void)o, pw_attention_cache_gqa_forward_bf16(out, kcache, vcache, scores, qkv, seg_row,
+                                                 seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);
 }
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {

@@ -243,14 +243,6 @@ static void attention_bwd(const PwOps *o, float *dqkv, const float *dout, const 
 {
     pw_attention_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, C, NH, S(o));
 }
-static void attention_cache_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
-                                float *scores, const float *qkv, const int *seg_row,
-                                const int *seg_off, const int *seg_slot0, int nseg, int N,
-                                int maxT, int C, int NH)
-{
-    pw_attention_cache_forward_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
-                                    seg_slot0, nseg, N, maxT, C, NH, S(o));
-}
 static void rmsnorm_fwd(const PwOps *o, float *out, float *rstd, const float *inp,
                         const float *weight, int N, int C, float eps)
 {
@@ -298,6 +290,15 @@ static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, f
 {
     pw_attention_cache_gqa_forward_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
                                         seg_slot0, nseg, N, maxT, NH, NKV, hs, S(o));
+}
+static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *kcache,
+                                         uint16_t *vcache, float *scores, const float *qkv,
+                                         const int *seg_row, const int *seg_off,
+                                         const int *seg_slot0, int nseg, int N, int maxT, int NH,
+                                         int NKV, int hs)
+{
+    pw_attention_cache_gqa_forward_bf16_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
+                                             seg_slot0, nseg, N, maxT, NH, NKV, hs, S(o));
 }
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {

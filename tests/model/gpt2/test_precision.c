@@ -2,9 +2,11 @@
  * The same weights at bf16 and at fp32: outputs and gradients agree to bf16's rounding (about
  * 2^-9 per operand) and differ from fp32's (the operands are rounded); every parameter, gradient
  * and moment stays float32 (a step moves weights by less than a bf16 ulp, which a bf16 master
- * copy would lose); the KV cache's logits at bf16 equal the batch forward's at bf16; twenty SFT
+ * copy would lose); the KV cache's logits at bf16 equal the batch forward's at bf16 with a
+ * float32 cache and move by k and v's rounding with a bfloat16 one (a bf16 model's); twenty SFT
  * steps at bf16 follow the fp32 loss curve; the weights' bfloat16 copy follows every write (AdamW,
- * pw_model_params) before a forward or a cache pass reads it; a bad precision is refused. */
+ * pw_model_params) before a forward or a cache pass reads it; a bad precision or cache type is
+ * refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +27,10 @@ static const PwArch llama = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 
                              .vocab_size = V, .n_positions = 16, .n_kv_head = 2, .n_inner = 40,
                              .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 0, .qkv_bias = 1};
 
-static PwModel *make(const PwArch *a, PwPrecision p, int heads)
+static PwModel *make_kv(const PwArch *a, PwPrecision p, int heads, PwKVDtype kv)
 {
     PwErr err;
-    PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = p};
+    PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = p, .kv_dtype = kv};
     PwModel *m = pw_model_create(a, &o, &err);
     if (!m) {
         fprintf(stderr, "create: %s\n", err.msg);
@@ -42,6 +44,11 @@ static PwModel *make(const PwArch *a, PwPrecision p, int heads)
     pw_model_tensor_info(m, 0, &off, &n);
     for (size_t k = 0; k < n; k++) p0[off + k] *= 20.0f;
     return m;
+}
+
+static PwModel *make(const PwArch *a, PwPrecision p, int heads)
+{
+    return make_kv(a, p, heads, PW_KV_AUTO);
 }
 
 static void inputs(int *tok, int *mask, int *tgt)
@@ -136,30 +143,58 @@ static void test_against_fp32(const PwArch *a, const char *fam)
     pw_model_free(f);
 }
 
-/* The cache's passes use the same products: its logits at bf16 are the batch forward's at bf16
- * (float32 accumulation order aside), not fp32's. */
-static void test_cache(const PwArch *a, const char *fam)
+/* The cache's passes use the same products: with a float32 cache its logits at bf16 are the
+ * batch forward's at bf16 (float32 accumulation order aside), not fp32's. A bf16 model's own
+ * cache (kv_dtype auto) holds bfloat16 keys and values in half the bytes: its logits move from
+ * the float32 cache's by the rounding of k and v (relative 2^-9 each), no more. */
+static void cache_logits(PwModel *m, float *kv, PwKVDtype want, size_t *bytes, const char *fam)
 {
-    PwModel *h = make(a, PW_PRECISION_BF16, PW_HEAD_LM), *f = make(a, PW_PRECISION_FP32, PW_HEAD_LM);
     int tok[B * T], mask[B * T], tgt[B * T];
     inputs(tok, mask, tgt);
     PwErr err;
-    PwKVCache *c = pw_kv_create(h, B, T, &err);
+    PwKVCache *c = pw_kv_create(m, B, T, &err);
     CHECK(c && pw_kv_prefill(c, tok, mask, B, T, &err) == 0, "%s: %s", fam, err.msg);
-    static float fwd_h[B * V], fwd_f[B * V], kv[B * V];
+    if (!c) return;
+    CHECK(pw_kv_dtype(c) == want, "%s: a %s cache, expected %s", fam,
+          pw_kv_dtype_name(pw_kv_dtype(c)), pw_kv_dtype_name(want));
+    for (int b = 0; b < B; b++) memcpy(kv + b * V, pw_kv_logits(c, b), V * sizeof(float));
+    *bytes = pw_kv_bytes(c);
+    pw_kv_free(c);
+}
+
+static void test_cache(const PwArch *a, const char *fam)
+{
+    PwModel *h = make_kv(a, PW_PRECISION_BF16, PW_HEAD_LM, PW_KV_FP32);
+    PwModel *hb = make(a, PW_PRECISION_BF16, PW_HEAD_LM), *f = make(a, PW_PRECISION_FP32, PW_HEAD_LM);
+    int tok[B * T], mask[B * T], tgt[B * T];
+    inputs(tok, mask, tgt);
+    PwErr err;
+    static float fwd_h[B * V], fwd_f[B * V], kv[B * V], kvb[B * V], kvf[B * V];
     PwModelInput in = {tok, mask, NULL, B, T, 1.0f};
     PwOutputs out = {.col0 = T - 1, .width = 1, .logits = fwd_h};
     CHECK(pw_model_forward(h, &in, &out, &err) == 0, "%s", err.msg);
     out.logits = fwd_f;
     CHECK(pw_model_forward(f, &in, &out, &err) == 0, "%s", err.msg);
-    for (int b = 0; c && b < B; b++) memcpy(kv + b * V, pw_kv_logits(c, b), V * sizeof(float));
+    size_t bytes32, bytes16, bytesf;
+    cache_logits(h, kv, PW_KV_FP32, &bytes32, fam);
+    cache_logits(hb, kvb, PW_KV_BF16, &bytes16, fam);
+    cache_logits(f, kvf, PW_KV_FP32, &bytesf, fam);
     double e = REL(kv, fwd_h, B * V), e32 = REL(kv, fwd_f, B * V);
-    CHECK(e < 1e-5, "%s: bf16 cache vs bf16 forward: %.3g", fam, e);
-    CHECK(e32 > 10 * e, "%s: the bf16 cache is as close to fp32 (%.3g) as to bf16 (%.3g)", fam,
-          e32, e);
-    printf("%s: bf16 cache logits vs bf16 forward %.2g, vs fp32 forward %.2g\n", fam, e, e32);
-    pw_kv_free(c);
+    CHECK(e < 1e-5, "%s: bf16 model, fp32 cache vs bf16 forward: %.3g", fam, e);
+    CHECK(e32 > 10 * e, "%s: the bf16 model's cache is as close to fp32 (%.3g) as to bf16 (%.3g)",
+          fam, e32, e);
+    CHECK(REL(kvf, fwd_f, B * V) < 1e-5, "%s: fp32 model's own cache (auto: fp32) vs its forward",
+          fam);
+    /* L = 2 layers of k and v rounded to 8 significant bits: a few 1e-3 at most */
+    double eb = REL(kvb, kv, B * V);
+    CHECK(eb > 1e-6 && eb < 2e-2, "%s: bf16 cache vs fp32 cache of one bf16 model: %.3g (expected "
+          "the rounding of k and v: above 1e-6, below 2e-2)", fam, eb);
+    CHECK(bytes16 * 2 == bytes32 && bytes32 == bytesf && bytes32 > 0,
+          "%s: cache bytes bf16 %zu, fp32 %zu and %zu", fam, bytes16, bytes32, bytesf);
+    printf("%s: fp32 cache logits vs bf16 forward %.2g, vs fp32 forward %.2g; bf16 cache vs fp32 "
+           "cache %.2g (%zu vs %zu bytes)\n", fam, e, e32, eb, bytes16, bytes32);
     pw_model_free(h);
+    pw_model_free(hb);
     pw_model_free(f);
 }
 
@@ -278,5 +313,11 @@ int main(void)
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .precision = (PwPrecision)7};
     CHECK(pw_model_create(&gpt2, &o, &err) == NULL && strstr(err.msg, "precision 7"),
           "precision 7: %s", err.msg);
+    o.precision = PW_PRECISION_BF16;
+    o.kv_dtype = (PwKVDtype)3;
+    CHECK(pw_model_create(&gpt2, &o, &err) == NULL && strstr(err.msg, "kv_dtype 3"),
+          "kv_dtype 3: %s", err.msg);
+    CHECK(!strcmp(pw_kv_dtype_name(PW_KV_AUTO), "auto") && !strcmp(pw_kv_dtype_name(PW_KV_BF16),
+          "bf16") && !strcmp(pw_kv_dtype_name((PwKVDtype)9), "?"), "pw_kv_dtype_name");
     return pw_test_done("test_precision");
 }

@@ -35,7 +35,8 @@ static void check_full(const PwConfig *c)
           "critic");
     CHECK(c->generation.max_new_tokens == 64 && c->generation.temperature == 0.7 &&
               c->generation.top_k == 50 && c->generation.top_p == 0.9 &&
-              c->generation.stop_token == PW_STOP_PERIOD, "generation");
+              c->generation.stop_token == PW_STOP_PERIOD &&
+              c->generation.kv_cache_dtype == PW_KV_FP32, "generation");
     CHECK(c->reward.objective == PW_OBJECTIVE_UWO && c->reward.uwo_weight == 0.5 && c->reward.normalize &&
               !c->reward.non_stop_penalty && c->reward.penalty_reward_value == -1.5 &&
               c->reward.clip == 5.0, "reward");
