@@ -160,6 +160,45 @@ static void att_bwd(void)
 {
     pw_attention_backward_cuda(g.dqkv, g.dy, g.qkv, g.att, g.mask, B, T, C, NH, 0);
 }
+/* one decode step's attention over a KV cache: DB rows, each one new token at slot DK - 1 (DK
+ * keys: 64 prompt tokens and 256 new ones, the mean over a 512-token generation), the caches
+ * (DB, NH, DT, hs) of float32 or bfloat16 */
+enum { DB = 256, DK = 320, DT = 576 };
+typedef struct Decode {
+    float *qkv, *out, *k32, *v32;
+    pw_bf16 *k16, *v16;
+    int *row, *off, *slot;
+} Decode;
+static Decode dc;
+static void decode_setup(void)
+{
+    size_t cache = (size_t)DB * DT * C;
+    dc.qkv = devf((size_t)DB * 3 * C, 1.0f);
+    dc.out = devf((size_t)DB * C, 0.0f);
+    dc.k32 = devf(cache, 1.0f);
+    dc.v32 = devf(cache, 1.0f);
+    dc.k16 = dev16(dc.k32, cache);
+    dc.v16 = dev16(dc.v32, cache);
+    int *h = malloc(sizeof(int) * (DB + 1));
+    for (int i = 0; i <= DB; i++) h[i] = i;
+    dc.row = devi(h, DB);
+    dc.off = devi(h, DB + 1);
+    for (int i = 0; i < DB; i++) h[i] = DK - 1;
+    dc.slot = devi(h, DB);
+    free(h);
+    PW_CUDA_CHECK(cudaDeviceSynchronize());
+}
+static void decode32(void)
+{
+    pw_attention_cache_gqa_forward_cuda(dc.out, dc.k32, dc.v32, NULL, dc.qkv, dc.row, dc.off,
+                                        dc.slot, DB, DB, DT, NH, NH, C / NH, 0);
+}
+static void decode16(void)
+{
+    pw_attention_cache_gqa_forward_bf16_cuda(dc.out, dc.k16, dc.v16, NULL, dc.qkv, dc.row, dc.off,
+                                             dc.slot, DB, DB, DT, NH, NH, C / NH, 0);
+}
+
 static void gelu_fwd(void) { pw_gelu_forward_cuda(g.dfc, g.fc, (size_t)N * 4 * C, 0); }
 static void gelu_bwd(void) { pw_gelu_backward_cuda(g.dfc, g.fc, g.fc, (size_t)N * 4 * C, 0); }
 static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
@@ -255,6 +294,7 @@ int main(int argc, char **argv)
     PW_CUDA_CHECK(cudaFree(gb16));
 
     setup(&g);
+    decode_setup();
     const double f = 4.0, NC = (double)N * C, NV = (double)N * V, NP = (double)NPARAMS;
     const double TT = (double)B * NH * T * T, hs = C / NH;
     Row rows[] = {
@@ -274,6 +314,9 @@ int main(int argc, char **argv)
         /* full T x T tiles are multiplied: 2 GEMMs forward, 4 backward */
         {"attention forward", att_fwd, 0, 2 * 2 * TT * hs, F32},
         {"attention backward", att_bwd, 0, 4 * 2 * TT * hs, F32},
+        /* the keys and values every row reads: what a decode step's attention waits for */
+        {"decode attention, fp32 cache", decode32, 2.0 * DB * DK * C * 4, 0, BW},
+        {"decode attention, bf16 cache", decode16, 2.0 * DB * DK * C * 2, 0, BW},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
         {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
         {"residual forward", res_fwd, 3 * NC * f, 0, BW},
@@ -295,7 +338,7 @@ int main(int argc, char **argv)
            "TFLOP/s (%dx%dx%d)\n\n",
            copy_gbs, f32_tflops, bf16_tflops, G, G, G);
     printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
-    double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
+    double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0, dec[2] = {0, 0};
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -312,10 +355,13 @@ int main(int argc, char **argv)
         if (r->fn == att_bwd) att_b = ms;
         if (r->fn == lp_fwd) lp_f = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
+        if (r->fn == decode32) dec[0] = ref;
+        if (r->fn == decode16) dec[1] = ref;
     }
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
-           "attention_fwd_ms=%.3f attention_bwd_ms=%.3f logprobs_fwd_ms=%.3f total_ms=%.2f\n",
-           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, lp_f, total);
+           "attention_fwd_ms=%.3f attention_bwd_ms=%.3f logprobs_fwd_ms=%.3f "
+           "decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f total_ms=%.2f\n",
+           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, lp_f, dec[0], dec[1], total);
     return 0;
 }

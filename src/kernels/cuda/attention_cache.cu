@@ -123,7 +123,10 @@ __device__ __forceinline__ void cache_attend_query(float *o, const float *qrow, 
     if (tid < hs) o[tid] = acc / z;
 }
 
-/* query head h reads cache head h / (NH / NKV), q in rows of (NH + 2 NKV) hs */
+/* query head h reads cache head h / (NH / NKV), q in rows of (NH + 2 NKV) hs. Block i is token
+ * i / NH, head i % NH: the query heads of one token are neighbours in launch order, so the G heads
+ * of a group run together and read their shared keys and values from L2 instead of G times from
+ * memory (a (N, NH) grid would put them N blocks apart). */
 template <typename S>
 __global__ void cache_attend_kernel(float *out, const S *kcache, const S *vcache,
                                     const float *qkv, const int *seg_row, const int *seg_off,
@@ -132,7 +135,7 @@ __global__ void cache_attend_kernel(float *out, const S *kcache, const S *vcache
 {
     extern __shared__ float sh[];
     int W = (NH + 2 * NKV) * hs, C = NH * hs;
-    int n = blockIdx.x, h = blockIdx.y, kv = h / (NH / NKV);
+    int n = (int)(blockIdx.x / NH), h = (int)(blockIdx.x % NH), kv = h / (NH / NKV);
     int s = segment_of(seg_off, nseg, n);
     int keys = seg_slot0[s] + n - seg_off[s] + 1;
     const S *K = kcache + ((size_t)seg_row[s] * NKV + kv) * maxT * hs;
@@ -154,8 +157,8 @@ static void cache_forward(float *out, S *kcache, S *vcache, const float *qkv, co
     /* at least one thread per output channel, whole warps */
     int threads = hs > 128 ? (hs + PW_WARP - 1) / PW_WARP * PW_WARP : 128;
     size_t smem = (size_t)(hs + threads + PW_WARP) * sizeof(float);
-    dim3 grid((unsigned)N, (unsigned)NH);
-    cache_attend_kernel<S><<<grid, threads, smem, stream>>>(out, kcache, vcache, qkv, seg_row,
+    unsigned blocks = (unsigned)((size_t)N * NH); /* < 2^31: N tokens of a pass, NH heads */
+    cache_attend_kernel<S><<<blocks, threads, smem, stream>>>(out, kcache, vcache, qkv, seg_row,
                                                             seg_off, seg_slot0, nseg, maxT, NH,
                                                             NKV, hs, 1.0f / sqrtf((float)hs));
     PW_CUDA_CHECK(cudaGetLastError());
