@@ -2,7 +2,8 @@
  * (fp32): one forward with every head, one backward, one AdamW step and a KV-cache prefill and
  * decode agree to 1e-5; generation gives the CPU's tokens (and the same with its decode step as
  * a CUDA graph); a GPU model saves, offloads its moments and loads back unchanged; at precision
- * bf16 forward and gradients agree to 1e-2. */
+ * bf16 forward and gradients agree to 1e-2, and so do the logits over each model's bfloat16 KV
+ * cache. */
 #include <sys/stat.h>
 
 #include "cutest.h"
@@ -103,6 +104,40 @@ static void check_no_room(void)
     pw_model_free(m);
 }
 
+/* The KV cache of each model (what its precision makes: fp32, or bf16 slots for a bf16 model):
+ * prefill the three rows' real tokens, then two decode steps, logits against the CPU's */
+static void check_cache(PwModel *cpu, PwModel *gpu, const int *tok, double tol, PwKVDtype want)
+{
+    PwErr err;
+    PwKVCache *cc = pw_kv_create(cpu, B, T, &err), *cg = pw_kv_create(gpu, B, T, &err);
+    CHECK(cc && cg, "KV caches: %s", err.msg);
+    if (!cc || !cg) return;
+    CHECK(pw_kv_dtype(cg) == want && pw_kv_dtype(cc) == want, "GPU cache %s, CPU cache %s, "
+          "expected %s", pw_kv_dtype_name(pw_kv_dtype(cg)), pw_kv_dtype_name(pw_kv_dtype(cc)),
+          pw_kv_dtype_name(want));
+    enum { P = T - 2 };
+    int prompt[B * P], pmask[B * P]; /* the first P columns: still left-padded rows */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < P; t++) {
+            prompt[b * P + t] = tok[b * T + t];
+            pmask[b * P + t] = mask[b * T + t];
+        }
+    CHECK(pw_kv_prefill(cc, prompt, pmask, B, P, &err) == 0, "%s", err.msg);
+    CHECK(pw_kv_prefill(cg, prompt, pmask, B, P, &err) == 0, "%s", err.msg);
+    for (int step = 0; step < 3; step++) {
+        if (step) {
+            int next[B] = {7, 19, 33}, active[B] = {1, step == 1, 1};
+            CHECK(pw_kv_decode(cc, next, active, B, &err) == 0, "%s", err.msg);
+            CHECK(pw_kv_decode(cg, next, active, B, &err) == 0, "%s", err.msg);
+        }
+        for (int b = 0; b < B; b++)
+            compare_tol(step ? "decode logits" : "prefill logits", pw_kv_logits(cg, b),
+                        pw_kv_logits(cc, b), V, tol);
+    }
+    pw_kv_free(cc);
+    pw_kv_free(cg);
+}
+
 static void check_bf16(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
 {
     PwModel *cpu = make_at(PW_DEVICE_CPU, a, PW_PRECISION_BF16);
@@ -119,6 +154,7 @@ static void check_bf16(const PwArch *a, const int *tok, const int *tgt, const Pw
           "bf16 backward: %s", err.msg);
     compare_tol("bf16 backward: every parameter gradient", host_copy(pw_model_grads(gpu)),
                 host_copy(pw_model_grads(cpu)), pw_model_num_params(cpu), CU_TOL_BF16);
+    check_cache(cpu, gpu, tok, CU_TOL_BF16, PW_KV_BF16); /* a bf16 model's cache: bfloat16 */
     pw_model_free(cpu);
     pw_model_free(gpu);
 }
@@ -253,30 +289,7 @@ int main(int argc, char **argv)
     compare_host("AdamW step: parameters", host_copy(pw_model_params(gpu)),
                  host_copy(pw_model_params(cpu)), np);
 
-    /* ---- the KV cache: prefill the three rows' real tokens, then two decode steps */
-    PwKVCache *cc = pw_kv_create(cpu, B, T, &err), *cg = pw_kv_create(gpu, B, T, &err);
-    CHECK(cc && cg, "KV caches: %s", err.msg);
-    enum { P = T - 2 };
-    int prompt[B * P], pmask[B * P]; /* the first P columns: still left-padded rows */
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < P; t++) {
-            prompt[b * P + t] = tok[b * T + t];
-            pmask[b * P + t] = mask[b * T + t];
-        }
-    CHECK(pw_kv_prefill(cc, prompt, pmask, B, P, &err) == 0, "%s", err.msg);
-    CHECK(pw_kv_prefill(cg, prompt, pmask, B, P, &err) == 0, "%s", err.msg);
-    for (int step = 0; step < 3; step++) {
-        if (step) {
-            int next[B] = {7, 19, 33}, active[B] = {1, step == 1, 1};
-            CHECK(pw_kv_decode(cc, next, active, B, &err) == 0, "%s", err.msg);
-            CHECK(pw_kv_decode(cg, next, active, B, &err) == 0, "%s", err.msg);
-        }
-        for (int b = 0; b < B; b++)
-            compare_host(step ? "decode logits" : "prefill logits", pw_kv_logits(cg, b),
-                         pw_kv_logits(cc, b), V);
-    }
-    pw_kv_free(cc);
-    pw_kv_free(cg);
+    check_cache(cpu, gpu, tok, CU_TOL_F32, PW_KV_FP32);
     check_generate(cpu, gpu);
 
     /* ---- moments offloaded and back, a second step; then save and load on the GPU */
