@@ -13,15 +13,18 @@
 /* key/value heads: GPT-2's arch leaves n_kv_head 0 (one per query head) */
 static int kv_heads(const PwArch *a) { return a->n_kv_head > 0 ? a->n_kv_head : a->n_head; }
 
+/* bytes of one cached key or value element */
+static size_t slot_bytes(const PwModel *m) { return m->kv_dtype == PW_KV_BF16 ? 2 : 4; }
+
 /* The keys and values of every layer in one allocation of the model's device, v 256 bytes
  * aligned after k; the CPU's attention scratch beside them. */
 static int alloc_keys_values(PwKVCache *c, PwErr *err)
 {
     const PwModel *m = c->m;
     const PwArch *a = &m->arch;
-    const size_t hs = a->n_embd / a->n_head, elem = m->kv_dtype == PW_KV_BF16 ? 2 : 4;
+    const size_t hs = a->n_embd / a->n_head;
     c->layer_elems = (size_t)c->maxB * kv_heads(a) * c->maxT * hs;
-    size_t bytes = (size_t)a->n_layer * c->layer_elems * elem;
+    size_t bytes = pw_kv_bytes(c) / 2;
     c->v_off = (bytes + 255) / 256 * 256;
     if (!(c->kv = m->ops->alloc(m->ops, c->v_off + bytes)))
         return pw_model_no_room(m, "a KV cache's keys and values", c->v_off + bytes, err);
@@ -36,8 +39,7 @@ PwKVDtype pw_kv_dtype(const PwKVCache *c) { return c->m->kv_dtype; }
 
 size_t pw_kv_bytes(const PwKVCache *c)
 {
-    return 2 * (size_t)c->m->arch.n_layer * c->layer_elems *
-           (c->m->kv_dtype == PW_KV_BF16 ? 2 : 4);
+    return 2 * (size_t)c->m->arch.n_layer * c->layer_elems * slot_bytes(c->m);
 }
 
 void pw_kv_attend(const PwKVCache *c, int l, float *out, const float *qkv)
