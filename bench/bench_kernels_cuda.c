@@ -160,6 +160,19 @@ static void att_bwd(void)
 {
     pw_attention_backward_cuda(g.dqkv, g.dy, g.qkv, g.att, g.mask, B, T, C, NH, 0);
 }
+/* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */
+static void att_fwd_gemm(void)
+{
+    pw_cuda_set_flash(0);
+    att_fwd();
+    pw_cuda_set_flash(1);
+}
+static void att_bwd_gemm(void)
+{
+    pw_cuda_set_flash(0);
+    att_bwd();
+    pw_cuda_set_flash(1);
+}
 /* one decode step's attention over a KV cache: DB rows, each one new token at slot DK - 1 (DK
  * keys: 64 prompt tokens and 256 new ones, the mean over a 512-token generation), the caches
  * (DB, NH, DT, hs) of float32 or bfloat16 */
@@ -311,9 +324,12 @@ int main(int argc, char **argv)
         {"bf16 matmul qkv forward", qkv16_fwd, 0, 2 * NC * 3 * C, BF16},
         {"bf16 matmul LM head forward", lm16_fwd, 0, 2 * NC * V, BF16},
         {"bf16 matmul LM head backward", lm16_bwd, 0, 4 * NC * V, BF16},
-        /* full T x T tiles are multiplied: 2 GEMMs forward, 4 backward */
-        {"attention forward", att_fwd, 0, 2 * 2 * TT * hs, F32},
-        {"attention backward", att_bwd, 0, 4 * 2 * TT * hs, F32},
+        /* counted as full T x T tiles, 2 products forward and 4 backward, for both paths (the
+         * fused kernels skip the upper triangle and do more products in backward): compare ms */
+        {"attention forward (fused)", att_fwd, 0, 2 * 2 * TT * hs, F32},
+        {"attention backward (fused)", att_bwd, 0, 4 * 2 * TT * hs, F32},
+        {"attention forward (GEMMs)", att_fwd_gemm, 0, 2 * 2 * TT * hs, F32},
+        {"attention backward (GEMMs)", att_bwd_gemm, 0, 4 * 2 * TT * hs, F32},
         /* the keys and values every row reads: what a decode step's attention waits for */
         {"decode attention, fp32 cache", decode32, 2.0 * DB * DK * C * 4, 0, BW},
         {"decode attention, bf16 cache", decode16, 2.0 * DB * DK * C * 2, 0, BW},
@@ -339,6 +355,7 @@ int main(int argc, char **argv)
            copy_gbs, f32_tflops, bf16_tflops, G, G, G);
     printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0, dec[2] = {0, 0};
+    double gatt_f = 0.0, gatt_b = 0.0;
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -353,6 +370,8 @@ int main(int argc, char **argv)
         total += ms;
         if (r->fn == att_fwd) att_f = ms;
         if (r->fn == att_bwd) att_b = ms;
+        if (r->fn == att_fwd_gemm) gatt_f = ms;
+        if (r->fn == att_bwd_gemm) gatt_b = ms;
         if (r->fn == lp_fwd) lp_f = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
@@ -360,8 +379,10 @@ int main(int argc, char **argv)
     }
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
-           "attention_fwd_ms=%.3f attention_bwd_ms=%.3f logprobs_fwd_ms=%.3f "
+           "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
+           "attention_gemm_bwd_ms=%.3f logprobs_fwd_ms=%.3f "
            "decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f total_ms=%.2f\n",
-           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, lp_f, dec[0], dec[1], total);
+           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, lp_f, dec[0],
+           dec[1], total);
     return 0;
 }

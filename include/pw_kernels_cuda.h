@@ -4,9 +4,10 @@
  * Each pw_<name>_cuda has the CPU kernel's name, argument order and semantics (pw_kernels.h:
  * backwards accumulate, NULL gradients are skipped, left-padding masks, NULL mask = all real),
  * with a trailing stream on which all of its work is queued. Nothing here synchronises except
- * pw_sumsq_cuda, which returns a host value. Inputs must be finite: the attention multiplies
- * whole T x T tiles, so a NaN in q, k or v at a padding position would reach the output through
- * 0 * NaN, where the CPU twin never reads those positions.
+ * pw_sumsq_cuda, which returns a host value. On the attention's GEMM path (pw_cuda_set_flash(0)
+ * or heads above 128) inputs must be finite: it multiplies whole T x T tiles, so a NaN in q, k or
+ * v at a padding position would reach the output through 0 * NaN, where the CPU twin never reads
+ * those positions; the fused kernels never use a padding position's values.
  *
  * cuBLAS handles (matmul, attention) are owned by this layer: one per (device, stream) pair,
  * created on the first call that needs it and bound to that stream, kept until
@@ -40,6 +41,12 @@ typedef uint16_t pw_bf16;
  * agree with the CPU to 1e-5; on, expect about 1e-3. Applies to calls made after it. */
 void pw_cuda_set_tf32(int enable);
 int pw_cuda_get_tf32(void);
+/* The fused attention kernels (no T x T matrix, float32 arithmetic; heads of up to 128 floats):
+ * on by default; off, the attention runs its GEMM path (NH*T*T floats of scratch per sequence,
+ * TF32 tensor cores when pw_cuda_set_tf32 is on). Heads above 128 always take the GEMM path.
+ * Applies to calls made after it. */
+void pw_cuda_set_flash(int enable);
+int pw_cuda_get_flash(void);
 /* destroys every cuBLAS handle this layer created */
 void pw_cuda_release(void);
 /* Device memory this process has held: the most the kernel tables (pw_ops.h) held at once, plus
@@ -72,9 +79,10 @@ void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbias, const fl
                              const float *inp, const float *weight, int N, int C, int OC,
                              cudaStream_t stream);
 
-/* ---- attention, with pw_attention_forward's lse (B,NH,T) between forward and backward: one
- * sequence at a time its scores go through scratch (batched GEMMs, a masked softmax kernel),
- * NH*T*T floats in forward and twice that in backward, which recomputes them. */
+/* ---- attention, with pw_attention_forward's lse (B,NH,T) between forward and backward (which
+ * recomputes the probabilities from it): fused kernels that write no T x T matrix, or on the
+ * GEMM path (pw_cuda_set_flash) one sequence at a time its scores through scratch, NH*T*T
+ * floats in forward and twice that in backward. The backward takes B*NH*T floats of scratch. */
 void pw_attention_forward_cuda(float *out, float *lse, const float *qkv, const int *mask, int B,
                                int T, int C, int NH, cudaStream_t stream);
 void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv, const float *lse,
@@ -148,8 +156,8 @@ void pw_swiglu_forward_cuda(float *out, const float *gate_up, int N, int F, cuda
 void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float *dout, int N,
                              int F, cudaStream_t stream);
 
-/* ---- grouped-query attention, as the attention above: one strided-batched GEMM per sequence
- * and member of a group covers the NKV groups (the same scratch); over a KV cache, as
+/* ---- grouped-query attention, as the attention above (on the GEMM path one strided-batched
+ * GEMM per sequence and member of a group covers the NKV groups); over a KV cache, as
  * pw_attention_cache_forward_cuda (scores unused, may be NULL). */
 void pw_attention_gqa_forward_cuda(float *out, float *lse, const float *qkv, const int *mask,
                                    int B, int T, int NH, int NKV, int hs, cudaStream_t stream);

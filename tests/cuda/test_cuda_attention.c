@@ -1,6 +1,7 @@
-/* test_cuda_attention.c: the CUDA attention against the CPU twin on the same random data: NULL
- * mask, left padding of different lengths (a padding-only row too), T up to 1024, poisoned
- * outputs, and the backward accumulating into pre-filled gradients. */
+/* test_cuda_attention.c: the CUDA attention against the CPU twin on the same random data, the
+ * fused kernels and the GEMM path (pw_cuda_set_flash): NULL mask, left padding of different
+ * lengths (a padding-only row too), T up to 1024, GPT-2 124M's 12 heads, poisoned outputs, and
+ * the backward accumulating into pre-filled gradients. */
 #include "cutest.h"
 
 static void run(int B, int T, int C, int NH, const int *pads, int npads, int use_mask,
@@ -52,13 +53,19 @@ int main(void)
     unsigned long long rng = 14;
     int pads[] = {0, 5, 33, 64, 1};
     int all_pad[] = {3, 64}; /* row 1 is padding only */
-    run(2, 16, 32, 2, pads, 5, 0, &rng);
-    run(5, 64, 96, 3, pads, 5, 1, &rng);
-    run(2, 64, 64, 4, all_pad, 2, 1, &rng);
-    run(3, 150, 48, 2, pads, 5, 1, &rng); /* T not a multiple of the warp */
     int long_pads[] = {0, 700};
-    run(2, 1024, 64, 2, long_pads, 2, 1, &rng);
-    run(1, 1024, 128, 2, long_pads, 1, 0, &rng);
+    /* the fused kernels (the default), then the GEMM path */
+    for (int flash = 1; flash >= 0; flash--) {
+        pw_cuda_set_flash(flash);
+        printf("%s path\n", flash ? "fused" : "GEMM");
+        run(2, 16, 32, 2, pads, 5, 0, &rng);
+        run(5, 64, 96, 3, pads, 5, 1, &rng);
+        run(2, 64, 64, 4, all_pad, 2, 1, &rng);
+        run(3, 150, 48, 2, pads, 5, 1, &rng); /* T not a multiple of the warp */
+        run(2, 1024, 64, 2, long_pads, 2, 1, &rng);
+        run(1, 1024, 128, 2, long_pads, 1, 0, &rng);
+        run(4, 1024, 768, 12, long_pads, 2, 1, &rng); /* GPT-2 124M's heads */
+    }
     pw_cuda_release();
     return pw_test_done("test_cuda_attention");
 }

@@ -1,6 +1,7 @@
 /* test_cuda_attention_gqa.c: the CUDA grouped-query attention against the CPU twin on the same
- * random data (groups of 1 to 3 query heads, left padding with a padding-only row, T up to
- * 1024, poisoned outputs, accumulating backward), and over a KV cache of float32 and of
+ * random data, the fused kernels and the GEMM path (groups of 1 to 4 query heads, heads of 5 to
+ * 160 floats, left padding with a padding-only row, T up to 1024, poisoned outputs,
+ * accumulating backward), and over a KV cache of float32 and of
  * bfloat16 (the slots bit for bit: both round to nearest even). */
 #include "cutest.h"
 #include "kernels/cache_case.h"
@@ -116,12 +117,21 @@ int main(void)
     unsigned long long rng = 24;
     int pads[] = {0, 5, 33, 64, 1};
     int all_pad[] = {3, 64}; /* row 1 is padding only */
-    run(2, 16, 6, 2, 5, pads, 5, 0, &rng);
-    run(5, 64, 6, 2, 16, pads, 5, 1, &rng);
-    run(2, 64, 4, 1, 32, all_pad, 2, 1, &rng);
-    run(3, 150, 3, 3, 16, pads, 5, 1, &rng); /* NKV = NH */
     int long_pads[] = {0, 700};
-    run(2, 1024, 4, 2, 32, long_pads, 2, 1, &rng);
+    /* the fused kernels (the default), then the GEMM path */
+    for (int flash = 1; flash >= 0; flash--) {
+        pw_cuda_set_flash(flash);
+        printf("%s path\n", flash ? "fused" : "GEMM");
+        run(2, 16, 6, 2, 5, pads, 5, 0, &rng);
+        run(5, 64, 6, 2, 16, pads, 5, 1, &rng);
+        run(2, 64, 4, 1, 32, all_pad, 2, 1, &rng);
+        run(3, 150, 3, 3, 16, pads, 5, 1, &rng); /* NKV = NH */
+        run(2, 1024, 4, 2, 32, long_pads, 2, 1, &rng);
+        run(2, 300, 4, 2, 64, long_pads, 2, 1, &rng);  /* Qwen2 / SmolLM heads */
+        run(2, 300, 4, 1, 128, long_pads, 2, 1, &rng); /* Llama 3 heads: 32-key dkv blocks */
+    }
+    pw_cuda_set_flash(1);
+    run(1, 100, 2, 1, 160, pads, 1, 0, &rng); /* above 128: the GEMM path whatever the switch */
     run_cache(6, 2, 5, &rng);
     run_cache(9, 3, 64, &rng);
     run_cache(4, 4, 8, &rng);

@@ -1,22 +1,26 @@
 /* attention.cu: causal self-attention with a key padding mask on the GPU, forward and backward,
- * multi-head and grouped-query (twin of cpu/attention.c): batched cuBLAS GEMMs around a masked
- * softmax. */
+ * grouped-query and multi-head (twin of cpu/attention.c). Two implementations behind the same
+ * entry points:
+ *  - fused (flash.cuh, the default for hs <= 128): one kernel for the forward, two for the
+ *    backward, no T x T matrix anywhere, pure float32 arithmetic;
+ *  - GEMMs (below): per sequence the scores of its heads go through a scratch of NH*T*T floats
+ *    (twice that in backward), batched cuBLAS GEMMs around a masked softmax kernel; used for
+ *    heads larger than 128 and when pw_cuda_set_flash(0) asks for it (the benchmark times both;
+ *    with TF32 on, its GEMMs run on the tensor cores).
+ * Between forward and backward only the log-sum-exp of each query row (B,NH,T) is kept, as the
+ * CPU twin does; both backwards recompute the probabilities from it. */
 #include <math.h>
 
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
-/* Between forward and backward only the log-sum-exp of each query row (B,NH,T) is kept, as the
- * CPU twin does: the scores of one sequence's heads live in a scratch (NH*T*T floats) for the
- * length of a call, whole T x T tiles multiplied by cuBLAS, and backward recomputes them. A
- * fused kernel that never writes a tile to memory at all is later work.
- *
- * The GEMMs read q, k, v in place in qkv (B,T,3C): head h of sequence b is a (T,hs) matrix at
- * qkv + b*T*3C + h*hs with row stride 3C (k at +C, v at +2C). Within one sequence the heads
- * are hs apart, so one strided-batched GEMM per sequence covers its NH heads; sequences are
- * T*3C apart, a second stride cuBLAS cannot take, hence the loop over b.
- * cuBLAS is column-major: a row-major (R,K) matrix with row stride ld is a column-major (K,R)
- * matrix with leading dimension ld; each call below is written in those views. */
+#define PW_UNROLL _Pragma("unroll")
+#include "flash.cuh"
+
+/* GEMM path. The GEMMs read q, k, v in place in qkv: head h of sequence b is a (T,hs) matrix
+ * with row stride W (the whole qkv row). cuBLAS is column-major: a row-major (R,K) matrix with
+ * row stride ld is a column-major (K,R) matrix with leading dimension ld; each call below is
+ * written in those views. */
 
 /* The row kernels below run one warp per query row (h, t) of one sequence's NH heads, with that
  * sequence's mask row m (NULL: all real): the warp's row, or false past the last one. */
@@ -96,120 +100,9 @@ __global__ void softmax_backward_kernel(float *dp, const float *att, const int *
 
 #define ATT_WARPS 8 /* rows per block of the row kernels */
 
-/* what the forward and the backward both derive from the shape, and their GEMM setup */
-typedef struct AttDims {
-    int hs, C3;
-    long long TT;
-    float scale;
-    cublasHandle_t handle;
-    cublasComputeType_t compute;
-} AttDims;
-
-static AttDims att_dims(int T, int C, int NH, cudaStream_t stream)
-{
-    AttDims d;
-    d.hs = C / NH;
-    d.C3 = 3 * C;
-    d.TT = (long long)T * T;
-    d.scale = 1.0f / sqrtf((float)d.hs);
-    d.handle = pw_cuda_cublas(stream);
-    d.compute = pw_cuda_f32_compute();
-    return d;
-}
-
-/* att[h](T,T) = scale q k^T for the NH heads of one sequence: column-major att^T(T,T) =
- * k^T^T(T,hs) . q^T(hs,T), with k^T and q^T the (hs,T) views of k and q */
-static void scores(const AttDims *d, const float *q, const float *k, float *att, int T, int NH)
-{
-    float zero = 0.0f;
-    PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        d->handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, d->hs, &d->scale, k, CUDA_R_32F, d->C3, d->hs,
-        q, CUDA_R_32F, d->C3, d->hs, &zero, att, CUDA_R_32F, T, d->TT, NH, d->compute,
-        CUBLAS_GEMM_DEFAULT));
-}
-
 /* The rows of one sequence's NH heads for the two row kernels: one launch, B = 1 and the
  * sequence's own mask row */
 #define ATT_LAUNCH(rows) (unsigned int)(((rows) + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP, 0
-
-extern "C" void pw_attention_forward_cuda(float *out, float *lse, const float *qkv, const int *mask,
-                                          int B, int T, int C, int NH, cudaStream_t stream)
-{
-    if (B <= 0 || T <= 0) return;
-    AttDims d = att_dims(T, C, NH, stream);
-    int hs = d.hs, C3 = d.C3;
-    long long TT = d.TT;
-    float zero = 0.0f, one = 1.0f;
-    float *att = (float *)pw_cuda_scratch(sizeof(float) * (size_t)NH * TT, stream);
-    size_t rows = (size_t)NH * T;
-    for (int b = 0; b < B; b++) {
-        const float *q = qkv + (size_t)b * T * C3, *k = q + C, *v = q + 2 * C;
-        const int *mb = mask ? mask + (size_t)b * T : NULL;
-        scores(&d, q, k, att, T, NH);
-        masked_softmax_kernel<<<ATT_LAUNCH(rows), stream>>>(att, lse + (size_t)b * rows, mb, NH,
-                                                            T);
-        PW_CUDA_CHECK(cudaGetLastError());
-        /* out[b,:,h](T,hs) = P v: column-major out^T(hs,T) = v^T(hs,T) . P^T(T,T), and the
-         * row-major P is the column-major P^T. A padding query's P row is 0, so its output is 0. */
-        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, CUDA_R_32F, C3, hs, att,
-            CUDA_R_32F, T, TT, &zero, out + (size_t)b * T * C, CUDA_R_32F, C, hs, NH, d.compute,
-            CUBLAS_GEMM_DEFAULT));
-    }
-    pw_cuda_scratch_free(att, stream);
-}
-
-extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv,
-                                           const float *lse, const int *mask, int B, int T, int C,
-                                           int NH, cudaStream_t stream)
-{
-    if (B <= 0 || T <= 0) return;
-    AttDims d = att_dims(T, C, NH, stream);
-    int hs = d.hs, C3 = d.C3;
-    long long TT = d.TT;
-    float zero = 0.0f, one = 1.0f;
-
-    /* P recomputed, and dP then dS, for the NH heads of one sequence at a time (2*NH*T*T
-     * floats, 96 MB at the GPT-2 124M shape with T = 1024), reused in stream order */
-    float *P = (float *)pw_cuda_scratch(sizeof(float) * 2 * (size_t)NH * TT, stream);
-    float *dp = P + (size_t)NH * TT;
-    size_t rows = (size_t)NH * T;
-    for (int b = 0; b < B; b++) {
-        const float *q = qkv + (size_t)b * T * C3, *k = q + C, *v = q + 2 * C;
-        float *dq = dqkv + (size_t)b * T * C3, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dO = dout + (size_t)b * T * C;
-        const int *mb = mask ? mask + (size_t)b * T : NULL;
-
-        /* the forward's scores, then its probabilities from the log-sum-exp */
-        scores(&d, q, k, P, T, NH);
-        softmax_recompute_kernel<<<ATT_LAUNCH(rows), stream>>>(P, lse + (size_t)b * rows, mb, NH,
-                                                               T);
-        PW_CUDA_CHECK(cudaGetLastError());
-
-        /* dP(T,T) = dout v^T: column-major dP^T = v^T^T(T,hs) . dout^T(hs,T) */
-        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, v, CUDA_R_32F, C3, hs, dO,
-            CUDA_R_32F, C, hs, &zero, dp, CUDA_R_32F, T, TT, NH, d.compute, CUBLAS_GEMM_DEFAULT));
-
-        softmax_backward_kernel<<<ATT_LAUNCH(rows), stream>>>(dp, P, mb, NH, T, d.scale);
-        PW_CUDA_CHECK(cudaGetLastError());
-
-        /* dq(T,hs) += dS k: column-major dq^T(hs,T) += k^T(hs,T) . dS^T(T,T) */
-        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, k, CUDA_R_32F, C3, hs, dp,
-            CUDA_R_32F, T, TT, &one, dq, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
-        /* dk(T,hs) += dS^T q: column-major dk^T(hs,T) += q^T(hs,T) . dS(T,T), dS being the
-         * transpose of the column-major view of the row-major dS */
-        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, q, CUDA_R_32F, C3, hs, dp,
-            CUDA_R_32F, T, TT, &one, dk, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
-        /* dv(T,hs) += P^T dout: column-major dv^T(hs,T) += dout^T(hs,T) . P(T,T) */
-        PW_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            d.handle, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dO, CUDA_R_32F, C, hs, P,
-            CUDA_R_32F, T, TT, &one, dv, CUDA_R_32F, C3, hs, NH, d.compute, CUBLAS_GEMM_DEFAULT));
-    }
-    pw_cuda_scratch_free(P, stream);
-}
 
 /* Grouped-query attention: query head h = kv G + j (G = NH / NKV) reads key/value head kv. For
  * one sequence and one j, the NKV heads kv G + j are G hs apart in q (and G T T apart in att),
@@ -236,11 +129,9 @@ static GqaDims gqa_dims(int T, int NH, int NKV, int hs, cudaStream_t stream)
     return d;
 }
 
-extern "C" void pw_attention_gqa_forward_cuda(float *out, float *lse, const float *qkv,
-                                              const int *mask, int B, int T, int NH, int NKV,
-                                              int hs, cudaStream_t stream)
+static void gemm_forward(float *out, float *lse, const float *qkv, const int *mask, int B, int T,
+                         int NH, int NKV, int hs, cudaStream_t stream)
 {
-    if (B <= 0 || T <= 0) return;
     GqaDims d = gqa_dims(T, NH, NKV, hs, stream);
     int G = d.G, W = d.W, C = d.C;
     long long TT = d.TT;
@@ -271,11 +162,10 @@ extern "C" void pw_attention_gqa_forward_cuda(float *out, float *lse, const floa
     pw_cuda_scratch_free(att, stream);
 }
 
-extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
-                                               const float *lse, const int *mask, int B, int T,
-                                               int NH, int NKV, int hs, cudaStream_t stream)
+static void gemm_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                          const int *mask, int B, int T, int NH, int NKV, int hs,
+                          cudaStream_t stream)
 {
-    if (B <= 0 || T <= 0) return;
     GqaDims d = gqa_dims(T, NH, NKV, hs, stream);
     int G = d.G, W = d.W, C = d.C;
     long long TT = d.TT, Ghs = (long long)G * hs, GTT = G * TT;
@@ -331,4 +221,74 @@ extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, c
         }
     }
     pw_cuda_scratch_free(P, stream);
+}
+
+/* ---- the fused kernels' launches (flash.cuh: grids and block sizes) */
+#define FLASH_LAUNCH(name, HS, grid, block, ...)                                                   \
+    do {                                                                                         \
+        if ((HS) == 32)                                                                          \
+            pw_flash_##name##_32<<<grid, block, 0, stream>>>(__VA_ARGS__);                       \
+        else if ((HS) == 64)                                                                     \
+            pw_flash_##name##_64<<<grid, block, 0, stream>>>(__VA_ARGS__);                       \
+        else                                                                                     \
+            pw_flash_##name##_128<<<grid, block, 0, stream>>>(__VA_ARGS__);                      \
+        PW_CUDA_CHECK(cudaGetLastError());                                                       \
+    } while (0)
+
+/* the bucket of head sizes whose kernels run a head of hs floats; 0: none (GEMM path) */
+static int flash_bucket(int hs)
+{
+    if (!pw_cuda_get_flash() || hs <= 0) return 0;
+    return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0;
+}
+
+extern "C" void pw_attention_gqa_forward_cuda(float *out, float *lse, const float *qkv,
+                                              const int *mask, int B, int T, int NH, int NKV,
+                                              int hs, cudaStream_t stream)
+{
+    if (B <= 0 || T <= 0) return;
+    int HS = flash_bucket(hs);
+    if (!HS) {
+        gemm_forward(out, lse, qkv, mask, B, T, NH, NKV, hs, stream);
+        return;
+    }
+    dim3 grid((unsigned)((T + FLASH_BQ - 1) / FLASH_BQ), (unsigned)NH, (unsigned)B);
+    FLASH_LAUNCH(fwd, HS, grid, FLASH_BQ, out, lse, qkv, mask, T, NH, NKV, hs,
+                 1.0f / sqrtf((float)hs));
+}
+
+extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
+                                               const float *lse, const int *mask, int B, int T,
+                                               int NH, int NKV, int hs, cudaStream_t stream)
+{
+    if (B <= 0 || T <= 0) return;
+    int HS = flash_bucket(hs);
+    if (!HS) {
+        gemm_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, stream);
+        return;
+    }
+    float scale = 1.0f / sqrtf((float)hs);
+    /* D = rowsum(P * dP) per query, from the dq kernel to the dkv kernel */
+    float *drow = (float *)pw_cuda_scratch(sizeof(float) * (size_t)B * NH * T, stream);
+    int bkv = FLASH_BKV(HS);
+    dim3 gq((unsigned)((T + FLASH_BQ - 1) / FLASH_BQ), (unsigned)NH, (unsigned)B);
+    dim3 gk((unsigned)((T + bkv - 1) / bkv), (unsigned)NKV, (unsigned)B);
+    FLASH_LAUNCH(dq, HS, gq, FLASH_BQ, dqkv, drow, dout, qkv, lse, mask, T, NH, NKV, hs, scale);
+    FLASH_LAUNCH(dkv, HS, gk, bkv, dqkv, drow, dout, qkv, lse, mask, T, NH, NKV, hs, scale);
+    pw_cuda_scratch_free(drow, stream);
+}
+
+/* GPT-2's attention is the grouped case with a key and value head per query head, as on the
+ * CPU: qkv (B,T,3C) is [q heads | k heads | v heads] with hs = C / NH */
+extern "C" void pw_attention_forward_cuda(float *out, float *lse, const float *qkv, const int *mask,
+                                          int B, int T, int C, int NH, cudaStream_t stream)
+{
+    pw_attention_gqa_forward_cuda(out, lse, qkv, mask, B, T, NH, NH, C / NH, stream);
+}
+
+extern "C" void pw_attention_backward_cuda(float *dqkv, const float *dout, const float *qkv,
+                                           const float *lse, const int *mask, int B, int T, int C,
+                                           int NH, cudaStream_t stream)
+{
+    pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NH, C / NH, stream);
 }
