@@ -58,7 +58,7 @@ if [ "$SAN" != 0 ]; then
             set -- --setup san "$@"
         else
             set -- --setup san --suite kernels --suite algo --suite model --suite data \
-                --suite runtime --suite report --suite san --suite fuzz --no-suite placement
+                --suite runtime --suite report --suite san --suite fuzz --no-suite placement --no-suite emu
         fi
         meson test -C "$SAN_BUILD" --print-errorlogs --num-processes 2 "$@" || rc=1
         logs+=("$SAN_BUILD/meson-logs/testlog-san.json")

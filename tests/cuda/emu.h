@@ -1,30 +1,37 @@
-/* emu.h: runs CUDA kernels written in the C subset of CUDA (src/kernels/cuda/flash.cuh) on the
- * host, one POSIX thread per CUDA thread, so that their logic is tested on machines without a
- * GPU. What it emulates, and all it emulates: blockIdx, threadIdx, blockDim and gridDim (x, y,
- * z); __shared__ memory (a function-local static: the blocks of a launch run one after another,
- * so one copy serves them all); __syncthreads (a barrier of the block's threads that have not
- * returned, as the hardware counts them); and a launch over a grid. No warp intrinsics, no
- * atomics, no streams: a kernel that needs them is not for this harness.
+/* emu.h: runs CUDA kernels written in the C subset of CUDA (src/kernels/cuda/flash.cuh,
+ * sample_kernel.cuh) on the host, one coroutine (ucontext) per CUDA thread, so that their logic
+ * is tested on machines without a GPU. What it emulates, and all it emulates: blockIdx,
+ * threadIdx, blockDim and gridDim (x, y, z); __shared__ memory (a function-local static: the
+ * blocks of a launch run one after another, so one copy serves them all); __syncthreads (a
+ * barrier of the block's threads that have not returned, as the hardware counts them);
+ * __shfl_xor_sync of a float or a double over a whole warp (each lane posts its value, the warp
+ * meets, each reads its partner's, the warp meets again); atomicMin and atomicMax of an int;
+ * __float_as_uint and __uint_as_float; and a launch over a grid. No other intrinsics, no
+ * streams: a kernel that needs them is not for this harness.
  *
- * It is slow by design (a barrier wakes every thread of the block), so the shapes run under it
- * are small; it checks what a kernel computes, never how fast.
+ * It is slow (every barrier switches through every thread of the block), so the shapes run
+ * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
+ * not order cannot show: the threads run one at a time, in a fixed order.
  *
  * Include it before the kernel source, in one translation unit. */
 #ifndef PW_TEST_CUDA_EMU_H
 #define PW_TEST_CUDA_EMU_H
 
 #include <math.h>
-#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
 
 typedef struct EmuDim3 {
     unsigned int x, y, z;
 } EmuDim3;
 
-static _Thread_local EmuDim3 threadIdx, blockIdx;
-static EmuDim3 blockDim, gridDim;
+/* what the running thread sees; the scheduler sets them before it switches to a thread */
+static EmuDim3 threadIdx, blockIdx, blockDim, gridDim;
+static unsigned int emu_tid; /* the running thread's rank in its block */
 
 #define __global__
 #define __device__
@@ -33,95 +40,188 @@ static EmuDim3 blockDim, gridDim;
 #define __launch_bounds__(n)
 #define PW_UNROLL
 
+#define EMU_MAX_WARPS 32        /* 1024 threads a block */
+#define EMU_STACK (64u << 10)   /* bytes of stack an emulated thread */
+
+/* The threads of a block are coroutines on one host thread, switched only where a CUDA thread
+ * could have to wait for others (a barrier) or when one returns: cheap switches, and the same
+ * interleaving on every run. */
+typedef struct EmuThread {
+    ucontext_t ctx;
+    int done;
+} EmuThread;
+
+static ucontext_t emu_sched;
+static EmuThread *emu_threads;
+static void (*emu_body)(void *);
+static void *emu_arg;
+
+static inline void emu_yield(void) { swapcontext(&emu_threads[emu_tid].ctx, &emu_sched); }
+
 /* A barrier over `alive` threads, where a thread that returns from the kernel leaves it (so
  * the others are not kept waiting for it, as on the GPU). */
 typedef struct EmuBarrier {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
     int alive, arrived;
     unsigned long gen;
 } EmuBarrier;
 
-static void emu_barrier_release(EmuBarrier *b)
-{
-    b->arrived = 0;
-    b->gen++;
-    pthread_cond_broadcast(&b->cv);
-}
+static EmuBarrier emu_block_bar, emu_warp_bar[EMU_MAX_WARPS];
 
-static void emu_barrier_wait(EmuBarrier *b)
+static inline void emu_barrier_wait(EmuBarrier *b)
 {
-    pthread_mutex_lock(&b->mu);
     unsigned long gen = b->gen;
-    if (++b->arrived >= b->alive)
-        emu_barrier_release(b);
-    else
-        while (gen == b->gen) pthread_cond_wait(&b->cv, &b->mu);
-    pthread_mutex_unlock(&b->mu);
-}
-
-static void emu_barrier_leave(EmuBarrier *b)
-{
-    pthread_mutex_lock(&b->mu);
-    b->alive--;
-    if (b->arrived > 0 && b->arrived >= b->alive) emu_barrier_release(b);
-    pthread_mutex_unlock(&b->mu);
-}
-
-static EmuBarrier emu_block_bar = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
-static EmuBarrier emu_launch_bar = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
-
-static void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
-
-typedef struct EmuLaunch {
-    void (*body)(void *);
-    void *arg;
-    unsigned int tid;
-} EmuLaunch;
-
-static void *emu_thread(void *p)
-{
-    EmuLaunch *l = p;
-    unsigned int tid = l->tid, bx = blockDim.x, by = blockDim.y;
-    threadIdx = (EmuDim3){tid % bx, tid / bx % by, tid / (bx * by)};
-    unsigned long nblocks = (unsigned long)gridDim.x * gridDim.y * gridDim.z;
-    for (unsigned long i = 0; i < nblocks; i++) {
-        blockIdx = (EmuDim3){(unsigned int)(i % gridDim.x), (unsigned int)(i / gridDim.x % gridDim.y),
-                             (unsigned int)(i / ((unsigned long)gridDim.x * gridDim.y))};
-        l->body(l->arg);
-        emu_barrier_leave(&emu_block_bar);
-        /* every thread is done with block i: one of them readies the barrier for block i + 1 */
-        emu_barrier_wait(&emu_launch_bar);
-        if (tid == 0) emu_block_bar.alive = (int)(blockDim.x * blockDim.y * blockDim.z);
-        emu_barrier_wait(&emu_launch_bar);
+    if (++b->arrived >= b->alive) {
+        b->arrived = 0;
+        b->gen++;
+        return;
     }
-    return NULL;
+    while (gen == b->gen) emu_yield();
 }
 
-/* Run `body(arg)` (a call of the kernel with its arguments) as a grid of blocks; returns when
- * every block has run. */
-static void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)
+static inline void emu_barrier_leave(EmuBarrier *b)
+{
+    b->alive--;
+    if (b->arrived > 0 && b->arrived >= b->alive) {
+        b->arrived = 0;
+        b->gen++;
+    }
+}
+
+static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
+
+/* the threads of warp w in a block of n: 32, or fewer in a last partial warp */
+static inline int emu_warp_size(unsigned int w, unsigned int n)
+{
+    unsigned int left = n - w * 32;
+    return (int)(left < 32 ? left : 32);
+}
+
+/* Each lane's value through a per-warp board: post, meet, read the partner's, meet (so that
+ * the board is free for the next exchange). Doubles carry floats exactly. */
+static double emu_board[EMU_MAX_WARPS][32];
+
+static inline double emu_shfl_xor(double v, int lane_mask)
+{
+    unsigned int w = emu_tid / 32, lane = emu_tid % 32, from = lane ^ (unsigned int)lane_mask;
+    emu_board[w][lane] = v;
+    emu_barrier_wait(&emu_warp_bar[w]);
+    if ((int)from >= emu_warp_size(w, blockDim.x * blockDim.y * blockDim.z)) {
+        fprintf(stderr, "emu: __shfl_xor_sync reads lane %u of a partial warp\n", from);
+        exit(1);
+    }
+    double r = emu_board[w][from];
+    emu_barrier_wait(&emu_warp_bar[w]);
+    return r;
+}
+
+static inline float emu_shfl_xor_f(unsigned int mask, float v, int o)
+{
+    (void)mask;
+    return (float)emu_shfl_xor(v, o);
+}
+
+static inline double emu_shfl_xor_d(unsigned int mask, double v, int o)
+{
+    (void)mask;
+    return emu_shfl_xor(v, o);
+}
+
+#define __shfl_xor_sync(mask, v, o)                                                              \
+    _Generic((v), float: emu_shfl_xor_f, double: emu_shfl_xor_d)(mask, v, o)
+
+/* one thread runs at a time and none is switched inside these: they are atomic as written */
+static inline int atomicMax(int *p, int v)
+{
+    int old = *p;
+    if (v > old) *p = v;
+    return old;
+}
+
+static inline int atomicMin(int *p, int v)
+{
+    int old = *p;
+    if (v < old) *p = v;
+    return old;
+}
+
+static inline uint32_t __float_as_uint(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float __uint_as_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* a thread's life: the kernel, then out of the block's barriers; returning resumes the
+ * scheduler (uc_link) */
+static void emu_entry(void)
+{
+    emu_body(emu_arg);
+    emu_barrier_leave(&emu_block_bar);
+    emu_barrier_leave(&emu_warp_bar[emu_tid / 32]);
+    emu_threads[emu_tid].done = 1;
+}
+
+static inline void emu_set_thread(unsigned int tid)
+{
+    emu_tid = tid;
+    threadIdx = (EmuDim3){tid % blockDim.x, tid / blockDim.x % blockDim.y,
+                          tid / (blockDim.x * blockDim.y)};
+}
+
+/* Run `body(arg)` (a call of the kernel with its arguments) as a grid of blocks, one block
+ * after another, its threads taken in turn until each has returned. */
+static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)
 {
     unsigned int n = block.x * block.y * block.z;
+    if (n == 0 || n > 32 * EMU_MAX_WARPS) {
+        fprintf(stderr, "emu_launch: %u threads a block (1 to %d)\n", n, 32 * EMU_MAX_WARPS);
+        exit(1);
+    }
     gridDim = grid;
     blockDim = block;
-    emu_block_bar.alive = emu_launch_bar.alive = (int)n;
-    pthread_t *th = malloc(sizeof(pthread_t) * n);
-    EmuLaunch *ls = malloc(sizeof(EmuLaunch) * n);
-    if (!th || !ls) {
+    emu_body = body;
+    emu_arg = arg;
+    emu_threads = calloc(n, sizeof(EmuThread));
+    char *stacks = malloc((size_t)n * EMU_STACK);
+    if (!emu_threads || !stacks) {
         fprintf(stderr, "emu_launch: out of memory for %u threads\n", n);
         exit(1);
     }
-    for (unsigned int i = 0; i < n; i++) {
-        ls[i] = (EmuLaunch){body, arg, i};
-        if (pthread_create(&th[i], NULL, emu_thread, &ls[i])) {
-            fprintf(stderr, "emu_launch: cannot start thread %u of %u\n", i, n);
-            exit(1);
+    unsigned long nblocks = (unsigned long)grid.x * grid.y * grid.z;
+    for (unsigned long i = 0; i < nblocks; i++) {
+        blockIdx = (EmuDim3){(unsigned int)(i % grid.x), (unsigned int)(i / grid.x % grid.y),
+                             (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
+        emu_block_bar = (EmuBarrier){(int)n, 0, 0};
+        for (unsigned int w = 0; w * 32 < n; w++)
+            emu_warp_bar[w] = (EmuBarrier){emu_warp_size(w, n), 0, 0};
+        for (unsigned int t = 0; t < n; t++) {
+            EmuThread *th = &emu_threads[t];
+            th->done = 0;
+            getcontext(&th->ctx);
+            th->ctx.uc_stack.ss_sp = stacks + (size_t)t * EMU_STACK;
+            th->ctx.uc_stack.ss_size = EMU_STACK;
+            th->ctx.uc_link = &emu_sched;
+            makecontext(&th->ctx, emu_entry, 0);
+        }
+        for (unsigned int left = n; left > 0;) {
+            left = 0;
+            for (unsigned int t = 0; t < n; t++) {
+                if (emu_threads[t].done) continue;
+                emu_set_thread(t);
+                swapcontext(&emu_sched, &emu_threads[t].ctx);
+                left += !emu_threads[t].done;
+            }
         }
     }
-    for (unsigned int i = 0; i < n; i++) pthread_join(th[i], NULL);
-    free(th);
-    free(ls);
+    free(stacks);
+    free(emu_threads);
 }
 
 #endif

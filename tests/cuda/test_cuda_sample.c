@@ -9,36 +9,18 @@
 
 #include "cutest.h"
 #include "pw_rng.h"
+#include "sample_case.h"
 
 static void run(int n, int V, int ld, PwSampleConfig sc, unsigned long long *rng)
 {
     printf("n=%d V=%d ld=%d T=%g top_k=%d top_p=%g\n", n, V, ld, (double)sc.temperature,
            sc.top_k, (double)sc.top_p);
-    float *logits = cu_randn((size_t)n * ld, 3.0, rng);
-    for (int i = 0; i < n; i++) {
-        float *x = logits + (size_t)i * ld;
-        for (int v = V; v < ld; v++) x[v] = NAN;
-        switch (i % 6) {
-        case 1: /* ties: a grid of 9 values */
-            for (int v = 0; v < V; v++) x[v] = 0.5f * (float)((int)(x[v] * 1.3f) % 5);
-            break;
-        case 2: /* ruled-out tokens */
-            for (int v = 0; v < V; v += 3) x[v] = -INFINITY;
-            break;
-        case 3: x[(i * 7919) % V] += 40.0f; break; /* peaked */
-        case 4:
-            for (int v = 0; v < V; v++) x[v] = -2.0f; /* flat */
-            break;
-        case 5:
-            for (int v = 0; v < V; v++) x[v] += 500.0f; /* far from 0 */
-            break;
-        default: break;
-        }
-    }
+    float *logits = cu_host(sizeof(float) * (size_t)n * ld);
+    sample_case_logits(logits, n, V, ld, rng);
     int *rows = cu_host(sizeof(int) * n);
-    for (int i = 0; i < n; i++) rows[i] = (i * 5 + 3) % n; /* a permutation when gcd(5, n) = 1 */
     uint64_t *streams = cu_host(sizeof(uint64_t) * n), *want_st = cu_host(sizeof(uint64_t) * n);
-    for (int i = 0; i < n; i++) streams[i] = want_st[i] = pw_sample_stream(99, (uint64_t)i);
+    sample_case_rows(rows, streams, n);
+    for (int i = 0; i < n; i++) want_st[i] = streams[i];
     int *tok = cu_host(sizeof(int) * n);
     float *lp = cu_host(sizeof(float) * n), *lpf = cu_host(sizeof(float) * n);
     pw_sample_rows(logits, ld, n, V, rows, &sc, want_st, tok, lp, lpf);
@@ -119,14 +101,10 @@ int main(void)
 {
     cu_require_gpu("test_cuda_sample");
     unsigned long long rng = 23;
-    const PwSampleConfig plain = {1.0f, 0, 1.0f}, hot = {1.7f, 0, 1.0f}, topk = {0.7f, 50, 1.0f},
-                         topp = {1.0f, 0, 0.9f}, both = {1.3f, 40, 0.8f}, k1 = {1.0f, 1, 1.0f},
-                         p_small = {1.0f, 0, 0.05f};
-    const PwSampleConfig *all[] = {&plain, &hot, &topk, &topp, &both, &k1, &p_small};
-    for (size_t c = 0; c < sizeof all / sizeof *all; c++) {
-        run(64, 50257, 50304, *all[c], &rng);
-        run(37, 1000, 1000, *all[c], &rng);
-        run(7, 7, 64, *all[c], &rng); /* fewer logits than threads */
+    for (int c = 0; c < SAMPLE_CASE_NCONFIGS; c++) {
+        run(64, 50257, 50304, sample_case_configs[c], &rng);
+        run(37, 1000, 1000, sample_case_configs[c], &rng);
+        run(7, 7, 64, sample_case_configs[c], &rng); /* fewer logits than threads */
     }
     run_record(300, 16, 1, &rng); /* more rows than a block's threads */
     run_record(5, 4, 0, &rng);

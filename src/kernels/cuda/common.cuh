@@ -1,4 +1,4 @@
-/* common.cuh: what the CUDA kernel files share (private): warp and block reductions, launch
+/* common.cuh: what the CUDA kernel files share (private): warp reductions (warp.cuh), launch
  * sizes, the cuBLAS handle of a stream, and the deterministic column sum behind dbias/dweight. */
 #ifndef PW_CUDA_COMMON_CUH
 #define PW_CUDA_COMMON_CUH
@@ -9,8 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "pw_cuda_check.h"
-
-#define PW_WARP 32
+#include "warp.cuh"
 
 /* Elementwise kernels use grid-stride loops over size_t, so a grid of at most this many
  * blocks covers any n; enough blocks to fill any current GPU many times over. */
@@ -21,24 +20,6 @@ static inline unsigned int pw_ew_blocks(size_t n)
 {
     size_t b = (n + PW_EW_THREADS - 1) / PW_EW_THREADS;
     return (unsigned int)(b < PW_EW_MAX_BLOCKS ? b : PW_EW_MAX_BLOCKS);
-}
-
-__device__ __forceinline__ float pw_warp_sum(float x)
-{
-    for (int o = PW_WARP / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
-}
-
-__device__ __forceinline__ double pw_warp_sum_d(double x)
-{
-    for (int o = PW_WARP / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
-}
-
-__device__ __forceinline__ float pw_warp_max(float x)
-{
-    for (int o = PW_WARP / 2; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-    return x;
 }
 
 /* The handle bound to this stream (context.cu), and the compute type of the fp32 GEMMs. */
