@@ -6,7 +6,8 @@
  * barrier of the block's threads that have not returned, as the hardware counts them);
  * __shfl_xor_sync of a float or a double over a whole warp (each lane posts its value, the warp
  * meets, each reads its partner's, the warp meets again); atomicMin and atomicMax of an int;
- * __float_as_uint and __uint_as_float; and a launch over a grid. No other intrinsics, no
+ * __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); and a launch
+ * over a grid. No other intrinsics, no
  * streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
@@ -39,6 +40,15 @@ static unsigned int emu_tid; /* the running thread's rank in its block */
 #define __shared__ static
 #define __launch_bounds__(n)
 #define PW_UNROLL
+/* dynamic shared memory: the bytes emu_launch_smem was given */
+#define PW_DYN_SMEM(type, name) type *name = (type *)emu_dyn_smem
+
+/* CUDA's 16-byte vector of unsigned ints (read through a cast pointer: build with
+ * -fno-strict-aliasing) */
+typedef struct uint4 {
+    _Alignas(16) unsigned int x;
+    unsigned int y, z, w;
+} uint4;
 
 #define EMU_MAX_WARPS 32        /* 1024 threads a block */
 #define EMU_STACK (64u << 10)   /* bytes of stack an emulated thread */
@@ -54,6 +64,7 @@ typedef struct EmuThread {
 static ucontext_t emu_sched;
 static EmuThread *emu_threads;
 static void (*emu_body)(void *);
+static void *emu_dyn_smem;
 static void *emu_arg;
 
 static inline void emu_yield(void) { swapcontext(&emu_threads[emu_tid].ctx, &emu_sched); }
@@ -176,8 +187,10 @@ static inline void emu_set_thread(unsigned int tid)
 }
 
 /* Run `body(arg)` (a call of the kernel with its arguments) as a grid of blocks, one block
- * after another, its threads taken in turn until each has returned. */
-static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)
+ * after another, its threads taken in turn until each has returned; smem bytes of dynamic
+ * shared memory (PW_DYN_SMEM), poisoned with NaN at each block. */
+static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
+                                   void (*body)(void *), void *arg)
 {
     unsigned int n = block.x * block.y * block.z;
     if (n == 0 || n > 32 * EMU_MAX_WARPS) {
@@ -190,7 +203,8 @@ static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *),
     emu_arg = arg;
     emu_threads = calloc(n, sizeof(EmuThread));
     char *stacks = malloc((size_t)n * EMU_STACK);
-    if (!emu_threads || !stacks) {
+    emu_dyn_smem = malloc(smem ? smem : 1);
+    if (!emu_threads || !stacks || !emu_dyn_smem) {
         fprintf(stderr, "emu_launch: out of memory for %u threads\n", n);
         exit(1);
     }
@@ -198,6 +212,7 @@ static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *),
     for (unsigned long i = 0; i < nblocks; i++) {
         blockIdx = (EmuDim3){(unsigned int)(i % grid.x), (unsigned int)(i / grid.x % grid.y),
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
+        memset(emu_dyn_smem, 0xff, smem);
         emu_block_bar = (EmuBarrier){(int)n, 0, 0};
         for (unsigned int w = 0; w * 32 < n; w++)
             emu_warp_bar[w] = (EmuBarrier){emu_warp_size(w, n), 0, 0};
@@ -222,6 +237,12 @@ static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *),
     }
     free(stacks);
     free(emu_threads);
+    free(emu_dyn_smem);
+}
+
+static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)
+{
+    emu_launch_smem(grid, block, 0, body, arg);
 }
 
 #endif

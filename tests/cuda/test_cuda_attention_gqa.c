@@ -57,13 +57,13 @@ static DevPass upload_pass(const CacheCase *cc)
     return d;
 }
 
-static void run_cache(int NH, int NKV, int hs, unsigned long long *rng)
+static void run_cache(int NH, int NKV, int hs, int lng, unsigned long long *rng)
 {
     printf("KV cache NH=%d NKV=%d hs=%d\n", NH, NKV, hs);
     CacheCase cc;
-    cache_case_make_gqa(&cc, rng, NH, NKV, hs);
-    const int T = CC_MAXT, N = cc.N, C = NH * hs;
-    const size_t cache = (size_t)CC_MAXB * NKV * T * hs, cb = cache * sizeof(float);
+    cache_case_make_any(&cc, rng, NH, NKV, hs, lng);
+    const int T = cc.maxT, N = cc.N, C = NH * hs;
+    const size_t cache = (size_t)cc.maxB * NKV * T * hs, cb = cache * sizeof(float);
     float *K = cu_copy(cc.k0, cache), *V = cu_copy(cc.v0, cache);
     float *out = cu_host((size_t)N * C * sizeof(float));
     float *scores = cu_host((size_t)cc.nseg * NH * T * sizeof(float));
@@ -81,13 +81,13 @@ static void run_cache(int NH, int NKV, int hs, unsigned long long *rng)
 }
 
 /* the bfloat16 cache: the CPU's bf16 kernel is the reference, its old slots the same bits */
-static void run_cache_bf16(int NH, int NKV, int hs, unsigned long long *rng)
+static void run_cache_bf16(int NH, int NKV, int hs, int lng, unsigned long long *rng)
 {
     printf("bfloat16 KV cache NH=%d NKV=%d hs=%d\n", NH, NKV, hs);
     CacheCase cc;
-    cache_case_make_gqa(&cc, rng, NH, NKV, hs);
-    const int T = CC_MAXT, N = cc.N, C = NH * hs;
-    const size_t cache = (size_t)CC_MAXB * NKV * T * hs, cb = cache * sizeof(uint16_t);
+    cache_case_make_any(&cc, rng, NH, NKV, hs, lng);
+    const int T = cc.maxT, N = cc.N, C = NH * hs;
+    const size_t cache = (size_t)cc.maxB * NKV * T * hs, cb = cache * sizeof(uint16_t);
     uint16_t *K = cu_host(cb), *V = cu_host(cb), *gK = cu_host(cb), *gV = cu_host(cb);
     for (size_t i = 0; i < cache; i++) {
         K[i] = pw_bf16_from_f32(cc.k0[i]);
@@ -132,12 +132,14 @@ int main(void)
     }
     pw_cuda_set_flash(1);
     run(1, 100, 2, 1, 160, pads, 1, 0, &rng); /* above 128: the GEMM path whatever the switch */
-    run_cache(6, 2, 5, &rng);
-    run_cache(9, 3, 64, &rng);
-    run_cache(4, 4, 8, &rng);
-    run_cache_bf16(6, 2, 5, &rng);  /* hs not a multiple of 8: element by element */
-    run_cache_bf16(9, 3, 64, &rng); /* 16-byte reads of the keys */
-    run_cache_bf16(4, 4, 8, &rng);
+    run_cache(6, 2, 5, 0, &rng);
+    run_cache(9, 3, 64, 0, &rng);
+    run_cache(4, 4, 8, 0, &rng);
+    run_cache(4, 2, 64, 1, &rng); /* 300 keys: the online softmax over three tiles */
+    run_cache_bf16(6, 2, 5, 0, &rng);  /* hs not a multiple of 8: element by element */
+    run_cache_bf16(9, 3, 64, 0, &rng); /* 16-byte reads of the keys */
+    run_cache_bf16(4, 4, 8, 0, &rng);
+    run_cache_bf16(4, 2, 64, 1, &rng);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_gqa");
 }

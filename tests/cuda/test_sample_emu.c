@@ -51,7 +51,8 @@ static void run(int n, int V, int ld, PwSampleConfig sc, unsigned long long *rng
     emu_launch((EmuDim3){(unsigned)n, 1, 1}, (EmuDim3){SAMPLE_THREADS, 1, 1}, body, &a);
     int diff = 0, moved = 0;
     for (int i = 0; i < n; i++) diff += etok[i] != tok[i], moved += est[i] != st[i];
-    double e_lp = pw_max_rel_err_ff(elp, lp, n, 1e-6), e_lpf = pw_max_rel_err_ff(elpf, lpf, n, 1e-6);
+    double e_lp = pw_max_rel_err_ff(elp, lp, n, 1e-6);
+    double e_lpf = pw_max_rel_err_ff(elpf, lpf, n, 1e-6);
     printf("n=%d V=%d ld=%d T=%g top_k=%d top_p=%g: tokens differ %d, logp %.2e, logp_full %.2e\n",
            n, V, ld, (double)sc.temperature, sc.top_k, (double)sc.top_p, diff, e_lp, e_lpf);
     CHECK(diff == 0, "%d of %d tokens differ from the CPU's", diff, n);

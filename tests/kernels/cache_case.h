@@ -12,6 +12,7 @@ typedef struct CacheCase {
     int seg_row[CC_NSEG], seg_off[CC_NSEG + 1], seg_slot0[CC_NSEG];
     int nseg, N;
     int NH, NKV, hs;       /* query heads, key/value heads, head size */
+    int maxB, maxT;        /* the cache's rows and slots: CC_MAXB, CC_MAXT but in the long case */
     float *qkv;            /* (N, (NH + 2 NKV) hs) */
     float *k0, *v0;        /* (maxB, NKV, maxT, hs): the cache before the pass */
 } CacheCase;
@@ -26,6 +27,7 @@ static inline void cache_case_make_gqa(CacheCase *c, unsigned long long *rng, in
     c->nseg = CC_NSEG;
     c->N = 0;
     c->NH = NH, c->NKV = NKV, c->hs = hs;
+    c->maxB = CC_MAXB, c->maxT = CC_MAXT;
     for (int s = 0; s < CC_NSEG; s++) {
         c->seg_row[s] = rows[s];
         c->seg_slot0[s] = slot0[s];
@@ -37,6 +39,34 @@ static inline void cache_case_make_gqa(CacheCase *c, unsigned long long *rng, in
     c->qkv = kref_randn((size_t)c->N * (NH + 2 * NKV) * hs, 1.0, rng);
     c->k0 = kref_randn(cache, 1.0, rng);
     c->v0 = kref_randn(cache, 1.0, rng);
+}
+
+/* The long case: more keys than a GPU block has threads, so that the online softmax runs over
+ * several tiles. Row 0 prefills 150 tokens into an empty cache of 300 slots; row 1 appends one
+ * token after 299 cached ones (the last slot). cache_case_ref does not take it. */
+static inline void cache_case_make_long(CacheCase *c, unsigned long long *rng, int NH, int NKV,
+                                        int hs)
+{
+    c->nseg = 2;
+    c->NH = NH, c->NKV = NKV, c->hs = hs;
+    c->maxB = 2, c->maxT = 300;
+    c->seg_row[0] = 0, c->seg_slot0[0] = 0, c->seg_off[0] = 0;
+    c->seg_row[1] = 1, c->seg_slot0[1] = 299, c->seg_off[1] = 150;
+    c->N = c->seg_off[2] = 151;
+    size_t cache = (size_t)c->maxB * c->maxT * NKV * hs;
+    c->qkv = kref_randn((size_t)c->N * (NH + 2 * NKV) * hs, 1.0, rng);
+    c->k0 = kref_randn(cache, 1.0, rng);
+    c->v0 = kref_randn(cache, 1.0, rng);
+}
+
+/* the long case or the standard one */
+static inline void cache_case_make_any(CacheCase *c, unsigned long long *rng, int NH, int NKV,
+                                       int hs, int lng)
+{
+    if (lng)
+        cache_case_make_long(c, rng, NH, NKV, hs);
+    else
+        cache_case_make_gqa(c, rng, NH, NKV, hs);
 }
 
 /* the multi-head case: CC_NH heads of CC_HS, qkv (N, 3C) */

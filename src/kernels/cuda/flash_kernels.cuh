@@ -14,8 +14,9 @@
  *
  * FLASH_HS is the head size the kernels are compiled for (32, 64 or 128; a head of hs <= FLASH_HS
  * floats runs in the kernels of the smallest bucket that holds it, the rest of the bucket being
- * zeros): flash.cuh includes this file once per bucket, and every kernel's name ends in it. Per-thread
- * arrays of FLASH_HS floats are indexed by unrolled loops only, so they stay in registers.
+ * zeros): flash.cuh includes this file once per bucket, and every kernel's name ends in it.
+ * Per-thread arrays of FLASH_HS floats are indexed by unrolled loops only, so they stay in
+ * registers.
  *
  * Work split, one thread per row throughout (no cross-thread reductions, so nothing but
  * barriers to emulate and every sum in a fixed order, bit-reproducible):

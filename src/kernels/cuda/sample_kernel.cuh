@@ -5,11 +5,12 @@
  * (or emu.h) defines.
  *
  * Nothing of V size is stored. The CPU sorts and walks; here every choice is a threshold on an
- * order-preserving integer key of the logit, found bit by bit from the top (the k-th largest logit for top-k; for top-p the largest
- * probability whose tokens at least as probable hold the mass p), so the kept sets are the
- * CPU's: neither separates equal logits. The draw walks token ids in order like the CPU, each
- * thread its own run of ids after a scan of the runs' masses. Sums are in double as on the CPU;
- * their order differs, so a draw within rounding (1e-16) of a boundary could fall the other way. */
+ * order-preserving integer key of the logit, found bit by bit from the top (the k-th largest logit
+ * for top-k; for top-p the largest probability whose tokens at least as probable hold the mass p),
+ * so the kept sets are the CPU's: neither separates equal logits. The draw walks token ids in
+ * order like the CPU, each thread its own run of ids after a scan of the runs' masses. Sums are in
+ * double as on the CPU; their order differs, so a draw within rounding (1e-16) of a boundary could
+ * fall the other way. */
 #ifndef PW_SAMPLE_KERNEL_CUH
 #define PW_SAMPLE_KERNEL_CUH
 

@@ -1,0 +1,28 @@
+/* attention_cache.cuh: the KV-cache attention kernels (attention_cache_kernels.cuh) for both slot
+ * types: pw_cache_{store,attend}_{f32,bf16}. Included by attention_cache.cu, and compiled as C on
+ * the host by tests/cuda/test_cache_emu.c. */
+#ifndef PW_ATTENTION_CACHE_CUH
+#define PW_ATTENTION_CACHE_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include "warp.cuh"
+
+#define CACHE_S float
+#define CACHE_FN(name) pw_##name##_f32
+#define CACHE_BF16 0
+#include "attention_cache_kernels.cuh"
+#undef CACHE_S
+#undef CACHE_FN
+#undef CACHE_BF16
+
+#define CACHE_S uint16_t
+#define CACHE_FN(name) pw_##name##_bf16
+#define CACHE_BF16 1
+#include "attention_cache_kernels.cuh"
+#undef CACHE_S
+#undef CACHE_FN
+#undef CACHE_BF16
+
+#endif

@@ -1,0 +1,122 @@
+/* test_cache_emu.c: the GPU's KV-cache attention kernels (src/kernels/cuda/
+ * attention_cache_kernels.cuh: the store and the per-(token, head) online softmax), the very
+ * source nvcc compiles, built here as C and run under the host emulation of emu.h against the
+ * CPU's pw_attention_cache_gqa_forward and its bfloat16 twin on cuda_attention_gqa's cache case
+ * (a 9-token prefill into an empty row, three decode tokens, one reaching the last slot, a row
+ * left alone), and on the long case (up to 300 keys: the online softmax over several tiles of
+ * 128): the caches after the pass bit for bit, the output within 1e-5. Heads of 5 (bf16
+ * keys read element by element), 8 and 64 (16 bytes at a time), 160 (more threads than 128);
+ * groups of 1 to 3. Needs no GPU. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+#include "attention_cache.cuh"
+
+#include "kernels/cache_case.h"
+#include "pw_bf16.h"
+#include "pw_kernels.h"
+#include "pw_test.h"
+
+typedef struct Args {
+    void *k, *v;
+    float *out;
+    const CacheCase *cc;
+    int bf16;
+} Args;
+
+static void store(void *p)
+{
+    Args *a = p;
+    const CacheCase *c = a->cc;
+    if (a->bf16)
+        pw_cache_store_bf16(a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0, c->nseg,
+                            c->N, c->maxT, c->NH, c->NKV, c->hs);
+    else
+        pw_cache_store_f32(a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0, c->nseg,
+                           c->N, c->maxT, c->NH, c->NKV, c->hs);
+}
+
+static void attend(void *p)
+{
+    Args *a = p;
+    const CacheCase *c = a->cc;
+    float scale = 1.0f / sqrtf((float)c->hs);
+    if (a->bf16)
+        pw_cache_attend_bf16(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0,
+                             c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+    else
+        pw_cache_attend_f32(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0,
+                            c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+}
+
+static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *rng)
+{
+    CacheCase cc;
+    cache_case_make_any(&cc, rng, NH, NKV, hs, lng);
+    const int N = cc.N, C = NH * hs, T = cc.maxT;
+    const size_t cache = (size_t)cc.maxB * NKV * T * hs, es = bf16 ? 2 : 4;
+    /* 16-byte aligned, as the model's one allocation is */
+    void *K = aligned_alloc(16, cache * es + 16), *V = aligned_alloc(16, cache * es + 16);
+    void *eK = aligned_alloc(16, cache * es + 16), *eV = aligned_alloc(16, cache * es + 16);
+    for (size_t i = 0; i < cache; i++) {
+        if (bf16) {
+            ((uint16_t *)K)[i] = pw_bf16_from_f32(cc.k0[i]);
+            ((uint16_t *)V)[i] = pw_bf16_from_f32(cc.v0[i]);
+        } else {
+            ((float *)K)[i] = cc.k0[i];
+            ((float *)V)[i] = cc.v0[i];
+        }
+    }
+    memcpy(eK, K, cache * es);
+    memcpy(eV, V, cache * es);
+    float *out = malloc(sizeof(float) * N * C), *eout = malloc(sizeof(float) * N * C);
+    float *scores = malloc(sizeof(float) * cc.nseg * NH * T);
+    for (int i = 0; i < N * C; i++) eout[i] = NAN;
+    if (bf16)
+        pw_attention_cache_gqa_forward_bf16(out, K, V, scores, cc.qkv, cc.seg_row, cc.seg_off,
+                                            cc.seg_slot0, cc.nseg, N, T, NH, NKV, hs);
+    else
+        pw_attention_cache_gqa_forward(out, K, V, scores, cc.qkv, cc.seg_row, cc.seg_off,
+                                       cc.seg_slot0, cc.nseg, N, T, NH, NKV, hs);
+
+    /* the launch geometry of attention_cache.cu */
+    Args a = {eK, eV, eout, &cc, bf16};
+    unsigned total = (unsigned)(N * NKV * hs), threads = hs > 128 ? (hs + 31) / 32 * 32 : 128;
+    emu_launch((EmuDim3){(total + 255) / 256, 1, 1}, (EmuDim3){256, 1, 1}, store, &a);
+    emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1}, (EmuDim3){threads, 1, 1},
+                    (hs + threads + 32) * sizeof(float), attend, &a);
+    int same = !memcmp(eK, K, cache * es) && !memcmp(eV, V, cache * es);
+    double e = pw_max_rel_err_ff(eout, out, (size_t)N * C, 1e-6);
+    printf("%s cache NH=%d NKV=%d hs=%d T=%d: caches %s, output rel err %.2e\n",
+           bf16 ? "bfloat16" : "float32", NH, NKV, hs, T, same ? "equal" : "DIFFER", e);
+    CHECK(same, "%s cache NH=%d NKV=%d hs=%d: the slots differ from the CPU's",
+          bf16 ? "bfloat16" : "float32", NH, NKV, hs);
+    CHECK(e <= 1e-5, "attention output: rel err %.3g", e);
+    free(K);
+    free(V);
+    free(eK);
+    free(eV);
+    free(out);
+    free(eout);
+    free(scores);
+    cache_case_free(&cc);
+}
+
+int main(void)
+{
+    unsigned long long rng = 2611;
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        run(6, 2, 5, bf16, 0, &rng);
+        run(9, 3, 64, bf16, 0, &rng);
+        run(4, 4, 8, bf16, 0, &rng);
+        run(2, 1, 160, bf16, 0, &rng);
+        run(4, 2, 64, bf16, 1, &rng); /* 300 keys: three tiles of 128 */
+        run(3, 3, 5, bf16, 1, &rng);
+    }
+    return pw_test_done("cache_emu");
+}
