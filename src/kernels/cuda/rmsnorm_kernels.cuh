@@ -1,0 +1,55 @@
+/* rmsnorm_kernels.cuh: RMSNorm forward and backward: one warp per row, sums in double; the terms
+ * of dweight for the column sum (launched by rmsnorm.cu, the twin of cpu/rmsnorm.c). Written in
+ * the C subset of CUDA, so that tests/cuda/test_kernels_emu.c compiles this very file on the host
+ * and runs it under tests/cuda/emu.h against the CPU kernel. */
+#ifndef PW_RMSNORM_KERNELS_CUH
+#define PW_RMSNORM_KERNELS_CUH
+
+#include <math.h>
+#include <stddef.h>
+
+#include "warp.cuh"
+
+#define RMS_ROWS_PER_BLOCK 8 /* warps per block of 256 threads */
+
+__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp,
+                                       const float *weight, int N, int C, float eps)
+{
+    int row = blockIdx.x * RMS_ROWS_PER_BLOCK + threadIdx.x / PW_WARP;
+    int lane = threadIdx.x % PW_WARP;
+    if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
+    const float *x = inp + (size_t)row * C;
+    float *o = out + (size_t)row * C;
+    double ss = 0.0;
+    for (int c = lane; c < C; c += PW_WARP) ss += (double)x[c] * x[c];
+    float s = (float)(1.0 / sqrt(pw_warp_sum_d(ss) / C + (double)eps));
+    for (int c = lane; c < C; c += PW_WARP) o[c] = x[c] * s * weight[c];
+    if (lane == 0 && rstd) rstd[row] = s;
+}
+
+/* dx = s (w dout - x s^2 mean(w dout x)); accumulated */
+__global__ void rmsnorm_dinp_kernel(float *dinp, const float *dout, const float *inp,
+                                    const float *weight, const float *rstd, int N, int C)
+{
+    int row = blockIdx.x * RMS_ROWS_PER_BLOCK + threadIdx.x / PW_WARP;
+    int lane = threadIdx.x % PW_WARP;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C, *d = dout + (size_t)row * C;
+    float *g = dinp + (size_t)row * C;
+    float s = rstd[row];
+    double dot = 0.0;
+    for (int c = lane; c < C; c += PW_WARP) dot += (double)weight[c] * d[c] * x[c];
+    float k = (float)(pw_warp_sum_d(dot) / C) * s * s;
+    for (int c = lane; c < C; c += PW_WARP) g[c] += s * (weight[c] * d[c] - x[c] * k);
+}
+
+/* the terms of dweight, x s dout, laid out as the rows, for the column sum */
+__global__ void rmsnorm_dw_terms_kernel(float *terms, const float *dout, const float *inp,
+                                        const float *rstd, int C, size_t n)
+{
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (size_t)gridDim.x * blockDim.x)
+        terms[e] = inp[e] * rstd[e / C] * dout[e];
+}
+
+#endif

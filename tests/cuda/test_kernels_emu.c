@@ -1,0 +1,263 @@
+/* test_kernels_emu.c: the GPU's row kernels of the Llama family and of the log-probs (the
+ * sources nvcc compiles: logprobs_kernels.cuh, rmsnorm_kernels.cuh, rope_kernels.cuh,
+ * swiglu_kernels.cuh) built here as C and run under the host emulation of emu.h, with the launch
+ * geometry of their .cu files, against the CPU kernels on the same random data, within 1e-5:
+ * log-probs and entropies of rows ld apart (NaN in the padding columns, a skipped row, a -inf
+ * logit), their backward written in place over the logits, cross-entropy; RMSNorm forward and
+ * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
+ * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate.
+ * Needs no GPU. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sincos, as CUDA has it */
+#endif
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+#include "logprobs_kernels.cuh"
+#include "rmsnorm_kernels.cuh"
+#include "rope_kernels.cuh"
+#include "swiglu_kernels.cuh"
+
+#include "pw_kernels.h"
+#include "pw_test.h"
+
+#define TOL 1e-5
+#define EW_THREADS 256 /* PW_EW_THREADS of common.cuh: the elementwise kernels' blocks */
+
+static float *randn(size_t n, double sd, unsigned long long *rng)
+{
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) x[i] = (float)(sd * pw_test_normal(rng));
+    return x;
+}
+
+static float *copy(const float *x, size_t n)
+{
+    float *y = malloc(sizeof(float) * (n ? n : 1));
+    memcpy(y, x, sizeof(float) * n);
+    return y;
+}
+
+static void check(const char *what, const float *got, const float *want, size_t n)
+{
+    double e = pw_max_rel_err_ff(got, want, n, 1e-6);
+    printf("  %-28s rel err %.2e\n", what, e);
+    CHECK(e <= TOL, "%s: rel err %.3g", what, e);
+}
+
+static EmuDim3 d1(unsigned x) { return (EmuDim3){x, 1, 1}; }
+static EmuDim3 ew_grid(size_t n) { return d1((unsigned)((n + EW_THREADS - 1) / EW_THREADS)); }
+
+/* ---- log-probs */
+typedef struct LpArgs {
+    float *logp, *entropy, *loss, *dlogits;
+    const float *logits, *dlogp, *dentropy;
+    const int *targets;
+    float gsign;
+    int V, ld;
+} LpArgs;
+
+static void lp_fwd(void *p)
+{
+    LpArgs *a = p;
+    logprobs_forward_kernel(a->logp, a->entropy, a->loss, a->logits, a->targets, a->V, a->ld);
+}
+
+static void lp_bwd(void *p)
+{
+    LpArgs *a = p;
+    logprobs_backward_kernel(a->dlogits, a->logits, a->targets, a->dlogp, a->dentropy, a->gsign,
+                             a->V, a->ld);
+}
+
+static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
+{
+    printf("logprobs N=%d V=%d ld=%d\n", N, V, ld);
+    float *x = randn((size_t)N * ld, 3.0, rng);
+    int *tg = malloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) {
+        tg[i] = (int)(pw_test_rng_next(rng) % (unsigned)V);
+        for (int v = V; v < ld; v++) x[(size_t)i * ld + v] = NAN;
+    }
+    if (N >= 3) {
+        tg[1] = -1;                                      /* a skipped row */
+        x[(size_t)2 * ld + (tg[2] + 1) % V] = -INFINITY; /* a ruled-out token */
+    }
+    float *lp = malloc(sizeof(float) * 4 * N), *H = lp + N, *elp = lp + 2 * N, *eH = lp + 3 * N;
+    pw_logprobs_forward(lp, H, x, tg, N, V, ld);
+    LpArgs a = {elp, eH, NULL, NULL, x, NULL, NULL, tg, 1.0f, V, ld};
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
+    check("logp", elp, lp, N);
+    /* the CPU's entropy is NaN on a row with a -inf logit (0 * -inf): not compared there */
+    for (int i = 0; i < N; i++)
+        if (isnan(H[i])) H[i] = eH[i] = 0.0f;
+    check("entropy", eH, H, N);
+
+    float *g = randn(2 * (size_t)N, 1.0, rng);
+    float *dx = copy(x, (size_t)N * ld), *edx = copy(x, (size_t)N * ld);
+    pw_logprobs_backward(dx, dx, tg, g, g + N, N, V, ld);
+    a = (LpArgs){NULL, NULL, NULL, edx, edx, g, g + N, tg, 1.0f, V, ld};
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a); /* in place, as the model calls it */
+    for (int i = 0; i < N; i++) /* the same -inf row: the CPU's gradient is NaN there */
+        if (isnan(dx[(size_t)i * ld])) {
+            memset(dx + (size_t)i * ld, 0, sizeof(float) * ld);
+            memset(edx + (size_t)i * ld, 0, sizeof(float) * ld);
+        }
+    check("logprobs backward (in place)", edx, dx, (size_t)N * ld);
+
+    float *loss = malloc(sizeof(float) * 2 * N), *eloss = loss + N;
+    for (int i = 0; i < N; i++) tg[i] = tg[i] < 0 ? 0 : tg[i];
+    float *xc = randn((size_t)N * V, 3.0, rng);
+    pw_crossentropy_forward(loss, xc, tg, N, V);
+    a = (LpArgs){NULL, NULL, eloss, NULL, xc, NULL, NULL, tg, 1.0f, V, V};
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
+    check("cross-entropy", eloss, loss, N);
+    float *dc = malloc(sizeof(float) * 2 * (size_t)N * V), *edc = dc + (size_t)N * V;
+    pw_crossentropy_backward(dc, xc, tg, g, N, V);
+    a = (LpArgs){NULL, NULL, NULL, edc, xc, g, NULL, tg, -1.0f, V, V};
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a);
+    check("cross-entropy backward", edc, dc, (size_t)N * V);
+    free(x), free(tg), free(lp), free(g), free(dx), free(edx), free(loss), free(xc), free(dc);
+}
+
+/* ---- RMSNorm */
+typedef struct RmsArgs {
+    float *out, *rstd, *dinp, *terms;
+    const float *inp, *weight, *dout;
+    int N, C;
+    float eps;
+} RmsArgs;
+
+static void rms_fwd(void *p)
+{
+    RmsArgs *a = p;
+    rmsnorm_forward_kernel(a->out, a->rstd, a->inp, a->weight, a->N, a->C, a->eps);
+}
+
+static void rms_dinp(void *p)
+{
+    RmsArgs *a = p;
+    rmsnorm_dinp_kernel(a->dinp, a->dout, a->inp, a->weight, a->rstd, a->N, a->C);
+}
+
+static void rms_terms(void *p)
+{
+    RmsArgs *a = p;
+    rmsnorm_dw_terms_kernel(a->terms, a->dout, a->inp, a->rstd, a->C, (size_t)a->N * a->C);
+}
+
+static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
+{
+    printf("rmsnorm N=%d C=%d eps=%g\n", N, C, (double)eps);
+    size_t n = (size_t)N * C;
+    float *x = randn(n, 1.0, rng), *w = randn(C, 1.0, rng), *dy = randn(n, 1.0, rng);
+    float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
+    float *rs = malloc(sizeof(float) * 2 * N), *ers = rs + N;
+    pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
+    RmsArgs a = {ey, ers, NULL, NULL, x, w, dy, N, C, eps};
+    unsigned blocks = (unsigned)((N + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK);
+    emu_launch(d1(blocks), d1(RMS_ROWS_PER_BLOCK * 32), rms_fwd, &a);
+    check("rmsnorm out", ey, y, n);
+    check("rmsnorm rstd", ers, rs, N);
+    float *dx0 = randn(n, 1.0, rng), *dw0 = randn(C, 1.0, rng);
+    float *dx = copy(dx0, n), *dw = copy(dw0, C), *edx = copy(dx0, n), *edw = copy(dw0, C);
+    pw_rmsnorm_backward(dx, dw, dy, x, w, rs, N, C);
+    float *terms = malloc(sizeof(float) * n);
+    a = (RmsArgs){NULL, rs, edx, terms, x, w, dy, N, C, eps};
+    emu_launch(d1(blocks), d1(RMS_ROWS_PER_BLOCK * 32), rms_dinp, &a);
+    emu_launch(ew_grid(n), d1(EW_THREADS), rms_terms, &a);
+    for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */
+        for (int c = 0; c < C; c++) edw[c] += terms[(size_t)i * C + c];
+    check("rmsnorm dinp (+=)", edx, dx, n);
+    check("rmsnorm dweight (+=)", edw, dw, C);
+    free(x), free(w), free(dy), free(y), free(rs), free(dx0), free(dw0), free(dx), free(dw);
+    free(edx), free(edw), free(terms);
+}
+
+/* ---- RoPE and SwiGLU (elementwise) */
+typedef struct EwArgs {
+    float *x;
+    const float *a, *b;
+    const int *pos;
+    int N, nheads, hs, stride, F;
+    float sign;
+} EwArgs;
+
+static void rope(void *p)
+{
+    EwArgs *a = p;
+    rope_kernel(a->x, a->pos, a->a, a->N, a->nheads, a->hs, a->stride, a->sign);
+}
+
+static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *rng)
+{
+    printf("rope N=%d heads=%d hs=%d stride=%d\n", N, nheads, hs, stride);
+    size_t n = (size_t)N * stride;
+    float *x = randn(n, 1.0, rng), *inv = malloc(sizeof(float) * hs / 2);
+    PwRopeScaling none = {0};
+    pw_rope_inv_freq(inv, hs, 500000.0, &none);
+    int *pos = malloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) pos[i] = (int)(pw_test_rng_next(rng) % 131000);
+    for (int dir = 0; dir < 2; dir++) {
+        float *want = copy(x, n), *got = copy(x, n);
+        if (dir)
+            pw_rope_backward(want, pos, inv, N, nheads, hs, stride);
+        else
+            pw_rope_forward(want, pos, inv, N, nheads, hs, stride);
+        EwArgs a = {got, inv, NULL, pos, N, nheads, hs, stride, 0, dir ? -1.0f : 1.0f};
+        emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(EW_THREADS), rope, &a);
+        check(dir ? "rope backward" : "rope forward", got, want, n);
+        free(want), free(got);
+    }
+    free(x), free(inv), free(pos);
+}
+
+static void swiglu_fwd(void *p)
+{
+    EwArgs *a = p;
+    swiglu_forward_kernel(a->x, a->a, a->F, (size_t)a->N * a->F);
+}
+
+static void swiglu_bwd(void *p)
+{
+    EwArgs *a = p;
+    swiglu_backward_kernel(a->x, a->a, a->b, a->F, (size_t)a->N * a->F);
+}
+
+static void run_swiglu(int N, int F, unsigned long long *rng)
+{
+    printf("swiglu N=%d F=%d\n", N, F);
+    size_t n = (size_t)N * F;
+    float *gu = randn(2 * n, 2.0, rng), *dy = randn(n, 1.0, rng);
+    gu[0] = -120.0f; /* e^-g overflows */
+    float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
+    pw_swiglu_forward(y, gu, N, F);
+    EwArgs a = {ey, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    emu_launch(ew_grid(n), d1(EW_THREADS), swiglu_fwd, &a);
+    check("swiglu forward", ey, y, n);
+    float *d0 = randn(2 * n, 1.0, rng), *d = copy(d0, 2 * n), *ed = copy(d0, 2 * n);
+    pw_swiglu_backward(d, gu, dy, N, F);
+    a = (EwArgs){ed, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    emu_launch(ew_grid(n), d1(EW_THREADS), swiglu_bwd, &a);
+    check("swiglu backward (+=)", ed, d, 2 * n);
+    free(gu), free(dy), free(y), free(d0), free(d), free(ed);
+}
+
+int main(void)
+{
+    unsigned long long rng = 251125;
+    run_logprobs(6, 1000, 1024, &rng);
+    run_logprobs(3, 7, 7, &rng); /* fewer logits than threads */
+    run_logprobs(2, 50257, 50304, &rng);
+    run_rmsnorm(21, 33, 1e-5f, &rng); /* a partial block of rows, C not a warp multiple */
+    run_rmsnorm(9, 576, 1e-6f, &rng);
+    run_rope(7, 6, 64, (6 + 2 * 2) * 64, &rng); /* the q and k heads of GQA rows, v untouched */
+    run_rope(5, 3, 8, 3 * 8 + 5, &rng);         /* a stride with a gap */
+    run_swiglu(5, 37, &rng);
+    run_swiglu(3, 600, &rng);
+    return pw_test_done("kernels_emu");
+}
