@@ -1,14 +1,14 @@
-/* emu.h: runs CUDA kernels written in the C subset of CUDA (src/kernels/cuda/flash.cuh,
- * sample_kernel.cuh) on the host, one coroutine (ucontext) per CUDA thread, so that their logic
- * is tested on machines without a GPU. What it emulates, and all it emulates: blockIdx,
- * threadIdx, blockDim and gridDim (x, y, z); __shared__ memory (a function-local static: the
- * blocks of a launch run one after another, so one copy serves them all); __syncthreads (a
- * barrier of the block's threads that have not returned, as the hardware counts them);
- * __shfl_xor_sync of a float or a double over a whole warp (each lane posts its value, the warp
- * meets, each reads its partner's, the warp meets again); atomicMin and atomicMax of an int;
- * __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); and a launch
- * over a grid. No other intrinsics, no
- * streams: a kernel that needs them is not for this harness.
+/* emu.h: runs CUDA kernels written in the C subset of CUDA (the kernel headers of
+ * src/kernels/cuda) on the host, one coroutine (ucontext) per CUDA thread, so that their logic
+ * is tested on machines without a GPU. What it emulates, and all it emulates: blockIdx, threadIdx,
+ * blockDim and gridDim (x, y, z); __shared__ memory (a function-local static: the blocks of a
+ * launch run one after another, so one copy serves them all); __syncthreads (a barrier of the
+ * block's threads that have not returned, as the hardware counts them); __shfl_xor_sync of a
+ * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
+ * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
+ * float; __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); and
+ * a launch over a grid. No other intrinsics, no streams: a kernel that needs them is not for
+ * this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
  * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
@@ -152,6 +152,13 @@ static inline int atomicMin(int *p, int v)
 {
     int old = *p;
     if (v < old) *p = v;
+    return old;
+}
+
+static inline float atomicAdd(float *p, float v)
+{
+    float old = *p;
+    *p = old + v;
     return old;
 }
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_test.h"
 
 #include "flash.cuh"
 
@@ -51,20 +51,6 @@ FLASH_WRAPPERS(32)
 FLASH_WRAPPERS(64)
 FLASH_WRAPPERS(128)
 
-static float *randn(size_t n, unsigned long long *rng)
-{
-    float *x = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++) x[i] = (float)pw_test_normal(rng);
-    return x;
-}
-
-static float *copy(const float *x, size_t n)
-{
-    float *y = malloc(sizeof(float) * n);
-    memcpy(y, x, sizeof(float) * n);
-    return y;
-}
-
 /* pads: left padding per row (cycled); hole: a masked-out token in the middle of row 0 */
 static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int hole,
                 int use_mask, unsigned long long *rng)
@@ -79,7 +65,8 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
             for (int t = 0; t < T; t++) mask[b * T + t] = t >= pads[b % npads];
         if (hole >= 0) mask[hole] = 0;
     }
-    float *qkv = randn(nqkv, rng), *dout = randn(nout, rng), *dqkv0 = randn(nqkv, rng);
+    float *qkv = emu_randn(nqkv, 1.0, rng), *dout = emu_randn(nout, 1.0, rng);
+    float *dqkv0 = emu_randn(nqkv, 1.0, rng);
     /* left padding holds NaN: the CPU never reads it, and neither may the kernels */
     for (int b = 0; use_mask && b < B; b++)
         for (int t = 0; t < pads[b % npads] && t < T; t++) {
@@ -89,12 +76,12 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
         }
     float *out = malloc(sizeof(float) * nout), *lse = malloc(sizeof(float) * nlse);
     pw_attention_gqa_forward(out, lse, qkv, mask, B, T, NH, NKV, hs);
-    float *dqkv = copy(dqkv0, nqkv);
+    float *dqkv = emu_copy(dqkv0, nqkv);
     pw_attention_gqa_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
 
     /* the kernels' outputs start poisoned: every value must be written */
     float *eout = malloc(sizeof(float) * nout), *elsev = malloc(sizeof(float) * nlse);
-    float *edrow = malloc(sizeof(float) * nlse), *edqkv = copy(dqkv0, nqkv);
+    float *edrow = malloc(sizeof(float) * nlse), *edqkv = emu_copy(dqkv0, nqkv);
     for (size_t i = 0; i < nout; i++) eout[i] = NAN;
     for (size_t i = 0; i < nlse; i++) elsev[i] = edrow[i] = NAN;
     Args a = {eout, elsev, edqkv, edrow, qkv, dout, mask, T, NH, NKV, hs,

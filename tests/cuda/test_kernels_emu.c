@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_test.h"
 
 #include "logprobs_kernels.cuh"
 #include "rmsnorm_kernels.cuh"
@@ -26,31 +26,7 @@
 #include "pw_test.h"
 
 #define TOL 1e-5
-#define EW_THREADS 256 /* PW_EW_THREADS of common.cuh: the elementwise kernels' blocks */
 
-static float *randn(size_t n, double sd, unsigned long long *rng)
-{
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) x[i] = (float)(sd * pw_test_normal(rng));
-    return x;
-}
-
-static float *copy(const float *x, size_t n)
-{
-    float *y = malloc(sizeof(float) * (n ? n : 1));
-    memcpy(y, x, sizeof(float) * n);
-    return y;
-}
-
-static void check(const char *what, const float *got, const float *want, size_t n)
-{
-    double e = pw_max_rel_err_ff(got, want, n, 1e-6);
-    printf("  %-28s rel err %.2e\n", what, e);
-    CHECK(e <= TOL, "%s: rel err %.3g", what, e);
-}
-
-static EmuDim3 d1(unsigned x) { return (EmuDim3){x, 1, 1}; }
-static EmuDim3 ew_grid(size_t n) { return d1((unsigned)((n + EW_THREADS - 1) / EW_THREADS)); }
 
 /* ---- log-probs */
 typedef struct LpArgs {
@@ -77,7 +53,7 @@ static void lp_bwd(void *p)
 static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
 {
     printf("logprobs N=%d V=%d ld=%d\n", N, V, ld);
-    float *x = randn((size_t)N * ld, 3.0, rng);
+    float *x = emu_randn((size_t)N * ld, 3.0, rng);
     int *tg = malloc(sizeof(int) * N);
     for (int i = 0; i < N; i++) {
         tg[i] = (int)(pw_test_rng_next(rng) % (unsigned)V);
@@ -91,14 +67,14 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
     pw_logprobs_forward(lp, H, x, tg, N, V, ld);
     LpArgs a = {elp, eH, NULL, NULL, x, NULL, NULL, tg, 1.0f, V, ld};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
-    check("logp", elp, lp, N);
+    emu_check("logp", elp, lp, N, TOL);
     /* the CPU's entropy is NaN on a row with a -inf logit (0 * -inf): not compared there */
     for (int i = 0; i < N; i++)
         if (isnan(H[i])) H[i] = eH[i] = 0.0f;
-    check("entropy", eH, H, N);
+    emu_check("entropy", eH, H, N, TOL);
 
-    float *g = randn(2 * (size_t)N, 1.0, rng);
-    float *dx = copy(x, (size_t)N * ld), *edx = copy(x, (size_t)N * ld);
+    float *g = emu_randn(2 * (size_t)N, 1.0, rng);
+    float *dx = emu_copy(x, (size_t)N * ld), *edx = emu_copy(x, (size_t)N * ld);
     pw_logprobs_backward(dx, dx, tg, g, g + N, N, V, ld);
     a = (LpArgs){NULL, NULL, NULL, edx, edx, g, g + N, tg, 1.0f, V, ld};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a); /* in place, as the model calls it */
@@ -107,20 +83,20 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
             memset(dx + (size_t)i * ld, 0, sizeof(float) * ld);
             memset(edx + (size_t)i * ld, 0, sizeof(float) * ld);
         }
-    check("logprobs backward (in place)", edx, dx, (size_t)N * ld);
+    emu_check("logprobs backward (in place)", edx, dx, (size_t)N * ld, TOL);
 
     float *loss = malloc(sizeof(float) * 2 * N), *eloss = loss + N;
     for (int i = 0; i < N; i++) tg[i] = tg[i] < 0 ? 0 : tg[i];
-    float *xc = randn((size_t)N * V, 3.0, rng);
+    float *xc = emu_randn((size_t)N * V, 3.0, rng);
     pw_crossentropy_forward(loss, xc, tg, N, V);
     a = (LpArgs){NULL, NULL, eloss, NULL, xc, NULL, NULL, tg, 1.0f, V, V};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
-    check("cross-entropy", eloss, loss, N);
+    emu_check("cross-entropy", eloss, loss, N, TOL);
     float *dc = malloc(sizeof(float) * 2 * (size_t)N * V), *edc = dc + (size_t)N * V;
     pw_crossentropy_backward(dc, xc, tg, g, N, V);
     a = (LpArgs){NULL, NULL, NULL, edc, xc, g, NULL, tg, -1.0f, V, V};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a);
-    check("cross-entropy backward", edc, dc, (size_t)N * V);
+    emu_check("cross-entropy backward", edc, dc, (size_t)N * V, TOL);
     free(x), free(tg), free(lp), free(g), free(dx), free(edx), free(loss), free(xc), free(dc);
 }
 
@@ -154,17 +130,18 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
 {
     printf("rmsnorm N=%d C=%d eps=%g\n", N, C, (double)eps);
     size_t n = (size_t)N * C;
-    float *x = randn(n, 1.0, rng), *w = randn(C, 1.0, rng), *dy = randn(n, 1.0, rng);
+    float *x = emu_randn(n, 1.0, rng), *w = emu_randn(C, 1.0, rng), *dy = emu_randn(n, 1.0, rng);
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     float *rs = malloc(sizeof(float) * 2 * N), *ers = rs + N;
     pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
     RmsArgs a = {ey, ers, NULL, NULL, x, w, dy, N, C, eps};
     unsigned blocks = (unsigned)((N + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK);
     emu_launch(d1(blocks), d1(RMS_ROWS_PER_BLOCK * 32), rms_fwd, &a);
-    check("rmsnorm out", ey, y, n);
-    check("rmsnorm rstd", ers, rs, N);
-    float *dx0 = randn(n, 1.0, rng), *dw0 = randn(C, 1.0, rng);
-    float *dx = copy(dx0, n), *dw = copy(dw0, C), *edx = copy(dx0, n), *edw = copy(dw0, C);
+    emu_check("rmsnorm out", ey, y, n, TOL);
+    emu_check("rmsnorm rstd", ers, rs, N, TOL);
+    float *dx0 = emu_randn(n, 1.0, rng), *dw0 = emu_randn(C, 1.0, rng);
+    float *dx = emu_copy(dx0, n), *dw = emu_copy(dw0, C);
+    float *edx = emu_copy(dx0, n), *edw = emu_copy(dw0, C);
     pw_rmsnorm_backward(dx, dw, dy, x, w, rs, N, C);
     float *terms = malloc(sizeof(float) * n);
     a = (RmsArgs){NULL, rs, edx, terms, x, w, dy, N, C, eps};
@@ -172,8 +149,8 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     emu_launch(ew_grid(n), d1(EW_THREADS), rms_terms, &a);
     for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */
         for (int c = 0; c < C; c++) edw[c] += terms[(size_t)i * C + c];
-    check("rmsnorm dinp (+=)", edx, dx, n);
-    check("rmsnorm dweight (+=)", edw, dw, C);
+    emu_check("rmsnorm dinp (+=)", edx, dx, n, TOL);
+    emu_check("rmsnorm dweight (+=)", edw, dw, C, TOL);
     free(x), free(w), free(dy), free(y), free(rs), free(dx0), free(dw0), free(dx), free(dw);
     free(edx), free(edw), free(terms);
 }
@@ -197,20 +174,20 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
 {
     printf("rope N=%d heads=%d hs=%d stride=%d\n", N, nheads, hs, stride);
     size_t n = (size_t)N * stride;
-    float *x = randn(n, 1.0, rng), *inv = malloc(sizeof(float) * hs / 2);
+    float *x = emu_randn(n, 1.0, rng), *inv = malloc(sizeof(float) * hs / 2);
     PwRopeScaling none = {0};
     pw_rope_inv_freq(inv, hs, 500000.0, &none);
     int *pos = malloc(sizeof(int) * N);
     for (int i = 0; i < N; i++) pos[i] = (int)(pw_test_rng_next(rng) % 131000);
     for (int dir = 0; dir < 2; dir++) {
-        float *want = copy(x, n), *got = copy(x, n);
+        float *want = emu_copy(x, n), *got = emu_copy(x, n);
         if (dir)
             pw_rope_backward(want, pos, inv, N, nheads, hs, stride);
         else
             pw_rope_forward(want, pos, inv, N, nheads, hs, stride);
         EwArgs a = {got, inv, NULL, pos, N, nheads, hs, stride, 0, dir ? -1.0f : 1.0f};
         emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(EW_THREADS), rope, &a);
-        check(dir ? "rope backward" : "rope forward", got, want, n);
+        emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
         free(want), free(got);
     }
     free(x), free(inv), free(pos);
@@ -232,18 +209,18 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
 {
     printf("swiglu N=%d F=%d\n", N, F);
     size_t n = (size_t)N * F;
-    float *gu = randn(2 * n, 2.0, rng), *dy = randn(n, 1.0, rng);
+    float *gu = emu_randn(2 * n, 2.0, rng), *dy = emu_randn(n, 1.0, rng);
     gu[0] = -120.0f; /* e^-g overflows */
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     pw_swiglu_forward(y, gu, N, F);
     EwArgs a = {ey, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
     emu_launch(ew_grid(n), d1(EW_THREADS), swiglu_fwd, &a);
-    check("swiglu forward", ey, y, n);
-    float *d0 = randn(2 * n, 1.0, rng), *d = copy(d0, 2 * n), *ed = copy(d0, 2 * n);
+    emu_check("swiglu forward", ey, y, n, TOL);
+    float *d0 = emu_randn(2 * n, 1.0, rng), *d = emu_copy(d0, 2 * n), *ed = emu_copy(d0, 2 * n);
     pw_swiglu_backward(d, gu, dy, N, F);
     a = (EwArgs){ed, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
     emu_launch(ew_grid(n), d1(EW_THREADS), swiglu_bwd, &a);
-    check("swiglu backward (+=)", ed, d, 2 * n);
+    emu_check("swiglu backward (+=)", ed, d, 2 * n, TOL);
     free(gu), free(dy), free(y), free(d0), free(d), free(ed);
 }
 

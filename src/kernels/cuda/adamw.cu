@@ -4,22 +4,7 @@
 
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
-
-__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n,
-                             float lr, float beta1, float beta2, float eps, float weight_decay,
-                             float c1, float c2)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float g = grads[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        float p = params[i];
-        params[i] = p - lr * (mi * c1 / (sqrtf(vi * c2) + eps) + weight_decay * p);
-    }
-}
+#include "adamw_kernels.cuh"
 
 extern "C" void pw_adamw_update_cuda(float *params, const float *grads, float *m, float *v,
                                      size_t n, float lr, float beta1, float beta2, float eps,

@@ -3,28 +3,7 @@
  * decode pass holds each row once, so no two threads touch the same row. */
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
-
-__global__ static void record_kernel(PwGenRows g, int n, const int *rows, const int *token,
-                                     const float *logp, const float *logp_full, int *pass_tok,
-                                     int *pass_pos, int *pass_slot0)
-{
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const int b = rows[i], t = token[i];
-    if (pass_tok) {
-        pass_tok[i] = t;
-        pass_pos[i]++;
-        pass_slot0[i]++;
-    }
-    if (!g.live[b]) return;
-    const size_t at = (size_t)b * g.R + g.length[b];
-    g.tokens[at] = t;
-    g.logp[at] = logp[i];
-    g.logp_full[at] = logp_full[i];
-    g.length[b]++;
-    g.next[b] = t;
-    if (t == g.stop_token) g.live[b] = 0;
-}
+#include "record_kernels.cuh"
 
 void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int *token,
                            const float *logp, const float *logp_full, int *pass_tok,

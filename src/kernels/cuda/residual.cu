@@ -2,24 +2,7 @@
  * the gradient into both branches (twin of cpu/residual.c). */
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
-
-__global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
-}
-
-/* da or db may be NULL (not needed) */
-__global__ void residual_backward_kernel(float *da, float *db, const float *dout, size_t n)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float d = dout[i];
-        if (da) da[i] += d;
-        if (db) db[i] += d;
-    }
-}
+#include "residual_kernels.cuh"
 
 extern "C" void pw_residual_forward_cuda(float *out, const float *a, const float *b, size_t N,
                                          cudaStream_t stream)

@@ -1,0 +1,41 @@
+/* gelu_kernels.cuh: the tanh GELU, forward and backward: grid-stride elementwise loops (launched
+ * by gelu.cu; the CPU twin is cpu/gelu.c). Written in the C subset of CUDA, so that
+ * tests/cuda/test_gpt2_emu.c compiles this very file on the host and runs it under
+ * tests/cuda/emu.h against the CPU kernel. */
+#ifndef PW_GELU_KERNELS_CUH
+#define PW_GELU_KERNELS_CUH
+
+#include <math.h>
+#include <stddef.h>
+
+#include "warp.cuh"
+
+#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_A 0.044715f
+
+/* 0.5 x (1 + tanh u) = x sigmoid(2u): the negative tail keeps its relative accuracy */
+static __device__ __forceinline__ float sigmoid2u(float x)
+{
+    return 1.0f / (1.0f + expf(-2.0f * GELU_K * (x + GELU_A * x * x * x)));
+}
+
+__global__ void gelu_forward_kernel(float *out, const float *inp, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float x = inp[i];
+        out[i] = x * sigmoid2u(x);
+    }
+}
+
+__global__ void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float x = inp[i], s = sigmoid2u(x);
+        float du = GELU_K * (1.0f + 3.0f * GELU_A * x * x);
+        dinp[i] += (s + 2.0f * x * s * (1.0f - s) * du) * dout[i];
+    }
+}
+
+#endif

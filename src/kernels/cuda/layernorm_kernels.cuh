@@ -1,0 +1,99 @@
+/* layernorm_kernels.cuh: LayerNorm forward and backward: one warp per row; dweight and dbias by a
+ * two-stage column sum in a fixed order (launched by layernorm.cu; the CPU twin is
+ * cpu/layernorm.c). Written in the C subset of CUDA, so that tests/cuda/test_gpt2_emu.c compiles
+ * this very file on the host and runs it under tests/cuda/emu.h against the CPU kernel. */
+#ifndef PW_LAYERNORM_KERNELS_CUH
+#define PW_LAYERNORM_KERNELS_CUH
+
+#include <math.h>
+#include <stddef.h>
+
+#include "warp.cuh"
+
+#define LN_ROWS_PER_BLOCK 8 /* warps per block of 256 threads */
+
+__global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp,
+                                         const float *weight, const float *bias, int N, int C)
+{
+    int row = blockIdx.x * LN_ROWS_PER_BLOCK + threadIdx.x / PW_WARP;
+    int lane = threadIdx.x % PW_WARP;
+    if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
+    const float *x = inp + (size_t)row * C;
+    float *o = out + (size_t)row * C;
+    float sum = 0.0f;
+    for (int c = lane; c < C; c += PW_WARP) sum += x[c];
+    float m = pw_warp_sum(sum) / C;
+    /* two passes, as the CPU twin: E[x^2] - m^2 cancels for rows far from zero */
+    float var = 0.0f;
+    for (int c = lane; c < C; c += PW_WARP) {
+        float d = x[c] - m;
+        var += d * d;
+    }
+    float s = 1.0f / sqrtf(pw_warp_sum(var) / C + 1e-5f);
+    for (int c = lane; c < C; c += PW_WARP) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = s;
+    }
+}
+
+/* dx = s (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = w dout; accumulated */
+__global__ void layernorm_dinp_kernel(float *dinp, const float *dout, const float *inp,
+                                      const float *weight, const float *mean, const float *rstd,
+                                      int N, int C)
+{
+    int row = blockIdx.x * LN_ROWS_PER_BLOCK + threadIdx.x / PW_WARP;
+    int lane = threadIdx.x % PW_WARP;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C, *d = dout + (size_t)row * C;
+    float *g = dinp + (size_t)row * C;
+    float m = mean[row], s = rstd[row];
+    float dsum = 0.0f, dnsum = 0.0f;
+    for (int c = lane; c < C; c += PW_WARP) {
+        float dn = weight[c] * d[c];
+        dsum += dn;
+        dnsum += dn * (x[c] - m) * s;
+    }
+    dsum = pw_warp_sum(dsum) / C;
+    dnsum = pw_warp_sum(dnsum) / C;
+    for (int c = lane; c < C; c += PW_WARP) {
+        float norm = (x[c] - m) * s;
+        g[c] += s * (weight[c] * d[c] - dsum - norm * dnsum);
+    }
+}
+
+/* Stage one of dweight and dbias: chunk y of rows into partial sums (2, nchunks, C); thread c
+ * reads column c of each row, so a warp's loads are coalesced. Stage two adds the chunks in
+ * order: the same bits on every run, no atomics. */
+__global__ void layernorm_dwdb_partial_kernel(float *pw, float *pb, const float *dout,
+                                              const float *inp, const float *mean,
+                                              const float *rstd, int N, int C, int rows)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int r0 = blockIdx.y * rows, r1 = r0 + rows < N ? r0 + rows : N;
+    float sw = 0.0f, sb = 0.0f;
+    for (int i = r0; i < r1; i++) {
+        float d = dout[(size_t)i * C + c];
+        sw += (inp[(size_t)i * C + c] - mean[i]) * rstd[i] * d;
+        sb += d;
+    }
+    pw[(size_t)blockIdx.y * C + c] = sw;
+    pb[(size_t)blockIdx.y * C + c] = sb;
+}
+
+__global__ void layernorm_dwdb_finish_kernel(float *dweight, float *dbias, const float *pw,
+                                             const float *pb, int nchunks, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sw = 0.0f, sb = 0.0f;
+    for (int y = 0; y < nchunks; y++) {
+        sw += pw[(size_t)y * C + c];
+        sb += pb[(size_t)y * C + c];
+    }
+    if (dweight) dweight[c] += sw;
+    if (dbias) dbias[c] += sb;
+}
+
+#endif

@@ -1,0 +1,346 @@
+/* test_gpt2_emu.c: the GPU's kernels of the GPT-2 family, the optimizer and the generator's
+ * bookkeeping (the sources nvcc compiles: encoder, layernorm, gelu, residual, adamw, norm,
+ * gather and record _kernels.cuh) built here as C and run under the host emulation of emu.h,
+ * with the launch geometry of their .cu files, against the CPU kernels on the same data: within
+ * 1e-5 (the sums of squares 1e-12; positions, gathers and the rows' bookkeeping exactly). Needs
+ * no GPU. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_test.h"
+
+#include "adamw_kernels.cuh"
+#include "encoder_kernels.cuh"
+#include "gather_kernels.cuh"
+#include "gelu_kernels.cuh"
+#include "layernorm_kernels.cuh"
+#include "norm_kernels.cuh"
+#include "record_kernels.cuh"
+#include "residual_kernels.cuh"
+
+#include "pw_kernels.h"
+#include "pw_sample.h"
+#include "pw_test.h"
+
+#define TOL 1e-5
+#define COLSUM_ROWS 64 /* PW_COLSUM_ROWS of common.cuh */
+
+
+/* every kernel's arguments, by name; each body below passes the ones its kernel takes */
+typedef struct A {
+    float *f0, *f1, *f2, *f3;
+    const float *c0, *c1, *c2, *c3, *c4;
+    int *i0;
+    const int *ci0, *ci1;
+    double *d0;
+    int B, T, C, N, rows;
+    size_t n;
+} A;
+
+static void k_positions(void *p)
+{
+    A *a = p;
+    positions_kernel(a->i0, a->ci0, a->B, a->T);
+}
+static void k_enc_fwd(void *p)
+{
+    A *a = p;
+    encoder_forward_kernel(a->f0, a->ci0, a->ci1, a->c0, a->c1, a->B, a->T, a->C);
+}
+static void k_enc_bwd(void *p)
+{
+    A *a = p;
+    encoder_backward_kernel(a->f0, a->f1, a->c0, a->ci0, a->ci1, a->B, a->T, a->C);
+}
+
+static void run_encoder(int B, int T, int C, int V, unsigned long long *rng)
+{
+    printf("encoder B=%d T=%d C=%d V=%d\n", B, T, C, V);
+    size_t BT = (size_t)B * T, n = BT * C;
+    int *mask = malloc(sizeof(int) * BT), *tok = malloc(sizeof(int) * BT);
+    for (size_t i = 0; i < BT; i++) {
+        mask[i] = (int)(i % T) >= (int)(i / T) * 3; /* left padding of 0, 3, 6 ... */
+        tok[i] = (int)(pw_test_rng_next(rng) % (unsigned)V);
+    }
+    int *pos = malloc(sizeof(int) * BT), *epos = malloc(sizeof(int) * BT);
+    pw_positions_from_mask(pos, mask, B, T);
+    A a = {.i0 = epos, .ci0 = mask, .B = B, .T = T};
+    emu_launch(d1((unsigned)((B + 127) / 128)), d1(128), k_positions, &a);
+    CHECK(!memcmp(pos, epos, sizeof(int) * BT), "positions differ from the CPU's");
+    float *wte = emu_randn((size_t)V * C, 1.0, rng), *wpe = emu_randn((size_t)T * C, 1.0, rng);
+    float *out = malloc(sizeof(float) * 2 * n), *eout = out + n;
+    pw_encoder_forward(out, tok, pos, wte, wpe, B, T, C);
+    a = (A){.f0 = eout, .ci0 = tok, .ci1 = pos, .c0 = wte, .c1 = wpe, .B = B, .T = T, .C = C};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_enc_fwd, &a);
+    emu_check("encoder forward", eout, out, n, TOL);
+    float *dy = emu_randn(n, 1.0, rng), *g0 = emu_randn((size_t)V * C, 1.0, rng);
+    float *p0 = emu_randn((size_t)T * C, 1.0, rng);
+    float *dwte = emu_copy(g0, (size_t)V * C), *dwpe = emu_copy(p0, (size_t)T * C);
+    float *edwte = emu_copy(g0, (size_t)V * C), *edwpe = emu_copy(p0, (size_t)T * C);
+    pw_encoder_backward(dwte, dwpe, dy, tok, pos, B, T, C);
+    a = (A){.f0 = edwte, .f1 = edwpe, .c0 = dy, .ci0 = tok, .ci1 = pos, .B = B, .T = T, .C = C};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_enc_bwd, &a);
+    emu_check("encoder dwte (+=, atomics)", edwte, dwte, (size_t)V * C, TOL);
+    emu_check("encoder dwpe (+=, atomics)", edwpe, dwpe, (size_t)T * C, TOL);
+    free(mask), free(tok), free(pos), free(epos), free(wte), free(wpe), free(out), free(dy);
+    free(g0), free(p0), free(dwte), free(dwpe), free(edwte), free(edwpe);
+}
+
+static void k_ln_fwd(void *p)
+{
+    A *a = p;
+    layernorm_forward_kernel(a->f0, a->f1, a->f2, a->c0, a->c1, a->c2, a->N, a->C);
+}
+static void k_ln_dinp(void *p)
+{
+    A *a = p;
+    layernorm_dinp_kernel(a->f0, a->c0, a->c1, a->c2, a->c3, a->c4, a->N, a->C);
+}
+static void k_ln_partial(void *p)
+{
+    A *a = p;
+    layernorm_dwdb_partial_kernel(a->f0, a->f1, a->c0, a->c1, a->c3, a->c4, a->N, a->C, a->rows);
+}
+static void k_ln_finish(void *p)
+{
+    A *a = p;
+    layernorm_dwdb_finish_kernel(a->f2, a->f3, a->f0, a->f1, a->rows, a->C);
+}
+
+static void run_layernorm(int N, int C, unsigned long long *rng)
+{
+    printf("layernorm N=%d C=%d\n", N, C);
+    size_t n = (size_t)N * C;
+    float *x = emu_randn(n, 1.0, rng), *w = emu_randn(C, 1.0, rng), *bias = emu_randn(C, 1.0, rng);
+    float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
+    float *st = malloc(sizeof(float) * 4 * N), *mean = st, *rstd = st + N, *em = st + 2 * N,
+          *er = st + 3 * N;
+    pw_layernorm_forward(y, mean, rstd, x, w, bias, N, C);
+    A a = {.f0 = ey, .f1 = em, .f2 = er, .c0 = x, .c1 = w, .c2 = bias, .N = N, .C = C};
+    unsigned blocks = (unsigned)((N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK);
+    emu_launch(d1(blocks), d1(LN_ROWS_PER_BLOCK * 32), k_ln_fwd, &a);
+    emu_check("layernorm out", ey, y, n, TOL);
+    emu_check("layernorm mean", em, mean, N, TOL);
+    emu_check("layernorm rstd", er, rstd, N, TOL);
+    float *dy = emu_randn(n, 1.0, rng), *dx0 = emu_randn(n, 1.0, rng);
+    float *dw0 = emu_randn(2 * (size_t)C, 1.0, rng);
+    float *dx = emu_copy(dx0, n), *edx = emu_copy(dx0, n);
+    float *dwb = emu_copy(dw0, 2 * C), *edwb = emu_copy(dw0, 2 * C);
+    pw_layernorm_backward(dx, dwb, dwb + C, dy, x, w, mean, rstd, N, C);
+    a = (A){.f0 = edx, .c0 = dy, .c1 = x, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C};
+    emu_launch(d1(blocks), d1(LN_ROWS_PER_BLOCK * 32), k_ln_dinp, &a);
+    int nchunks = (N + COLSUM_ROWS - 1) / COLSUM_ROWS;
+    float *part = malloc(sizeof(float) * 2 * (size_t)nchunks * C);
+    a = (A){.f0 = part, .f1 = part + (size_t)nchunks * C, .f2 = edwb, .f3 = edwb + C, .c0 = dy,
+            .c1 = x, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = COLSUM_ROWS};
+    emu_launch((EmuDim3){(unsigned)((C + 255) / 256), (unsigned)nchunks, 1}, d1(256), k_ln_partial,
+               &a);
+    a.rows = nchunks;
+    emu_launch(d1((unsigned)((C + 255) / 256)), d1(256), k_ln_finish, &a);
+    emu_check("layernorm dinp (+=)", edx, dx, n, TOL);
+    emu_check("layernorm dweight, dbias (+=)", edwb, dwb, 2 * (size_t)C, TOL);
+    free(x), free(w), free(bias), free(y), free(st), free(dy), free(dx0), free(dw0), free(dx);
+    free(edx), free(dwb), free(edwb), free(part);
+}
+
+static void k_gelu_fwd(void *p)
+{
+    A *a = p;
+    gelu_forward_kernel(a->f0, a->c0, a->n);
+}
+static void k_gelu_bwd(void *p)
+{
+    A *a = p;
+    gelu_backward_kernel(a->f0, a->c0, a->c1, a->n);
+}
+static void k_res_fwd(void *p)
+{
+    A *a = p;
+    residual_forward_kernel(a->f0, a->c0, a->c1, a->n);
+}
+static void k_res_bwd(void *p)
+{
+    A *a = p;
+    residual_backward_kernel(a->f0, a->f1, a->c0, a->n);
+}
+static void k_scale(void *p)
+{
+    A *a = p;
+    scale_kernel(a->f0, 0.37f, a->n);
+}
+
+/* the elementwise kernels: GELU, the residual sum, the scale */
+static void run_elementwise(size_t n, unsigned long long *rng)
+{
+    printf("elementwise n=%zu\n", n);
+    float *x = emu_randn(n, 3.0, rng), *y = emu_randn(n, 1.0, rng), *d0 = emu_randn(n, 1.0, rng);
+    x[0] = 20.0f, x[1 % n] = -20.0f;
+    float *out = malloc(sizeof(float) * 2 * n), *eout = out + n;
+    pw_gelu_forward(out, x, n);
+    A a = {.f0 = eout, .c0 = x, .c1 = y, .n = n};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_gelu_fwd, &a);
+    emu_check("gelu forward", eout, out, n, TOL);
+    float *g = emu_copy(d0, n), *eg = emu_copy(d0, n);
+    pw_gelu_backward(g, x, y, n);
+    a.f0 = eg;
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_gelu_bwd, &a);
+    emu_check("gelu backward (+=)", eg, g, n, TOL);
+    pw_residual_forward(out, x, y, n);
+    a.f0 = eout;
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_res_fwd, &a);
+    emu_check("residual forward", eout, out, n, TOL);
+    float *da = emu_copy(d0, n), *db = emu_copy(x, n);
+    float *eda = emu_copy(d0, n), *edb = emu_copy(x, n);
+    pw_residual_backward(da, db, y, n);
+    a = (A){.f0 = eda, .f1 = edb, .c0 = y, .n = n};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_res_bwd, &a);
+    emu_check("residual backward da (+=)", eda, da, n, TOL);
+    emu_check("residual backward db (+=)", edb, db, n, TOL);
+    float *s = emu_copy(x, n), *es = emu_copy(x, n);
+    pw_scale(s, 0.37f, n);
+    a = (A){.f0 = es, .n = n};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_scale, &a);
+    emu_check("scale", es, s, n, 0.0);
+    free(x), free(y), free(d0), free(out), free(g), free(eg), free(da), free(db), free(eda);
+    free(edb), free(s), free(es);
+}
+
+typedef struct AdamArgs {
+    float *p, *m, *v;
+    const float *g;
+    size_t n;
+    float lr, b1, b2, eps, wd, c1, c2;
+} AdamArgs;
+
+static void k_adamw(void *p)
+{
+    AdamArgs *a = p;
+    adamw_kernel(a->p, a->g, a->m, a->v, a->n, a->lr, a->b1, a->b2, a->eps, a->wd, a->c1, a->c2);
+}
+
+static void run_adamw(size_t n, int t, float wd, unsigned long long *rng)
+{
+    printf("adamw n=%zu t=%d wd=%g\n", n, t, (double)wd);
+    float *p0 = emu_randn(n, 1.0, rng), *g = emu_randn(n, 1e-3, rng), *m0 = emu_randn(n, 1e-3, rng);
+    float *v0 = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) v0[i] = m0[i] * m0[i] * 2.0f;
+    float *p = emu_copy(p0, n), *m = emu_copy(m0, n), *v = emu_copy(v0, n);
+    float *ep = emu_copy(p0, n), *em = emu_copy(m0, n), *ev = emu_copy(v0, n);
+    const float lr = 3e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
+    pw_adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t);
+    /* the bias corrections as adamw.cu computes them on the host */
+    AdamArgs a = {ep, em, ev, g, n, lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, t))),
+                  (float)(1.0 / (1.0 - pow(b2, t)))};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_adamw, &a);
+    emu_check("adamw params", ep, p, n, TOL);
+    emu_check("adamw m", em, m, n, TOL);
+    emu_check("adamw v", ev, v, n, TOL);
+    free(p0), free(g), free(m0), free(v0), free(p), free(m), free(v), free(ep), free(em), free(ev);
+}
+
+static void k_sumsq_partial(void *p)
+{
+    A *a = p;
+    sumsq_partial_kernel(a->d0, a->c0, a->n);
+}
+static void k_sumsq_finish(void *p)
+{
+    A *a = p;
+    sumsq_finish_kernel(a->d0 + SUMSQ_BLOCKS, a->d0);
+}
+
+static void run_sumsq(size_t n, unsigned long long *rng)
+{
+    float *x = emu_randn(n, 1.0, rng);
+    double want = pw_sumsq(x, n), *d = calloc(SUMSQ_BLOCKS + 1, sizeof(double));
+    d[SUMSQ_BLOCKS] = 1.5; /* pw_sumsq_add_cuda adds onto the total */
+    A a = {.d0 = d, .c0 = x, .n = n};
+    emu_launch(d1(SUMSQ_BLOCKS), d1(SUMSQ_THREADS), k_sumsq_partial, &a);
+    emu_launch(d1(1), d1(SUMSQ_THREADS), k_sumsq_finish, &a);
+    double e = fabs(d[SUMSQ_BLOCKS] - 1.5 - want) / want;
+    printf("sumsq n=%zu: rel err %.2e\n", n, e);
+    CHECK(e <= 1e-12, "sumsq n=%zu: rel err %.3g", n, e);
+    free(x), free(d);
+}
+
+static void k_gather(void *p)
+{
+    A *a = p;
+    gather_rows_kernel(a->f0, a->c0, a->ci0, a->N, a->C);
+}
+
+typedef struct RecArgs {
+    PwGenRows g;
+    int n, *ptok, *ppos, *pslot;
+    const int *rows, *tok;
+    const float *lp, *lpf;
+} RecArgs;
+
+static void k_record(void *p)
+{
+    RecArgs *a = p;
+    record_kernel(a->g, a->n, a->rows, a->tok, a->lp, a->lpf, a->ptok, a->ppos, a->pslot);
+}
+
+/* a gather of rows, and the rows' bookkeeping after a draw (as cuda_sample's run_record: a
+ * third of the rows stopped, a permuted pass, a stop token drawn by some, a pass advanced) */
+static void run_gather_record(int n, int R, unsigned long long *rng)
+{
+    printf("gather and record n=%d R=%d\n", n, R);
+    const int C = 37, stop = 3;
+    float *src = emu_randn((size_t)n * C, 1.0, rng), *dst = malloc(sizeof(float) * 2 * n * C);
+    int *rows = malloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) rows[i] = (i * 7 + 2) % n;
+    pw_gather_rows(dst, src, rows, n, C);
+    A a = {.f0 = dst + (size_t)n * C, .c0 = src, .ci0 = rows, .N = n, .C = C};
+    emu_launch(ew_grid((size_t)n * C), d1(EW_THREADS), k_gather, &a);
+    CHECK(!memcmp(dst, dst + (size_t)n * C, sizeof(float) * n * C), "gather differs");
+
+    int *st = malloc(sizeof(int) * 12 * n), *tok = malloc(sizeof(int) * n);
+    int *tokens = malloc(sizeof(int) * 2 * n * R);
+    float *lps = malloc(sizeof(float) * 4 * n * R), *lp = malloc(sizeof(float) * 2 * n);
+    for (int i = 0; i < n; i++) {
+        st[i] = pw_test_rng_next(rng) % 3 != 0;                 /* live */
+        st[n + i] = (int)(pw_test_rng_next(rng) % 50);          /* next */
+        st[2 * n + i] = R / 2;                                  /* length */
+        for (int k = 0; k < 3; k++) st[3 * n + k * n + i] = (int)(pw_test_rng_next(rng) % 100);
+        tok[i] = (int)(pw_test_rng_next(rng) % 8);
+        lp[i] = -(float)i / 7.0f, lp[n + i] = -(float)i / 5.0f;
+    }
+    memcpy(st + 6 * n, st, sizeof(int) * 6 * n); /* the emulated copy of the state and pass */
+    for (int i = 0; i < 2 * n * R; i++) tokens[i] = -1;
+    for (int i = 0; i < 4 * n * R; i++) lps[i] = 0.5f;
+    PwGenRows h = {st, st + n, st + 2 * n, tokens, lps, lps + (size_t)n * R, R, stop};
+    PwGenRows e = {st + 6 * n, st + 7 * n, st + 8 * n, tokens + n * R, lps + 2 * (size_t)n * R,
+                   lps + 3 * (size_t)n * R, R, stop};
+    pw_sample_record(&h, n, rows, tok, lp, lp + n, st + 3 * n, st + 4 * n, st + 5 * n);
+    RecArgs r = {e, n, st + 9 * n, st + 10 * n, st + 11 * n, rows, tok, lp, lp + n};
+    emu_launch(d1((unsigned)((n + 127) / 128)), d1(128), k_record, &r);
+    int bad = memcmp(st, st + 6 * n, sizeof(int) * 6 * n) != 0;
+    bad += memcmp(tokens, tokens + n * R, sizeof(int) * n * R) != 0;
+    bad += memcmp(lps, lps + 2 * (size_t)n * R, sizeof(float) * 2 * n * R) != 0;
+    int recorded = 0;
+    for (int i = 0; i < n * R; i++) recorded += tokens[i] >= 0;
+    printf("  record: %s, %d tokens recorded\n", bad ? "DIFFERS" : "equal", recorded);
+    CHECK(!bad && recorded > 0, "record: the rows' state differs from the CPU's");
+    free(src), free(dst), free(rows), free(st), free(tok), free(tokens), free(lps), free(lp);
+}
+
+int main(void)
+{
+    unsigned long long rng = 1124;
+    run_encoder(3, 40, 24, 11, &rng); /* a small vocabulary: many atomics into each row */
+    run_layernorm(70, 33, &rng);      /* two column-sum chunks, C not a warp multiple */
+    run_layernorm(9, 768, &rng);
+    run_elementwise(1000, &rng);
+    run_elementwise(70001, &rng);     /* more than one grid-stride block row */
+    run_adamw(5000, 1, 0.1f, &rng);
+    run_adamw(777, 5000, 0.0f, &rng);
+    run_sumsq(1, &rng);
+    run_sumsq(300007, &rng);          /* more elements than the fixed grid's threads */
+    run_gather_record(300, 16, &rng); /* more rows than a block's threads */
+    return pw_test_done("gpt2_emu");
+}
