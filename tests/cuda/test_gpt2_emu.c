@@ -1,6 +1,6 @@
 /* test_gpt2_emu.c: the GPU's kernels of the GPT-2 family, the optimizer and the generator's
  * bookkeeping (the sources nvcc compiles: encoder, layernorm, gelu, residual, adamw, norm,
- * gather and record _kernels.cuh) built here as C and run under the host emulation of emu.h,
+ * gather, record, matmul (bias seed, bf16 conversions) and colsum _kernels.cuh) built here as C and run under the host emulation of emu.h,
  * with the launch geometry of their .cu files, against the CPU kernels on the same data: within
  * 1e-5 (the sums of squares 1e-12; positions, gathers and the rows' bookkeeping exactly). Needs
  * no GPU. */
@@ -13,14 +13,17 @@
 #include "emu_test.h"
 
 #include "adamw_kernels.cuh"
+#include "colsum_kernels.cuh"
 #include "encoder_kernels.cuh"
 #include "gather_kernels.cuh"
 #include "gelu_kernels.cuh"
 #include "layernorm_kernels.cuh"
+#include "matmul_kernels.cuh"
 #include "norm_kernels.cuh"
 #include "record_kernels.cuh"
 #include "residual_kernels.cuh"
 
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 #include "pw_sample.h"
 #include "pw_test.h"
@@ -329,6 +332,101 @@ static void run_gather_record(int n, int R, unsigned long long *rng)
     free(src), free(dst), free(rows), free(st), free(tok), free(tokens), free(lps), free(lp);
 }
 
+typedef struct MmArgs {
+    float *f;
+    uint16_t *h;
+    const float *cf;
+    const uint16_t *ch;
+    const void *src;
+    int N, C, ld, rows, bf16;
+    size_t n;
+} MmArgs;
+
+static void k_bias(void *p)
+{
+    MmArgs *a = p;
+    bias_seed_kernel(a->f, a->cf, a->N, a->C);
+}
+static void k_to_bf16(void *p)
+{
+    MmArgs *a = p;
+    f32_to_bf16_kernel(a->h, a->cf, a->n);
+}
+static void k_to_f32(void *p)
+{
+    MmArgs *a = p;
+    bf16_to_f32_kernel(a->f, a->ch, a->n);
+}
+static void k_colsum_partial(void *p)
+{
+    MmArgs *a = p;
+    colsum_partial_kernel(a->f, a->src, a->bf16, a->N, a->C, a->ld, a->rows);
+}
+static void k_colsum_finish(void *p)
+{
+    MmArgs *a = p;
+    colsum_finish_kernel((float *)a->cf, a->f, a->rows, a->C);
+}
+
+/* what matmul.cu computes besides the GEMMs: the bias seed, the bf16 conversions (bit for bit
+ * pw_bf16.h's: ties, NaN, infinities, subnormals), and the column sum of dbias over float and
+ * bfloat16 rows ld apart, against a double sum */
+static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
+{
+    printf("matmul aux N=%d C=%d ld=%d\n", N, C, ld);
+    size_t n = (size_t)N * ld;
+    float *bias = emu_randn(C, 1.0, rng), *out = malloc(sizeof(float) * (size_t)N * C);
+    MmArgs a = {.f = out, .cf = bias, .N = N, .C = C};
+    emu_launch(ew_grid((size_t)N * C), d1(EW_THREADS), k_bias, &a);
+    int bad = 0;
+    for (size_t i = 0; i < (size_t)N * C; i++) bad += out[i] != bias[i % C];
+    CHECK(bad == 0, "bias seed: %d values differ", bad);
+
+    float *x = emu_randn(n, 1.0, rng);
+    x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 1e-40f; /* a subnormal */
+    uint32_t tie = 0x3f808000u; /* exactly between two bfloat16 values: rounds to even */
+    memcpy(&x[4], &tie, 4);
+    uint16_t *h = malloc(sizeof(uint16_t) * n);
+    a = (MmArgs){.h = h, .cf = x, .n = n};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_to_bf16, &a);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) bad += h[i] != pw_bf16_from_f32(x[i]);
+    float *back = malloc(sizeof(float) * n);
+    a = (MmArgs){.f = back, .ch = h, .n = n};
+    emu_launch(ew_grid(n), d1(EW_THREADS), k_to_f32, &a);
+    for (size_t i = 0; i < n; i++) {
+        float want = pw_bf16_to_f32(h[i]);
+        bad += memcmp(&back[i], &want, 4) != 0;
+    }
+    printf("  bf16 conversions: %d values differ from pw_bf16.h's\n", bad);
+    CHECK(bad == 0, "bf16 conversions: %d values differ", bad);
+
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        float *y = emu_randn(n, 1.0, rng);
+        uint16_t *yh = malloc(sizeof(uint16_t) * n);
+        for (size_t i = 0; i < n; i++) yh[i] = pw_bf16_from_f32(y[i]);
+        float *dst = emu_randn(C, 1.0, rng), *want = emu_copy(dst, C);
+        for (int c = 0; c < C; c++) {
+            double s = 0.0;
+            for (int i = 0; i < N; i++)
+                s += bf16 ? pw_bf16_to_f32(yh[(size_t)i * ld + c]) : y[(size_t)i * ld + c];
+            want[c] = (float)(want[c] + s);
+        }
+        int nchunks = (N + COLSUM_ROWS - 1) / COLSUM_ROWS;
+        float *part = malloc(sizeof(float) * (size_t)nchunks * C);
+        a = (MmArgs){.f = part, .cf = dst, .src = bf16 ? (const void *)yh : (const void *)y,
+                     .N = N, .C = C, .ld = ld, .rows = COLSUM_ROWS, .bf16 = bf16};
+        emu_launch((EmuDim3){(unsigned)((C + 255) / 256), (unsigned)nchunks, 1}, d1(256),
+                   k_colsum_partial, &a);
+        a.rows = nchunks;
+        emu_launch(d1((unsigned)((C + 255) / 256)), d1(256), k_colsum_finish, &a);
+        emu_check(bf16 ? "column sum, bfloat16 rows (+=)" : "column sum, float rows (+=)", dst,
+                  want, C, TOL);
+        free(y), free(yh), free(dst), free(want), free(part);
+    }
+    free(bias), free(out), free(x), free(h), free(back);
+}
+
 int main(void)
 {
     unsigned long long rng = 1124;
@@ -342,5 +440,6 @@ int main(void)
     run_sumsq(1, &rng);
     run_sumsq(300007, &rng);          /* more elements than the fixed grid's threads */
     run_gather_record(300, 16, &rng); /* more rows than a block's threads */
+    run_matmul_aux(150, 300, 307, &rng); /* three column-sum chunks, two column blocks */
     return pw_test_done("gpt2_emu");
 }

@@ -5,7 +5,8 @@
  * log-probs and entropies of rows ld apart (NaN in the padding columns, a skipped row, a -inf
  * logit), their backward written in place over the logits, cross-entropy; RMSNorm forward and
  * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
- * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate.
+ * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate; the
+ * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh).
  * Needs no GPU. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sincos, as CUDA has it */
@@ -17,6 +18,7 @@
 
 #include "emu_test.h"
 
+#include "attention_gemm_kernels.cuh"
 #include "logprobs_kernels.cuh"
 #include "rmsnorm_kernels.cuh"
 #include "rope_kernels.cuh"
@@ -224,6 +226,75 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     free(gu), free(dy), free(y), free(d0), free(d), free(ed);
 }
 
+/* ---- the GEMM path's softmax row kernels, over one sequence's NH heads of T x T scores */
+typedef struct SmArgs {
+    float *att, *lse;
+    const float *cl, *p;
+    const int *m;
+    int NH, T;
+    float scale;
+} SmArgs;
+
+static void sm_fwd(void *p)
+{
+    SmArgs *a = p;
+    masked_softmax_kernel(a->att, a->lse, a->m, a->NH, a->T);
+}
+static void sm_recompute(void *p)
+{
+    SmArgs *a = p;
+    softmax_recompute_kernel(a->att, a->cl, a->m, a->NH, a->T);
+}
+static void sm_bwd(void *p)
+{
+    SmArgs *a = p;
+    softmax_backward_kernel(a->att, a->p, a->m, a->NH, a->T, a->scale);
+}
+
+/* Against a double reference: P over the real keys s <= t (0 elsewhere, a padding query's row
+ * all 0, its lse 0), P again from lse, and dS = scale P (dP - sum P dP) */
+static void run_softmax_rows(int NH, int T, int pad, unsigned long long *rng)
+{
+    printf("GEMM-path softmax rows NH=%d T=%d pad=%d\n", NH, T, pad);
+    size_t n = (size_t)NH * T * T, rows = (size_t)NH * T;
+    int *m = malloc(sizeof(int) * T);
+    for (int t = 0; t < T; t++) m[t] = t >= pad && t != pad + 3; /* left padding and a hole */
+    float *S = emu_randn(n, 2.0, rng), *P = emu_copy(S, n), *lse = malloc(sizeof(float) * rows);
+    float *Pw = malloc(sizeof(float) * n), *lw = malloc(sizeof(float) * rows);
+    for (size_t r = 0; r < rows; r++) {
+        int t = (int)(r % T);
+        const float *s = S + r * T;
+        double mx = -INFINITY, z = 0.0;
+        for (int k = 0; k <= t; k++)
+            if (m[t] && m[k] && s[k] > mx) mx = s[k];
+        for (int k = 0; k <= t; k++)
+            if (m[t] && m[k]) z += exp(s[k] - mx);
+        for (int k = 0; k < T; k++)
+            Pw[r * T + k] = (m[t] && m[k] && k <= t) ? (float)(exp(s[k] - mx) / z) : 0.0f;
+        lw[r] = m[t] ? (float)(mx + log(z)) : 0.0f;
+    }
+    unsigned blocks = (unsigned)((rows + ATT_WARPS - 1) / ATT_WARPS);
+    SmArgs a = {P, lse, NULL, NULL, m, NH, T, 0.125f};
+    emu_launch(d1(blocks), d1(ATT_WARPS * 32), sm_fwd, &a);
+    emu_check("masked softmax", P, Pw, n, TOL);
+    emu_check("its log-sum-exp", lse, lw, rows, TOL);
+    float *R = emu_copy(S, n);
+    a = (SmArgs){R, NULL, lw, NULL, m, NH, T, 0.125f};
+    emu_launch(d1(blocks), d1(ATT_WARPS * 32), sm_recompute, &a);
+    emu_check("recomputed from lse", R, Pw, n, TOL);
+    float *dP = emu_randn(n, 1.0, rng), *dSw = malloc(sizeof(float) * n);
+    for (size_t r = 0; r < rows; r++) {
+        double dot = 0.0;
+        for (int k = 0; k < T; k++) dot += (double)Pw[r * T + k] * dP[r * T + k];
+        for (int k = 0; k < T; k++)
+            dSw[r * T + k] = (float)(0.125 * Pw[r * T + k] * (dP[r * T + k] - dot));
+    }
+    a = (SmArgs){dP, NULL, NULL, Pw, m, NH, T, 0.125f};
+    emu_launch(d1(blocks), d1(ATT_WARPS * 32), sm_bwd, &a);
+    emu_check("softmax backward", dP, dSw, n, TOL);
+    free(m), free(S), free(P), free(lse), free(Pw), free(lw), free(R), free(dP), free(dSw);
+}
+
 int main(void)
 {
     unsigned long long rng = 251125;
@@ -236,5 +307,7 @@ int main(void)
     run_rope(5, 3, 8, 3 * 8 + 5, &rng);         /* a stride with a gap */
     run_swiglu(5, 37, &rng);
     run_swiglu(3, 600, &rng);
+    run_softmax_rows(3, 70, 5, &rng);
+    run_softmax_rows(2, 33, 0, &rng);
     return pw_test_done("kernels_emu");
 }

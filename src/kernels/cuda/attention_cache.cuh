@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "bf16.cuh"
 #include "warp.cuh"
 
 #define CACHE_S float

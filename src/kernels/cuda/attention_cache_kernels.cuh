@@ -7,7 +7,7 @@
  *   CACHE_S         the slot's type: float, or uint16_t (a bfloat16's bits)
  *   CACHE_FN(name)  name with the type's suffix
  *   CACHE_BF16      1 for bfloat16 slots (rounded to nearest even as stored, widened as read)
- * The includer provides what CUDA (or emu.h) defines, warp.cuh and PW_DYN_SMEM. */
+ * The includer provides what CUDA (or emu.h) defines, warp.cuh, bf16.cuh and PW_DYN_SMEM. */
 
 #ifndef PW_CACHE_KERNELS_COMMON
 #define PW_CACHE_KERNELS_COMMON
@@ -24,25 +24,11 @@ static __device__ __forceinline__ int segment_of(const int *seg_off, int nseg, i
     return lo;
 }
 
-/* bfloat16 by its bits, as pw_bf16.h does on the host: rounded to nearest even (a NaN stays a
- * quiet NaN), widened by a shift. */
-static __device__ __forceinline__ uint16_t cache_bf16_of(float x)
-{
-    uint32_t b = __float_as_uint(x);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
-    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-static __device__ __forceinline__ float cache_f32_of(uint32_t bits16)
-{
-    return __uint_as_float(bits16 << 16);
-}
-
 #endif /* PW_CACHE_KERNELS_COMMON */
 
 #if CACHE_BF16
-#define CACHE_PUT(p, x) (*(p) = cache_bf16_of(x))
-#define CACHE_GET(p) cache_f32_of(*(p))
+#define CACHE_PUT(p, x) (*(p) = pw_bf16_bits(x))
+#define CACHE_GET(p) pw_bf16_float(*(p))
 #else
 #define CACHE_PUT(p, x) (*(p) = (x))
 #define CACHE_GET(p) (*(p))
@@ -64,7 +50,7 @@ static __device__ __forceinline__ float CACHE_FN(key_dot)(const float *q, const 
             uint32_t w[4] = {u.x, u.y, u.z, u.w};
             PW_UNROLL
             for (int j = 0; j < 4; j++) {
-                dot += q[8 * c + 2 * j] * cache_f32_of(w[j] & 0xffffu);
+                dot += q[8 * c + 2 * j] * pw_bf16_float(w[j] & 0xffffu);
                 dot += q[8 * c + 2 * j + 1] * __uint_as_float(w[j] & 0xffff0000u);
             }
         }

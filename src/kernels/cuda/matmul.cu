@@ -4,19 +4,11 @@
 
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
+#include "matmul_kernels.cuh"
 
 /* cuBLAS is column-major: a row-major (R, K) matrix is its (K, R) column-major transpose, so
  * out(N,OC) = inp(N,C) W(OC,C)^T is computed as out^T(OC,N) = W(C,OC)^T inp(C,N), and so on.
  * The comments write each product in those column-major views. */
-
-/* every row of out(N,OC) starts as the bias, and the GEMM adds onto it (beta = 1), as the CPU */
-__global__ void bias_seed_kernel(float *out, const float *bias, int N, int OC)
-{
-    size_t n = (size_t)N * OC;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = bias[i % OC];
-}
 
 static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream)
 {
@@ -92,34 +84,20 @@ extern "C" void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float 
 }
 
 /* ---- conversions */
-__global__ void f32_to_bf16_kernel(__nv_bfloat16 *out, const float *inp, size_t n)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __float2bfloat16_rn(inp[i]);
-}
-
-__global__ void bf16_to_f32_kernel(float *out, const __nv_bfloat16 *inp, size_t n)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __bfloat162float(inp[i]);
-}
-
 /* pw_bf16 is the storage type of __nv_bfloat16: same size, so the casts below are views */
 static_assert(sizeof(pw_bf16) == sizeof(__nv_bfloat16), "pw_bf16 must be 16 bits");
+static_assert(sizeof(pw_bf16) == sizeof(uint16_t), "pw_bf16 is the kernels' uint16_t");
 
 extern "C" void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cudaStream_t stream)
 {
     if (n == 0) return;
-    f32_to_bf16_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>((__nv_bfloat16 *)out, inp, n);
+    f32_to_bf16_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, inp, n);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cudaStream_t stream)
 {
     if (n == 0) return;
-    bf16_to_f32_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(
-        out, (const __nv_bfloat16 *)inp, n);
+    bf16_to_f32_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, inp, n);
     PW_CUDA_CHECK(cudaGetLastError());
 }

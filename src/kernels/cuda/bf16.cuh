@@ -1,0 +1,22 @@
+/* bf16.cuh: bfloat16 by its 16 bits (uint16_t, the pw_bf16 of pw_kernels_cuda.h), as pw_bf16.h
+ * converts on the host: rounded to nearest even (a NaN stays a quiet NaN), widened by a shift.
+ * The same bits as __float2bfloat16_rn and __bfloat162float for every non-NaN value, in plain
+ * C-subset CUDA, so that kernels using it can also run under tests/cuda/emu.h. */
+#ifndef PW_CUDA_BF16_CUH
+#define PW_CUDA_BF16_CUH
+
+#include <stdint.h>
+
+static __device__ __forceinline__ uint16_t pw_bf16_bits(float x)
+{
+    uint32_t b = __float_as_uint(x);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+static __device__ __forceinline__ float pw_bf16_float(uint32_t bits16)
+{
+    return __uint_as_float(bits16 << 16);
+}
+
+#endif
