@@ -1,9 +1,10 @@
-/* test_gpt2_emu.c: the GPU's kernels of the GPT-2 family, the optimizer and the generator's
- * bookkeeping (the sources nvcc compiles: encoder, layernorm, gelu, residual, adamw, norm,
- * gather, record, matmul (bias seed, bf16 conversions) and colsum _kernels.cuh) built here as C and run under the host emulation of emu.h,
- * with the launch geometry of their .cu files, against the CPU kernels on the same data: within
- * 1e-5 (the sums of squares 1e-12; positions, gathers and the rows' bookkeeping exactly). Needs
- * no GPU. */
+/* test_gpt2_emu.c: the GPU's kernels of the GPT-2 family, the optimizer, the linear layer's
+ * helpers and the generator's bookkeeping (the sources nvcc compiles: encoder, layernorm, gelu,
+ * residual, adamw, norm, gather, record, matmul (bias seed, bf16 conversions) and colsum
+ * _kernels.cuh) built here as C and run under the host emulation of emu.h, with the launch
+ * geometry of their .cu files, against the CPU kernels on the same data: within 1e-5 (the sums
+ * of squares 1e-12; positions, gathers, the rows' bookkeeping and the conversions exactly).
+ * Needs no GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
