@@ -10,7 +10,7 @@
     .matmul_forward_bf16 = matmul_fwd_bf16, .matmul_backward_bf16 = matmul_bwd_bf16,         \
     .to_bf16 = to_bf16_entry,                                                                \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
-    .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,                             \
+    .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,   \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \
     .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale,          \
     .sample = sample_rows, .record = record_rows,                                            \

@@ -1,6 +1,6 @@
 /* emu_test.h: what the emulated kernel tests share (tests/cuda/test_*_emu.c): random and copied
  * host arrays, a relative-error check that prints its figure, and the launch shapes of the
- * kernels' .cu files. */
+ * kernels' .cu files (launch.cuh). */
 #ifndef PW_TEST_CUDA_EMU_TEST_H
 #define PW_TEST_CUDA_EMU_TEST_H
 
@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "emu.h"
+#include "launch.cuh"
 #include "pw_test.h"
-
-#define EW_THREADS 256 /* PW_EW_THREADS of common.cuh: the elementwise kernels' blocks */
 
 static inline float *emu_randn(size_t n, double sd, unsigned long long *rng)
 {
@@ -37,10 +36,7 @@ static inline void emu_check(const char *what, const float *got, const float *wa
 
 static inline EmuDim3 d1(unsigned x) { return (EmuDim3){x, 1, 1}; }
 
-/* pw_ew_blocks: enough blocks of EW_THREADS for n elements (the tests stay far below the cap) */
-static inline EmuDim3 ew_grid(size_t n)
-{
-    return d1((unsigned)((n + EW_THREADS - 1) / EW_THREADS));
-}
+/* the grid of an elementwise kernel over n elements, as the .cu files launch it */
+static inline EmuDim3 ew_grid(size_t n) { return d1(pw_ew_blocks(n)); }
 
 #endif

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_test.h"
 
 #include "attention_cache.cuh"
 
@@ -86,8 +86,8 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
 
     /* the launch geometry of attention_cache.cu */
     Args a = {eK, eV, eout, &cc, bf16};
-    unsigned total = (unsigned)(N * NKV * hs), threads = hs > 128 ? (hs + 31) / 32 * 32 : 128;
-    emu_launch((EmuDim3){(total + 255) / 256, 1, 1}, (EmuDim3){256, 1, 1}, store, &a);
+    unsigned threads = (unsigned)cache_threads(hs);
+    emu_launch(ew_grid((size_t)N * NKV * hs), d1(PW_EW_THREADS), store, &a);
     emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1}, (EmuDim3){threads, 1, 1},
                     (hs + threads + 32) * sizeof(float), attend, &a);
     int same = !memcmp(eK, K, cache * es) && !memcmp(eV, V, cache * es);

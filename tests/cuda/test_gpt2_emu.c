@@ -30,8 +30,17 @@
 #include "pw_test.h"
 
 #define TOL 1e-5
-#define COLSUM_ROWS 64 /* PW_COLSUM_ROWS of common.cuh */
 
+
+/* the two grids of a column sum over N rows of C (colsum.cu, layernorm.cu); the chunk count */
+static int colsum_grids(int N, int C, EmuDim3 *partial, EmuDim3 *finish)
+{
+    int rows = pw_colsum_chunk_rows(N), nchunks = (N + rows - 1) / rows;
+    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
+    *partial = (EmuDim3){cblocks, (unsigned)nchunks, 1};
+    *finish = d1(cblocks);
+    return nchunks;
+}
 
 /* every kernel's arguments, by name; each body below passes the ones its kernel takes */
 typedef struct A {
@@ -72,13 +81,14 @@ static void run_encoder(int B, int T, int C, int V, unsigned long long *rng)
     int *pos = malloc(sizeof(int) * BT), *epos = malloc(sizeof(int) * BT);
     pw_positions_from_mask(pos, mask, B, T);
     A a = {.i0 = epos, .ci0 = mask, .B = B, .T = T};
-    emu_launch(d1((unsigned)((B + 127) / 128)), d1(128), k_positions, &a);
+    emu_launch(d1((unsigned)((B + POSITIONS_THREADS - 1) / POSITIONS_THREADS)),
+               d1(POSITIONS_THREADS), k_positions, &a);
     CHECK(!memcmp(pos, epos, sizeof(int) * BT), "positions differ from the CPU's");
     float *wte = emu_randn((size_t)V * C, 1.0, rng), *wpe = emu_randn((size_t)T * C, 1.0, rng);
     float *out = malloc(sizeof(float) * 2 * n), *eout = out + n;
     pw_encoder_forward(out, tok, pos, wte, wpe, B, T, C);
     a = (A){.f0 = eout, .ci0 = tok, .ci1 = pos, .c0 = wte, .c1 = wpe, .B = B, .T = T, .C = C};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_enc_fwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_enc_fwd, &a);
     emu_check("encoder forward", eout, out, n, TOL);
     float *dy = emu_randn(n, 1.0, rng), *g0 = emu_randn((size_t)V * C, 1.0, rng);
     float *p0 = emu_randn((size_t)T * C, 1.0, rng);
@@ -86,7 +96,7 @@ static void run_encoder(int B, int T, int C, int V, unsigned long long *rng)
     float *edwte = emu_copy(g0, (size_t)V * C), *edwpe = emu_copy(p0, (size_t)T * C);
     pw_encoder_backward(dwte, dwpe, dy, tok, pos, B, T, C);
     a = (A){.f0 = edwte, .f1 = edwpe, .c0 = dy, .ci0 = tok, .ci1 = pos, .B = B, .T = T, .C = C};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_enc_bwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_enc_bwd, &a);
     emu_check("encoder dwte (+=, atomics)", edwte, dwte, (size_t)V * C, TOL);
     emu_check("encoder dwpe (+=, atomics)", edwpe, dwpe, (size_t)T * C, TOL);
     free(mask), free(tok), free(pos), free(epos), free(wte), free(wpe), free(out), free(dy);
@@ -136,14 +146,14 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     pw_layernorm_backward(dx, dwb, dwb + C, dy, x, w, mean, rstd, N, C);
     a = (A){.f0 = edx, .c0 = dy, .c1 = x, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C};
     emu_launch(d1(blocks), d1(LN_ROWS_PER_BLOCK * 32), k_ln_dinp, &a);
-    int nchunks = (N + COLSUM_ROWS - 1) / COLSUM_ROWS;
+    EmuDim3 part_grid, fin_grid;
+    int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
     float *part = malloc(sizeof(float) * 2 * (size_t)nchunks * C);
     a = (A){.f0 = part, .f1 = part + (size_t)nchunks * C, .f2 = edwb, .f3 = edwb + C, .c0 = dy,
-            .c1 = x, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = COLSUM_ROWS};
-    emu_launch((EmuDim3){(unsigned)((C + 255) / 256), (unsigned)nchunks, 1}, d1(256), k_ln_partial,
-               &a);
+            .c1 = x, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = pw_colsum_chunk_rows(N)};
+    emu_launch(part_grid, d1(PW_COLSUM_THREADS), k_ln_partial, &a);
     a.rows = nchunks;
-    emu_launch(d1((unsigned)((C + 255) / 256)), d1(256), k_ln_finish, &a);
+    emu_launch(fin_grid, d1(PW_COLSUM_THREADS), k_ln_finish, &a);
     emu_check("layernorm dinp (+=)", edx, dx, n, TOL);
     emu_check("layernorm dweight, dbias (+=)", edwb, dwb, 2 * (size_t)C, TOL);
     free(x), free(w), free(bias), free(y), free(st), free(dy), free(dx0), free(dw0), free(dx);
@@ -185,28 +195,28 @@ static void run_elementwise(size_t n, unsigned long long *rng)
     float *out = malloc(sizeof(float) * 2 * n), *eout = out + n;
     pw_gelu_forward(out, x, n);
     A a = {.f0 = eout, .c0 = x, .c1 = y, .n = n};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_gelu_fwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
     emu_check("gelu forward", eout, out, n, TOL);
     float *g = emu_copy(d0, n), *eg = emu_copy(d0, n);
     pw_gelu_backward(g, x, y, n);
     a.f0 = eg;
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_gelu_bwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_bwd, &a);
     emu_check("gelu backward (+=)", eg, g, n, TOL);
     pw_residual_forward(out, x, y, n);
     a.f0 = eout;
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_res_fwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_res_fwd, &a);
     emu_check("residual forward", eout, out, n, TOL);
     float *da = emu_copy(d0, n), *db = emu_copy(x, n);
     float *eda = emu_copy(d0, n), *edb = emu_copy(x, n);
     pw_residual_backward(da, db, y, n);
     a = (A){.f0 = eda, .f1 = edb, .c0 = y, .n = n};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_res_bwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_res_bwd, &a);
     emu_check("residual backward da (+=)", eda, da, n, TOL);
     emu_check("residual backward db (+=)", edb, db, n, TOL);
     float *s = emu_copy(x, n), *es = emu_copy(x, n);
     pw_scale(s, 0.37f, n);
     a = (A){.f0 = es, .n = n};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_scale, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_scale, &a);
     emu_check("scale", es, s, n, 0.0);
     free(x), free(y), free(d0), free(out), free(g), free(eg), free(da), free(db), free(eda);
     free(edb), free(s), free(es);
@@ -238,7 +248,7 @@ static void run_adamw(size_t n, int t, float wd, unsigned long long *rng)
     /* the bias corrections as adamw.cu computes them on the host */
     AdamArgs a = {ep, em, ev, g, n, lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, t))),
                   (float)(1.0 / (1.0 - pow(b2, t)))};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_adamw, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_adamw, &a);
     emu_check("adamw params", ep, p, n, TOL);
     emu_check("adamw m", em, m, n, TOL);
     emu_check("adamw v", ev, v, n, TOL);
@@ -300,7 +310,7 @@ static void run_gather_record(int n, int R, unsigned long long *rng)
     for (int i = 0; i < n; i++) rows[i] = (i * 7 + 2) % n;
     pw_gather_rows(dst, src, rows, n, C);
     A a = {.f0 = dst + (size_t)n * C, .c0 = src, .ci0 = rows, .N = n, .C = C};
-    emu_launch(ew_grid((size_t)n * C), d1(EW_THREADS), k_gather, &a);
+    emu_launch(ew_grid((size_t)n * C), d1(PW_EW_THREADS), k_gather, &a);
     CHECK(!memcmp(dst, dst + (size_t)n * C, sizeof(float) * n * C), "gather differs");
 
     int *st = malloc(sizeof(int) * 12 * n), *tok = malloc(sizeof(int) * n);
@@ -322,7 +332,8 @@ static void run_gather_record(int n, int R, unsigned long long *rng)
                    lps + 3 * (size_t)n * R, R, stop};
     pw_sample_record(&h, n, rows, tok, lp, lp + n, st + 3 * n, st + 4 * n, st + 5 * n);
     RecArgs r = {e, n, st + 9 * n, st + 10 * n, st + 11 * n, rows, tok, lp, lp + n};
-    emu_launch(d1((unsigned)((n + 127) / 128)), d1(128), k_record, &r);
+    emu_launch(d1((unsigned)((n + RECORD_THREADS - 1) / RECORD_THREADS)), d1(RECORD_THREADS),
+               k_record, &r);
     int bad = memcmp(st, st + 6 * n, sizeof(int) * 6 * n) != 0;
     bad += memcmp(tokens, tokens + n * R, sizeof(int) * n * R) != 0;
     bad += memcmp(lps, lps + 2 * (size_t)n * R, sizeof(float) * 2 * n * R) != 0;
@@ -378,7 +389,7 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
     size_t n = (size_t)N * ld;
     float *bias = emu_randn(C, 1.0, rng), *out = malloc(sizeof(float) * (size_t)N * C);
     MmArgs a = {.f = out, .cf = bias, .N = N, .C = C};
-    emu_launch(ew_grid((size_t)N * C), d1(EW_THREADS), k_bias, &a);
+    emu_launch(ew_grid((size_t)N * C), d1(PW_EW_THREADS), k_bias, &a);
     int bad = 0;
     for (size_t i = 0; i < (size_t)N * C; i++) bad += out[i] != bias[i % C];
     CHECK(bad == 0, "bias seed: %d values differ", bad);
@@ -389,12 +400,12 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
     memcpy(&x[4], &tie, 4);
     uint16_t *h = malloc(sizeof(uint16_t) * n);
     a = (MmArgs){.h = h, .cf = x, .n = n};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_to_bf16, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_to_bf16, &a);
     bad = 0;
     for (size_t i = 0; i < n; i++) bad += h[i] != pw_bf16_from_f32(x[i]);
     float *back = malloc(sizeof(float) * n);
     a = (MmArgs){.f = back, .ch = h, .n = n};
-    emu_launch(ew_grid(n), d1(EW_THREADS), k_to_f32, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_to_f32, &a);
     for (size_t i = 0; i < n; i++) {
         float want = pw_bf16_to_f32(h[i]);
         bad += memcmp(&back[i], &want, 4) != 0;
@@ -413,14 +424,14 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
                 s += bf16 ? pw_bf16_to_f32(yh[(size_t)i * ld + c]) : y[(size_t)i * ld + c];
             want[c] = (float)(want[c] + s);
         }
-        int nchunks = (N + COLSUM_ROWS - 1) / COLSUM_ROWS;
+        EmuDim3 part_grid, fin_grid;
+        int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
         float *part = malloc(sizeof(float) * (size_t)nchunks * C);
         a = (MmArgs){.f = part, .cf = dst, .src = bf16 ? (const void *)yh : (const void *)y,
-                     .N = N, .C = C, .ld = ld, .rows = COLSUM_ROWS, .bf16 = bf16};
-        emu_launch((EmuDim3){(unsigned)((C + 255) / 256), (unsigned)nchunks, 1}, d1(256),
-                   k_colsum_partial, &a);
+                     .N = N, .C = C, .ld = ld, .rows = pw_colsum_chunk_rows(N), .bf16 = bf16};
+        emu_launch(part_grid, d1(PW_COLSUM_THREADS), k_colsum_partial, &a);
         a.rows = nchunks;
-        emu_launch(d1((unsigned)((C + 255) / 256)), d1(256), k_colsum_finish, &a);
+        emu_launch(fin_grid, d1(PW_COLSUM_THREADS), k_colsum_finish, &a);
         emu_check(bf16 ? "column sum, bfloat16 rows (+=)" : "column sum, float rows (+=)", dst,
                   want, C, TOL);
         free(y), free(yh), free(dst), free(want), free(part);

@@ -148,7 +148,7 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     float *terms = malloc(sizeof(float) * n);
     a = (RmsArgs){NULL, rs, edx, terms, x, w, dy, N, C, eps};
     emu_launch(d1(blocks), d1(RMS_ROWS_PER_BLOCK * 32), rms_dinp, &a);
-    emu_launch(ew_grid(n), d1(EW_THREADS), rms_terms, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), rms_terms, &a);
     for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */
         for (int c = 0; c < C; c++) edw[c] += terms[(size_t)i * C + c];
     emu_check("rmsnorm dinp (+=)", edx, dx, n, TOL);
@@ -188,7 +188,7 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
         else
             pw_rope_forward(want, pos, inv, N, nheads, hs, stride);
         EwArgs a = {got, inv, NULL, pos, N, nheads, hs, stride, 0, dir ? -1.0f : 1.0f};
-        emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(EW_THREADS), rope, &a);
+        emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(PW_EW_THREADS), rope, &a);
         emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
         free(want), free(got);
     }
@@ -216,12 +216,12 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     pw_swiglu_forward(y, gu, N, F);
     EwArgs a = {ey, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
-    emu_launch(ew_grid(n), d1(EW_THREADS), swiglu_fwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
     emu_check("swiglu forward", ey, y, n, TOL);
     float *d0 = emu_randn(2 * n, 1.0, rng), *d = emu_copy(d0, 2 * n), *ed = emu_copy(d0, 2 * n);
     pw_swiglu_backward(d, gu, dy, N, F);
     a = (EwArgs){ed, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
-    emu_launch(ew_grid(n), d1(EW_THREADS), swiglu_bwd, &a);
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check("swiglu backward (+=)", ed, d, 2 * n, TOL);
     free(gu), free(dy), free(y), free(d0), free(d), free(ed);
 }

@@ -18,20 +18,19 @@
 #include "attention_gemm_kernels.cuh"
 #include "flash.cuh"
 
-/* GEMM path. The GEMMs read q, k, v in place in qkv: head h of sequence b is a (T,hs) matrix
- * with row stride W (the whole qkv row). cuBLAS is column-major: a row-major (R,K) matrix with
- * row stride ld is a column-major (K,R) matrix with leading dimension ld; each call below is
- * written in those views. */
+/* ---- the GEMM path. The GEMMs read q, k, v in place in qkv: head h of sequence b is a (T,hs)
+ * matrix with row stride W (the whole qkv row). cuBLAS is column-major: a row-major (R,K) matrix
+ * with row stride ld is a column-major (K,R) matrix with leading dimension ld; each call below
+ * is written in those views. */
 
+/* The rows of one sequence's NH heads for the row kernels (attention_gemm_kernels.cuh): one
+ * launch, B = 1 and the sequence's own mask row */
+#define ATT_LAUNCH(rows)                                                                          \
+    (unsigned int)(((rows) + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP, 0
 
-/* The rows of one sequence's NH heads for the two row kernels: one launch, B = 1 and the
- * sequence's own mask row */
-#define ATT_LAUNCH(rows) (unsigned int)(((rows) + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP, 0
-
-/* Grouped-query attention: query head h = kv G + j (G = NH / NKV) reads key/value head kv. For
- * one sequence and one j, the NKV heads kv G + j are G hs apart in q (and G T T apart in att),
- * while their key and value heads are hs apart: one strided-batched GEMM of NKV, and a loop over
- * j. With G = 1 these are the multi-head calls above. The softmax kernels are shared as is. */
+/* Query head h = kv G + j (G = NH / NKV) reads key/value head kv. For one sequence and one j,
+ * the NKV heads kv G + j are G hs apart in q (and G T T apart in att), while their key and value
+ * heads are hs apart: one strided-batched GEMM of NKV, and a loop over j (multi-head: G = 1). */
 typedef struct GqaDims {
     int G, W, C;
     long long TT;

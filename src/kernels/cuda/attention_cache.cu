@@ -28,9 +28,6 @@
         PW_CUDA_CHECK(cudaGetLastError());                                                        \
     } while (0)
 
-/* at least one thread per output channel, whole warps */
-static int cache_threads(int hs) { return hs > 128 ? (hs + PW_WARP - 1) / PW_WARP * PW_WARP : 128; }
-
 extern "C" void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache,
                                                     float *scores, const float *qkv,
                                                     const int *seg_row, const int *seg_off,

@@ -10,6 +10,13 @@
 #include "bf16.cuh"
 #include "warp.cuh"
 
+/* threads of an attending block (one per (token, head)): at least one per output channel,
+ * whole warps */
+static inline int cache_threads(int hs)
+{
+    return hs > 128 ? (hs + PW_WARP - 1) / PW_WARP * PW_WARP : 128;
+}
+
 #define CACHE_S float
 #define CACHE_FN(name) pw_##name##_f32
 #define CACHE_BF16 0

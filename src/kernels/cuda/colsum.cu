@@ -8,15 +8,14 @@ static void colsum_add(float *dst, const void *src, int bf16, int N, int C, int 
                        cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
-    /* grid.y is at most 65535: very tall inputs get longer chunks */
-    int rows = PW_COLSUM_ROWS;
-    if ((N + rows - 1) / rows > 65535) rows = (N + 65534) / 65535;
-    int nchunks = (N + rows - 1) / rows;
+    int rows = pw_colsum_chunk_rows(N), nchunks = (N + rows - 1) / rows;
+    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
     float *partial = (float *)pw_cuda_scratch(sizeof(float) * (size_t)nchunks * C, stream);
-    dim3 grid((C + 255) / 256, nchunks);
-    colsum_partial_kernel<<<grid, 256, 0, stream>>>(partial, src, bf16, N, C, ld, rows);
+    dim3 grid(cblocks, nchunks);
+    colsum_partial_kernel<<<grid, PW_COLSUM_THREADS, 0, stream>>>(partial, src, bf16, N, C, ld,
+                                                                  rows);
     PW_CUDA_CHECK(cudaGetLastError());
-    colsum_finish_kernel<<<(C + 255) / 256, 256, 0, stream>>>(dst, partial, nchunks, C);
+    colsum_finish_kernel<<<cblocks, PW_COLSUM_THREADS, 0, stream>>>(dst, partial, nchunks, C);
     PW_CUDA_CHECK(cudaGetLastError());
     pw_cuda_scratch_free(partial, stream);
 }

@@ -1,5 +1,5 @@
 /* common.cuh: what the CUDA kernel files share (private): warp reductions (warp.cuh), launch
- * sizes, the cuBLAS handle of a stream, and the deterministic column sum behind dbias/dweight. */
+ * sizes (launch.cuh), the cuBLAS handle of a stream, and the deterministic column sum behind dbias/dweight. */
 #ifndef PW_CUDA_COMMON_CUH
 #define PW_CUDA_COMMON_CUH
 
@@ -8,19 +8,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "launch.cuh"
 #include "pw_cuda_check.h"
 #include "warp.cuh"
-
-/* Elementwise kernels use grid-stride loops over size_t, so a grid of at most this many
- * blocks covers any n; enough blocks to fill any current GPU many times over. */
-#define PW_EW_THREADS 256
-#define PW_EW_MAX_BLOCKS 65536
-
-static inline unsigned int pw_ew_blocks(size_t n)
-{
-    size_t b = (n + PW_EW_THREADS - 1) / PW_EW_THREADS;
-    return (unsigned int)(b < PW_EW_MAX_BLOCKS ? b : PW_EW_MAX_BLOCKS);
-}
 
 /* The handle bound to this stream (context.cu), and the compute type of the fp32 GEMMs. */
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
@@ -37,8 +27,5 @@ void pw_cuda_scratch_free(void *p, cudaStream_t stream);
  * (colsum.cu). */
 void pw_colsum_add_f32(float *dst, const float *src, int N, int C, int ld, cudaStream_t stream);
 void pw_colsum_add_bf16(float *dst, const void *src, int N, int C, int ld, cudaStream_t stream);
-
-/* Rows of a column sum's stage-one chunk (at least; more when N is huge) */
-#define PW_COLSUM_ROWS 64
 
 #endif

@@ -8,7 +8,8 @@ extern "C" void pw_positions_from_mask_cuda(int *pos, const int *mask, int B, in
                                             cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
-    positions_kernel<<<(B + 127) / 128, 128, 0, stream>>>(pos, mask, B, T);
+    positions_kernel<<<(B + POSITIONS_THREADS - 1) / POSITIONS_THREADS, POSITIONS_THREADS, 0,
+                       stream>>>(pos, mask, B, T);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 

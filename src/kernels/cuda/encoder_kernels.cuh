@@ -10,6 +10,8 @@
 
 #include "warp.cuh"
 
+#define POSITIONS_THREADS 128 /* rows (sequences) per block of positions_kernel */
+
 /* one thread per sequence: a running count over at most a few thousand columns is cheaper
  * than a parallel scan's launches, and the batch is tiny next to everything else */
 __global__ void positions_kernel(int *pos, const int *mask, int B, int T)

@@ -28,17 +28,16 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *d
         PW_CUDA_CHECK(cudaGetLastError());
     }
     if (!dweight && !dbias) return;
-    int rows = PW_COLSUM_ROWS;
-    if ((N + rows - 1) / rows > 65535) rows = (N + 65534) / 65535; /* grid.y limit */
-    int nchunks = (N + rows - 1) / rows;
+    int rows = pw_colsum_chunk_rows(N), nchunks = (N + rows - 1) / rows;
+    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
     float *partial = (float *)pw_cuda_scratch(2 * sizeof(float) * (size_t)nchunks * C, stream);
     float *pw = partial, *pb = partial + (size_t)nchunks * C;
-    dim3 grid((C + 255) / 256, nchunks);
-    layernorm_dwdb_partial_kernel<<<grid, 256, 0, stream>>>(pw, pb, dout, inp, mean, rstd, N, C,
-                                                            rows);
+    dim3 grid(cblocks, nchunks);
+    layernorm_dwdb_partial_kernel<<<grid, PW_COLSUM_THREADS, 0, stream>>>(pw, pb, dout, inp, mean,
+                                                                          rstd, N, C, rows);
     PW_CUDA_CHECK(cudaGetLastError());
-    layernorm_dwdb_finish_kernel<<<(C + 255) / 256, 256, 0, stream>>>(dweight, dbias, pw, pb,
-                                                                      nchunks, C);
+    layernorm_dwdb_finish_kernel<<<cblocks, PW_COLSUM_THREADS, 0, stream>>>(dweight, dbias, pw,
+                                                                            pb, nchunks, C);
     PW_CUDA_CHECK(cudaGetLastError());
     pw_cuda_scratch_free(partial, stream);
 }

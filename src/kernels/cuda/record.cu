@@ -10,8 +10,7 @@ void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int
                            int *pass_pos, int *pass_slot0, cudaStream_t stream)
 {
     if (n <= 0) return;
-    const int threads = 128;
-    record_kernel<<<(n + threads - 1) / threads, threads, 0, stream>>>(
+    record_kernel<<<(n + RECORD_THREADS - 1) / RECORD_THREADS, RECORD_THREADS, 0, stream>>>(
         *g, n, rows, token, logp, logp_full, pass_tok, pass_pos, pass_slot0);
     PW_CUDA_CHECK(cudaGetLastError());
 }

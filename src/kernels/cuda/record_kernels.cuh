@@ -11,6 +11,8 @@
 #include "pw_sample.h" /* PwGenRows */
 #include "warp.cuh"
 
+#define RECORD_THREADS 128 /* drawn rows per block */
+
 __global__ void record_kernel(PwGenRows g, int n, const int *rows, const int *token,
                                      const float *logp, const float *logp_full, int *pass_tok,
                                      int *pass_pos, int *pass_slot0)

@@ -1,0 +1,32 @@
+/* launch.cuh: the launch shapes the kernel files share, in plain C so that the emulated tests
+ * (tests/cuda/test_*_emu.c) launch with the very same numbers. */
+#ifndef PW_CUDA_LAUNCH_CUH
+#define PW_CUDA_LAUNCH_CUH
+
+#include <stddef.h>
+
+/* Elementwise kernels use grid-stride loops over size_t, so a grid of at most this many
+ * blocks covers any n; enough blocks to fill any current GPU many times over. */
+#define PW_EW_THREADS 256
+#define PW_EW_MAX_BLOCKS 65536
+
+static inline unsigned int pw_ew_blocks(size_t n)
+{
+    size_t b = (n + PW_EW_THREADS - 1) / PW_EW_THREADS;
+    return (unsigned int)(b < PW_EW_MAX_BLOCKS ? b : PW_EW_MAX_BLOCKS);
+}
+
+/* Column sums (colsum.cu, LayerNorm's dweight and dbias) take blocks of PW_COLSUM_THREADS
+ * columns and chunks of at least PW_COLSUM_ROWS rows: grid.y is at most 65535, so very tall
+ * inputs get longer chunks. */
+#define PW_COLSUM_THREADS 256
+#define PW_COLSUM_ROWS 64
+
+static inline int pw_colsum_chunk_rows(int N)
+{
+    int rows = PW_COLSUM_ROWS;
+    if ((N + rows - 1) / rows > 65535) rows = (N + 65534) / 65535;
+    return rows;
+}
+
+#endif
