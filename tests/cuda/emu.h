@@ -40,6 +40,7 @@ static unsigned int emu_tid; /* the running thread's rank in its block */
 #define __shared__ static
 #define __launch_bounds__(n)
 #define PW_UNROLL
+#define PW_UNROLL_BY(n)
 /* dynamic shared memory: the bytes emu_launch_smem was given */
 #define PW_DYN_SMEM(type, name) type *name = (type *)emu_dyn_smem
 

@@ -15,6 +15,8 @@
 #include "pw_kernels_cuda.h"
 
 #define PW_UNROLL _Pragma("unroll")
+#define PW_PRAGMA_(x) _Pragma(#x)
+#define PW_UNROLL_BY(n) PW_PRAGMA_(unroll n)
 #include "attention_gemm_kernels.cuh"
 #include "flash.cuh"
 

@@ -1,7 +1,7 @@
 /* flash_kernels.cuh: fused causal attention with a key padding mask (forward, and backward as two
  * kernels), grouped-query, float32 throughout; no T x T matrix is ever written, not even a tile
- * of it: each query's scores live in registers for one tile of keys at a time (an online
- * softmax), and the backward recomputes them from the forward's log-sum-exp. The semantics are
+ * of it: each query's scores live in a column of shared memory for one tile of keys at a time
+ * (an online softmax), and the backward recomputes them from the forward's log-sum-exp. The semantics are
  * pw_attention_gqa_forward / _backward's (cpu/attention.c), the layout theirs: qkv rows of
  * W = (NH + 2 NKV) hs floats, [q heads | k heads | v heads], out (B,T,NH hs), lse (B,NH,T).
  *
@@ -10,19 +10,23 @@
  * very file as C on the host and run it under tests/cuda/emu.h against the CPU kernel; that is
  * how their logic is checked on machines without a GPU. What must come from the includer:
  * blockIdx, threadIdx, __syncthreads, __global__, __device__, __shared__, __launch_bounds__,
- * PW_UNROLL (unroll the next loop) and FLASH_HS.
+ * PW_UNROLL (unroll the next loop), PW_UNROLL_BY(n) (unroll it n times) and FLASH_HS.
  *
  * FLASH_HS is the head size the kernels are compiled for (32, 64 or 128; a head of hs <= FLASH_HS
  * floats runs in the kernels of the smallest bucket that holds it, the rest of the bucket being
  * zeros): flash.cuh includes this file once per bucket, and every kernel's name ends in it.
  * Per-thread arrays of FLASH_HS floats are indexed by unrolled loops only, so they stay in
- * registers.
+ * registers. Loops over the keys of a tile are unrolled a few times only (PW_UNROLL_BY): a full
+ * unroll nested around a full unroll over FLASH_HS made nvcc's front end take 3 minutes for this
+ * file and the 128 bucket's dq kernel spill 40 KB (now 8 s in all and 5 KB), for no registers
+ * gained, and it is why the forward keeps its tile's scores in shared memory, not in an array
+ * indexed by the key.
  *
  * Work split, one thread per row throughout (no cross-thread reductions, so nothing but
  * barriers to emulate and every sum in a fixed order, bit-reproducible):
  *  - forward (grid ceil(T/FLASH_BQ) x NH x B, FLASH_BQ threads): thread = query t of head h;
  *    tiles of FLASH_BK keys and values go through shared memory; per tile the thread's scores
- *    in registers, one rescale of its running sum and output, then the tile's values.
+ *    into its column of shared memory, one rescale of its running sum and output, then the tile's values.
  *  - dq (same grid): two sweeps over the keys of query t: the first sums D = sum_s P dP (the
  *    CPU's rowsum(P * dP), written to `drow` for the next kernel), the second adds
  *    dS k = scale P (dP - D) k into dq.
@@ -128,6 +132,8 @@ __global__ void __launch_bounds__(FLASH_BQ)
     __shared__ FLASH_FN(KVTile) tile;
     float(*ks)[FLASH_HS] = tile.k, (*vs)[FLASH_HS] = tile.v;
     const int *km = tile.m;
+    __shared__ float sc[FLASH_BK][FLASH_BQ]; /* the tile's scores, a column per thread */
+    int me = threadIdx.x;
     FlashQuery fq = flash_query(qkv, mask, T, NH, NKV, hs);
     int b = fq.b, h = fq.h, t = fq.t, active = fq.active;
 
@@ -142,23 +148,24 @@ __global__ void __launch_bounds__(FLASH_BQ)
         FLASH_FN(load_kv)(&tile, fq.f, fq.m, k0, T, hs);
         __syncthreads();
         if (active && k0 <= t) {
-            float sc[FLASH_BK], tmax = mx;
-            PW_UNROLL
+            float tmax = mx;
+            PW_UNROLL_BY(4)
             for (int j = 0; j < FLASH_BK; j++) {
                 float x = 0.0f;
                 PW_UNROLL
                 for (int d = 0; d < FLASH_HS; d++) x += q[d] * ks[j][d];
-                sc[j] = (k0 + j <= t && km[j]) ? x : -INFINITY;
-                tmax = fmaxf(tmax, sc[j]);
+                x = (k0 + j <= t && km[j]) ? x : -INFINITY;
+                sc[j][me] = x;
+                tmax = fmaxf(tmax, x);
             }
             if (tmax > -INFINITY) {
                 float c = expf(mx - tmax); /* 0 on the first real tile (mx = -inf) */
                 l *= c;
                 PW_UNROLL
                 for (int d = 0; d < FLASH_HS; d++) acc[d] *= c;
-                PW_UNROLL
+                PW_UNROLL_BY(2)
                 for (int j = 0; j < FLASH_BK; j++) {
-                    float p = sc[j] > -INFINITY ? expf(sc[j] - tmax) : 0.0f;
+                    float p = sc[j][me] > -INFINITY ? expf(sc[j][me] - tmax) : 0.0f;
                     l += p;
                     PW_UNROLL
                     for (int d = 0; d < FLASH_HS; d++) acc[d] += p * vs[j][d];
@@ -205,7 +212,7 @@ __global__ void __launch_bounds__(FLASH_BQ)
             FLASH_FN(load_kv)(&tile, fq.f, fq.m, k0, T, hs);
             __syncthreads();
             if (active && k0 <= t) {
-                PW_UNROLL
+                PW_UNROLL_BY(2)
                 for (int j = 0; j < FLASH_BK; j++) {
                     if (k0 + j > t || !km[j]) continue;
                     float x = 0.0f, dp = 0.0f;
