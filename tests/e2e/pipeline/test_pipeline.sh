@@ -10,8 +10,8 @@ trap 'rm -rf "$work"' EXIT
 # SFT gold 0.47-0.50, gains +0.104, +0.137, +0.111, +0.108 over PPO seeds 1-4 (seed 1 is this
 # file's), 7 to 9 standard errors; the test asks for half the least, 3.3 standard errors, so that
 # another build's rounding (a different trajectory: a change of the log-prob sums' rounding took
-# seed 1 from +0.174 to +0.091 on 512 prompts) still passes. FAMILY=llama (a Llama-family policy, reward models
-# and critic): SFT 0.476, PPO 0.652, +0.175.
+# seed 1 from +0.174 to +0.091 on 512 prompts) still passes. FAMILY=llama (a Llama-family
+# policy, reward models and critic): SFT 0.476, PPO 0.652, +0.175.
 MARGIN=0.05
 export QS_RM_STEPS=600 PW_QUICKSTART_CONFIG="$root/tests/e2e/pipeline/ppo_short.yaml"
 
