@@ -134,8 +134,8 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
           *er = st + 3 * N;
     pw_layernorm_forward(y, mean, rstd, x, w, bias, N, C);
     A a = {.f0 = ey, .f1 = em, .f2 = er, .c0 = x, .c1 = w, .c2 = bias, .N = N, .C = C};
-    unsigned blocks = (unsigned)((N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK);
-    emu_launch(d1(blocks), d1(LN_ROWS_PER_BLOCK * 32), k_ln_fwd, &a);
+    unsigned blocks = pw_row_blocks(N);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_fwd, &a);
     emu_check("layernorm out", ey, y, n, TOL);
     emu_check("layernorm mean", em, mean, N, TOL);
     emu_check("layernorm rstd", er, rstd, N, TOL);
@@ -145,7 +145,7 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     float *dwb = emu_copy(dw0, 2 * C), *edwb = emu_copy(dw0, 2 * C);
     pw_layernorm_backward(dx, dwb, dwb + C, dy, x, w, mean, rstd, N, C);
     a = (A){.f0 = edx, .c0 = dy, .c1 = x, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C};
-    emu_launch(d1(blocks), d1(LN_ROWS_PER_BLOCK * 32), k_ln_dinp, &a);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_dinp, &a);
     EmuDim3 part_grid, fin_grid;
     int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
     float *part = malloc(sizeof(float) * 2 * (size_t)nchunks * C);

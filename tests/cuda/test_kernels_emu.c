@@ -137,8 +137,8 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     float *rs = malloc(sizeof(float) * 2 * N), *ers = rs + N;
     pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
     RmsArgs a = {ey, ers, NULL, NULL, x, w, dy, N, C, eps};
-    unsigned blocks = (unsigned)((N + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK);
-    emu_launch(d1(blocks), d1(RMS_ROWS_PER_BLOCK * 32), rms_fwd, &a);
+    unsigned blocks = pw_row_blocks(N);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_fwd, &a);
     emu_check("rmsnorm out", ey, y, n, TOL);
     emu_check("rmsnorm rstd", ers, rs, N, TOL);
     float *dx0 = emu_randn(n, 1.0, rng), *dw0 = emu_randn(C, 1.0, rng);
@@ -147,7 +147,7 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     pw_rmsnorm_backward(dx, dw, dy, x, w, rs, N, C);
     float *terms = malloc(sizeof(float) * n);
     a = (RmsArgs){NULL, rs, edx, terms, x, w, dy, N, C, eps};
-    emu_launch(d1(blocks), d1(RMS_ROWS_PER_BLOCK * 32), rms_dinp, &a);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_dinp, &a);
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), rms_terms, &a);
     for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */
         for (int c = 0; c < C; c++) edw[c] += terms[(size_t)i * C + c];
@@ -273,14 +273,14 @@ static void run_softmax_rows(int NH, int T, int pad, unsigned long long *rng)
             Pw[r * T + k] = (m[t] && m[k] && k <= t) ? (float)(exp(s[k] - mx) / z) : 0.0f;
         lw[r] = m[t] ? (float)(mx + log(z)) : 0.0f;
     }
-    unsigned blocks = (unsigned)((rows + ATT_WARPS - 1) / ATT_WARPS);
+    unsigned blocks = pw_row_blocks(rows);
     SmArgs a = {P, lse, NULL, NULL, m, NH, T, 0.125f};
-    emu_launch(d1(blocks), d1(ATT_WARPS * 32), sm_fwd, &a);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), sm_fwd, &a);
     emu_check("masked softmax", P, Pw, n, TOL);
     emu_check("its log-sum-exp", lse, lw, rows, TOL);
     float *R = emu_copy(S, n);
     a = (SmArgs){R, NULL, lw, NULL, m, NH, T, 0.125f};
-    emu_launch(d1(blocks), d1(ATT_WARPS * 32), sm_recompute, &a);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), sm_recompute, &a);
     emu_check("recomputed from lse", R, Pw, n, TOL);
     float *dP = emu_randn(n, 1.0, rng), *dSw = malloc(sizeof(float) * n);
     for (size_t r = 0; r < rows; r++) {
@@ -290,7 +290,7 @@ static void run_softmax_rows(int NH, int T, int pad, unsigned long long *rng)
             dSw[r * T + k] = (float)(0.125 * Pw[r * T + k] * (dP[r * T + k] - dot));
     }
     a = (SmArgs){dP, NULL, NULL, Pw, m, NH, T, 0.125f};
-    emu_launch(d1(blocks), d1(ATT_WARPS * 32), sm_bwd, &a);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), sm_bwd, &a);
     emu_check("softmax backward", dP, dSw, n, TOL);
     free(m), free(S), free(P), free(lse), free(Pw), free(lw), free(R), free(dP), free(dSw);
 }

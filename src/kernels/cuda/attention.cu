@@ -14,9 +14,6 @@
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
-#define PW_UNROLL _Pragma("unroll")
-#define PW_PRAGMA_(x) _Pragma(#x)
-#define PW_UNROLL_BY(n) PW_PRAGMA_(unroll n)
 #include "attention_gemm_kernels.cuh"
 #include "flash.cuh"
 
@@ -27,8 +24,7 @@
 
 /* The rows of one sequence's NH heads for the row kernels (attention_gemm_kernels.cuh): one
  * launch, B = 1 and the sequence's own mask row */
-#define ATT_LAUNCH(rows)                                                                          \
-    (unsigned int)(((rows) + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * PW_WARP, 0
+#define ATT_LAUNCH(rows) pw_row_blocks(rows), PW_ROW_THREADS, 0
 
 /* Query head h = kv G + j (G = NH / NKV) reads key/value head kv. For one sequence and one j,
  * the NKV heads kv G + j are G hs apart in q (and G T T apart in att), while their key and value

@@ -7,7 +7,6 @@
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
-#define PW_UNROLL _Pragma("unroll")
 #define PW_DYN_SMEM(type, name) extern __shared__ type name[]
 #include "attention_cache.cuh"
 

@@ -11,8 +11,6 @@
 
 #include "warp.cuh"
 
-#define ATT_WARPS 8 /* rows per block of the row kernels */
-
 /* The row kernels below run one warp per query row (h, t) of one sequence's NH heads, with that
  * sequence's mask row m (NULL: all real): the warp's row, or false past the last one. */
 static __device__ __forceinline__ int warp_row(int NH, int T, size_t *row, int *lane)

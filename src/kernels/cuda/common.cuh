@@ -12,6 +12,12 @@
 #include "pw_cuda_check.h"
 #include "warp.cuh"
 
+/* Loop unrolling for the kernel headers written in C-subset CUDA (flash_kernels.cuh,
+ * attention_cache_kernels.cuh); tests/cuda/emu.h defines both as nothing on the host. */
+#define PW_UNROLL _Pragma("unroll")
+#define PW_PRAGMA_(x) _Pragma(#x)
+#define PW_UNROLL_BY(n) PW_PRAGMA_(unroll n)
+
 /* The handle bound to this stream (context.cu), and the compute type of the fp32 GEMMs. */
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);

@@ -29,4 +29,14 @@ static inline int pw_colsum_chunk_rows(int N)
     return rows;
 }
 
+/* Row kernels (LayerNorm, RMSNorm, the attention GEMM path's softmaxes) run one warp per row,
+ * PW_ROW_WARPS rows to a block of PW_ROW_THREADS threads. */
+#define PW_ROW_WARPS 8
+#define PW_ROW_THREADS (PW_ROW_WARPS * 32)
+
+static inline unsigned int pw_row_blocks(size_t rows)
+{
+    return (unsigned int)((rows + PW_ROW_WARPS - 1) / PW_ROW_WARPS);
+}
+
 #endif

@@ -9,8 +9,7 @@ extern "C" void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, 
                                           cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
-    int blocks = (N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK;
-    layernorm_forward_kernel<<<blocks, LN_ROWS_PER_BLOCK * PW_WARP, 0, stream>>>(
+    layernorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
         out, mean, rstd, inp, weight, bias, N, C);
     PW_CUDA_CHECK(cudaGetLastError());
 }
@@ -22,8 +21,7 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *d
 {
     if (N <= 0 || C <= 0) return;
     if (dinp) {
-        int blocks = (N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK;
-        layernorm_dinp_kernel<<<blocks, LN_ROWS_PER_BLOCK * PW_WARP, 0, stream>>>(
+        layernorm_dinp_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
             dinp, dout, inp, weight, mean, rstd, N, C);
         PW_CUDA_CHECK(cudaGetLastError());
     }

@@ -8,14 +8,13 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "launch.cuh"
 #include "warp.cuh"
-
-#define LN_ROWS_PER_BLOCK 8 /* warps per block of 256 threads */
 
 __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp,
                                          const float *weight, const float *bias, int N, int C)
 {
-    int row = blockIdx.x * LN_ROWS_PER_BLOCK + threadIdx.x / PW_WARP;
+    int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
     const float *x = inp + (size_t)row * C;
@@ -42,7 +41,7 @@ __global__ void layernorm_dinp_kernel(float *dinp, const float *dout, const floa
                                       const float *weight, const float *mean, const float *rstd,
                                       int N, int C)
 {
-    int row = blockIdx.x * LN_ROWS_PER_BLOCK + threadIdx.x / PW_WARP;
+    int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C, *d = dout + (size_t)row * C;

@@ -9,8 +9,7 @@ extern "C" void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *in
                                         cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
-    int blocks = (N + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK;
-    rmsnorm_forward_kernel<<<blocks, RMS_ROWS_PER_BLOCK * PW_WARP, 0, stream>>>(
+    rmsnorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
         out, rstd, inp, weight, N, C, eps);
     PW_CUDA_CHECK(cudaGetLastError());
 }
@@ -21,8 +20,7 @@ extern "C" void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const floa
 {
     if (N <= 0 || C <= 0) return;
     if (dinp) {
-        int blocks = (N + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK;
-        rmsnorm_dinp_kernel<<<blocks, RMS_ROWS_PER_BLOCK * PW_WARP, 0, stream>>>(
+        rmsnorm_dinp_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
             dinp, dout, inp, weight, rstd, N, C);
         PW_CUDA_CHECK(cudaGetLastError());
     }
