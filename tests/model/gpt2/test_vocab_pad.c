@@ -165,7 +165,7 @@ static void test_same_numbers(const PwArch *arch, const char *fam)
         CHECK(same_real(p, pw_model_grads(p).data, u, pw_model_grads(u).data, 1e-5, "grads", &pz),
               "%s step %d: gradients differ", fam, step);
         CHECK(pz, "%s step %d: a padding row has a gradient", fam, step);
-        double np, nu;
+        double np = 0.0, nu = 0.0;
         CHECK(pw_model_adamw_step(p, &cfg, step, &np, &err) == PW_ADAMW_APPLIED &&
                   pw_model_adamw_step(u, &cfg, step, &nu, &err) == PW_ADAMW_APPLIED,
               "%s: step: %s", fam, err.msg);
