@@ -151,6 +151,18 @@ void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const in
                               int T, int NH, int NKV, int hs);
 void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                const int *mask, int B, int T, int NH, int NKV, int hs);
+/* The same in bfloat16 with float32 accumulation: the twin of the GPU's tensor-core attention
+ * (what the model runs at precision bf16). Forward: q, k and v rounded to bfloat16, the scores
+ * and the softmax in float32, each exp(score - row max) rounded to bfloat16 for the P v
+ * product; lse as above (of the unrounded probabilities). Backward: P recomputed from lse in
+ * float32, dP = dout v^T from rounded operands, D = rowsum(dout * out) in float32 from the
+ * forward's out (B, T, NH hs), dS = scale P (dP - D); P and dS rounded to bfloat16 before
+ * dv += P^T dout, dk += dS^T q and dq += dS k. */
+void pw_attention_gqa_forward_bf16(float *out, float *lse, const float *qkv, const int *mask,
+                                   int B, int T, int NH, int NKV, int hs);
+void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const float *qkv,
+                                    const float *out, const float *lse, const int *mask, int B,
+                                    int T, int NH, int NKV, int hs);
 
 /* ---- grouped-query attention over a KV cache (generation): pw_attention_cache_forward with
  * qkv rows of (NH + 2 NKV) hs, caches (maxB, NKV, maxT, hs), out (N, NH hs) and scores

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 #include "vecmath.h"
 
@@ -30,8 +31,12 @@ static int is_real(const int *mask, int b, int t, int T) { return !mask || mask[
 
 /* Turn the scores of query t in row[lo..t] into probabilities over the real keys, in place,
  * zero the rest of the row up to r1 (the upper triangle of its block, padding, and all of a
- * padding query) and return log sum exp of the scores (0 for a padding query). */
-static float softmax_row(float *row, const int *mrow, int lo, int t, int r1, int real)
+ * padding query) and return log sum exp of the scores (0 for a padding query). With round_p
+ * (the bfloat16 twin) each exp(s - max) is rounded to bfloat16 before it is normalised, as the
+ * GPU's tensor-core kernel rounds it for its P v product; the sum is of the unrounded values,
+ * as there. */
+static float softmax_row(float *row, const int *mrow, int lo, int t, int r1, int real,
+                         int round_p)
 {
     if (!real) {
         for (int s = lo; s < r1; s++) row[s] = 0.0f;
@@ -51,6 +56,8 @@ static float softmax_row(float *row, const int *mrow, int lo, int t, int r1, int
         row[s] = pw_vexpf(row[s] - m);
         z += row[s];
     }
+    if (round_p)
+        for (int s = lo; s <= t; s++) row[s] = pw_bf16_round(row[s]);
     float inv = 1.0f / z; /* z >= 1: the query itself is real and holds the max or more */
 #pragma omp simd
     for (int s = lo; s <= t; s++) row[s] *= inv;
@@ -79,9 +86,10 @@ static int block_end(int lo, int t, int T)
 }
 
 /* With P = softmax(S), dS = P * (dP - rowsum(P * dP)); applied in place to dp[lo..r1) of one
- * query row, scaled, and zero past the diagonal so that the block sgemms may read it whole. */
+ * query row, scaled, and zero past the diagonal so that the block sgemms may read it whole.
+ * D: rowsum(P * dP) given (the bfloat16 twin's rowsum(dout * out)); NULL: computed here. */
 static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r1, int real,
-                                 float scale)
+                                 float scale, const float *D)
 {
     if (!real) {
         for (int s = lo; s < r1; s++) dp[s] = 0.0f;
@@ -90,6 +98,7 @@ static void softmax_backward_row(float *dp, const float *p, int lo, int t, int r
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int s = lo; s <= t; s++) dot += p[s] * dp[s];
+    if (D) dot = *D;
 #pragma omp simd
     for (int s = lo; s <= t; s++) dp[s] = scale * p[s] * (dp[s] - dot);
     for (int s = t + 1; s < r1; s++) dp[s] = 0.0f;
@@ -147,8 +156,8 @@ static void scores(float *S, const float *qkv, const int *mask, int bh, int T, i
     }
 }
 
-void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const int *mask, int B,
-                              int T, int NH, int NKV, int hs)
+static void gqa_forward(float *out, float *lse, const float *qkv, const int *mask, int B, int T,
+                        int NH, int NKV, int hs, int round_p)
 {
     int W = (NH + 2 * NKV) * hs, C = NH * hs, BH = B * NH, group;
     float scale = 1.0f / sqrtf((float)hs);
@@ -173,7 +182,7 @@ void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const in
             }
             lse[i] = softmax_row(scratch + (size_t)(i - (long)g0 * T) * T,
                                  mask ? mask + (size_t)b * T : NULL, lo, t, block_end(lo, t, T),
-                                 is_real(mask, b, t, T));
+                                 is_real(mask, b, t, T), round_p);
         }
 
         /* out[b,r0:r1,h] = P[r0:r1,lo:r1] v[lo:r1] */
@@ -192,8 +201,10 @@ void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const in
     free(scratch);
 }
 
-void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                               const int *mask, int B, int T, int NH, int NKV, int hs)
+/* D (B,NH,T): NULL for the float32 backward; the bfloat16 twin's rowsum(dout * out), which
+ * also rounds P and dS to bfloat16 before the products that read them */
+static void gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                         const int *mask, int B, int T, int NH, int NKV, int hs, const float *D)
 {
     int W = (NH + 2 * NKV) * hs, C = NH * hs, BH = B * NH, group;
     float scale = 1.0f / sqrtf((float)hs);
@@ -226,7 +237,12 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
             int r1 = block_end(lo, t, T), real = is_real(mask, b, t, T);
             size_t row = (size_t)(i - (long)g0 * T) * T;
             probs_row(pbuf + row, mask ? mask + (size_t)b * T : NULL, lo, t, r1, real, lse[i]);
-            softmax_backward_row(dpbuf + row, pbuf + row, lo, t, r1, real, scale);
+            softmax_backward_row(dpbuf + row, pbuf + row, lo, t, r1, real, scale,
+                                 D ? D + i : NULL);
+            for (int s = lo; D && s <= t; s++) {
+                pbuf[row + s] = pw_bf16_round(pbuf[row + s]);
+                dpbuf[row + s] = pw_bf16_round(dpbuf[row + s]);
+            }
         }
 
         /* the heads of a group add into the same dk and dv: this loop stays sequential */
@@ -254,6 +270,70 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
         }
     }
     free(scratch);
+}
+
+void pw_attention_gqa_forward(float *out, float *lse, const float *qkv, const int *mask, int B,
+                              int T, int NH, int NKV, int hs)
+{
+    gqa_forward(out, lse, qkv, mask, B, T, NH, NKV, hs, 0);
+}
+
+void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                               const int *mask, int B, int T, int NH, int NKV, int hs)
+{
+    gqa_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, NULL);
+}
+
+/* ---- the bfloat16 twin of the GPU's tensor-core attention (pw_kernels.h): what it rounds, in
+ * the order the GPU rounds it, on a rounded copy of the operands */
+static float *rounded_copy(const float *x, size_t n, const char *who)
+{
+    float *r = malloc(sizeof(float) * (n ? n : 1));
+    if (!r) {
+        fprintf(stderr, "%s: out of memory for %zu floats\n", who, n);
+        abort();
+    }
+    for (size_t i = 0; i < n; i++) r[i] = pw_bf16_round(x[i]);
+    return r;
+}
+
+void pw_attention_gqa_forward_bf16(float *out, float *lse, const float *qkv, const int *mask,
+                                   int B, int T, int NH, int NKV, int hs)
+{
+    size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
+    float *r = rounded_copy(qkv, n, "pw_attention_gqa_forward_bf16");
+    gqa_forward(out, lse, r, mask, B, T, NH, NKV, hs, 1);
+    free(r);
+}
+
+void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const float *qkv,
+                                    const float *out, const float *lse, const int *mask, int B,
+                                    int T, int NH, int NKV, int hs)
+{
+    size_t C = (size_t)NH * hs, n = (size_t)B * T * (NH + 2 * NKV) * hs;
+    float *rq = rounded_copy(qkv, n, "pw_attention_gqa_backward_bf16");
+    float *rd = rounded_copy(dout, (size_t)B * T * C, "pw_attention_gqa_backward_bf16");
+    float *D = malloc(sizeof(float) * ((size_t)B * NH * T + 1));
+    if (!D) {
+        fprintf(stderr, "pw_attention_gqa_backward_bf16: out of memory\n");
+        abort();
+    }
+    /* D = rowsum(dout * out) per query head, from the unrounded float32 values (0 where the
+     * query is padding: never read there) */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+                const float *g = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
+                float d = 0.0f;
+                if (is_real(mask, b, t, T))
+                    for (int c = 0; c < hs; c++) d += g[c] * o[c];
+                D[((size_t)b * NH + h) * T + t] = d;
+            }
+    gqa_backward(dqkv, rd, rq, lse, mask, B, T, NH, NKV, hs, D);
+    free(D);
+    free(rd);
+    free(rq);
 }
 
 /* GPT-2's attention is the grouped case with a key and value head per query head: qkv (B,T,3C)
