@@ -160,6 +160,16 @@ static void att_bwd(void)
 {
     pw_attention_backward_cuda(g.dqkv, g.dy, g.qkv, g.att, g.mask, B, T, C, NH, 0);
 }
+/* the model's attention at precision bf16: the tensor-core kernels (attention_bf16.cu) */
+static void att_fwd_tc(void)
+{
+    pw_attention_gqa_forward_bf16_cuda(g.y, g.att, g.qkv, g.mask, B, T, NH, NH, C / NH, 0);
+}
+static void att_bwd_tc(void)
+{
+    pw_attention_gqa_backward_bf16_cuda(g.dqkv, g.dy, g.qkv, g.y, g.att, g.mask, B, T, NH, NH,
+                                        C / NH, 0);
+}
 /* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */
 static void att_fwd_gemm(void)
 {
@@ -328,6 +338,8 @@ int main(int argc, char **argv)
          * fused kernels skip the upper triangle and do more products in backward): compare ms */
         {"attention forward (fused)", att_fwd, 0, 2 * 2 * TT * hs, F32},
         {"attention backward (fused)", att_bwd, 0, 4 * 2 * TT * hs, F32},
+        {"attention forward (bf16 tensor)", att_fwd_tc, 0, 2 * 2 * TT * hs, BF16},
+        {"attention backward (bf16 tensor)", att_bwd_tc, 0, 4 * 2 * TT * hs, BF16},
         {"attention forward (GEMMs)", att_fwd_gemm, 0, 2 * 2 * TT * hs, F32},
         {"attention backward (GEMMs)", att_bwd_gemm, 0, 4 * 2 * TT * hs, F32},
         /* the keys and values every row reads: what a decode step's attention waits for */
@@ -355,7 +367,7 @@ int main(int argc, char **argv)
            copy_gbs, f32_tflops, bf16_tflops, G, G, G);
     printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0, dec[2] = {0, 0};
-    double gatt_f = 0.0, gatt_b = 0.0;
+    double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0;
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -370,6 +382,8 @@ int main(int argc, char **argv)
         total += ms;
         if (r->fn == att_fwd) att_f = ms;
         if (r->fn == att_bwd) att_b = ms;
+        if (r->fn == att_fwd_tc) tatt_f = ms;
+        if (r->fn == att_bwd_tc) tatt_b = ms;
         if (r->fn == att_fwd_gemm) gatt_f = ms;
         if (r->fn == att_bwd_gemm) gatt_b = ms;
         if (r->fn == lp_fwd) lp_f = ms;
@@ -380,9 +394,10 @@ int main(int argc, char **argv)
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
-           "attention_gemm_bwd_ms=%.3f logprobs_fwd_ms=%.3f "
-           "decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f total_ms=%.2f\n",
-           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, lp_f, dec[0],
-           dec[1], total);
+           "attention_gemm_bwd_ms=%.3f attention_bf16_fwd_ms=%.3f attention_bf16_bwd_ms=%.3f "
+           "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
+           "total_ms=%.2f\n",
+           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f, tatt_b,
+           lp_f, dec[0], dec[1], total);
     return 0;
 }

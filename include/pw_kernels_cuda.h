@@ -164,6 +164,17 @@ void pw_attention_gqa_forward_cuda(float *out, float *lse, const float *qkv, con
 void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float *qkv,
                                     const float *lse, const int *mask, int B, int T, int NH,
                                     int NKV, int hs, cudaStream_t stream);
+/* the same in bfloat16 on the tensor cores (pw_attention_gqa_forward_bf16 / _backward_bf16:
+ * operands rounded as they are loaded, float32 accumulation); the backward reads the
+ * forward's out (B, T, NH hs) for D = rowsum(dout * out). Heads over 128 and
+ * pw_cuda_set_flash(0) run the float32 path above. */
+void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const float *qkv, const int *mask,
+                                        int B, int T, int NH, int NKV, int hs,
+                                        cudaStream_t stream);
+void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout, const float *qkv,
+                                         const float *out, const float *lse, const int *mask,
+                                         int B, int T, int NH, int NKV, int hs,
+                                         cudaStream_t stream);
 void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache, float *scores,
                                          const float *qkv, const int *seg_row, const int *seg_off,
                                          const int *seg_slot0, int nseg, int N, int maxT, int NH,

@@ -18,6 +18,8 @@
     .rope_forward = rope_fwd, .rope_backward = rope_bwd, .swiglu_forward = swiglu_fwd,       \
     .swiglu_backward = swiglu_bwd, .attention_gqa_forward = attention_gqa_fwd,               \
     .attention_gqa_backward = attention_gqa_bwd,                                             \
+    .attention_gqa_forward_bf16 = attention_gqa_fwd_bf16,                                    \
+    .attention_gqa_backward_bf16 = attention_gqa_bwd_bf16,                                   \
     .attention_cache_gqa_forward = attention_cache_gqa_fwd,                                  \
     .attention_cache_gqa_forward_bf16 = attention_cache_gqa_fwd_bf16
 

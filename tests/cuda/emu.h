@@ -6,8 +6,9 @@
  * block's threads that have not returned, as the hardware counts them); __shfl_xor_sync of a
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
  * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
- * float; __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); and
- * a launch over a grid. No other intrinsics, no streams: a kernel that needs them is not for
+ * float; __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); the
+ * tensor-core product of src/kernels/cuda/mma.cuh (pw_mma_bf16, from its fragment table, and
+ * pw_bf16x2); and a launch over a grid. No other intrinsics, no streams: a kernel that needs them is not for
  * this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
@@ -25,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
+
+#include "pw_bf16.h"
 
 typedef struct EmuDim3 {
     unsigned int x, y, z;
@@ -140,6 +143,52 @@ static inline double emu_shfl_xor_d(unsigned int mask, double v, int o)
 
 #define __shfl_xor_sync(mask, v, o)                                                              \
     _Generic((v), float: emu_shfl_xor_f, double: emu_shfl_xor_d)(mask, v, o)
+
+/* pw_mma_bf16 (mma.cuh): each lane posts its A and B fragments, the warp meets, each lane
+ * computes its own four results from everyone's fragments by the PTX table (mma.cuh's
+ * comment), in double and then rounded once into d, and the warp meets again. */
+static uint32_t emu_mma_a[EMU_MAX_WARPS][32][4], emu_mma_b[EMU_MAX_WARPS][32][2];
+
+static inline float emu_half(uint32_t reg, int hi)
+{
+    return pw_bf16_to_f32((uint16_t)(hi ? reg >> 16 : reg & 0xffffu));
+}
+
+/* A[r][k] and B[k][n] of warp w, from the lanes that hold them */
+static inline float emu_mma_A(unsigned int w, int r, int k)
+{
+    return emu_half(emu_mma_a[w][4 * (r % 8) + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k & 1);
+}
+
+static inline float emu_mma_B(unsigned int w, int k, int n)
+{
+    return emu_half(emu_mma_b[w][4 * n + (k % 8) / 2][k >= 8], k & 1);
+}
+
+static inline void pw_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+    unsigned int w = emu_tid / 32, lane = emu_tid % 32;
+    if (emu_warp_size(w, blockDim.x * blockDim.y * blockDim.z) != 32) {
+        fprintf(stderr, "emu: pw_mma_bf16 in a partial warp\n");
+        exit(1);
+    }
+    memcpy(emu_mma_a[w][lane], a, sizeof emu_mma_a[w][lane]);
+    memcpy(emu_mma_b[w][lane], b, sizeof emu_mma_b[w][lane]);
+    emu_barrier_wait(&emu_warp_bar[w]);
+    int g = (int)lane / 4, c = (int)lane % 4;
+    for (int i = 0; i < 4; i++) {
+        int r = g + 8 * (i >= 2), n = 2 * c + (i & 1);
+        double acc = 0.0;
+        for (int k = 0; k < 16; k++) acc += (double)emu_mma_A(w, r, k) * emu_mma_B(w, k, n);
+        d[i] = (float)(d[i] + acc);
+    }
+    emu_barrier_wait(&emu_warp_bar[w]);
+}
+
+static inline uint32_t pw_bf16x2(float lo, float hi)
+{
+    return (uint32_t)pw_bf16_from_f32(lo) | (uint32_t)pw_bf16_from_f32(hi) << 16;
+}
 
 /* one thread runs at a time and none is switched inside these: they are atomic as written */
 static inline int atomicMax(int *p, int v)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "emu_test.h"
+#include "flash_case.h"
 
 #include "flash.cuh"
 
@@ -51,29 +52,13 @@ FLASH_WRAPPERS(32)
 FLASH_WRAPPERS(64)
 FLASH_WRAPPERS(128)
 
-/* pads: left padding per row (cycled); hole: a masked-out token in the middle of row 0 */
 static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int hole,
                 int use_mask, unsigned long long *rng)
 {
-    printf("B=%d T=%d NH=%d NKV=%d hs=%d mask=%d hole=%d\n", B, T, NH, NKV, hs, use_mask, hole);
-    size_t BT = (size_t)B * T, nqkv = BT * (NH + 2 * NKV) * hs, nout = BT * NH * hs;
-    size_t nlse = (size_t)B * NH * T;
-    int *mask = NULL;
-    if (use_mask) {
-        mask = malloc(sizeof(int) * BT);
-        for (int b = 0; b < B; b++)
-            for (int t = 0; t < T; t++) mask[b * T + t] = t >= pads[b % npads];
-        if (hole >= 0) mask[hole] = 0;
-    }
-    float *qkv = emu_randn(nqkv, 1.0, rng), *dout = emu_randn(nout, 1.0, rng);
-    float *dqkv0 = emu_randn(nqkv, 1.0, rng);
-    /* left padding holds NaN: the CPU never reads it, and neither may the kernels */
-    for (int b = 0; use_mask && b < B; b++)
-        for (int t = 0; t < pads[b % npads] && t < T; t++) {
-            size_t W = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
-            for (size_t i = 0; i < W; i++) qkv[((size_t)b * T + t) * W + i] = NAN;
-            for (size_t i = 0; i < C; i++) dout[((size_t)b * T + t) * C + i] = NAN;
-        }
+    FlashCase fc = flash_case_make(B, T, NH, NKV, hs, pads, npads, hole, use_mask, rng);
+    size_t nqkv = fc.nqkv, nout = fc.nout, nlse = fc.nlse;
+    const int *mask = fc.mask;
+    const float *qkv = fc.qkv, *dout = fc.dout, *dqkv0 = fc.dqkv0;
     float *out = malloc(sizeof(float) * nout), *lse = malloc(sizeof(float) * nlse);
     pw_attention_gqa_forward(out, lse, qkv, mask, B, T, NH, NKV, hs);
     float *dqkv = emu_copy(dqkv0, nqkv);
@@ -106,10 +91,7 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     CHECK(e_d <= TOL, "backward dqkv (+=): rel err %.3g", e_d);
     printf("  out %.2e  lse %.2e  dqkv %.2e\n", e_out, e_lse, e_d);
 
-    free(mask);
-    free(qkv);
-    free(dout);
-    free(dqkv0);
+    flash_case_free(&fc);
     free(out);
     free(lse);
     free(dqkv);
@@ -121,17 +103,6 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
 
 int main(void)
 {
-    unsigned long long rng = 20261125;
-    int pads[] = {0, 7, 40, 70};
-    /* bucket 32: hs 5 (most of the bucket zeros), groups of 3, a padding-only row, a hole */
-    run(4, 70, 6, 2, 5, pads, 4, 50, 1, &rng);
-    /* bucket 32 full, multi-head, no mask, T past two query blocks and many key tiles */
-    run(2, 150, 2, 2, 32, pads, 1, -1, 0, &rng);
-    /* bucket 64: GPT-2's head size, groups of 4, left padding */
-    run(2, 97, 4, 1, 64, pads, 3, -1, 1, &rng);
-    /* bucket 128: Llama's head size (32-key dkv blocks), groups of 2, a hole after padding */
-    run(2, 70, 2, 1, 128, pads, 2, 20, 1, &rng);
-    /* a head of 48 runs in the 64 bucket */
-    run(1, 33, 3, 3, 48, pads, 1, -1, 0, &rng);
+    flash_case_shapes(run);
     return pw_test_done("flash_emu");
 }

@@ -1,0 +1,70 @@
+/* attention_bf16.cu: causal self-attention with a key padding mask on the tensor cores, in
+ * bfloat16 with float32 accumulation, forward and backward, grouped-query (twin of
+ * pw_attention_gqa_forward_bf16 / _backward_bf16 in cpu/attention.c): the model's attention at
+ * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere); heads
+ * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead (its
+ * GEMM path; the tests compare that with the twin to the bfloat16 tolerance). */
+#include <math.h>
+
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+#include "mma.cuh"
+#include "flash_tc.cuh"
+
+#define TC_LAUNCH(name, HS, grid, ...)                                                            \
+    do {                                                                                         \
+        if ((HS) == 32)                                                                          \
+            pw_flash_tc_##name##_32<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);               \
+        else if ((HS) == 64)                                                                     \
+            pw_flash_tc_##name##_64<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);               \
+        else                                                                                     \
+            pw_flash_tc_##name##_128<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);              \
+        PW_CUDA_CHECK(cudaGetLastError());                                                       \
+    } while (0)
+
+/* the bucket of head sizes whose kernels run a head of hs; 0: the float32 path */
+static int tc_bucket(int hs)
+{
+    if (!pw_cuda_get_flash() || hs <= 0) return 0;
+    return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0;
+}
+
+extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const float *qkv,
+                                                   const int *mask, int B, int T, int NH,
+                                                   int NKV, int hs, cudaStream_t stream)
+{
+    if (B <= 0 || T <= 0) return;
+    int HS = tc_bucket(hs);
+    if (!HS) {
+        pw_attention_gqa_forward_cuda(out, lse, qkv, mask, B, T, NH, NKV, hs, stream);
+        return;
+    }
+    dim3 grid((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
+    TC_LAUNCH(fwd, HS, grid, out, lse, qkv, mask, T, NH, NKV, hs, 1.0f / sqrtf((float)hs));
+}
+
+extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout,
+                                                    const float *qkv, const float *out,
+                                                    const float *lse, const int *mask, int B,
+                                                    int T, int NH, int NKV, int hs,
+                                                    cudaStream_t stream)
+{
+    if (B <= 0 || T <= 0) return;
+    int HS = tc_bucket(hs);
+    if (!HS) {
+        pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, stream);
+        return;
+    }
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t rows = (size_t)B * NH * T;
+    float *drow = (float *)pw_cuda_scratch(sizeof(float) * rows, stream);
+    pw_flash_tc_drow<<<pw_ew_blocks(rows), PW_EW_THREADS, 0, stream>>>(drow, dout, out, mask, B,
+                                                                       T, NH, hs);
+    PW_CUDA_CHECK(cudaGetLastError());
+    dim3 gq((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
+    dim3 gk((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B);
+    TC_LAUNCH(dq, HS, gq, dqkv, drow, dout, qkv, lse, mask, T, NH, NKV, hs, scale);
+    TC_LAUNCH(dkv, HS, gk, dqkv, drow, dout, qkv, lse, mask, T, NH, NKV, hs, scale);
+    pw_cuda_scratch_free(drow, stream);
+}

@@ -1,0 +1,61 @@
+/* flash_common.cuh: what both fused attentions share (flash_kernels.cuh in float32,
+ * flash_tc_kernels.cuh on the tensor cores): the float32 kernels' tile sizes, where a head's q,
+ * k and v start in qkv, and the mask test. Plain C-subset CUDA, as both are. */
+#ifndef PW_FLASH_CUH_COMMON
+#define PW_FLASH_CUH_COMMON
+
+#define FLASH_BQ 64 /* queries (threads) per block of fwd and dq */
+#define FLASH_BK 32 /* keys per shared tile of fwd and dq */
+/* keys (threads) per block of dkv, and queries per shared tile of dkv: two FLASH_BKV x (hs+1)
+ * own-row arrays and two FLASH_BQ2 x hs query tiles stay under 48 KiB of static shared memory */
+#define FLASH_BKV(hs) ((hs) >= 128 ? 32 : 64)
+#define FLASH_BQ2(hs) (512 / (hs))
+
+#define FLASH_CAT_(a, b) a##_##b
+#define FLASH_CAT(a, b) FLASH_CAT_(a, b)
+
+/* Where head h's q and its group's k and v start in row t of sequence b */
+typedef struct FlashHead {
+    const float *q, *k, *v;
+    int W;
+} FlashHead;
+
+static __device__ __forceinline__ FlashHead flash_head(const float *qkv, int b, int h, int T,
+                                                       int NH, int NKV, int hs)
+{
+    FlashHead f;
+    int kv = h / (NH / NKV);
+    f.W = (NH + 2 * NKV) * hs;
+    f.q = qkv + (size_t)b * T * f.W + (size_t)h * hs;
+    f.k = qkv + (size_t)b * T * f.W + (size_t)(NH + kv) * hs;
+    f.v = qkv + (size_t)b * T * f.W + (size_t)(NH + NKV + kv) * hs;
+    return f;
+}
+
+static __device__ __forceinline__ int flash_real(const int *m, int t) { return !m || m[t]; }
+
+/* The query row of this thread in fwd and dq: block (query tile, head, sequence), thread t */
+typedef struct FlashQuery {
+    FlashHead f;
+    const int *m; /* the sequence's mask row, NULL: all real */
+    int b, h, t;
+    int active; /* a real query (t < T, not padding) */
+    int kend;   /* the block's keys: [0, kend) */
+} FlashQuery;
+
+static __device__ __forceinline__ FlashQuery flash_query(const float *qkv, const int *mask, int T,
+                                                         int NH, int NKV, int hs)
+{
+    FlashQuery q;
+    int q0 = blockIdx.x * FLASH_BQ;
+    q.b = blockIdx.z;
+    q.h = blockIdx.y;
+    q.t = q0 + (int)threadIdx.x;
+    q.f = flash_head(qkv, q.b, q.h, T, NH, NKV, hs);
+    q.m = mask ? mask + (size_t)q.b * T : 0;
+    q.active = q.t < T && flash_real(q.m, q.t);
+    q.kend = q0 + FLASH_BQ < T ? q0 + FLASH_BQ : T;
+    return q;
+}
+
+#endif /* PW_FLASH_CUH_COMMON */

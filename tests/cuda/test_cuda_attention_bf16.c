@@ -1,0 +1,80 @@
+/* test_cuda_attention_bf16.c: the tensor-core attention (attention_bf16.cu) against its CPU
+ * twin pw_attention_gqa_forward_bf16 / _backward_bf16 on the same random data: lse within 1e-5,
+ * out and what the backward adds to dqkv within 2e-3 of their largest value (test_flash_tc_emu's
+ * bounds: the same roundings in another order, a probability now and then on the other side
+ * of a bfloat16 rounding boundary). Groups of 1 to 4 query heads, heads of 5 to 128 floats in
+ * the three buckets, left padding with a padding-only row, T up to 1024, NaN in the padding
+ * (for the kernels), poisoned outputs; with the fused kernels switched off, and for heads over
+ * 128, the float32 path stands in (within bf16's 1e-2 of the twin). */
+#include "cutest.h"
+
+#define TOL_LSE 1e-5
+#define TOL_TC 2e-3
+
+static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int use_mask,
+                double tol, unsigned long long *rng)
+{
+    printf("B=%d T=%d NH=%d NKV=%d hs=%d mask=%d\n", B, T, NH, NKV, hs, use_mask);
+    size_t BT = (size_t)B * T, W = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
+    size_t nqkv = BT * W, nout = BT * C, nlse = (size_t)B * NH * T;
+    int *mask = use_mask ? cu_left_mask(B, T, pads, npads) : NULL;
+    float *qkv = cu_randn(nqkv, 1.0, rng), *dout = cu_randn(nout, 1.0, rng);
+    /* NaN in the padding for the tensor-core kernels, which must never read it (the float32
+     * GEMM path multiplies whole rows, 0 * NaN included: it gets finite padding) */
+    int poison = pw_cuda_get_flash() && hs <= 128;
+    for (size_t i = 0; poison && mask && i < BT; i++)
+        if (!mask[i]) {
+            for (size_t j = 0; j < W; j++) qkv[i * W + j] = NAN;
+            for (size_t j = 0; j < C; j++) dout[i * C + j] = NAN;
+        }
+    float *out = cu_host(sizeof(float) * nout), *lse = cu_host(sizeof(float) * nlse);
+    pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
+    float *dqkv = cu_host(sizeof(float) * nqkv);
+    memset(dqkv, 0, sizeof(float) * nqkv);
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
+
+    int *d_mask = mask ? cu_upload(mask, sizeof(int) * BT) : NULL;
+    float *d_qkv = cu_upload(qkv, sizeof(float) * nqkv);
+    float *d_dout = cu_upload(dout, sizeof(float) * nout);
+    float *d_out = cu_dev(sizeof(float) * nout), *d_lse = cu_dev(sizeof(float) * nlse);
+    cu_poison(d_out, sizeof(float) * nout);
+    cu_poison(d_lse, sizeof(float) * nlse);
+    pw_attention_gqa_forward_bf16_cuda(d_out, d_lse, d_qkv, d_mask, B, T, NH, NKV, hs, 0);
+    cu_compare("forward lse", d_lse, lse, nlse, tol == TOL_TC ? TOL_LSE : tol);
+    cu_compare("forward out", d_out, out, nout, tol);
+
+    /* the backward reads the twin's out and lse, so that it is tested on its own; dqkv starts
+     * at zero, so what it holds after is what the kernels added */
+    float *d_outc = cu_upload(out, sizeof(float) * nout);
+    float *d_lsec = cu_upload(lse, sizeof(float) * nlse);
+    float *d_dqkv = cu_dev(sizeof(float) * nqkv);
+    cudaMemset(d_dqkv, 0, sizeof(float) * nqkv);
+    pw_attention_gqa_backward_bf16_cuda(d_dqkv, d_dout, d_qkv, d_outc, d_lsec, d_mask, B, T, NH,
+                                        NKV, hs, 0);
+    cu_compare("backward dqkv", d_dqkv, dqkv, nqkv, tol);
+    cu_release();
+}
+
+int main(void)
+{
+    cu_require_gpu("test_cuda_attention_bf16");
+    unsigned long long rng = 1125;
+    int pads[] = {0, 5, 33, 64, 1};
+    int all_pad[] = {3, 64}; /* row 1 is padding only */
+    int long_pads[] = {0, 700};
+    for (int flash = 1; flash >= 0; flash--) {
+        pw_cuda_set_flash(flash);
+        double tol = flash ? TOL_TC : CU_TOL_BF16;
+        printf("%s\n", flash ? "tensor-core kernels" : "float32 GEMM path standing in");
+        run(2, 16, 6, 2, 5, pads, 5, 0, tol, &rng);
+        run(5, 64, 6, 2, 16, pads, 5, 1, tol, &rng);
+        run(2, 64, 4, 1, 32, all_pad, 2, 1, tol, &rng);
+        run(3, 150, 3, 3, 48, pads, 5, 1, tol, &rng); /* NKV = NH, a head of 48 in bucket 64 */
+        run(2, 1024, 4, 2, 64, long_pads, 2, 1, tol, &rng);
+        run(2, 300, 4, 1, 128, long_pads, 2, 1, tol, &rng);
+    }
+    pw_cuda_set_flash(1);
+    run(1, 100, 2, 1, 160, pads, 1, 0, CU_TOL_BF16, &rng); /* above 128: float32 path */
+    pw_cuda_release();
+    return pw_test_done("test_cuda_attention_bf16");
+}

@@ -1,0 +1,121 @@
+/* test_flash_tc_emu.c: the tensor-core attention kernels of the GPU (src/kernels/cuda/flash_tc.cuh),
+ * the very source nvcc compiles, built here as C and run under the host emulation of emu.h
+ * (whose pw_mma_bf16 computes each lane's results from the PTX fragment table, so a fragment
+ * put in the wrong lane or register gives a wrong product here as on the GPU), against the
+ * CPU's bfloat16 twin pw_attention_gqa_forward_bf16 / _backward_bf16 (cpu/attention.c) on the
+ * same random data. Both round the same operands to bfloat16 and accumulate in float32, in
+ * different orders: lse agrees to float32 rounding (1e-5); out and dqkv to 2e-3 of their
+ * largest value, the room for a probability (or dS) that lands on the other side of a
+ * bfloat16 rounding boundary in one and not the other (the GPU rounds exp(s - running max),
+ * the twin exp(s - row max)); a misplaced fragment errs by the size of the values. Each of the
+ * three head-size buckets runs (the backward's gradients checked as what they add to dqkv), with groups of 1 to 4 query heads, left padding with a
+ * padding-only row, a hole in the mask, T not a multiple of any tile, NaN in the left padding
+ * (never read), and the launch geometry of attention_bf16.cu. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_test.h"
+#include "flash_case.h"
+
+#include "flash_tc.cuh"
+
+#include "pw_kernels.h"
+#include "pw_test.h"
+
+#define TOL_LSE 1e-5
+#define TOL 2e-3
+
+typedef struct Args {
+    float *out, *lse, *dqkv, *drow;
+    const float *qkv, *dout, *fout;
+    const int *mask;
+    int B, T, NH, NKV, hs;
+    float scale;
+} Args;
+
+#define TC_WRAPPERS(HS)                                                                          \
+    static void fwd_##HS(void *p)                                                                \
+    {                                                                                            \
+        Args *a = p;                                                                             \
+        pw_flash_tc_fwd_##HS(a->out, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV, a->hs,        \
+                             a->scale);                                                          \
+    }                                                                                            \
+    static void dq_##HS(void *p)                                                                 \
+    {                                                                                            \
+        Args *a = p;                                                                             \
+        pw_flash_tc_dq_##HS(a->dqkv, a->drow, a->dout, a->qkv, a->lse, a->mask, a->T, a->NH,    \
+                            a->NKV, a->hs, a->scale);                                            \
+    }                                                                                            \
+    static void dkv_##HS(void *p)                                                                \
+    {                                                                                            \
+        Args *a = p;                                                                             \
+        pw_flash_tc_dkv_##HS(a->dqkv, a->drow, a->dout, a->qkv, a->lse, a->mask, a->T, a->NH,   \
+                             a->NKV, a->hs, a->scale);                                           \
+    }
+TC_WRAPPERS(32)
+TC_WRAPPERS(64)
+TC_WRAPPERS(128)
+
+static void drow_k(void *p)
+{
+    Args *a = p;
+    pw_flash_tc_drow(a->drow, a->dout, a->fout, a->mask, a->B, a->T, a->NH, a->hs);
+}
+
+static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int hole,
+                int use_mask, unsigned long long *rng)
+{
+    FlashCase fc = flash_case_make(B, T, NH, NKV, hs, pads, npads, hole, use_mask, rng);
+    size_t nqkv = fc.nqkv, nout = fc.nout, nlse = fc.nlse;
+    const int *mask = fc.mask;
+    const float *qkv = fc.qkv, *dout = fc.dout, *dqkv0 = fc.dqkv0;
+    float *out = malloc(sizeof(float) * nout), *lse = malloc(sizeof(float) * nlse);
+    pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
+    float *dqkv = emu_copy(dqkv0, nqkv);
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
+
+    /* the kernels' outputs start poisoned: every value must be written */
+    float *eout = malloc(sizeof(float) * nout), *elsev = malloc(sizeof(float) * nlse);
+    float *edrow = malloc(sizeof(float) * nlse), *edqkv = emu_copy(dqkv0, nqkv);
+    for (size_t i = 0; i < nout; i++) eout[i] = NAN;
+    for (size_t i = 0; i < nlse; i++) elsev[i] = edrow[i] = NAN;
+    Args a = {eout, elsev, edqkv, edrow, qkv, dout, out, mask, B, T, NH, NKV, hs,
+              1.0f / sqrtf((float)hs)};
+    void (*fwd)(void *) = hs <= 32 ? fwd_32 : hs <= 64 ? fwd_64 : fwd_128;
+    void (*dq)(void *) = hs <= 32 ? dq_32 : hs <= 64 ? dq_64 : dq_128;
+    void (*dkv)(void *) = hs <= 32 ? dkv_32 : hs <= 64 ? dkv_64 : dkv_128;
+    EmuDim3 gq = {(unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B};
+    EmuDim3 gk = {(unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B};
+    emu_launch(gq, d1(TC_THREADS), fwd, &a);
+    emu_check("forward lse", elsev, lse, nlse, TOL_LSE);
+    emu_check("forward out", eout, out, nout, TOL);
+
+    /* the backward reads the CPU's lse and out, so that it is tested on its own */
+    a.lse = lse;
+    emu_launch(ew_grid(nlse), d1(PW_EW_THREADS), drow_k, &a);
+    emu_launch(gq, d1(TC_THREADS), dq, &a);
+    emu_launch(gk, d1(TC_THREADS), dkv, &a);
+    /* what each added, so that the check is against the gradient's size, not dqkv0's */
+    for (size_t i = 0; i < nqkv; i++) {
+        edqkv[i] -= dqkv0[i];
+        dqkv[i] -= dqkv0[i];
+    }
+    emu_check("backward: what dqkv gained", edqkv, dqkv, nqkv, TOL);
+
+    flash_case_free(&fc);
+    free(out);
+    free(lse);
+    free(dqkv);
+    free(eout);
+    free(elsev);
+    free(edrow);
+    free(edqkv);
+}
+
+int main(void)
+{
+    flash_case_shapes(run);
+    return pw_test_done("flash_tc_emu");
+}
