@@ -275,7 +275,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
-        o->attention_forward(o, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, C, NH);
+        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NH,
+                                   C / NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
@@ -406,7 +407,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, 3 * fBTC);
-        o->attention_backward(o, dqkv, datty, k.qkv, k.lse, m->d_mask, B, T, C, NH);
+        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
+                                    NH, C / NH);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                            p.qkvw + 3 * CC * l, BT, C, 3 * C);

@@ -269,8 +269,8 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
-        o->attention_gqa_forward(o, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NKV,
-                                 hs);
+        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NKV,
+                                   hs);
     pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, NULL, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     o->rmsnorm_forward(o, k->ln2, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C, a->norm_eps);
@@ -393,7 +393,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty,
                            p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
-        o->attention_gqa_backward(o, dqkv, datty, k.qkv, k.lse, m->d_mask, B, T, NH, NKV, hs);
+        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
+                                    NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         o->zero(o, dln, fBTC);

@@ -166,6 +166,27 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
         o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
+void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
+                                const int *mask, int B, int T, int NH, int NKV, int hs)
+{
+    const PwOps *o = m->ops;
+    if (m->precision == PW_PRECISION_BF16)
+        o->attention_gqa_forward_bf16(o, out, lse, qkv, mask, B, T, NH, NKV, hs);
+    else
+        o->attention_gqa_forward(o, out, lse, qkv, mask, B, T, NH, NKV, hs);
+}
+
+void pw_model_attention_backward(const PwModel *m, float *dqkv, const float *dout,
+                                 const float *qkv, const float *out, const float *lse,
+                                 const int *mask, int B, int T, int NH, int NKV, int hs)
+{
+    const PwOps *o = m->ops;
+    if (m->precision == PW_PRECISION_BF16)
+        o->attention_gqa_backward_bf16(o, dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
+    else
+        o->attention_gqa_backward(o, dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
+}
+
 const char *pw_precision_name(PwPrecision p)
 {
     static const char *const names[PW_PRECISION_COUNT] = {"fp32", "bf16"};

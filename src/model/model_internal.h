@@ -184,6 +184,15 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
                               const float *dout, const float *inp, const float *weight, int N,
                               int C, int OC);
 
+/* The attention of a batch (grouped-query; GPT-2's is NKV = NH) in the model's precision: the
+ * table's attention_gqa entries, the bf16 ones (tensor cores on the GPU) at PW_PRECISION_BF16,
+ * whose backward also reads the forward's out. */
+void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
+                                const int *mask, int B, int T, int NH, int NKV, int hs);
+void pw_model_attention_backward(const PwModel *m, float *dqkv, const float *dout,
+                                 const float *qkv, const float *out, const float *lse,
+                                 const int *mask, int B, int T, int NH, int NKV, int hs);
+
 /* Makes params_bf16 from params if it is stale (one conversion on the model's stream). */
 void pw_model_mirror_refresh(PwModel *m);
 

@@ -15,12 +15,15 @@ run_ppo 1 single hot episodes=8 generation.temperature=0.7
 "$METRICS_CHECK" below "$WORK/hot/metrics.jsonl" 0 generator/logprob_diff 1e-5
 # The same at precision bf16 with a float32 KV cache: every role's products round their operands
 # to bfloat16, the generator's cache passes and the actor's and reference's forwards alike, so
-# the exact checks hold there too (docs/model.md, Precision).
+# the exact checks hold there too (docs/model.md, Precision). The actor's batch attention also
+# rounds q, k, v and its probabilities (the tensor-core attention's twin) where the generator's
+# cache attention does not: their log-probs differ by that (measured 2.0e-4 GPT-2, 2.3e-4
+# Llama), not by the products.
 run_ppo 1 single bf16 episodes=8 generation.temperature=0.7 model.precision=bf16 \
     generation.kv_cache_dtype=fp32
 "$METRICS_CHECK" zero "$WORK/bf16/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
-"$METRICS_CHECK" below "$WORK/bf16/metrics.jsonl" 0 generator/logprob_diff 1e-5
+"$METRICS_CHECK" below "$WORK/bf16/metrics.jsonl" 0 generator/logprob_diff 1e-3
 # bf16's own cache (kv_cache_dtype auto) stores bfloat16 keys and values: the actor and the
 # reference still agree exactly, and the generator's log-probs now move from the actor's by the
 # rounding of k and v, which generator/logprob_diff shows (docs/model.md, KV cache).

@@ -2,8 +2,8 @@
  * The same weights at bf16 and at fp32: outputs and gradients agree to bf16's rounding (about
  * 2^-9 per operand) and differ from fp32's (the operands are rounded); every parameter, gradient
  * and moment stays float32 (a step moves weights by less than a bf16 ulp, which a bf16 master
- * copy would lose); the KV cache's logits at bf16 equal the batch forward's at bf16 with a
- * float32 cache and move by k and v's rounding with a bfloat16 one (a bf16 model's); twenty SFT
+ * copy would lose); the KV cache's logits at bf16 follow the batch forward's at bf16 with a
+ * float32 cache (but for the batch attention's bfloat16 rounding) and move by k and v's rounding with a bfloat16 one (a bf16 model's); twenty SFT
  * steps at bf16 follow the fp32 loss curve; the weights' bfloat16 copy follows every write (AdamW,
  * pw_model_params) before a forward or a cache pass reads it; a bad precision or cache type is
  * refused. */
@@ -144,7 +144,10 @@ static void test_against_fp32(const PwArch *a, const char *fam)
 }
 
 /* The cache's passes use the same products: with a float32 cache its logits at bf16 are the
- * batch forward's at bf16 (float32 accumulation order aside), not fp32's. A bf16 model's own
+ * batch forward's at bf16, not fp32's, but for the attention: the batch forward's rounds q, k,
+ * v and the probabilities to bfloat16 (pw_attention_gqa_forward_bf16, the GPU's tensor-core
+ * attention), the cache's reads float32 keys and values; measured 3e-5 (GPT-2) and 4e-4 (Llama)
+ * apart, against 1e-3 and 2e-3 from fp32's logits. A bf16 model's own
  * cache (kv_dtype auto) holds bfloat16 keys and values in half the bytes: its logits move from
  * the float32 cache's by the rounding of k and v (relative 2^-9 each), no more. */
 static void cache_logits(PwModel *m, float *kv, PwKVDtype want, size_t *bytes, const char *fam)
@@ -180,8 +183,8 @@ static void test_cache(const PwArch *a, const char *fam)
     cache_logits(hb, kvb, PW_KV_BF16, &bytes16, fam);
     cache_logits(f, kvf, PW_KV_FP32, &bytesf, fam);
     double e = REL(kv, fwd_h, B * V), e32 = REL(kv, fwd_f, B * V);
-    CHECK(e < 1e-5, "%s: bf16 model, fp32 cache vs bf16 forward: %.3g", fam, e);
-    CHECK(e32 > 10 * e, "%s: the bf16 model's cache is as close to fp32 (%.3g) as to bf16 (%.3g)",
+    CHECK(e < 2e-3, "%s: bf16 model, fp32 cache vs bf16 forward: %.3g", fam, e);
+    CHECK(e32 > 3 * e, "%s: the bf16 model's cache is as close to fp32 (%.3g) as to bf16 (%.3g)",
           fam, e32, e);
     CHECK(REL(kvf, fwd_f, B * V) < 1e-5, "%s: fp32 model's own cache (auto: fp32) vs its forward",
           fam);
