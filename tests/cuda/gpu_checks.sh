@@ -52,7 +52,7 @@ step() {
 # The kernel twins, the model interface, the sampler; then the whole runs (slow: minutes).
 twins=(cuda_encoder cuda_layernorm cuda_matmul cuda_attention cuda_attention_cache cuda_gelu
        cuda_residual cuda_logprobs cuda_adamw cuda_norm cuda_rmsnorm cuda_rope cuda_swiglu
-       cuda_attention_gqa cuda_sample cuda_check cuda_model)
+       cuda_attention_gqa cuda_attention_bf16 cuda_sample cuda_check cuda_model)
 mtest=("$MESON" test -C "$BUILD" --no-rebuild --print-errorlogs)
 
 for p in "${parts[@]}"; do
@@ -72,8 +72,8 @@ for p in "${parts[@]}"; do
         step memcheck "${mtest[@]}" --wrap="$SAN --error-exitcode=1 --tool memcheck" "${twins[@]}"
         # cuBLAS's own nvjet kernels report hazards of their own making: left out
         step racecheck "${mtest[@]}" --wrap="$SAN --error-exitcode=1 --tool racecheck \
---kernel-name-exclude regex:nvjet" cuda_sample cuda_attention cuda_attention_gqa cuda_logprobs \
-            cuda_norm cuda_layernorm
+--kernel-name-exclude regex:nvjet" cuda_sample cuda_attention cuda_attention_gqa \
+            cuda_attention_bf16 cuda_logprobs cuda_norm cuda_layernorm
         ;;
     bench)
         step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
