@@ -397,7 +397,7 @@ int main(int argc, char **argv)
            "attention_gemm_bwd_ms=%.3f attention_bf16_fwd_ms=%.3f attention_bf16_bwd_ms=%.3f "
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
            "total_ms=%.2f\n",
-           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f, tatt_b,
-           lp_f, dec[0], dec[1], total);
+           copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
+           tatt_b, lp_f, dec[0], dec[1], total);
     return 0;
 }

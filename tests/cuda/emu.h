@@ -8,8 +8,8 @@
  * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
  * float; __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); the
  * tensor-core product of src/kernels/cuda/mma.cuh (pw_mma_bf16, from its fragment table, and
- * pw_bf16x2); and a launch over a grid. No other intrinsics, no streams: a kernel that needs them is not for
- * this harness.
+ * pw_bf16x2); and a launch over a grid. No other intrinsics, no streams: a kernel that needs
+ * them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
  * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
