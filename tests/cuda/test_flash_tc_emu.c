@@ -1,16 +1,17 @@
-/* test_flash_tc_emu.c: the tensor-core attention kernels of the GPU (src/kernels/cuda/flash_tc.cuh),
- * the very source nvcc compiles, built here as C and run under the host emulation of emu.h
- * (whose pw_mma_bf16 computes each lane's results from the PTX fragment table, so a fragment
- * put in the wrong lane or register gives a wrong product here as on the GPU), against the
- * CPU's bfloat16 twin pw_attention_gqa_forward_bf16 / _backward_bf16 (cpu/attention.c) on the
- * same random data. Both round the same operands to bfloat16 and accumulate in float32, in
- * different orders: lse agrees to float32 rounding (1e-5); out and dqkv to 2e-3 of their
- * largest value, the room for a probability (or dS) that lands on the other side of a
- * bfloat16 rounding boundary in one and not the other (the GPU rounds exp(s - running max),
- * the twin exp(s - row max)); a misplaced fragment errs by the size of the values. Each of the
- * three head-size buckets runs (the backward's gradients checked as what they add to dqkv), with groups of 1 to 4 query heads, left padding with a
- * padding-only row, a hole in the mask, T not a multiple of any tile, NaN in the left padding
- * (never read), and the launch geometry of attention_bf16.cu. */
+/* test_flash_tc_emu.c: the tensor-core attention kernels of the GPU
+ * (src/kernels/cuda/flash_tc.cuh), the very source nvcc compiles, built here as C and run under
+ * the host emulation of emu.h (whose pw_mma_bf16 computes each lane's results from the PTX
+ * fragment table, so a fragment put in the wrong lane or register gives a wrong product here as
+ * on the GPU), against the CPU's bfloat16 twin pw_attention_gqa_forward_bf16 / _backward_bf16
+ * (cpu/attention.c) on the same random data. Both round the same operands to bfloat16 and
+ * accumulate in float32, in different orders: lse agrees to float32 rounding (1e-5); out and
+ * dqkv to 2e-3 of their largest value, the room for a probability (or dS) that lands on the
+ * other side of a bfloat16 rounding boundary in one and not the other (the GPU rounds
+ * exp(s - running max), the twin exp(s - row max)); a misplaced fragment errs by the size of the
+ * values. Each of the three head-size buckets runs (the backward's gradients checked as what
+ * they add to dqkv), with groups of 1 to 4 query heads, left padding with a padding-only row, a
+ * hole in the mask, T not a multiple of any tile, NaN in the left padding (never read), and the
+ * launch geometry of attention_bf16.cu (tests/cuda/flash_case.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
