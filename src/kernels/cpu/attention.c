@@ -11,6 +11,7 @@
 
 #include "pw_bf16.h"
 #include "pw_kernels.h"
+#include "rounded.h"
 #include "vecmath.h"
 
 /* Query rows per sgemm. Causality means block [r0, r1) only needs keys before r1, so cutting
@@ -286,22 +287,11 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
 
 /* ---- the bfloat16 twin of the GPU's tensor-core attention (pw_kernels.h): what it rounds, in
  * the order the GPU rounds it, on a rounded copy of the operands */
-static float *rounded_copy(const float *x, size_t n, const char *who)
-{
-    float *r = malloc(sizeof(float) * (n ? n : 1));
-    if (!r) {
-        fprintf(stderr, "%s: out of memory for %zu floats\n", who, n);
-        abort();
-    }
-    for (size_t i = 0; i < n; i++) r[i] = pw_bf16_round(x[i]);
-    return r;
-}
-
 void pw_attention_gqa_forward_bf16(float *out, float *lse, const float *qkv, const int *mask,
                                    int B, int T, int NH, int NKV, int hs)
 {
     size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *r = rounded_copy(qkv, n, "pw_attention_gqa_forward_bf16");
+    float *r = pw_rounded_copy(qkv, n, "pw_attention_gqa_forward_bf16");
     gqa_forward(out, lse, r, mask, B, T, NH, NKV, hs, 1);
     free(r);
 }
@@ -311,8 +301,8 @@ void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const float 
                                     int T, int NH, int NKV, int hs)
 {
     size_t C = (size_t)NH * hs, n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *rq = rounded_copy(qkv, n, "pw_attention_gqa_backward_bf16");
-    float *rd = rounded_copy(dout, (size_t)B * T * C, "pw_attention_gqa_backward_bf16");
+    float *rq = pw_rounded_copy(qkv, n, "pw_attention_gqa_backward_bf16");
+    float *rd = pw_rounded_copy(dout, (size_t)B * T * C, "pw_attention_gqa_backward_bf16");
     float *D = malloc(sizeof(float) * ((size_t)B * NH * T + 1));
     if (!D) {
         fprintf(stderr, "pw_attention_gqa_backward_bf16: out of memory\n");

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pw_bf16.h"
 #include "pw_kernels.h"
+#include "rounded.h"
 
 /* Output channels per task when summing dbias over rows (tasks never share a channel) */
 #define MM_CHUNK 64
@@ -52,24 +52,11 @@ void pw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *
     }
 }
 
-/* A copy of x (n) rounded to bfloat16, in float32 so that sgemm takes it; abort()s when the host
- * has no room, as a kernel cannot return an error and no caller can go on without its product. */
-static float *rounded(const float *x, size_t n)
-{
-    float *r = malloc((n ? n : 1) * sizeof(float));
-    if (!r) {
-        fprintf(stderr, "bf16 matmul: out of host memory for %zu floats\n", n);
-        abort();
-    }
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) r[i] = pw_bf16_round(x[i]);
-    return r;
-}
-
 void pw_matmul_forward_bf16(float *out, const float *inp, const float *weight, const float *bias,
                             int N, int C, int OC)
 {
-    float *ri = rounded(inp, (size_t)N * C), *rw = rounded(weight, (size_t)OC * C);
+    float *ri = pw_rounded_copy(inp, (size_t)N * C, "bf16 matmul");
+    float *rw = pw_rounded_copy(weight, (size_t)OC * C, "bf16 matmul");
     pw_matmul_forward(out, ri, rw, bias, N, C, OC);
     free(ri);
     free(rw);
@@ -78,9 +65,9 @@ void pw_matmul_forward_bf16(float *out, const float *inp, const float *weight, c
 void pw_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
                              const float *inp, const float *weight, int N, int C, int OC)
 {
-    float *rd = rounded(dout, (size_t)N * OC);
-    float *ri = dweight ? rounded(inp, (size_t)N * C) : NULL;
-    float *rw = dinp ? rounded(weight, (size_t)OC * C) : NULL;
+    float *rd = pw_rounded_copy(dout, (size_t)N * OC, "bf16 matmul");
+    float *ri = dweight ? pw_rounded_copy(inp, (size_t)N * C, "bf16 matmul") : NULL;
+    float *rw = dinp ? pw_rounded_copy(weight, (size_t)OC * C, "bf16 matmul") : NULL;
     pw_matmul_backward(dinp, dweight, dbias, rd, ri, rw, N, C, OC);
     free(rd);
     free(ri);

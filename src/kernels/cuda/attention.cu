@@ -157,7 +157,7 @@ static void gemm_backward(float *dqkv, const float *dout, const float *qkv, cons
     } while (0)
 
 /* the bucket of head sizes whose kernels run a head of hs floats; 0: none (GEMM path) */
-static int flash_bucket(int hs)
+int pw_flash_bucket(int hs)
 {
     if (!pw_cuda_get_flash() || hs <= 0) return 0;
     return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0;
@@ -168,7 +168,7 @@ extern "C" void pw_attention_gqa_forward_cuda(float *out, float *lse, const floa
                                               int hs, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
-    int HS = flash_bucket(hs);
+    int HS = pw_flash_bucket(hs);
     if (!HS) {
         gemm_forward(out, lse, qkv, mask, B, T, NH, NKV, hs, stream);
         return;
@@ -183,7 +183,7 @@ extern "C" void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, c
                                                int NH, int NKV, int hs, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
-    int HS = flash_bucket(hs);
+    int HS = pw_flash_bucket(hs);
     if (!HS) {
         gemm_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, stream);
         return;

@@ -23,19 +23,12 @@
         PW_CUDA_CHECK(cudaGetLastError());                                                       \
     } while (0)
 
-/* the bucket of head sizes whose kernels run a head of hs; 0: the float32 path */
-static int tc_bucket(int hs)
-{
-    if (!pw_cuda_get_flash() || hs <= 0) return 0;
-    return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0;
-}
-
 extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const float *qkv,
                                                    const int *mask, int B, int T, int NH,
                                                    int NKV, int hs, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
-    int HS = tc_bucket(hs);
+    int HS = pw_flash_bucket(hs); /* 0: the float32 path */
     if (!HS) {
         pw_attention_gqa_forward_cuda(out, lse, qkv, mask, B, T, NH, NKV, hs, stream);
         return;
@@ -51,7 +44,7 @@ extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *do
                                                     cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
-    int HS = tc_bucket(hs);
+    int HS = pw_flash_bucket(hs); /* 0: the float32 path */
     if (!HS) {
         pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, stream);
         return;

@@ -22,6 +22,11 @@
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
 
+/* The head-size bucket (32, 64 or 128) whose fused attention kernels, float32 or tensor-core,
+ * run a head of hs floats; 0 when none does (hs over 128, or pw_cuda_set_flash(0)): the GEMM
+ * path (attention.cu). */
+int pw_flash_bucket(int hs);
+
 /* Temporary device memory in stream order (cudaMallocAsync from the device's default pool,
  * which keeps freed blocks for the next call); free it on the same stream once queued work is
  * done with it. */

@@ -18,10 +18,10 @@
  * D fragments of one product to the A fragments of the next without leaving registers.
  *  - fwd (grid ceil(T/64) x NH x B): S = q k^T per tile of TC_BK keys, an online softmax
  *    (running max and sum per row), O += P v with P rounded to bfloat16.
- *  - dq (same grid): per tile of TC_BKQ keys, S and dP = dout v^T again, dS = scale P (dP - D),
+ *  - dq (same grid): per tile of TC_BT keys, S and dP = dout v^T again, dS = scale P (dP - D),
  *    dq += dS k.
  *  - dkv (grid ceil(T/64) x NKV x B): warp = 16 keys; over the G query heads of the group and
- *    the queries t >= the block's first key in tiles of TC_BQ2, S^T = k q^T and dP^T = v dout^T,
+ *    the queries t >= the block's first key in tiles of TC_BT, S^T = k q^T and dP^T = v dout^T,
  *    dv += P^T dout and dk += dS^T q. Each gradient element has one writer: no atomics, the
  *    same bits every run.
  * B operands are read from row-major bfloat16 tiles: B[k][n] = X[n][k] (the row's own pairs, one
@@ -35,13 +35,9 @@
 #define TC_THREADS (TC_WARPS * 32)
 #define TC_ROWS (TC_WARPS * 16) /* rows (queries, or keys in dkv) per block */
 #define TC_BK 64                /* keys per shared tile in fwd */
-/* keys per tile in dq and queries per tile in dkv: a 128 head halves them, so that a lane's
- * accumulators (dq, or dk and dv, plus two tiles of scores) stay in registers */
-#define TC_BKQ(hs) ((hs) >= 128 ? 32 : 64)
-#define TC_BQ2(hs) ((hs) >= 128 ? 32 : 64)
-
-#define TC_CAT_(a, b) a##_##b
-#define TC_CAT(a, b) TC_CAT_(a, b)
+/* rows per shared tile in the backward (keys in dq, queries in dkv): a 128 head halves them, so
+ * that a lane's accumulators (dq, or dk and dv, plus two tiles of scores) stay in registers */
+#define TC_BT(hs) ((hs) >= 128 ? 32 : 64)
 
 /* The rows of a lane in a block of TC_ROWS: r and r + 8 of its warp's 16 */
 static __device__ __forceinline__ int tc_row0(int base)
@@ -88,7 +84,7 @@ __global__ void pw_flash_tc_drow(float *drow, const float *dout, const float *ou
 
 #endif /* PW_FLASH_TC_CUH_COMMON */
 
-#define TC_FN(name) TC_CAT(pw_flash_tc_##name, FLASH_HS)
+#define TC_FN(name) FLASH_CAT(pw_flash_tc_##name, FLASH_HS)
 #define TC_LD (FLASH_HS + 8)
 #define TC_KS (FLASH_HS / 16) /* k-steps over a head */
 #define TC_NS (FLASH_HS / 8)  /* 8-column tiles over a head */
@@ -275,9 +271,9 @@ __global__ void __launch_bounds__(TC_THREADS)
     TC_FN(dq)(float *dqkv, const float *drow, const float *dout, const float *qkv,
               const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
 {
-    const int BK = TC_BKQ(FLASH_HS);
-    __shared__ uint32_t ks_[TC_BKQ(FLASH_HS)][TC_LD / 2], vs_[TC_BKQ(FLASH_HS)][TC_LD / 2];
-    __shared__ int km[TC_BKQ(FLASH_HS)];
+    const int BK = TC_BT(FLASH_HS);
+    __shared__ uint32_t ks_[TC_BT(FLASH_HS)][TC_LD / 2], vs_[TC_BT(FLASH_HS)][TC_LD / 2];
+    __shared__ int km[TC_BT(FLASH_HS)];
     TC_TILE(ks, ks_);
     TC_TILE(vs, vs_);
     int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * TC_ROWS, c = (int)(threadIdx.x % 32) % 4;
@@ -301,7 +297,7 @@ __global__ void __launch_bounds__(TC_THREADS)
         TC_FN(load_tile)(ks, km, f.k, (size_t)f.W, k0, BK, T, m, hs);
         TC_FN(load_tile)(vs, 0, f.v, (size_t)f.W, k0, BK, T, m, hs);
         __syncthreads();
-        float s[TC_BKQ(FLASH_HS) / 8][4], dp[TC_BKQ(FLASH_HS) / 8][4];
+        float s[TC_BT(FLASH_HS) / 8][4], dp[TC_BT(FLASH_HS) / 8][4];
         TC_MMA_ABT(s, BK / 8, qa, ks);
         TC_MMA_ABT(dp, BK / 8, da, vs);
         PW_UNROLL
@@ -324,10 +320,10 @@ __global__ void __launch_bounds__(TC_THREADS)
     TC_FN(dkv)(float *dqkv, const float *drow, const float *dout, const float *qkv,
                const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
 {
-    const int BQ = TC_BQ2(FLASH_HS);
-    __shared__ uint32_t qs_[TC_BQ2(FLASH_HS)][TC_LD / 2], os_[TC_BQ2(FLASH_HS)][TC_LD / 2];
-    __shared__ float Ls[TC_BQ2(FLASH_HS)], Ds[TC_BQ2(FLASH_HS)];
-    __shared__ int qm[TC_BQ2(FLASH_HS)];
+    const int BQ = TC_BT(FLASH_HS);
+    __shared__ uint32_t qs_[TC_BT(FLASH_HS)][TC_LD / 2], os_[TC_BT(FLASH_HS)][TC_LD / 2];
+    __shared__ float Ls[TC_BT(FLASH_HS)], Ds[TC_BT(FLASH_HS)];
+    __shared__ int qm[TC_BT(FLASH_HS)];
     TC_TILE(qs, qs_);
     TC_TILE(os, os_);
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
@@ -361,7 +357,7 @@ __global__ void __launch_bounds__(TC_THREADS)
                 Ds[j] = ok ? drow[row + t] : 0.0f;
             }
             __syncthreads();
-            float s[TC_BQ2(FLASH_HS) / 8][4], dp[TC_BQ2(FLASH_HS) / 8][4];
+            float s[TC_BT(FLASH_HS) / 8][4], dp[TC_BT(FLASH_HS) / 8][4];
             TC_MMA_ABT(s, BQ / 8, ka, qs);
             TC_MMA_ABT(dp, BQ / 8, va, os);
             PW_UNROLL
