@@ -147,6 +147,18 @@ static void qkv16_fwd(void)
 {
     pw_matmul_forward_bf16_cuda(g.qkv, g.x16, g.w16, g.bias, N, C, 3 * C, 0);
 }
+/* the bias seeded by its own kernel and read back by the GEMM (beta = 1): the path the cuBLASLt
+ * epilogue replaces */
+static void fc16_fwd(void)
+{
+    pw_matmul_forward_bf16_cuda(g.fc, g.x16, g.w16, g.bias, N, C, 4 * C, 0);
+}
+static void fc16_fwd_seeded(void)
+{
+    pw_cuda_set_epilogue(0);
+    fc16_fwd();
+    pw_cuda_set_epilogue(1);
+}
 static void lm16_fwd(void)
 {
     pw_matmul_forward_bf16_cuda(g.logits, g.x16, g.w16, NULL, N, C, V, 0);
@@ -332,6 +344,8 @@ int main(int argc, char **argv)
         {"matmul LM head C->V forward", lm_fwd, 0, 2 * NC * V, F32},
         {"matmul LM head C->V backward", lm_bwd, 0, 4 * NC * V, F32},
         {"bf16 matmul qkv forward", qkv16_fwd, 0, 2 * NC * 3 * C, BF16},
+        {"bf16 matmul fc forward", fc16_fwd, 0, 2 * NC * 4 * C, BF16},
+        {"bf16 matmul fc fwd, bias seeded", fc16_fwd_seeded, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul LM head forward", lm16_fwd, 0, 2 * NC * V, BF16},
         {"bf16 matmul LM head backward", lm16_bwd, 0, 4 * NC * V, BF16},
         /* counted as full T x T tiles, 2 products forward and 4 backward, for both paths (the
@@ -367,7 +381,7 @@ int main(int argc, char **argv)
            copy_gbs, f32_tflops, bf16_tflops, G, G, G);
     printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0, dec[2] = {0, 0};
-    double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0;
+    double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[2] = {0, 0};
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -387,17 +401,22 @@ int main(int argc, char **argv)
         if (r->fn == att_fwd_gemm) gatt_f = ms;
         if (r->fn == att_bwd_gemm) gatt_b = ms;
         if (r->fn == lp_fwd) lp_f = ms;
+        if (r->fn == fc16_fwd) fc16[0] = ms;
+        if (r->fn == fc16_fwd_seeded) fc16[1] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
         if (r->fn == decode16) dec[1] = ref;
     }
+    unsigned long fused = 0, seeded = 0;
+    pw_cuda_epilogue_calls(&fused, &seeded);
+    printf("\nbias epilogue: %lu forwards fused in cuBLASLt, %lu seeded\n", fused, seeded);
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
            "attention_gemm_bwd_ms=%.3f attention_bf16_fwd_ms=%.3f attention_bf16_bwd_ms=%.3f "
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
-           "total_ms=%.2f\n",
+           "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
-           tatt_b, lp_f, dec[0], dec[1], total);
+           tatt_b, lp_f, dec[0], dec[1], fc16[0], fc16[1], total);
     return 0;
 }

@@ -47,11 +47,21 @@ int pw_cuda_get_tf32(void);
  * Applies to calls made after it. */
 void pw_cuda_set_flash(int enable);
 int pw_cuda_get_flash(void);
-/* destroys every cuBLAS handle this layer created */
+/* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
+ * by a kernel and read back by the GEMM: on by default; where cuBLASLt has no algorithm for the
+ * operands (their alignment) or the bias is not 16-byte aligned, that call takes the plain path.
+ * Applies to calls made after it. The counts are the forwards with a bias that took each path
+ * (process-wide, since the start). */
+void pw_cuda_set_epilogue(int enable);
+int pw_cuda_get_epilogue(void);
+void pw_cuda_epilogue_calls(unsigned long *fused, unsigned long *unfused);
+/* the cuBLASLt workspaces' bytes (32 MiB per stream that ran a fused forward), at most held */
+size_t pw_cuda_epilogue_peak_bytes(void);
+/* destroys every cuBLAS and cuBLASLt handle this layer created, and the cuBLASLt workspaces */
 void pw_cuda_release(void);
 /* Device memory this process has held: the most the kernel tables (pw_ops.h) held at once, plus
- * the high-water marks of the stream-ordered scratch pools (an upper bound of the true peak:
- * the two peaks may fall at different times). 0 before any allocation. */
+ * the high-water marks of the stream-ordered scratch pools and the cuBLASLt workspaces (an upper
+ * bound of the true peak: the peaks may fall at different times). 0 before any allocation. */
 size_t pw_cuda_peak_bytes(void);
 size_t pw_cuda_scratch_peak_bytes(void);
 

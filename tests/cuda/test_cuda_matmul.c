@@ -1,6 +1,7 @@
 /* test_cuda_matmul.c: the cuBLAS matmuls against the CPU twin on the same random data: fp32
- * (and TF32) forward with and without bias, the accumulating backward with every NULL
- * gradient, the bf16 path (conversions, forward, backward). */
+ * (and TF32) forward with and without bias, the bias both in cuBLASLt's epilogue and seeded by
+ * a kernel, the accumulating backward with every NULL gradient, the bf16 path (conversions,
+ * forward, backward); and that the epilogue is taken where the operands are aligned. */
 #include "cutest.h"
 
 /* x rounded to bf16 and back, on the host, to check the conversion kernel bit for bit */
@@ -37,18 +38,21 @@ static void run(int N, int C, int OC, unsigned long long *rng)
     float *d_out = cu_dev(sizeof(float) * NO);
     float *out = cu_host(sizeof(float) * NO);
 
-    for (int with_bias = 0; with_bias < 2; with_bias++) {
+    /* with_bias 2: the bias seeded by its kernel, the cuBLASLt epilogue turned off */
+    for (int with_bias = 0; with_bias < 3; with_bias++) {
+        pw_cuda_set_epilogue(with_bias != 2);
         pw_matmul_forward(out, inp, w, with_bias ? bias : NULL, N, C, OC);
         cu_poison(d_out, sizeof(float) * NO);
         pw_matmul_forward_cuda(d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC, 0);
-        cu_compare(with_bias ? "forward fp32 (bias)" : "forward fp32 (bias NULL)", d_out, out, NO,
-                   CU_TOL_F32);
+        cu_comparef(d_out, out, NO, CU_TOL_F32, "forward fp32 (bias %s)",
+                    with_bias == 0 ? "NULL" : with_bias == 1 ? "epilogue" : "seeded");
         pw_cuda_set_tf32(1);
         cu_poison(d_out, sizeof(float) * NO);
         pw_matmul_forward_cuda(d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC, 0);
-        cu_compare("forward tf32", d_out, out, NO, CU_TOL_TF32);
+        cu_comparef(d_out, out, NO, CU_TOL_TF32, "forward tf32 (bias %d)", with_bias);
         pw_cuda_set_tf32(0);
     }
+    pw_cuda_set_epilogue(1);
 
     for (int sel = 1; sel < 8; sel++) {
         int gi = sel & 1, gw = sel & 2, gb = sel & 4;
@@ -95,6 +99,18 @@ static void run(int N, int C, int OC, unsigned long long *rng)
     cu_poison(d_out, sizeof(float) * NO);
     pw_matmul_forward_bf16_cuda(d_out, h_inp, h_w, d_bias, N, C, OC, 0);
     cu_compare("forward bf16 (bias)", d_out, out, NO, CU_TOL_BF16);
+    /* a bias at an offset of 4 bytes: the epilogue cannot take it, the seeded path must */
+    if (OC > 1) {
+        pw_matmul_forward(out, inp, w, bias, N, C, OC);
+        for (size_t i = 0; i < NO; i++) out[i] += bias[(i % OC + 1) % OC] - bias[i % OC];
+        float *d_bias2 = cu_dev(sizeof(float) * (OC + 1));
+        PW_CUDA_CHECK(cudaMemcpy(d_bias2 + 1, d_bias + 1, sizeof(float) * (OC - 1),
+                                 cudaMemcpyDeviceToDevice));
+        PW_CUDA_CHECK(cudaMemcpy(d_bias2 + OC, d_bias, sizeof(float), cudaMemcpyDeviceToDevice));
+        cu_poison(d_out, sizeof(float) * NO);
+        pw_matmul_forward_bf16_cuda(d_out, h_inp, h_w, d_bias2 + 1, N, C, OC, 0);
+        cu_compare("forward bf16 (bias misaligned)", d_out, out, NO, CU_TOL_BF16);
+    }
     pw_matmul_forward(out, inp, w, NULL, N, C, OC);
     cu_poison(d_out, sizeof(float) * NO);
     pw_matmul_forward_bf16_cuda(d_out, h_inp, h_w, NULL, N, C, OC, 0);
@@ -116,7 +132,16 @@ int main(void)
 {
     cu_require_gpu("test_cuda_matmul");
     unsigned long long rng = 13;
+    unsigned long fused0, unfused0, fused1, unfused1;
+    pw_cuda_epilogue_calls(&fused0, &unfused0);
     run(64, 768, 2304, &rng);
+    pw_cuda_epilogue_calls(&fused1, &unfused1);
+    /* aligned operands and bias: cuBLASLt has an algorithm for the fp32, TF32 and bf16 forwards
+     * (4 fused calls); the epilogue off (2), the misaligned bias (1) and the stream's own
+     * forward with a fresh handle (fused too) make the rest */
+    printf("bias epilogue: %lu fused, %lu seeded\n", fused1 - fused0, unfused1 - unfused0);
+    CHECK(fused1 - fused0 >= 4, "the bias epilogue ran %lu times on aligned operands, 4 wanted",
+          fused1 - fused0);
     run(37, 70, 129, &rng); /* odd sizes: no alignment to lean on */
     run(1000, 768, 768, &rng); /* 16 row chunks in the dbias sum */
     run(8, 768, 50257, &rng); /* an LM-head width */

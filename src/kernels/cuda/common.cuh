@@ -1,5 +1,6 @@
 /* common.cuh: what the CUDA kernel files share (private): warp reductions (warp.cuh), launch
- * sizes (launch.cuh), the cuBLAS handle of a stream, and the deterministic column sum behind dbias/dweight. */
+ * sizes (launch.cuh), the cuBLAS handle of a stream, the cuBLASLt forward with its bias in the
+ * epilogue, and the deterministic column sum behind dbias/dweight. */
 #ifndef PW_CUDA_COMMON_CUH
 #define PW_CUDA_COMMON_CUH
 
@@ -21,6 +22,15 @@
 /* The handle bound to this stream (context.cu), and the compute type of the fp32 GEMMs. */
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
+
+/* out(N,OC) = inp . weight^T + bias (bias not NULL) with the bias added in cuBLASLt's epilogue
+ * (lt.cu). Returns 1 when queued; 0, having queued nothing, when the fused path is off or has no
+ * algorithm for these operands: the caller then runs its own. */
+int pw_lt_linear_forward(float *out, const void *inp, const void *weight, const float *bias,
+                         int N, int C, int OC, cudaDataType_t ab, cublasComputeType_t compute,
+                         cudaStream_t stream);
+/* frees the cuBLASLt handles and workspaces (called by pw_cuda_release) */
+void pw_lt_release(void);
 
 /* The head-size bucket (32, 64 or 128) whose fused attention kernels, float32 or tensor-core,
  * run a head of hs floats; 0 when none does (hs over 128, or pw_cuda_set_flash(0)): the GEMM

@@ -74,6 +74,7 @@ extern "C" void pw_cuda_release(void)
     nhandles = 0;
     PW_CUDA_CHECK(cudaSetDevice(current));
     pthread_mutex_unlock(&handles_lock);
+    pw_lt_release();
 }
 
 /* Scratch comes from the device's default pool in stream order. The pool's release threshold

@@ -1,5 +1,7 @@
 /* matmul.cu: the linear layer on the GPU through cuBLAS, out = inp . weight^T + bias, in fp32
- * (twin of cpu/matmul.c) and with bf16 operands accumulated in fp32. */
+ * (twin of cpu/matmul.c) and with bf16 operands accumulated in fp32. A forward with a bias
+ * goes through lt.cu (cuBLASLt, the bias in the epilogue) where cuBLASLt has an algorithm for
+ * it; the rest, and every backward product, through cublasGemmEx. */
 #include <cuda_bf16.h>
 
 #include "common.cuh"
@@ -25,6 +27,9 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
                            cudaStream_t stream)
 {
     if (N <= 0 || OC <= 0) return;
+    /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below */
+    if (bias && pw_lt_linear_forward(out, inp, weight, bias, N, C, OC, ab, compute, stream))
+        return;
     float alpha = 1.0f, beta = seed_bias(out, bias, N, OC, stream);
     /* out^T(OC,N) = W^T . inp: W is (C,OC) column-major, transposed; inp is (C,N) */
     PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,

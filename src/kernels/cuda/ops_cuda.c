@@ -61,7 +61,10 @@ static void account_free(void *p)
         }
 }
 
-size_t pw_cuda_peak_bytes(void) { return live_peak + pw_cuda_scratch_peak_bytes(); }
+size_t pw_cuda_peak_bytes(void)
+{
+    return live_peak + pw_cuda_scratch_peak_bytes() + pw_cuda_epilogue_peak_bytes();
+}
 
 static void *cuda_alloc(const PwOps *o, size_t bytes)
 {
