@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_rss.h"
 #include "pw_model.h"
 
 /* the batch: B = 4, T = 256 on the CPU; the GPU mode's default is B = 16, T = 1024 */
@@ -19,25 +19,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static double peak_rss_mib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0; /* Linux reports KiB */
-}
-
-/* Resident memory now, from /proc/self/statm (pages). */
-static double rss_now_mib(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-        fclose(f);
-    }
-    return resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
 }
 
 /* What the process holds before any model: code, libraries, OpenBLAS's thread buffers. The

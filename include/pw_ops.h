@@ -60,13 +60,17 @@ struct PwOps {
     /* the same with bfloat16 operands, float32 accumulation and results (pw_kernels.h); the
      * CUDA table converts the operands into a workspace of its own on its stream. weight_bf16
      * (NULL: none) is weight already in bfloat16 (the model's mirror of its parameters, made
-     * by to_bf16): it is read instead of converting weight again at every product. */
+     * by to_bf16): it is read instead of converting weight again at every product. inp_bf16
+     * (NULL: none) is inp already in bfloat16 (an activation the model keeps in bfloat16 for
+     * its backward): read instead of inp, which may then be NULL. */
     void (*matmul_forward_bf16)(const PwOps *o, float *out, const float *inp,
-                                const float *weight, const uint16_t *weight_bf16,
-                                const float *bias, int N, int C, int OC);
+                                const uint16_t *inp_bf16, const float *weight,
+                                const uint16_t *weight_bf16, const float *bias, int N, int C,
+                                int OC);
     void (*matmul_backward_bf16)(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                                 const float *dout, const float *inp, const float *weight,
-                                 const uint16_t *weight_bf16, int N, int C, int OC);
+                                 const float *dout, const float *inp, const uint16_t *inp_bf16,
+                                 const float *weight, const uint16_t *weight_bf16, int N, int C,
+                                 int OC);
     /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream */
     void (*to_bf16)(const PwOps *o, uint16_t *dst, const float *src, size_t n);
     void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,

@@ -95,10 +95,10 @@ static double flops_per_token(const PwModel *m, int T)
  * uses the front of each per-layer slice. Allocated by the first forward, so a model that only
  * decodes (a generator) never holds them. */
 
-#define NUM_ACTS 24
+#define NUM_ACTS 27
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
-    float *ln1;       /* (L, B, T, C) */
+    float *ln1;       /* (L, B, T, C); at bf16 one layer (B, T, C), kept as ln1_16 */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3C) */
@@ -107,11 +107,11 @@ typedef struct Acts {
                        * probabilities from it, so no (T, T) matrix is kept */
     float *attproj;   /* (L, B, T, C) */
     float *residual2; /* (L, B, T, C) */
-    float *ln2;       /* (L, B, T, C) */
+    float *ln2;       /* (L, B, T, C); at bf16 one layer, kept as ln2_16 */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
     float *fch;       /* (L, B, T, 4C) */
-    float *fch_gelu;  /* (L, B, T, 4C) */
+    float *fch_gelu;  /* (L, B, T, 4C); at bf16 one layer, kept as fchg_16 */
     float *fcproj;    /* (L, B, T, C) */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
@@ -122,6 +122,9 @@ typedef struct Acts {
     float *entropy;   /* (B, T) entropy of the next-token distribution (0 where no target) */
     float *value;     /* (B, T) value head only */
     float *score;     /* (B) score head only */
+    float *ln1_16;    /* (L, B, T, C) bfloat16 at bf16 (pw_model_keep_bf16), else empty */
+    float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
+    float *fchg_16;   /* (L, B, T, 4C) bfloat16 at bf16, else empty */
 } Acts;
 
 /* Backward needs gradients of one layer's activations at a time, never all layers at once:
@@ -136,12 +139,17 @@ typedef struct Gpt2 {
     int logits_valid; /* 1 after forward, 0 once backward reused the buffer */
 } Gpt2;
 
-static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int maxT, size_t Vp)
+static void act_sizes(size_t *s, const PwModel *m)
 {
-    size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head;
-    size_t B = maxB, T = maxT, BT = B * T;
+    const PwArch *cfg = &m->arch;
+    const int heads = m->heads;
+    const size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, Vp = m->Vp;
+    const size_t B = m->maxB, T = m->maxT, BT = B * T;
+    /* at bf16 the products' inputs are kept in bfloat16: their float32 buffers hold a layer */
+    const int bf16 = m->precision == PW_PRECISION_BF16;
+    const size_t Lk = bf16 ? 1 : L;
     s[0] = BT * C;             /* encoded */
-    s[1] = L * BT * C;         /* ln1 */
+    s[1] = Lk * BT * C;        /* ln1 */
     s[2] = L * BT;             /* ln1_mean */
     s[3] = L * BT;             /* ln1_rstd */
     s[4] = L * BT * 3 * C;     /* qkv */
@@ -149,11 +157,11 @@ static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int max
     s[6] = L * B * NH * T;     /* lse */
     s[7] = L * BT * C;         /* attproj */
     s[8] = L * BT * C;         /* residual2 */
-    s[9] = L * BT * C;         /* ln2 */
+    s[9] = Lk * BT * C;        /* ln2 */
     s[10] = L * BT;            /* ln2_mean */
     s[11] = L * BT;            /* ln2_rstd */
     s[12] = L * BT * 4 * C;    /* fch */
-    s[13] = L * BT * 4 * C;    /* fch_gelu */
+    s[13] = Lk * BT * 4 * C;   /* fch_gelu */
     s[14] = L * BT * C;        /* fcproj */
     s[15] = L * BT * C;        /* residual3 */
     s[16] = BT * C;            /* lnf */
@@ -164,6 +172,9 @@ static void act_sizes(size_t *s, const PwArch *cfg, int heads, int maxB, int max
     s[21] = (heads & PW_HEAD_LM) ? BT : 0;     /* entropy */
     s[22] = (heads & PW_HEAD_VALUE) ? BT : 0;  /* value */
     s[23] = (heads & PW_HEAD_SCORE) ? B : 0;   /* score */
+    s[24] = pw_model_kept_floats(m->precision, L * BT * C);     /* ln1_16 */
+    s[25] = pw_model_kept_floats(m->precision, L * BT * C);     /* ln2_16 */
+    s[26] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fchg_16 */
 }
 
 static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
@@ -180,7 +191,7 @@ static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
-    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
+    act_sizes(a, m);
     scratch_sizes(s, &m->arch, m->maxB, m->maxT);
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
@@ -205,7 +216,7 @@ static int ensure_acts(PwModel *m, PwErr *err)
 {
     Gpt2 *g = m->fam;
     size_t s[NUM_ACTS];
-    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
+    act_sizes(s, m);
     return pw_model_alloc_slices(m, &g->acts_memory, (float **)&g->a, s, NUM_ACTS,
                                  "the activations", err);
 }
@@ -252,6 +263,7 @@ typedef struct Block {
     const float *in;
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
+    uint16_t *ln1_16, *ln2_16, *fchg_16; /* the products' inputs kept in bfloat16, or NULL */
 } Block;
 
 /* Whom the queries attend to: the rows of a left-padded batch (cache NULL), or the KV cache
@@ -271,40 +283,52 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     /* attention half: x + proj(attn(ln1(x))) */
     o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
                          N, C);
-    pw_model_matmul_forward(m, k->qkv, k->ln1, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC, N, C, 3 * C);
+    pw_model_keep_bf16(m, k->ln1_16, k->ln1, (size_t)N * C);
+    pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC,
+                            N, C, 3 * C);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
         pw_model_attention_forward(m, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NH,
                                    C / NH);
-    pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, p->attprojb + lC, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, p->attprojb + lC,
+                            N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
     o->layernorm_forward(o, k->ln2, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
                          p->ln2b + lC, N, C);
-    pw_model_matmul_forward(m, k->fch, k->ln2, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N, C, 4 * C);
+    pw_model_keep_bf16(m, k->ln2_16, k->ln2, (size_t)N * C);
+    pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N,
+                            C, 4 * C);
     o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
-    pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, p->fcprojw + 4 * CC * l, p->fcprojb + lC, N,
-                      4 * C, C);
+    pw_model_keep_bf16(m, k->fchg_16, k->fch_gelu, (size_t)N * 4 * C);
+    pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
+                            p->fcprojb + lC, N, 4 * C, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
 
 /* Layer l's buffers of the batch forward: per-layer strides follow the capacity, not the
- * batch, so that slices do not move. */
+ * batch, so that slices do not move. At bf16 the float32 ln1, ln2 and fch_gelu are one layer's,
+ * reused by every layer, and the layer's bfloat16 copies are what the backward reads. */
 static Block batch_block(const PwModel *m, const Acts *a, int l)
 {
     const size_t C = m->arch.n_embd, NH = m->arch.n_head;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C, sBT = (size_t)m->maxB * m->maxT;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
+    const int bf16 = m->precision == PW_PRECISION_BF16;
+    const size_t kl = bf16 ? 0 : (size_t)l; /* the layer of the float32 kept inputs */
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
-        .ln1 = a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
+        .ln1 = a->ln1 + kl * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
         .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + l * 3 * sBTC,
         .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj + l * sBTC,
-        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + l * sBTC,
+        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + kl * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
-        .fch = a->fch + l * 4 * sBTC, .fch_gelu = a->fch_gelu + l * 4 * sBTC,
+        .fch = a->fch + l * 4 * sBTC, .fch_gelu = a->fch_gelu + kl * 4 * sBTC,
         .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
+        .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
+        .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
+        .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + l * 4 * sBTC : NULL,
     };
 }
 
@@ -394,24 +418,24 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         const size_t lC = (size_t)l * C;
         o->zero(o, dfch_gelu, 4 * fBTC);
         pw_model_matmul_backward(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
-                           k.fch_gelu, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
+                                 k.fch_gelu, k.fchg_16, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
         o->zero(o, dfch, 4 * fBTC);
         o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
-                           p.fcw + 4 * CC * l, BT, C, 4 * C);
+                                 k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C);
         o->layernorm_backward(o, dres, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2, p.ln2w + lC,
                               k.ln2_mean, k.ln2_rstd, BT, C);
 
         o->zero(o, datty, fBTC);
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
-                           p.attprojw + CC * l, BT, C, C);
+                                 NULL, p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, 3 * fBTC);
         pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
                                     NH, C / NH);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
-                           p.qkvw + 3 * CC * l, BT, C, 3 * C);
+                                 k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C);
         o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
                               k.ln1_mean, k.ln1_rstd, BT, C);
         pw_model_ready_layer(m, l);
@@ -488,7 +512,7 @@ static const float *kv_pass(PwKVCache *c)
      * (into atty, free now) */
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->layernorm_forward(o, b[K_LN], b[K_MEAN], b[K_RSTD], b[K_ATTY], p.lnfw, p.lnfb, c->nseg, C);
-    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], p.wte, NULL, c->nseg, C, Vp);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], NULL, p.wte, NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

@@ -10,7 +10,7 @@ void pw_model_heads_forward(const PwModel *m, const PwHeads *h)
     if (m->heads & PW_HEAD_LM) {
         /* all Vp columns (the padding rows of the weight give 0 there): the product keeps its
          * aligned shape, and the softmax below reads the V real columns only */
-        pw_model_matmul_forward(m, h->logits, h->lnf, h->lmw, NULL, BT, C, Vp);
+        pw_model_matmul_forward(m, h->logits, h->lnf, NULL, h->lmw, NULL, BT, C, Vp);
         /* sampling at temperature tau draws from softmax(logits / tau): the log-probs of the
          * sampled tokens are taken from the same distribution */
         if (m->inv_temperature != 1.0f)
@@ -44,7 +44,8 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
         o->logprobs_backward(o, h->logits, h->logits, m->d_targets, dlogp, dentropy, BT, V, Vp);
         if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
             o->scale(o, h->logits, m->inv_temperature, (size_t)BT * Vp);
-        pw_model_matmul_backward(m, dlnf, h->dlmw, NULL, h->logits, h->lnf, h->lmw, BT, C, Vp);
+        pw_model_matmul_backward(m, dlnf, h->dlmw, NULL, h->logits, h->lnf, NULL, h->lmw, BT, C,
+                                 Vp);
     }
     if ((m->heads & PW_HEAD_VALUE) && dvalue)
         o->matmul_backward(o, dlnf, h->dvaluew, h->dvalueb, dvalue, h->lnf, h->valuew, BT, C, 1);

@@ -108,20 +108,20 @@ static double flops_per_token(const PwModel *m, int T)
 /* ------------------------------------------------------------------------------------------ */
 /* activations (allocated by the first forward) and state */
 
-#define NUM_ACTS 21
+#define NUM_ACTS 24
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
-    float *ln1;       /* (L, B, T, C) */
+    float *ln1;       /* (L, B, T, C); at bf16 one layer (B, T, C), kept as ln1_16 */
     float *rstd1;     /* (L, B, T) */
     float *qkv;       /* (L, B, T, QKV) after the rotary embedding */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
     float *attproj;   /* (L, B, T, C) */
     float *residual2; /* (L, B, T, C) */
-    float *ln2;       /* (L, B, T, C) */
+    float *ln2;       /* (L, B, T, C); at bf16 one layer, kept as ln2_16 */
     float *rstd2;     /* (L, B, T) */
     float *fch;       /* (L, B, T, 2F) [gate | up] */
-    float *fch_act;   /* (L, B, T, F) silu(gate) * up */
+    float *fch_act;   /* (L, B, T, F) silu(gate) * up; at bf16 one layer, kept as fcha_16 */
     float *fcproj;    /* (L, B, T, C) */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
@@ -131,6 +131,9 @@ typedef struct Acts {
     float *entropy;   /* (B, T) */
     float *value;     /* (B, T) */
     float *score;     /* (B) */
+    float *ln1_16;    /* (L, B, T, C) bfloat16 at bf16 (pw_model_keep_bf16), else empty */
+    float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
+    float *fcha_16;   /* (L, B, T, F) bfloat16 at bf16, else empty */
 } Acts;
 
 enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_COUNT };
@@ -142,16 +145,23 @@ typedef struct Llama {
     int logits_valid;
 } Llama;
 
-static void act_sizes(size_t *s, const PwArch *c, int heads, int maxB, int maxT, size_t Vp)
+static void act_sizes(size_t *s, const PwModel *m)
 {
-    size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner;
-    size_t B = maxB, T = maxT, BT = B * T, Q = qkv_rows(c);
-    size_t v[NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T,
-                          L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT * 2 * F, L * BT * F,
-                          L * BT * C, L * BT * C, BT * C, BT,
+    const PwArch *c = &m->arch;
+    const int heads = m->heads;
+    const PwPrecision pr = m->precision;
+    const size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
+    const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
+    /* at bf16 the products' inputs are kept in bfloat16: their float32 buffers hold a layer */
+    const size_t Lk = pr == PW_PRECISION_BF16 ? 1 : L;
+    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T,
+                          L * BT * C, L * BT * C, Lk * BT * C, L * BT, L * BT * 2 * F,
+                          Lk * BT * F, L * BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
                           (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
-                          (heads & PW_HEAD_SCORE) ? B : 0};
+                          (heads & PW_HEAD_SCORE) ? B : 0, pw_model_kept_floats(pr, L * BT * C),
+                          pw_model_kept_floats(pr, L * BT * C),
+                          pw_model_kept_floats(pr, L * BT * F)};
     memcpy(s, v, sizeof v);
 }
 
@@ -169,7 +179,7 @@ static void scratch_sizes(size_t *s, const PwArch *c, int maxB, int maxT)
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
-    act_sizes(a, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
+    act_sizes(a, m);
     scratch_sizes(s, &m->arch, m->maxB, m->maxT);
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
@@ -210,7 +220,7 @@ static int ensure_acts(PwModel *m, PwErr *err)
 {
     Llama *g = m->fam;
     size_t s[NUM_ACTS];
-    act_sizes(s, &m->arch, m->heads, m->maxB, m->maxT, (size_t)m->Vp);
+    act_sizes(s, m);
     return pw_model_alloc_slices(m, &g->acts_memory, (float **)&g->a, s, NUM_ACTS,
                                  "the activations", err);
 }
@@ -245,6 +255,7 @@ typedef struct Block {
     const float *in;
     float *ln1, *rstd1, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *rstd2, *fch, *fch_act, *fcproj, *out;
+    uint16_t *ln1_16, *ln2_16, *fcha_16; /* the products' inputs kept in bfloat16, or NULL */
 } Block;
 
 typedef struct Attend {
@@ -262,8 +273,9 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
     const size_t Q = qkv_rows(a), CC = (size_t)C * C;
     o->rmsnorm_forward(o, k->ln1, k->rstd1, k->in, p->ln1w + (size_t)l * C, N, C, a->norm_eps);
-    pw_model_matmul_forward(m, k->qkv, k->ln1, p->qkvw + Q * C * l, p->qkvb ? p->qkvb + Q * l : NULL,
-                      N, C, (int)Q);
+    pw_model_keep_bf16(m, k->ln1_16, k->ln1, (size_t)N * C);
+    pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + Q * C * l,
+                            p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place */
     o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
     if (at->cache)
@@ -271,28 +283,39 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     else
         pw_model_attention_forward(m, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NKV,
                                    hs);
-    pw_model_matmul_forward(m, k->attproj, k->atty, p->attprojw + CC * l, NULL, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, NULL, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     o->rmsnorm_forward(o, k->ln2, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C, a->norm_eps);
-    pw_model_matmul_forward(m, k->fch, k->ln2, p->fcw + (size_t)2 * F * C * l, NULL, N, C, 2 * F);
+    pw_model_keep_bf16(m, k->ln2_16, k->ln2, (size_t)N * C);
+    pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + (size_t)2 * F * C * l, NULL, N,
+                            C, 2 * F);
     o->swiglu_forward(o, k->fch_act, k->fch, N, F);
-    pw_model_matmul_forward(m, k->fcproj, k->fch_act, p->fcprojw + (size_t)C * F * l, NULL, N, F, C);
+    pw_model_keep_bf16(m, k->fcha_16, k->fch_act, (size_t)N * F);
+    pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
+                            NULL, N, F, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
 
+/* Layer l's buffers of the batch forward. At bf16 the float32 ln1, ln2 and fch_act are one
+ * layer's, reused by every layer, and the layer's bfloat16 copies are what the backward reads. */
 static Block batch_block(const PwModel *m, const Acts *a, int l)
 {
     const PwArch *c = &m->arch;
     const size_t C = c->n_embd, NH = c->n_head, F = c->n_inner, Q = qkv_rows(c);
     const size_t BT = (size_t)m->maxB * m->maxT, sBTC = BT * C;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
+    const int bf16 = m->precision == PW_PRECISION_BF16;
+    const size_t kl = bf16 ? 0 : (size_t)l; /* the layer of the float32 kept inputs */
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
-        .ln1 = a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT, .qkv = a->qkv + l * BT * Q,
+        .ln1 = a->ln1 + kl * sBTC, .rstd1 = a->rstd1 + l * BT, .qkv = a->qkv + l * BT * Q,
         .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj + l * sBTC,
-        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
-        .fch = a->fch + l * BT * 2 * F, .fch_act = a->fch_act + l * BT * F,
+        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + kl * sBTC, .rstd2 = a->rstd2 + l * BT,
+        .fch = a->fch + l * BT * 2 * F, .fch_act = a->fch_act + kl * BT * F,
         .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
+        .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
+        .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
+        .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + l * BT * F : NULL,
     };
 }
 
@@ -381,25 +404,25 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         Block k = batch_block(m, a, l);
         o->zero(o, dfcha, (size_t)BT * F * sizeof(float));
         pw_model_matmul_backward(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
-                           p.fcprojw + (size_t)C * F * l, BT, F, C);
+                                 k.fcha_16, p.fcprojw + (size_t)C * F * l, BT, F, C);
         o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
         o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
-                           p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F);
+                                 k.ln2_16, p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F);
         o->rmsnorm_backward(o, dres, gr.ln2w + (size_t)l * C, dln, k.res2, p.ln2w + (size_t)l * C,
                             k.rstd2, BT, C);
         o->zero(o, datty, fBTC);
-        pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty,
-                           p.attprojw + CC * l, BT, C, C);
+        pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty, NULL,
+                                 p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
         pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
                                     NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         o->zero(o, dln, fBTC);
-        pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv,
-                           k.ln1, p.qkvw + Q * C * l, BT, C, (int)Q);
+        pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL,
+                                 dqkv, k.ln1, k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q);
         o->rmsnorm_backward(o, dres, gr.ln1w + (size_t)l * C, dln, k.in, p.ln1w + (size_t)l * C,
                             k.rstd1, BT, C);
         pw_model_ready_layer(m, l);
@@ -473,7 +496,7 @@ static const float *kv_pass(PwKVCache *c)
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);
-    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], lm_weight(&p), NULL, c->nseg, C, Vp);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], NULL, lm_weight(&p), NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

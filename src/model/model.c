@@ -144,26 +144,37 @@ static const uint16_t *mirror_of(const PwModel *m, const float *w)
     return m->params_bf16 + (p - lo) / sizeof(float);
 }
 
-void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp, const float *weight,
-                             const float *bias, int N, int C, int OC)
+void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
+                             const uint16_t *inp16, const float *weight, const float *bias, int N,
+                             int C, int OC)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_forward_bf16(o, out, inp, weight, mirror_of(m, weight), bias, N, C, OC);
+        o->matmul_forward_bf16(o, out, inp, inp16, weight, mirror_of(m, weight), bias, N, C, OC);
     else
         o->matmul_forward(o, out, inp, weight, bias, N, C, OC);
 }
 
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
-                              const float *dout, const float *inp, const float *weight, int N,
-                              int C, int OC)
+                              const float *dout, const float *inp, const uint16_t *inp16,
+                              const float *weight, int N, int C, int OC)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, weight, mirror_of(m, weight),
-                                N, C, OC);
+        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, inp16, weight,
+                                mirror_of(m, weight), N, C, OC);
     else
         o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+size_t pw_model_kept_floats(PwPrecision precision, size_t n)
+{
+    return precision == PW_PRECISION_BF16 ? n / 2 + n % 2 : 0;
+}
+
+void pw_model_keep_bf16(const PwModel *m, uint16_t *dst, const float *src, size_t n)
+{
+    if (dst) m->ops->to_bf16(m->ops, dst, src, n);
 }
 
 void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,

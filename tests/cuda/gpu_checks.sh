@@ -79,6 +79,8 @@ for p in "${parts[@]}"; do
         step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
         step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
+        # activations and device memory at fp32 and bf16, GPT-2 124M and Qwen2.5-0.5B's shape
+        step bench_memory_gpu "$BUILD/bench/bench_memory" cuda
         step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
         # the PPO step with four GPT-2-124M models against TRL's, then 512 prompts per step
         step bench_ppo_gpu "$BUILD/bench/bench_ppo_gpu"

@@ -68,9 +68,10 @@ static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias
 {
     (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
-/* A bfloat16 weight widened back to float32: the emulated products round their operands to
- * bfloat16 themselves, which leaves these values as they are, so a product from the mirror is
- * bit for bit the one from the float32 weight it was made of (and a stale mirror shows). */
+/* A bfloat16 weight (or kept activation) widened back to float32: the emulated products round
+ * their operands to bfloat16 themselves, which leaves these values as they are, so a product
+ * from the mirror is bit for bit the one from the float32 weight it was made of (and a stale
+ * mirror shows). */
 static float *widen(const uint16_t *w, size_t n)
 {
     float *f = malloc((n ? n : 1) * sizeof *f);
@@ -81,20 +82,27 @@ static float *widen(const uint16_t *w, size_t n)
     for (size_t i = 0; i < n; i++) f[i] = pw_bf16_to_f32(w[i]);
     return f;
 }
-static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp, const float *weight,
+static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
+                            const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
 {
     float *w = weight_bf16 ? widen(weight_bf16, (size_t)OC * C) : NULL;
-    (void)o, pw_matmul_forward_bf16(out, inp, w ? w : weight, bias, N, C, OC);
+    float *x = inp_bf16 ? widen(inp_bf16, (size_t)N * C) : NULL;
+    (void)o, pw_matmul_forward_bf16(out, x ? x : inp, w ? w : weight, bias, N, C, OC);
     free(w);
+    free(x);
 }
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight,
-                            const uint16_t *weight_bf16, int N, int C, int OC)
+                            const float *dout, const float *inp, const uint16_t *inp_bf16,
+                            const float *weight, const uint16_t *weight_bf16, int N, int C,
+                            int OC)
 {
     float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
-    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, inp, w ? w : weight, N, C, OC);
+    float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
+    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, x ? x : inp, w ? w : weight, N,
+                                     C, OC);
     free(w);
+    free(x);
 }
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
 {

@@ -211,25 +211,29 @@ static void to_bf16(const PwOps *o, pw_bf16 **out, const float *const *x, const 
     }
 }
 
-static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp, const float *weight,
+static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
+                            const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
 {
     pw_bf16 *b[2];
-    const float *x[2] = {inp, weight_bf16 ? NULL : weight}; /* a mirror is not converted */
+    /* what comes in bfloat16 already (a mirror, a kept activation) is not converted */
+    const float *x[2] = {inp_bf16 ? NULL : inp, weight_bf16 ? NULL : weight};
     const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
     to_bf16(o, b, x, n, 2);
-    pw_matmul_forward_bf16_cuda(out, b[0], weight_bf16 ? weight_bf16 : b[1], bias, N, C, OC,
-                                S(o));
+    pw_matmul_forward_bf16_cuda(out, inp_bf16 ? inp_bf16 : b[0], weight_bf16 ? weight_bf16 : b[1],
+                                bias, N, C, OC, S(o));
 }
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight,
-                            const uint16_t *weight_bf16, int N, int C, int OC)
+                            const float *dout, const float *inp, const uint16_t *inp_bf16,
+                            const float *weight, const uint16_t *weight_bf16, int N, int C,
+                            int OC)
 {
     pw_bf16 *b[3];
-    const float *x[3] = {dout, dweight ? inp : NULL, dinp && !weight_bf16 ? weight : NULL};
+    const float *x[3] = {dout, dweight && !inp_bf16 ? inp : NULL,
+                         dinp && !weight_bf16 ? weight : NULL};
     const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
     to_bf16(o, b, x, n, 3);
-    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, b[0], b[1],
+    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, b[0], dweight && inp_bf16 ? inp_bf16 : b[1],
                                  dinp && weight_bf16 ? weight_bf16 : b[2], N, C, OC, S(o));
 }
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)

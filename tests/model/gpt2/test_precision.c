@@ -3,10 +3,11 @@
  * 2^-9 per operand) and differ from fp32's (the operands are rounded); every parameter, gradient
  * and moment stays float32 (a step moves weights by less than a bf16 ulp, which a bf16 master
  * copy would lose); the KV cache's logits at bf16 follow the batch forward's at bf16 with a
- * float32 cache (but for the batch attention's bfloat16 rounding) and move by k and v's rounding with a bfloat16 one (a bf16 model's); twenty SFT
- * steps at bf16 follow the fp32 loss curve; the weights' bfloat16 copy follows every write (AdamW,
- * pw_model_params) before a forward or a cache pass reads it; a bad precision or cache type is
- * refused. */
+ * float32 cache (but for the batch attention's bfloat16 rounding) and move by k and v's
+ * rounding with a bfloat16 one (a bf16 model's); twenty SFT steps at bf16 follow the fp32 loss
+ * curve; the weights' bfloat16 copy follows every write (AdamW, pw_model_params) before a
+ * forward or a cache pass reads it; the inputs of the products are kept in bfloat16 for the
+ * backward, in the bytes counted by hand; a bad precision or cache type is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,8 +303,34 @@ static void test_training(const PwArch *a, const char *fam)
     pw_model_free(m[1]);
 }
 
+/* At bf16 the inputs of the trunk's products that only those products read again (the
+ * normalised inputs of the attention and of the MLP, the MLP's activation: S floats a layer)
+ * are kept in bfloat16, with float32 room for one layer: L S floats become S + L S / 2.
+ * Hand-worked S: GPT-2 (C + C + 4C) B T, Llama (C + C + F) B T; no model is run, so a deep
+ * one costs nothing. Bit for bit, a product reads what it would have rounded its operand to:
+ * test_against_fp32 and test_training cover the numbers. */
+static void test_kept_bytes(void)
+{
+    PwArch g = gpt2, l = llama;
+    g.n_layer = l.n_layer = 12;
+    const PwArch *a[2] = {&g, &l};
+    const size_t BT = (size_t)B * T, S[2] = {6 * 32 * BT, (2 * 32 + 40) * BT};
+    for (int i = 0; i < 2; i++) {
+        PwModel *h = make(a[i], PW_PRECISION_BF16, ALL), *f = make(a[i], PW_PRECISION_FP32, ALL);
+        size_t bh = pw_model_activation_bytes(h), bf = pw_model_activation_bytes(f);
+        size_t want = (12 * S[i] - (S[i] + 12 * S[i] / 2)) * sizeof(float);
+        CHECK(bf - bh == want, "%s: bf16 keeps %zu activation bytes fewer than fp32, want %zu",
+              i ? "llama" : "gpt2", bf - bh, want);
+        printf("%s, 12 layers: activations fp32 %zu bytes, bf16 %zu (%.2f)\n",
+               i ? "llama" : "gpt2", bf, bh, (double)bh / (double)bf);
+        pw_model_free(h);
+        pw_model_free(f);
+    }
+}
+
 int main(void)
 {
+    test_kept_bytes();
     test_against_fp32(&gpt2, "gpt2");
     test_against_fp32(&llama, "llama");
     test_cache(&gpt2, "gpt2");

@@ -1,0 +1,151 @@
+/* bench_memory.c: what a training step's activations take at fp32 and at bf16, for GPT-2 124M
+ * and the Llama family at Qwen2.5-0.5B's shape (random weights, LM head): the bytes the model
+ * allocates for what its forward keeps and its backward's scratch (pw_model_activation_bytes:
+ * on the GPU this is the one device allocation), and the CPU process's resident high-water mark
+ * over one forward+backward, measured; with `cuda`, on GPU 0, the device memory the kernel tables
+ * held at most (pw_cuda_peak_bytes) instead. Each (model, precision) runs in a child process of
+ * its own, so that each peak is its own.
+ *   bench_memory [B T] [cuda]     default B = 4, T = 256 (cuda: B = 8, T = 1024) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_rss.h"
+#include "pw_model.h"
+#ifdef PW_HAVE_CUDA
+#include "pw_kernels_cuda.h"
+#endif
+
+static PwArch arch(int which)
+{
+    if (which == 0)
+        return (PwArch){.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
+                        .vocab_size = 50257, .n_positions = 1024};
+    /* Qwen2.5-0.5B's config.json: 24 layers, 14 query over 2 key/value heads of 64, MLP 4864,
+     * vocabulary 151936, tied, q/k/v biases */
+    return (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
+                    .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
+                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
+                    .hf_type = 1};
+}
+
+static const char *const names[2] = {"gpt2-124M", "qwen2.5-0.5B shape"};
+
+/* The child: one model at one precision, one forward+backward of the mean next-token loss;
+ * prints "activation_bytes params peak_mib" for the parent. */
+static int one(int which, PwPrecision prec, int B, int T, int cuda)
+{
+    double base = rss_now_mib();
+    PwArch cfg = arch(which);
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .precision = prec,
+                     .device = cuda ? PW_DEVICE_CUDA : PW_DEVICE_CPU};
+    PwModel *m = pw_model_create(&cfg, &o, &err);
+    if (!m) {
+        fprintf(stderr, "%s: %s\n", names[which], err.msg);
+        return 1;
+    }
+    pw_model_init_random(m, 1);
+    size_t n = (size_t)B * T;
+    int *inp = calloc(n, sizeof *inp), *tgt = calloc(n, sizeof *tgt);
+    float *w = calloc(n, sizeof *w), *logp = calloc(n, sizeof *logp);
+    float *dlogp = calloc(n, sizeof *dlogp);
+    if (!inp || !tgt || !w || !logp || !dlogp) {
+        fprintf(stderr, "out of memory for a batch of %zu tokens\n", n);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) inp[i] = (int)((i * 7919 + 13) % (size_t)cfg.vocab_size);
+    pw_lm_next_token_targets(tgt, inp, NULL, B, T);
+    pw_lm_mean_weights(w, tgt, (int)n);
+    for (size_t i = 0; i < n; i++) dlogp[i] = -w[i];
+    PwModelInput in = {inp, NULL, tgt, B, T, 1.0f};
+    PwOutputs out = {.col0 = 0, .width = T, .logp = logp};
+    PwOutputGrads g = {.dlogp = dlogp};
+    if (pw_model_forward(m, &in, &out, &err) || pw_model_zero_grad(m, &err) ||
+        pw_model_backward(m, &g, &err)) {
+        fprintf(stderr, "%s: %s\n", names[which], err.msg);
+        return 1;
+    }
+    double peak = peak_rss_mib() - base;
+#ifdef PW_HAVE_CUDA
+    if (cuda) {
+        pw_model_params(m); /* waits for the queued work */
+        peak = pw_cuda_peak_bytes() / (1024.0 * 1024.0);
+    }
+#endif
+    printf("%zu %zu %.1f\n", pw_model_activation_bytes(m), pw_model_num_params(m), peak);
+    pw_model_free(m);
+    free(inp), free(tgt), free(w), free(logp), free(dlogp);
+    return 0;
+}
+
+typedef struct Row {
+    double act_mib, peak_mib, params;
+} Row;
+
+static int run_child(const char *self, int which, int prec, int B, int T, int cuda, Row *r)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' --one %d %d %d %d %d", self, which, prec, B, T, cuda);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t act = 0, np = 0;
+    int got = fscanf(p, "%zu %zu %lf", &act, &np, &r->peak_mib);
+    int rc = pclose(p);
+    if (got != 3 || rc != 0) return -1;
+    r->act_mib = act / (1024.0 * 1024.0);
+    r->params = (double)np;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 7 && !strcmp(argv[1], "--one"))
+        return one(atoi(argv[2]), (PwPrecision)atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
+                   atoi(argv[6]));
+    int cuda = argc > 1 && !strcmp(argv[argc - 1], "cuda");
+    int nargs = argc - 1 - cuda;
+    int B = nargs == 2 ? atoi(argv[1]) : cuda ? 8 : 4;
+    int T = nargs == 2 ? atoi(argv[2]) : cuda ? 1024 : 256;
+    if ((nargs != 0 && nargs != 2) || B < 1 || T < 2 || T > 1024) {
+        fprintf(stderr, "usage: bench_memory [B T] [cuda] (B >= 1, 2 <= T <= 1024)\n");
+        return 2;
+    }
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        fprintf(stderr, "bench_memory: cannot find its own executable\n");
+        return 1;
+    }
+    self[len] = '\0';
+    printf("One forward+backward on %s, B=%d T=%d, each in a process of its own\n\n",
+           cuda ? "cuda:0" : "the CPU", B, T);
+    printf("%-20s %9s %15s %10s %14s\n", "model", "precision", "activations MiB", "peak MiB",
+           "params+grads");
+    Row r[2][2];
+    for (int m = 0; m < 2; m++)
+        for (int p = 0; p < 2; p++) {
+            PwPrecision prec = p ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
+            if (run_child(self, m, prec, B, T, cuda, &r[m][p])) {
+                fprintf(stderr, "bench_memory: %s at %s failed\n", names[m],
+                        pw_precision_name(prec));
+                return 1;
+            }
+            printf("%-20s %9s %15.0f %10.0f %14.0f\n", names[m], pw_precision_name(prec),
+                   r[m][p].act_mib, r[m][p].peak_mib, r[m][p].params * 8.0 / (1024.0 * 1024.0));
+        }
+    printf("\nactivations: what the model allocates for its forward's kept tensors and its "
+           "backward's scratch (the same\nallocation on either device); peak: %s, measured "
+           "(parameters, gradients, a bf16 model's\nbfloat16 copy of its weights, %s); "
+           "params+grads: 8 bytes a parameter.\n",
+           cuda ? "the device memory the kernel tables held at most" :
+                  "the process's resident high-water mark above what it held before the model",
+           cuda ? "the bf16 operand workspaces and the cuBLASLt workspace" :
+                  "on the CPU the bf16 products' rounded copies of their operands");
+    printf("RESULT gpt2_act_bf16_vs_fp32=%.3f gpt2_peak_bf16_vs_fp32=%.3f "
+           "qwen_act_bf16_vs_fp32=%.3f qwen_peak_bf16_vs_fp32=%.3f\n",
+           r[0][1].act_mib / r[0][0].act_mib, r[0][1].peak_mib / r[0][0].peak_mib,
+           r[1][1].act_mib / r[1][0].act_mib, r[1][1].peak_mib / r[1][0].peak_mib);
+    return 0;
+}
