@@ -136,13 +136,13 @@ int main(int argc, char **argv)
                    r[m][p].act_mib, r[m][p].peak_mib, r[m][p].params * 8.0 / (1024.0 * 1024.0));
         }
     printf("\nactivations: what the model allocates for its forward's kept tensors and its "
-           "backward's scratch (the same\nallocation on either device); peak: %s, measured "
-           "(parameters, gradients, a bf16 model's\nbfloat16 copy of its weights, %s); "
+           "backward's scratch,\nthe same allocation on either device. peak: %s,\nmeasured: "
+           "parameters, gradients, a bf16 model's bfloat16 copy of its weights, %s.\n"
            "params+grads: 8 bytes a parameter.\n",
-           cuda ? "the device memory the kernel tables held at most" :
-                  "the process's resident high-water mark above what it held before the model",
-           cuda ? "the bf16 operand workspaces and the cuBLASLt workspace" :
-                  "on the CPU the bf16 products' rounded copies of their operands");
+           cuda ? "the device memory the kernel tables held at most"
+                : "the process's resident high-water mark above what it held before the model",
+           cuda ? "the bf16 operand workspaces and the cuBLASLt workspace"
+                : "and the CPU bf16 products' rounded copies of their operands");
     printf("RESULT gpt2_act_bf16_vs_fp32=%.3f gpt2_peak_bf16_vs_fp32=%.3f "
            "qwen_act_bf16_vs_fp32=%.3f qwen_peak_bf16_vs_fp32=%.3f\n",
            r[0][1].act_mib / r[0][0].act_mib, r[0][1].peak_mib / r[0][0].peak_mib,

@@ -78,6 +78,11 @@ void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *dout, const
 void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float *inp,
                                const float *weight, const float *bias, int N, int C,
                                cudaStream_t stream);
+/* The producers of a bf16 model's product inputs, writing their result rounded to bfloat16
+ * (nearest even, bf16.cuh) and no float32 copy: the same kernels, the same values */
+void pw_layernorm_forward_bf16_cuda(pw_bf16 *out, float *mean, float *rstd, const float *inp,
+                                    const float *weight, const float *bias, int N, int C,
+                                    cudaStream_t stream);
 void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias, const float *dout,
                                 const float *inp, const float *weight, const float *mean,
                                 const float *rstd, int N, int C, cudaStream_t stream);
@@ -112,6 +117,7 @@ void pw_gather_rows_cuda(float *dst, const float *src, const int *rows, int n, i
 
 /* ---- GELU, residual */
 void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream);
+void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const float *inp, size_t N, cudaStream_t stream);
 void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,
                            cudaStream_t stream);
 void pw_residual_forward_cuda(float *out, const float *a, const float *b, size_t N,
@@ -155,6 +161,9 @@ void pw_scale_cuda(float *x, float s, size_t n, cudaStream_t stream);
  * of scratch), rotary embeddings (pos and inv_freq are device arrays), SwiGLU */
 void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *inp, const float *weight, int N,
                              int C, float eps, cudaStream_t stream);
+void pw_rmsnorm_forward_bf16_cuda(pw_bf16 *out, float *rstd, const float *inp,
+                                  const float *weight, int N, int C, float eps,
+                                  cudaStream_t stream);
 void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout, const float *inp,
                               const float *weight, const float *rstd, int N, int C,
                               cudaStream_t stream);
@@ -163,6 +172,8 @@ void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N
 void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,
                            int hs, int stride, cudaStream_t stream);
 void pw_swiglu_forward_cuda(float *out, const float *gate_up, int N, int F, cudaStream_t stream);
+void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, const float *gate_up, int N, int F,
+                                 cudaStream_t stream);
 void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float *dout, int N,
                              int F, cudaStream_t stream);
 

@@ -73,6 +73,18 @@ struct PwOps {
                                  int OC);
     /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream */
     void (*to_bf16)(const PwOps *o, uint16_t *dst, const float *src, size_t n);
+    /* The producers of a bf16 model's product inputs: layernorm_forward, rmsnorm_forward,
+     * gelu_forward and swiglu_forward with their result rounded to bfloat16 (nearest even) in
+     * out and no float32 copy: bit for bit to_bf16 of the float32 entry's result (mean and rstd
+     * as it writes them), without writing and reading that result. */
+    void (*layernorm_forward_bf16)(const PwOps *o, uint16_t *out, float *mean, float *rstd,
+                                   const float *inp, const float *weight, const float *bias,
+                                   int N, int C);
+    void (*rmsnorm_forward_bf16)(const PwOps *o, uint16_t *out, float *rstd, const float *inp,
+                                 const float *weight, int N, int C, float eps);
+    void (*gelu_forward_bf16)(const PwOps *o, uint16_t *out, const float *inp, size_t N);
+    void (*swiglu_forward_bf16)(const PwOps *o, uint16_t *out, const float *gate_up, int N,
+                                int F);
     void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,

@@ -8,7 +8,9 @@
     .layernorm_forward = layernorm_fwd, .layernorm_backward = layernorm_bwd,                 \
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd,                             \
     .matmul_forward_bf16 = matmul_fwd_bf16, .matmul_backward_bf16 = matmul_bwd_bf16,         \
-    .to_bf16 = to_bf16_entry,                                                                \
+    .to_bf16 = to_bf16_entry, .layernorm_forward_bf16 = layernorm_fwd_bf16,                  \
+    .rmsnorm_forward_bf16 = rmsnorm_fwd_bf16, .gelu_forward_bf16 = gelu_fwd_bf16,            \
+    .swiglu_forward_bf16 = swiglu_fwd_bf16,                                                  \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
     .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,   \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \

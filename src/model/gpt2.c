@@ -98,21 +98,21 @@ static double flops_per_token(const PwModel *m, int T)
 #define NUM_ACTS 27
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
-    float *ln1;       /* (L, B, T, C); at bf16 one layer (B, T, C), kept as ln1_16 */
+    float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3C) */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp: backward recomputes the
                        * probabilities from it, so no (T, T) matrix is kept */
-    float *attproj;   /* (L, B, T, C) */
+    float *attproj;   /* (B, T, C) one layer: added into the residual stream at once, */
     float *residual2; /* (L, B, T, C) */
-    float *ln2;       /* (L, B, T, C); at bf16 one layer, kept as ln2_16 */
+    float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
     float *fch;       /* (L, B, T, 4C) */
-    float *fch_gelu;  /* (L, B, T, 4C); at bf16 one layer, kept as fchg_16 */
-    float *fcproj;    /* (L, B, T, C) */
+    float *fch_gelu;  /* (L, B, T, 4C); at bf16 none: fchg_16 */
+    float *fcproj;    /* (B, T, C)   and no backward reads either projection's output */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *lnf_mean;  /* (B, T) */
@@ -122,7 +122,8 @@ typedef struct Acts {
     float *entropy;   /* (B, T) entropy of the next-token distribution (0 where no target) */
     float *value;     /* (B, T) value head only */
     float *score;     /* (B) score head only */
-    float *ln1_16;    /* (L, B, T, C) bfloat16 at bf16 (pw_model_keep_bf16), else empty */
+    float *ln1_16;    /* (L, B, T, C) bfloat16 at bf16 (the table's _bf16 producers), else
+                       * empty */
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fchg_16;   /* (L, B, T, 4C) bfloat16 at bf16, else empty */
 } Acts;
@@ -145,9 +146,8 @@ static void act_sizes(size_t *s, const PwModel *m)
     const int heads = m->heads;
     const size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T;
-    /* at bf16 the products' inputs are kept in bfloat16: their float32 buffers hold a layer */
-    const int bf16 = m->precision == PW_PRECISION_BF16;
-    const size_t Lk = bf16 ? 1 : L;
+    /* at bf16 the products' inputs are made and kept in bfloat16 only */
+    const size_t Lk = m->precision == PW_PRECISION_BF16 ? 0 : L;
     s[0] = BT * C;             /* encoded */
     s[1] = Lk * BT * C;        /* ln1 */
     s[2] = L * BT;             /* ln1_mean */
@@ -155,14 +155,14 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[4] = L * BT * 3 * C;     /* qkv */
     s[5] = L * BT * C;         /* atty */
     s[6] = L * B * NH * T;     /* lse */
-    s[7] = L * BT * C;         /* attproj */
+    s[7] = BT * C;             /* attproj */
     s[8] = L * BT * C;         /* residual2 */
     s[9] = Lk * BT * C;        /* ln2 */
     s[10] = L * BT;            /* ln2_mean */
     s[11] = L * BT;            /* ln2_rstd */
     s[12] = L * BT * 4 * C;    /* fch */
     s[13] = Lk * BT * 4 * C;   /* fch_gelu */
-    s[14] = L * BT * C;        /* fcproj */
+    s[14] = BT * C;            /* fcproj */
     s[15] = L * BT * C;        /* residual3 */
     s[16] = BT * C;            /* lnf */
     s[17] = BT;                /* lnf_mean */
@@ -263,7 +263,9 @@ typedef struct Block {
     const float *in;
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
-    uint16_t *ln1_16, *ln2_16, *fchg_16; /* the products' inputs kept in bfloat16, or NULL */
+    /* the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_gelu (the
+     * batch forward at bf16), or NULL */
+    uint16_t *ln1_16, *ln2_16, *fchg_16;
 } Block;
 
 /* Whom the queries attend to: the rows of a left-padded batch (cache NULL), or the KV cache
@@ -274,6 +276,16 @@ typedef struct Attend {
     const PwKVCache *cache;
 } Attend;
 
+/* A LayerNorm into out, or in bfloat16 only into out16 when there is one */
+static void layernorm(const PwOps *o, float *out, uint16_t *out16, float *mean, float *rstd,
+                      const float *inp, const float *w, const float *b, int N, int C)
+{
+    if (out16)
+        o->layernorm_forward_bf16(o, out16, mean, rstd, inp, w, b, N, C);
+    else
+        o->layernorm_forward(o, out, mean, rstd, inp, w, b, N, C);
+}
+
 static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const Block *k, int N,
                           const Attend *at)
 {
@@ -281,9 +293,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     const int C = m->arch.n_embd, NH = m->arch.n_head;
     const size_t CC = (size_t)C * C, lC = (size_t)l * C; /* layer offsets may pass INT_MAX */
     /* attention half: x + proj(attn(ln1(x))) */
-    o->layernorm_forward(o, k->ln1, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
-                         N, C);
-    pw_model_keep_bf16(m, k->ln1_16, k->ln1, (size_t)N * C);
+    layernorm(o, k->ln1, k->ln1_16, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
+              N, C);
     pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC,
                             N, C, 3 * C);
     if (at->cache)
@@ -295,37 +306,36 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
                             N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
-    o->layernorm_forward(o, k->ln2, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
-                         p->ln2b + lC, N, C);
-    pw_model_keep_bf16(m, k->ln2_16, k->ln2, (size_t)N * C);
+    layernorm(o, k->ln2, k->ln2_16, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
+              p->ln2b + lC, N, C);
     pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N,
                             C, 4 * C);
-    o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
-    pw_model_keep_bf16(m, k->fchg_16, k->fch_gelu, (size_t)N * 4 * C);
+    if (k->fchg_16)
+        o->gelu_forward_bf16(o, k->fchg_16, k->fch, (size_t)N * 4 * C);
+    else
+        o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
                             p->fcprojb + lC, N, 4 * C, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
 
 /* Layer l's buffers of the batch forward: per-layer strides follow the capacity, not the
- * batch, so that slices do not move. At bf16 the float32 ln1, ln2 and fch_gelu are one layer's,
- * reused by every layer, and the layer's bfloat16 copies are what the backward reads. */
+ * batch, so that slices do not move. At bf16 ln1, ln2 and fch_gelu exist in bfloat16 only. */
 static Block batch_block(const PwModel *m, const Acts *a, int l)
 {
     const size_t C = m->arch.n_embd, NH = m->arch.n_head;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C, sBT = (size_t)m->maxB * m->maxT;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     const int bf16 = m->precision == PW_PRECISION_BF16;
-    const size_t kl = bf16 ? 0 : (size_t)l; /* the layer of the float32 kept inputs */
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
-        .ln1 = a->ln1 + kl * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
+        .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
         .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + l * 3 * sBTC,
-        .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj + l * sBTC,
-        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + kl * sBTC,
+        .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj,
+        .res2 = a->residual2 + l * sBTC, .ln2 = bf16 ? NULL : a->ln2 + l * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
-        .fch = a->fch + l * 4 * sBTC, .fch_gelu = a->fch_gelu + kl * 4 * sBTC,
-        .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
+        .fch = a->fch + l * 4 * sBTC, .fch_gelu = bf16 ? NULL : a->fch_gelu + l * 4 * sBTC,
+        .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
         .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
         .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
         .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + l * 4 * sBTC : NULL,

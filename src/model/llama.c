@@ -111,18 +111,18 @@ static double flops_per_token(const PwModel *m, int T)
 #define NUM_ACTS 24
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
-    float *ln1;       /* (L, B, T, C); at bf16 one layer (B, T, C), kept as ln1_16 */
+    float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *rstd1;     /* (L, B, T) */
     float *qkv;       /* (L, B, T, QKV) after the rotary embedding */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
-    float *attproj;   /* (L, B, T, C) */
+    float *attproj;   /* (B, T, C) one layer: added into the residual stream at once, */
     float *residual2; /* (L, B, T, C) */
-    float *ln2;       /* (L, B, T, C); at bf16 one layer, kept as ln2_16 */
+    float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *rstd2;     /* (L, B, T) */
     float *fch;       /* (L, B, T, 2F) [gate | up] */
-    float *fch_act;   /* (L, B, T, F) silu(gate) * up; at bf16 one layer, kept as fcha_16 */
-    float *fcproj;    /* (L, B, T, C) */
+    float *fch_act;   /* (L, B, T, F) silu(gate) * up; at bf16 none: fcha_16 */
+    float *fcproj;    /* (B, T, C)   and no backward reads either projection's output */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *rstdf;     /* (B, T) */
@@ -131,7 +131,8 @@ typedef struct Acts {
     float *entropy;   /* (B, T) */
     float *value;     /* (B, T) */
     float *score;     /* (B) */
-    float *ln1_16;    /* (L, B, T, C) bfloat16 at bf16 (pw_model_keep_bf16), else empty */
+    float *ln1_16;    /* (L, B, T, C) bfloat16 at bf16 (the table's _bf16 producers), else
+                       * empty */
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fcha_16;   /* (L, B, T, F) bfloat16 at bf16, else empty */
 } Acts;
@@ -152,11 +153,11 @@ static void act_sizes(size_t *s, const PwModel *m)
     const PwPrecision pr = m->precision;
     const size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
-    /* at bf16 the products' inputs are kept in bfloat16: their float32 buffers hold a layer */
-    const size_t Lk = pr == PW_PRECISION_BF16 ? 1 : L;
+    /* at bf16 the products' inputs are made and kept in bfloat16 only */
+    const size_t Lk = pr == PW_PRECISION_BF16 ? 0 : L;
     size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T,
-                          L * BT * C, L * BT * C, Lk * BT * C, L * BT, L * BT * 2 * F,
-                          Lk * BT * F, L * BT * C, L * BT * C, BT * C, BT,
+                          BT * C, L * BT * C, Lk * BT * C, L * BT, L * BT * 2 * F,
+                          Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
                           (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
                           (heads & PW_HEAD_SCORE) ? B : 0, pw_model_kept_floats(pr, L * BT * C),
@@ -255,7 +256,9 @@ typedef struct Block {
     const float *in;
     float *ln1, *rstd1, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *rstd2, *fch, *fch_act, *fcproj, *out;
-    uint16_t *ln1_16, *ln2_16, *fcha_16; /* the products' inputs kept in bfloat16, or NULL */
+    /* the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_act (the
+     * batch forward at bf16), or NULL */
+    uint16_t *ln1_16, *ln2_16, *fcha_16;
 } Block;
 
 typedef struct Attend {
@@ -263,6 +266,16 @@ typedef struct Attend {
     int B, T;
     const PwKVCache *cache;  /* NULL: the batch's own attention */
 } Attend;
+
+/* An RMSNorm into out, or in bfloat16 only into out16 when there is one */
+static void rmsnorm(const PwOps *o, float *out, uint16_t *out16, float *rstd, const float *inp,
+                    const float *w, int N, int C, float eps)
+{
+    if (out16)
+        o->rmsnorm_forward_bf16(o, out16, rstd, inp, w, N, C, eps);
+    else
+        o->rmsnorm_forward(o, out, rstd, inp, w, N, C, eps);
+}
 
 static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const Block *k, int N,
                           const Attend *at)
@@ -272,8 +285,7 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     const PwArch *a = &m->arch;
     const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
     const size_t Q = qkv_rows(a), CC = (size_t)C * C;
-    o->rmsnorm_forward(o, k->ln1, k->rstd1, k->in, p->ln1w + (size_t)l * C, N, C, a->norm_eps);
-    pw_model_keep_bf16(m, k->ln1_16, k->ln1, (size_t)N * C);
+    rmsnorm(o, k->ln1, k->ln1_16, k->rstd1, k->in, p->ln1w + (size_t)l * C, N, C, a->norm_eps);
     pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + Q * C * l,
                             p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place */
@@ -285,19 +297,21 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
                                    hs);
     pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, NULL, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
-    o->rmsnorm_forward(o, k->ln2, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C, a->norm_eps);
-    pw_model_keep_bf16(m, k->ln2_16, k->ln2, (size_t)N * C);
+    rmsnorm(o, k->ln2, k->ln2_16, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C,
+            a->norm_eps);
     pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + (size_t)2 * F * C * l, NULL, N,
                             C, 2 * F);
-    o->swiglu_forward(o, k->fch_act, k->fch, N, F);
-    pw_model_keep_bf16(m, k->fcha_16, k->fch_act, (size_t)N * F);
+    if (k->fcha_16)
+        o->swiglu_forward_bf16(o, k->fcha_16, k->fch, N, F);
+    else
+        o->swiglu_forward(o, k->fch_act, k->fch, N, F);
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
                             NULL, N, F, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
 }
 
-/* Layer l's buffers of the batch forward. At bf16 the float32 ln1, ln2 and fch_act are one
- * layer's, reused by every layer, and the layer's bfloat16 copies are what the backward reads. */
+/* Layer l's buffers of the batch forward. At bf16 ln1, ln2 and fch_act exist in bfloat16
+ * only. */
 static Block batch_block(const PwModel *m, const Acts *a, int l)
 {
     const PwArch *c = &m->arch;
@@ -305,14 +319,14 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     const size_t BT = (size_t)m->maxB * m->maxT, sBTC = BT * C;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     const int bf16 = m->precision == PW_PRECISION_BF16;
-    const size_t kl = bf16 ? 0 : (size_t)l; /* the layer of the float32 kept inputs */
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
-        .ln1 = a->ln1 + kl * sBTC, .rstd1 = a->rstd1 + l * BT, .qkv = a->qkv + l * BT * Q,
-        .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj + l * sBTC,
-        .res2 = a->residual2 + l * sBTC, .ln2 = a->ln2 + kl * sBTC, .rstd2 = a->rstd2 + l * BT,
-        .fch = a->fch + l * BT * 2 * F, .fch_act = a->fch_act + kl * BT * F,
-        .fcproj = a->fcproj + l * sBTC, .out = a->residual3 + l * sBTC,
+        .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT,
+        .qkv = a->qkv + l * BT * Q, .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE,
+        .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
+        .ln2 = bf16 ? NULL : a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
+        .fch = a->fch + l * BT * 2 * F, .fch_act = bf16 ? NULL : a->fch_act + l * BT * F,
+        .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
         .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
         .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
         .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + l * BT * F : NULL,

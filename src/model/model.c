@@ -172,11 +172,6 @@ size_t pw_model_kept_floats(PwPrecision precision, size_t n)
     return precision == PW_PRECISION_BF16 ? n / 2 + n % 2 : 0;
 }
 
-void pw_model_keep_bf16(const PwModel *m, uint16_t *dst, const float *src, size_t n)
-{
-    if (dst) m->ops->to_bf16(m->ops, dst, src, n);
-}
-
 void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
                                 const int *mask, int B, int T, int NH, int NKV, int hs)
 {

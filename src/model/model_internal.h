@@ -178,7 +178,7 @@ extern const PwFamilyImpl pw_llama_family;
 /* A product of the trunk or the LM head in the model's precision: the table's matmul entries
  * (pw_ops.h), the bf16 ones at PW_PRECISION_BF16. The value and score heads (one output
  * channel, a dot product per position) stay float32 at every precision. inp16 (NULL: none) is
- * the input kept in bfloat16 (pw_model_keep_bf16), read instead of inp at PW_PRECISION_BF16;
+ * the input made in bfloat16 (pw_model_kept_floats), read instead of inp at PW_PRECISION_BF16;
  * it is always NULL at PW_PRECISION_FP32. */
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
                              const uint16_t *inp16, const float *weight, const float *bias, int N,
@@ -187,14 +187,13 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
                               const float *dout, const float *inp, const uint16_t *inp16,
                               const float *weight, int N, int C, int OC);
 
-/* Activations kept in bfloat16. At PW_PRECISION_BF16 the batch forward keeps the inputs of the
- * trunk's products that nothing but those products reads again (the normalised inputs of the
- * attention and of the MLP, the MLP's activation) in bfloat16 for the backward, and their float32
- * buffers hold one layer: the backward's products read the bfloat16 copy, which is what they
- * would have rounded their operand to. pw_model_kept_floats is the float slots of n such values
- * (0 at fp32); pw_model_keep_bf16 rounds src into dst (nothing when dst is NULL). */
+/* Activations made and kept in bfloat16. At PW_PRECISION_BF16 the batch forward's producers of
+ * the inputs of the trunk's products that nothing but those products reads again (the
+ * normalised inputs of the attention and of the MLP, the MLP's activation) write them rounded
+ * to bfloat16 and nowhere in float32 (the table's layernorm/rmsnorm/gelu/swiglu_forward_bf16):
+ * the products and the backward's weight gradients read what they would have rounded their
+ * operand to. pw_model_kept_floats is the float slots of n such values (0 at fp32). */
 size_t pw_model_kept_floats(PwPrecision precision, size_t n);
-void pw_model_keep_bf16(const PwModel *m, uint16_t *dst, const float *src, size_t n);
 
 /* The attention of a batch (grouped-query; GPT-2's is NKV = NH) in the model's precision: the
  * table's attention_gqa entries, the bf16 ones (tensor cores on the GPU) at PW_PRECISION_BF16,

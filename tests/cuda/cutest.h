@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "pw_bf16.h"
 #include "pw_cuda_check.h"
 #include "pw_device.h"
 #include "pw_kernels.h"
@@ -120,6 +121,23 @@ static inline double cu_comparef(const float *d, const float *ref, size_t n, dou
 }
 
 #define cu_compare(what, d, ref, n, tol) cu_comparef((d), (ref), (n), (tol), "%s", (what))
+
+/* A producer's bf16 form against its float32 form, both on the device: d16 (n bfloat16) must be
+ * d32 rounded to nearest even (pw_bf16.h), bit for bit */
+static inline void cu_compare_bf16(const char *what, const uint16_t *d16, const float *d32,
+                                   size_t n)
+{
+    uint16_t *h16 = kref_alloc(n * sizeof *h16 + 1);
+    float *h = kref_alloc(n * sizeof *h + 1);
+    cu_download(h16, d16, n * sizeof *h16);
+    cu_download(h, d32, n * sizeof *h);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += h16[i] != pw_bf16_from_f32(h[i]);
+    CHECK(bad == 0, "%s: %zu of %zu values are not the float32 result rounded", what, bad, n);
+    printf("  %-44s %zu of %zu differ from the rounded float32\n", what, bad, n);
+    free(h16);
+    free(h);
+}
 
 /* left padding: row b gets pads[b % npads] padding tokens (a pad >= T makes a padding-only
  * row); returns a (B,T) mask */

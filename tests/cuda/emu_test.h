@@ -1,6 +1,6 @@
 /* emu_test.h: what the emulated kernel tests share (tests/cuda/test_*_emu.c): random and copied
- * host arrays, a relative-error check that prints its figure, and the launch shapes of the
- * kernels' .cu files (launch.cuh). */
+ * host arrays, a relative-error check that prints its figure, a bit-for-bit check of a bfloat16
+ * result, and the launch shapes of the kernels' .cu files (launch.cuh). */
 #ifndef PW_TEST_CUDA_EMU_TEST_H
 #define PW_TEST_CUDA_EMU_TEST_H
 
@@ -9,6 +9,7 @@
 
 #include "emu.h"
 #include "launch.cuh"
+#include "pw_bf16.h"
 #include "pw_test.h"
 
 static inline float *emu_randn(size_t n, double sd, unsigned long long *rng)
@@ -32,6 +33,18 @@ static inline void emu_check(const char *what, const float *got, const float *wa
     double e = pw_max_rel_err_ff(got, want, n, 1e-6);
     printf("  %-30s rel err %.2e\n", what, e);
     CHECK(e <= tol, "%s: rel err %.3g", what, e);
+}
+
+/* got (bfloat16 bits) is f rounded to nearest even (pw_bf16.h), bit for bit: a kernel's bf16
+ * output against the same kernel's float32 one */
+static inline void emu_check_bf16(const char *what, const uint16_t *got, const float *f, size_t n)
+{
+    size_t bad = 0, first = n;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != pw_bf16_from_f32(f[i]) && bad++ == 0) first = i;
+    printf("  %-30s %zu of %zu differ from the rounded float32\n", what, bad, n);
+    CHECK(bad == 0, "%s: %zu values differ from their float32 rounded, first at %zu", what, bad,
+          first);
 }
 
 static inline EmuDim3 d1(unsigned x) { return (EmuDim3){x, 1, 1}; }

@@ -1,5 +1,6 @@
 /* test_cuda_gelu.c: the CUDA GELU against the CPU twin on the same random data, including the
- * far tails; the backward accumulates into a pre-filled gradient. */
+ * far tails; the backward accumulates into a pre-filled gradient; the bf16 form writes the
+ * float32 result rounded, bit for bit. */
 #include "cutest.h"
 
 int main(void)
@@ -27,6 +28,9 @@ int main(void)
         pw_gelu_forward_cuda(d_out, d_inp, N, 0);
         pw_gelu_backward_cuda(d_dinp, d_inp, d_dout, N, 0);
         cu_compare("forward", d_out, out, N, CU_TOL_F32);
+        uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * N + 2);
+        pw_gelu_forward_bf16_cuda(d_out16, d_inp, N, 0);
+        cu_compare_bf16("forward (bf16)", d_out16, d_out, N);
         cu_compare("backward dinp (+=)", d_dinp, dinp, N, CU_TOL_F32);
         cu_release();
     }

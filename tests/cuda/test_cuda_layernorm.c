@@ -1,5 +1,6 @@
 /* test_cuda_layernorm.c: the CUDA LayerNorm against the CPU twin on the same random data:
- * forward (mean and rstd, or NULL), and the accumulating backward with every NULL gradient. */
+ * forward (mean and rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit),
+ * and the accumulating backward with every NULL gradient. */
 #include "cutest.h"
 
 static void run(int N, int C, double offset, unsigned long long *rng)
@@ -28,6 +29,10 @@ static void run(int N, int C, double offset, unsigned long long *rng)
     cu_compare("forward out", d_out, out, NC, CU_TOL_F32);
     cu_compare("forward mean", d_mean, mean, N, CU_TOL_F32);
     cu_compare("forward rstd", d_rstd, rstd, N, CU_TOL_F32);
+    uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * NC + 2);
+    pw_layernorm_forward_bf16_cuda(d_out16, d_mean, d_rstd, d_inp, d_w, d_bias, N, C, 0);
+    cu_compare_bf16("forward out (bf16)", d_out16, d_out, NC);
+    cu_compare("forward (bf16) mean", d_mean, mean, N, CU_TOL_F32);
     cu_poison(d_out, sizeof(float) * NC);
     pw_layernorm_forward_cuda(d_out, NULL, NULL, d_inp, d_w, d_bias, N, C, 0);
     cu_compare("forward out (mean, rstd NULL)", d_out, out, NC, CU_TOL_F32);

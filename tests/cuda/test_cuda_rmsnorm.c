@@ -1,5 +1,6 @@
 /* test_cuda_rmsnorm.c: the CUDA RMSNorm against the CPU twin on the same random data: forward
- * (rstd, or NULL), and the accumulating backward with every NULL gradient. */
+ * (rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit), and the
+ * accumulating backward with every NULL gradient. */
 #include "cutest.h"
 
 static void run(int N, int C, float eps, unsigned long long *rng)
@@ -20,6 +21,9 @@ static void run(int N, int C, float eps, unsigned long long *rng)
     pw_rmsnorm_forward_cuda(d_out, d_rstd, d_inp, d_w, N, C, eps, 0);
     cu_compare("forward out", d_out, out, NC, CU_TOL_F32);
     cu_compare("forward rstd", d_rstd, rstd, N, CU_TOL_F32);
+    uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * NC + 2);
+    pw_rmsnorm_forward_bf16_cuda(d_out16, d_rstd, d_inp, d_w, N, C, eps, 0);
+    cu_compare_bf16("forward out (bf16)", d_out16, d_out, NC);
     cu_poison(d_out, sizeof(float) * NC);
     pw_rmsnorm_forward_cuda(d_out, NULL, d_inp, d_w, N, C, eps, 0);
     cu_compare("forward out (rstd NULL)", d_out, out, NC, CU_TOL_F32);

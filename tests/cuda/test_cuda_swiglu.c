@@ -1,5 +1,6 @@
 /* test_cuda_swiglu.c: the CUDA SwiGLU against the CPU twin on the same random data: forward
- * into a poisoned output, backward accumulating into pre-filled gradients. */
+ * into a poisoned output, its bf16 form (the float32 result rounded, bit for bit), backward
+ * accumulating into pre-filled gradients. */
 #include "cutest.h"
 
 static void run(int N, int F, unsigned long long *rng)
@@ -15,6 +16,9 @@ static void run(int N, int F, unsigned long long *rng)
     pw_swiglu_forward(out, gu, N, F);
     pw_swiglu_forward_cuda(d_out, d_gu, N, F, 0);
     cu_compare("forward out", d_out, out, n, CU_TOL_F32);
+    uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * n + 2);
+    pw_swiglu_forward_bf16_cuda(d_out16, d_gu, N, F, 0);
+    cu_compare_bf16("forward out (bf16)", d_out16, d_out, n);
     pw_swiglu_backward(dgu, gu, dout, N, F);
     pw_swiglu_backward_cuda(d_dgu, d_gu, d_dout, N, F, 0);
     cu_compare("backward dgate_up (+=)", d_dgu, dgu, n2, CU_TOL_F32);

@@ -45,6 +45,7 @@ static int colsum_grids(int N, int C, EmuDim3 *partial, EmuDim3 *finish)
 /* every kernel's arguments, by name; each body below passes the ones its kernel takes */
 typedef struct A {
     float *f0, *f1, *f2, *f3;
+    uint16_t *h0; /* a bfloat16 output, or NULL */
     const float *c0, *c1, *c2, *c3, *c4;
     int *i0;
     const int *ci0, *ci1;
@@ -106,7 +107,7 @@ static void run_encoder(int B, int T, int C, int V, unsigned long long *rng)
 static void k_ln_fwd(void *p)
 {
     A *a = p;
-    layernorm_forward_kernel(a->f0, a->f1, a->f2, a->c0, a->c1, a->c2, a->N, a->C);
+    layernorm_forward_kernel(a->f0, a->h0, a->f1, a->f2, a->c0, a->c1, a->c2, a->N, a->C);
 }
 static void k_ln_dinp(void *p)
 {
@@ -139,6 +140,12 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     emu_check("layernorm out", ey, y, n, TOL);
     emu_check("layernorm mean", em, mean, N, TOL);
     emu_check("layernorm rstd", er, rstd, N, TOL);
+    /* a bf16 model's form: the same kernel writing only the rounded result */
+    uint16_t *y16 = malloc(sizeof(uint16_t) * n);
+    a.f0 = NULL, a.h0 = y16;
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_fwd, &a);
+    emu_check_bf16("layernorm out (bf16)", y16, ey, n);
+    free(y16);
     float *dy = emu_randn(n, 1.0, rng), *dx0 = emu_randn(n, 1.0, rng);
     float *dw0 = emu_randn(2 * (size_t)C, 1.0, rng);
     float *dx = emu_copy(dx0, n), *edx = emu_copy(dx0, n);
@@ -163,7 +170,7 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
 static void k_gelu_fwd(void *p)
 {
     A *a = p;
-    gelu_forward_kernel(a->f0, a->c0, a->n);
+    gelu_forward_kernel(a->f0, a->h0, a->c0, a->n);
 }
 static void k_gelu_bwd(void *p)
 {
@@ -197,6 +204,12 @@ static void run_elementwise(size_t n, unsigned long long *rng)
     A a = {.f0 = eout, .c0 = x, .c1 = y, .n = n};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
     emu_check("gelu forward", eout, out, n, TOL);
+    uint16_t *o16 = malloc(sizeof(uint16_t) * n);
+    a.f0 = NULL, a.h0 = o16;
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
+    emu_check_bf16("gelu forward (bf16)", o16, eout, n);
+    a.h0 = NULL;
+    free(o16);
     float *g = emu_copy(d0, n), *eg = emu_copy(d0, n);
     pw_gelu_backward(g, x, y, n);
     a.f0 = eg;

@@ -105,6 +105,7 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
 /* ---- RMSNorm */
 typedef struct RmsArgs {
     float *out, *rstd, *dinp, *terms;
+    uint16_t *out16; /* a bfloat16 output, or NULL */
     const float *inp, *weight, *dout;
     int N, C;
     float eps;
@@ -113,7 +114,7 @@ typedef struct RmsArgs {
 static void rms_fwd(void *p)
 {
     RmsArgs *a = p;
-    rmsnorm_forward_kernel(a->out, a->rstd, a->inp, a->weight, a->N, a->C, a->eps);
+    rmsnorm_forward_kernel(a->out, a->out16, a->rstd, a->inp, a->weight, a->N, a->C, a->eps);
 }
 
 static void rms_dinp(void *p)
@@ -136,17 +137,22 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     float *rs = malloc(sizeof(float) * 2 * N), *ers = rs + N;
     pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
-    RmsArgs a = {ey, ers, NULL, NULL, x, w, dy, N, C, eps};
+    RmsArgs a = {ey, ers, NULL, NULL, NULL, x, w, dy, N, C, eps};
     unsigned blocks = pw_row_blocks(N);
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_fwd, &a);
     emu_check("rmsnorm out", ey, y, n, TOL);
     emu_check("rmsnorm rstd", ers, rs, N, TOL);
+    uint16_t *y16 = malloc(sizeof(uint16_t) * n); /* a bf16 model's form: only the rounded */
+    a.out = NULL, a.out16 = y16;
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_fwd, &a);
+    emu_check_bf16("rmsnorm out (bf16)", y16, ey, n);
+    free(y16);
     float *dx0 = emu_randn(n, 1.0, rng), *dw0 = emu_randn(C, 1.0, rng);
     float *dx = emu_copy(dx0, n), *dw = emu_copy(dw0, C);
     float *edx = emu_copy(dx0, n), *edw = emu_copy(dw0, C);
     pw_rmsnorm_backward(dx, dw, dy, x, w, rs, N, C);
     float *terms = malloc(sizeof(float) * n);
-    a = (RmsArgs){NULL, rs, edx, terms, x, w, dy, N, C, eps};
+    a = (RmsArgs){NULL, rs, edx, terms, NULL, x, w, dy, N, C, eps};
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_dinp, &a);
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), rms_terms, &a);
     for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */
@@ -160,6 +166,7 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
 /* ---- RoPE and SwiGLU (elementwise) */
 typedef struct EwArgs {
     float *x;
+    uint16_t *x16; /* a bfloat16 output, or NULL */
     const float *a, *b;
     const int *pos;
     int N, nheads, hs, stride, F;
@@ -187,7 +194,7 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
             pw_rope_backward(want, pos, inv, N, nheads, hs, stride);
         else
             pw_rope_forward(want, pos, inv, N, nheads, hs, stride);
-        EwArgs a = {got, inv, NULL, pos, N, nheads, hs, stride, 0, dir ? -1.0f : 1.0f};
+        EwArgs a = {got, NULL, inv, NULL, pos, N, nheads, hs, stride, 0, dir ? -1.0f : 1.0f};
         emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(PW_EW_THREADS), rope, &a);
         emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
         free(want), free(got);
@@ -198,7 +205,7 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
 static void swiglu_fwd(void *p)
 {
     EwArgs *a = p;
-    swiglu_forward_kernel(a->x, a->a, a->F, (size_t)a->N * a->F);
+    swiglu_forward_kernel(a->x, a->x16, a->a, a->F, (size_t)a->N * a->F);
 }
 
 static void swiglu_bwd(void *p)
@@ -215,12 +222,17 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     gu[0] = -120.0f; /* e^-g overflows */
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     pw_swiglu_forward(y, gu, N, F);
-    EwArgs a = {ey, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    EwArgs a = {ey, NULL, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
     emu_check("swiglu forward", ey, y, n, TOL);
+    uint16_t *y16 = malloc(sizeof(uint16_t) * n); /* a bf16 model's form: only the rounded */
+    a.x = NULL, a.x16 = y16;
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
+    emu_check_bf16("swiglu forward (bf16)", y16, ey, n);
+    free(y16);
     float *d0 = emu_randn(2 * n, 1.0, rng), *d = emu_copy(d0, 2 * n), *ed = emu_copy(d0, 2 * n);
     pw_swiglu_backward(d, gu, dy, N, F);
-    a = (EwArgs){ed, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){ed, NULL, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check("swiglu backward (+=)", ed, d, 2 * n, TOL);
     free(gu), free(dy), free(y), free(d0), free(d), free(ed);

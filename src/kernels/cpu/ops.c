@@ -109,6 +109,52 @@ static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_
     (void)o;
     for (size_t i = 0; i < n; i++) dst[i] = pw_bf16_from_f32(src[i]);
 }
+/* The bf16 producers: the float32 kernel into a buffer of n, then rounded into dst, which is
+ * by definition what the GPU's kernels write (they round the same float32 value). */
+static float *produce_start(size_t n)
+{
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    if (!f) {
+        fprintf(stderr, "ppo_world: out of memory for a bfloat16 result of %zu values\n", n);
+        abort();
+    }
+    return f;
+}
+static void produce_end(uint16_t *dst, float *f, size_t n)
+{
+    to_bf16_entry(NULL, dst, f, n);
+    free(f);
+}
+static void layernorm_fwd_bf16(const PwOps *o, uint16_t *out, float *mean, float *rstd,
+                               const float *inp, const float *weight, const float *bias, int N,
+                               int C)
+{
+    size_t n = (size_t)N * C;
+    float *f = produce_start(n);
+    (void)o, pw_layernorm_forward(f, mean, rstd, inp, weight, bias, N, C);
+    produce_end(out, f, n);
+}
+static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const float *inp,
+                             const float *weight, int N, int C, float eps)
+{
+    size_t n = (size_t)N * C;
+    float *f = produce_start(n);
+    (void)o, pw_rmsnorm_forward(f, rstd, inp, weight, N, C, eps);
+    produce_end(out, f, n);
+}
+static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const float *inp, size_t N)
+{
+    float *f = produce_start(N);
+    (void)o, pw_gelu_forward(f, inp, N);
+    produce_end(out, f, N);
+}
+static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const float *gate_up, int N, int F)
+{
+    size_t n = (size_t)N * F;
+    float *f = produce_start(n);
+    (void)o, pw_swiglu_forward(f, gate_up, N, F);
+    produce_end(out, f, n);
+}
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {

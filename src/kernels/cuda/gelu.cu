@@ -4,11 +4,22 @@
 #include "pw_kernels_cuda.h"
 #include "gelu_kernels.cuh"
 
-extern "C" void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream)
+static void forward(float *out, pw_bf16 *out16, const float *inp, size_t N, cudaStream_t stream)
 {
     if (N == 0) return;
-    gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, inp, N);
+    gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, N);
     PW_CUDA_CHECK(cudaGetLastError());
+}
+
+extern "C" void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream)
+{
+    forward(out, NULL, inp, N, stream);
+}
+
+extern "C" void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const float *inp, size_t N,
+                                          cudaStream_t stream)
+{
+    forward(NULL, out, inp, N, stream);
 }
 
 extern "C" void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "bf16.cuh"
 #include "warp.cuh"
 
 #define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
@@ -19,12 +20,14 @@ static __device__ __forceinline__ float sigmoid2u(float x)
     return 1.0f / (1.0f + expf(-2.0f * GELU_K * (x + GELU_A * x * x * x)));
 }
 
-__global__ void gelu_forward_kernel(float *out, const float *inp, size_t n)
+/* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL */
+__global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *inp, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = inp[i];
-        out[i] = x * sigmoid2u(x);
+        float x = inp[i], y = x * sigmoid2u(x);
+        if (out) out[i] = y;
+        if (out16) out16[i] = pw_bf16_bits(y);
     }
 }
 

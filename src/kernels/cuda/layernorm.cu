@@ -4,14 +4,28 @@
 #include "pw_kernels_cuda.h"
 #include "layernorm_kernels.cuh"
 
+static void forward(float *out, pw_bf16 *out16, float *mean, float *rstd, const float *inp,
+                    const float *weight, const float *bias, int N, int C, cudaStream_t stream)
+{
+    if (N <= 0 || C <= 0) return;
+    layernorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
+        out, out16, mean, rstd, inp, weight, bias, N, C);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
+
 extern "C" void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float *inp,
                                           const float *weight, const float *bias, int N, int C,
                                           cudaStream_t stream)
 {
-    if (N <= 0 || C <= 0) return;
-    layernorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-        out, mean, rstd, inp, weight, bias, N, C);
-    PW_CUDA_CHECK(cudaGetLastError());
+    forward(out, NULL, mean, rstd, inp, weight, bias, N, C, stream);
+}
+
+extern "C" void pw_layernorm_forward_bf16_cuda(pw_bf16 *out, float *mean, float *rstd,
+                                               const float *inp, const float *weight,
+                                               const float *bias, int N, int C,
+                                               cudaStream_t stream)
+{
+    forward(NULL, out, mean, rstd, inp, weight, bias, N, C, stream);
 }
 
 extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias,

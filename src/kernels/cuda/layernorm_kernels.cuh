@@ -8,17 +8,21 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "bf16.cuh"
 #include "launch.cuh"
 #include "warp.cuh"
 
-__global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp,
-                                         const float *weight, const float *bias, int N, int C)
+/* out (float32) and out16 (the same values rounded to bfloat16, for a bf16 model's products):
+ * either may be NULL */
+__global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mean, float *rstd,
+                                         const float *inp, const float *weight, const float *bias,
+                                         int N, int C)
 {
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
     const float *x = inp + (size_t)row * C;
-    float *o = out + (size_t)row * C;
+    size_t at = (size_t)row * C;
     float sum = 0.0f;
     for (int c = lane; c < C; c += PW_WARP) sum += x[c];
     float m = pw_warp_sum(sum) / C;
@@ -29,7 +33,11 @@ __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, c
         var += d * d;
     }
     float s = 1.0f / sqrtf(pw_warp_sum(var) / C + 1e-5f);
-    for (int c = lane; c < C; c += PW_WARP) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+    for (int c = lane; c < C; c += PW_WARP) {
+        float y = (x[c] - m) * s * weight[c] + bias[c];
+        if (out) out[at + c] = y;
+        if (out16) out16[at + c] = pw_bf16_bits(y);
+    }
     if (lane == 0) {
         if (mean) mean[row] = m;
         if (rstd) rstd[row] = s;

@@ -240,6 +240,25 @@ static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_
 {
     pw_f32_to_bf16_cuda(dst, src, n, S(o));
 }
+static void layernorm_fwd_bf16(const PwOps *o, uint16_t *out, float *mean, float *rstd,
+                               const float *inp, const float *weight, const float *bias, int N,
+                               int C)
+{
+    pw_layernorm_forward_bf16_cuda(out, mean, rstd, inp, weight, bias, N, C, S(o));
+}
+static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const float *inp,
+                             const float *weight, int N, int C, float eps)
+{
+    pw_rmsnorm_forward_bf16_cuda(out, rstd, inp, weight, N, C, eps, S(o));
+}
+static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const float *inp, size_t N)
+{
+    pw_gelu_forward_bf16_cuda(out, inp, N, S(o));
+}
+static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const float *gate_up, int N, int F)
+{
+    pw_swiglu_forward_bf16_cuda(out, gate_up, N, F, S(o));
+}
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {

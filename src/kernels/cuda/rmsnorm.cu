@@ -4,14 +4,27 @@
 #include "pw_kernels_cuda.h"
 #include "rmsnorm_kernels.cuh"
 
+static void forward(float *out, pw_bf16 *out16, float *rstd, const float *inp,
+                    const float *weight, int N, int C, float eps, cudaStream_t stream)
+{
+    if (N <= 0 || C <= 0) return;
+    rmsnorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
+        out, out16, rstd, inp, weight, N, C, eps);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
+
 extern "C" void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *inp,
                                         const float *weight, int N, int C, float eps,
                                         cudaStream_t stream)
 {
-    if (N <= 0 || C <= 0) return;
-    rmsnorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-        out, rstd, inp, weight, N, C, eps);
-    PW_CUDA_CHECK(cudaGetLastError());
+    forward(out, NULL, rstd, inp, weight, N, C, eps, stream);
+}
+
+extern "C" void pw_rmsnorm_forward_bf16_cuda(pw_bf16 *out, float *rstd, const float *inp,
+                                             const float *weight, int N, int C, float eps,
+                                             cudaStream_t stream)
+{
+    forward(NULL, out, rstd, inp, weight, N, C, eps, stream);
 }
 
 extern "C" void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout,

@@ -8,21 +8,27 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "bf16.cuh"
 #include "launch.cuh"
 #include "warp.cuh"
 
-__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp,
+/* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL */
+__global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd, const float *inp,
                                        const float *weight, int N, int C, float eps)
 {
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
     const float *x = inp + (size_t)row * C;
-    float *o = out + (size_t)row * C;
+    size_t at = (size_t)row * C;
     double ss = 0.0;
     for (int c = lane; c < C; c += PW_WARP) ss += (double)x[c] * x[c];
     float s = (float)(1.0 / sqrt(pw_warp_sum_d(ss) / C + (double)eps));
-    for (int c = lane; c < C; c += PW_WARP) o[c] = x[c] * s * weight[c];
+    for (int c = lane; c < C; c += PW_WARP) {
+        float y = x[c] * s * weight[c];
+        if (out) out[at + c] = y;
+        if (out16) out16[at + c] = pw_bf16_bits(y);
+    }
     if (lane == 0 && rstd) rstd[row] = s;
 }
 

@@ -8,18 +8,23 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "bf16.cuh"
 #include "warp.cuh"
 
 /* 1 / (1 + e^-g): e^-g overflows to inf for very negative g, which still gives the right 0 */
 static __device__ __forceinline__ float swiglu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
-__global__ void swiglu_forward_kernel(float *out, const float *gate_up, int F, size_t n)
+/* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL */
+__global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *gate_up, int F,
+                                      size_t n)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
         size_t row = e / F, i = e % F;
         float g = gate_up[row * 2 * F + i], u = gate_up[row * 2 * F + F + i];
-        out[e] = g * swiglu_sigmoid(g) * u;
+        float y = g * swiglu_sigmoid(g) * u;
+        if (out) out[e] = y;
+        if (out16) out16[e] = pw_bf16_bits(y);
     }
 }
 

@@ -305,26 +305,42 @@ static void test_training(const PwArch *a, const char *fam)
 
 /* At bf16 the inputs of the trunk's products that only those products read again (the
  * normalised inputs of the attention and of the MLP, the MLP's activation: S floats a layer)
- * are kept in bfloat16, with float32 room for one layer: L S floats become S + L S / 2.
- * Hand-worked S: GPT-2 (C + C + 4C) B T, Llama (C + C + F) B T; no model is run, so a deep
- * one costs nothing. Bit for bit, a product reads what it would have rounded its operand to:
- * test_against_fp32 and test_training cover the numbers. */
+ * are made and kept in bfloat16 only: L S floats become L S / 2. And what a layer adds, per
+ * token, is what its backward reads: GPT-2 ln1 C, its mean and rstd 2, qkv 3C, the attention's
+ * output C and log-sum-exps NH, res2 C, ln2 C + 2, fc 4C, its GELU 4C, the layer's output C:
+ * 16C + 4 + NH (the projections' outputs are one layer's, read by no backward); at bf16 ln1,
+ * ln2 and the GELU's 6C become 3C. Llama: ln1 C + 1, qkv Q, attention C + NH, res2 C, ln2
+ * C + 1, gate|up 2F, SwiGLU F, output C; at bf16 2C + F halve. Hand-worked from those, against
+ * models at 12 and 13 layers; no model is run, so a deep one costs nothing. Bit for bit, a
+ * product reads what it would have rounded its operand to: test_against_fp32 and test_training
+ * cover the numbers. */
 static void test_kept_bytes(void)
 {
-    PwArch g = gpt2, l = llama;
-    g.n_layer = l.n_layer = 12;
-    const PwArch *a[2] = {&g, &l};
-    const size_t BT = (size_t)B * T, S[2] = {6 * 32 * BT, (2 * 32 + 40) * BT};
+    const size_t BT = (size_t)B * T, C = 32, F = 40, Q = (4 + 2 * 2) * 8;
+    const size_t S[2] = {6 * C * BT, (2 * C + F) * BT};
+    const size_t layer[2][2] = {{16 * C + 4 + 2, 13 * C + 4 + 2},
+                                {5 * C + Q + 3 * F + 2 + 4, 3 * C + Q + 2 * F + 2 + 4 + C + F / 2}};
     for (int i = 0; i < 2; i++) {
-        PwModel *h = make(a[i], PW_PRECISION_BF16, ALL), *f = make(a[i], PW_PRECISION_FP32, ALL);
-        size_t bh = pw_model_activation_bytes(h), bf = pw_model_activation_bytes(f);
-        size_t want = (12 * S[i] - (S[i] + 12 * S[i] / 2)) * sizeof(float);
-        CHECK(bf - bh == want, "%s: bf16 keeps %zu activation bytes fewer than fp32, want %zu",
-              i ? "llama" : "gpt2", bf - bh, want);
-        printf("%s, 12 layers: activations fp32 %zu bytes, bf16 %zu (%.2f)\n",
-               i ? "llama" : "gpt2", bf, bh, (double)bh / (double)bf);
-        pw_model_free(h);
-        pw_model_free(f);
+        const char *fam = i ? "llama" : "gpt2";
+        size_t by[2][2]; /* [layers 12, 13][fp32, bf16] */
+        for (int d = 0; d < 2; d++)
+            for (int p = 0; p < 2; p++) {
+                PwArch a = i ? llama : gpt2;
+                a.n_layer = 12 + d;
+                PwModel *m = make(&a, p ? PW_PRECISION_BF16 : PW_PRECISION_FP32, ALL);
+                by[d][p] = pw_model_activation_bytes(m);
+                pw_model_free(m);
+            }
+        size_t want = (12 * S[i] - 12 * S[i] / 2) * sizeof(float);
+        CHECK(by[0][0] - by[0][1] == want,
+              "%s: bf16 keeps %zu activation bytes fewer than fp32, want %zu", fam,
+              by[0][0] - by[0][1], want);
+        for (int p = 0; p < 2; p++)
+            CHECK(by[1][p] - by[0][p] == layer[i][p] * BT * sizeof(float),
+                  "%s at %s: a layer adds %zu activation bytes, want %zu", fam,
+                  p ? "bf16" : "fp32", by[1][p] - by[0][p], layer[i][p] * BT * sizeof(float));
+        printf("%s, 12 layers: activations fp32 %zu bytes, bf16 %zu (%.2f)\n", fam, by[0][0],
+               by[0][1], (double)by[0][1] / (double)by[0][0]);
     }
 }
 
