@@ -136,7 +136,7 @@ int main(int argc, char **argv)
                    r[m][p].act_mib, r[m][p].peak_mib, r[m][p].params * 8.0 / (1024.0 * 1024.0));
         }
     printf("\nactivations: what the model allocates for its forward's kept tensors and its "
-           "backward's scratch,\nthe same allocation on either device. peak: %s,\nmeasured: "
+           "backward's scratch,\nthe same allocation on either device.\npeak: %s, measured:\n"
            "parameters, gradients, a bf16 model's bfloat16 copy of its weights, %s.\n"
            "params+grads: 8 bytes a parameter.\n",
            cuda ? "the device memory the kernel tables held at most"

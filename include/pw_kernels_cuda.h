@@ -79,7 +79,9 @@ void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float
                                const float *weight, const float *bias, int N, int C,
                                cudaStream_t stream);
 /* The producers of a bf16 model's product inputs, writing their result rounded to bfloat16
- * (nearest even, bf16.cuh) and no float32 copy: the same kernels, the same values */
+ * (nearest even, bf16.cuh) and no float32 copy: the same kernels, the same values. GELU's and
+ * SwiGLU's read their input in bfloat16 too (a bf16 model keeps its MLP's pre-activation so),
+ * as do their backward forms. */
 void pw_layernorm_forward_bf16_cuda(pw_bf16 *out, float *mean, float *rstd, const float *inp,
                                     const float *weight, const float *bias, int N, int C,
                                     cudaStream_t stream);
@@ -117,7 +119,9 @@ void pw_gather_rows_cuda(float *dst, const float *src, const int *rows, int n, i
 
 /* ---- GELU, residual */
 void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream);
-void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const float *inp, size_t N, cudaStream_t stream);
+void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *inp, size_t N, cudaStream_t stream);
+void pw_gelu_backward_bf16_cuda(float *dinp, const pw_bf16 *inp, const float *dout, size_t N,
+                                cudaStream_t stream);
 void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,
                            cudaStream_t stream);
 void pw_residual_forward_cuda(float *out, const float *a, const float *b, size_t N,
@@ -172,8 +176,10 @@ void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N
 void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,
                            int hs, int stride, cudaStream_t stream);
 void pw_swiglu_forward_cuda(float *out, const float *gate_up, int N, int F, cudaStream_t stream);
-void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, const float *gate_up, int N, int F,
+void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *gate_up, int N, int F,
                                  cudaStream_t stream);
+void pw_swiglu_backward_bf16_cuda(float *dgate_up, const pw_bf16 *gate_up, const float *dout,
+                                  int N, int F, cudaStream_t stream);
 void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float *dout, int N,
                              int F, cudaStream_t stream);
 

@@ -76,15 +76,22 @@ struct PwOps {
     /* The producers of a bf16 model's product inputs: layernorm_forward, rmsnorm_forward,
      * gelu_forward and swiglu_forward with their result rounded to bfloat16 (nearest even) in
      * out and no float32 copy: bit for bit to_bf16 of the float32 entry's result (mean and rstd
-     * as it writes them), without writing and reading that result. */
+     * as it writes them), without writing and reading that result. GELU and SwiGLU also read
+     * their input in bfloat16 (a bf16 model's MLP pre-activation, kept so for the backward):
+     * the float32 entry's result on the widened input; gelu_backward_bf16 and
+     * swiglu_backward_bf16 are the backward entries on such an input. */
     void (*layernorm_forward_bf16)(const PwOps *o, uint16_t *out, float *mean, float *rstd,
                                    const float *inp, const float *weight, const float *bias,
                                    int N, int C);
     void (*rmsnorm_forward_bf16)(const PwOps *o, uint16_t *out, float *rstd, const float *inp,
                                  const float *weight, int N, int C, float eps);
-    void (*gelu_forward_bf16)(const PwOps *o, uint16_t *out, const float *inp, size_t N);
-    void (*swiglu_forward_bf16)(const PwOps *o, uint16_t *out, const float *gate_up, int N,
+    void (*gelu_forward_bf16)(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N);
+    void (*swiglu_forward_bf16)(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N,
                                 int F);
+    void (*gelu_backward_bf16)(const PwOps *o, float *dinp, const uint16_t *inp,
+                               const float *dout, size_t N);
+    void (*swiglu_backward_bf16)(const PwOps *o, float *dgate_up, const uint16_t *gate_up,
+                                 const float *dout, int N, int F);
     void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,

@@ -10,7 +10,8 @@
     .matmul_forward_bf16 = matmul_fwd_bf16, .matmul_backward_bf16 = matmul_bwd_bf16,         \
     .to_bf16 = to_bf16_entry, .layernorm_forward_bf16 = layernorm_fwd_bf16,                  \
     .rmsnorm_forward_bf16 = rmsnorm_fwd_bf16, .gelu_forward_bf16 = gelu_fwd_bf16,            \
-    .swiglu_forward_bf16 = swiglu_fwd_bf16,                                                  \
+    .swiglu_forward_bf16 = swiglu_fwd_bf16, .gelu_backward_bf16 = gelu_bwd_bf16,             \
+    .swiglu_backward_bf16 = swiglu_bwd_bf16,                                                 \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
     .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,   \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \

@@ -95,7 +95,7 @@ static double flops_per_token(const PwModel *m, int T)
  * uses the front of each per-layer slice. Allocated by the first forward, so a model that only
  * decodes (a generator) never holds them. */
 
-#define NUM_ACTS 27
+#define NUM_ACTS 28
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
@@ -110,7 +110,7 @@ typedef struct Acts {
     float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
-    float *fch;       /* (L, B, T, 4C) */
+    float *fch;       /* (L, B, T, 4C); at bf16 one layer, the product's, kept as fch_16 */
     float *fch_gelu;  /* (L, B, T, 4C); at bf16 none: fchg_16 */
     float *fcproj;    /* (B, T, C)   and no backward reads either projection's output */
     float *residual3; /* (L, B, T, C) */
@@ -126,6 +126,7 @@ typedef struct Acts {
                        * empty */
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fchg_16;   /* (L, B, T, 4C) bfloat16 at bf16, else empty */
+    float *fch_16;    /* (L, B, T, 4C) bfloat16 at bf16 (the GELU's input), else empty */
 } Acts;
 
 /* Backward needs gradients of one layer's activations at a time, never all layers at once:
@@ -160,7 +161,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[9] = Lk * BT * C;        /* ln2 */
     s[10] = L * BT;            /* ln2_mean */
     s[11] = L * BT;            /* ln2_rstd */
-    s[12] = L * BT * 4 * C;    /* fch */
+    s[12] = (Lk ? L : 1) * BT * 4 * C; /* fch */
     s[13] = Lk * BT * 4 * C;   /* fch_gelu */
     s[14] = BT * C;            /* fcproj */
     s[15] = L * BT * C;        /* residual3 */
@@ -175,6 +176,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[24] = pw_model_kept_floats(m->precision, L * BT * C);     /* ln1_16 */
     s[25] = pw_model_kept_floats(m->precision, L * BT * C);     /* ln2_16 */
     s[26] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fchg_16 */
+    s[27] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fch_16 */
 }
 
 static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
@@ -263,9 +265,9 @@ typedef struct Block {
     const float *in;
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
-    /* the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_gelu (the
-     * batch forward at bf16), or NULL */
-    uint16_t *ln1_16, *ln2_16, *fchg_16;
+    /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_gelu,
+     * and fch rounded to bfloat16 for the GELU (fch_16); NULL at fp32 */
+    uint16_t *ln1_16, *ln2_16, *fchg_16, *fch_16;
 } Block;
 
 /* Whom the queries attend to: the rows of a left-padded batch (cache NULL), or the KV cache
@@ -310,9 +312,10 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
               p->ln2b + lC, N, C);
     pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N,
                             C, 4 * C);
-    if (k->fchg_16)
-        o->gelu_forward_bf16(o, k->fchg_16, k->fch, (size_t)N * 4 * C);
-    else
+    if (k->fchg_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them */
+        o->to_bf16(o, k->fch_16, k->fch, (size_t)N * 4 * C);
+        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, (size_t)N * 4 * C);
+    } else
         o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
                             p->fcprojb + lC, N, 4 * C, C);
@@ -334,11 +337,13 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj,
         .res2 = a->residual2 + l * sBTC, .ln2 = bf16 ? NULL : a->ln2 + l * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
-        .fch = a->fch + l * 4 * sBTC, .fch_gelu = bf16 ? NULL : a->fch_gelu + l * 4 * sBTC,
+        .fch = a->fch + (bf16 ? 0 : l) * 4 * sBTC,
+        .fch_gelu = bf16 ? NULL : a->fch_gelu + l * 4 * sBTC,
         .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
         .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
         .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
         .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + l * 4 * sBTC : NULL,
+        .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * 4 * sBTC : NULL,
     };
 }
 
@@ -430,7 +435,10 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
                                  k.fch_gelu, k.fchg_16, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
         o->zero(o, dfch, 4 * fBTC);
-        o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
+        if (k.fch_16)
+            o->gelu_backward_bf16(o, dfch, k.fch_16, dfch_gelu, 4 * nBTC);
+        else
+            o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
                                  k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C);
@@ -457,7 +465,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 /* ------------------------------------------------------------------------------------------ */
 /* the KV cache: the same blocks over the packed new tokens of a pass */
 
-enum { K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_HEAD, K_NUM };
+enum { K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_HEAD, K_LN16, K_FC16, K_FCG16,
+       K_NUM };
 
 typedef struct Gpt2Cache {
     float *buf[K_NUM]; /* slices of memory, sizes of kv_sizes */
@@ -477,6 +486,12 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_PROJ] = N * C;       /* either projection into the residual stream */
     s[K_FC] = N * 4 * C;     /* MLP hidden, GELU in place */
     s[K_HEAD] = B * Vp;      /* logits of each segment's last token */
+    /* at bf16 the blocks make what the batch forward makes in bfloat16 (batch_block), so that
+     * a pass's numbers are the batch forward's: the LayerNorm outputs, fch, the GELU's */
+    PwPrecision pr = c->m->precision;
+    s[K_LN16] = pw_model_kept_floats(pr, N * C);
+    s[K_FC16] = pw_model_kept_floats(pr, N * 4 * C);
+    s[K_FCG16] = pw_model_kept_floats(pr, N * 4 * C);
 }
 
 static int kv_attach(PwKVCache *c, PwErr *err)
@@ -516,6 +531,11 @@ static const float *kv_pass(PwKVCache *c)
         .ln2 = b[K_LN], .ln2_mean = b[K_MEAN], .ln2_rstd = b[K_RSTD], .fch = b[K_FC],
         .fch_gelu = b[K_FC], .fcproj = b[K_PROJ], .out = b[K_X],
     };
+    if (m->precision == PW_PRECISION_BF16) {
+        blk.ln1_16 = blk.ln2_16 = (uint16_t *)b[K_LN16];
+        blk.fch_16 = (uint16_t *)b[K_FC16];
+        blk.fchg_16 = (uint16_t *)b[K_FCG16];
+    }
     Attend at = {.cache = c};
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     /* only the last token of each segment predicts anything sampled: gather those rows of x

@@ -108,7 +108,7 @@ static double flops_per_token(const PwModel *m, int T)
 /* ------------------------------------------------------------------------------------------ */
 /* activations (allocated by the first forward) and state */
 
-#define NUM_ACTS 24
+#define NUM_ACTS 25
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
@@ -120,7 +120,7 @@ typedef struct Acts {
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *rstd2;     /* (L, B, T) */
-    float *fch;       /* (L, B, T, 2F) [gate | up] */
+    float *fch;       /* (L, B, T, 2F) [gate | up]; at bf16 one layer, kept as fch_16 */
     float *fch_act;   /* (L, B, T, F) silu(gate) * up; at bf16 none: fcha_16 */
     float *fcproj;    /* (B, T, C)   and no backward reads either projection's output */
     float *residual3; /* (L, B, T, C) */
@@ -135,6 +135,7 @@ typedef struct Acts {
                        * empty */
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fcha_16;   /* (L, B, T, F) bfloat16 at bf16, else empty */
+    float *fch_16;    /* (L, B, T, 2F) bfloat16 at bf16 (the SwiGLU's input), else empty */
 } Acts;
 
 enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_COUNT };
@@ -156,13 +157,14 @@ static void act_sizes(size_t *s, const PwModel *m)
     /* at bf16 the products' inputs are made and kept in bfloat16 only */
     const size_t Lk = pr == PW_PRECISION_BF16 ? 0 : L;
     size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T,
-                          BT * C, L * BT * C, Lk * BT * C, L * BT, L * BT * 2 * F,
+                          BT * C, L * BT * C, Lk * BT * C, L * BT, (Lk ? L : 1) * BT * 2 * F,
                           Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
                           (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
                           (heads & PW_HEAD_SCORE) ? B : 0, pw_model_kept_floats(pr, L * BT * C),
                           pw_model_kept_floats(pr, L * BT * C),
-                          pw_model_kept_floats(pr, L * BT * F)};
+                          pw_model_kept_floats(pr, L * BT * F),
+                          pw_model_kept_floats(pr, L * BT * 2 * F)};
     memcpy(s, v, sizeof v);
 }
 
@@ -256,9 +258,9 @@ typedef struct Block {
     const float *in;
     float *ln1, *rstd1, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *rstd2, *fch, *fch_act, *fcproj, *out;
-    /* the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_act (the
-     * batch forward at bf16), or NULL */
-    uint16_t *ln1_16, *ln2_16, *fcha_16;
+    /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and
+     * fch_act, and fch rounded to bfloat16 for the SwiGLU (fch_16); NULL at fp32 */
+    uint16_t *ln1_16, *ln2_16, *fcha_16, *fch_16;
 } Block;
 
 typedef struct Attend {
@@ -301,9 +303,10 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
             a->norm_eps);
     pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + (size_t)2 * F * C * l, NULL, N,
                             C, 2 * F);
-    if (k->fcha_16)
-        o->swiglu_forward_bf16(o, k->fcha_16, k->fch, N, F);
-    else
+    if (k->fcha_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them */
+        o->to_bf16(o, k->fch_16, k->fch, (size_t)N * 2 * F);
+        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, N, F);
+    } else
         o->swiglu_forward(o, k->fch_act, k->fch, N, F);
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
                             NULL, N, F, C);
@@ -325,11 +328,13 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .qkv = a->qkv + l * BT * Q, .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE,
         .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
         .ln2 = bf16 ? NULL : a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
-        .fch = a->fch + l * BT * 2 * F, .fch_act = bf16 ? NULL : a->fch_act + l * BT * F,
+        .fch = a->fch + (bf16 ? 0 : l) * BT * 2 * F,
+        .fch_act = bf16 ? NULL : a->fch_act + l * BT * F,
         .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
         .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
         .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
         .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + l * BT * F : NULL,
+        .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * BT * 2 * F : NULL,
     };
 }
 
@@ -420,7 +425,10 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
                                  k.fcha_16, p.fcprojw + (size_t)C * F * l, BT, F, C);
         o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
-        o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
+        if (k.fch_16)
+            o->swiglu_backward_bf16(o, dfch, k.fch_16, dfcha, BT, F);
+        else
+            o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
         o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
                                  k.ln2_16, p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F);
@@ -449,7 +457,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 /* ------------------------------------------------------------------------------------------ */
 /* the KV cache */
 
-enum { K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_HEAD, K_NUM };
+enum { K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_HEAD, K_LN16, K_FC16, K_FCA16,
+       K_NUM };
 
 typedef struct LlamaCache {
     float *buf[K_NUM];
@@ -469,6 +478,12 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_FC] = N * 2 * F;
     s[K_FCA] = N * F;
     s[K_HEAD] = B * Vp;
+    /* at bf16 the blocks make what the batch forward makes in bfloat16 (batch_block), so that
+     * a pass's numbers are the batch forward's: the RMSNorm outputs, [gate | up], the SwiGLU's */
+    PwPrecision pr = c->m->precision;
+    s[K_LN16] = pw_model_kept_floats(pr, N * C);
+    s[K_FC16] = pw_model_kept_floats(pr, N * 2 * F);
+    s[K_FCA16] = pw_model_kept_floats(pr, N * F);
 }
 
 static int kv_attach(PwKVCache *c, PwErr *err)
@@ -506,6 +521,11 @@ static const float *kv_pass(PwKVCache *c)
         .lse = NULL, .attproj = b[K_PROJ], .res2 = b[K_X], .ln2 = b[K_LN], .rstd2 = b[K_RSTD],
         .fch = b[K_FC], .fch_act = b[K_FCA], .fcproj = b[K_PROJ], .out = b[K_X],
     };
+    if (m->precision == PW_PRECISION_BF16) {
+        blk.ln1_16 = blk.ln2_16 = (uint16_t *)b[K_LN16];
+        blk.fch_16 = (uint16_t *)b[K_FC16];
+        blk.fcha_16 = (uint16_t *)b[K_FCA16];
+    }
     Attend at = {.pos = c->d_pos, .cache = c};
     for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);

@@ -122,6 +122,18 @@ static inline double cu_comparef(const float *d, const float *ref, size_t n, dou
 
 #define cu_compare(what, d, ref, n, tol) cu_comparef((d), (ref), (n), (tol), "%s", (what))
 
+/* x rounded to bfloat16 (host bits, released by cu_release) and, into widened (n floats, host),
+ * those values: a bf16 model's input and the float32 input that gives the same results */
+static inline uint16_t *cu_bf16_of(const float *x, size_t n, float *widened)
+{
+    uint16_t *h = cu_host(n * sizeof *h + 2);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = pw_bf16_from_f32(x[i]);
+        widened[i] = pw_bf16_to_f32(h[i]);
+    }
+    return h;
+}
+
 /* A producer's bf16 form against its float32 form, both on the device: d16 (n bfloat16) must be
  * d32 rounded to nearest even (pw_bf16.h), bit for bit */
 static inline void cu_compare_bf16(const char *what, const uint16_t *d16, const float *d32,

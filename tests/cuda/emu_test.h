@@ -47,6 +47,17 @@ static inline void emu_check_bf16(const char *what, const uint16_t *got, const f
           first);
 }
 
+/* x rounded to bfloat16 (a new array of bits) and, into widened (n floats), those values */
+static inline uint16_t *emu_bf16_of(const float *x, size_t n, float *widened)
+{
+    uint16_t *h = malloc(sizeof(uint16_t) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        h[i] = pw_bf16_from_f32(x[i]);
+        widened[i] = pw_bf16_to_f32(h[i]);
+    }
+    return h;
+}
+
 static inline EmuDim3 d1(unsigned x) { return (EmuDim3){x, 1, 1}; }
 
 /* the grid of an elementwise kernel over n elements, as the .cu files launch it */

@@ -1,6 +1,7 @@
 /* test_cuda_gelu.c: the CUDA GELU against the CPU twin on the same random data, including the
- * far tails; the backward accumulates into a pre-filled gradient; the bf16 form writes the
- * float32 result rounded, bit for bit. */
+ * far tails; the backward accumulates into a pre-filled gradient; the bf16 forms (a bf16
+ * model's: input and output in bfloat16) give the float32 kernels' results on the widened
+ * input, rounded, bit for bit, and the same gradient. */
 #include "cutest.h"
 
 int main(void)
@@ -28,9 +29,20 @@ int main(void)
         pw_gelu_forward_cuda(d_out, d_inp, N, 0);
         pw_gelu_backward_cuda(d_dinp, d_inp, d_dout, N, 0);
         cu_compare("forward", d_out, out, N, CU_TOL_F32);
+        float *xw = cu_host(sizeof(float) * N), *gw = cu_host(sizeof(float) * N);
+        uint16_t *x16 = cu_bf16_of(inp, N, xw);
+        float *d_xw = cu_upload(xw, sizeof(float) * N), *d_ref = cu_dev(sizeof(float) * N);
+        uint16_t *d_x16 = cu_upload(x16, sizeof(uint16_t) * N);
         uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * N + 2);
-        pw_gelu_forward_bf16_cuda(d_out16, d_inp, N, 0);
-        cu_compare_bf16("forward (bf16)", d_out16, d_out, N);
+        pw_gelu_forward_cuda(d_ref, d_xw, N, 0);
+        pw_gelu_forward_bf16_cuda(d_out16, d_x16, N, 0);
+        cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, N);
+        float *d_gw = cu_upload(dinp0, sizeof(float) * N);
+        float *d_g16 = cu_upload(dinp0, sizeof(float) * N);
+        pw_gelu_backward_cuda(d_gw, d_xw, d_dout, N, 0);
+        pw_gelu_backward_bf16_cuda(d_g16, d_x16, d_dout, N, 0);
+        cu_download(gw, d_gw, sizeof(float) * N);
+        cu_compare("backward (bf16 in)", d_g16, gw, N, 0.0);
         cu_compare("backward dinp (+=)", d_dinp, dinp, N, CU_TOL_F32);
         cu_release();
     }

@@ -1,6 +1,7 @@
 /* test_cuda_swiglu.c: the CUDA SwiGLU against the CPU twin on the same random data: forward
- * into a poisoned output, its bf16 form (the float32 result rounded, bit for bit), backward
- * accumulating into pre-filled gradients. */
+ * into a poisoned output, backward accumulating into pre-filled gradients; the bf16 forms (a
+ * bf16 model's: [gate | up] and the output in bfloat16) give the float32 kernels' results on the
+ * widened input, rounded, bit for bit, and the same gradient. */
 #include "cutest.h"
 
 static void run(int N, int F, unsigned long long *rng)
@@ -16,12 +17,22 @@ static void run(int N, int F, unsigned long long *rng)
     pw_swiglu_forward(out, gu, N, F);
     pw_swiglu_forward_cuda(d_out, d_gu, N, F, 0);
     cu_compare("forward out", d_out, out, n, CU_TOL_F32);
-    uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * n + 2);
-    pw_swiglu_forward_bf16_cuda(d_out16, d_gu, N, F, 0);
-    cu_compare_bf16("forward out (bf16)", d_out16, d_out, n);
     pw_swiglu_backward(dgu, gu, dout, N, F);
     pw_swiglu_backward_cuda(d_dgu, d_gu, d_dout, N, F, 0);
     cu_compare("backward dgate_up (+=)", d_dgu, dgu, n2, CU_TOL_F32);
+    float *guw = cu_host(sizeof(float) * n2), *gw = cu_host(sizeof(float) * n2);
+    uint16_t *gu16 = cu_bf16_of(gu, n2, guw);
+    float *d_guw = cu_upload(guw, sizeof(float) * n2), *d_ref = cu_dev(sizeof(float) * n);
+    uint16_t *d_gu16 = cu_upload(gu16, sizeof(uint16_t) * n2);
+    uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * n + 2);
+    pw_swiglu_forward_cuda(d_ref, d_guw, N, F, 0);
+    pw_swiglu_forward_bf16_cuda(d_out16, d_gu16, N, F, 0);
+    cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, n);
+    float *d_gw = cu_upload(dgu, sizeof(float) * n2), *d_g16 = cu_upload(dgu, sizeof(float) * n2);
+    pw_swiglu_backward_cuda(d_gw, d_guw, d_dout, N, F, 0);
+    pw_swiglu_backward_bf16_cuda(d_g16, d_gu16, d_dout, N, F, 0);
+    cu_download(gw, d_gw, sizeof(float) * n2);
+    cu_compare("backward (bf16 in)", d_g16, gw, n2, 0.0);
     cu_release();
 }
 

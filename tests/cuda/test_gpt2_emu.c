@@ -45,7 +45,8 @@ static int colsum_grids(int N, int C, EmuDim3 *partial, EmuDim3 *finish)
 /* every kernel's arguments, by name; each body below passes the ones its kernel takes */
 typedef struct A {
     float *f0, *f1, *f2, *f3;
-    uint16_t *h0; /* a bfloat16 output, or NULL */
+    uint16_t *h0;       /* a bfloat16 output, or NULL */
+    const uint16_t *ch0; /* a bfloat16 input, or NULL */
     const float *c0, *c1, *c2, *c3, *c4;
     int *i0;
     const int *ci0, *ci1;
@@ -170,12 +171,12 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
 static void k_gelu_fwd(void *p)
 {
     A *a = p;
-    gelu_forward_kernel(a->f0, a->h0, a->c0, a->n);
+    gelu_forward_kernel(a->f0, a->h0, a->c0, a->ch0, a->n);
 }
 static void k_gelu_bwd(void *p)
 {
     A *a = p;
-    gelu_backward_kernel(a->f0, a->c0, a->c1, a->n);
+    gelu_backward_kernel(a->f0, a->c0, a->ch0, a->c1, a->n);
 }
 static void k_res_fwd(void *p)
 {
@@ -215,6 +216,23 @@ static void run_elementwise(size_t n, unsigned long long *rng)
     a.f0 = eg;
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_bwd, &a);
     emu_check("gelu backward (+=)", eg, g, n, TOL);
+    /* a bf16 model's pre-activation: the input in bfloat16, forward and backward, exactly the
+     * float32 path on the widened values */
+    float *xw = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+    uint16_t *x16 = emu_bf16_of(x, n, xw), *r16 = malloc(sizeof(uint16_t) * n);
+    a = (A){.f0 = ref, .c0 = xw, .n = n};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
+    a = (A){.h0 = r16, .ch0 = x16, .n = n};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
+    emu_check_bf16("gelu forward (bf16 in and out)", r16, ref, n);
+    float *gw = emu_copy(d0, n), *g16 = emu_copy(d0, n);
+    a = (A){.f0 = gw, .c0 = xw, .c1 = y, .n = n};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_bwd, &a);
+    a = (A){.f0 = g16, .ch0 = x16, .c1 = y, .n = n};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_bwd, &a);
+    emu_check("gelu backward (bf16 in)", g16, gw, n, 0.0);
+    free(xw), free(ref), free(x16), free(r16), free(gw), free(g16);
+    a = (A){.c0 = x, .c1 = y, .n = n};
     pw_residual_forward(out, x, y, n);
     a.f0 = eout;
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_res_fwd, &a);

@@ -166,7 +166,8 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
 /* ---- RoPE and SwiGLU (elementwise) */
 typedef struct EwArgs {
     float *x;
-    uint16_t *x16; /* a bfloat16 output, or NULL */
+    uint16_t *x16;       /* a bfloat16 output, or NULL */
+    const uint16_t *a16; /* a bfloat16 input instead of a, or NULL */
     const float *a, *b;
     const int *pos;
     int N, nheads, hs, stride, F;
@@ -194,7 +195,8 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
             pw_rope_backward(want, pos, inv, N, nheads, hs, stride);
         else
             pw_rope_forward(want, pos, inv, N, nheads, hs, stride);
-        EwArgs a = {got, NULL, inv, NULL, pos, N, nheads, hs, stride, 0, dir ? -1.0f : 1.0f};
+        EwArgs a = {got, NULL, NULL, inv, NULL, pos, N, nheads, hs, stride, 0,
+                    dir ? -1.0f : 1.0f};
         emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(PW_EW_THREADS), rope, &a);
         emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
         free(want), free(got);
@@ -205,13 +207,13 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
 static void swiglu_fwd(void *p)
 {
     EwArgs *a = p;
-    swiglu_forward_kernel(a->x, a->x16, a->a, a->F, (size_t)a->N * a->F);
+    swiglu_forward_kernel(a->x, a->x16, a->a, a->a16, a->F, (size_t)a->N * a->F);
 }
 
 static void swiglu_bwd(void *p)
 {
     EwArgs *a = p;
-    swiglu_backward_kernel(a->x, a->a, a->b, a->F, (size_t)a->N * a->F);
+    swiglu_backward_kernel(a->x, a->a, a->a16, a->b, a->F, (size_t)a->N * a->F);
 }
 
 static void run_swiglu(int N, int F, unsigned long long *rng)
@@ -222,7 +224,7 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     gu[0] = -120.0f; /* e^-g overflows */
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     pw_swiglu_forward(y, gu, N, F);
-    EwArgs a = {ey, NULL, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    EwArgs a = {ey, NULL, NULL, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
     emu_check("swiglu forward", ey, y, n, TOL);
     uint16_t *y16 = malloc(sizeof(uint16_t) * n); /* a bf16 model's form: only the rounded */
@@ -232,9 +234,25 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     free(y16);
     float *d0 = emu_randn(2 * n, 1.0, rng), *d = emu_copy(d0, 2 * n), *ed = emu_copy(d0, 2 * n);
     pw_swiglu_backward(d, gu, dy, N, F);
-    a = (EwArgs){ed, NULL, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){ed, NULL, NULL, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check("swiglu backward (+=)", ed, d, 2 * n, TOL);
+    /* a bf16 model's [gate | up]: the input in bfloat16, forward and backward, exactly the
+     * float32 path on the widened values */
+    float *guw = malloc(sizeof(float) * 2 * n), *ref = malloc(sizeof(float) * n);
+    uint16_t *gu16 = emu_bf16_of(gu, 2 * n, guw), *r16 = malloc(sizeof(uint16_t) * n);
+    a = (EwArgs){ref, NULL, NULL, guw, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
+    a = (EwArgs){NULL, r16, gu16, NULL, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
+    emu_check_bf16("swiglu forward (bf16 in and out)", r16, ref, n);
+    float *dw = emu_copy(d0, 2 * n), *d16 = emu_copy(d0, 2 * n);
+    a = (EwArgs){dw, NULL, NULL, guw, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
+    a = (EwArgs){d16, NULL, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
+    emu_check("swiglu backward (bf16 in)", d16, dw, 2 * n, 0.0);
+    free(guw), free(ref), free(gu16), free(r16), free(dw), free(d16);
     free(gu), free(dy), free(y), free(d0), free(d), free(ed);
 }
 

@@ -74,9 +74,9 @@ static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias
  * mirror shows). */
 static float *widen(const uint16_t *w, size_t n)
 {
-    float *f = malloc((n ? n : 1) * sizeof *f);
+    float *f = calloc(n ? n : 1, sizeof *f); /* calloc: n = 0 leaves nothing unset */
     if (!f) {
-        fprintf(stderr, "ppo_world: out of memory widening a bfloat16 weight of %zu values\n", n);
+        fprintf(stderr, "ppo_world: out of memory widening %zu bfloat16 values\n", n);
         abort();
     }
     for (size_t i = 0; i < n; i++) f[i] = pw_bf16_to_f32(w[i]);
@@ -142,18 +142,35 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
     (void)o, pw_rmsnorm_forward(f, rstd, inp, weight, N, C, eps);
     produce_end(out, f, n);
 }
-static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const float *inp, size_t N)
+/* GELU's and SwiGLU's bf16 forms read a bfloat16 input: the float32 kernels on it widened */
+static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N)
 {
-    float *f = produce_start(N);
-    (void)o, pw_gelu_forward(f, inp, N);
+    float *f = produce_start(N), *x = widen(inp, N);
+    (void)o, pw_gelu_forward(f, x, N);
     produce_end(out, f, N);
+    free(x);
 }
-static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const float *gate_up, int N, int F)
+static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N, int F)
 {
     size_t n = (size_t)N * F;
-    float *f = produce_start(n);
-    (void)o, pw_swiglu_forward(f, gate_up, N, F);
+    float *f = produce_start(n), *x = widen(gate_up, 2 * n);
+    (void)o, pw_swiglu_forward(f, x, N, F);
     produce_end(out, f, n);
+    free(x);
+}
+static void gelu_bwd_bf16(const PwOps *o, float *dinp, const uint16_t *inp, const float *dout,
+                          size_t N)
+{
+    float *x = widen(inp, N);
+    (void)o, pw_gelu_backward(dinp, x, dout, N);
+    free(x);
+}
+static void swiglu_bwd_bf16(const PwOps *o, float *dgate_up, const uint16_t *gate_up,
+                            const float *dout, int N, int F)
+{
+    float *x = widen(gate_up, 2 * (size_t)N * F);
+    (void)o, pw_swiglu_backward(dgate_up, x, dout, N, F);
+    free(x);
 }
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)

@@ -4,28 +4,42 @@
 #include "pw_kernels_cuda.h"
 #include "gelu_kernels.cuh"
 
-static void forward(float *out, pw_bf16 *out16, const float *inp, size_t N, cudaStream_t stream)
+static void forward(float *out, pw_bf16 *out16, const float *inp, const pw_bf16 *inp16, size_t N,
+                    cudaStream_t stream)
 {
     if (N == 0) return;
-    gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, N);
+    gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, inp16, N);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
+
+static void backward(float *dinp, const float *inp, const pw_bf16 *inp16, const float *dout,
+                     size_t N, cudaStream_t stream)
+{
+    if (N == 0) return;
+    gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, inp, inp16, dout,
+                                                                         N);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream)
 {
-    forward(out, NULL, inp, N, stream);
+    forward(out, NULL, inp, NULL, N, stream);
 }
 
-extern "C" void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const float *inp, size_t N,
+extern "C" void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *inp, size_t N,
                                           cudaStream_t stream)
 {
-    forward(NULL, out, inp, N, stream);
+    forward(NULL, out, NULL, inp, N, stream);
 }
 
 extern "C" void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,
                                       cudaStream_t stream)
 {
-    if (N == 0) return;
-    gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, inp, dout, N);
-    PW_CUDA_CHECK(cudaGetLastError());
+    backward(dinp, inp, NULL, dout, N, stream);
+}
+
+extern "C" void pw_gelu_backward_bf16_cuda(float *dinp, const pw_bf16 *inp, const float *dout,
+                                           size_t N, cudaStream_t stream)
+{
+    backward(dinp, NULL, inp, dout, N, stream);
 }

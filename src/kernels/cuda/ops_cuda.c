@@ -251,13 +251,23 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
 {
     pw_rmsnorm_forward_bf16_cuda(out, rstd, inp, weight, N, C, eps, S(o));
 }
-static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const float *inp, size_t N)
+static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N)
 {
     pw_gelu_forward_bf16_cuda(out, inp, N, S(o));
 }
-static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const float *gate_up, int N, int F)
+static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N, int F)
 {
     pw_swiglu_forward_bf16_cuda(out, gate_up, N, F, S(o));
+}
+static void gelu_bwd_bf16(const PwOps *o, float *dinp, const uint16_t *inp, const float *dout,
+                          size_t N)
+{
+    pw_gelu_backward_bf16_cuda(dinp, inp, dout, N, S(o));
+}
+static void swiglu_bwd_bf16(const PwOps *o, float *dgate_up, const uint16_t *gate_up,
+                            const float *dout, int N, int F)
+{
+    pw_swiglu_backward_bf16_cuda(dgate_up, gate_up, dout, N, F, S(o));
 }
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)

@@ -14,27 +14,35 @@
 /* 1 / (1 + e^-g): e^-g overflows to inf for very negative g, which still gives the right 0 */
 static __device__ __forceinline__ float swiglu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
+/* [gate | up] of row r at r 2F: gate_up (float32), or gu16 (bfloat16: a bf16 model's) when
+ * gate_up is NULL */
+static __device__ __forceinline__ float swiglu_at(const float *gate_up, const uint16_t *gu16,
+                                                  size_t at)
+{
+    return gate_up ? gate_up[at] : pw_bf16_float(gu16[at]);
+}
+
 /* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL */
-__global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *gate_up, int F,
-                                      size_t n)
+__global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *gate_up,
+                                      const uint16_t *gu16, int F, size_t n)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
-        size_t row = e / F, i = e % F;
-        float g = gate_up[row * 2 * F + i], u = gate_up[row * 2 * F + F + i];
+        size_t row = e / F, i = e % F, at = row * 2 * F + i;
+        float g = swiglu_at(gate_up, gu16, at), u = swiglu_at(gate_up, gu16, at + F);
         float y = g * swiglu_sigmoid(g) * u;
         if (out) out[e] = y;
         if (out16) out16[e] = pw_bf16_bits(y);
     }
 }
 
-__global__ void swiglu_backward_kernel(float *dgate_up, const float *gate_up, const float *dout,
-                                       int F, size_t n)
+__global__ void swiglu_backward_kernel(float *dgate_up, const float *gate_up,
+                                       const uint16_t *gu16, const float *dout, int F, size_t n)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
         size_t row = e / F, i = e % F, at = row * 2 * F + i;
-        float g = gate_up[at], u = gate_up[at + F], d = dout[e];
+        float g = swiglu_at(gate_up, gu16, at), u = swiglu_at(gate_up, gu16, at + F), d = dout[e];
         float sg = swiglu_sigmoid(g);
         /* silu'(g) = s (1 + g (1 - s)) */
         dgate_up[at] += d * u * sg * (1.0f + g * (1.0f - sg));
