@@ -71,8 +71,10 @@ struct PwOps {
                                  const float *dout, const float *inp, const uint16_t *inp_bf16,
                                  const float *weight, const uint16_t *weight_bf16, int N, int C,
                                  int OC);
-    /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream */
+    /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream;
+     * from_bf16 widens back, exactly */
     void (*to_bf16)(const PwOps *o, uint16_t *dst, const float *src, size_t n);
+    void (*from_bf16)(const PwOps *o, float *dst, const uint16_t *src, size_t n);
     /* The producers of a bf16 model's product inputs: layernorm_forward, rmsnorm_forward,
      * gelu_forward and swiglu_forward with their result rounded to bfloat16 (nearest even) in
      * out and no float32 copy: bit for bit to_bf16 of the float32 entry's result (mean and rstd

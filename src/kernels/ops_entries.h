@@ -8,7 +8,8 @@
     .layernorm_forward = layernorm_fwd, .layernorm_backward = layernorm_bwd,                 \
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd,                             \
     .matmul_forward_bf16 = matmul_fwd_bf16, .matmul_backward_bf16 = matmul_bwd_bf16,         \
-    .to_bf16 = to_bf16_entry, .layernorm_forward_bf16 = layernorm_fwd_bf16,                  \
+    .to_bf16 = to_bf16_entry, .from_bf16 = from_bf16_entry,                                  \
+    .layernorm_forward_bf16 = layernorm_fwd_bf16,                                            \
     .rmsnorm_forward_bf16 = rmsnorm_fwd_bf16, .gelu_forward_bf16 = gelu_fwd_bf16,            \
     .swiglu_forward_bf16 = swiglu_fwd_bf16, .gelu_backward_bf16 = gelu_bwd_bf16,             \
     .swiglu_backward_bf16 = swiglu_bwd_bf16,                                                 \

@@ -95,13 +95,13 @@ static double flops_per_token(const PwModel *m, int T)
  * uses the front of each per-layer slice. Allocated by the first forward, so a model that only
  * decodes (a generator) never holds them. */
 
-#define NUM_ACTS 28
+#define NUM_ACTS 29
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
-    float *qkv;       /* (L, B, T, 3C) */
+    float *qkv;       /* (L, B, T, 3C); at bf16 one layer, kept as qkv_16 */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp: backward recomputes the
                        * probabilities from it, so no (T, T) matrix is kept */
@@ -127,6 +127,8 @@ typedef struct Acts {
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fchg_16;   /* (L, B, T, 4C) bfloat16 at bf16, else empty */
     float *fch_16;    /* (L, B, T, 4C) bfloat16 at bf16 (the GELU's input), else empty */
+    float *qkv_16;    /* (L, B, T, 3C) bfloat16 at bf16 (the attention rounds q, k, v), else
+                       * empty */
 } Acts;
 
 /* Backward needs gradients of one layer's activations at a time, never all layers at once:
@@ -153,7 +155,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[1] = Lk * BT * C;        /* ln1 */
     s[2] = L * BT;             /* ln1_mean */
     s[3] = L * BT;             /* ln1_rstd */
-    s[4] = L * BT * 3 * C;     /* qkv */
+    s[4] = (Lk ? L : 1) * BT * 3 * C; /* qkv */
     s[5] = L * BT * C;         /* atty */
     s[6] = L * B * NH * T;     /* lse */
     s[7] = BT * C;             /* attproj */
@@ -177,6 +179,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[25] = pw_model_kept_floats(m->precision, L * BT * C);     /* ln2_16 */
     s[26] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fchg_16 */
     s[27] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fch_16 */
+    s[28] = pw_model_kept_floats(m->precision, L * BT * 3 * C); /* qkv_16 */
 }
 
 static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
@@ -268,6 +271,9 @@ typedef struct Block {
     /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_gelu,
      * and fch rounded to bfloat16 for the GELU (fch_16); NULL at fp32 */
     uint16_t *ln1_16, *ln2_16, *fchg_16, *fch_16;
+    /* the batch forward at bf16: q, k, v kept in bfloat16 for the attention's backward, which
+     * rounds them to that as it reads them (NULL: a cache pass, or fp32) */
+    uint16_t *qkv_16;
 } Block;
 
 /* Whom the queries attend to: the rows of a left-padded batch (cache NULL), or the KV cache
@@ -299,6 +305,7 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
               N, C);
     pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC,
                             N, C, 3 * C);
+    if (k->qkv_16) o->to_bf16(o, k->qkv_16, k->qkv, (size_t)N * 3 * C);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
@@ -333,7 +340,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
-        .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + l * 3 * sBTC,
+        .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + (bf16 ? 0 : l) * 3 * sBTC,
         .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj,
         .res2 = a->residual2 + l * sBTC, .ln2 = bf16 ? NULL : a->ln2 + l * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
@@ -344,6 +351,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
         .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + l * 4 * sBTC : NULL,
         .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * 4 * sBTC : NULL,
+        .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + l * 3 * sBTC : NULL,
     };
 }
 
@@ -449,6 +457,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                                  NULL, p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, 3 * fBTC);
+        if (k.qkv_16) o->from_bf16(o, k.qkv, k.qkv_16, 3 * nBTC); /* the layer's q, k, v */
         pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
                                     NH, C / NH);
         o->zero(o, dln, fBTC);

@@ -108,12 +108,13 @@ static double flops_per_token(const PwModel *m, int T)
 /* ------------------------------------------------------------------------------------------ */
 /* activations (allocated by the first forward) and state */
 
-#define NUM_ACTS 25
+#define NUM_ACTS 26
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *rstd1;     /* (L, B, T) */
-    float *qkv;       /* (L, B, T, QKV) after the rotary embedding */
+    float *qkv;       /* (L, B, T, QKV) after the rotary embedding; at bf16 one layer, kept as
+                       * qkv_16 */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
     float *attproj;   /* (B, T, C) one layer: added into the residual stream at once, */
@@ -136,6 +137,8 @@ typedef struct Acts {
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fcha_16;   /* (L, B, T, F) bfloat16 at bf16, else empty */
     float *fch_16;    /* (L, B, T, 2F) bfloat16 at bf16 (the SwiGLU's input), else empty */
+    float *qkv_16;    /* (L, B, T, QKV) bfloat16 at bf16 (the attention rounds q, k, v), else
+                       * empty */
 } Acts;
 
 enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_COUNT };
@@ -156,7 +159,8 @@ static void act_sizes(size_t *s, const PwModel *m)
     const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
     /* at bf16 the products' inputs are made and kept in bfloat16 only */
     const size_t Lk = pr == PW_PRECISION_BF16 ? 0 : L;
-    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L * BT * Q, L * BT * C, L * B * NH * T,
+    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, (Lk ? L : 1) * BT * Q, L * BT * C,
+                          L * B * NH * T,
                           BT * C, L * BT * C, Lk * BT * C, L * BT, (Lk ? L : 1) * BT * 2 * F,
                           Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
@@ -164,7 +168,8 @@ static void act_sizes(size_t *s, const PwModel *m)
                           (heads & PW_HEAD_SCORE) ? B : 0, pw_model_kept_floats(pr, L * BT * C),
                           pw_model_kept_floats(pr, L * BT * C),
                           pw_model_kept_floats(pr, L * BT * F),
-                          pw_model_kept_floats(pr, L * BT * 2 * F)};
+                          pw_model_kept_floats(pr, L * BT * 2 * F),
+                          pw_model_kept_floats(pr, L * BT * Q)};
     memcpy(s, v, sizeof v);
 }
 
@@ -261,6 +266,9 @@ typedef struct Block {
     /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and
      * fch_act, and fch rounded to bfloat16 for the SwiGLU (fch_16); NULL at fp32 */
     uint16_t *ln1_16, *ln2_16, *fcha_16, *fch_16;
+    /* the batch forward at bf16: q, k, v (rotated) kept in bfloat16 for the attention's
+     * backward, which rounds them to that as it reads them (NULL: a cache pass, or fp32) */
+    uint16_t *qkv_16;
 } Block;
 
 typedef struct Attend {
@@ -292,6 +300,7 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
                             p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place */
     o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
+    if (k->qkv_16) o->to_bf16(o, k->qkv_16, k->qkv, (size_t)N * Q);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
@@ -325,8 +334,8 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT,
-        .qkv = a->qkv + l * BT * Q, .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE,
-        .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
+        .qkv = a->qkv + (bf16 ? 0 : l) * BT * Q, .atty = a->atty + l * sBTC,
+        .lse = a->lse + l * sLSE, .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
         .ln2 = bf16 ? NULL : a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
         .fch = a->fch + (bf16 ? 0 : l) * BT * 2 * F,
         .fch_act = bf16 ? NULL : a->fch_act + l * BT * F,
@@ -335,6 +344,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
         .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + l * BT * F : NULL,
         .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * BT * 2 * F : NULL,
+        .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + l * BT * Q : NULL,
     };
 }
 
@@ -438,6 +448,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty, NULL,
                                  p.attprojw + CC * l, BT, C, C);
         o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
+        if (k.qkv_16) /* the layer's q, k, v */
+            o->from_bf16(o, k.qkv, k.qkv_16, (size_t)BT * Q);
         pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
                                     NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */

@@ -109,6 +109,11 @@ static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_
     (void)o;
     for (size_t i = 0; i < n; i++) dst[i] = pw_bf16_from_f32(src[i]);
 }
+static void from_bf16_entry(const PwOps *o, float *dst, const uint16_t *src, size_t n)
+{
+    (void)o;
+    for (size_t i = 0; i < n; i++) dst[i] = pw_bf16_to_f32(src[i]);
+}
 /* The bf16 producers: the float32 kernel into a buffer of n, then rounded into dst, which is
  * by definition what the GPU's kernels write (they round the same float32 value). */
 static float *produce_start(size_t n)

@@ -240,6 +240,10 @@ static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_
 {
     pw_f32_to_bf16_cuda(dst, src, n, S(o));
 }
+static void from_bf16_entry(const PwOps *o, float *dst, const uint16_t *src, size_t n)
+{
+    pw_bf16_to_f32_cuda(dst, src, n, S(o));
+}
 static void layernorm_fwd_bf16(const PwOps *o, uint16_t *out, float *mean, float *rstd,
                                const float *inp, const float *weight, const float *bias, int N,
                                int C)
