@@ -1,9 +1,10 @@
-/* bench_memory.c: what a training step's activations take at fp32 and at bf16, for GPT-2 124M
- * and the Llama family at Qwen2.5-0.5B's shape (random weights, LM head): the bytes the model
+/* bench_memory.c: what a training step's activations take at fp32, at bf16, and at bf16 with
+ * the LM head in chunks of 256 rows (PwModelOpts.lm_chunk), for GPT-2 124M and the Llama family
+ * at Qwen2.5-0.5B's shape (random weights, LM head): the bytes the model
  * allocates for what its forward keeps and its backward's scratch (pw_model_activation_bytes:
  * on the GPU this is the one device allocation), and the CPU process's resident high-water mark
  * over one forward+backward, measured; with `cuda`, on GPU 0, the device memory the kernel tables
- * held at most (pw_cuda_peak_bytes) instead. Each (model, precision) runs in a child process of
+ * held at most (pw_cuda_peak_bytes) instead. Each (model, setting) runs in a child process of
  * its own, so that each peak is its own.
  *   bench_memory [B T] [cuda]     default B = 4, T = 256 (cuda: B = 8, T = 1024) */
 #include <stdio.h>
@@ -34,12 +35,13 @@ static const char *const names[2] = {"gpt2-124M", "qwen2.5-0.5B shape"};
 
 /* The child: one model at one precision, one forward+backward of the mean next-token loss;
  * prints "activation_bytes params peak_mib" for the parent. */
-static int one(int which, PwPrecision prec, int B, int T, int cuda)
+static int one(int which, PwPrecision prec, int chunk, int B, int T, int cuda)
 {
     double base = rss_now_mib();
     PwArch cfg = arch(which);
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .precision = prec,
+                     .lm_chunk = chunk,
                      .device = cuda ? PW_DEVICE_CUDA : PW_DEVICE_CPU};
     PwModel *m = pw_model_create(&cfg, &o, &err);
     if (!m) {
@@ -84,10 +86,12 @@ typedef struct Row {
     double act_mib, peak_mib, params;
 } Row;
 
-static int run_child(const char *self, int which, int prec, int B, int T, int cuda, Row *r)
+static int run_child(const char *self, int which, int prec, int chunk, int B, int T, int cuda,
+                     Row *r)
 {
     char cmd[4200];
-    snprintf(cmd, sizeof cmd, "'%s' --one %d %d %d %d %d", self, which, prec, B, T, cuda);
+    snprintf(cmd, sizeof cmd, "'%s' --one %d %d %d %d %d %d", self, which, prec, chunk, B, T,
+             cuda);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     size_t act = 0, np = 0;
@@ -101,9 +105,9 @@ static int run_child(const char *self, int which, int prec, int B, int T, int cu
 
 int main(int argc, char **argv)
 {
-    if (argc == 7 && !strcmp(argv[1], "--one"))
+    if (argc == 8 && !strcmp(argv[1], "--one"))
         return one(atoi(argv[2]), (PwPrecision)atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
-                   atoi(argv[6]));
+                   atoi(argv[6]), atoi(argv[7]));
     int cuda = argc > 1 && !strcmp(argv[argc - 1], "cuda");
     int nargs = argc - 1 - cuda;
     int B = nargs == 2 ? atoi(argv[1]) : cuda ? 8 : 4;
@@ -121,19 +125,20 @@ int main(int argc, char **argv)
     self[len] = '\0';
     printf("One forward+backward on %s, B=%d T=%d, each in a process of its own\n\n",
            cuda ? "cuda:0" : "the CPU", B, T);
-    printf("%-20s %9s %15s %10s %14s\n", "model", "precision", "activations MiB", "peak MiB",
+    printf("%-20s %-16s %15s %10s %14s\n", "model", "setting", "activations MiB", "peak MiB",
            "params+grads");
-    Row r[2][2];
+    /* fp32; bf16; bf16 with the LM head 256 rows at a time */
+    static const char *const settings[3] = {"fp32", "bf16", "bf16, lm 256"};
+    Row r[2][3];
     for (int m = 0; m < 2; m++)
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < 3; p++) {
             PwPrecision prec = p ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
-            if (run_child(self, m, prec, B, T, cuda, &r[m][p])) {
-                fprintf(stderr, "bench_memory: %s at %s failed\n", names[m],
-                        pw_precision_name(prec));
+            if (run_child(self, m, prec, p == 2 ? 256 : 0, B, T, cuda, &r[m][p])) {
+                fprintf(stderr, "bench_memory: %s at %s failed\n", names[m], settings[p]);
                 return 1;
             }
-            printf("%-20s %9s %15.0f %10.0f %14.0f\n", names[m], pw_precision_name(prec),
-                   r[m][p].act_mib, r[m][p].peak_mib, r[m][p].params * 8.0 / (1024.0 * 1024.0));
+            printf("%-20s %-16s %15.0f %10.0f %14.0f\n", names[m], settings[p], r[m][p].act_mib,
+                   r[m][p].peak_mib, r[m][p].params * 8.0 / (1024.0 * 1024.0));
         }
     printf("\nactivations: what the model allocates for its forward's kept tensors and its "
            "backward's scratch,\nthe same allocation on either device.\npeak: %s, measured:\n"
@@ -144,8 +149,10 @@ int main(int argc, char **argv)
            cuda ? "the bf16 operand workspaces and the cuBLASLt workspace"
                 : "and the CPU bf16 products' rounded copies of their operands");
     printf("RESULT gpt2_act_bf16_vs_fp32=%.3f gpt2_peak_bf16_vs_fp32=%.3f "
-           "qwen_act_bf16_vs_fp32=%.3f qwen_peak_bf16_vs_fp32=%.3f\n",
+           "gpt2_act_chunked_vs_fp32=%.3f qwen_act_bf16_vs_fp32=%.3f "
+           "qwen_peak_bf16_vs_fp32=%.3f qwen_act_chunked_vs_fp32=%.3f\n",
            r[0][1].act_mib / r[0][0].act_mib, r[0][1].peak_mib / r[0][0].peak_mib,
-           r[1][1].act_mib / r[1][0].act_mib, r[1][1].peak_mib / r[1][0].peak_mib);
+           r[0][2].act_mib / r[0][0].act_mib, r[1][1].act_mib / r[1][0].act_mib,
+           r[1][1].peak_mib / r[1][0].peak_mib, r[1][2].act_mib / r[1][0].act_mib);
     return 0;
 }

@@ -195,7 +195,8 @@ static int env_int(const char *name, int dflt)
 }
 
 /* `bench_model ITERS gpu [bf16|fp32]`: GPT-2 124M training steps on GPU 0 (forward, backward,
- * AdamW) at B = BENCH_B (16), T = BENCH_T (1024); MFU with the model's flops per token (6 x
+ * AdamW) at B = BENCH_B (16), T = BENCH_T (1024), the LM head BENCH_LM_CHUNK rows at a time (0,
+ * the default: all; PwModelOpts.lm_chunk); MFU with the model's flops per token (6 x
  * matmul parameters + 12 L C T) over the bf16 peak. Without a GPU it stops at the model's
  * creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec)
@@ -206,8 +207,9 @@ static int bench_gpu(int iters, PwPrecision prec)
                    .vocab_size = 50257, .n_positions = 1024};
     if (T > gpt2.n_positions) gpt2.n_positions = T;
     PwErr err;
+    int chunk = getenv("BENCH_LM_CHUNK") ? atoi(getenv("BENCH_LM_CHUNK")) : 0;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .device = PW_DEVICE_CUDA,
-                     .precision = prec};
+                     .precision = prec, .lm_chunk = chunk > 0 ? chunk : 0};
     PwModel *m = pw_model_create(&gpt2, &o, &err);
     if (!m) die("gpt2-124M on cuda:0", &err);
     pw_model_init_random(m, 1);
@@ -226,8 +228,9 @@ static int bench_gpu(int iters, PwPrecision prec)
         if (i > 0 && t < sec) sec = t;
     }
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
-    printf("GPT-2 124M training step on cuda:0 at %s, B=%d T=%d, best of %d after one warm-up "
-           "(loss %.4f)\n\n", pw_precision_name(prec), B, T, iters, loss);
+    printf("GPT-2 124M training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, best "
+           "of %d after one warm-up (loss %.4f)\n\n", pw_precision_name(prec), B, T,
+           chunk > 0 && chunk < B * T ? chunk : B * T, iters, loss);
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);

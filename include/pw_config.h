@@ -130,6 +130,7 @@ typedef struct PwModelConfig {
     char *critic;
     char *gold;
     PwPrecision precision; /* pw_model.h's, by pw_precision_names */
+    int64_t lm_head_chunk; /* PwModelOpts.lm_chunk of every model the roles make */
 } PwModelConfig;
 
 typedef struct PwDataConfig {

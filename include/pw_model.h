@@ -84,6 +84,11 @@ typedef struct PwModelOpts {
     int vocab_multiple;  /* the vocabulary-sized tensors (embedding, LM head, logits) hold
                           * round_up(V, this) rows; 0 = PW_VOCAB_MULTIPLE, 1 = exactly V */
     PwKVDtype kv_dtype;  /* what its KV caches store (pw_kv_create) */
+    int lm_chunk;        /* rows of the LM head's logits made at once (0: every row of the
+                          * batch): below maxB x maxT the logits buffer holds that many rows,
+                          * the backward makes them again a chunk at a time (one more LM-head
+                          * product, less the last chunk), and a forward cannot hand logits out
+                          * (docs/model.md, The LM head in chunks) */
 } PwModelOpts;
 
 /* The padded vocabulary: V = 50257 leaves every row of the LM head's (B T, V) output at an odd

@@ -35,6 +35,7 @@ typedef struct PwTrainConfig {
         int64_t n_layer, n_head, n_embd, n_positions, n_kv_head, n_inner;
         double rope_theta;
         PwPrecision precision;
+        int64_t lm_head_chunk; /* PwModelOpts.lm_chunk */
         PwDevice device; /* where the model, its gradients and its optimizer state live */
     } model;
     struct {

@@ -117,7 +117,8 @@ typedef struct Acts {
     float *lnf;       /* (B, T, C) */
     float *lnf_mean;  /* (B, T) */
     float *lnf_rstd;  /* (B, T) */
-    float *logits;    /* (B, T, Vp) LM head only; backward overwrites it with dlogits */
+    float *logits;    /* (B, T, Vp) LM head only, or lm_rows of them (m->lm_rows); backward
+                       * overwrites it with dlogits */
     float *logp;      /* (B, T) log p(target) (0 where the target is negative) */
     float *entropy;   /* (B, T) entropy of the next-token distribution (0 where no target) */
     float *value;     /* (B, T) value head only */
@@ -170,7 +171,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[16] = BT * C;            /* lnf */
     s[17] = BT;                /* lnf_mean */
     s[18] = BT;                /* lnf_rstd */
-    s[19] = (heads & PW_HEAD_LM) ? BT * Vp : 0; /* logits */
+    s[19] = (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0; /* logits (a chunk's) */
     s[20] = (heads & PW_HEAD_LM) ? BT : 0;     /* logp */
     s[21] = (heads & PW_HEAD_LM) ? BT : 0;     /* entropy */
     s[22] = (heads & PW_HEAD_VALUE) ? BT : 0;  /* value */
@@ -388,8 +389,7 @@ static int forward(PwModel *m, PwErr *err)
                          p.lnfw, p.lnfb, BT, C);
 
     PwHeads h = heads(&p, NULL, a);
-    pw_model_heads_forward(m, &h);
-    g->logits_valid = (m->heads & PW_HEAD_LM) != 0;
+    g->logits_valid = pw_model_heads_forward(m, &h);
     return 0;
 }
 

@@ -2,21 +2,38 @@
  * backward, shared by every family: each family only says where its buffers and weights are. */
 #include "model_internal.h"
 
-void pw_model_heads_forward(const PwModel *m, const PwHeads *h)
+/* Rows [r0, r0 + n) of the LM head's logits into the logits buffer (n <= m->lm_rows), divided
+ * by the temperature: all Vp columns (the padding rows of the weight give 0 there), so the
+ * product keeps its aligned shape, and the softmax reads the V real columns only. Sampling at
+ * temperature tau draws from softmax(logits / tau): the log-probs of the sampled tokens are
+ * taken from the same distribution. */
+static void lm_logits(const PwModel *m, const PwHeads *h, int r0, int n)
+{
+    const int C = m->arch.n_embd, Vp = m->Vp;
+    pw_model_matmul_forward(m, h->logits, h->lnf + (size_t)r0 * C, NULL, h->lmw, NULL, n, C, Vp);
+    if (m->inv_temperature != 1.0f)
+        m->ops->scale(m->ops, h->logits, m->inv_temperature, (size_t)n * Vp);
+}
+
+/* The LM head a chunk of m->lm_rows rows at a time (one chunk, all rows, unless the model was
+ * made with an lm_chunk): only one chunk's (rows, Vp) logits exist at once. */
+static int chunk_rows(const PwModel *m, int r0, int BT)
+{
+    return BT - r0 < m->lm_rows ? BT - r0 : m->lm_rows;
+}
+
+int pw_model_heads_forward(const PwModel *m, const PwHeads *h)
 {
     const PwOps *o = m->ops;
     const int C = m->arch.n_embd, V = m->arch.vocab_size, Vp = m->Vp, B = m->B, T = m->T;
     const int BT = B * T;
-    if (m->heads & PW_HEAD_LM) {
-        /* all Vp columns (the padding rows of the weight give 0 there): the product keeps its
-         * aligned shape, and the softmax below reads the V real columns only */
-        pw_model_matmul_forward(m, h->logits, h->lnf, NULL, h->lmw, NULL, BT, C, Vp);
-        /* sampling at temperature tau draws from softmax(logits / tau): the log-probs of the
-         * sampled tokens are taken from the same distribution */
-        if (m->inv_temperature != 1.0f)
-            o->scale(o, h->logits, m->inv_temperature, (size_t)BT * Vp);
-        o->logprobs_forward(o, h->logp, h->entropy, h->logits, m->d_targets, BT, V, Vp);
-    }
+    if (m->heads & PW_HEAD_LM)
+        for (int r0 = 0; r0 < BT; r0 += m->lm_rows) {
+            int n = chunk_rows(m, r0, BT);
+            lm_logits(m, h, r0, n);
+            o->logprobs_forward(o, h->logp + r0, h->entropy + r0, h->logits, m->d_targets + r0,
+                                n, V, Vp);
+        }
     if (m->heads & PW_HEAD_VALUE)
         o->matmul_forward(o, h->value, h->lnf, h->valuew, h->valueb, BT, C, 1);
     if (m->heads & PW_HEAD_SCORE) {
@@ -28,6 +45,7 @@ void pw_model_heads_forward(const PwModel *m, const PwHeads *h)
                 o->matmul_forward(o, h->score + b, h->lnf + ((size_t)b * T + m->h_last[b]) * C,
                                   h->scorew, h->scoreb, 1, C, 1);
     }
+    return (m->heads & PW_HEAD_LM) && BT <= m->lm_rows;
 }
 
 int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, const float *dlogp,
@@ -40,12 +58,20 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
     o->zero(o, dlnf, (size_t)BT * C * sizeof(float));
     if (lm) {
         /* the logits are dead after this step, so their buffer takes dlogits; its padding
-         * columns get 0, so the padding rows of the weight get no gradient */
-        o->logprobs_backward(o, h->logits, h->logits, m->d_targets, dlogp, dentropy, BT, V, Vp);
-        if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
-            o->scale(o, h->logits, m->inv_temperature, (size_t)BT * Vp);
-        pw_model_matmul_backward(m, dlnf, h->dlmw, NULL, h->logits, h->lnf, NULL, h->lmw, BT, C,
-                                 Vp);
+         * columns get 0, so the padding rows of the weight get no gradient. In chunks the last
+         * one first: the forward left its logits in the buffer, the others are made again. */
+        int last = (BT - 1) / m->lm_rows * m->lm_rows;
+        for (int r0 = last; r0 >= 0; r0 -= m->lm_rows) {
+            int n = chunk_rows(m, r0, BT);
+            if (r0 != last) lm_logits(m, h, r0, n);
+            o->logprobs_backward(o, h->logits, h->logits, m->d_targets + r0,
+                                 dlogp ? dlogp + r0 : NULL, dentropy ? dentropy + r0 : NULL, n,
+                                 V, Vp);
+            if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
+                o->scale(o, h->logits, m->inv_temperature, (size_t)n * Vp);
+            pw_model_matmul_backward(m, dlnf + (size_t)r0 * C, h->dlmw, NULL, h->logits,
+                                     h->lnf + (size_t)r0 * C, NULL, h->lmw, n, C, Vp);
+        }
     }
     if ((m->heads & PW_HEAD_VALUE) && dvalue)
         o->matmul_backward(o, dlnf, h->dvaluew, h->dvalueb, dvalue, h->lnf, h->valuew, BT, C, 1);

@@ -127,7 +127,7 @@ typedef struct Acts {
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *rstdf;     /* (B, T) */
-    float *logits;    /* (B, T, Vp) */
+    float *logits;    /* (B, T, Vp), or lm_rows of them (m->lm_rows) */
     float *logp;      /* (B, T) */
     float *entropy;   /* (B, T) */
     float *value;     /* (B, T) */
@@ -163,7 +163,8 @@ static void act_sizes(size_t *s, const PwModel *m)
                           L * B * NH * T,
                           BT * C, L * BT * C, Lk * BT * C, L * BT, (Lk ? L : 1) * BT * 2 * F,
                           Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
-                          (heads & PW_HEAD_LM) ? BT * Vp : 0, (heads & PW_HEAD_LM) ? BT : 0,
+                          (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0,
+                          (heads & PW_HEAD_LM) ? BT : 0,
                           (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
                           (heads & PW_HEAD_SCORE) ? B : 0, pw_model_kept_floats(pr, L * BT * C),
                           pw_model_kept_floats(pr, L * BT * C),
@@ -384,8 +385,7 @@ static int forward(PwModel *m, PwErr *err)
     o->rmsnorm_forward(o, a->lnf, a->rstdf, a->residual3 + (L - 1) * sBTC, p.lnfw, BT, C,
                        c->norm_eps);
     PwHeads h = heads(&p, NULL, a);
-    pw_model_heads_forward(m, &h);
-    g->logits_valid = (m->heads & PW_HEAD_LM) != 0;
+    g->logits_valid = pw_model_heads_forward(m, &h);
     return 0;
 }
 

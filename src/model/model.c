@@ -287,6 +287,9 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
         return pw_errf(err, "precision %d is not fp32 (0) or bf16 (1)", (int)o->precision);
     if ((int)o->kv_dtype < 0 || o->kv_dtype >= PW_KV_COUNT)
         return pw_errf(err, "kv_dtype %d is not auto (0), fp32 (1) or bf16 (2)", (int)o->kv_dtype);
+    if (o->lm_chunk < 0)
+        return pw_errf(err, "lm_chunk %d: expected 0 (every row at once) or a row count",
+                       o->lm_chunk);
     if (o->vocab_multiple < 0 || o->vocab_multiple > PW_VOCAB_MULTIPLE_MAX)
         return pw_errf(err, "vocab_multiple %d must be 0 (the default, %d), 1 (no padding) or "
                        "up to %d", o->vocab_multiple, PW_VOCAB_MULTIPLE, PW_VOCAB_MULTIPLE_MAX);
@@ -352,6 +355,8 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     m->ops = ops;
     m->ntensors = f->ntensors;
     m->Vp = padded_vocab(arch->vocab_size, opts->vocab_multiple);
+    m->lm_rows = opts->maxB * opts->maxT; /* checked above to fit an int */
+    if (opts->lm_chunk > 0 && opts->lm_chunk < m->lm_rows) m->lm_rows = opts->lm_chunk;
     m->precision = opts->precision;
     m->kv_dtype = opts->kv_dtype != PW_KV_AUTO ? opts->kv_dtype
                   : m->precision == PW_PRECISION_BF16 ? PW_KV_BF16 : PW_KV_FP32;
@@ -617,6 +622,10 @@ static int check_batch(const PwModel *m, const PwModelInput *b, const PwOutputs 
     for (size_t i = 0; i < PW_ARRAY_LEN(need); i++)
         if (need[i].want && !(m->heads & need[i].head))
             return pw_errf(err, "the model has no head for the %s asked for", need[i].name);
+    if (out && out->logits && b->B * T > m->lm_rows)
+        return pw_errf(err, "logits of %d rows asked for, but the LM head makes %d at a time "
+                       "(lm_chunk) and keeps none: ask with lm_chunk 0, or for log-probs",
+                       b->B * T, m->lm_rows);
     return 0;
 }
 

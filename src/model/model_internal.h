@@ -19,6 +19,7 @@ struct PwModel {
     PwArch arch;
     int heads, maxB, maxT;
     int Vp;                        /* rows of the vocabulary-sized tensors (>= arch.vocab_size) */
+    int lm_rows;                   /* rows of the logits buffer: maxB x maxT, or the lm_chunk */
     PwPrecision precision;         /* of the products that pw_model_matmul_* run */
     PwKVDtype kv_dtype;            /* of its KV caches: FP32 or BF16 (AUTO resolved) */
     const PwOps *ops;              /* closed by pw_model_free */
@@ -223,11 +224,12 @@ typedef struct PwHeads {
     float *dlmw, *dscorew, *dscoreb, *dvaluew, *dvalueb;
 } PwHeads;
 /* The heads the model has over m->B x m->T rows (heads.c); logits are divided by the input's
- * temperature before the log-softmax. */
-void pw_model_heads_forward(const PwModel *m, const PwHeads *h);
+ * temperature before the log-softmax, m->lm_rows rows at a time. Returns 1 when the logits
+ * buffer then holds every row's (one chunk did them all), 0 otherwise. */
+int pw_model_heads_forward(const PwModel *m, const PwHeads *h);
 /* dlnf (B,T,C) = the heads' gradient of lnf (written, not accumulated); the head weights'
- * gradients accumulate. The logits buffer takes dlogits: returns 1 when it did (the logits are
- * gone), 0 otherwise. */
+ * gradients accumulate. The logits buffer takes dlogits (chunk by chunk, the logits made again
+ * where the forward's are gone): returns 1 when it did (the logits are gone), 0 otherwise. */
 int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, const float *dlogp,
                             const float *dentropy, const float *dvalue, const float *dscore);
 

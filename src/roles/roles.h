@@ -65,6 +65,7 @@ typedef struct PwSettings {
     size_t grad_bucket;                      /* runtime.grad_bucket_mb, in bytes */
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
     PwPrecision precision;   /* of every model the roles load (model.precision) */
+    int lm_chunk;            /* their LM heads' rows at once (model.lm_head_chunk) */
     PwKVDtype kv_dtype;      /* of every KV cache they make (generation.kv_cache_dtype) */
     const char *tokenizer, *prompt_template;
     int n_reward;

@@ -279,7 +279,8 @@ static PwModel *load_or_die(PwRun *r, PwRole role, const char *what, const char 
     PwModelOpts o = {.heads = heads, .maxB = mb, .maxT = r->maxT, .device = dev,
                      .device_id = r->gpu < 0 ? 0 : r->gpu, .seed = r->s.seed,
                      .value_from_score = critic_from_rm, .fresh_heads = fresh,
-                     .precision = r->s.precision, .kv_dtype = r->s.kv_dtype};
+                     .precision = r->s.precision, .kv_dtype = r->s.kv_dtype,
+                     .lm_chunk = r->s.lm_chunk};
     PwModel *m = pw_model_load(dir, &o, &err);
     if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", what, dir, err.msg);
     return m;

@@ -241,7 +241,8 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = t->device,
                      .device_id = t->gpu, .seed = t->a.seed,
                      .fresh_heads = t->heads & PW_HEAD_SCORE,
-                     .precision = t->cfg.model.precision};
+                     .precision = t->cfg.model.precision,
+                     .lm_chunk = (int)t->cfg.model.lm_head_chunk};
     if (t->a.init) {
         t->model = pw_model_load(t->a.init, &o, err);
     } else {

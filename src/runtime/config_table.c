@@ -76,6 +76,10 @@ static const PwCfgKey keys[] = {
      "(docs/model.md, Precision). On the CPU bf16 is emulated (slower): it exists to check the "
      "GPU against",
      NEMO " `precision: bf16-mixed` (PyTorch autocast)"},
+    {"model.lm_head_chunk", PW_CFG_INT, OFF(model.lm_head_chunk), "0", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     PW_CFG_LM_HEAD_CHUNK_DOC,
+     "Liger-Kernel's chunked linear cross-entropy"},
     {"data.prompts", PW_CFG_STRING, OFF(data.prompts), "", 0, 0, PW_CFG_REQUIRED, NULL,
      "training prompts, JSONL", "ours"},
     {"data.eval_prompts", PW_CFG_STRING, OFF(data.eval_prompts), "", 0, 0, 0, NULL,

@@ -94,6 +94,10 @@ static const PwCfgKey keys[] = {
      "with float32 accumulation; weights, gradients and the optimizer stay float32 "
      "(docs/model.md, Precision). On the CPU bf16 is emulated (slower)",
      "ours (as PPO's model.precision)"},
+    {"model.lm_head_chunk", PW_CFG_INT, OFF(model.lm_head_chunk), "0", 0, PW_CFG_COUNT_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     PW_CFG_LM_HEAD_CHUNK_DOC,
+     "ours (as PPO's model.lm_head_chunk)"},
     {"model.device", PW_CFG_ENUM, OFF(model.device), "cpu", 0, 0, 0, pw_device_names,
      "cpu, or cuda: each rank trains on GPU (node-local rank) mod (GPUs it sees), the ranks of "
      "a node being numbered in job order; the gradient sum goes through host memory (MPI). "

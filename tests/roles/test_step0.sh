@@ -13,6 +13,13 @@ run_ppo 1 single hot episodes=8 generation.temperature=0.7
 "$METRICS_CHECK" zero "$WORK/hot/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
 "$METRICS_CHECK" below "$WORK/hot/metrics.jsonl" 0 generator/logprob_diff 1e-5
+# The LM head in chunks of 5 rows (model.lm_head_chunk; docs/model.md, The LM head in chunks):
+# the actor, the reference and the training forward chunk alike, so the exact checks hold, and
+# the generator's log-probs are the whole head's to rounding.
+run_ppo 1 single chunk episodes=8 generation.temperature=0.7 model.lm_head_chunk=5
+"$METRICS_CHECK" zero "$WORK/chunk/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
+    policy/clipfrac_avg
+"$METRICS_CHECK" below "$WORK/chunk/metrics.jsonl" 0 generator/logprob_diff 1e-5
 # The same at precision bf16 with a float32 KV cache: every role's products round their operands
 # to bfloat16, the generator's cache passes and the actor's and reference's forwards alike, so
 # the exact checks hold there too (docs/model.md, Precision). The actor's batch attention also

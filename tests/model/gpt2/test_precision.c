@@ -16,17 +16,14 @@
 #include "pw_bf16.h"
 #include "pw_model.h"
 #include "pw_test.h"
+#include "tiny_archs.h"
 
 /* max |a - b| over max |b| (pw_test.h) */
 #define REL(a, b, n) pw_max_rel_err_ff((a), (b), (n), 1e-30)
 
 enum { B = 3, T = 10, V = 50, ALL = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE };
 
-static const PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 32,
-                            .vocab_size = V, .n_positions = 16};
-static const PwArch llama = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
-                             .vocab_size = V, .n_positions = 16, .n_kv_head = 2, .n_inner = 40,
-                             .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 0, .qkv_bias = 1};
+static const PwArch gpt2 = TINY_GPT2(V), llama = TINY_LLAMA(V);
 
 static PwModel *make_kv(const PwArch *a, PwPrecision p, int heads, PwKVDtype kv)
 {
