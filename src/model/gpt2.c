@@ -150,13 +150,15 @@ static void act_sizes(size_t *s, const PwModel *m)
     const int heads = m->heads;
     const size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T;
-    /* at bf16 the products' inputs are made and kept in bfloat16 only */
-    const size_t Lk = m->precision == PW_PRECISION_BF16 ? 0 : L;
+    /* at bf16 the products' inputs are made and kept in bfloat16 only (Lk: no float32 layer),
+     * and a product's output kept as its rounding needs one float32 layer (L1) */
+    const int bf16 = m->precision == PW_PRECISION_BF16;
+    const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
     s[0] = BT * C;             /* encoded */
     s[1] = Lk * BT * C;        /* ln1 */
     s[2] = L * BT;             /* ln1_mean */
     s[3] = L * BT;             /* ln1_rstd */
-    s[4] = (Lk ? L : 1) * BT * 3 * C; /* qkv */
+    s[4] = L1 * BT * 3 * C;    /* qkv */
     s[5] = L * BT * C;         /* atty */
     s[6] = L * B * NH * T;     /* lse */
     s[7] = BT * C;             /* attproj */
@@ -164,7 +166,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[9] = Lk * BT * C;        /* ln2 */
     s[10] = L * BT;            /* ln2_mean */
     s[11] = L * BT;            /* ln2_rstd */
-    s[12] = (Lk ? L : 1) * BT * 4 * C; /* fch */
+    s[12] = L1 * BT * 4 * C;   /* fch */
     s[13] = Lk * BT * 4 * C;   /* fch_gelu */
     s[14] = BT * C;            /* fcproj */
     s[15] = L * BT * C;        /* residual3 */

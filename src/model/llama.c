@@ -157,11 +157,12 @@ static void act_sizes(size_t *s, const PwModel *m)
     const PwPrecision pr = m->precision;
     const size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
-    /* at bf16 the products' inputs are made and kept in bfloat16 only */
-    const size_t Lk = pr == PW_PRECISION_BF16 ? 0 : L;
-    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, (Lk ? L : 1) * BT * Q, L * BT * C,
-                          L * B * NH * T,
-                          BT * C, L * BT * C, Lk * BT * C, L * BT, (Lk ? L : 1) * BT * 2 * F,
+    /* at bf16 the products' inputs are made and kept in bfloat16 only (Lk: no float32 layer),
+     * and a product's output kept as its rounding needs one float32 layer (L1) */
+    const int bf16 = pr == PW_PRECISION_BF16;
+    const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
+    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, L * BT * C, L * B * NH * T,
+                          BT * C, L * BT * C, Lk * BT * C, L * BT, L1 * BT * 2 * F,
                           Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0,
                           (heads & PW_HEAD_LM) ? BT : 0,

@@ -179,8 +179,8 @@ extern const PwFamilyImpl pw_llama_family;
 /* A product of the trunk or the LM head in the model's precision: the table's matmul entries
  * (pw_ops.h), the bf16 ones at PW_PRECISION_BF16. The value and score heads (one output
  * channel, a dot product per position) stay float32 at every precision. inp16 (NULL: none) is
- * the input made in bfloat16 (pw_model_kept_floats), read instead of inp at PW_PRECISION_BF16;
- * it is always NULL at PW_PRECISION_FP32. */
+ * the input kept in bfloat16 (an activation made so, below), read instead of inp at
+ * PW_PRECISION_BF16; it is always NULL at PW_PRECISION_FP32. */
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
                              const uint16_t *inp16, const float *weight, const float *bias, int N,
                              int C, int OC);

@@ -41,14 +41,15 @@ int pw_cfg_rule_template(const char *key, const char *tmpl, PwErr *err);
  * 2^53 - 1, the last integer that a double (ranges are compared in double) and JSON readers of
  * the run folder hold exactly. */
 #define PW_CFG_COUNT_MAX 2147483647.0
+#define PW_CFG_SIZE_MAX 1048576.0
+#define PW_CFG_SEED_MAX 9007199254740991.0
+
 /* model.lm_head_chunk's description, the same in the PPO and the training tables */
 #define PW_CFG_LM_HEAD_CHUNK_DOC                                                              \
     "rows of the LM head's logits made at once (the vocabulary-wide (rows, V) float32 tensor, "  \
     "the largest a step holds for a large vocabulary); 0: every row of the batch. Fewer rows "   \
     "hold less memory and cost the backward one more LM-head product (docs/model.md, The LM "   \
     "head in chunks)"
-#define PW_CFG_SIZE_MAX 1048576.0
-#define PW_CFG_SEED_MAX 9007199254740991.0
 
 /* Pointer to the field of key k inside cfg (the schema's struct). */
 #define PW_CFG_FIELD(cfg, k, T) ((T *)((char *)(cfg) + (k)->offset))

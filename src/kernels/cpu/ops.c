@@ -68,17 +68,24 @@ static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias
 {
     (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
+/* n floats of work space for the bf16 entries, which have no way to report an error; calloc:
+ * n = 0 leaves nothing unset */
+static float *floats_or_die(size_t n)
+{
+    float *f = calloc(n ? n : 1, sizeof *f);
+    if (!f) {
+        fprintf(stderr, "ppo_world: out of memory for %zu floats of bfloat16 work space\n", n);
+        abort();
+    }
+    return f;
+}
 /* A bfloat16 weight (or kept activation) widened back to float32: the emulated products round
  * their operands to bfloat16 themselves, which leaves these values as they are, so a product
  * from the mirror is bit for bit the one from the float32 weight it was made of (and a stale
  * mirror shows). */
 static float *widen(const uint16_t *w, size_t n)
 {
-    float *f = calloc(n ? n : 1, sizeof *f); /* calloc: n = 0 leaves nothing unset */
-    if (!f) {
-        fprintf(stderr, "ppo_world: out of memory widening %zu bfloat16 values\n", n);
-        abort();
-    }
+    float *f = floats_or_die(n);
     for (size_t i = 0; i < n; i++) f[i] = pw_bf16_to_f32(w[i]);
     return f;
 }
@@ -114,17 +121,9 @@ static void from_bf16_entry(const PwOps *o, float *dst, const uint16_t *src, siz
     (void)o;
     for (size_t i = 0; i < n; i++) dst[i] = pw_bf16_to_f32(src[i]);
 }
-/* The bf16 producers: the float32 kernel into a buffer of n, then rounded into dst, which is
- * by definition what the GPU's kernels write (they round the same float32 value). */
-static float *produce_start(size_t n)
-{
-    float *f = malloc((n ? n : 1) * sizeof *f);
-    if (!f) {
-        fprintf(stderr, "ppo_world: out of memory for a bfloat16 result of %zu values\n", n);
-        abort();
-    }
-    return f;
-}
+/* The bf16 producers: the float32 kernel into a buffer of n (floats_or_die), then rounded into
+ * dst, which is by definition what the GPU's kernels write (they round the same float32
+ * value). */
 static void produce_end(uint16_t *dst, float *f, size_t n)
 {
     to_bf16_entry(NULL, dst, f, n);
@@ -135,7 +134,7 @@ static void layernorm_fwd_bf16(const PwOps *o, uint16_t *out, float *mean, float
                                int C)
 {
     size_t n = (size_t)N * C;
-    float *f = produce_start(n);
+    float *f = floats_or_die(n);
     (void)o, pw_layernorm_forward(f, mean, rstd, inp, weight, bias, N, C);
     produce_end(out, f, n);
 }
@@ -143,14 +142,14 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
                              const float *weight, int N, int C, float eps)
 {
     size_t n = (size_t)N * C;
-    float *f = produce_start(n);
+    float *f = floats_or_die(n);
     (void)o, pw_rmsnorm_forward(f, rstd, inp, weight, N, C, eps);
     produce_end(out, f, n);
 }
 /* GELU's and SwiGLU's bf16 forms read a bfloat16 input: the float32 kernels on it widened */
 static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N)
 {
-    float *f = produce_start(N), *x = widen(inp, N);
+    float *f = floats_or_die(N), *x = widen(inp, N);
     (void)o, pw_gelu_forward(f, x, N);
     produce_end(out, f, N);
     free(x);
@@ -158,7 +157,7 @@ static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *inp, si
 static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N, int F)
 {
     size_t n = (size_t)N * F;
-    float *f = produce_start(n), *x = widen(gate_up, 2 * n);
+    float *f = floats_or_die(n), *x = widen(gate_up, 2 * n);
     (void)o, pw_swiglu_forward(f, x, N, F);
     produce_end(out, f, n);
     free(x);
