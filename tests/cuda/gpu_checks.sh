@@ -72,7 +72,7 @@ for p in "${parts[@]}"; do
         step memcheck "${mtest[@]}" --wrap="$SAN --error-exitcode=1 --tool memcheck" "${twins[@]}"
         # cuBLAS's own nvjet kernels report hazards of their own making: left out
         step racecheck "${mtest[@]}" --wrap="$SAN --error-exitcode=1 --tool racecheck \
---kernel-name-exclude regex:nvjet" cuda_sample cuda_attention cuda_attention_gqa \
+--kernel-name-exclude kns=nvjet" cuda_sample cuda_attention cuda_attention_gqa \
             cuda_attention_bf16 cuda_logprobs cuda_norm cuda_layernorm
         ;;
     bench)
@@ -87,6 +87,8 @@ for p in "${parts[@]}"; do
         # the PPO step with four GPT-2-124M models against TRL's, then 512 prompts per step
         step bench_ppo_gpu "$BUILD/bench/bench_ppo_gpu"
         step bench_ppo_gpu_512 "$BUILD/bench/bench_ppo_gpu" --prompts 512
+        # the 128 prompts sampled as one batch, the passes still in micro batches of 32
+        step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128
         ;;
     esac
 done

@@ -66,10 +66,28 @@ size_t pw_cuda_peak_bytes(void)
     return live_peak + pw_cuda_scratch_peak_bytes() + pw_cuda_epilogue_peak_bytes();
 }
 
+/* A request larger than the whole device can never succeed: answered without asking
+ * cudaMalloc, whose failure a memory checker reports as an API error. */
+static int beyond_device(int dev, size_t bytes)
+{
+    static size_t total[64];
+    if (dev < 0 || dev >= 64) return 0;
+    if (!total[dev]) {
+        size_t free_b = 0;
+        if (cudaMemGetInfo(&free_b, &total[dev]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            total[dev] = 0;
+            return 0;
+        }
+    }
+    return bytes > total[dev];
+}
+
 static void *cuda_alloc(const PwOps *o, size_t bytes)
 {
     void *p = NULL;
     CHECK(cudaSetDevice(o->device_id));
+    if (beyond_device(o->device_id, bytes)) return NULL;
     if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
         (void)cudaGetLastError(); /* out of memory is an answer, not a sticky error */
         return NULL;
