@@ -5,7 +5,9 @@
  *
  * One process, no mpirun (an MPI singleton): every role on rank 0, computing on the device.
  *   build/bench/bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|tiny] [--prompts N]
- *       [--steps S] [--precision bf16|fp32] [--epochs-list 1,4] [--micro M]
+ *       [--steps S] [--precision bf16|fp32] [--epochs-list 1,4] [--micro M] [--gen-batch G]
+ * M sizes the forward and backward micro batches (ppo.micro_batch_size), G the generation's
+ * (ppo.rollout_micro_batch_size; default M, as before the two had sizes of their own).
  * Each entry of --epochs-list is one run of S steps with ppo.epochs = that entry and 4
  * minibatches; steps 1..S-1 of each are measured (medians; step 0 loads kernels and fills
  * caches). Every rollout is exactly 64 prompt tokens + 256 new tokens (no stop token), so every
@@ -75,7 +77,8 @@ static void usage(const char *msg)
     fprintf(stderr,
             "bench_ppo_gpu: %s\n"
             "usage: bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|tiny] [--prompts N] "
-            "[--steps S] [--precision bf16|fp32] [--epochs-list E1,E2,...] [--micro M]\n"
+            "[--steps S] [--precision bf16|fp32] [--epochs-list E1,E2,...] [--micro M] "
+            "[--gen-batch G]\n"
             "  one process, no mpirun; N a multiple of %d, S >= 2, each E in 1..1000\n",
             msg, MINIBATCHES);
     exit(2);
@@ -102,7 +105,7 @@ static int parse_int(const char *opt, const char *s, int lo, int hi)
 typedef struct Opts {
     PwDevice device;
     const Shape *shape;
-    int prompts, steps, micro, nepochs;
+    int prompts, steps, micro, gen_batch, nepochs;
     int epochs[MAX_CONFIGS];
     PwPrecision precision;
 } Opts;
@@ -110,7 +113,7 @@ typedef struct Opts {
 static void parse_args(int argc, char **argv, Opts *o)
 {
     const char *device = "cuda", *shape = "gpt2-124m", *precision = NULL, *epochs = "1,4";
-    int prompts = 0, micro = 0;
+    int prompts = 0, micro = 0, gen_batch = 0;
     o->steps = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -123,6 +126,7 @@ static void parse_args(int argc, char **argv, Opts *o)
         else if (!strcmp(a, "--prompts")) prompts = parse_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--steps")) o->steps = parse_int(a, v, 2, 1000);
         else if (!strcmp(a, "--micro")) micro = parse_int(a, v, 1, 1 << 20);
+        else if (!strcmp(a, "--gen-batch")) gen_batch = parse_int(a, v, 1, 1 << 20);
         else {
             char msg[160];
             snprintf(msg, sizeof msg, "unknown option '%s'", a);
@@ -144,6 +148,9 @@ static void parse_args(int argc, char **argv, Opts *o)
     o->prompts = prompts ? prompts : o->shape->prompts;
     if (o->prompts % MINIBATCHES) usage("--prompts: a multiple of 4 (ppo.minibatches = 4)");
     o->micro = micro ? micro : o->shape->micro;
+    if (o->micro > o->prompts) o->micro = o->prompts;
+    o->gen_batch = gen_batch ? gen_batch : o->micro;
+    if (o->gen_batch > o->prompts) o->gen_batch = o->prompts;
     o->nepochs = 0;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", epochs);
@@ -208,15 +215,15 @@ static void write_placement(const char *path, PwDevice dev)
 static void run_one(const char *dir, const Opts *o, PwPlacement *pl, int epochs, const char *out)
 {
     const Shape *sh = o->shape;
-    char ov[10][600];
+    char ov[11][600];
     int k = 0;
     snprintf(ov[k++], sizeof ov[0], "model.sft=%s/sft", dir);
     snprintf(ov[k++], sizeof ov[0], "model.reward=[%s/rm]", dir);
     snprintf(ov[k++], sizeof ov[0], "data.prompts=%s/prompts.jsonl", dir);
     snprintf(ov[k++], sizeof ov[0], "episodes=%d", o->prompts * o->steps);
     snprintf(ov[k++], sizeof ov[0], "ppo.num_rollout_samples=%d", o->prompts);
-    snprintf(ov[k++], sizeof ov[0], "ppo.rollout_micro_batch_size=%d",
-             o->micro < o->prompts ? o->micro : o->prompts);
+    snprintf(ov[k++], sizeof ov[0], "ppo.rollout_micro_batch_size=%d", o->gen_batch);
+    snprintf(ov[k++], sizeof ov[0], "ppo.micro_batch_size=%d", o->micro);
     snprintf(ov[k++], sizeof ov[0], "ppo.epochs=%d", epochs);
     snprintf(ov[k++], sizeof ov[0], "ppo.minibatches=%d", MINIBATCHES);
     snprintf(ov[k++], sizeof ov[0], "generation.max_new_tokens=%d", sh->new_tokens);
@@ -401,10 +408,11 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN), load);
     printf("bench_ppo_gpu: device %s, shape %s (GPT-2 L=%d C=%d NH=%d V=%d, %.1fM parameters), "
            "%s; %d prompts x %d tokens + %d new tokens (no stop token), %d minibatches, micro "
-           "batch %d; one process, every role on rank 0; medians of steps 1..%d of %d\n",
+           "batch %d, generation batch %d; one process, every role on rank 0; medians of steps "
+           "1..%d of %d\n",
            cuda ? "cuda" : "cpu", sh->name, sh->L, sh->C, sh->NH, sh->V, (double)nparams / 1e6,
            pw_precision_name(o.precision), o.prompts, sh->prompt_len, sh->new_tokens, MINIBATCHES,
-           o.micro < o.prompts ? o.micro : o.prompts, o.steps - 1, o.steps);
+           o.micro, o.gen_batch, o.steps - 1, o.steps);
     printf("TRL anchor: H100, bf16 (TRL 1.12 PPO trainer, gpt2-124m, 128 prompts): %.1f s/step "
            "at 1 epoch, %.1f s at 4 epochs, %.1f GiB peak%s\n",
            trl_s_per_step_e1, trl_s_per_step_e4, trl_peak_gib,
@@ -478,8 +486,9 @@ int main(int argc, char **argv)
     double gbps = (double)bytes / w_all / 1e9;
     printf("goal: weights GB/s >= 0.8 x the device copy (all runs: %.3f)\n", gbps / copy);
 
-    printf("RESULT device=%s shape=%s precision=%s prompts=%d", cuda ? "cuda" : "cpu", sh->name,
-           pw_precision_name(o.precision), o.prompts);
+    printf("RESULT device=%s shape=%s precision=%s prompts=%d micro=%d gen_batch=%d",
+           cuda ? "cuda" : "cpu", sh->name, pw_precision_name(o.precision), o.prompts, o.micro,
+           o.gen_batch);
     for (int k = 0; k < o.nepochs; k++) printf(" s_per_step_e%d=%.4f", figs[k].epochs, s_of[k]);
     for (int k = 0; k < o.nepochs; k++) {
         if (trl_of[k] > 0) printf(" vs_trl_e%d=%.3f", figs[k].epochs, trl_of[k] / s_of[k]);

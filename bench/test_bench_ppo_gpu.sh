@@ -34,14 +34,23 @@ awk -v a="$(field s_per_step_e1)" -v b="$(field s_per_step_e4)" -v w="$(field we
     'BEGIN { exit !(a > 0 && b > 0 && w > 0 && c > 0 && r > 0 && p > 0 &&
                     (r - w / c) ^ 2 < 1e-6 * r ^ 2 + 1e-12) }' ||
     fail "a RESULT figure is not positive, or weights_vs_copy is not weights_gbps / copy_gbps"
+[ "$(field micro)" = 4 ] && [ "$(field gen_batch)" = 4 ] ||
+    fail "the generation batch is not the micro batch by default: $result"
+grep -qF "micro batch 4, generation batch 4;" "$work/out" || fail "the header does not say the batches"
 # the per-step rows: epochs 1 and 4 at 16 prompts, vs TRL "-"
 [ "$(grep -cE '^ +[14] +16 .* -$' "$work/out")" = 2 ] || fail "not one busy row per epochs entry"
 left() { compgen -G "$work/bench_ppo_gpu.*" > /dev/null; }
 if left; then fail "the temporary folder was left behind"; fi
+# generation as one batch of the 16 prompts, passes in micro batches of 4
+TMPDIR=$work "$BENCH" --device cpu --shape tiny --steps 2 --epochs-list 1 --micro 4 \
+    --gen-batch 16 > "$work/out" 2>&1 || fail "the --gen-batch run exited $?"
+grep -qF "micro batch 4, generation batch 16;" "$work/out" || fail "--gen-batch 16 not in the header"
+grep -q '^RESULT .* micro=4 gen_batch=16 ' "$work/out" || fail "--gen-batch 16 not in RESULT"
 
 # Bad options: exit 2 with a message naming the option.
 for bad in "--prompts 6:--prompts: a multiple of 4" "--device gpu:--device: expected cuda or cpu" \
-           "--steps 1:--steps: '1' is not a whole number" "--epochs-list 1,x:--epochs-list: 'x'"; do
+           "--steps 1:--steps: '1' is not a whole number" "--epochs-list 1,x:--epochs-list: 'x'" \
+           "--gen-batch 0:--gen-batch: '0' is not a whole number"; do
     args=${bad%%:*} want=${bad#*:}
     rc=0
     # shellcheck disable=SC2086

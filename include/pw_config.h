@@ -38,6 +38,7 @@ typedef struct PwPpoConfig {
     double ratio_eps;
     int64_t num_rollout_samples;
     int64_t rollout_micro_batch_size;
+    int64_t micro_batch_size; /* 0: rollout_micro_batch_size */
     int64_t epochs;
     int64_t minibatches;
     PwKlPenaltyIn kl_penalty_in;

@@ -27,7 +27,7 @@ static int gold_here(const PwRun *r)
                        r->w.role_rank[PW_ROLE_REWARD] == 0);
 }
 
-/* Log-probs of a block's responses in micro batches of ppo.rollout_micro_batch_size: the actor
+/* Log-probs of a block's responses in micro batches of ppo.micro_batch_size: the actor
  * and the reference cut their blocks alike, so with equal weights and equal blocks the two
  * forwards are the same computation and eval/kl is exactly 0 (the initial evaluation). */
 static void eval_logp(PwRun *r, PwModel *m, const PwRows *rows, float *logp)

@@ -35,6 +35,7 @@ typedef struct PwSettings {
     int staleness;                           /* async.max_staleness */
     int64_t episodes, steps;
     int N, micro, epochs, minibatches;       /* ppo.num_rollout_samples, ...micro_batch_size */
+    int gen_micro;                           /* ppo.rollout_micro_batch_size: generation's */
     double beta, target_kl, kl_horizon;
     int adaptive_kl, kl_estimator;           /* PwKlEstimator after use_absolute_kl */
     double gamma, lambda, entropy_bonus, ratio_eps;

@@ -13,7 +13,8 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->episodes = c->episodes;
     s->steps = pw_config_num_steps(c);
     s->N = (int)c->ppo.num_rollout_samples;
-    s->micro = (int)c->ppo.rollout_micro_batch_size;
+    s->gen_micro = (int)c->ppo.rollout_micro_batch_size;
+    s->micro = c->ppo.micro_batch_size ? (int)c->ppo.micro_batch_size : s->gen_micro;
     s->epochs = (int)c->ppo.epochs;
     s->minibatches = (int)c->ppo.minibatches;
     s->beta = c->ppo.initial_policy_kl_penalty;

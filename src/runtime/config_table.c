@@ -135,8 +135,14 @@ static const PwCfgKey keys[] = {
      NEMO " `num_rollout_samples`"},
     {"ppo.rollout_micro_batch_size", PW_CFG_INT, OFF(ppo.rollout_micro_batch_size), "8", 1,
      PW_CFG_SIZE_MAX, PW_CFG_MIN | PW_CFG_MAX, NULL,
-     "sequences per generation micro batch on one rank",
+     "sequences per generation micro batch on one rank (and per forward and backward micro "
+     "batch while ppo.micro_batch_size is 0)",
      NEMO " `rollout_micro_batch_size`"},
+    {"ppo.micro_batch_size", PW_CFG_INT, OFF(ppo.micro_batch_size), "0", 0, PW_CFG_SIZE_MAX,
+     PW_CFG_MIN | PW_CFG_MAX, NULL,
+     "sequences per forward and backward micro batch of the actor, reference, critic and reward "
+     "on one rank (0: ppo.rollout_micro_batch_size)",
+     NEMO " `micro_batch_size` and `forward_micro_batch_size` (one size here)"},
     /* 1000: epochs x minibatches (at most 2^20) indexes the optimizer steps of a PPO step in an
      * int */
     {"ppo.epochs", PW_CFG_INT, OFF(ppo.epochs), "1", 1, 1000, PW_CFG_MIN | PW_CFG_MAX, NULL,
@@ -348,6 +354,10 @@ static int check_rules(const void *any, PwErr *err)
                        "ppo.rollout_micro_batch_size (%lld) must not exceed "
                        "ppo.num_rollout_samples (%lld)",
                        (long long)p->rollout_micro_batch_size, (long long)p->num_rollout_samples);
+    if (p->micro_batch_size > p->num_rollout_samples)
+        return pw_errf(err,
+                       "ppo.micro_batch_size (%lld) must not exceed ppo.num_rollout_samples (%lld)",
+                       (long long)p->micro_batch_size, (long long)p->num_rollout_samples);
     if (cfg->episodes < p->num_rollout_samples)
         return pw_errf(err,
                        "episodes (%lld) must be at least ppo.num_rollout_samples (%lld), "

@@ -71,7 +71,8 @@ static void check_defaults(void)
     CHECK(c.ppo.normalize_advantages == true, "normalize_advantages");
     CHECK(c.ppo.entropy_bonus == 0.0, "entropy_bonus");
     CHECK(c.ppo.ratio_eps == 0.2, "ratio_eps");
-    CHECK(c.ppo.num_rollout_samples == 512 && c.ppo.rollout_micro_batch_size == 8, "rollout");
+    CHECK(c.ppo.num_rollout_samples == 512 && c.ppo.rollout_micro_batch_size == 8 &&
+              c.ppo.micro_batch_size == 0, "rollout");
     CHECK(c.ppo.epochs == 1 && c.ppo.minibatches == 8, "epochs/minibatches");
     CHECK(c.critic.loss_clip_val == 0.2 && c.critic.lr == 9e-6 && c.critic.min_lr == 9e-7,
           "critic");

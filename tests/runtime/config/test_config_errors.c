@@ -250,6 +250,8 @@ static const RuleCase rule_cases[] = {
     {{"ppo.minibatches=3"}, "ppo.minibatches (3) must divide ppo.num_rollout_samples (512)"},
     {{"ppo.rollout_micro_batch_size=1024"},
      "ppo.rollout_micro_batch_size (1024) must not exceed ppo.num_rollout_samples (512)"},
+    {{"ppo.micro_batch_size=513"},
+     "ppo.micro_batch_size (513) must not exceed ppo.num_rollout_samples (512)"},
     {{"episodes=100"},
      "episodes (100) must be at least ppo.num_rollout_samples (512), or the run has no PPO step"},
     {{"ppo.use_absolute_kl=true", "ppo.kl_estimator=k3"},

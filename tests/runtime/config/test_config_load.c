@@ -30,7 +30,8 @@ static void check_full(const PwConfig *c)
     CHECK(p->adaptive_kl && p->target_kl == 3.5 && p->kl_horizon == 5000, "adaptive");
     CHECK(p->discount_factor == 0.99 && p->gae_lambda == 0.9 && !p->normalize_advantages, "gae");
     CHECK(p->entropy_bonus == 0.01 && p->ratio_eps == 0.1, "loss");
-    CHECK(p->num_rollout_samples == 64 && p->rollout_micro_batch_size == 16 && p->epochs == 4 &&
+    CHECK(p->num_rollout_samples == 64 && p->rollout_micro_batch_size == 16 &&
+              p->micro_batch_size == 8 && p->epochs == 4 &&
               p->minibatches == 2, "batches");
     CHECK(c->critic.loss_clip_val == 0.5 && c->critic.lr == 1e-5 && c->critic.min_lr == 1e-6,
           "critic");
