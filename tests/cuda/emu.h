@@ -6,10 +6,10 @@
  * block's threads that have not returned, as the hardware counts them); __shfl_xor_sync of a
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
  * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
- * float; __float_as_uint and __uint_as_float; uint4; dynamic shared memory (PW_DYN_SMEM); the
- * tensor-core product of src/kernels/cuda/mma.cuh (pw_mma_bf16, from its fragment table, and
- * pw_bf16x2); and a launch over a grid. No other intrinsics, no streams: a kernel that needs
- * them is not for this harness.
+ * float; __float_as_uint and __uint_as_float; uint4, float4 and make_float4; dynamic shared
+ * memory (PW_DYN_SMEM); the tensor-core product of src/kernels/cuda/mma.cuh (pw_mma_bf16, from
+ * its fragment table, and pw_bf16x2); and a launch over a grid. No other intrinsics, no
+ * streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
  * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
@@ -53,6 +53,18 @@ typedef struct uint4 {
     _Alignas(16) unsigned int x;
     unsigned int y, z, w;
 } uint4;
+
+/* CUDA's 16-byte vector of floats, and its maker */
+typedef struct float4 {
+    _Alignas(16) float x;
+    float y, z, w;
+} float4;
+
+static inline float4 make_float4(float x, float y, float z, float w)
+{
+    float4 v = {x, y, z, w};
+    return v;
+}
 
 #define EMU_MAX_WARPS 32        /* 1024 threads a block */
 #define EMU_STACK (64u << 10)   /* bytes of stack an emulated thread */

@@ -94,19 +94,52 @@ __global__ void pw_flash_tc_drow(float *drow, const float *dout, const float *ou
 
 /* Rows [r0, r0 + n) of a float32 matrix (row stride ld) into a bfloat16 tile, zeros past T,
  * past hs and at padding rows (so that a NaN there never reaches a product); the row flags
- * into okv when given. All TC_THREADS threads, between barriers. */
+ * into okv when given. All TC_THREADS threads, between barriers.
+ * Where whole 16-byte groups of 4 floats can be read (hs and ld multiples of 4, src 16-byte
+ * aligned: every model's case), a thread issues TC_GROUP such loads before it converts and
+ * stores any, so that they are in flight together; one element at a time, each store waited on
+ * two dependent global reads (the row's mask, then the value) and the loop on the store, and
+ * these kernels ran at 5% of the bf16 GEMM's rate on an H100 (docs/cuda.md, Benchmark).
+ * Otherwise one float at a time. */
+#define TC_GROUP 4
 static __device__ __forceinline__ void TC_FN(load_tile)(uint16_t (*dst)[TC_LD], int *okv,
                                                         const float *src, size_t ld, int r0,
                                                         int n, int T, const int *m, int hs)
 {
-    for (int i = threadIdx.x; i < n * FLASH_HS; i += TC_THREADS) {
-        int j = i / FLASH_HS, d = i % FLASH_HS, r = r0 + j;
-        int ok = r < T && d < hs && flash_real(m, r);
-        dst[j][d] = pw_bf16_bits(ok ? src[(size_t)r * ld + d] : 0.0f);
+    if (hs % 4 == 0 && ld % 4 == 0 && ((uintptr_t)src & 15) == 0) {
+        const int per_row = FLASH_HS / 4, nch = n * per_row;
+        for (int base = 0; base < nch; base += TC_GROUP * TC_THREADS) {
+            float4 v[TC_GROUP];
+            PW_UNROLL
+            for (int k = 0; k < TC_GROUP; k++) {
+                int i = base + k * TC_THREADS + (int)threadIdx.x;
+                int j = i / per_row, d = i % per_row * 4, r = r0 + j;
+                if (i < nch && r < T && d < hs && flash_real(m, r))
+                    v[k] = *(const float4 *)(src + (size_t)r * ld + d);
+                else
+                    v[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+            PW_UNROLL
+            for (int k = 0; k < TC_GROUP; k++) {
+                int i = base + k * TC_THREADS + (int)threadIdx.x;
+                if (i < nch) {
+                    uint32_t *w = (uint32_t *)&dst[i / per_row][i % per_row * 4];
+                    w[0] = pw_bf16x2(v[k].x, v[k].y);
+                    w[1] = pw_bf16x2(v[k].z, v[k].w);
+                }
+            }
+        }
+    } else {
+        for (int i = threadIdx.x; i < n * FLASH_HS; i += TC_THREADS) {
+            int j = i / FLASH_HS, d = i % FLASH_HS, r = r0 + j;
+            int ok = r < T && d < hs && flash_real(m, r);
+            dst[j][d] = pw_bf16_bits(ok ? src[(size_t)r * ld + d] : 0.0f);
+        }
     }
     for (int j = threadIdx.x; okv && j < n; j += TC_THREADS)
         okv[j] = r0 + j < T && flash_real(m, r0 + j);
 }
+#undef TC_GROUP
 
 /* A fragments of a warp's 16 rows (row0, row0 + 8 for this lane) of a float32 matrix (row
  * stride ld), over the whole head, rounded; zero rows where not ok0 / ok8 */
