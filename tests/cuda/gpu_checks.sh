@@ -2,11 +2,13 @@
 # gpu_checks.sh: the GPU checks of docs/cuda.md ("What has been verified, what waits for a GPU")
 # in their order, on a machine with a GPU and a build made with CUDA, each step's output in a
 # log of its own and one summary: what ran, its exit status, and the benchmarks' RESULT lines.
-#   bash tests/cuda/gpu_checks.sh [PART ...]      PART: tests, sanitize, bench (default: all)
+#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, profile (default: all)
 # BUILD is the build folder (default: build), OUT where the logs go (default: gpu_checks),
-# MESON the meson command (default: meson), SANITIZER compute-sanitizer's path (default: found
-# on PATH). Each step has a time limit (STEP_S seconds, default 540) so that one hang does not
-# take the rest; a step that fails does not stop the others. Exit status: 0 when every step that
+# MESON the meson command (default: meson), SANITIZER compute-sanitizer's path and NCU Nsight
+# Compute's (default: found on PATH), PYTHON a python3 that runs without the project's library
+# path (default: env -u LD_LIBRARY_PATH python3). Each step has a time limit (STEP_S seconds,
+# default 540) so that one hang does not take the rest; a step that fails does not stop the
+# others. Exit status: 0 when every step that
 # ran passed or skipped (77); the benchmarks that cannot skip fail without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,11 +17,14 @@ OUT=${OUT:-gpu_checks}
 MESON=${MESON:-meson}
 STEP_S=${STEP_S:-540}
 SAN=${SANITIZER:-$(command -v compute-sanitizer || true)}
+NCU=${NCU:-$(command -v ncu || true)}
+read -r -a PY <<< "${PYTHON:-env -u LD_LIBRARY_PATH python3}"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench)
+[ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench profile)
 for p in "${parts[@]}"; do
-    case "$p" in tests|sanitize|bench) ;; *)
-        echo "gpu_checks: unknown part '$p'; expected tests, sanitize or bench" >&2; exit 2 ;;
+    case "$p" in tests|sanitize|bench|profile) ;; *)
+        echo "gpu_checks: unknown part '$p'; expected tests, sanitize, bench or profile" >&2
+        exit 2 ;;
     esac
 done
 if [ ! -f "$BUILD/build.ninja" ]; then
@@ -89,6 +94,32 @@ for p in "${parts[@]}"; do
         step bench_ppo_gpu_512 "$BUILD/bench/bench_ppo_gpu" --prompts 512
         # the 128 prompts sampled as one batch, the passes still in micro batches of 32
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128
+        ;;
+    profile)
+        if [ -z "$NCU" ]; then
+            echo "profile: ncu not found (set NCU)" | tee -a "$summary"
+            failed=1
+            continue
+        fi
+        # shares REPORT: a command line (run under `step` through bash -c, a pipe)
+        shares() {
+            printf '"%s" --import "%s" --csv --page raw' "$NCU" "$1"
+            printf ' --metrics gpu__time_duration.sum' 
+            printf ' | %s tests/cuda/ncu_shares.py 40' "${PY[*]}"
+        }
+        # each kernel's share of a training step (the warm-up step and one more; ncu fixes the
+        # clocks, so the shares, not the times, are what to read)
+        step ncu_model "$NCU" --metrics gpu__time_duration.sum -f -o "$OUT/ncu_model" \
+            "$BUILD/bench/bench_model" 1 gpu
+        step ncu_model_shares bash -c "$(shares "$OUT/ncu_model.ncu-rep")"
+        # 500 kernels in the middle of batch 64's generation: the decode step's kernels
+        step ncu_decode "$NCU" --metrics gpu__time_duration.sum --launch-skip 3000 \
+            --launch-count 500 --kill yes -f -o "$OUT/ncu_decode" "$BUILD/bench/bench_generate" gpu
+        step ncu_decode_shares bash -c "$(shares "$OUT/ncu_decode.ncu-rep")"
+        # the tensor-core attention at GPT-2's shape, every section: occupancy, stall reasons,
+        # memory and pipe use, by source line
+        step ncu_attention "$NCU" --set full -k 'regex:pw_flash_tc_(fwd|dq|dkv)_64' \
+            --launch-count 3 --kill yes "$BUILD/bench/bench_kernels_cuda" 1
         ;;
     esac
 done
