@@ -7,8 +7,9 @@
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
  * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
  * float; __float_as_uint and __uint_as_float; uint4, float4 and make_float4; dynamic shared
- * memory (PW_DYN_SMEM); the tensor-core product of src/kernels/cuda/mma.cuh (pw_mma_bf16, from
- * its fragment table, and pw_bf16x2); and a launch over a grid. No other intrinsics, no
+ * memory (PW_DYN_SMEM); __align__; the tensor-core product and shared loads of
+ * src/kernels/cuda/mma.cuh (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and
+ * pw_bf16x2); and a launch over a grid. No other intrinsics, no
  * streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
@@ -41,6 +42,7 @@ static unsigned int emu_tid; /* the running thread's rank in its block */
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
+#define __align__(n) _Alignas(n)
 #define __launch_bounds__(n)
 #define PW_UNROLL
 #define PW_UNROLL_BY(n)
@@ -201,6 +203,43 @@ static inline uint32_t pw_bf16x2(float lo, float hi)
 {
     return (uint32_t)pw_bf16_from_f32(lo) | (uint32_t)pw_bf16_from_f32(hi) << 16;
 }
+
+/* pw_ldsm_x4 and pw_ldsm_x4_t (mma.cuh): each lane posts its row address, the warp meets, each
+ * lane gathers its four pairs by the table of mma.cuh's comment from the rows the others gave,
+ * and the warp meets again. A row address that is not 16-byte aligned stops the run, as the
+ * hardware requires it. */
+static const uint16_t *emu_ldsm_row[EMU_MAX_WARPS][32];
+
+static inline void emu_ldsm(uint32_t r[4], const void *p, int trans)
+{
+    unsigned int w = emu_tid / 32, lane = emu_tid % 32;
+    if (emu_warp_size(w, blockDim.x * blockDim.y * blockDim.z) != 32) {
+        fprintf(stderr, "emu: ldmatrix in a partial warp\n");
+        exit(1);
+    }
+    if ((uintptr_t)p % 16) {
+        fprintf(stderr, "emu: ldmatrix row address %p is not 16-byte aligned\n", p);
+        exit(1);
+    }
+    emu_ldsm_row[w][lane] = (const uint16_t *)p;
+    emu_barrier_wait(&emu_warp_bar[w]);
+    int g = (int)lane / 4, c = (int)lane % 4;
+    for (int i = 0; i < 4; i++) {
+        uint32_t lo, hi;
+        if (trans) {
+            lo = emu_ldsm_row[w][8 * i + 2 * c][g];
+            hi = emu_ldsm_row[w][8 * i + 2 * c + 1][g];
+        } else {
+            lo = emu_ldsm_row[w][8 * i + g][2 * c];
+            hi = emu_ldsm_row[w][8 * i + g][2 * c + 1];
+        }
+        r[i] = lo | hi << 16;
+    }
+    emu_barrier_wait(&emu_warp_bar[w]);
+}
+
+static inline void pw_ldsm_x4(uint32_t r[4], const void *p) { emu_ldsm(r, p, 0); }
+static inline void pw_ldsm_x4_t(uint32_t r[4], const void *p) { emu_ldsm(r, p, 1); }
 
 /* one thread runs at a time and none is switched inside these: they are atomic as written */
 static inline int atomicMax(int *p, int v)

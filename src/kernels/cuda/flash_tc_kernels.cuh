@@ -21,12 +21,14 @@
  *  - dq (same grid): per tile of TC_BT keys, S and dP = dout v^T again, dS = scale P (dP - D),
  *    dq += dS k.
  *  - dkv (grid ceil(T/64) x NKV x B): warp = 16 keys; over the G query heads of the group and
- *    the queries t >= the block's first key in tiles of TC_BT, S^T = k q^T and dP^T = v dout^T,
+ *    the queries t >= the block's first key in tiles of TC_BQ, S^T = k q^T and dP^T = v dout^T,
  *    dv += P^T dout and dk += dS^T q. Each gradient element has one writer: no atomics, the
  *    same bits every run.
- * B operands are read from row-major bfloat16 tiles: B[k][n] = X[n][k] (the row's own pairs, one
- * 32-bit load) for q k^T-shaped products, B[k][n] = X[k][n] (two 16-bit loads) for P v-shaped
- * ones; rows are TC_LD = hs + 8 halves apart, which keeps both loads free of bank conflicts. */
+ * B operands are read from row-major bfloat16 tiles with ldmatrix (mma.cuh's pw_ldsm_x4, four
+ * 8 x 8 matrices, two mma's B fragments, a load): plain for B[k][n] = X[n][k] (q k^T-shaped
+ * products), transposed for B[k][n] = X[k][n] (P v-shaped ones); rows are TC_LD = hs + 8 halves
+ * apart (16-byte aligned, as ldmatrix needs), which puts the 8 rows of each matrix in 8
+ * distinct groups of 4 banks: no conflicts. */
 
 #ifndef PW_FLASH_TC_CUH_COMMON
 #define PW_FLASH_TC_CUH_COMMON
@@ -35,9 +37,12 @@
 #define TC_THREADS (TC_WARPS * 32)
 #define TC_ROWS (TC_WARPS * 16) /* rows (queries, or keys in dkv) per block */
 #define TC_BK 64                /* keys per shared tile in fwd */
-/* rows per shared tile in the backward (keys in dq, queries in dkv): a 128 head halves them, so
- * that a lane's accumulators (dq, or dk and dv, plus two tiles of scores) stay in registers */
+/* rows per shared tile in the backward, keys in dq (TC_BT) and queries in dkv (TC_BQ): fewer
+ * for larger heads, so that a lane's accumulators (dq, or dk and dv, plus two tiles of scores)
+ * stay in registers (dkv_64 with tiles of 64 spilled 72 bytes once its fragments came through
+ * ldmatrix; with 32 it spills none at 246 registers) */
 #define TC_BT(hs) ((hs) >= 128 ? 32 : 64)
+#define TC_BQ(hs) ((hs) >= 64 ? 32 : 64)
 
 /* The rows of a lane in a block of TC_ROWS: r and r + 8 of its warp's 16 */
 static __device__ __forceinline__ int tc_row0(int base)
@@ -160,28 +165,31 @@ static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const
 }
 
 /* s[n] (16 x 8 tile n of nt) = A . X^T for the rows n*8.. of a bfloat16 tile X: each row of X is
- * a column of B, its own pairs one 32-bit load */
+ * a column of B. One pw_ldsm_x4 brings the B fragments of two k-steps: lane l names row
+ * n*8 + l % 8 at column (kk + l / 16) * 16 + (l / 8 % 2) * 8 (TC_KS is even in every bucket). */
 #define TC_MMA_ABT(s, nt, a, X)                                                                  \
     do {                                                                                         \
-        int g_ = (int)(threadIdx.x % 32) / 4, c_ = (int)(threadIdx.x % 32) % 4;                  \
+        int l_ = (int)(threadIdx.x % 32);                                                        \
         PW_UNROLL                                                                                \
         for (int n_ = 0; n_ < (nt); n_++) {                                                      \
             s[n_][0] = s[n_][1] = s[n_][2] = s[n_][3] = 0.0f;                                    \
             PW_UNROLL                                                                            \
-            for (int kk_ = 0; kk_ < TC_KS; kk_++) {                                              \
-                uint32_t b_[2];                                                                  \
-                b_[0] = *(const uint32_t *)&X[n_ * 8 + g_][kk_ * 16 + 2 * c_];                   \
-                b_[1] = *(const uint32_t *)&X[n_ * 8 + g_][kk_ * 16 + 2 * c_ + 8];               \
+            for (int kk_ = 0; kk_ < TC_KS; kk_ += 2) {                                           \
+                uint32_t b_[4];                                                                  \
+                pw_ldsm_x4(b_, &X[n_ * 8 + (l_ & 7)][(kk_ + (l_ >> 4)) * 16 + (l_ >> 3 & 1) * 8]); \
                 pw_mma_bf16(s[n_], a[kk_], b_);                                                  \
+                pw_mma_bf16(s[n_], a[kk_ + 1], b_ + 2);                                          \
             }                                                                                    \
         }                                                                                        \
     } while (0)
 
 /* acc[n] (the head's TC_NS tiles) += P . X, P the A fragments of tiles p[2kk], p[2kk+1] (16
- * rows x nk columns of D fragments, rounded here), X a bfloat16 tile of nk rows */
+ * rows x nk columns of D fragments, rounded here), X a bfloat16 tile of nk rows. One
+ * pw_ldsm_x4_t brings the B fragments of two column tiles: lane l names row kk*16 + (l / 8 %
+ * 2) * 8 + l % 8 at column (n + l / 16) * 8 (TC_NS is even in every bucket). */
 #define TC_MMA_PX(acc, p, nk, X)                                                                 \
     do {                                                                                         \
-        int g_ = (int)(threadIdx.x % 32) / 4, c_ = (int)(threadIdx.x % 32) % 4;                  \
+        int l_ = (int)(threadIdx.x % 32), r_ = (l_ >> 3 & 1) * 8 + (l_ & 7);                     \
         PW_UNROLL                                                                                \
         for (int kk_ = 0; kk_ < (nk) / 16; kk_++) {                                              \
             uint32_t a_[4];                                                                      \
@@ -189,14 +197,12 @@ static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const
             a_[1] = pw_bf16x2(p[2 * kk_][2], p[2 * kk_][3]);                                     \
             a_[2] = pw_bf16x2(p[2 * kk_ + 1][0], p[2 * kk_ + 1][1]);                             \
             a_[3] = pw_bf16x2(p[2 * kk_ + 1][2], p[2 * kk_ + 1][3]);                             \
-            int k0_ = kk_ * 16 + 2 * c_;                                                         \
             PW_UNROLL                                                                            \
-            for (int n_ = 0; n_ < TC_NS; n_++) {                                                 \
-                uint32_t b_[2];                                                                  \
-                int col_ = n_ * 8 + g_;                                                          \
-                b_[0] = (uint32_t)X[k0_][col_] | (uint32_t)X[k0_ + 1][col_] << 16;               \
-                b_[1] = (uint32_t)X[k0_ + 8][col_] | (uint32_t)X[k0_ + 9][col_] << 16;           \
+            for (int n_ = 0; n_ < TC_NS; n_ += 2) {                                              \
+                uint32_t b_[4];                                                                  \
+                pw_ldsm_x4_t(b_, &X[kk_ * 16 + r_][(n_ + (l_ >> 4)) * 8]);                       \
                 pw_mma_bf16(acc[n_], a_, b_);                                                    \
+                pw_mma_bf16(acc[n_ + 1], a_, b_ + 2);                                            \
             }                                                                                    \
         }                                                                                        \
     } while (0)
@@ -225,7 +231,7 @@ __global__ void __launch_bounds__(TC_THREADS)
     TC_FN(fwd)(float *out, float *lse, const float *qkv, const int *mask, int T, int NH, int NKV,
                int hs, float scale)
 {
-    __shared__ uint32_t ks_[TC_BK][TC_LD / 2], vs_[TC_BK][TC_LD / 2];
+    __shared__ __align__(16) uint32_t ks_[TC_BK][TC_LD / 2], vs_[TC_BK][TC_LD / 2];
     __shared__ int km[TC_BK];
     TC_TILE(ks, ks_);
     TC_TILE(vs, vs_);
@@ -305,7 +311,8 @@ __global__ void __launch_bounds__(TC_THREADS)
               const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
 {
     const int BK = TC_BT(FLASH_HS);
-    __shared__ uint32_t ks_[TC_BT(FLASH_HS)][TC_LD / 2], vs_[TC_BT(FLASH_HS)][TC_LD / 2];
+    __shared__ __align__(16) uint32_t ks_[TC_BT(FLASH_HS)][TC_LD / 2],
+        vs_[TC_BT(FLASH_HS)][TC_LD / 2];
     __shared__ int km[TC_BT(FLASH_HS)];
     TC_TILE(ks, ks_);
     TC_TILE(vs, vs_);
@@ -353,10 +360,11 @@ __global__ void __launch_bounds__(TC_THREADS)
     TC_FN(dkv)(float *dqkv, const float *drow, const float *dout, const float *qkv,
                const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
 {
-    const int BQ = TC_BT(FLASH_HS);
-    __shared__ uint32_t qs_[TC_BT(FLASH_HS)][TC_LD / 2], os_[TC_BT(FLASH_HS)][TC_LD / 2];
-    __shared__ float Ls[TC_BT(FLASH_HS)], Ds[TC_BT(FLASH_HS)];
-    __shared__ int qm[TC_BT(FLASH_HS)];
+    const int BQ = TC_BQ(FLASH_HS);
+    __shared__ __align__(16) uint32_t qs_[TC_BQ(FLASH_HS)][TC_LD / 2],
+        os_[TC_BQ(FLASH_HS)][TC_LD / 2];
+    __shared__ float Ls[TC_BQ(FLASH_HS)], Ds[TC_BQ(FLASH_HS)];
+    __shared__ int qm[TC_BQ(FLASH_HS)];
     TC_TILE(qs, qs_);
     TC_TILE(os, os_);
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
@@ -390,7 +398,7 @@ __global__ void __launch_bounds__(TC_THREADS)
                 Ds[j] = ok ? drow[row + t] : 0.0f;
             }
             __syncthreads();
-            float s[TC_BT(FLASH_HS) / 8][4], dp[TC_BT(FLASH_HS) / 8][4];
+            float s[TC_BQ(FLASH_HS) / 8][4], dp[TC_BQ(FLASH_HS) / 8][4];
             TC_MMA_ABT(s, BQ / 8, ka, qs);
             TC_MMA_ABT(dp, BQ / 8, va, os);
             PW_UNROLL

@@ -14,7 +14,17 @@
  * 16 x 16 A fragment (the attention keeps its probabilities in registers that way).
  *
  * pw_bf16x2(lo, hi): the two floats rounded to nearest even bfloat16 and packed, lo in the low
- * half (cvt.rn.bf16x2.f32; the same bits as pw_bf16.h for every non-NaN value). */
+ * half (cvt.rn.bf16x2.f32; the same bits as pw_bf16.h for every non-NaN value).
+ *
+ * pw_ldsm_x4(r, p): four 8 x 8 matrices of bfloat16 from shared memory in one warp-wide
+ * ldmatrix.sync.aligned.m8n8.x4.shared.b16 (all 32 lanes must take part): lane 8i + j gives in p
+ * the address of row j of matrix i (16 bytes, 16-byte aligned); lane l receives in r[i] the
+ * pair of matrix i at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1, the first in the low half.
+ * That is a B fragment of the m16n8k16 product for a B stored as its rows' columns (B[k][n] =
+ * X[n][k]: matrices X[n0..n0+7][k0..k0+7] and [k0+8..k0+15]). pw_ldsm_x4_t(r, p): the same with
+ * .trans: r[i] holds matrix i's rows 2 (l % 4) and 2 (l % 4) + 1 at column l / 4, a B fragment
+ * for a B stored as it is (B[k][n] = X[k][n]). One instruction brings what took four (or eight)
+ * 32-bit (or 16-bit) shared loads. */
 #ifndef PW_CUDA_MMA_CUH
 #define PW_CUDA_MMA_CUH
 
@@ -35,6 +45,23 @@ static __device__ __forceinline__ uint32_t pw_bf16x2(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *(uint32_t *)&v;
+}
+
+/* volatile: the tile behind p changes between barriers while p does not */
+static __device__ __forceinline__ void pw_ldsm_x4(uint32_t r[4], const void *p)
+{
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+static __device__ __forceinline__ void pw_ldsm_x4_t(uint32_t r[4], const void *p)
+{
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
 }
 
 #endif
