@@ -4,9 +4,9 @@
  * CPU's pw_attention_cache_gqa_forward and its bfloat16 twin on cuda_attention_gqa's cache case
  * (a 9-token prefill into an empty row, three decode tokens, one reaching the last slot, a row
  * left alone), and on the long case (up to 300 keys: the online softmax over several tiles of
- * 128): the caches after the pass bit for bit, the output within 1e-5. Heads of 5 (bf16
- * keys read element by element), 8 and 64 (16 bytes at a time), 160 (more threads than 128);
- * groups of 1 to 3. Needs no GPU. */
+ * 128): the caches after the pass bit for bit, the output within 1e-5. Heads of 5 (keys and
+ * values read element by element), 8 and 64 (16 bytes at a time: the values by key lanes), 160
+ * (more threads than 128); groups of 1 to 3. Needs no GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,7 +89,7 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
     unsigned threads = (unsigned)cache_threads(hs);
     emu_launch(ew_grid((size_t)N * NKV * hs), d1(PW_EW_THREADS), store, &a);
     emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1}, (EmuDim3){threads, 1, 1},
-                    (hs + threads + 32) * sizeof(float), attend, &a);
+                    cache_smem_bytes(hs, (int)threads), attend, &a);
     int same = !memcmp(eK, K, cache * es) && !memcmp(eV, V, cache * es);
     double e = pw_max_rel_err_ff(eout, out, (size_t)N * C, 1e-6);
     printf("%s cache NH=%d NKV=%d hs=%d T=%d: caches %s, output rel err %.2e\n",

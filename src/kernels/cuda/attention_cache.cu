@@ -19,7 +19,7 @@
             kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);        \
         PW_CUDA_CHECK(cudaGetLastError());                                                        \
         int threads = cache_threads(hs);                                                          \
-        size_t smem = (size_t)(hs + threads + PW_WARP) * sizeof(float);                           \
+        size_t smem = cache_smem_bytes(hs, threads);                                              \
         unsigned blocks = (unsigned)((size_t)N * NH); /* < 2^31: N tokens of a pass, NH heads */ \
         pw_cache_attend_##SFX<<<blocks, threads, smem, stream>>>(                                \
             out, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs,       \

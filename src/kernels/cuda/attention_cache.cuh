@@ -17,6 +17,13 @@ static inline int cache_threads(int hs)
     return hs > 128 ? (hs + PW_WARP - 1) / PW_WARP * PW_WARP : 128;
 }
 
+/* the attend kernel's dynamic shared memory: the query (hs), a tile's probabilities (threads),
+ * a warp reduction (PW_WARP), and the value sums of every key lane (up to threads x 8) */
+static inline size_t cache_smem_bytes(int hs, int threads)
+{
+    return (size_t)(hs + threads + PW_WARP + 8 * threads) * sizeof(float);
+}
+
 #define CACHE_S float
 #define CACHE_FN(name) pw_##name##_f32
 #define CACHE_BF16 0

@@ -29,10 +29,32 @@ static __device__ __forceinline__ int segment_of(const int *seg_off, int nseg, i
 #if CACHE_BF16
 #define CACHE_PUT(p, x) (*(p) = pw_bf16_bits(x))
 #define CACHE_GET(p) pw_bf16_float(*(p))
+#define CACHE_VEC 8 /* slots in 16 bytes */
 #else
 #define CACHE_PUT(p, x) (*(p) = (x))
 #define CACHE_GET(p) (*(p))
+#define CACHE_VEC 4
 #endif
+
+/* CACHE_VEC consecutive slots (16 bytes, 16-byte aligned) widened into x */
+static __device__ __forceinline__ void CACHE_FN(load_vec)(float *x, const CACHE_S *p)
+{
+#if CACHE_BF16
+    uint4 u = *(const uint4 *)p;
+    uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    PW_UNROLL
+    for (int j = 0; j < 4; j++) {
+        x[2 * j] = pw_bf16_float(w[j] & 0xffffu);
+        x[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+    }
+#else
+    float4 f = *(const float4 *)p;
+    x[0] = f.x;
+    x[1] = f.y;
+    x[2] = f.z;
+    x[3] = f.w;
+#endif
+}
 
 /* q . k over hs channels, summed in channel order as the CPU twin's loop does. A bfloat16 key
  * row of a multiple of 8 channels is read 16 bytes at a time (rows are 16-byte aligned then:
@@ -84,18 +106,28 @@ __global__ void CACHE_FN(cache_store)(CACHE_S *kcache, CACHE_S *vcache, const fl
 
 /* One block per (token, head). Keys are taken a tile of blockDim at a time: each thread scores
  * one key; the block's running maximum and sum rescale what was accumulated so far (the online
- * softmax), so no T-long buffer is needed; thread i < hs accumulates output channel i. The
- * query is qrow (hs), its cache head K and V, its output o; sh holds hs + blockDim + 32 floats. */
+ * softmax), so no T-long buffer is needed. The weighted sum of the values: where hs is a multiple
+ * of CACHE_VEC, thread t takes channels (t % CC) * CACHE_VEC.. (CC = hs / CACHE_VEC chunks of 16
+ * bytes) of keys t / CC, t / CC + KL, ... (KL = blockDim / CC key lanes), every thread busy and
+ * each load 16 bytes, the lanes summed once at the end; otherwise thread i < hs accumulates
+ * channel i over every key of the tile, one slot a load (how it was done first: half the
+ * threads idle, 2-byte loads, and the decode attention at 63% of the copy bandwidth on an H100).
+ * The query is qrow (hs), its cache head K and V, its output o; sh holds cache_smem_bytes. */
 static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const float *qrow,
                                                               const CACHE_S *K, const CACHE_S *V,
                                                               int keys, int hs, float scale,
                                                               float *sh)
 {
     int tid = threadIdx.x, nt = blockDim.x;
-    float *q = sh, *p = sh + hs, *red = p + nt;
+    float *q = sh, *p = sh + hs, *red = p + nt, *lanes = red + PW_WARP;
+    int CC = hs / CACHE_VEC, KL = hs % CACHE_VEC == 0 && CC <= nt ? nt / CC : 0;
+    int cg = KL ? tid % CC : 0, kl = KL ? tid / CC : 0, vec = KL && kl < KL;
     for (int i = tid; i < hs; i += nt) q[i] = qrow[i];
     __syncthreads();
     float m = -INFINITY, z = 0.0f, acc = 0.0f; /* acc: channel tid (when tid < hs) */
+    float va[CACHE_VEC];                      /* the vector path's channels */
+    PW_UNROLL
+    for (int i = 0; i < CACHE_VEC; i++) va[i] = 0.0f;
     for (int t0 = 0; t0 < keys; t0 += nt) {
         int t = t0 + tid;
         float sc = t < keys ? CACHE_FN(key_dot)(q, K + (size_t)t * hs, hs) * scale : -INFINITY;
@@ -116,16 +148,38 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const fl
         for (int i = 0; i < (nt + PW_WARP - 1) / PW_WARP; i++) tile_sum += red[i];
         float rescale = expf(m - m_new); /* 0 on the first tile (m = -inf) */
         z = z * rescale + tile_sum;
-        if (tid < hs) {
+        int nk = keys - t0 < nt ? keys - t0 : nt;
+        if (vec) {
+            PW_UNROLL
+            for (int i = 0; i < CACHE_VEC; i++) va[i] *= rescale;
+            for (int j = kl; j < nk; j += KL) {
+                float x[CACHE_VEC];
+                CACHE_FN(load_vec)(x, V + (size_t)(t0 + j) * hs + cg * CACHE_VEC);
+                float pj = p[j];
+                PW_UNROLL
+                for (int i = 0; i < CACHE_VEC; i++) va[i] += pj * x[i];
+            }
+        } else if (!KL && tid < hs) {
             float a = acc * rescale;
-            int nk = keys - t0 < nt ? keys - t0 : nt;
             for (int j = 0; j < nk; j++) a += p[j] * CACHE_GET(V + (size_t)(t0 + j) * hs + tid);
             acc = a;
         }
         m = m_new;
         __syncthreads();
     }
-    if (tid < hs) o[tid] = acc / z;
+    if (KL) { /* the key lanes' sums, channel by channel */
+        if (vec)
+            PW_UNROLL
+            for (int i = 0; i < CACHE_VEC; i++) lanes[kl * hs + cg * CACHE_VEC + i] = va[i];
+        __syncthreads();
+        for (int c = tid; c < hs; c += nt) {
+            float a = 0.0f;
+            for (int l = 0; l < KL; l++) a += lanes[l * hs + c];
+            o[c] = a / z;
+        }
+    } else if (tid < hs) {
+        o[tid] = acc / z;
+    }
 }
 
 /* query head h reads cache head h / (NH / NKV), q in rows of (NH + 2 NKV) hs. Block i is token
@@ -152,3 +206,4 @@ __global__ void CACHE_FN(cache_attend)(float *out, const CACHE_S *kcache,
 
 #undef CACHE_PUT
 #undef CACHE_GET
+#undef CACHE_VEC
