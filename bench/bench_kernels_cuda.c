@@ -134,14 +134,14 @@ static void ln_bwd(void)
 static void qkv_fwd(void) { pw_matmul_forward_cuda(g.qkv, g.x, g.w, g.bias, N, C, 3 * C, 0); }
 static void qkv_bwd(void)
 {
-    pw_matmul_backward_cuda(g.dx, g.dw, g.dbias, g.dqkv, g.x, g.w, N, C, 3 * C, 0);
+    pw_matmul_backward_cuda(g.dx, g.dw, g.dbias, g.dqkv, g.x, g.w, N, C, 3 * C, 0, 0);
 }
 static void fc_fwd(void) { pw_matmul_forward_cuda(g.fc, g.x, g.w, g.bias, N, C, 4 * C, 0); }
 static void fcproj_fwd(void) { pw_matmul_forward_cuda(g.y, g.fc, g.w, g.bias, N, 4 * C, C, 0); }
 static void lm_fwd(void) { pw_matmul_forward_cuda(g.logits, g.x, g.wte, NULL, N, C, V, 0); }
 static void lm_bwd(void)
 {
-    pw_matmul_backward_cuda(g.dx, g.dw, NULL, g.dlogits, g.x, g.wte, N, C, V, 0);
+    pw_matmul_backward_cuda(g.dx, g.dw, NULL, g.dlogits, g.x, g.wte, N, C, V, 0, 0);
 }
 static void qkv16_fwd(void)
 {
@@ -165,7 +165,7 @@ static void lm16_fwd(void)
 }
 static void lm16_bwd(void)
 {
-    pw_matmul_backward_bf16_cuda(g.dx, g.dw, NULL, g.dy16, g.x16, g.w16, N, C, V, 0);
+    pw_matmul_backward_bf16_cuda(g.dx, g.dw, NULL, g.dy16, g.x16, g.w16, N, C, V, 0, 0);
 }
 static void att_fwd(void) { pw_attention_forward_cuda(g.y, g.att, g.qkv, g.mask, B, T, C, NH, 0); }
 static void att_bwd(void)

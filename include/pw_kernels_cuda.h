@@ -89,12 +89,13 @@ void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias, const
                                 const float *inp, const float *weight, const float *mean,
                                 const float *rstd, int N, int C, cudaStream_t stream);
 
-/* ---- matmul through cuBLAS (fp32, or TF32 when pw_cuda_set_tf32(1)) */
+/* ---- matmul through cuBLAS (fp32, or TF32 when pw_cuda_set_tf32(1)); set_dinp: dinp is set
+ * (beta 0: its old values are not read) instead of added to, as pw_ops.h's entry says */
 void pw_matmul_forward_cuda(float *out, const float *inp, const float *weight, const float *bias,
                             int N, int C, int OC, cudaStream_t stream);
 void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbias, const float *dout,
                              const float *inp, const float *weight, int N, int C, int OC,
-                             cudaStream_t stream);
+                             int set_dinp, cudaStream_t stream);
 
 /* ---- attention, with pw_attention_forward's lse (B,NH,T) between forward and backward (which
  * recomputes the probabilities from it): fused kernels that write no T x T matrix, or on the
@@ -222,7 +223,7 @@ void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, const pw_bf16 *
                                  const float *bias, int N, int C, int OC, cudaStream_t stream);
 void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias, const pw_bf16 *dout,
                                   const pw_bf16 *inp, const pw_bf16 *weight, int N, int C, int OC,
-                                  cudaStream_t stream);
+                                  int set_dinp, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -54,9 +54,12 @@ struct PwOps {
                                const float *mean, const float *rstd, int N, int C);
     void (*matmul_forward)(const PwOps *o, float *out, const float *inp, const float *weight,
                            const float *bias, int N, int C, int OC);
+    /* set_dinp: dinp is set to dout . W instead of added to (its old values never read: the
+     * model's per-layer input gradients, which would otherwise be zeroed first); dweight and
+     * dbias always accumulate */
     void (*matmul_backward)(const PwOps *o, float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const float *weight, int N,
-                            int C, int OC);
+                            int C, int OC, int set_dinp);
     /* the same with bfloat16 operands, float32 accumulation and results (pw_kernels.h); the
      * CUDA table converts the operands into a workspace of its own on its stream. weight_bf16
      * (NULL: none) is weight already in bfloat16 (the model's mirror of its parameters, made
@@ -70,7 +73,7 @@ struct PwOps {
     void (*matmul_backward_bf16)(const PwOps *o, float *dinp, float *dweight, float *dbias,
                                  const float *dout, const float *inp, const uint16_t *inp_bf16,
                                  const float *weight, const uint16_t *weight_bf16, int N, int C,
-                                 int OC);
+                                 int OC, int set_dinp);
     /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream;
      * from_bf16 widens back, exactly */
     void (*to_bf16)(const PwOps *o, uint16_t *dst, const float *src, size_t n);

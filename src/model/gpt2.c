@@ -441,30 +441,27 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         const size_t lC = (size_t)l * C;
-        o->zero(o, dfch_gelu, 4 * fBTC);
+        /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
-                                 k.fch_gelu, k.fchg_16, p.fcprojw + 4 * CC * l, BT, 4 * C, C);
+                                 k.fch_gelu, k.fchg_16, p.fcprojw + 4 * CC * l, BT, 4 * C, C, 1);
         o->zero(o, dfch, 4 * fBTC);
         if (k.fch_16)
             o->gelu_backward_bf16(o, dfch, k.fch_16, dfch_gelu, 4 * nBTC);
         else
             o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
-        o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
-                                 k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C);
+                                 k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C, 1);
         o->layernorm_backward(o, dres, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2, p.ln2w + lC,
                               k.ln2_mean, k.ln2_rstd, BT, C);
 
-        o->zero(o, datty, fBTC);
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
-                                 NULL, p.attprojw + CC * l, BT, C, C);
+                                 NULL, p.attprojw + CC * l, BT, C, C, 1);
         o->zero(o, dqkv, 3 * fBTC);
         if (k.qkv_16) o->from_bf16(o, k.qkv, k.qkv_16, 3 * nBTC); /* the layer's q, k, v */
         pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
                                     NH, C / NH);
-        o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
-                                 k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C);
+                                 k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
         o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
                               k.ln1_mean, k.ln1_rstd, BT, C);
         pw_model_ready_layer(m, l);

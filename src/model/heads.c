@@ -55,7 +55,8 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
     const int C = m->arch.n_embd, V = m->arch.vocab_size, Vp = m->Vp, B = m->B, T = m->T;
     const int BT = B * T;
     int lm = (m->heads & PW_HEAD_LM) && (dlogp || dentropy);
-    o->zero(o, dlnf, (size_t)BT * C * sizeof(float));
+    /* the LM head's chunks cover every row: their products set dlnf; without it, zeros */
+    if (!lm) o->zero(o, dlnf, (size_t)BT * C * sizeof(float));
     if (lm) {
         /* the logits are dead after this step, so their buffer takes dlogits; its padding
          * columns get 0, so the padding rows of the weight get no gradient. In chunks the last
@@ -70,17 +71,18 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
             if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
                 o->scale(o, h->logits, m->inv_temperature, (size_t)n * Vp);
             pw_model_matmul_backward(m, dlnf + (size_t)r0 * C, h->dlmw, NULL, h->logits,
-                                     h->lnf + (size_t)r0 * C, NULL, h->lmw, n, C, Vp);
+                                     h->lnf + (size_t)r0 * C, NULL, h->lmw, n, C, Vp, 1);
         }
     }
     if ((m->heads & PW_HEAD_VALUE) && dvalue)
-        o->matmul_backward(o, dlnf, h->dvaluew, h->dvalueb, dvalue, h->lnf, h->valuew, BT, C, 1);
+        o->matmul_backward(o, dlnf, h->dvaluew, h->dvalueb, dvalue, h->lnf, h->valuew, BT, C, 1,
+                           0);
     if ((m->heads & PW_HEAD_SCORE) && dscore)
         for (int b = 0; b < B; b++) {
             if (m->h_last[b] < 0) continue;
             size_t row = ((size_t)b * T + m->h_last[b]) * C;
             o->matmul_backward(o, dlnf + row, h->dscorew, h->dscoreb, dscore + b, h->lnf + row,
-                               h->scorew, 1, C, 1);
+                               h->scorew, 1, C, 1, 0);
         }
     return lm;
 }

@@ -432,22 +432,20 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     pw_model_ready_top(m);
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
-        o->zero(o, dfcha, (size_t)BT * F * sizeof(float));
+        /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
-                                 k.fcha_16, p.fcprojw + (size_t)C * F * l, BT, F, C);
+                                 k.fcha_16, p.fcprojw + (size_t)C * F * l, BT, F, C, 1);
         o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
         if (k.fch_16)
             o->swiglu_backward_bf16(o, dfch, k.fch_16, dfcha, BT, F);
         else
             o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
-        o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
-                                 k.ln2_16, p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F);
+                                 k.ln2_16, p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F, 1);
         o->rmsnorm_backward(o, dres, gr.ln2w + (size_t)l * C, dln, k.res2, p.ln2w + (size_t)l * C,
                             k.rstd2, BT, C);
-        o->zero(o, datty, fBTC);
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty, NULL,
-                                 p.attprojw + CC * l, BT, C, C);
+                                 p.attprojw + CC * l, BT, C, C, 1);
         o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
         if (k.qkv_16) /* the layer's q, k, v */
             o->from_bf16(o, k.qkv, k.qkv_16, (size_t)BT * Q);
@@ -455,9 +453,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                                     NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
-        o->zero(o, dln, fBTC);
         pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL,
-                                 dqkv, k.ln1, k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q);
+                                 dqkv, k.ln1, k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q, 1);
         o->rmsnorm_backward(o, dres, gr.ln1w + (size_t)l * C, dln, k.in, p.ln1w + (size_t)l * C,
                             k.rstd1, BT, C);
         pw_model_ready_layer(m, l);

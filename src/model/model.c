@@ -157,14 +157,14 @@ void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
 
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
                               const float *dout, const float *inp, const uint16_t *inp16,
-                              const float *weight, int N, int C, int OC)
+                              const float *weight, int N, int C, int OC, int set_dinp)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
         o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, inp16, weight,
-                                mirror_of(m, weight), N, C, OC);
+                                mirror_of(m, weight), N, C, OC, set_dinp);
     else
-        o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+        o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC, set_dinp);
 }
 
 size_t pw_model_kept_floats(PwPrecision precision, size_t n)

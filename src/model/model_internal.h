@@ -186,7 +186,7 @@ void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
                              int C, int OC);
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
                               const float *dout, const float *inp, const uint16_t *inp16,
-                              const float *weight, int N, int C, int OC);
+                              const float *weight, int N, int C, int OC, int set_dinp);
 
 /* Activations made and kept in bfloat16. At PW_PRECISION_BF16 the batch forward's producers of
  * the inputs of the trunk's products that nothing but those products reads again (the

@@ -63,7 +63,7 @@ static void run(int N, int C, int OC, unsigned long long *rng)
         pw_matmul_backward(gi ? dinp : NULL, gw ? dw : NULL, gb ? db : NULL, dout, inp, w, N, C,
                            OC);
         pw_matmul_backward_cuda(gi ? d_dinp : NULL, gw ? d_dw : NULL, gb ? d_db : NULL, d_dout,
-                                d_inp, d_w, N, C, OC, 0);
+                                d_inp, d_w, N, C, OC, 0, 0);
         cu_comparef(d_dinp, dinp, NC, CU_TOL_F32, "backward fp32 dinp (+=) sel %d", sel);
         cu_comparef(d_dw, dw, OCC, CU_TOL_F32, "backward fp32 dweight (+=) sel %d", sel);
         cu_comparef(d_db, db, OC, CU_TOL_F32, "backward fp32 dbias (+=) sel %d", sel);
@@ -74,10 +74,22 @@ static void run(int N, int C, int OC, unsigned long long *rng)
             float *b_db = cu_upload(db0, sizeof(float) * OC);
             pw_bf16 *h_dout = to_bf16_dev(d_dout, NO), *h_inp = to_bf16_dev(d_inp, NC);
             pw_bf16 *h_w = to_bf16_dev(d_w, OCC);
-            pw_matmul_backward_bf16_cuda(b_dinp, b_dw, b_db, h_dout, h_inp, h_w, N, C, OC, 0);
+            pw_matmul_backward_bf16_cuda(b_dinp, b_dw, b_db, h_dout, h_inp, h_w, N, C, OC, 0,
+                                         0);
             cu_compare("backward bf16 dinp (+=)", b_dinp, dinp, NC, CU_TOL_BF16);
             cu_compare("backward bf16 dweight (+=)", b_dw, dw, OCC, CU_TOL_BF16);
             cu_compare("backward bf16 dbias (+=)", b_db, db, OC, CU_TOL_BF16);
+
+            /* set_dinp: a dinp full of NaN is set, never read: the CPU's product from zeros */
+            float *zi = cu_copy(dinp0, NC);
+            memset(zi, 0, sizeof(float) * NC);
+            pw_matmul_backward(zi, NULL, NULL, dout, inp, w, N, C, OC);
+            cu_poison(d_dinp, sizeof(float) * NC);
+            pw_matmul_backward_cuda(d_dinp, NULL, NULL, d_dout, d_inp, d_w, N, C, OC, 1, 0);
+            cu_comparef(d_dinp, zi, NC, CU_TOL_F32, "backward fp32 dinp (set)");
+            cu_poison(b_dinp, sizeof(float) * NC);
+            pw_matmul_backward_bf16_cuda(b_dinp, NULL, NULL, h_dout, h_inp, h_w, N, C, OC, 1, 0);
+            cu_compare("backward bf16 dinp (set)", b_dinp, zi, NC, CU_TOL_BF16);
         }
     }
 

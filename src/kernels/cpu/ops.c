@@ -62,10 +62,16 @@ static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float
 {
     (void)o, pw_matmul_forward(out, inp, weight, bias, N, C, OC);
 }
+/* set_dinp on the CPU: zeroed, then added to (the same bits as the caller zeroing it) */
+static void set_zero(float *dinp, int set_dinp, int N, int C)
+{
+    if (set_dinp && dinp) memset(dinp, 0, (size_t)N * C * sizeof(float));
+}
 static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
                        const float *dout, const float *inp, const float *weight, int N, int C,
-                       int OC)
+                       int OC, int set_dinp)
 {
+    set_zero(dinp, set_dinp, N, C);
     (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 /* n floats of work space for the bf16 entries, which have no way to report an error; calloc:
@@ -102,8 +108,9 @@ static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const uint16_t *inp_bf16,
                             const float *weight, const uint16_t *weight_bf16, int N, int C,
-                            int OC)
+                            int OC, int set_dinp)
 {
+    set_zero(dinp, set_dinp, N, C);
     float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
     float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
     (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, x ? x : inp, w ? w : weight, N,

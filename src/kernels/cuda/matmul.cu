@@ -39,14 +39,15 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
 
 static void linear_backward_products(float *dinp, float *dweight, const void *dout, const void *inp,
                                      const void *weight, int N, int C, int OC, cudaDataType_t ab,
-                                     cublasComputeType_t compute, cudaStream_t stream)
+                                     cublasComputeType_t compute, int set_dinp,
+                                     cudaStream_t stream)
 {
-    float one = 1.0f;
-    /* dinp(N,C) += dout(N,OC) W(OC,C): dinp^T(C,N) += W(C,OC) . dout^T(OC,N) */
+    float one = 1.0f, beta_in = set_dinp ? 0.0f : 1.0f;
+    /* dinp(N,C) (+)= dout(N,OC) W(OC,C): dinp^T(C,N) (+)= W(C,OC) . dout^T(OC,N) */
     if (dinp && N > 0 && C > 0)
         PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC,
-                                     &one, weight, ab, C, dout, ab, OC, &one, dinp, CUDA_R_32F, C,
-                                     compute, CUBLAS_GEMM_DEFAULT));
+                                     &one, weight, ab, C, dout, ab, OC, &beta_in, dinp,
+                                     CUDA_R_32F, C, compute, CUBLAS_GEMM_DEFAULT));
     /* dweight(OC,C) += dout^T(OC,N) inp(N,C): dweight^T(C,OC) += inp^T(C,N) . dout(N,OC) */
     if (dweight && OC > 0 && C > 0)
         PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N,
@@ -62,10 +63,10 @@ extern "C" void pw_matmul_forward_cuda(float *out, const float *inp, const float
 
 extern "C" void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbias,
                                         const float *dout, const float *inp, const float *weight,
-                                        int N, int C, int OC, cudaStream_t stream)
+                                        int N, int C, int OC, int set_dinp, cudaStream_t stream)
 {
     linear_backward_products(dinp, dweight, dout, inp, weight, N, C, OC, CUDA_R_32F,
-                             pw_cuda_f32_compute(), stream);
+                             pw_cuda_f32_compute(), set_dinp, stream);
     if (dbias) pw_colsum_add_f32(dbias, dout, N, OC, OC, stream);
 }
 
@@ -81,10 +82,10 @@ extern "C" void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, cons
 extern "C" void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias,
                                              const pw_bf16 *dout, const pw_bf16 *inp,
                                              const pw_bf16 *weight, int N, int C, int OC,
-                                             cudaStream_t stream)
+                                             int set_dinp, cudaStream_t stream)
 {
     linear_backward_products(dinp, dweight, dout, inp, weight, N, C, OC, CUDA_R_16BF,
-                             CUBLAS_COMPUTE_32F, stream);
+                             CUBLAS_COMPUTE_32F, set_dinp, stream);
     if (dbias) pw_colsum_add_bf16(dbias, dout, N, OC, OC, stream);
 }
 

@@ -206,9 +206,9 @@ static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float
 }
 static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
                        const float *dout, const float *inp, const float *weight, int N, int C,
-                       int OC)
+                       int OC, int set_dinp)
 {
-    pw_matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, N, C, OC, S(o));
+    pw_matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, N, C, OC, set_dinp, S(o));
 }
 
 /* The bf16 matmuls convert their float32 operands into bf16 copies in a workspace that the
@@ -244,7 +244,7 @@ static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const uint16_t *inp_bf16,
                             const float *weight, const uint16_t *weight_bf16, int N, int C,
-                            int OC)
+                            int OC, int set_dinp)
 {
     pw_bf16 *b[3];
     const float *x[3] = {dout, dweight && !inp_bf16 ? inp : NULL,
@@ -252,7 +252,8 @@ static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *
     const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
     to_bf16(o, b, x, n, 3);
     pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, b[0], dweight && inp_bf16 ? inp_bf16 : b[1],
-                                 dinp && weight_bf16 ? weight_bf16 : b[2], N, C, OC, S(o));
+                                 dinp && weight_bf16 ? weight_bf16 : b[2], N, C, OC, set_dinp,
+                                 S(o));
 }
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
 {
