@@ -121,6 +121,7 @@ void pw_gather_rows_cuda(float *dst, const float *src, const int *rows, int n, i
 /* ---- GELU, residual */
 void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream);
 void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *inp, size_t N, cudaStream_t stream);
+/* the bf16 backward forms set their gradient instead of adding to it (pw_ops.h) */
 void pw_gelu_backward_bf16_cuda(float *dinp, const pw_bf16 *inp, const float *dout, size_t N,
                                 cudaStream_t stream);
 void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,

@@ -84,7 +84,9 @@ struct PwOps {
      * as it writes them), without writing and reading that result. GELU and SwiGLU also read
      * their input in bfloat16 (a bf16 model's MLP pre-activation, kept so for the backward):
      * the float32 entry's result on the widened input; gelu_backward_bf16 and
-     * swiglu_backward_bf16 are the backward entries on such an input. */
+     * swiglu_backward_bf16 are the backward entries on such an input, and they SET their
+     * gradient (the float32 entry's result added to zeros) instead of adding to it: the model
+     * no longer zeroes the MLP's gradient before them. */
     void (*layernorm_forward_bf16)(const PwOps *o, uint16_t *out, float *mean, float *rstd,
                                    const float *inp, const float *weight, const float *bias,
                                    int N, int C);

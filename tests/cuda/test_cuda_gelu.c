@@ -1,7 +1,7 @@
 /* test_cuda_gelu.c: the CUDA GELU against the CPU twin on the same random data, including the
  * far tails; the backward accumulates into a pre-filled gradient; the bf16 forms (a bf16
  * model's: input and output in bfloat16) give the float32 kernels' results on the widened
- * input, rounded, bit for bit, and the same gradient. */
+ * input, rounded, bit for bit, and the same gradient, set into a poisoned one. */
 #include "cutest.h"
 
 int main(void)
@@ -37,12 +37,15 @@ int main(void)
         pw_gelu_forward_cuda(d_ref, d_xw, N, 0);
         pw_gelu_forward_bf16_cuda(d_out16, d_x16, N, 0);
         cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, N);
-        float *d_gw = cu_upload(dinp0, sizeof(float) * N);
-        float *d_g16 = cu_upload(dinp0, sizeof(float) * N);
+        /* the bf16 form sets its gradient (a poisoned one is never read): the float32 kernel's
+         * result added to zeros */
+        float *d_gw = cu_dev(sizeof(float) * N), *d_g16 = cu_dev(sizeof(float) * N);
+        PW_CUDA_CHECK(cudaMemset(d_gw, 0, sizeof(float) * N));
+        cu_poison(d_g16, sizeof(float) * N);
         pw_gelu_backward_cuda(d_gw, d_xw, d_dout, N, 0);
         pw_gelu_backward_bf16_cuda(d_g16, d_x16, d_dout, N, 0);
         cu_download(gw, d_gw, sizeof(float) * N);
-        cu_compare("backward (bf16 in)", d_g16, gw, N, 0.0);
+        cu_compare("backward (bf16 in, set)", d_g16, gw, N, 0.0);
         cu_compare("backward dinp (+=)", d_dinp, dinp, N, CU_TOL_F32);
         cu_release();
     }

@@ -1,7 +1,7 @@
 /* test_cuda_swiglu.c: the CUDA SwiGLU against the CPU twin on the same random data: forward
  * into a poisoned output, backward accumulating into pre-filled gradients; the bf16 forms (a
  * bf16 model's: [gate | up] and the output in bfloat16) give the float32 kernels' results on the
- * widened input, rounded, bit for bit, and the same gradient. */
+ * widened input, rounded, bit for bit, and the same gradient, set into a poisoned one. */
 #include "cutest.h"
 
 static void run(int N, int F, unsigned long long *rng)
@@ -28,11 +28,15 @@ static void run(int N, int F, unsigned long long *rng)
     pw_swiglu_forward_cuda(d_ref, d_guw, N, F, 0);
     pw_swiglu_forward_bf16_cuda(d_out16, d_gu16, N, F, 0);
     cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, n);
-    float *d_gw = cu_upload(dgu, sizeof(float) * n2), *d_g16 = cu_upload(dgu, sizeof(float) * n2);
+    /* the bf16 form sets its gradient (a poisoned one is never read): the float32 kernel's
+     * result added to zeros */
+    float *d_gw = cu_dev(sizeof(float) * n2), *d_g16 = cu_dev(sizeof(float) * n2);
+    PW_CUDA_CHECK(cudaMemset(d_gw, 0, sizeof(float) * n2));
+    cu_poison(d_g16, sizeof(float) * n2);
     pw_swiglu_backward_cuda(d_gw, d_guw, d_dout, N, F, 0);
     pw_swiglu_backward_bf16_cuda(d_g16, d_gu16, d_dout, N, F, 0);
     cu_download(gw, d_gw, sizeof(float) * n2);
-    cu_compare("backward (bf16 in)", d_g16, gw, n2, 0.0);
+    cu_compare("backward (bf16 in, set)", d_g16, gw, n2, 0.0);
     cu_release();
 }
 

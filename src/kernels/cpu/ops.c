@@ -173,6 +173,7 @@ static void gelu_bwd_bf16(const PwOps *o, float *dinp, const uint16_t *inp, cons
                           size_t N)
 {
     float *x = widen(inp, N);
+    memset(dinp, 0, N * sizeof(float)); /* set, not added to (pw_ops.h): zeroed, then added */
     (void)o, pw_gelu_backward(dinp, x, dout, N);
     free(x);
 }
@@ -180,6 +181,7 @@ static void swiglu_bwd_bf16(const PwOps *o, float *dgate_up, const uint16_t *gat
                             const float *dout, int N, int F)
 {
     float *x = widen(gate_up, 2 * (size_t)N * F);
+    memset(dgate_up, 0, 2 * (size_t)N * F * sizeof(float)); /* set, as gelu_bwd_bf16 */
     (void)o, pw_swiglu_backward(dgate_up, x, dout, N, F);
     free(x);
 }

@@ -16,8 +16,9 @@ static void backward(float *dinp, const float *inp, const pw_bf16 *inp16, const 
                      size_t N, cudaStream_t stream)
 {
     if (N == 0) return;
+    /* the bf16 form sets dinp, the float32 one adds to it (pw_ops.h) */
     gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, inp, inp16, dout,
-                                                                         N);
+                                                                         N, inp16 != NULL);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 

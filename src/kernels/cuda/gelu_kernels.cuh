@@ -33,14 +33,16 @@ __global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *in
     }
 }
 
+/* set: dinp is set, not added to (the bf16 entry's contract, pw_ops.h) */
 __global__ void gelu_backward_kernel(float *dinp, const float *inp, const uint16_t *inp16,
-                                     const float *dout, size_t n)
+                                     const float *dout, size_t n, int set)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float x = inp ? inp[i] : pw_bf16_float(inp16[i]), s = sigmoid2u(x);
         float du = GELU_K * (1.0f + 3.0f * GELU_A * x * x);
-        dinp[i] += (s + 2.0f * x * s * (1.0f - s) * du) * dout[i];
+        float g = (s + 2.0f * x * s * (1.0f - s) * du) * dout[i];
+        dinp[i] = set ? g : dinp[i] + g;
     }
 }
 

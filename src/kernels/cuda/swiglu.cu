@@ -19,8 +19,9 @@ static void backward(float *dgate_up, const float *gate_up, const pw_bf16 *gu16,
 {
     size_t n = (size_t)N * F;
     if (n == 0) return;
-    swiglu_backward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(dgate_up, gate_up,
-                                                                           gu16, dout, F, n);
+    /* the bf16 form sets dgate_up, the float32 one adds to it (pw_ops.h) */
+    swiglu_backward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(
+        dgate_up, gate_up, gu16, dout, F, n, gu16 != NULL);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -36,8 +36,10 @@ __global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *
     }
 }
 
+/* set: dgate_up is set, not added to (the bf16 entry's contract, pw_ops.h) */
 __global__ void swiglu_backward_kernel(float *dgate_up, const float *gate_up,
-                                       const uint16_t *gu16, const float *dout, int F, size_t n)
+                                       const uint16_t *gu16, const float *dout, int F, size_t n,
+                                       int set)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
@@ -45,8 +47,9 @@ __global__ void swiglu_backward_kernel(float *dgate_up, const float *gate_up,
         float g = swiglu_at(gate_up, gu16, at), u = swiglu_at(gate_up, gu16, at + F), d = dout[e];
         float sg = swiglu_sigmoid(g);
         /* silu'(g) = s (1 + g (1 - s)) */
-        dgate_up[at] += d * u * sg * (1.0f + g * (1.0f - sg));
-        dgate_up[at + F] += d * g * sg;
+        float dg = d * u * sg * (1.0f + g * (1.0f - sg)), du = d * g * sg;
+        dgate_up[at] = set ? dg : dgate_up[at] + dg;
+        dgate_up[at + F] = set ? du : dgate_up[at + F] + du;
     }
 }
 
