@@ -168,9 +168,10 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const fl
         __syncthreads();
     }
     if (KL) { /* the key lanes' sums, channel by channel */
-        if (vec)
+        if (vec) {
             PW_UNROLL
             for (int i = 0; i < CACHE_VEC; i++) lanes[kl * hs + cg * CACHE_VEC + i] = va[i];
+        }
         __syncthreads();
         for (int c = tid; c < hs; c += nt) {
             float a = 0.0f;
