@@ -105,14 +105,15 @@ typedef struct Acts {
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp: backward recomputes the
                        * probabilities from it, so no (T, T) matrix is kept */
-    float *attproj;   /* (B, T, C) one layer: added into the residual stream at once, */
+    float *attproj;   /* (B, T, C) one layer: added to the residual stream at once and read
+                       * by no backward */
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
     float *fch;       /* (L, B, T, 4C); at bf16 one layer, the product's, kept as fch_16 */
     float *fch_gelu;  /* (L, B, T, 4C); at bf16 none: fchg_16 */
-    float *fcproj;    /* (B, T, C)   and no backward reads either projection's output */
+    float *fcproj;    /* (B, T, C) one layer, as attproj */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *lnf_mean;  /* (B, T) */

@@ -56,8 +56,9 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
     const int BT = B * T;
     int lm = (m->heads & PW_HEAD_LM) && (dlogp || dentropy);
     /* the LM head's chunks cover every row: their products set dlnf; without it, zeros */
-    if (!lm) o->zero(o, dlnf, (size_t)BT * C * sizeof(float));
-    if (lm) {
+    if (!lm) {
+        o->zero(o, dlnf, (size_t)BT * C * sizeof(float));
+    } else {
         /* the logits are dead after this step, so their buffer takes dlogits; its padding
          * columns get 0, so the padding rows of the weight get no gradient. In chunks the last
          * one first: the forward left its logits in the buffer, the others are made again. */

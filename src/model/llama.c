@@ -117,13 +117,14 @@ typedef struct Acts {
                        * qkv_16 */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
-    float *attproj;   /* (B, T, C) one layer: added into the residual stream at once, */
+    float *attproj;   /* (B, T, C) one layer: added to the residual stream at once and read
+                       * by no backward */
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *rstd2;     /* (L, B, T) */
     float *fch;       /* (L, B, T, 2F) [gate | up]; at bf16 one layer, kept as fch_16 */
     float *fch_act;   /* (L, B, T, F) silu(gate) * up; at bf16 none: fcha_16 */
-    float *fcproj;    /* (B, T, C)   and no backward reads either projection's output */
+    float *fcproj;    /* (B, T, C) one layer, as attproj */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *rstdf;     /* (B, T) */

@@ -62,16 +62,17 @@ static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float
 {
     (void)o, pw_matmul_forward(out, inp, weight, bias, N, C, OC);
 }
-/* set_dinp on the CPU: zeroed, then added to (the same bits as the caller zeroing it) */
-static void set_zero(float *dinp, int set_dinp, int N, int C)
+/* A gradient the entry sets rather than adds to (set_dinp, the bf16 GELU and SwiGLU backwards):
+ * on the CPU zeroed, then added to, the same bits as the caller zeroing it */
+static void set_zero(float *d, int set, size_t n)
 {
-    if (set_dinp && dinp) memset(dinp, 0, (size_t)N * C * sizeof(float));
+    if (set && d) memset(d, 0, n * sizeof(float));
 }
 static void matmul_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
                        const float *dout, const float *inp, const float *weight, int N, int C,
                        int OC, int set_dinp)
 {
-    set_zero(dinp, set_dinp, N, C);
+    set_zero(dinp, set_dinp, (size_t)N * C);
     (void)o, pw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 /* n floats of work space for the bf16 entries, which have no way to report an error; calloc:
@@ -110,7 +111,7 @@ static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *
                             const float *weight, const uint16_t *weight_bf16, int N, int C,
                             int OC, int set_dinp)
 {
-    set_zero(dinp, set_dinp, N, C);
+    set_zero(dinp, set_dinp, (size_t)N * C);
     float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
     float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
     (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, x ? x : inp, w ? w : weight, N,
@@ -173,7 +174,7 @@ static void gelu_bwd_bf16(const PwOps *o, float *dinp, const uint16_t *inp, cons
                           size_t N)
 {
     float *x = widen(inp, N);
-    memset(dinp, 0, N * sizeof(float)); /* set, not added to (pw_ops.h): zeroed, then added */
+    set_zero(dinp, 1, N);
     (void)o, pw_gelu_backward(dinp, x, dout, N);
     free(x);
 }
@@ -181,7 +182,7 @@ static void swiglu_bwd_bf16(const PwOps *o, float *dgate_up, const uint16_t *gat
                             const float *dout, int N, int F)
 {
     float *x = widen(gate_up, 2 * (size_t)N * F);
-    memset(dgate_up, 0, 2 * (size_t)N * F * sizeof(float)); /* set, as gelu_bwd_bf16 */
+    set_zero(dgate_up, 1, 2 * (size_t)N * F);
     (void)o, pw_swiglu_backward(dgate_up, x, dout, N, F);
     free(x);
 }

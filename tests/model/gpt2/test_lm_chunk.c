@@ -20,15 +20,8 @@ static const PwArch gpt2 = TINY_GPT2(V), llama = TINY_LLAMA(V);
 
 static PwModel *make(const PwArch *a, PwPrecision p, int chunk)
 {
-    PwErr err;
     PwModelOpts o = {.heads = ALL, .maxB = B, .maxT = T, .precision = p, .lm_chunk = chunk};
-    PwModel *m = pw_model_create(a, &o, &err);
-    if (!m) {
-        fprintf(stderr, "create: %s\n", err.msg);
-        exit(1);
-    }
-    pw_model_init_random(m, 5);
-    return m;
+    return tiny_model(a, &o, 5);
 }
 
 typedef struct Run {

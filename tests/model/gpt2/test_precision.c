@@ -27,14 +27,8 @@ static const PwArch gpt2 = TINY_GPT2(V), llama = TINY_LLAMA(V);
 
 static PwModel *make_kv(const PwArch *a, PwPrecision p, int heads, PwKVDtype kv)
 {
-    PwErr err;
     PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = p, .kv_dtype = kv};
-    PwModel *m = pw_model_create(a, &o, &err);
-    if (!m) {
-        fprintf(stderr, "create: %s\n", err.msg);
-        exit(1);
-    }
-    pw_model_init_random(m, 3);
+    PwModel *m = tiny_model(a, &o, 3);
     /* GPT-2's init gives near-uniform logits; larger embeddings make them spread, so that
      * rounding shows in them */
     float *p0 = pw_model_params(m).data;
