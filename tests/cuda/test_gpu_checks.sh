@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test_gpu_checks.sh: the GPU check runner without a GPU, with a stand-in for Nsight Compute:
+# an unknown part is refused (exit 2); the profile part's shares come out of ncu_shares.py
+# summed by kernel name (names with commas and argument lists, a thousands separator, the share
+# worked by hand: 1000 + 10.5 of 1030.5 is 98.06%); BUDGET_S that leaves no time lists every
+# step as not run and fails the run (exit 1). BUILD: a meson build folder (meson sets it).
+set -uo pipefail
+: "${BUILD:?BUILD must name a meson build folder (meson sets it)}"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { cat "$work"/out* 2>/dev/null; echo "FAIL: $*"; exit 1; }
+
+cat > "$work/ncu" <<'NCU'
+#!/bin/sh
+# a stand-in for ncu: a profile "succeeds" writing nothing; --import prints a raw-page CSV
+case "$*" in *--import*)
+    printf '%s\n' 'ID,"Kernel Name","gpu__time_duration.sum"' ',,"usecond"' \
+        '1,"foo(float *, int)","10.5"' '2,"bar(int)","20"' '3,"foo(float *, int)","1,000.0"' ;;
+esac
+NCU
+chmod +x "$work/ncu"
+run() { BUILD=$BUILD OUT=$work/o NCU=$work/ncu bash "$root/tests/cuda/gpu_checks.sh" "$@"; }
+
+rc=0
+run tests plots > "$work/out1" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "unknown part 'plots'" "$work/out1" || fail "unknown part: exit $rc"
+
+rc=0
+run profile > "$work/out2" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "profile with a stand-in ncu: exit $rc"
+shares=$work/o/ncu_model_shares.log
+grep -Eq '^ *98\.06% +2 +1010\.5  foo$' "$shares" && grep -Eq '^ *1\.94% +1 +20\.0  bar$' "$shares" ||
+    { cat "$shares"; fail "the shares are not foo 98.06% (2 calls), bar 1.94%"; }
+grep -q "^total 1030.5 usecond over 3 kernels, 2 names$" "$shares" || fail "no total line"
+
+rc=0
+BUDGET_S=1 run profile > "$work/out3" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "BUDGET_S=1: exit $rc, expected 1"
+[ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 5 ] ||
+    { cat "$work/o/summary.txt"; fail "not every step listed as not run"; }
+echo "test_gpu_checks: ok"
