@@ -2,7 +2,8 @@
 # test_gpu_checks.sh: the GPU check runner without a GPU, with a stand-in for Nsight Compute:
 # an unknown part is refused (exit 2); the profile part's shares come out of ncu_shares.py
 # summed by kernel name (names with commas and argument lists, a thousands separator, the share
-# worked by hand: 1000 + 10.5 of 1030.5 is 98.06%); BUDGET_S that leaves no time lists every
+# worked by hand: 1000 + 10.5 of 1030.5 is 98.06%), a CSV without kernels or without the
+# time column refused; BUDGET_S that leaves no time lists every
 # step as not run and fails the run (exit 1). BUILD: a meson build folder (meson sets it).
 set -uo pipefail
 : "${BUILD:?BUILD must name a meson build folder (meson sets it)}"
@@ -33,6 +34,14 @@ shares=$work/o/ncu_model_shares.log
 grep -Eq '^ *98\.06% +2 +1010\.5  foo$' "$shares" && grep -Eq '^ *1\.94% +1 +20\.0  bar$' "$shares" ||
     { cat "$shares"; fail "the shares are not foo 98.06% (2 calls), bar 1.94%"; }
 grep -q "^total 1030.5 usecond over 3 kernels, 2 names$" "$shares" || fail "no total line"
+
+# ncu_shares.py's refusals: no kernel rows, no time column
+py() { env -u LD_LIBRARY_PATH python3 "$root/tests/cuda/ncu_shares.py"; }
+printf 'ID,"Kernel Name","gpu__time_duration.sum"\n' | py > "$work/out4" 2>&1 &&
+    fail "a CSV without kernels was summed"
+grep -q "no kernels in the CSV" "$work/out4" || fail "no kernels: not its message"
+printf 'ID,"Kernel Name"\n,\n1,"k()"\n' | py > "$work/out5" 2>&1 && fail "no time column accepted"
+grep -q "lacks 'Kernel Name' or 'gpu__time_duration.sum'" "$work/out5" || fail "no column: message"
 
 rc=0
 BUDGET_S=1 run profile > "$work/out3" 2>&1 || rc=$?
