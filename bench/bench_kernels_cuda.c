@@ -21,7 +21,7 @@ typedef struct Bufs {
     float *wte, *wpe, *x, *y, *dx, *dy, *mean, *rstd, *lnw, *lnb, *dlnw, *dlnb;
     float *qkv, *dqkv, *att, *fc, *dfc, *w, *dw, *bias, *dbias, *logits, *dlogits, *rowv, *rowg;
     float *params, *grads, *m, *v;
-    pw_bf16 *x16, *w16, *dy16;
+    pw_bf16 *x16, *w16, *dy16, *qkv16;
 } Bufs;
 
 static void *dev(size_t bytes)
@@ -108,6 +108,7 @@ static void setup(Bufs *b)
     b->m = devf(NPARAMS, 0.0f);
     b->v = devf(NPARAMS, 0.0f);
     b->x16 = dev16(b->x, NC);
+    b->qkv16 = dev16(b->qkv, NC * 3);
     b->w16 = dev16(b->w, (size_t)V * C);
     b->dy16 = dev16(b->logits, NV); /* a (N,V) gradient for the LM head's bf16 backward */
     PW_CUDA_CHECK(cudaDeviceSynchronize());
@@ -175,12 +176,12 @@ static void att_bwd(void)
 /* the model's attention at precision bf16: the tensor-core kernels (attention_bf16.cu) */
 static void att_fwd_tc(void)
 {
-    pw_attention_gqa_forward_bf16_cuda(g.y, g.att, g.qkv, g.mask, B, T, NH, NH, C / NH, 0);
+    pw_attention_gqa_forward_bf16_cuda(g.y, g.att, g.qkv16, g.mask, B, T, NH, NH, C / NH, 0);
 }
 static void att_bwd_tc(void)
 {
-    pw_attention_gqa_backward_bf16_cuda(g.dqkv, g.dy, g.qkv, g.y, g.att, g.mask, B, T, NH, NH,
-                                        C / NH, 0);
+    pw_attention_gqa_backward_bf16_cuda(g.dqkv, g.dy, g.qkv16, g.y, g.att, g.mask, B, T, NH,
+                                        NH, C / NH, 0);
 }
 /* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */
 static void att_fwd_gemm(void)

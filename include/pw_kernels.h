@@ -157,10 +157,11 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
  * product; lse as above (of the unrounded probabilities). Backward: P recomputed from lse in
  * float32, dP = dout v^T from rounded operands, D = rowsum(dout * out) in float32 from the
  * forward's out (B, T, NH hs), dS = scale P (dP - D); P and dS rounded to bfloat16 before
- * dv += P^T dout, dk += dS^T q and dq += dS k. */
-void pw_attention_gqa_forward_bf16(float *out, float *lse, const float *qkv, const int *mask,
+ * dv += P^T dout, dk += dS^T q and dq += dS k. q, k and v come in bfloat16 (their bits); the
+ * backward SETS dqkv (the GPU's kernels write every element once). */
+void pw_attention_gqa_forward_bf16(float *out, float *lse, const uint16_t *qkv, const int *mask,
                                    int B, int T, int NH, int NKV, int hs);
-void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const float *qkv,
+void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const uint16_t *qkv,
                                     const float *out, const float *lse, const int *mask, int B,
                                     int T, int NH, int NKV, int hs);
 

@@ -194,13 +194,13 @@ void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float 
                                     const float *lse, const int *mask, int B, int T, int NH,
                                     int NKV, int hs, cudaStream_t stream);
 /* the same in bfloat16 on the tensor cores (pw_attention_gqa_forward_bf16 / _backward_bf16:
- * operands rounded as they are loaded, float32 accumulation); the backward reads the
- * forward's out (B, T, NH hs) for D = rowsum(dout * out). Heads over 128 and
- * pw_cuda_set_flash(0) run the float32 path above. */
-void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const float *qkv, const int *mask,
-                                        int B, int T, int NH, int NKV, int hs,
+ * q, k and v in bfloat16, dout rounded, float32 accumulation); the backward reads the
+ * forward's out (B, T, NH hs) for D = rowsum(dout * out) and SETS dqkv. Heads over 128 and
+ * pw_cuda_set_flash(0) run the float32 path above on q, k and v widened. */
+void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const pw_bf16 *qkv,
+                                        const int *mask, int B, int T, int NH, int NKV, int hs,
                                         cudaStream_t stream);
-void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout, const float *qkv,
+void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout, const pw_bf16 *qkv,
                                          const float *out, const float *lse, const int *mask,
                                          int B, int T, int NH, int NKV, int hs,
                                          cudaStream_t stream);

@@ -122,12 +122,13 @@ struct PwOps {
                                    const float *qkv, const float *lse, const int *mask, int B,
                                    int T, int NH, int NKV, int hs);
     /* the same in bfloat16 with float32 accumulation (pw_attention_gqa_forward_bf16: the
-     * model's attention at precision bf16, on the GPU's tensor cores); the backward reads the
-     * forward's out */
-    void (*attention_gqa_forward_bf16)(const PwOps *o, float *out, float *lse, const float *qkv,
-                                       const int *mask, int B, int T, int NH, int NKV, int hs);
+     * model's attention at precision bf16, on the GPU's tensor cores) on q, k and v kept in
+     * bfloat16; the backward reads the forward's out and SETS dqkv */
+    void (*attention_gqa_forward_bf16)(const PwOps *o, float *out, float *lse,
+                                       const uint16_t *qkv, const int *mask, int B, int T, int NH,
+                                       int NKV, int hs);
     void (*attention_gqa_backward_bf16)(const PwOps *o, float *dqkv, const float *dout,
-                                        const float *qkv, const float *out, const float *lse,
+                                        const uint16_t *qkv, const float *out, const float *lse,
                                         const int *mask, int B, int T, int NH, int NKV, int hs);
     /* attention over a KV cache (both families: GPT-2's is NKV = NH), of float32 or bfloat16 */
     void (*attention_cache_gqa_forward)(const PwOps *o, float *out, float *kcache, float *vcache,

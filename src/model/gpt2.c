@@ -129,7 +129,7 @@ typedef struct Acts {
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fchg_16;   /* (L, B, T, 4C) bfloat16 at bf16, else empty */
     float *fch_16;    /* (L, B, T, 4C) bfloat16 at bf16 (the GELU's input), else empty */
-    float *qkv_16;    /* (L, B, T, 3C) bfloat16 at bf16 (the attention rounds q, k, v), else
+    float *qkv_16;    /* (L, B, T, 3C) bfloat16 at bf16 (what the attention reads), else
                        * empty */
 } Acts;
 
@@ -275,8 +275,8 @@ typedef struct Block {
     /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_gelu,
      * and fch rounded to bfloat16 for the GELU (fch_16); NULL at fp32 */
     uint16_t *ln1_16, *ln2_16, *fchg_16, *fch_16;
-    /* the batch forward at bf16: q, k, v kept in bfloat16 for the attention's backward, which
-     * rounds them to that as it reads them (NULL: a cache pass, or fp32) */
+    /* the batch forward at bf16: q, k, v in bfloat16, what the attention reads, forward and
+     * backward (NULL: a cache pass, or fp32) */
     uint16_t *qkv_16;
 } Block;
 
@@ -313,8 +313,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
-        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NH,
-                                   C / NH);
+        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
+                                   at->T, NH, NH, C / NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, p->attprojb + lC,
                             N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
@@ -458,10 +458,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                                  NULL, p.attprojw + CC * l, BT, C, C, 1);
-        o->zero(o, dqkv, 3 * fBTC);
-        if (k.qkv_16) o->from_bf16(o, k.qkv, k.qkv_16, 3 * nBTC); /* the layer's q, k, v */
-        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
-                                    NH, C / NH);
+        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.qkv_16, k.atty, k.lse, m->d_mask,
+                                    B, T, NH, NH, C / NH);
         pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                                  k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
         o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,

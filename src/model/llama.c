@@ -138,7 +138,7 @@ typedef struct Acts {
     float *ln2_16;    /* (L, B, T, C) bfloat16 at bf16, else empty */
     float *fcha_16;   /* (L, B, T, F) bfloat16 at bf16, else empty */
     float *fch_16;    /* (L, B, T, 2F) bfloat16 at bf16 (the SwiGLU's input), else empty */
-    float *qkv_16;    /* (L, B, T, QKV) bfloat16 at bf16 (the attention rounds q, k, v), else
+    float *qkv_16;    /* (L, B, T, QKV) bfloat16 at bf16 (what the attention reads), else
                        * empty */
 } Acts;
 
@@ -269,8 +269,8 @@ typedef struct Block {
     /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and
      * fch_act, and fch rounded to bfloat16 for the SwiGLU (fch_16); NULL at fp32 */
     uint16_t *ln1_16, *ln2_16, *fcha_16, *fch_16;
-    /* the batch forward at bf16: q, k, v (rotated) kept in bfloat16 for the attention's
-     * backward, which rounds them to that as it reads them (NULL: a cache pass, or fp32) */
+    /* the batch forward at bf16: q, k, v (rotated) in bfloat16, what the attention reads,
+     * forward and backward (NULL: a cache pass, or fp32) */
     uint16_t *qkv_16;
 } Block;
 
@@ -307,8 +307,8 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
-        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, at->mask, at->B, at->T, NH, NKV,
-                                   hs);
+        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
+                                   at->T, NH, NKV, hs);
     pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, NULL, N, C, C);
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     rmsnorm(o, k->ln2, k->ln2_16, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C,
@@ -448,11 +448,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                             k.rstd2, BT, C);
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty, NULL,
                                  p.attprojw + CC * l, BT, C, C, 1);
-        o->zero(o, dqkv, (size_t)BT * Q * sizeof(float));
-        if (k.qkv_16) /* the layer's q, k, v */
-            o->from_bf16(o, k.qkv, k.qkv_16, (size_t)BT * Q);
-        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.atty, k.lse, m->d_mask, B, T, NH,
-                                    NKV, hs);
+        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.qkv_16, k.atty, k.lse, m->d_mask,
+                                    B, T, NH, NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL,

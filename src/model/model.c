@@ -173,24 +173,28 @@ size_t pw_model_kept_floats(PwPrecision precision, size_t n)
 }
 
 void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
-                                const int *mask, int B, int T, int NH, int NKV, int hs)
+                                const uint16_t *qkv16, const int *mask, int B, int T, int NH,
+                                int NKV, int hs)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->attention_gqa_forward_bf16(o, out, lse, qkv, mask, B, T, NH, NKV, hs);
+        o->attention_gqa_forward_bf16(o, out, lse, qkv16, mask, B, T, NH, NKV, hs);
     else
         o->attention_gqa_forward(o, out, lse, qkv, mask, B, T, NH, NKV, hs);
 }
 
 void pw_model_attention_backward(const PwModel *m, float *dqkv, const float *dout,
-                                 const float *qkv, const float *out, const float *lse,
-                                 const int *mask, int B, int T, int NH, int NKV, int hs)
+                                 const float *qkv, const uint16_t *qkv16, const float *out,
+                                 const float *lse, const int *mask, int B, int T, int NH, int NKV,
+                                 int hs)
 {
     const PwOps *o = m->ops;
-    if (m->precision == PW_PRECISION_BF16)
-        o->attention_gqa_backward_bf16(o, dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
-    else
-        o->attention_gqa_backward(o, dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
+    if (m->precision == PW_PRECISION_BF16) { /* sets */
+        o->attention_gqa_backward_bf16(o, dqkv, dout, qkv16, out, lse, mask, B, T, NH, NKV, hs);
+        return;
+    }
+    o->zero(o, dqkv, (size_t)B * T * (NH + 2 * NKV) * hs * sizeof(float));
+    o->attention_gqa_backward(o, dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
 }
 
 const char *pw_precision_name(PwPrecision p)

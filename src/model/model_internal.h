@@ -197,13 +197,16 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
 size_t pw_model_kept_floats(PwPrecision precision, size_t n);
 
 /* The attention of a batch (grouped-query; GPT-2's is NKV = NH) in the model's precision: the
- * table's attention_gqa entries, the bf16 ones (tensor cores on the GPU) at PW_PRECISION_BF16,
- * whose backward also reads the forward's out. */
+ * table's attention_gqa entries on qkv, or at PW_PRECISION_BF16 the bf16 ones (tensor cores on
+ * the GPU) on q, k and v kept in bfloat16 (qkv16), whose backward also reads the forward's out.
+ * The backward sets dqkv (B T rows of (NH + 2 NKV) hs). */
 void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
-                                const int *mask, int B, int T, int NH, int NKV, int hs);
+                                const uint16_t *qkv16, const int *mask, int B, int T, int NH,
+                                int NKV, int hs);
 void pw_model_attention_backward(const PwModel *m, float *dqkv, const float *dout,
-                                 const float *qkv, const float *out, const float *lse,
-                                 const int *mask, int B, int T, int NH, int NKV, int hs);
+                                 const float *qkv, const uint16_t *qkv16, const float *out,
+                                 const float *lse, const int *mask, int B, int T, int NH, int NKV,
+                                 int hs);
 
 /* Makes params_bf16 from params if it is stale (one conversion on the model's stream). */
 void pw_model_mirror_refresh(PwModel *m);

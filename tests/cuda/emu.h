@@ -7,9 +7,10 @@
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
  * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
  * float; __float_as_uint and __uint_as_float; uint4, float4 and make_float4; dynamic shared
- * memory (PW_DYN_SMEM); __align__; the tensor-core product and shared loads of
- * src/kernels/cuda/mma.cuh (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and
- * pw_bf16x2); and a launch over a grid. No other intrinsics, no
+ * memory (PW_DYN_SMEM); __align__; __syncthreads_or; the tensor-core product and shared loads
+ * of src/kernels/cuda/mma.cuh (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and
+ * pw_bf16x2); the asynchronous copies of src/kernels/cuda/cp_async.cuh (done at once); and a
+ * launch over a grid. No other intrinsics, no
  * streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
@@ -241,6 +242,55 @@ static inline void emu_ldsm(uint32_t r[4], const void *p, int trans)
 static inline void pw_ldsm_x4(uint32_t r[4], const void *p) { emu_ldsm(r, p, 0); }
 static inline void pw_ldsm_x4_t(uint32_t r[4], const void *p) { emu_ldsm(r, p, 1); }
 
+/* __syncthreads_or: each thread posts its predicate, the block meets, each reads the verdict,
+ * the block meets again (so that no thread posts the next call's before all have read this
+ * one's). The board is stamped with the barrier generation its posts belong to: the first post
+ * of a new call clears it. */
+static int emu_or_board;
+static unsigned long emu_or_gen;
+
+static inline int __syncthreads_or(int pred)
+{
+    if (emu_or_gen != emu_block_bar.gen) {
+        emu_or_gen = emu_block_bar.gen;
+        emu_or_board = 0;
+    }
+    emu_or_board |= pred != 0;
+    emu_barrier_wait(&emu_block_bar);
+    int r = emu_or_board;
+    emu_barrier_wait(&emu_block_bar);
+    return r;
+}
+
+/* cp_async.cuh's copies, done at once (one of the orders the hardware may take: a kernel whose
+ * barriers and waits are right reads the same either way); the alignment the hardware needs is
+ * checked, as a misaligned address faults there */
+static inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
+{
+    if ((uintptr_t)dst % (unsigned)size || (bytes && (uintptr_t)src % (unsigned)size)) {
+        fprintf(stderr, "emu: cp.async of %d bytes at %p <- %p: not aligned\n", size, dst, src);
+        exit(1);
+    }
+    if (bytes != 0 && bytes != size) {
+        fprintf(stderr, "emu: cp.async of %d bytes reads %d\n", size, bytes);
+        exit(1);
+    }
+    memset(dst, 0, (size_t)size);
+    if (bytes) memcpy(dst, src, (size_t)bytes);
+}
+
+static inline void pw_cp_async16(void *dst, const void *src, int bytes)
+{
+    emu_cp_async(dst, src, bytes, 16);
+}
+static inline void pw_cp_async4(void *dst, const void *src, int bytes)
+{
+    emu_cp_async(dst, src, bytes, 4);
+}
+static inline void pw_cp_commit(void) {}
+static inline void pw_cp_wait_all(void) {}
+static inline void pw_cp_wait_but_one(void) {}
+
 /* one thread runs at a time and none is switched inside these: they are atomic as written */
 static inline int atomicMax(int *p, int v)
 {
@@ -322,6 +372,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
         memset(emu_dyn_smem, 0xff, smem);
         emu_block_bar = (EmuBarrier){(int)n, 0, 0};
+        emu_or_gen = (unsigned long)-1; /* no stamp of an earlier block's */
         for (unsigned int w = 0; w * 32 < n; w++)
             emu_warp_bar[w] = (EmuBarrier){emu_warp_size(w, n), 0, 0};
         for (unsigned int t = 0; t < n; t++) {

@@ -1,6 +1,7 @@
 /* test_cuda_attention_bf16.c: the tensor-core attention (attention_bf16.cu) against its CPU
- * twin pw_attention_gqa_forward_bf16 / _backward_bf16 on the same random data: lse within 1e-5,
- * out and what the backward adds to dqkv within 2e-3 of their largest value (test_flash_tc_emu's
+ * twin pw_attention_gqa_forward_bf16 / _backward_bf16 on the same random q, k, v in bfloat16:
+ * lse within 1e-5, out and the dqkv the backward sets (over NaN) within 2e-3 of their largest
+ * value (test_flash_tc_emu's
  * bounds: the same roundings in another order, a probability now and then on the other side
  * of a bfloat16 rounding boundary). Groups of 1 to 4 query heads, heads of 5 to 128 floats in
  * the three buckets, left padding with a padding-only row, T up to 1024, NaN in the padding
@@ -27,14 +28,15 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
             for (size_t j = 0; j < W; j++) qkv[i * W + j] = NAN;
             for (size_t j = 0; j < C; j++) dout[i * C + j] = NAN;
         }
+    uint16_t *qkv16 = cu_host(sizeof(uint16_t) * nqkv);
+    for (size_t i = 0; i < nqkv; i++) qkv16[i] = pw_bf16_from_f32(qkv[i]); /* NaN stays NaN */
     float *out = cu_host(sizeof(float) * nout), *lse = cu_host(sizeof(float) * nlse);
-    pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
+    pw_attention_gqa_forward_bf16(out, lse, qkv16, mask, B, T, NH, NKV, hs);
     float *dqkv = cu_host(sizeof(float) * nqkv);
-    memset(dqkv, 0, sizeof(float) * nqkv);
-    pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv16, out, lse, mask, B, T, NH, NKV, hs);
 
     int *d_mask = mask ? cu_upload(mask, sizeof(int) * BT) : NULL;
-    float *d_qkv = cu_upload(qkv, sizeof(float) * nqkv);
+    uint16_t *d_qkv = cu_upload(qkv16, sizeof(uint16_t) * nqkv);
     float *d_dout = cu_upload(dout, sizeof(float) * nout);
     float *d_out = cu_dev(sizeof(float) * nout), *d_lse = cu_dev(sizeof(float) * nlse);
     cu_poison(d_out, sizeof(float) * nout);
@@ -44,11 +46,11 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     cu_compare("forward out", d_out, out, nout, tol);
 
     /* the backward reads the twin's out and lse, so that it is tested on its own; dqkv starts
-     * at zero, so what it holds after is what the kernels added */
+     * as NaN, so every element must be set */
     float *d_outc = cu_upload(out, sizeof(float) * nout);
     float *d_lsec = cu_upload(lse, sizeof(float) * nlse);
     float *d_dqkv = cu_dev(sizeof(float) * nqkv);
-    cudaMemset(d_dqkv, 0, sizeof(float) * nqkv);
+    cu_poison(d_dqkv, sizeof(float) * nqkv);
     pw_attention_gqa_backward_bf16_cuda(d_dqkv, d_dout, d_qkv, d_outc, d_lsec, d_mask, B, T, NH,
                                         NKV, hs, 0);
     cu_compare("backward dqkv", d_dqkv, dqkv, nqkv, tol);

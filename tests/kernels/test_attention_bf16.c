@@ -7,8 +7,8 @@
  *    |out - ref| <= 2^-9 sum_s p_s |v_s| <= 2^-9 max |v| (plus float32 noise), and it is not
  *    float32-exact either (the rounding happened);
  *  - the gradients: P and dS rounded alike before their products; against the float64
- *    gradient within 1e-2 of its largest value (measured: a few 1e-3), and the increment is
- *    what is added to a dqkv that holds something already.
+ *    gradient within 1e-2 of its largest value (measured: a few 1e-3), set into a dqkv that
+ *    held NaN (the GPU's kernels write every element; so must the twin).
  * Rounding of inputs that are not bfloat16 numbers is the float32 kernels' tolerance-free
  * business of test_flash_tc_emu (GPU against this twin). */
 #include "attention_ref.h"
@@ -20,8 +20,12 @@ static void check(const char *name, Shape s, const int *mask, unsigned long long
     size_t nlse = (size_t)s.B * s.NH * s.T;
     unsigned long long rng = seed;
     float *qkv = malloc(sizeof(float) * nqkv), *dout = malloc(sizeof(float) * nout);
+    uint16_t *qkv16 = malloc(sizeof(uint16_t) * nqkv);
     double *qkvd = calloc(nqkv, sizeof(double)), *doutd = calloc(nout, sizeof(double));
-    for (size_t i = 0; i < nqkv; i++) qkvd[i] = qkv[i] = pw_bf16_round((float)pw_test_normal(&rng));
+    for (size_t i = 0; i < nqkv; i++) {
+        qkvd[i] = qkv[i] = pw_bf16_round((float)pw_test_normal(&rng));
+        qkv16[i] = pw_bf16_from_f32(qkv[i]);
+    }
     for (size_t i = 0; i < nout; i++)
         doutd[i] = dout[i] = pw_bf16_round((float)pw_test_normal(&rng));
     double *out_r = calloc(nout, sizeof(double)), *lse_r = calloc(nlse, sizeof(double));
@@ -30,7 +34,7 @@ static void check(const char *name, Shape s, const int *mask, unsigned long long
     ref_backward(dqkv_r, doutd, qkvd, att, s);
 
     float *out = malloc(sizeof(float) * nout), *lse = malloc(sizeof(float) * nlse);
-    pw_attention_gqa_forward_bf16(out, lse, qkv, mask, s.B, s.T, s.NH, s.NKV, s.hs);
+    pw_attention_gqa_forward_bf16(out, lse, qkv16, mask, s.B, s.T, s.NH, s.NKV, s.hs);
     double e_lse = pw_max_rel_err(lse, lse_r, nlse, 1.0);
     double vmax = 0.0, dmax = 0.0;
     for (size_t i = 0; i < BT; i++)
@@ -49,16 +53,17 @@ static void check(const char *name, Shape s, const int *mask, unsigned long long
     CHECK(dmax > 1e-5 * vmax, "%s: out off by %.3g only: were the probabilities rounded?", name,
           dmax);
 
-    /* the backward adds into a dqkv holding ones */
+    /* the backward sets a dqkv holding NaN */
     float *dqkv = malloc(sizeof(float) * nqkv);
-    for (size_t i = 0; i < nqkv; i++) dqkv[i] = 1.0f;
-    pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, s.B, s.T, s.NH, s.NKV, s.hs);
-    for (size_t i = 0; i < nqkv; i++) dqkv[i] -= 1.0f;
+    for (size_t i = 0; i < nqkv; i++) dqkv[i] = NAN;
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv16, out, lse, mask, s.B, s.T, s.NH, s.NKV,
+                                   s.hs);
     double e_g = pw_max_rel_err(dqkv, dqkv_r, nqkv, 1e-6);
     CHECK(e_g < 1e-2, "%s: gradient rel err %.3g", name, e_g);
     printf("%-34s lse %.2e  out %.2e (bound %.2e)  dqkv %.2e\n", name, e_lse, dmax,
            0x1p-9 * vmax, e_g);
     free(qkv);
+    free(qkv16);
     free(dout);
     free(qkvd);
     free(doutd);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pw_bf16.h"
 #include "pw_kernels.h"
@@ -287,21 +288,21 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
 
 /* ---- the bfloat16 twin of the GPU's tensor-core attention (pw_kernels.h): what it rounds, in
  * the order the GPU rounds it, on a rounded copy of the operands */
-void pw_attention_gqa_forward_bf16(float *out, float *lse, const float *qkv, const int *mask,
+void pw_attention_gqa_forward_bf16(float *out, float *lse, const uint16_t *qkv, const int *mask,
                                    int B, int T, int NH, int NKV, int hs)
 {
     size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *r = pw_rounded_copy(qkv, n, "pw_attention_gqa_forward_bf16");
+    float *r = pw_widened_copy(qkv, n, "pw_attention_gqa_forward_bf16");
     gqa_forward(out, lse, r, mask, B, T, NH, NKV, hs, 1);
     free(r);
 }
 
-void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const float *qkv,
+void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const uint16_t *qkv,
                                     const float *out, const float *lse, const int *mask, int B,
                                     int T, int NH, int NKV, int hs)
 {
     size_t C = (size_t)NH * hs, n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *rq = pw_rounded_copy(qkv, n, "pw_attention_gqa_backward_bf16");
+    float *rq = pw_widened_copy(qkv, n, "pw_attention_gqa_backward_bf16");
     float *rd = pw_rounded_copy(dout, (size_t)B * T * C, "pw_attention_gqa_backward_bf16");
     float *D = malloc(sizeof(float) * ((size_t)B * NH * T + 1));
     if (!D) {
@@ -320,6 +321,7 @@ void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const float 
                     for (int c = 0; c < hs; c++) d += g[c] * o[c];
                 D[((size_t)b * NH + h) * T + t] = d;
             }
+    memset(dqkv, 0, sizeof(float) * n); /* the GPU's kernels set it */
     gqa_backward(dqkv, rd, rq, lse, mask, B, T, NH, NKV, hs, D);
     free(D);
     free(rd);

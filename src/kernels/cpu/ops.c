@@ -236,13 +236,13 @@ static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, co
 {
     (void)o, pw_attention_gqa_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
 }
-static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const float *qkv,
+static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const uint16_t *qkv,
                                    const int *mask, int B, int T, int NH, int NKV, int hs)
 {
     (void)o, pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
 }
 static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, const float *dout,
-                                   const float *qkv, const float *out, const float *lse,
+                                   const uint16_t *qkv, const float *out, const float *lse,
                                    const int *mask, int B, int T, int NH, int NKV, int hs)
 {
     (void)o, pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV,

@@ -2,13 +2,15 @@
  * bfloat16 with float32 accumulation, forward and backward, grouped-query (twin of
  * pw_attention_gqa_forward_bf16 / _backward_bf16 in cpu/attention.c): the model's attention at
  * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere); heads
- * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead (its
- * GEMM path; the tests compare that with the twin to the bfloat16 tolerance). */
+ * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead on q, k
+ * and v widened (its GEMM path; the tests compare that with the twin to the bfloat16
+ * tolerance). q, k and v come in bfloat16; the backward sets dqkv. */
 #include <math.h>
 
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
+#include "cp_async.cuh"
 #include "mma.cuh"
 #include "flash_tc.cuh"
 
@@ -23,14 +25,27 @@
         PW_CUDA_CHECK(cudaGetLastError());                                                       \
     } while (0)
 
-extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const float *qkv,
+/* heads the tensor-core kernels do not take: q, k and v widened into float32 scratch, for the
+ * float32 path */
+static float *widened(const uint16_t *qkv, int B, int T, int NH, int NKV, int hs,
+                      cudaStream_t stream)
+{
+    size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
+    float *w = (float *)pw_cuda_scratch(sizeof(float) * n, stream);
+    pw_bf16_to_f32_cuda(w, qkv, n, stream);
+    return w;
+}
+
+extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const uint16_t *qkv,
                                                    const int *mask, int B, int T, int NH,
                                                    int NKV, int hs, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
     int HS = pw_flash_bucket(hs); /* 0: the float32 path */
     if (!HS) {
-        pw_attention_gqa_forward_cuda(out, lse, qkv, mask, B, T, NH, NKV, hs, stream);
+        float *w = widened(qkv, B, T, NH, NKV, hs, stream);
+        pw_attention_gqa_forward_cuda(out, lse, w, mask, B, T, NH, NKV, hs, stream);
+        pw_cuda_scratch_free(w, stream);
         return;
     }
     dim3 grid((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
@@ -38,26 +53,32 @@ extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const
 }
 
 extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout,
-                                                    const float *qkv, const float *out,
+                                                    const uint16_t *qkv, const float *out,
                                                     const float *lse, const int *mask, int B,
                                                     int T, int NH, int NKV, int hs,
                                                     cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
-    int HS = pw_flash_bucket(hs); /* 0: the float32 path */
+    int HS = pw_flash_bucket(hs); /* 0: the float32 path, which adds */
     if (!HS) {
-        pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, stream);
+        size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
+        float *w = widened(qkv, B, T, NH, NKV, hs, stream);
+        PW_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, sizeof(float) * n, stream));
+        pw_attention_gqa_backward_cuda(dqkv, dout, w, lse, mask, B, T, NH, NKV, hs, stream);
+        pw_cuda_scratch_free(w, stream);
         return;
     }
     float scale = 1.0f / sqrtf((float)hs);
     size_t rows = (size_t)B * NH * T;
     float *drow = (float *)pw_cuda_scratch(sizeof(float) * rows, stream);
-    pw_flash_tc_drow<<<pw_ew_blocks(rows), PW_EW_THREADS, 0, stream>>>(drow, dout, out, mask, B,
-                                                                       T, NH, hs);
+    uint16_t *dout16 = (uint16_t *)pw_cuda_scratch(sizeof(uint16_t) * rows * hs, stream);
+    pw_flash_tc_prep<<<pw_row_blocks(rows), PW_ROW_THREADS, 0, stream>>>(drow, dout16, dout, out,
+                                                                         mask, B, T, NH, hs);
     PW_CUDA_CHECK(cudaGetLastError());
     dim3 gq((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
     dim3 gk((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B);
-    TC_LAUNCH(dq, HS, gq, dqkv, drow, dout, qkv, lse, mask, T, NH, NKV, hs, scale);
-    TC_LAUNCH(dkv, HS, gk, dqkv, drow, dout, qkv, lse, mask, T, NH, NKV, hs, scale);
+    TC_LAUNCH(dq, HS, gq, dqkv, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    TC_LAUNCH(dkv, HS, gk, dqkv, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    pw_cuda_scratch_free(dout16, stream);
     pw_cuda_scratch_free(drow, stream);
 }

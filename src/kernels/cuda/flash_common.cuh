@@ -14,7 +14,25 @@
 #define FLASH_CAT_(a, b) a##_##b
 #define FLASH_CAT(a, b) FLASH_CAT_(a, b)
 
-/* Where head h's q and its group's k and v start in row t of sequence b */
+/* Where head h's q and its group's k and v start in qkv (elements, float32 or bfloat16 alike),
+ * in the first row of sequence b; rows are W elements apart */
+typedef struct FlashAt {
+    size_t q, k, v;
+    int W;
+} FlashAt;
+
+static __device__ __forceinline__ FlashAt flash_at(int b, int h, int T, int NH, int NKV, int hs)
+{
+    FlashAt a;
+    int kv = h / (NH / NKV);
+    a.W = (NH + 2 * NKV) * hs;
+    a.q = (size_t)b * T * a.W + (size_t)h * hs;
+    a.k = (size_t)b * T * a.W + (size_t)(NH + kv) * hs;
+    a.v = (size_t)b * T * a.W + (size_t)(NH + NKV + kv) * hs;
+    return a;
+}
+
+/* The same as pointers into a float32 qkv */
 typedef struct FlashHead {
     const float *q, *k, *v;
     int W;
@@ -23,12 +41,8 @@ typedef struct FlashHead {
 static __device__ __forceinline__ FlashHead flash_head(const float *qkv, int b, int h, int T,
                                                        int NH, int NKV, int hs)
 {
-    FlashHead f;
-    int kv = h / (NH / NKV);
-    f.W = (NH + 2 * NKV) * hs;
-    f.q = qkv + (size_t)b * T * f.W + (size_t)h * hs;
-    f.k = qkv + (size_t)b * T * f.W + (size_t)(NH + kv) * hs;
-    f.v = qkv + (size_t)b * T * f.W + (size_t)(NH + NKV + kv) * hs;
+    FlashAt a = flash_at(b, h, T, NH, NKV, hs);
+    FlashHead f = {qkv + a.q, qkv + a.k, qkv + a.v, a.W};
     return f;
 }
 

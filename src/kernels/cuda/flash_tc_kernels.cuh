@@ -1,34 +1,44 @@
 /* flash_tc_kernels.cuh: fused causal attention with a key padding mask on the tensor cores, in
  * bfloat16 with float32 accumulation: forward, and backward as two kernels (dq; dk and dv) after
- * a row kernel for D = rowsum(dout * out). What they compute is pw_attention_gqa_forward_bf16 /
- * _backward_bf16 (cpu/attention.c), the model's attention at precision bf16; the layouts are
- * flash_kernels.cuh's (qkv rows of W = (NH + 2 NKV) hs floats, out (B,T,NH hs), lse (B,NH,T)),
- * read and written as float32: the operands are rounded to bfloat16 as they are loaded.
+ * a row kernel that makes D = rowsum(dout * out) and dout in bfloat16. What they compute is
+ * pw_attention_gqa_forward_bf16 / _backward_bf16 (cpu/attention.c), the model's attention at
+ * precision bf16. q, k and v come in bfloat16 (the model keeps them so for the backward anyway),
+ * in flash_kernels.cuh's layout (qkv rows of W = (NH + 2 NKV) hs, out (B,T,NH hs), lse
+ * (B,NH,T)); out, lse and dqkv are float32. The backward SETS dqkv: every element of a row
+ * before T has one writer (padding rows get zeros), so the caller needs no memset first.
  *
  * Written in the C subset of CUDA like flash_kernels.cuh, so that tests/cuda/test_flash_tc_emu.c
  * runs this very file on the host under tests/cuda/emu.h. Beyond what that file needs from its
- * includer, this one needs pw_mma_bf16 and pw_bf16x2 (mma.cuh on the GPU, emu.h on the host),
- * __shfl_xor_sync of a float and uint16_t / uint32_t.
+ * includer, this one needs mma.cuh's and cp_async.cuh's functions (emu.h's on the host),
+ * __syncthreads_or, __shfl_xor_sync of a float and uint16_t / uint32_t.
  *
  * Work split: a block is 4 warps, each warp owns 16 rows (queries in fwd and dq, keys in dkv)
  * and computes 16 x 8 tiles with pw_mma_bf16; its own operand (q, or k and v) stays in A
  * fragments in registers for the whole kernel, the other side goes through shared memory a
- * tile at a time as bfloat16 rows. A row's scores are spread over the 4 lanes of a quad (mma.cuh's
- * D layout), so its max and sum take two __shfl_xor_sync. Probabilities and dS go from the
- * D fragments of one product to the A fragments of the next without leaving registers.
+ * tile at a time. A row's scores are spread over the 4 lanes of a quad (mma.cuh's D layout),
+ * so its max and sum take two __shfl_xor_sync. Probabilities and dS go from the D fragments of
+ * one product to the A fragments of the next without leaving registers.
  *  - fwd (grid ceil(T/64) x NH x B): S = q k^T per tile of TC_BK keys, an online softmax
  *    (running max and sum per row), O += P v with P rounded to bfloat16.
- *  - dq (same grid): per tile of TC_BT keys, S and dP = dout v^T again, dS = scale P (dP - D),
+ *  - dq (same grid): per tile of TC_BK keys, S and dP = dout v^T again, dS = scale P (dP - D),
  *    dq += dS k.
  *  - dkv (grid ceil(T/64) x NKV x B): warp = 16 keys; over the G query heads of the group and
  *    the queries t >= the block's first key in tiles of TC_BQ, S^T = k q^T and dP^T = v dout^T,
- *    dv += P^T dout and dk += dS^T q. Each gradient element has one writer: no atomics, the
- *    same bits every run.
- * B operands are read from row-major bfloat16 tiles with ldmatrix (mma.cuh's pw_ldsm_x4, four
- * 8 x 8 matrices, two mma's B fragments, a load): plain for B[k][n] = X[n][k] (q k^T-shaped
+ *    dv += P^T dout and dk += dS^T q.
+ * fwd and dq take their query blocks last first (the causal mask gives the last the most keys:
+ * started first, they leave the short ones for the grid's tail).
+ *
+ * Tiles: two buffers of each, the next tile's copies (cp_async.cuh, 16 bytes a thread at a
+ * time) in flight while the warps compute on the current one; one barrier once it has landed,
+ * one after the products. A tile's rows come with their mask flags; where one is padding (NaN
+ * may live there, and 0 * NaN is NaN), those rows are zeroed in shared memory after a second
+ * barrier. A tile wholly below the diagonal for a warp, without padding and inside T, skips the
+ * per-element mask. B operands are read with ldmatrix (mma.cuh's pw_ldsm_x4, four 8 x 8
+ * matrices, two mma's B fragments, a load): plain for B[k][n] = X[n][k] (q k^T-shaped
  * products), transposed for B[k][n] = X[k][n] (P v-shaped ones); rows are TC_LD = hs + 8 halves
- * apart (16-byte aligned, as ldmatrix needs), which puts the 8 rows of each matrix in 8
- * distinct groups of 4 banks: no conflicts. */
+ * apart (16-byte aligned, as ldmatrix and cp.async need), which puts the 8 rows of each matrix
+ * in 8 distinct groups of 4 banks: no conflicts. Each gradient element has one writer: no
+ * atomics, the same bits every run. */
 
 #ifndef PW_FLASH_TC_CUH_COMMON
 #define PW_FLASH_TC_CUH_COMMON
@@ -36,12 +46,11 @@
 #define TC_WARPS 4
 #define TC_THREADS (TC_WARPS * 32)
 #define TC_ROWS (TC_WARPS * 16) /* rows (queries, or keys in dkv) per block */
-#define TC_BK 64                /* keys per shared tile in fwd */
-/* rows per shared tile in the backward, keys in dq (TC_BT) and queries in dkv (TC_BQ): fewer
- * for larger heads, so that a lane's accumulators (dq, or dk and dv, plus two tiles of scores)
- * stay in registers (dkv_64 with tiles of 64 spilled 72 bytes once its fragments came through
- * ldmatrix; with 32 it spills none at 246 registers) */
-#define TC_BT(hs) ((hs) >= 128 ? 32 : 64)
+/* rows per shared tile, keys in fwd and dq (TC_BK) and queries in dkv (TC_BQ): fewer for larger
+ * heads, so that two buffers of two tiles stay under 48 KiB of static shared memory and a
+ * lane's accumulators (o or dq, or dk and dv, plus two tiles of scores) stay in registers
+ * (dkv_64 with query tiles of 64 spilled 72 bytes; with 32 it spilled none at 246 registers) */
+#define TC_BK(hs) ((hs) >= 128 ? 32 : 64)
 #define TC_BQ(hs) ((hs) >= 64 ? 32 : 64)
 
 /* The rows of a lane in a block of TC_ROWS: r and r + 8 of its warp's 16 */
@@ -50,10 +59,25 @@ static __device__ __forceinline__ int tc_row0(int base)
     return base + (int)(threadIdx.x / 32) * 16 + (int)(threadIdx.x % 32) / 4;
 }
 
-/* x[i] (i < n), or 0 beyond; ok: the row is real */
-static __device__ __forceinline__ float tc_at(const float *x, int i, int n, int ok)
+/* The first row of a query block of fwd and dq: the last block first */
+static __device__ __forceinline__ int tc_query_block(void)
 {
-    return ok && i < n ? x[i] : 0.0f;
+    return (int)(gridDim.x - 1 - blockIdx.x) * TC_ROWS;
+}
+
+/* Whether a bfloat16 matrix can be copied in 16-byte groups: hs a multiple of 8 (so are the
+ * row strides and every head's start), the base 16-byte aligned */
+static __device__ __forceinline__ int tc_vec(const uint16_t *x, int hs)
+{
+    return hs % 8 == 0 && ((uintptr_t)x & 15) == 0;
+}
+
+/* x[d] and x[d + 1] as an A register pair (the first in the low half), zeros past hs or where
+ * the row is not ok */
+static __device__ __forceinline__ uint32_t tc_pair(const uint16_t *x, int d, int hs, int ok)
+{
+    uint32_t lo = ok && d < hs ? x[d] : 0u, hi = ok && d + 1 < hs ? x[d + 1] : 0u;
+    return lo | hi << 16;
 }
 
 /* max and sum over the 4 lanes of a quad (the lanes that share a row of a D fragment) */
@@ -69,22 +93,63 @@ static __device__ __forceinline__ float tc_quad_sum(float x)
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-/* D = rowsum(dout * out) per query row (B,NH,T) for the backward; 0 at padding queries. One
- * thread a row, an elementwise grid. */
-__global__ void pw_flash_tc_drow(float *drow, const float *dout, const float *out,
-                                 const int *mask, int B, int T, int NH, int hs)
+/* Issue the copies of n values of a row vector from r0 on (4 bytes each: mask flags, lse or D)
+ * into dst, zeros past T; src NULL: 1 before T (no mask). Thread i takes i, i + TC_THREADS, ...,
+ * the entries tc_padded reads back. */
+static __device__ __forceinline__ void tc_issue_row4(void *dst, const void *src, int r0, int n,
+                                                     int T)
 {
-    size_t n = (size_t)B * NH * T;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        int t = (int)(i % T), h = (int)(i / T % NH), b = (int)(i / ((size_t)T * NH));
-        float d = 0.0f;
-        if (!mask || mask[(size_t)b * T + t]) {
-            size_t at = ((size_t)b * T + t) * NH * hs + (size_t)h * hs;
-            for (int c = 0; c < hs; c++) d += dout[at + c] * out[at + c];
-        }
-        drow[i] = d;
+    for (int j = threadIdx.x; j < n; j += TC_THREADS) {
+        int r = r0 + j;
+        if (src)
+            pw_cp_async4((int *)dst + j, (const int *)src + (r < T ? r : 0), r < T ? 4 : 0);
+        else
+            ((int *)dst)[j] = r < T;
     }
+}
+
+/* Whether a row before T of a landed tile is padding (its flag 0), asked of the whole block: a
+ * barrier. Each thread reads back the flags it copied itself (tc_issue_row4), which its own
+ * wait has made visible to it. */
+static __device__ __forceinline__ int tc_padded(const int *ok, int r0, int n, int T)
+{
+    int pad = 0;
+    for (int j = threadIdx.x; j < n; j += TC_THREADS) pad |= r0 + j < T && !ok[j];
+    return __syncthreads_or(pad);
+}
+
+/* Where fwd and dq copy their key tiles from: a head's keys and values (row stride ld), the
+ * sequence's mask row (NULL: none), T, the head size, whether 16-byte copies apply (tc_vec) */
+typedef struct TcKv {
+    const uint16_t *k, *v;
+    size_t ld;
+    const int *m;
+    int T, hs, vec;
+} TcKv;
+
+/* The backward's first kernel, over query rows (B,NH,T), one warp a row (PW_ROW_WARPS rows to a
+ * block): D = rowsum(dout * out) from the float32 values into drow, and dout rounded to
+ * bfloat16 into dout16 (dout's layout (B,T,NH hs)) for the products; zeros in both at padding
+ * queries. */
+__global__ void pw_flash_tc_prep(float *drow, uint16_t *dout16, const float *dout,
+                                 const float *out, const int *mask, int B, int T, int NH, int hs)
+{
+    size_t rows = (size_t)B * NH * T;
+    size_t i = (size_t)blockIdx.x * PW_ROW_WARPS + threadIdx.x / 32;
+    if (i >= rows) return; /* the whole warp */
+    int lane = (int)(threadIdx.x % 32);
+    int t = (int)(i % T), h = (int)(i / T % NH), b = (int)(i / ((size_t)T * NH));
+    int real = !mask || mask[(size_t)b * T + t];
+    size_t at = ((size_t)b * T + t) * NH * hs + (size_t)h * hs;
+    float d = 0.0f;
+    for (int c = lane; c < hs; c += 32) {
+        float g = real ? dout[at + c] : 0.0f;
+        if (real) d += g * out[at + c];
+        dout16[at + c] = pw_bf16_bits(g);
+    }
+    PW_UNROLL
+    for (int o = 16; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
+    if (lane == 0) drow[i] = d;
 }
 
 #endif /* PW_FLASH_TC_CUH_COMMON */
@@ -93,74 +158,71 @@ __global__ void pw_flash_tc_drow(float *drow, const float *dout, const float *ou
 #define TC_LD (FLASH_HS + 8)
 #define TC_KS (FLASH_HS / 16) /* k-steps over a head */
 #define TC_NS (FLASH_HS / 8)  /* 8-column tiles over a head */
-/* a bfloat16 tile of rows TC_LD halves long, declared as 32-bit words (so that its pairs may be
- * read as one aligned 32-bit load) and seen as halves */
-#define TC_TILE(name, words) uint16_t(*name)[TC_LD] = (uint16_t(*)[TC_LD])(words)
 
-/* Rows [r0, r0 + n) of a float32 matrix (row stride ld) into a bfloat16 tile, zeros past T,
- * past hs and at padding rows (so that a NaN there never reaches a product); the row flags
- * into okv when given. All TC_THREADS threads, between barriers.
- * Where whole 16-byte groups of 4 floats can be read (hs and ld multiples of 4, src 16-byte
- * aligned: every model's case), a thread issues TC_GROUP such loads before it converts and
- * stores any, so that they are in flight together; one element at a time, each store waited on
- * two dependent global reads (the row's mask, then the value) and the loop on the store, and
- * these kernels ran at 5% of the bf16 GEMM's rate on an H100 (docs/cuda.md, Benchmark).
- * Otherwise one float at a time. */
-#define TC_GROUP 4
-static __device__ __forceinline__ void TC_FN(load_tile)(uint16_t (*dst)[TC_LD], int *okv,
-                                                        const float *src, size_t ld, int r0,
-                                                        int n, int T, const int *m, int hs)
+/* Issue the copies of rows [r0, r0 + n) of a bfloat16 matrix (row stride ld) into a tile, zeros
+ * past T and past hs: with vec (tc_vec), 16-byte groups through pw_cp_async16, else one half at
+ * a time with plain loads and stores (heads that are not a multiple of 8). Padding rows come
+ * as they are (TC_FN(scrub) zeroes them once landed). All TC_THREADS threads. */
+static __device__ __forceinline__ void TC_FN(issue_tile)(uint16_t (*dst)[TC_LD],
+                                                         const uint16_t *src, size_t ld, int r0,
+                                                         int n, int T, int hs, int vec)
 {
-    if (hs % 4 == 0 && ld % 4 == 0 && ((uintptr_t)src & 15) == 0) {
-        const int per_row = FLASH_HS / 4, nch = n * per_row;
-        for (int base = 0; base < nch; base += TC_GROUP * TC_THREADS) {
-            float4 v[TC_GROUP];
-            PW_UNROLL
-            for (int k = 0; k < TC_GROUP; k++) {
-                int i = base + k * TC_THREADS + (int)threadIdx.x;
-                int j = i / per_row, d = i % per_row * 4, r = r0 + j;
-                if (i < nch && r < T && d < hs && flash_real(m, r))
-                    v[k] = *(const float4 *)(src + (size_t)r * ld + d);
-                else
-                    v[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-            PW_UNROLL
-            for (int k = 0; k < TC_GROUP; k++) {
-                int i = base + k * TC_THREADS + (int)threadIdx.x;
-                if (i < nch) {
-                    uint32_t *w = (uint32_t *)&dst[i / per_row][i % per_row * 4];
-                    w[0] = pw_bf16x2(v[k].x, v[k].y);
-                    w[1] = pw_bf16x2(v[k].z, v[k].w);
-                }
-            }
+    if (vec) {
+        const int per_row = FLASH_HS / 8;
+        for (int i = threadIdx.x; i < n * per_row; i += TC_THREADS) {
+            int j = i / per_row, d = i % per_row * 8, r = r0 + j, ok = r < T && d < hs;
+            pw_cp_async16(&dst[j][d], ok ? src + (size_t)r * ld + d : src, ok ? 16 : 0);
         }
     } else {
         for (int i = threadIdx.x; i < n * FLASH_HS; i += TC_THREADS) {
             int j = i / FLASH_HS, d = i % FLASH_HS, r = r0 + j;
-            int ok = r < T && d < hs && flash_real(m, r);
-            dst[j][d] = pw_bf16_bits(ok ? src[(size_t)r * ld + d] : 0.0f);
+            dst[j][d] = r < T && d < hs ? src[(size_t)r * ld + d] : (uint16_t)0;
         }
     }
-    for (int j = threadIdx.x; okv && j < n; j += TC_THREADS)
-        okv[j] = r0 + j < T && flash_real(m, r0 + j);
 }
-#undef TC_GROUP
 
-/* A fragments of a warp's 16 rows (row0, row0 + 8 for this lane) of a float32 matrix (row
- * stride ld), over the whole head, rounded; zero rows where not ok0 / ok8 */
-static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const float *x,
+/* After tc_padded found padding: zeros into the rows of tiles a and b whose flag is 0 (rows past
+ * T are zeros already), so that a NaN there never meets a zero probability in a product; a
+ * barrier after. */
+static __device__ __forceinline__ void TC_FN(scrub)(uint16_t (*a)[TC_LD], uint16_t (*b)[TC_LD],
+                                                    const int *ok, int n)
+{
+    const int per_row = FLASH_HS / 2;
+    for (int i = threadIdx.x; i < n * per_row; i += TC_THREADS) {
+        int j = i / per_row, d = i % per_row * 2;
+        if (!ok[j]) {
+            *(uint32_t *)&a[j][d] = 0u;
+            *(uint32_t *)&b[j][d] = 0u;
+        }
+    }
+    __syncthreads();
+}
+
+/* A tile pair has landed in this thread (its wait done): the barrier that makes it the block's,
+ * and its padding rows zeroed; whether there were any */
+static __device__ __forceinline__ int TC_FN(land)(uint16_t (*a)[TC_LD], uint16_t (*b)[TC_LD],
+                                                  const int *ok, int r0, int n, int T)
+{
+    int pad = tc_padded(ok, r0, n, T);
+    if (pad) TC_FN(scrub)(a, b, ok, n);
+    return pad;
+}
+
+/* A fragments of a warp's 16 rows (row0, row0 + 8 for this lane) of a bfloat16 matrix (row
+ * stride ld), over the whole head; zero rows where not ok0 / ok8 */
+static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const uint16_t *x,
                                                      size_t ld, int row0, int ok0, int ok8,
                                                      int hs)
 {
     int c = (int)(threadIdx.x % 32) % 4;
-    const float *x0 = x + (size_t)row0 * ld, *x8 = x0 + 8 * ld;
+    const uint16_t *x0 = x + (size_t)row0 * ld, *x8 = x0 + 8 * ld;
     PW_UNROLL
     for (int kk = 0; kk < TC_KS; kk++) {
         int d = kk * 16 + 2 * c;
-        a[kk][0] = pw_bf16x2(tc_at(x0, d, hs, ok0), tc_at(x0, d + 1, hs, ok0));
-        a[kk][1] = pw_bf16x2(tc_at(x8, d, hs, ok8), tc_at(x8, d + 1, hs, ok8));
-        a[kk][2] = pw_bf16x2(tc_at(x0, d + 8, hs, ok0), tc_at(x0, d + 9, hs, ok0));
-        a[kk][3] = pw_bf16x2(tc_at(x8, d + 8, hs, ok8), tc_at(x8, d + 9, hs, ok8));
+        a[kk][0] = tc_pair(x0, d, hs, ok0);
+        a[kk][1] = tc_pair(x8, d, hs, ok8);
+        a[kk][2] = tc_pair(x0, d + 8, hs, ok0);
+        a[kk][3] = tc_pair(x8, d + 8, hs, ok8);
     }
 }
 
@@ -207,12 +269,11 @@ static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const
         }                                                                                        \
     } while (0)
 
-/* acc (16 rows of the head, D fragments) into float32 rows of y (row stride ld), added or
- * stored, times mul; rows where not ok0 / ok8 and columns past hs untouched */
-static __device__ __forceinline__ void TC_FN(store_rows)(float *y, size_t ld, int row0, int ok0,
-                                                         int ok8, float acc[TC_NS][4],
-                                                         float mul0, float mul8, int add,
-                                                         int hs)
+/* acc (16 rows of the head, D fragments) times mul0 / mul8 into float32 rows of y (row stride
+ * ld), set; rows past T (row0 >= T, row0 + 8 >= T) and columns past hs untouched */
+static __device__ __forceinline__ void TC_FN(store_rows)(float *y, size_t ld, int row0, int T,
+                                                         float acc[TC_NS][4], float mul0,
+                                                         float mul8, int hs)
 {
     int c = (int)(threadIdx.x % 32) % 4;
     float *y0 = y + (size_t)row0 * ld, *y8 = y0 + 8 * ld;
@@ -220,48 +281,80 @@ static __device__ __forceinline__ void TC_FN(store_rows)(float *y, size_t ld, in
     for (int n = 0; n < TC_NS; n++)
         PW_UNROLL
         for (int i = 0; i < 4; i++) {
-            int d = n * 8 + 2 * c + (i & 1), ok = i < 2 ? ok0 : ok8;
-            float *yy = i < 2 ? y0 : y8;
-            float v = acc[n][i] * (i < 2 ? mul0 : mul8);
-            if (ok && d < hs) yy[d] = add ? yy[d] + v : v;
+            int d = n * 8 + 2 * c + (i & 1), in = i < 2 ? row0 < T : row0 + 8 < T;
+            if (in && d < hs) (i < 2 ? y0 : y8)[d] = acc[n][i] * (i < 2 ? mul0 : mul8);
         }
 }
 
-__global__ void __launch_bounds__(TC_THREADS)
-    TC_FN(fwd)(float *out, float *lse, const float *qkv, const int *mask, int T, int NH, int NKV,
-               int hs, float scale)
+/* The key side of fwd and dq: two buffers of TC_BK keys, their values and their flags */
+typedef struct TC_FN(Keys) {
+    uint16_t k[2][TC_BK(FLASH_HS)][TC_LD], v[2][TC_BK(FLASH_HS)][TC_LD];
+    int m[2][TC_BK(FLASH_HS)];
+} TC_FN(Keys);
+
+/* Issue keys [k0, k0 + TC_BK) of src, their values and flags into buffer buf: one group */
+static __device__ __forceinline__ void TC_FN(issue_keys)(TC_FN(Keys) * t, int buf,
+                                                         const TcKv *src, int k0)
 {
-    __shared__ __align__(16) uint32_t ks_[TC_BK][TC_LD / 2], vs_[TC_BK][TC_LD / 2];
-    __shared__ int km[TC_BK];
-    TC_TILE(ks, ks_);
-    TC_TILE(vs, vs_);
-    int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * TC_ROWS, c = (int)(threadIdx.x % 32) % 4;
-    FlashHead f = flash_head(qkv, b, h, T, NH, NKV, hs);
+    const int BK = TC_BK(FLASH_HS);
+    TC_FN(issue_tile)(t->k[buf], src->k, src->ld, k0, BK, src->T, src->hs, src->vec);
+    TC_FN(issue_tile)(t->v[buf], src->v, src->ld, k0, BK, src->T, src->hs, src->vec);
+    tc_issue_row4(t->m[buf], src->m, k0, BK, src->T);
+    pw_cp_commit();
+}
+
+/* Tile it of nt (buffer it % 2) landed and made the block's, padding zeroed, while tile it + 1
+ * is issued into the other buffer (the barrier that closed tile it - 1 freed it); whether tile
+ * it has padding */
+static __device__ __forceinline__ int TC_FN(next_keys)(TC_FN(Keys) * t, int it, int nt,
+                                                       const TcKv *src)
+{
+    const int BK = TC_BK(FLASH_HS), cur = it & 1;
+    if (it + 1 < nt) {
+        TC_FN(issue_keys)(t, cur ^ 1, src, (it + 1) * BK);
+        pw_cp_wait_but_one();
+    } else {
+        pw_cp_wait_all();
+    }
+    return TC_FN(land)(t->k[cur], t->v[cur], t->m[cur], it * BK, BK, src->T);
+}
+
+__global__ void __launch_bounds__(TC_THREADS)
+    TC_FN(fwd)(float *out, float *lse, const uint16_t *qkv, const int *mask, int T, int NH,
+               int NKV, int hs, float scale)
+{
+    const int BK = TC_BK(FLASH_HS);
+    __shared__ __align__(16) TC_FN(Keys) kt;
+    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(), c = (int)(threadIdx.x % 32) % 4;
+    FlashAt at = flash_at(b, h, T, NH, NKV, hs);
     const int *m = mask ? mask + (size_t)b * T : 0;
-    int r0 = tc_row0(q0), r8 = r0 + 8;
+    TcKv src = {qkv + at.k, qkv + at.v, (size_t)at.W, m, T, hs, tc_vec(qkv, hs)};
+    int nt = ((q0 + TC_ROWS < T ? q0 + TC_ROWS : T) + BK - 1) / BK;
+    TC_FN(issue_keys)(&kt, 0, &src, 0); /* in flight while the queries are read */
+    int r0 = tc_row0(q0), r8 = r0 + 8, w0 = q0 + (int)(threadIdx.x / 32) * 16;
     int ok0 = r0 < T && flash_real(m, r0), ok8 = r8 < T && flash_real(m, r8);
     uint32_t qa[TC_KS][4];
-    TC_FN(load_a)(qa, f.q, (size_t)f.W, r0, ok0, ok8, hs);
+    TC_FN(load_a)(qa, qkv + at.q, (size_t)at.W, r0, ok0, ok8, hs);
 
     float o[TC_NS][4];
     PW_UNROLL
     for (int n = 0; n < TC_NS; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     /* running max and this lane's part of the running sum, rows r0 and r8 */
     float mx0 = -INFINITY, mx8 = -INFINITY, l0 = 0.0f, l8 = 0.0f;
-    int kend = q0 + TC_ROWS < T ? q0 + TC_ROWS : T;
-    for (int k0 = 0; k0 < kend; k0 += TC_BK) {
-        TC_FN(load_tile)(ks, km, f.k, (size_t)f.W, k0, TC_BK, T, m, hs);
-        TC_FN(load_tile)(vs, 0, f.v, (size_t)f.W, k0, TC_BK, T, m, hs);
-        __syncthreads();
-        float s[TC_BK / 8][4];
-        TC_MMA_ABT(s, TC_BK / 8, qa, ks);
+    for (int it = 0; it < nt; it++) {
+        int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
+        /* every key of the tile real and at or before the warp's first query: no mask */
+        int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
+        float s[TC_BK(FLASH_HS) / 8][4];
+        TC_MMA_ABT(s, BK / 8, qa, kt.k[cur]);
         float t0 = -INFINITY, t8 = -INFINITY;
         PW_UNROLL
-        for (int n = 0; n < TC_BK / 8; n++)
+        for (int n = 0; n < BK / 8; n++)
             PW_UNROLL
             for (int i = 0; i < 4; i++) {
-                int j = n * 8 + 2 * c + (i & 1), key = k0 + j, row = i < 2 ? r0 : r8;
-                float x = key <= row && km[j] ? s[n][i] * scale : -INFINITY;
+                int j = n * 8 + 2 * c + (i & 1), row = i < 2 ? r0 : r8;
+                float x = s[n][i] * scale;
+                if (masked && !(k0 + j <= row && kt.m[cur][j])) x = -INFINITY;
                 s[n][i] = x;
                 if (i < 2) t0 = fmaxf(t0, x);
                 else t8 = fmaxf(t8, x);
@@ -281,7 +374,7 @@ __global__ void __launch_bounds__(TC_THREADS)
             o[n][3] *= c8;
         }
         PW_UNROLL
-        for (int n = 0; n < TC_BK / 8; n++)
+        for (int n = 0; n < BK / 8; n++)
             PW_UNROLL
             for (int i = 0; i < 4; i++) {
                 float p = expf(s[n][i] - (i < 2 ? ref0 : ref8));
@@ -289,138 +382,147 @@ __global__ void __launch_bounds__(TC_THREADS)
                 if (i < 2) l0 += p;
                 else l8 += p;
             }
-        TC_MMA_PX(o, s, TC_BK, vs);
+        TC_MMA_PX(o, s, BK, kt.v[cur]);
         mx0 = t0;
         mx8 = t8;
-        __syncthreads();
+        __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
     l0 = tc_quad_sum(l0);
     l8 = tc_quad_sum(l8);
     /* l >= 1 at a real query (its own key is real and at the max or below it) */
-    float *ob = out + (size_t)b * T * NH * hs + (size_t)h * hs;
     size_t ld = (size_t)NH * hs;
-    TC_FN(store_rows)(ob, ld, r0, r0 < T, r8 < T, o, ok0 ? 1.0f / l0 : 0.0f,
-                      ok8 ? 1.0f / l8 : 0.0f, 0, hs);
+    TC_FN(store_rows)(out + (size_t)b * T * ld + (size_t)h * hs, ld, r0, T, o,
+                      ok0 ? 1.0f / l0 : 0.0f, ok8 ? 1.0f / l8 : 0.0f, hs);
     float *lb = lse + ((size_t)b * NH + h) * T;
     if (c == 0 && r0 < T) lb[r0] = ok0 ? mx0 + logf(l0) : 0.0f;
     if (c == 0 && r8 < T) lb[r8] = ok8 ? mx8 + logf(l8) : 0.0f;
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
-    TC_FN(dq)(float *dqkv, const float *drow, const float *dout, const float *qkv,
+    TC_FN(dq)(float *dqkv, const float *drow, const uint16_t *dout16, const uint16_t *qkv,
               const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
 {
-    const int BK = TC_BT(FLASH_HS);
-    __shared__ __align__(16) uint32_t ks_[TC_BT(FLASH_HS)][TC_LD / 2],
-        vs_[TC_BT(FLASH_HS)][TC_LD / 2];
-    __shared__ int km[TC_BT(FLASH_HS)];
-    TC_TILE(ks, ks_);
-    TC_TILE(vs, vs_);
-    int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * TC_ROWS, c = (int)(threadIdx.x % 32) % 4;
-    FlashHead f = flash_head(qkv, b, h, T, NH, NKV, hs);
+    const int BK = TC_BK(FLASH_HS);
+    __shared__ __align__(16) TC_FN(Keys) kt;
+    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(), c = (int)(threadIdx.x % 32) % 4;
+    FlashAt at = flash_at(b, h, T, NH, NKV, hs);
     const int *m = mask ? mask + (size_t)b * T : 0;
-    int r0 = tc_row0(q0), r8 = r0 + 8;
+    TcKv src = {qkv + at.k, qkv + at.v, (size_t)at.W, m, T, hs, tc_vec(qkv, hs)};
+    int nt = ((q0 + TC_ROWS < T ? q0 + TC_ROWS : T) + BK - 1) / BK;
+    TC_FN(issue_keys)(&kt, 0, &src, 0); /* in flight while the queries are read */
+    int r0 = tc_row0(q0), r8 = r0 + 8, w0 = q0 + (int)(threadIdx.x / 32) * 16;
     int ok0 = r0 < T && flash_real(m, r0), ok8 = r8 < T && flash_real(m, r8);
     size_t ld = (size_t)NH * hs, row = ((size_t)b * NH + h) * T;
-    const float *dO = dout + (size_t)b * T * ld + (size_t)h * hs;
     uint32_t qa[TC_KS][4], da[TC_KS][4];
-    TC_FN(load_a)(qa, f.q, (size_t)f.W, r0, ok0, ok8, hs);
-    TC_FN(load_a)(da, dO, ld, r0, ok0, ok8, hs);
+    TC_FN(load_a)(qa, qkv + at.q, (size_t)at.W, r0, ok0, ok8, hs);
+    TC_FN(load_a)(da, dout16 + (size_t)b * T * ld + (size_t)h * hs, ld, r0, ok0, ok8, hs);
     float L0 = ok0 ? lse[row + r0] : 0.0f, L8 = ok8 ? lse[row + r8] : 0.0f;
     float D0 = ok0 ? drow[row + r0] : 0.0f, D8 = ok8 ? drow[row + r8] : 0.0f;
 
     float dq[TC_NS][4];
     PW_UNROLL
     for (int n = 0; n < TC_NS; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
-    int kend = q0 + TC_ROWS < T ? q0 + TC_ROWS : T;
-    for (int k0 = 0; k0 < kend; k0 += BK) {
-        TC_FN(load_tile)(ks, km, f.k, (size_t)f.W, k0, BK, T, m, hs);
-        TC_FN(load_tile)(vs, 0, f.v, (size_t)f.W, k0, BK, T, m, hs);
-        __syncthreads();
-        float s[TC_BT(FLASH_HS) / 8][4], dp[TC_BT(FLASH_HS) / 8][4];
-        TC_MMA_ABT(s, BK / 8, qa, ks);
-        TC_MMA_ABT(dp, BK / 8, da, vs);
+    for (int it = 0; it < nt; it++) {
+        int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
+        int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
+        float s[TC_BK(FLASH_HS) / 8][4], dp[TC_BK(FLASH_HS) / 8][4];
+        TC_MMA_ABT(s, BK / 8, qa, kt.k[cur]);
+        TC_MMA_ABT(dp, BK / 8, da, kt.v[cur]);
         PW_UNROLL
         for (int n = 0; n < BK / 8; n++)
             PW_UNROLL
             for (int i = 0; i < 4; i++) {
-                int j = n * 8 + 2 * c + (i & 1), key = k0 + j, lo = i < 2;
-                int ok = (lo ? ok0 : ok8) && key <= (lo ? r0 : r8) && km[j];
-                float p = ok ? expf(s[n][i] * scale - (lo ? L0 : L8)) : 0.0f;
-                s[n][i] = scale * p * (dp[n][i] - (lo ? D0 : D8));
+                int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
+                int ok = lo ? ok0 : ok8;
+                if (masked) ok = ok && k0 + j <= (lo ? r0 : r8) && kt.m[cur][j];
+                float p = expf(s[n][i] * scale - (lo ? L0 : L8));
+                s[n][i] = ok ? scale * p * (dp[n][i] - (lo ? D0 : D8)) : 0.0f;
             }
-        TC_MMA_PX(dq, s, BK, ks);
-        __syncthreads();
+        TC_MMA_PX(dq, s, BK, kt.k[cur]);
+        __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
-    float *g = dqkv + (f.q - qkv);
-    TC_FN(store_rows)(g, (size_t)f.W, r0, ok0, ok8, dq, 1.0f, 1.0f, 1, hs);
+    /* padding queries: zeros (their dS were) */
+    TC_FN(store_rows)(dqkv + at.q, (size_t)at.W, r0, T, dq, 1.0f, 1.0f, hs);
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
-    TC_FN(dkv)(float *dqkv, const float *drow, const float *dout, const float *qkv,
+    TC_FN(dkv)(float *dqkv, const float *drow, const uint16_t *dout16, const uint16_t *qkv,
                const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
 {
     const int BQ = TC_BQ(FLASH_HS);
-    __shared__ __align__(16) uint32_t qs_[TC_BQ(FLASH_HS)][TC_LD / 2],
-        os_[TC_BQ(FLASH_HS)][TC_LD / 2];
-    __shared__ float Ls[TC_BQ(FLASH_HS)], Ds[TC_BQ(FLASH_HS)];
-    __shared__ int qm[TC_BQ(FLASH_HS)];
-    TC_TILE(qs, qs_);
-    TC_TILE(os, os_);
+    __shared__ __align__(16) uint16_t qs[2][TC_BQ(FLASH_HS)][TC_LD],
+        os[2][TC_BQ(FLASH_HS)][TC_LD];
+    __shared__ float Ls[2][TC_BQ(FLASH_HS)], Ds[2][TC_BQ(FLASH_HS)];
+    __shared__ int qm[2][TC_BQ(FLASH_HS)];
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
     int c = (int)(threadIdx.x % 32) % 4;
     const int *m = mask ? mask + (size_t)b * T : 0;
-    int s0 = tc_row0(k0), s8 = s0 + 8;
+    size_t ld = (size_t)NH * hs;
+    const uint16_t *dO = dout16 + (size_t)b * T * ld;
+    int vq = tc_vec(qkv, hs), vo = tc_vec(dout16, hs);
+    /* the tiles: every query head of the group, for each the queries from k0 on */
+    int per = (T - k0 + BQ - 1) / BQ, nt = G * per;
+#define TC_DKV_ISSUE(it, buf)                                                                    \
+    do {                                                                                         \
+        int h_ = kv * G + (it) / per, t_ = k0 + (it) % per * BQ;                                 \
+        size_t row_ = ((size_t)b * NH + h_) * T;                                                 \
+        FlashAt a_ = flash_at(b, h_, T, NH, NKV, hs);                                            \
+        TC_FN(issue_tile)(qs[buf], qkv + a_.q, (size_t)a_.W, t_, BQ, T, hs, vq);                 \
+        TC_FN(issue_tile)(os[buf], dO + (size_t)h_ * hs, ld, t_, BQ, T, hs, vo);                 \
+        tc_issue_row4(qm[buf], m, t_, BQ, T);                                                    \
+        tc_issue_row4(Ls[buf], lse + row_, t_, BQ, T);                                           \
+        tc_issue_row4(Ds[buf], drow + row_, t_, BQ, T);                                          \
+        pw_cp_commit();                                                                          \
+    } while (0)
+    TC_DKV_ISSUE(0, 0);
+    int s0 = tc_row0(k0), s8 = s0 + 8, wlast = k0 + (int)(threadIdx.x / 32) * 16 + 15;
     int ok0 = s0 < T && flash_real(m, s0), ok8 = s8 < T && flash_real(m, s8);
-    FlashHead f0 = flash_head(qkv, b, kv * G, T, NH, NKV, hs);
+    FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
     uint32_t ka[TC_KS][4], va[TC_KS][4];
-    TC_FN(load_a)(ka, f0.k, (size_t)f0.W, s0, ok0, ok8, hs);
-    TC_FN(load_a)(va, f0.v, (size_t)f0.W, s0, ok0, ok8, hs);
+    TC_FN(load_a)(ka, qkv + a0.k, (size_t)a0.W, s0, ok0, ok8, hs);
+    TC_FN(load_a)(va, qkv + a0.v, (size_t)a0.W, s0, ok0, ok8, hs);
     float dk[TC_NS][4], dv[TC_NS][4];
     PW_UNROLL
     for (int n = 0; n < TC_NS; n++)
         PW_UNROLL
         for (int i = 0; i < 4; i++) dk[n][i] = dv[n][i] = 0.0f;
 
-    size_t ld = (size_t)NH * hs;
-    for (int jh = 0; jh < G; jh++) {
-        int h = kv * G + jh;
-        FlashHead f = flash_head(qkv, b, h, T, NH, NKV, hs);
-        const float *dO = dout + (size_t)b * T * ld + (size_t)h * hs;
-        size_t row = ((size_t)b * NH + h) * T;
-        for (int t0 = k0; t0 < T; t0 += BQ) {
-            __syncthreads(); /* everyone is done with the previous tile */
-            TC_FN(load_tile)(qs, qm, f.q, (size_t)f.W, t0, BQ, T, m, hs);
-            TC_FN(load_tile)(os, 0, dO, ld, t0, BQ, T, m, hs);
-            for (int j = threadIdx.x; j < BQ; j += TC_THREADS) {
-                int t = t0 + j, ok = t < T && flash_real(m, t);
-                Ls[j] = ok ? lse[row + t] : 0.0f;
-                Ds[j] = ok ? drow[row + t] : 0.0f;
-            }
-            __syncthreads();
-            float s[TC_BQ(FLASH_HS) / 8][4], dp[TC_BQ(FLASH_HS) / 8][4];
-            TC_MMA_ABT(s, BQ / 8, ka, qs);
-            TC_MMA_ABT(dp, BQ / 8, va, os);
-            PW_UNROLL
-            for (int n = 0; n < BQ / 8; n++)
-                PW_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int j = n * 8 + 2 * c + (i & 1), t = t0 + j, lo = i < 2;
-                    int ok = (lo ? ok0 : ok8) && t >= (lo ? s0 : s8) && qm[j];
-                    float p = ok ? expf(s[n][i] * scale - Ls[j]) : 0.0f;
-                    s[n][i] = p;
-                    dp[n][i] = scale * p * (dp[n][i] - Ds[j]);
-                }
-            TC_MMA_PX(dv, s, BQ, os);
-            TC_MMA_PX(dk, dp, BQ, qs);
+    for (int it = 0; it < nt; it++) {
+        int t0 = k0 + it % per * BQ, cur = it & 1;
+        if (it + 1 < nt) {
+            TC_DKV_ISSUE(it + 1, cur ^ 1);
+            pw_cp_wait_but_one();
+        } else {
+            pw_cp_wait_all();
         }
+        int pad = TC_FN(land)(qs[cur], os[cur], qm[cur], t0, BQ, T);
+        /* every query of the tile real and at or after the warp's last key: no mask */
+        int masked = pad || t0 < wlast || t0 + BQ > T;
+        float s[TC_BQ(FLASH_HS) / 8][4], dp[TC_BQ(FLASH_HS) / 8][4];
+        TC_MMA_ABT(s, BQ / 8, ka, qs[cur]);
+        TC_MMA_ABT(dp, BQ / 8, va, os[cur]);
+        PW_UNROLL
+        for (int n = 0; n < BQ / 8; n++)
+            PW_UNROLL
+            for (int i = 0; i < 4; i++) {
+                int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
+                int ok = lo ? ok0 : ok8;
+                if (masked) ok = ok && t0 + j >= (lo ? s0 : s8) && qm[cur][j];
+                float p = ok ? expf(s[n][i] * scale - Ls[cur][j]) : 0.0f;
+                dp[n][i] = ok ? scale * p * (dp[n][i] - Ds[cur][j]) : 0.0f;
+                s[n][i] = p;
+            }
+        TC_MMA_PX(dv, s, BQ, os[cur]);
+        TC_MMA_PX(dk, dp, BQ, qs[cur]);
+        __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
-    TC_FN(store_rows)(dqkv + (f0.k - qkv), (size_t)f0.W, s0, ok0, ok8, dk, 1.0f, 1.0f, 1, hs);
-    TC_FN(store_rows)(dqkv + (f0.v - qkv), (size_t)f0.W, s0, ok0, ok8, dv, 1.0f, 1.0f, 1, hs);
+#undef TC_DKV_ISSUE
+    /* padding keys: zeros (no query gave them a probability) */
+    TC_FN(store_rows)(dqkv + a0.k, (size_t)a0.W, s0, T, dk, 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv + a0.v, (size_t)a0.W, s0, T, dv, 1.0f, 1.0f, hs);
 }
 
 #undef TC_FN
 #undef TC_LD
 #undef TC_KS
 #undef TC_NS
-#undef TC_TILE

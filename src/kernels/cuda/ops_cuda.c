@@ -342,13 +342,13 @@ static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, co
 {
     pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, S(o));
 }
-static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const float *qkv,
+static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const uint16_t *qkv,
                                    const int *mask, int B, int T, int NH, int NKV, int hs)
 {
     pw_attention_gqa_forward_bf16_cuda(out, lse, qkv, mask, B, T, NH, NKV, hs, S(o));
 }
 static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, const float *dout,
-                                   const float *qkv, const float *out, const float *lse,
+                                   const uint16_t *qkv, const float *out, const float *lse,
                                    const int *mask, int B, int T, int NH, int NKV, int hs)
 {
     pw_attention_gqa_backward_bf16_cuda(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs,
