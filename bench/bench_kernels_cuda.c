@@ -166,7 +166,7 @@ static void lm16_fwd(void)
 }
 static void lm16_bwd(void)
 {
-    pw_matmul_backward_bf16_cuda(g.dx, g.dw, NULL, g.dy16, g.x16, g.w16, N, C, V, 0, 0);
+    pw_matmul_backward_bf16_cuda(g.dx, g.dw, NULL, g.dy16, V, g.x16, g.w16, N, C, V, 0, 0);
 }
 static void att_fwd(void) { pw_attention_forward_cuda(g.y, g.att, g.qkv, g.mask, B, T, C, NH, 0); }
 static void att_bwd(void)

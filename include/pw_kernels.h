@@ -91,6 +91,13 @@ void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const
                          int N, int V, int ld);
 void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
                           const float *dlogp, const float *dentropy, int N, int V, int ld);
+/* The backward for a bf16 LM head, whose product rounds dlogits anyway: mul * dlogits (mul: 1 /
+ * temperature) rounded to bfloat16, the bits of pw_logprobs_backward's output scaled and
+ * rounded; row i at dlogits16 + 2 i ld halves, where row i of logits starts, so dlogits16 may
+ * alias logits (no float32 gradient written and read back, no buffer of its own). */
+void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const int *targets,
+                               const float *dlogp, const float *dentropy, int N, int V, int ld,
+                               float mul);
 
 /* ---- softmax cross-entropy: losses[i] = -logp[i]; the same row-at-a-time rules as above.
  * dlosses (N) are the per-row weights of the loss (e.g. mask / count); dlogits written. */

@@ -138,6 +138,11 @@ void pw_logprobs_forward_cuda(float *logp, float *entropy, const float *logits, 
 void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
                                const float *dlogp, const float *dentropy, int N, int V, int ld,
                                cudaStream_t stream);
+/* the same backward times mul, rounded to bfloat16: row i at dlogits16 + 2 i ld, where row i of
+ * the logits starts, so that dlogits16 may alias logits (pw_logprobs_backward_bf16) */
+void pw_logprobs_backward_bf16_cuda(pw_bf16 *dlogits16, const float *logits, const int *targets,
+                                    const float *dlogp, const float *dentropy, int N, int V,
+                                    int ld, float mul, cudaStream_t stream);
 void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int *targets, int N,
                                   int V, cudaStream_t stream);
 void pw_crossentropy_backward_cuda(float *dlogits, const float *logits, const int *targets,
@@ -222,9 +227,10 @@ void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cudaStream_t 
 void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cudaStream_t stream);
 void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, const pw_bf16 *weight,
                                  const float *bias, int N, int C, int OC, cudaStream_t stream);
+/* dout's rows ldo apart (OC: dense; the LM head's bf16 dlogits lie over its logits, 2 ld) */
 void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias, const pw_bf16 *dout,
-                                  const pw_bf16 *inp, const pw_bf16 *weight, int N, int C, int OC,
-                                  int set_dinp, cudaStream_t stream);
+                                  int ldo, const pw_bf16 *inp, const pw_bf16 *weight, int N,
+                                  int C, int OC, int set_dinp, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

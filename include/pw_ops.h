@@ -65,15 +65,18 @@ struct PwOps {
      * (NULL: none) is weight already in bfloat16 (the model's mirror of its parameters, made
      * by to_bf16): it is read instead of converting weight again at every product. inp_bf16
      * (NULL: none) is inp already in bfloat16 (an activation the model keeps in bfloat16 for
-     * its backward): read instead of inp, which may then be NULL. */
+     * its backward): read instead of inp, which may then be NULL. dout_bf16 (NULL: none), rows
+     * dout_ld halves apart, is dout already in bfloat16 (the LM head's, from
+     * logprobs_backward_bf16): read instead of dout, which may then be NULL. */
     void (*matmul_forward_bf16)(const PwOps *o, float *out, const float *inp,
                                 const uint16_t *inp_bf16, const float *weight,
                                 const uint16_t *weight_bf16, const float *bias, int N, int C,
                                 int OC);
     void (*matmul_backward_bf16)(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                                 const float *dout, const float *inp, const uint16_t *inp_bf16,
-                                 const float *weight, const uint16_t *weight_bf16, int N, int C,
-                                 int OC, int set_dinp);
+                                 const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, int N, int C, int OC,
+                                 int set_dinp);
     /* dst (n) = src rounded to bfloat16, to nearest even (pw_bf16.h), on the table's stream;
      * from_bf16 widens back, exactly */
     void (*to_bf16)(const PwOps *o, uint16_t *dst, const float *src, size_t n);
@@ -150,6 +153,11 @@ struct PwOps {
     void (*logprobs_backward)(const PwOps *o, float *dlogits, const float *logits,
                               const int *targets, const float *dlogp, const float *dentropy,
                               int N, int V, int ld);
+    /* the same times mul, rounded to bfloat16 for a bf16 LM head (pw_logprobs_backward_bf16):
+     * rows 2 ld halves apart, so that dlogits16 may alias logits */
+    void (*logprobs_backward_bf16)(const PwOps *o, uint16_t *dlogits16, const float *logits,
+                                   const int *targets, const float *dlogp,
+                                   const float *dentropy, int N, int V, int ld, float mul);
     void (*gather_rows)(const PwOps *o, float *dst, const float *src, const int *rows, int n,
                         int C);
     void (*adamw_update)(const PwOps *o, float *params, const float *grads, float *m, float *v,

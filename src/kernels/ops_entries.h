@@ -16,6 +16,7 @@
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
     .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,   \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \
+    .logprobs_backward_bf16 = logprobs_bwd_bf16,                                             \
     .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale,          \
     .sample = sample_rows, .record = record_rows,                                            \
     .rmsnorm_forward = rmsnorm_fwd, .rmsnorm_backward = rmsnorm_bwd,                         \

@@ -66,9 +66,19 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
         for (int r0 = last; r0 >= 0; r0 -= m->lm_rows) {
             int n = chunk_rows(m, r0, BT);
             if (r0 != last) lm_logits(m, h, r0, n);
-            o->logprobs_backward(o, h->logits, h->logits, m->d_targets + r0,
-                                 dlogp ? dlogp + r0 : NULL, dentropy ? dentropy + r0 : NULL, n,
-                                 V, Vp);
+            const float *dl = dlogp ? dlogp + r0 : NULL, *de = dentropy ? dentropy + r0 : NULL;
+            if (m->precision == PW_PRECISION_BF16) {
+                /* rounded as the product would round them, over the rows they come from
+                 * (2 Vp halves apart), the temperature's 1 / tau folded in */
+                uint16_t *d16 = (uint16_t *)h->logits;
+                o->logprobs_backward_bf16(o, d16, h->logits, m->d_targets + r0, dl, de, n, V, Vp,
+                                          m->inv_temperature);
+                pw_model_matmul_backward16(m, dlnf + (size_t)r0 * C, h->dlmw, d16,
+                                           (size_t)2 * Vp, h->lnf + (size_t)r0 * C, h->lmw, n,
+                                           C, Vp, 1);
+                continue;
+            }
+            o->logprobs_backward(o, h->logits, h->logits, m->d_targets + r0, dl, de, n, V, Vp);
             if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
                 o->scale(o, h->logits, m->inv_temperature, (size_t)n * Vp);
             pw_model_matmul_backward(m, dlnf + (size_t)r0 * C, h->dlmw, NULL, h->logits,

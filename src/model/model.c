@@ -161,10 +161,19 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, inp, inp16, weight,
+        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, NULL, 0, inp, inp16, weight,
                                 mirror_of(m, weight), N, C, OC, set_dinp);
     else
         o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC, set_dinp);
+}
+
+void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight,
+                                const uint16_t *dout16, size_t dout_ld, const float *inp,
+                                const float *weight, int N, int C, int OC, int set_dinp)
+{
+    const PwOps *o = m->ops;
+    o->matmul_backward_bf16(o, dinp, dweight, NULL, NULL, dout16, dout_ld, inp, NULL, weight,
+                            mirror_of(m, weight), N, C, OC, set_dinp);
 }
 
 size_t pw_model_kept_floats(PwPrecision precision, size_t n)

@@ -1,7 +1,8 @@
 /* test_cuda_matmul.c: the cuBLAS matmuls against the CPU twin on the same random data: fp32
  * (and TF32) forward with and without bias, the bias both in cuBLASLt's epilogue and seeded by
  * a kernel, the accumulating backward with every NULL gradient, the bf16 path (conversions,
- * forward, backward); and that the epilogue is taken where the operands are aligned. */
+ * forward, backward, its dout also in rows 2 OC apart); and that the epilogue is taken where the
+ * operands are aligned. */
 #include "cutest.h"
 
 /* x rounded to bf16 and back, on the host, to check the conversion kernel bit for bit */
@@ -74,7 +75,7 @@ static void run(int N, int C, int OC, unsigned long long *rng)
             float *b_db = cu_upload(db0, sizeof(float) * OC);
             pw_bf16 *h_dout = to_bf16_dev(d_dout, NO), *h_inp = to_bf16_dev(d_inp, NC);
             pw_bf16 *h_w = to_bf16_dev(d_w, OCC);
-            pw_matmul_backward_bf16_cuda(b_dinp, b_dw, b_db, h_dout, h_inp, h_w, N, C, OC, 0,
+            pw_matmul_backward_bf16_cuda(b_dinp, b_dw, b_db, h_dout, OC, h_inp, h_w, N, C, OC, 0,
                                          0);
             cu_compare("backward bf16 dinp (+=)", b_dinp, dinp, NC, CU_TOL_BF16);
             cu_compare("backward bf16 dweight (+=)", b_dw, dw, OCC, CU_TOL_BF16);
@@ -88,8 +89,25 @@ static void run(int N, int C, int OC, unsigned long long *rng)
             pw_matmul_backward_cuda(d_dinp, NULL, NULL, d_dout, d_inp, d_w, N, C, OC, 1, 0);
             cu_comparef(d_dinp, zi, NC, CU_TOL_F32, "backward fp32 dinp (set)");
             cu_poison(b_dinp, sizeof(float) * NC);
-            pw_matmul_backward_bf16_cuda(b_dinp, NULL, NULL, h_dout, h_inp, h_w, N, C, OC, 1, 0);
+            pw_matmul_backward_bf16_cuda(b_dinp, NULL, NULL, h_dout, OC, h_inp, h_w, N, C, OC, 1,
+                                         0);
             cu_compare("backward bf16 dinp (set)", b_dinp, zi, NC, CU_TOL_BF16);
+
+            /* dout's rows 2 OC apart, NaN between them (the LM head's bf16 dlogits lie over its
+             * float32 logits): the same three results */
+            pw_bf16 *h_wide = cu_dev(sizeof(pw_bf16) * 2 * NO);
+            cu_poison(h_wide, sizeof(pw_bf16) * 2 * NO);
+            PW_CUDA_CHECK(cudaMemcpy2D(h_wide, sizeof(pw_bf16) * 2 * OC, h_dout,
+                                       sizeof(pw_bf16) * OC, sizeof(pw_bf16) * OC, N,
+                                       cudaMemcpyDeviceToDevice));
+            float *w_dw = cu_upload(dw0, sizeof(float) * OCC);
+            float *w_db = cu_upload(db0, sizeof(float) * OC);
+            cu_poison(b_dinp, sizeof(float) * NC);
+            pw_matmul_backward_bf16_cuda(b_dinp, w_dw, w_db, h_wide, 2 * OC, h_inp, h_w, N, C, OC,
+                                         1, 0);
+            cu_compare("backward bf16 dinp (rows 2 OC apart)", b_dinp, zi, NC, CU_TOL_BF16);
+            cu_compare("backward bf16 dweight (rows 2 OC apart)", w_dw, dw, OCC, CU_TOL_BF16);
+            cu_compare("backward bf16 dbias (rows 2 OC apart)", w_db, db, OC, CU_TOL_BF16);
         }
     }
 

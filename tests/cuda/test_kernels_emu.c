@@ -3,7 +3,9 @@
  * swiglu_kernels.cuh) built here as C and run under the host emulation of emu.h, with the launch
  * geometry of their .cu files, against the CPU kernels on the same random data, within 1e-5:
  * log-probs and entropies of rows ld apart (NaN in the padding columns, a skipped row, a -inf
- * logit), their backward written in place over the logits, cross-entropy; RMSNorm forward and
+ * logit), their backward written in place over the logits (and its bf16 form, bit for bit the
+ * float32 one scaled and rounded, written over the rows it reads), cross-entropy; RMSNorm
+ * forward and
  * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
  * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate; the
  * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh).
@@ -37,6 +39,8 @@ typedef struct LpArgs {
     const int *targets;
     float gsign;
     int V, ld;
+    uint16_t *dlogits16;
+    float mul;
 } LpArgs;
 
 static void lp_fwd(void *p)
@@ -50,6 +54,38 @@ static void lp_bwd(void *p)
     LpArgs *a = p;
     logprobs_backward_kernel(a->dlogits, a->logits, a->targets, a->dlogp, a->dentropy, a->gsign,
                              a->V, a->ld);
+}
+
+static void lp_bwd_bf16(void *p)
+{
+    LpArgs *a = p;
+    logprobs_backward_bf16_kernel(a->dlogits16, a->logits, a->targets, a->dlogp, a->dentropy,
+                                  a->V, a->ld, a->mul);
+}
+
+/* the bf16 backward over the rows it reads (row i at 2 i ld halves) against the emulated
+ * float32 kernel's gradient edx times mul, rounded: bit for bit (rows of NaN skipped: the -inf
+ * token's, where both are NaN) */
+static void check_lp_bf16(const LpArgs *f32, const float *edx, int N, float mul)
+{
+    int ld = f32->ld;
+    float *buf = emu_copy(f32->logits, (size_t)N * ld);
+    LpArgs a = *f32;
+    a.logits = buf;
+    a.dlogits16 = (uint16_t *)buf;
+    a.mul = mul;
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd_bf16, &a);
+    size_t bad = 0;
+    for (int i = 0; i < N; i++) {
+        if (isnan(edx[(size_t)i * ld])) continue;
+        for (int v = 0; v < ld; v++)
+            bad += a.dlogits16[(size_t)i * 2 * ld + v] !=
+                   pw_bf16_from_f32(edx[(size_t)i * ld + v] * mul);
+    }
+    printf("  %-30s %zu differ\n", "logprobs backward bf16", bad);
+    CHECK(bad == 0, "logprobs backward bf16: %zu values are not the float32 ones scaled, rounded",
+          bad);
+    free(buf);
 }
 
 static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
@@ -67,7 +103,7 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
     }
     float *lp = malloc(sizeof(float) * 4 * N), *H = lp + N, *elp = lp + 2 * N, *eH = lp + 3 * N;
     pw_logprobs_forward(lp, H, x, tg, N, V, ld);
-    LpArgs a = {elp, eH, NULL, NULL, x, NULL, NULL, tg, 1.0f, V, ld};
+    LpArgs a = {elp, eH, NULL, NULL, x, NULL, NULL, tg, 1.0f, V, ld, NULL, 1.0f};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
     emu_check("logp", elp, lp, N, TOL);
     /* the CPU's entropy is NaN on a row with a -inf logit (0 * -inf): not compared there */
@@ -78,8 +114,10 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
     float *g = emu_randn(2 * (size_t)N, 1.0, rng);
     float *dx = emu_copy(x, (size_t)N * ld), *edx = emu_copy(x, (size_t)N * ld);
     pw_logprobs_backward(dx, dx, tg, g, g + N, N, V, ld);
-    a = (LpArgs){NULL, NULL, NULL, edx, edx, g, g + N, tg, 1.0f, V, ld};
+    a = (LpArgs){NULL, NULL, NULL, edx, edx, g, g + N, tg, 1.0f, V, ld, NULL, 1.0f};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a); /* in place, as the model calls it */
+    a.logits = x;
+    check_lp_bf16(&a, edx, N, 1.0f / 0.7f);
     for (int i = 0; i < N; i++) /* the same -inf row: the CPU's gradient is NaN there */
         if (isnan(dx[(size_t)i * ld])) {
             memset(dx + (size_t)i * ld, 0, sizeof(float) * ld);
@@ -91,12 +129,12 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
     for (int i = 0; i < N; i++) tg[i] = tg[i] < 0 ? 0 : tg[i];
     float *xc = emu_randn((size_t)N * V, 3.0, rng);
     pw_crossentropy_forward(loss, xc, tg, N, V);
-    a = (LpArgs){NULL, NULL, eloss, NULL, xc, NULL, NULL, tg, 1.0f, V, V};
+    a = (LpArgs){NULL, NULL, eloss, NULL, xc, NULL, NULL, tg, 1.0f, V, V, NULL, 1.0f};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
     emu_check("cross-entropy", eloss, loss, N, TOL);
     float *dc = malloc(sizeof(float) * 2 * (size_t)N * V), *edc = dc + (size_t)N * V;
     pw_crossentropy_backward(dc, xc, tg, g, N, V);
-    a = (LpArgs){NULL, NULL, NULL, edc, xc, g, NULL, tg, -1.0f, V, V};
+    a = (LpArgs){NULL, NULL, NULL, edc, xc, g, NULL, tg, -1.0f, V, V, NULL, 1.0f};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a);
     emu_check("cross-entropy backward", edc, dc, (size_t)N * V, TOL);
     free(x), free(tg), free(lp), free(g), free(dx), free(edx), free(loss), free(xc), free(dc);

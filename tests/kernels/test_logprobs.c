@@ -2,6 +2,7 @@
  * float64 reference: forward, backward (written, with dlogits aliasing logits), and the
  * reference's backward by central differences. */
 #include "kref.h"
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 
 /* logp_t and H of one row in double */
@@ -178,6 +179,40 @@ static void check_padded(int N, int V, int ld, unsigned long long seed)
     free(x); free(xp); free(targets); free(dlogp); free(dent); free(dx); free(dxp);
 }
 
+/* The bf16 backward (a bf16 LM head's): every element of each row, padding columns included,
+ * is the float32 backward's times mul rounded to bfloat16, bit for bit, written over the
+ * logits it came from (row i at 2 i ld halves) and into a buffer of its own alike. */
+static void check_bf16(int N, int V, int ld, float mul, unsigned long long seed)
+{
+    unsigned long long rng = seed;
+    float *x = kref_alloc(sizeof(float) * N * ld);
+    int *targets = kref_alloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) {
+        targets[i] = i == 1 ? -1 : (int)(pw_test_uniform(&rng) * V);
+        for (int v = 0; v < ld; v++)
+            x[(size_t)i * ld + v] = v < V ? (float)(3.0 * pw_test_normal(&rng)) : NAN;
+    }
+    float *dlogp = kref_randn(N, 1.0, &rng), *dent = kref_randn(N, 1.0, &rng);
+    float *dx = kref_alloc(sizeof(float) * N * ld);
+    pw_logprobs_backward(dx, x, targets, dlogp, dent, N, V, ld);
+    for (int alias = 0; alias < 2; alias++) {
+        float *buf = alias ? kref_copy(x, (size_t)N * ld) : kref_alloc(sizeof(float) * N * ld);
+        uint16_t *d16 = (uint16_t *)buf;
+        pw_logprobs_backward_bf16(d16, alias ? buf : x, targets, dlogp, dent, N, V, ld, mul);
+        size_t bad = 0;
+        for (int i = 0; i < N; i++)
+            for (int v = 0; v < ld; v++)
+                bad += d16[(size_t)i * 2 * ld + v] !=
+                       pw_bf16_from_f32(dx[(size_t)i * ld + v] * mul);
+        CHECK(bad == 0, "V=%d ld=%d mul %g alias %d: %zu bf16 gradients are not the float32 "
+              "ones scaled and rounded", V, ld, mul, alias, bad);
+        free(buf);
+    }
+    printf("N=%d V=%d ld=%d mul %g: bf16 dlogits = float32 ones scaled and rounded\n", N, V, ld,
+           mul);
+    free(x); free(targets); free(dlogp); free(dent); free(dx);
+}
+
 int main(void)
 {
     check(6, 37, 2.0, 1, 1);
@@ -189,5 +224,7 @@ int main(void)
     check_padded(6, 37, 64, 3);
     check_padded(5, 5003, 5056, 4);
     check_padded(4, 64, 64, 5); /* a multiple already: no padding column */
+    check_bf16(5, 5003, 5056, 1.0f, 6);
+    check_bf16(4, 50257, 50304, 1.0f / 0.7f, 7);
     return pw_test_done("test_logprobs");
 }

@@ -1,7 +1,10 @@
 /* logprobs.c: what PPO and pre-training read off the LM head on the CPU: log-probabilities and
  * entropies of chosen tokens, softmax cross-entropy, and their backward, one row at a time. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 #include "vecmath.h"
 
@@ -85,6 +88,29 @@ void pw_logprobs_backward(float *dlogits, const float *logits, const int *target
     for (int i = 0; i < N; i++)
         row_backward(dlogits + (size_t)i * ld, logits + (size_t)i * ld, targets[i],
                      dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V, ld);
+}
+
+void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const int *targets,
+                               const float *dlogp, const float *dentropy, int N, int V, int ld,
+                               float mul)
+{
+#pragma omp parallel
+    {
+        /* a row's float32 gradient, then rounded over the row it came from */
+        float *row = malloc(sizeof(float) * (size_t)(ld > 0 ? ld : 1));
+        if (!row) {
+            fprintf(stderr, "pw_logprobs_backward_bf16: out of host memory\n");
+            abort();
+        }
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            row_backward(row, logits + (size_t)i * ld, targets[i], dlogp ? dlogp[i] : 0.0f,
+                         dentropy ? dentropy[i] : 0.0f, V, ld);
+            uint16_t *d = dlogits16 + (size_t)i * 2 * ld;
+            for (int v = 0; v < ld; v++) d[v] = pw_bf16_from_f32(row[v] * mul);
+        }
+        free(row);
+    }
 }
 
 void pw_crossentropy_forward(float *losses, const float *logits, const int *targets, int N, int V)

@@ -90,12 +90,15 @@ static float *floats_or_die(size_t n)
  * their operands to bfloat16 themselves, which leaves these values as they are, so a product
  * from the mirror is bit for bit the one from the float32 weight it was made of (and a stale
  * mirror shows). */
-static float *widen(const uint16_t *w, size_t n)
+/* rows (n, cols) of bfloat16, ld apart, widened into a dense float32 copy */
+static float *widen_rows(const uint16_t *w, size_t n, size_t cols, size_t ld)
 {
-    float *f = floats_or_die(n);
-    for (size_t i = 0; i < n; i++) f[i] = pw_bf16_to_f32(w[i]);
+    float *f = floats_or_die(n * cols);
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < cols; c++) f[i * cols + c] = pw_bf16_to_f32(w[i * ld + c]);
     return f;
 }
+static float *widen(const uint16_t *w, size_t n) { return widen_rows(w, 1, n, n); }
 static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
                             const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
@@ -107,17 +110,19 @@ static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
     free(x);
 }
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const uint16_t *inp_bf16,
-                            const float *weight, const uint16_t *weight_bf16, int N, int C,
-                            int OC, int set_dinp)
+                            const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                            const float *inp, const uint16_t *inp_bf16, const float *weight,
+                            const uint16_t *weight_bf16, int N, int C, int OC, int set_dinp)
 {
     set_zero(dinp, set_dinp, (size_t)N * C);
     float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
     float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
-    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, dout, x ? x : inp, w ? w : weight, N,
-                                     C, OC);
+    float *d = dout_bf16 ? widen_rows(dout_bf16, N, OC, dout_ld) : NULL;
+    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, d ? d : dout, x ? x : inp,
+                                     w ? w : weight, N, C, OC);
     free(w);
     free(x);
+    free(d);
 }
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
 {
@@ -299,6 +304,13 @@ static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, co
                          const float *dlogp, const float *dentropy, int N, int V, int ld)
 {
     (void)o, pw_logprobs_backward(dlogits, logits, targets, dlogp, dentropy, N, V, ld);
+}
+static void logprobs_bwd_bf16(const PwOps *o, uint16_t *dlogits16, const float *logits,
+                              const int *targets, const float *dlogp, const float *dentropy,
+                              int N, int V, int ld, float mul)
+{
+    (void)o, pw_logprobs_backward_bf16(dlogits16, logits, targets, dlogp, dentropy, N, V, ld,
+                                       mul);
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
 {

@@ -26,6 +26,17 @@ extern "C" void pw_logprobs_backward_cuda(float *dlogits, const float *logits, c
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
+extern "C" void pw_logprobs_backward_bf16_cuda(pw_bf16 *dlogits16, const float *logits,
+                                               const int *targets, const float *dlogp,
+                                               const float *dentropy, int N, int V, int ld,
+                                               float mul, cudaStream_t stream)
+{
+    if (N <= 0) return;
+    logprobs_backward_bf16_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits16, logits, targets, dlogp,
+                                                                dentropy, V, ld, mul);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
+
 extern "C" void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int *targets,
                                              int N, int V, cudaStream_t stream)
 {

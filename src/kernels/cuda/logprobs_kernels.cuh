@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "bf16.cuh"
 #include "warp.cuh"
 
 #define LP_THREADS 512 /* V = 50257: about 100 logits per thread */
@@ -106,30 +107,92 @@ __global__ void logprobs_forward_kernel(float *logp, float *entropy, float *loss
     }
 }
 
-/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H), written, and 0 in the padding columns
- * V..ld-1; dx may be x: every x[v] is read by the block's statistics before the barrier in
- * row_stats, then read and written by the one thread that owns v */
+/* What a row's backward needs: its target, the weights g of its log-prob and h of its entropy,
+ * and its statistics, log Z and H */
+typedef struct LpRow {
+    RowStats s;
+    float logz, H, g, h;
+    int target;
+} LpRow;
+
+/* Row blockIdx.x's LpRow; 0 (and no statistics) where the row gets no gradient: a skipped
+ * target, or g = h = 0. The block's threads all take the same branch (row_stats has barriers). */
+static __device__ __forceinline__ int lp_row(LpRow *r, const float *logits, const int *targets,
+                                             const float *dlogp, const float *dentropy,
+                                             float gsign, int V, int ld)
+{
+    int i = blockIdx.x;
+    r->target = targets[i];
+    r->g = dlogp ? gsign * dlogp[i] : 0.0f;
+    r->h = dentropy ? dentropy[i] : 0.0f;
+    if (r->target < 0 || (r->g == 0.0f && r->h == 0.0f)) return 0;
+    r->s = row_stats(logits + (size_t)i * ld, V);
+    r->logz = logf(r->s.z);
+    r->H = r->logz - r->s.w / r->s.z;
+    return 1;
+}
+
+/* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H) of logit x at column v */
+static __device__ __forceinline__ float lp_grad(float x, int v, const LpRow *r)
+{
+    float lp = (x - r->s.m) - r->logz;
+    float p = expf(lp);
+    float d = -p * (r->g + r->h * (lp + r->H));
+    return v == r->target ? d + r->g : d;
+}
+
+/* dx, written, and 0 in the padding columns V..ld-1; dx may be x: every x[v] is read by the
+ * block's statistics before the barrier in row_stats, then read and written by the one thread
+ * that owns v */
 __global__ void logprobs_backward_kernel(float *dlogits, const float *logits, const int *targets,
                                          const float *dlogp, const float *dentropy, float gsign,
                                          int V, int ld)
 {
-    int i = blockIdx.x, target = targets[i];
-    float g = dlogp ? gsign * dlogp[i] : 0.0f, h = dentropy ? dentropy[i] : 0.0f;
-    float *dx = dlogits + (size_t)i * ld;
+    float *dx = dlogits + (size_t)blockIdx.x * ld;
+    const float *x = logits + (size_t)blockIdx.x * ld;
     for (int v = V + threadIdx.x; v < ld; v += blockDim.x) dx[v] = 0.0f;
-    if (target < 0 || (g == 0.0f && h == 0.0f)) {
+    LpRow r;
+    if (!lp_row(&r, logits, targets, dlogp, dentropy, gsign, V, ld)) {
         for (int v = threadIdx.x; v < V; v += blockDim.x) dx[v] = 0.0f;
         return;
     }
-    const float *x = logits + (size_t)i * ld;
-    RowStats s = row_stats(x, V);
-    float logz = logf(s.z), H = logz - s.w / s.z;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float lp = (x[v] - s.m) - logz;
-        float p = expf(lp);
-        float d = -p * (g + h * (lp + H));
-        dx[v] = v == target ? d + g : d;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) dx[v] = lp_grad(x[v], v, &r);
+}
+
+/* The same gradient times mul (1 / temperature), rounded to bfloat16 for the LM head's bf16
+ * product, which would round it anyway: the bits of the float32 kernel's output scaled and
+ * rounded, without writing the float32 rows and reading them back. Row i of dx16 starts where
+ * row i of the logits does (2 ld halves apart), so it may overwrite them: the row is taken
+ * LP_STRETCH columns a thread at a time, every thread reading its columns of a stretch before
+ * a barrier and writing after it. The halves written up to a stretch lie over floats of that
+ * stretch and those before it, which have all been read. */
+#define LP_STRETCH 4
+__global__ void logprobs_backward_bf16_kernel(uint16_t *dx16, const float *logits,
+                                              const int *targets, const float *dlogp,
+                                              const float *dentropy, int V, int ld, float mul)
+{
+    uint16_t *dx = dx16 + (size_t)blockIdx.x * 2 * ld;
+    const float *x = logits + (size_t)blockIdx.x * ld;
+    LpRow r;
+    if (!lp_row(&r, logits, targets, dlogp, dentropy, 1.0f, V, ld)) {
+        for (int v = threadIdx.x; v < ld; v += blockDim.x) dx[v] = 0;
+        return;
+    }
+    for (int v0 = 0; v0 < ld; v0 += LP_STRETCH * (int)blockDim.x) {
+        float d[LP_STRETCH];
+        PW_UNROLL
+        for (int k = 0; k < LP_STRETCH; k++) {
+            int v = v0 + k * (int)blockDim.x + (int)threadIdx.x;
+            d[k] = v < V ? lp_grad(x[v], v, &r) * mul : 0.0f;
+        }
+        __syncthreads(); /* the stretch is read: its floats may be written over */
+        PW_UNROLL
+        for (int k = 0; k < LP_STRETCH; k++) {
+            int v = v0 + k * (int)blockDim.x + (int)threadIdx.x;
+            if (v < ld) dx[v] = pw_bf16_bits(d[k]);
+        }
     }
 }
+#undef LP_STRETCH
 
 #endif

@@ -37,22 +37,23 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
                                  compute, CUBLAS_GEMM_DEFAULT));
 }
 
-static void linear_backward_products(float *dinp, float *dweight, const void *dout, const void *inp,
-                                     const void *weight, int N, int C, int OC, cudaDataType_t ab,
-                                     cublasComputeType_t compute, int set_dinp,
+/* dout's rows are ldo elements apart (OC where dense) */
+static void linear_backward_products(float *dinp, float *dweight, const void *dout, int ldo,
+                                     const void *inp, const void *weight, int N, int C, int OC,
+                                     cudaDataType_t ab, cublasComputeType_t compute, int set_dinp,
                                      cudaStream_t stream)
 {
     float one = 1.0f, beta_in = set_dinp ? 0.0f : 1.0f;
     /* dinp(N,C) (+)= dout(N,OC) W(OC,C): dinp^T(C,N) (+)= W(C,OC) . dout^T(OC,N) */
     if (dinp && N > 0 && C > 0)
         PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC,
-                                     &one, weight, ab, C, dout, ab, OC, &beta_in, dinp,
+                                     &one, weight, ab, C, dout, ab, ldo, &beta_in, dinp,
                                      CUDA_R_32F, C, compute, CUBLAS_GEMM_DEFAULT));
     /* dweight(OC,C) += dout^T(OC,N) inp(N,C): dweight^T(C,OC) += inp^T(C,N) . dout(N,OC) */
     if (dweight && OC > 0 && C > 0)
         PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N,
-                                     &one, inp, ab, C, dout, ab, OC, &one, dweight, CUDA_R_32F, C,
-                                     compute, CUBLAS_GEMM_DEFAULT));
+                                     &one, inp, ab, C, dout, ab, ldo, &one, dweight, CUDA_R_32F,
+                                     C, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 extern "C" void pw_matmul_forward_cuda(float *out, const float *inp, const float *weight,
@@ -65,7 +66,7 @@ extern "C" void pw_matmul_backward_cuda(float *dinp, float *dweight, float *dbia
                                         const float *dout, const float *inp, const float *weight,
                                         int N, int C, int OC, int set_dinp, cudaStream_t stream)
 {
-    linear_backward_products(dinp, dweight, dout, inp, weight, N, C, OC, CUDA_R_32F,
+    linear_backward_products(dinp, dweight, dout, OC, inp, weight, N, C, OC, CUDA_R_32F,
                              pw_cuda_f32_compute(), set_dinp, stream);
     if (dbias) pw_colsum_add_f32(dbias, dout, N, OC, OC, stream);
 }
@@ -80,13 +81,13 @@ extern "C" void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, cons
 }
 
 extern "C" void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias,
-                                             const pw_bf16 *dout, const pw_bf16 *inp,
+                                             const pw_bf16 *dout, int ldo, const pw_bf16 *inp,
                                              const pw_bf16 *weight, int N, int C, int OC,
                                              int set_dinp, cudaStream_t stream)
 {
-    linear_backward_products(dinp, dweight, dout, inp, weight, N, C, OC, CUDA_R_16BF,
+    linear_backward_products(dinp, dweight, dout, ldo, inp, weight, N, C, OC, CUDA_R_16BF,
                              CUBLAS_COMPUTE_32F, set_dinp, stream);
-    if (dbias) pw_colsum_add_bf16(dbias, dout, N, OC, OC, stream);
+    if (dbias) pw_colsum_add_bf16(dbias, dout, N, OC, ldo, stream);
 }
 
 /* ---- conversions */

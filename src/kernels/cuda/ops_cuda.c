@@ -242,16 +242,18 @@ static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
                                 bias, N, C, OC, S(o));
 }
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const uint16_t *inp_bf16,
-                            const float *weight, const uint16_t *weight_bf16, int N, int C,
-                            int OC, int set_dinp)
+                            const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                            const float *inp, const uint16_t *inp_bf16, const float *weight,
+                            const uint16_t *weight_bf16, int N, int C, int OC, int set_dinp)
 {
     pw_bf16 *b[3];
-    const float *x[3] = {dout, dweight && !inp_bf16 ? inp : NULL,
+    const float *x[3] = {dout_bf16 ? NULL : dout, dweight && !inp_bf16 ? inp : NULL,
                          dinp && !weight_bf16 ? weight : NULL};
     const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
     to_bf16(o, b, x, n, 3);
-    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, b[0], dweight && inp_bf16 ? inp_bf16 : b[1],
+    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, dout_bf16 ? dout_bf16 : b[0],
+                                 dout_bf16 ? (int)dout_ld : OC,
+                                 dweight && inp_bf16 ? inp_bf16 : b[1],
                                  dinp && weight_bf16 ? weight_bf16 : b[2], N, C, OC, set_dinp,
                                  S(o));
 }
@@ -405,6 +407,13 @@ static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, co
                          const float *dlogp, const float *dentropy, int N, int V, int ld)
 {
     pw_logprobs_backward_cuda(dlogits, logits, targets, dlogp, dentropy, N, V, ld, S(o));
+}
+static void logprobs_bwd_bf16(const PwOps *o, uint16_t *dlogits16, const float *logits,
+                              const int *targets, const float *dlogp, const float *dentropy,
+                              int N, int V, int ld, float mul)
+{
+    pw_logprobs_backward_bf16_cuda(dlogits16, logits, targets, dlogp, dentropy, N, V, ld, mul,
+                                   S(o));
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
 {
