@@ -88,8 +88,9 @@ struct PwOps {
      * their input in bfloat16 (a bf16 model's MLP pre-activation, kept so for the backward):
      * the float32 entry's result on the widened input; gelu_backward_bf16 and
      * swiglu_backward_bf16 are the backward entries on such an input, and they SET their
-     * gradient (the float32 entry's result added to zeros) instead of adding to it: the model
-     * no longer zeroes the MLP's gradient before them. */
+     * gradient rounded to bfloat16 (the float32 entry's result added to zeros, then rounded):
+     * the product it feeds (matmul_backward_bf16's dout_bf16) would round it anyway, so the
+     * model neither zeroes it before nor writes, reads and converts a float32 copy after. */
     void (*layernorm_forward_bf16)(const PwOps *o, uint16_t *out, float *mean, float *rstd,
                                    const float *inp, const float *weight, const float *bias,
                                    int N, int C);
@@ -98,9 +99,9 @@ struct PwOps {
     void (*gelu_forward_bf16)(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N);
     void (*swiglu_forward_bf16)(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N,
                                 int F);
-    void (*gelu_backward_bf16)(const PwOps *o, float *dinp, const uint16_t *inp,
+    void (*gelu_backward_bf16)(const PwOps *o, uint16_t *dinp, const uint16_t *inp,
                                const float *dout, size_t N);
-    void (*swiglu_backward_bf16)(const PwOps *o, float *dgate_up, const uint16_t *gate_up,
+    void (*swiglu_backward_bf16)(const PwOps *o, uint16_t *dgate_up, const uint16_t *gate_up,
                                  const float *dout, int N, int F);
     void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);

@@ -445,14 +445,18 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
                                  k.fch_gelu, k.fchg_16, p.fcprojw + 4 * CC * l, BT, 4 * C, C, 1);
-        if (k.fch_16) { /* sets dfch */
-            o->gelu_backward_bf16(o, dfch, k.fch_16, dfch_gelu, 4 * nBTC);
+        if (k.fch_16) { /* sets dfch rounded to bfloat16, the product's dout as it reads it */
+            uint16_t *dfch16 = (uint16_t *)dfch;
+            o->gelu_backward_bf16(o, dfch16, k.fch_16, dfch_gelu, 4 * nBTC);
+            pw_model_matmul_backward16(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch16,
+                                       4 * (size_t)C, k.ln2, k.ln2_16, p.fcw + 4 * CC * l, BT, C,
+                                       4 * C, 1);
         } else {
             o->zero(o, dfch, 4 * fBTC);
             o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
+            pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
+                                     k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C, 1);
         }
-        pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
-                                 k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C, 1);
         o->layernorm_backward(o, dres, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2, p.ln2w + lC,
                               k.ln2_mean, k.ln2_rstd, BT, C);
 

@@ -73,9 +73,9 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
                 uint16_t *d16 = (uint16_t *)h->logits;
                 o->logprobs_backward_bf16(o, d16, h->logits, m->d_targets + r0, dl, de, n, V, Vp,
                                           m->inv_temperature);
-                pw_model_matmul_backward16(m, dlnf + (size_t)r0 * C, h->dlmw, d16,
-                                           (size_t)2 * Vp, h->lnf + (size_t)r0 * C, h->lmw, n,
-                                           C, Vp, 1);
+                pw_model_matmul_backward16(m, dlnf + (size_t)r0 * C, h->dlmw, NULL, d16,
+                                           (size_t)2 * Vp, h->lnf + (size_t)r0 * C, NULL,
+                                           h->lmw, n, C, Vp, 1);
                 continue;
             }
             o->logprobs_backward(o, h->logits, h->logits, m->d_targets + r0, dl, de, n, V, Vp);

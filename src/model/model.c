@@ -167,12 +167,13 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
         o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC, set_dinp);
 }
 
-void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight,
+void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                 const uint16_t *dout16, size_t dout_ld, const float *inp,
-                                const float *weight, int N, int C, int OC, int set_dinp)
+                                const uint16_t *inp16, const float *weight, int N, int C, int OC,
+                                int set_dinp)
 {
     const PwOps *o = m->ops;
-    o->matmul_backward_bf16(o, dinp, dweight, NULL, NULL, dout16, dout_ld, inp, NULL, weight,
+    o->matmul_backward_bf16(o, dinp, dweight, dbias, NULL, dout16, dout_ld, inp, inp16, weight,
                             mirror_of(m, weight), N, C, OC, set_dinp);
 }
 

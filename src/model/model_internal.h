@@ -188,10 +188,11 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
                               const float *dout, const float *inp, const uint16_t *inp16,
                               const float *weight, int N, int C, int OC, int set_dinp);
 /* The same at PW_PRECISION_BF16 for a dout that is bfloat16 already, rows dout_ld apart (the LM
- * head's, from logprobs_backward_bf16), no bias */
-void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight,
+ * head's from logprobs_backward_bf16, the MLP's from gelu / swiglu_backward_bf16) */
+void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                 const uint16_t *dout16, size_t dout_ld, const float *inp,
-                                const float *weight, int N, int C, int OC, int set_dinp);
+                                const uint16_t *inp16, const float *weight, int N, int C, int OC,
+                                int set_dinp);
 
 /* Activations made and kept in bfloat16. At PW_PRECISION_BF16 the batch forward's producers of
  * the inputs of the trunk's products that nothing but those products reads again (the

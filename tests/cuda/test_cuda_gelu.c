@@ -29,7 +29,7 @@ int main(void)
         pw_gelu_forward_cuda(d_out, d_inp, N, 0);
         pw_gelu_backward_cuda(d_dinp, d_inp, d_dout, N, 0);
         cu_compare("forward", d_out, out, N, CU_TOL_F32);
-        float *xw = cu_host(sizeof(float) * N), *gw = cu_host(sizeof(float) * N);
+        float *xw = cu_host(sizeof(float) * N);
         uint16_t *x16 = cu_bf16_of(inp, N, xw);
         float *d_xw = cu_upload(xw, sizeof(float) * N), *d_ref = cu_dev(sizeof(float) * N);
         uint16_t *d_x16 = cu_upload(x16, sizeof(uint16_t) * N);
@@ -37,15 +37,15 @@ int main(void)
         pw_gelu_forward_cuda(d_ref, d_xw, N, 0);
         pw_gelu_forward_bf16_cuda(d_out16, d_x16, N, 0);
         cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, N);
-        /* the bf16 form sets its gradient (a poisoned one is never read): the float32 kernel's
-         * result added to zeros */
-        float *d_gw = cu_dev(sizeof(float) * N), *d_g16 = cu_dev(sizeof(float) * N);
+        /* the bf16 form sets its gradient rounded (a poisoned one is never read): the float32
+         * kernel's result added to zeros, rounded, bit for bit */
+        float *d_gw = cu_dev(sizeof(float) * N);
+        uint16_t *d_g16 = cu_dev(sizeof(uint16_t) * N + 2);
         PW_CUDA_CHECK(cudaMemset(d_gw, 0, sizeof(float) * N));
-        cu_poison(d_g16, sizeof(float) * N);
+        cu_poison(d_g16, sizeof(uint16_t) * N);
         pw_gelu_backward_cuda(d_gw, d_xw, d_dout, N, 0);
         pw_gelu_backward_bf16_cuda(d_g16, d_x16, d_dout, N, 0);
-        cu_download(gw, d_gw, sizeof(float) * N);
-        cu_compare("backward (bf16 in, set)", d_g16, gw, N, 0.0);
+        cu_compare_bf16("backward (bf16 in, set)", d_g16, d_gw, N);
         cu_compare("backward dinp (+=)", d_dinp, dinp, N, CU_TOL_F32);
         cu_release();
     }

@@ -20,7 +20,7 @@ static void run(int N, int F, unsigned long long *rng)
     pw_swiglu_backward(dgu, gu, dout, N, F);
     pw_swiglu_backward_cuda(d_dgu, d_gu, d_dout, N, F, 0);
     cu_compare("backward dgate_up (+=)", d_dgu, dgu, n2, CU_TOL_F32);
-    float *guw = cu_host(sizeof(float) * n2), *gw = cu_host(sizeof(float) * n2);
+    float *guw = cu_host(sizeof(float) * n2);
     uint16_t *gu16 = cu_bf16_of(gu, n2, guw);
     float *d_guw = cu_upload(guw, sizeof(float) * n2), *d_ref = cu_dev(sizeof(float) * n);
     uint16_t *d_gu16 = cu_upload(gu16, sizeof(uint16_t) * n2);
@@ -28,15 +28,15 @@ static void run(int N, int F, unsigned long long *rng)
     pw_swiglu_forward_cuda(d_ref, d_guw, N, F, 0);
     pw_swiglu_forward_bf16_cuda(d_out16, d_gu16, N, F, 0);
     cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, n);
-    /* the bf16 form sets its gradient (a poisoned one is never read): the float32 kernel's
-     * result added to zeros */
-    float *d_gw = cu_dev(sizeof(float) * n2), *d_g16 = cu_dev(sizeof(float) * n2);
+    /* the bf16 form sets its gradient rounded (a poisoned one is never read): the float32
+     * kernel's result added to zeros, rounded, bit for bit */
+    float *d_gw = cu_dev(sizeof(float) * n2);
+    uint16_t *d_g16 = cu_dev(sizeof(uint16_t) * n2 + 2);
     PW_CUDA_CHECK(cudaMemset(d_gw, 0, sizeof(float) * n2));
-    cu_poison(d_g16, sizeof(float) * n2);
+    cu_poison(d_g16, sizeof(uint16_t) * n2);
     pw_swiglu_backward_cuda(d_gw, d_guw, d_dout, N, F, 0);
     pw_swiglu_backward_bf16_cuda(d_g16, d_gu16, d_dout, N, F, 0);
-    cu_download(gw, d_gw, sizeof(float) * n2);
-    cu_compare("backward (bf16 in, set)", d_g16, gw, n2, 0.0);
+    cu_compare_bf16("backward (bf16 in, set)", d_g16, d_gw, n2);
     cu_release();
 }
 

@@ -175,20 +175,24 @@ static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_
     produce_end(out, f, n);
     free(x);
 }
-static void gelu_bwd_bf16(const PwOps *o, float *dinp, const uint16_t *inp, const float *dout,
+/* the bf16 backwards: the float32 kernel's gradient from zeros, rounded into the output */
+static void gelu_bwd_bf16(const PwOps *o, uint16_t *dinp, const uint16_t *inp, const float *dout,
                           size_t N)
 {
-    float *x = widen(inp, N);
-    set_zero(dinp, 1, N);
-    (void)o, pw_gelu_backward(dinp, x, dout, N);
+    float *x = widen(inp, N), *d = floats_or_die(N);
+    set_zero(d, 1, N);
+    (void)o, pw_gelu_backward(d, x, dout, N);
+    produce_end(dinp, d, N);
     free(x);
 }
-static void swiglu_bwd_bf16(const PwOps *o, float *dgate_up, const uint16_t *gate_up,
+static void swiglu_bwd_bf16(const PwOps *o, uint16_t *dgate_up, const uint16_t *gate_up,
                             const float *dout, int N, int F)
 {
-    float *x = widen(gate_up, 2 * (size_t)N * F);
-    set_zero(dgate_up, 1, 2 * (size_t)N * F);
-    (void)o, pw_swiglu_backward(dgate_up, x, dout, N, F);
+    size_t n = 2 * (size_t)N * F;
+    float *x = widen(gate_up, n), *d = floats_or_die(n);
+    set_zero(d, 1, n);
+    (void)o, pw_swiglu_backward(d, x, dout, N, F);
+    produce_end(dgate_up, d, n);
     free(x);
 }
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,

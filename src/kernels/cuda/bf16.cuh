@@ -14,6 +14,14 @@ static __device__ __forceinline__ uint16_t pw_bf16_bits(float x)
     return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 
+/* x + 0 rounded, as a gradient set on zeros is: -0 becomes +0 (IEEE's -0 + +0), which a bare
+ * pw_bf16_bits(x) would keep as the bits 0x8000; spelled as a test, not an addition, so that no
+ * compiler folds it away */
+static __device__ __forceinline__ uint16_t pw_bf16_bits_on_zero(float x)
+{
+    return x == 0.0f ? (uint16_t)0 : pw_bf16_bits(x);
+}
+
 static __device__ __forceinline__ float pw_bf16_float(uint32_t bits16)
 {
     return __uint_as_float(bits16 << 16);

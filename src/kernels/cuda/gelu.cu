@@ -12,13 +12,13 @@ static void forward(float *out, pw_bf16 *out16, const float *inp, const pw_bf16 
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
-static void backward(float *dinp, const float *inp, const pw_bf16 *inp16, const float *dout,
-                     size_t N, cudaStream_t stream)
+static void backward(float *dinp, pw_bf16 *dinp16, const float *inp, const pw_bf16 *inp16,
+                     const float *dout, size_t N, cudaStream_t stream)
 {
     if (N == 0) return;
-    /* the bf16 form sets dinp, the float32 one adds to it (pw_ops.h) */
-    gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, inp, inp16, dout,
-                                                                         N, inp16 != NULL);
+    /* the bf16 form sets dinp rounded, the float32 one adds to it (pw_ops.h) */
+    gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, dinp16, inp, inp16,
+                                                                         dout, N);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -36,11 +36,11 @@ extern "C" void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *inp, size
 extern "C" void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,
                                       cudaStream_t stream)
 {
-    backward(dinp, inp, NULL, dout, N, stream);
+    backward(dinp, NULL, inp, NULL, dout, N, stream);
 }
 
-extern "C" void pw_gelu_backward_bf16_cuda(float *dinp, const pw_bf16 *inp, const float *dout,
+extern "C" void pw_gelu_backward_bf16_cuda(pw_bf16 *dinp, const pw_bf16 *inp, const float *dout,
                                            size_t N, cudaStream_t stream)
 {
-    backward(dinp, NULL, inp, dout, N, stream);
+    backward(NULL, dinp, NULL, inp, dout, N, stream);
 }

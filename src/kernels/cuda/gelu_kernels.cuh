@@ -33,16 +33,19 @@ __global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *in
     }
 }
 
-/* set: dinp is set, not added to (the bf16 entry's contract, pw_ops.h) */
-__global__ void gelu_backward_kernel(float *dinp, const float *inp, const uint16_t *inp16,
-                                     const float *dout, size_t n, int set)
+/* The gradient added to dinp (float32), or set rounded into dinp16 (bfloat16: the bf16 entry's
+ * contract, pw_ops.h, the float32 result added to zeros and rounded; the product it feeds rounds
+ * it anyway) when dinp is NULL */
+__global__ void gelu_backward_kernel(float *dinp, uint16_t *dinp16, const float *inp,
+                                     const uint16_t *inp16, const float *dout, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float x = inp ? inp[i] : pw_bf16_float(inp16[i]), s = sigmoid2u(x);
         float du = GELU_K * (1.0f + 3.0f * GELU_A * x * x);
         float g = (s + 2.0f * x * s * (1.0f - s) * du) * dout[i];
-        dinp[i] = set ? g : dinp[i] + g;
+        if (dinp) dinp[i] += g;
+        else dinp16[i] = pw_bf16_bits_on_zero(g);
     }
 }
 

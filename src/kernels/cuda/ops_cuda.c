@@ -284,12 +284,12 @@ static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_
 {
     pw_swiglu_forward_bf16_cuda(out, gate_up, N, F, S(o));
 }
-static void gelu_bwd_bf16(const PwOps *o, float *dinp, const uint16_t *inp, const float *dout,
+static void gelu_bwd_bf16(const PwOps *o, uint16_t *dinp, const uint16_t *inp, const float *dout,
                           size_t N)
 {
     pw_gelu_backward_bf16_cuda(dinp, inp, dout, N, S(o));
 }
-static void swiglu_bwd_bf16(const PwOps *o, float *dgate_up, const uint16_t *gate_up,
+static void swiglu_bwd_bf16(const PwOps *o, uint16_t *dgate_up, const uint16_t *gate_up,
                             const float *dout, int N, int F)
 {
     pw_swiglu_backward_bf16_cuda(dgate_up, gate_up, dout, N, F, S(o));

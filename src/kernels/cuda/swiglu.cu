@@ -14,14 +14,14 @@ static void forward(float *out, pw_bf16 *out16, const float *gate_up, const pw_b
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
-static void backward(float *dgate_up, const float *gate_up, const pw_bf16 *gu16,
+static void backward(float *dgate_up, pw_bf16 *dgu16, const float *gate_up, const pw_bf16 *gu16,
                      const float *dout, int N, int F, cudaStream_t stream)
 {
     size_t n = (size_t)N * F;
     if (n == 0) return;
-    /* the bf16 form sets dgate_up, the float32 one adds to it (pw_ops.h) */
+    /* the bf16 form sets dgate_up rounded, the float32 one adds to it (pw_ops.h) */
     swiglu_backward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(
-        dgate_up, gate_up, gu16, dout, F, n, gu16 != NULL);
+        dgate_up, dgu16, gate_up, gu16, dout, F, n);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -40,12 +40,12 @@ extern "C" void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *gate_up
 extern "C" void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float *dout,
                                         int N, int F, cudaStream_t stream)
 {
-    backward(dgate_up, gate_up, NULL, dout, N, F, stream);
+    backward(dgate_up, NULL, gate_up, NULL, dout, N, F, stream);
 }
 
-extern "C" void pw_swiglu_backward_bf16_cuda(float *dgate_up, const pw_bf16 *gate_up,
+extern "C" void pw_swiglu_backward_bf16_cuda(pw_bf16 *dgate_up, const pw_bf16 *gate_up,
                                              const float *dout, int N, int F,
                                              cudaStream_t stream)
 {
-    backward(dgate_up, NULL, gate_up, dout, N, F, stream);
+    backward(NULL, dgate_up, NULL, gate_up, dout, N, F, stream);
 }

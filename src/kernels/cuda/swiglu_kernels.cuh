@@ -37,9 +37,8 @@ __global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *
 }
 
 /* set: dgate_up is set, not added to (the bf16 entry's contract, pw_ops.h) */
-__global__ void swiglu_backward_kernel(float *dgate_up, const float *gate_up,
-                                       const uint16_t *gu16, const float *dout, int F, size_t n,
-                                       int set)
+__global__ void swiglu_backward_kernel(float *dgate_up, uint16_t *dgu16, const float *gate_up,
+                                       const uint16_t *gu16, const float *dout, int F, size_t n)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
@@ -48,8 +47,13 @@ __global__ void swiglu_backward_kernel(float *dgate_up, const float *gate_up,
         float sg = swiglu_sigmoid(g);
         /* silu'(g) = s (1 + g (1 - s)) */
         float dg = d * u * sg * (1.0f + g * (1.0f - sg)), du = d * g * sg;
-        dgate_up[at] = set ? dg : dgate_up[at] + dg;
-        dgate_up[at + F] = set ? du : dgate_up[at + F] + du;
+        if (dgate_up) {
+            dgate_up[at] += dg;
+            dgate_up[at + F] += du;
+        } else {
+            dgu16[at] = pw_bf16_bits_on_zero(dg);
+            dgu16[at + F] = pw_bf16_bits_on_zero(du);
+        }
     }
 }
 
