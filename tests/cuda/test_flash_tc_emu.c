@@ -123,9 +123,11 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     void (*fwd)(void *) = hs <= 32 ? fwd_32 : hs <= 64 ? fwd_64 : fwd_128;
     void (*dq)(void *) = hs <= 32 ? dq_32 : hs <= 64 ? dq_64 : dq_128;
     void (*dkv)(void *) = hs <= 32 ? dkv_32 : hs <= 64 ? dkv_64 : dkv_128;
+    int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128, fr = TC_FWD_ROWS(HS);
+    EmuDim3 gf = {(unsigned)((T + fr - 1) / fr), (unsigned)NH, (unsigned)B};
     EmuDim3 gq = {(unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B};
     EmuDim3 gk = {(unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B};
-    emu_launch(gq, d1(TC_THREADS), fwd, &a);
+    emu_launch(gf, d1(TC_THREADS), fwd, &a);
     emu_check("forward lse", elsev, lse, nlse, TOL_LSE);
     emu_check("forward out", eout, out, nout, TOL);
 

@@ -48,7 +48,8 @@ extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const
         pw_cuda_scratch_free(w, stream);
         return;
     }
-    dim3 grid((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
+    int rows = TC_FWD_ROWS(HS);
+    dim3 grid((unsigned)((T + rows - 1) / rows), (unsigned)NH, (unsigned)B);
     TC_LAUNCH(fwd, HS, grid, out, lse, qkv, mask, T, NH, NKV, hs, 1.0f / sqrtf((float)hs));
 }
 

@@ -12,15 +12,15 @@
  * includer, this one needs mma.cuh's and cp_async.cuh's functions (emu.h's on the host),
  * __syncthreads_or, __shfl_xor_sync of a float and uint16_t / uint32_t.
  *
- * Work split: a block is 4 warps, each warp owns 16 rows (queries in fwd and dq, keys in dkv)
- * and computes 16 x 8 tiles with pw_mma_bf16; its own operand (q, or k and v) stays in A
+ * Work split: a block is 4 warps, each warp owns 16 rows (queries in fwd and dq, keys in dkv;
+ * TC_FWD_MT row tiles of 16 in fwd) and computes 16 x 8 tiles with pw_mma_bf16; its own operand (q, or k and v) stays in A
  * fragments in registers for the whole kernel, the other side goes through shared memory a
  * tile at a time. A row's scores are spread over the 4 lanes of a quad (mma.cuh's D layout),
  * so its max and sum take two __shfl_xor_sync. Probabilities and dS go from the D fragments of
  * one product to the A fragments of the next without leaving registers.
- *  - fwd (grid ceil(T/64) x NH x B): S = q k^T per tile of TC_BK keys, an online softmax
- *    (running max and sum per row), O += P v with P rounded to bfloat16.
- *  - dq (same grid): per tile of TC_BK keys, S and dP = dout v^T again, dS = scale P (dP - D),
+ *  - fwd (grid ceil(T/TC_FWD_ROWS) x NH x B): S = q k^T per tile of TC_BK keys, an online
+ *    softmax (running max and sum per row), O += P v with P rounded to bfloat16.
+ *  - dq (grid ceil(T/64) x NH x B): per tile of TC_BK keys, S and dP = dout v^T again, dS = scale P (dP - D),
  *    dq += dS k.
  *  - dkv (grid ceil(T/64) x NKV x B): warp = 16 keys; over the G query heads of the group and
  *    the queries t >= the block's first key in tiles of TC_BQ, S^T = k q^T and dP^T = v dout^T,
@@ -48,21 +48,31 @@
 #define TC_ROWS (TC_WARPS * 16) /* rows (queries, or keys in dkv) per block */
 /* rows per shared tile, keys in fwd and dq (TC_BK) and queries in dkv (TC_BQ): fewer for larger
  * heads, so that two buffers of two tiles stay under 48 KiB of static shared memory and a
- * lane's accumulators (o or dq, or dk and dv, plus two tiles of scores) stay in registers
- * (dkv_64 with query tiles of 64 spilled 72 bytes; with 32 it spilled none at 246 registers) */
-#define TC_BK(hs) ((hs) >= 128 ? 32 : 64)
+ * lane's accumulators (o or dq, or dk and dv, plus the tiles of scores) stay in registers
+ * (ptxas, sm_90: fwd_64 with its two row tiles and key tiles of 64 took 255 registers and
+ * spilled 32 bytes, with 32 it takes 232 and spills none; dkv_64 with query tiles of 64
+ * spilled 72 bytes, with 32 none at 246 registers) */
+#define TC_BK(hs) ((hs) >= 64 ? 32 : 64)
 #define TC_BQ(hs) ((hs) >= 64 ? 32 : 64)
+/* Row tiles of 16 a warp holds in the forward: two for heads up to 64, so that each B fragment
+ * a warp loads from shared memory serves two products instead of one (the loads per product
+ * halve; FlashAttention-2's forward holds 32 rows a warp the same way), one for 128, where the
+ * output's accumulators alone take 128 registers. dq and dk/dv hold one (their two score tiles
+ * and two accumulators fill the registers already). */
+#define TC_FWD_MT(hs) ((hs) >= 128 ? 1 : 2)
+#define TC_FWD_ROWS(hs) (TC_ROWS * TC_FWD_MT(hs)) /* queries per forward block */
 
-/* The rows of a lane in a block of TC_ROWS: r and r + 8 of its warp's 16 */
-static __device__ __forceinline__ int tc_row0(int base)
+/* The rows of a lane in row tile mt of a block whose warps hold mt_n tiles each: r and r + 8 of
+ * the tile's 16 (a warp's tiles are consecutive) */
+static __device__ __forceinline__ int tc_row0(int base, int mt, int mt_n)
 {
-    return base + (int)(threadIdx.x / 32) * 16 + (int)(threadIdx.x % 32) / 4;
+    return base + ((int)(threadIdx.x / 32) * mt_n + mt) * 16 + (int)(threadIdx.x % 32) / 4;
 }
 
-/* The first row of a query block of fwd and dq: the last block first */
-static __device__ __forceinline__ int tc_query_block(void)
+/* The first row of a query block of fwd and dq (rows a block): the last block first */
+static __device__ __forceinline__ int tc_query_block(int rows)
 {
-    return (int)(gridDim.x - 1 - blockIdx.x) * TC_ROWS;
+    return (int)(gridDim.x - 1 - blockIdx.x) * rows;
 }
 
 /* Whether a bfloat16 matrix can be copied in 16-byte groups: hs a multiple of 8 (so are the
@@ -226,45 +236,58 @@ static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const
     }
 }
 
-/* s[n] (16 x 8 tile n of nt) = A . X^T for the rows n*8.. of a bfloat16 tile X: each row of X is
- * a column of B. One pw_ldsm_x4 brings the B fragments of two k-steps: lane l names row
- * n*8 + l % 8 at column (kk + l / 16) * 16 + (l / 8 % 2) * 8 (TC_KS is even in every bucket). */
-#define TC_MMA_ABT(s, nt, a, X)                                                                  \
+/* s[mt][n] (16 x 8 tile n of nt, for each of the warp's MT row tiles) = A[mt] . X^T for the rows
+ * n*8.. of a bfloat16 tile X: each row of X is a column of B. One pw_ldsm_x4 brings the B
+ * fragments of two k-steps, which every row tile uses: lane l names row n*8 + l % 8 at column
+ * (kk + l / 16) * 16 + (l / 8 % 2) * 8 (TC_KS is even in every bucket). */
+#define TC_MMA_ABT(s, nt, a, X, MT)                                                              \
     do {                                                                                         \
         int l_ = (int)(threadIdx.x % 32);                                                        \
         PW_UNROLL                                                                                \
         for (int n_ = 0; n_ < (nt); n_++) {                                                      \
-            s[n_][0] = s[n_][1] = s[n_][2] = s[n_][3] = 0.0f;                                    \
+            PW_UNROLL                                                                            \
+            for (int m_ = 0; m_ < (MT); m_++)                                                    \
+                s[m_][n_][0] = s[m_][n_][1] = s[m_][n_][2] = s[m_][n_][3] = 0.0f;                \
             PW_UNROLL                                                                            \
             for (int kk_ = 0; kk_ < TC_KS; kk_ += 2) {                                           \
                 uint32_t b_[4];                                                                  \
                 pw_ldsm_x4(b_, &X[n_ * 8 + (l_ & 7)][(kk_ + (l_ >> 4)) * 16 + (l_ >> 3 & 1) * 8]); \
-                pw_mma_bf16(s[n_], a[kk_], b_);                                                  \
-                pw_mma_bf16(s[n_], a[kk_ + 1], b_ + 2);                                          \
+                PW_UNROLL                                                                        \
+                for (int m_ = 0; m_ < (MT); m_++) {                                              \
+                    pw_mma_bf16(s[m_][n_], a[m_][kk_], b_);                                      \
+                    pw_mma_bf16(s[m_][n_], a[m_][kk_ + 1], b_ + 2);                              \
+                }                                                                                \
             }                                                                                    \
         }                                                                                        \
     } while (0)
 
-/* acc[n] (the head's TC_NS tiles) += P . X, P the A fragments of tiles p[2kk], p[2kk+1] (16
- * rows x nk columns of D fragments, rounded here), X a bfloat16 tile of nk rows. One
- * pw_ldsm_x4_t brings the B fragments of two column tiles: lane l names row kk*16 + (l / 8 %
- * 2) * 8 + l % 8 at column (n + l / 16) * 8 (TC_NS is even in every bucket). */
-#define TC_MMA_PX(acc, p, nk, X)                                                                 \
+/* acc[mt][n] (the head's TC_NS tiles, for each of the warp's MT row tiles) += P[mt] . X, P[mt]
+ * the A fragments of tiles p[mt][2kk], p[mt][2kk+1] (16 rows x nk columns of D fragments,
+ * rounded here), X a bfloat16 tile of nk rows. One pw_ldsm_x4_t brings the B fragments of two
+ * column tiles, which every row tile uses: lane l names row kk*16 + (l / 8 % 2) * 8 + l % 8 at
+ * column (n + l / 16) * 8 (TC_NS is even in every bucket). */
+#define TC_MMA_PX(acc, p, nk, X, MT)                                                             \
     do {                                                                                         \
         int l_ = (int)(threadIdx.x % 32), r_ = (l_ >> 3 & 1) * 8 + (l_ & 7);                     \
         PW_UNROLL                                                                                \
         for (int kk_ = 0; kk_ < (nk) / 16; kk_++) {                                              \
-            uint32_t a_[4];                                                                      \
-            a_[0] = pw_bf16x2(p[2 * kk_][0], p[2 * kk_][1]);                                     \
-            a_[1] = pw_bf16x2(p[2 * kk_][2], p[2 * kk_][3]);                                     \
-            a_[2] = pw_bf16x2(p[2 * kk_ + 1][0], p[2 * kk_ + 1][1]);                             \
-            a_[3] = pw_bf16x2(p[2 * kk_ + 1][2], p[2 * kk_ + 1][3]);                             \
+            uint32_t a_[MT][4];                                                                  \
+            PW_UNROLL                                                                            \
+            for (int m_ = 0; m_ < (MT); m_++) {                                                  \
+                a_[m_][0] = pw_bf16x2(p[m_][2 * kk_][0], p[m_][2 * kk_][1]);                     \
+                a_[m_][1] = pw_bf16x2(p[m_][2 * kk_][2], p[m_][2 * kk_][3]);                     \
+                a_[m_][2] = pw_bf16x2(p[m_][2 * kk_ + 1][0], p[m_][2 * kk_ + 1][1]);             \
+                a_[m_][3] = pw_bf16x2(p[m_][2 * kk_ + 1][2], p[m_][2 * kk_ + 1][3]);             \
+            }                                                                                    \
             PW_UNROLL                                                                            \
             for (int n_ = 0; n_ < TC_NS; n_ += 2) {                                              \
                 uint32_t b_[4];                                                                  \
                 pw_ldsm_x4_t(b_, &X[kk_ * 16 + r_][(n_ + (l_ >> 4)) * 8]);                       \
-                pw_mma_bf16(acc[n_], a_, b_);                                                    \
-                pw_mma_bf16(acc[n_ + 1], a_, b_ + 2);                                            \
+                PW_UNROLL                                                                        \
+                for (int m_ = 0; m_ < (MT); m_++) {                                              \
+                    pw_mma_bf16(acc[m_][n_], a_[m_], b_);                                        \
+                    pw_mma_bf16(acc[m_][n_ + 1], a_[m_], b_ + 2);                                \
+                }                                                                                \
             }                                                                                    \
         }                                                                                        \
     } while (0)
@@ -323,79 +346,94 @@ __global__ void __launch_bounds__(TC_THREADS)
     TC_FN(fwd)(float *out, float *lse, const uint16_t *qkv, const int *mask, int T, int NH,
                int NKV, int hs, float scale)
 {
-    const int BK = TC_BK(FLASH_HS);
+    const int BK = TC_BK(FLASH_HS), MT = TC_FWD_MT(FLASH_HS), ROWS = TC_FWD_ROWS(FLASH_HS);
     __shared__ __align__(16) TC_FN(Keys) kt;
-    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(), c = (int)(threadIdx.x % 32) % 4;
+    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(ROWS), c = (int)(threadIdx.x % 32) % 4;
     FlashAt at = flash_at(b, h, T, NH, NKV, hs);
     const int *m = mask ? mask + (size_t)b * T : 0;
     TcKv src = {qkv + at.k, qkv + at.v, (size_t)at.W, m, T, hs, tc_vec(qkv, hs)};
-    int nt = ((q0 + TC_ROWS < T ? q0 + TC_ROWS : T) + BK - 1) / BK;
+    int nt = ((q0 + ROWS < T ? q0 + ROWS : T) + BK - 1) / BK;
     TC_FN(issue_keys)(&kt, 0, &src, 0); /* in flight while the queries are read */
-    int r0 = tc_row0(q0), r8 = r0 + 8, w0 = q0 + (int)(threadIdx.x / 32) * 16;
-    int ok0 = r0 < T && flash_real(m, r0), ok8 = r8 < T && flash_real(m, r8);
-    uint32_t qa[TC_KS][4];
-    TC_FN(load_a)(qa, qkv + at.q, (size_t)at.W, r0, ok0, ok8, hs);
-
-    float o[TC_NS][4];
+    int w0 = tc_row0(q0, 0, MT) - (int)(threadIdx.x % 32) / 4; /* the warp's first query */
+    /* per row tile: this lane's rows r and r + 8, whether each is a real query, the running
+     * max and this lane's part of the running sum, and the output's accumulators */
+    int r0[TC_FWD_MT(FLASH_HS)], ok0[TC_FWD_MT(FLASH_HS)], ok8[TC_FWD_MT(FLASH_HS)];
+    float mx0[TC_FWD_MT(FLASH_HS)], mx8[TC_FWD_MT(FLASH_HS)], l0[TC_FWD_MT(FLASH_HS)],
+        l8[TC_FWD_MT(FLASH_HS)];
+    uint32_t qa[TC_FWD_MT(FLASH_HS)][TC_KS][4];
+    float o[TC_FWD_MT(FLASH_HS)][TC_NS][4];
     PW_UNROLL
-    for (int n = 0; n < TC_NS; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    /* running max and this lane's part of the running sum, rows r0 and r8 */
-    float mx0 = -INFINITY, mx8 = -INFINITY, l0 = 0.0f, l8 = 0.0f;
+    for (int mt = 0; mt < MT; mt++) {
+        r0[mt] = tc_row0(q0, mt, MT);
+        ok0[mt] = r0[mt] < T && flash_real(m, r0[mt]);
+        ok8[mt] = r0[mt] + 8 < T && flash_real(m, r0[mt] + 8);
+        TC_FN(load_a)(qa[mt], qkv + at.q, (size_t)at.W, r0[mt], ok0[mt], ok8[mt], hs);
+        mx0[mt] = mx8[mt] = -INFINITY;
+        l0[mt] = l8[mt] = 0.0f;
+        PW_UNROLL
+        for (int n = 0; n < TC_NS; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+    }
     for (int it = 0; it < nt; it++) {
         int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
         /* every key of the tile real and at or before the warp's first query: no mask */
         int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
-        float s[TC_BK(FLASH_HS) / 8][4];
-        TC_MMA_ABT(s, BK / 8, qa, kt.k[cur]);
-        float t0 = -INFINITY, t8 = -INFINITY;
+        float s[TC_FWD_MT(FLASH_HS)][TC_BK(FLASH_HS) / 8][4];
+        TC_MMA_ABT(s, BK / 8, qa, kt.k[cur], TC_FWD_MT(FLASH_HS));
         PW_UNROLL
-        for (int n = 0; n < BK / 8; n++)
+        for (int mt = 0; mt < MT; mt++) {
+            float t0 = -INFINITY, t8 = -INFINITY;
             PW_UNROLL
-            for (int i = 0; i < 4; i++) {
-                int j = n * 8 + 2 * c + (i & 1), row = i < 2 ? r0 : r8;
-                float x = s[n][i] * scale;
-                if (masked && !(k0 + j <= row && kt.m[cur][j])) x = -INFINITY;
-                s[n][i] = x;
-                if (i < 2) t0 = fmaxf(t0, x);
-                else t8 = fmaxf(t8, x);
+            for (int n = 0; n < BK / 8; n++)
+                PW_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    int j = n * 8 + 2 * c + (i & 1), row = r0[mt] + (i < 2 ? 0 : 8);
+                    float x = s[mt][n][i] * scale;
+                    if (masked && !(k0 + j <= row && kt.m[cur][j])) x = -INFINITY;
+                    s[mt][n][i] = x;
+                    if (i < 2) t0 = fmaxf(t0, x);
+                    else t8 = fmaxf(t8, x);
+                }
+            t0 = fmaxf(mx0[mt], tc_quad_max(t0));
+            t8 = fmaxf(mx8[mt], tc_quad_max(t8));
+            /* a row with no real key yet keeps max -inf: measure from 0 (every p is 0 then) */
+            float ref0 = t0 == -INFINITY ? 0.0f : t0, ref8 = t8 == -INFINITY ? 0.0f : t8;
+            float c0 = expf(mx0[mt] - ref0), c8 = expf(mx8[mt] - ref8);
+            l0[mt] *= c0;
+            l8[mt] *= c8;
+            PW_UNROLL
+            for (int n = 0; n < TC_NS; n++) {
+                o[mt][n][0] *= c0;
+                o[mt][n][1] *= c0;
+                o[mt][n][2] *= c8;
+                o[mt][n][3] *= c8;
             }
-        t0 = fmaxf(mx0, tc_quad_max(t0));
-        t8 = fmaxf(mx8, tc_quad_max(t8));
-        /* a row with no real key yet keeps max -inf: measure from 0 (every p is 0 then) */
-        float ref0 = t0 == -INFINITY ? 0.0f : t0, ref8 = t8 == -INFINITY ? 0.0f : t8;
-        float c0 = expf(mx0 - ref0), c8 = expf(mx8 - ref8);
-        l0 *= c0;
-        l8 *= c8;
-        PW_UNROLL
-        for (int n = 0; n < TC_NS; n++) {
-            o[n][0] *= c0;
-            o[n][1] *= c0;
-            o[n][2] *= c8;
-            o[n][3] *= c8;
+            PW_UNROLL
+            for (int n = 0; n < BK / 8; n++)
+                PW_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    float p = expf(s[mt][n][i] - (i < 2 ? ref0 : ref8));
+                    s[mt][n][i] = p;
+                    if (i < 2) l0[mt] += p;
+                    else l8[mt] += p;
+                }
+            mx0[mt] = t0;
+            mx8[mt] = t8;
         }
-        PW_UNROLL
-        for (int n = 0; n < BK / 8; n++)
-            PW_UNROLL
-            for (int i = 0; i < 4; i++) {
-                float p = expf(s[n][i] - (i < 2 ? ref0 : ref8));
-                s[n][i] = p;
-                if (i < 2) l0 += p;
-                else l8 += p;
-            }
-        TC_MMA_PX(o, s, BK, kt.v[cur]);
-        mx0 = t0;
-        mx8 = t8;
+        TC_MMA_PX(o, s, BK, kt.v[cur], TC_FWD_MT(FLASH_HS));
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
-    l0 = tc_quad_sum(l0);
-    l8 = tc_quad_sum(l8);
-    /* l >= 1 at a real query (its own key is real and at the max or below it) */
     size_t ld = (size_t)NH * hs;
-    TC_FN(store_rows)(out + (size_t)b * T * ld + (size_t)h * hs, ld, r0, T, o,
-                      ok0 ? 1.0f / l0 : 0.0f, ok8 ? 1.0f / l8 : 0.0f, hs);
     float *lb = lse + ((size_t)b * NH + h) * T;
-    if (c == 0 && r0 < T) lb[r0] = ok0 ? mx0 + logf(l0) : 0.0f;
-    if (c == 0 && r8 < T) lb[r8] = ok8 ? mx8 + logf(l8) : 0.0f;
+    PW_UNROLL
+    for (int mt = 0; mt < MT; mt++) {
+        float L0 = tc_quad_sum(l0[mt]), L8 = tc_quad_sum(l8[mt]);
+        int r = r0[mt];
+        /* l >= 1 at a real query (its own key is real and at the max or below it) */
+        TC_FN(store_rows)(out + (size_t)b * T * ld + (size_t)h * hs, ld, r, T, o[mt],
+                          ok0[mt] ? 1.0f / L0 : 0.0f, ok8[mt] ? 1.0f / L8 : 0.0f, hs);
+        if (c == 0 && r < T) lb[r] = ok0[mt] ? mx0[mt] + logf(L0) : 0.0f;
+        if (c == 0 && r + 8 < T) lb[r + 8] = ok8[mt] ? mx8[mt] + logf(L8) : 0.0f;
+    }
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
@@ -404,30 +442,30 @@ __global__ void __launch_bounds__(TC_THREADS)
 {
     const int BK = TC_BK(FLASH_HS);
     __shared__ __align__(16) TC_FN(Keys) kt;
-    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(), c = (int)(threadIdx.x % 32) % 4;
+    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(TC_ROWS), c = (int)(threadIdx.x % 32) % 4;
     FlashAt at = flash_at(b, h, T, NH, NKV, hs);
     const int *m = mask ? mask + (size_t)b * T : 0;
     TcKv src = {qkv + at.k, qkv + at.v, (size_t)at.W, m, T, hs, tc_vec(qkv, hs)};
     int nt = ((q0 + TC_ROWS < T ? q0 + TC_ROWS : T) + BK - 1) / BK;
     TC_FN(issue_keys)(&kt, 0, &src, 0); /* in flight while the queries are read */
-    int r0 = tc_row0(q0), r8 = r0 + 8, w0 = q0 + (int)(threadIdx.x / 32) * 16;
+    int r0 = tc_row0(q0, 0, 1), r8 = r0 + 8, w0 = q0 + (int)(threadIdx.x / 32) * 16;
     int ok0 = r0 < T && flash_real(m, r0), ok8 = r8 < T && flash_real(m, r8);
     size_t ld = (size_t)NH * hs, row = ((size_t)b * NH + h) * T;
-    uint32_t qa[TC_KS][4], da[TC_KS][4];
-    TC_FN(load_a)(qa, qkv + at.q, (size_t)at.W, r0, ok0, ok8, hs);
-    TC_FN(load_a)(da, dout16 + (size_t)b * T * ld + (size_t)h * hs, ld, r0, ok0, ok8, hs);
+    uint32_t qa[1][TC_KS][4], da[1][TC_KS][4]; /* one row tile */
+    TC_FN(load_a)(qa[0], qkv + at.q, (size_t)at.W, r0, ok0, ok8, hs);
+    TC_FN(load_a)(da[0], dout16 + (size_t)b * T * ld + (size_t)h * hs, ld, r0, ok0, ok8, hs);
     float L0 = ok0 ? lse[row + r0] : 0.0f, L8 = ok8 ? lse[row + r8] : 0.0f;
     float D0 = ok0 ? drow[row + r0] : 0.0f, D8 = ok8 ? drow[row + r8] : 0.0f;
 
-    float dq[TC_NS][4];
+    float dq[1][TC_NS][4];
     PW_UNROLL
-    for (int n = 0; n < TC_NS; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+    for (int n = 0; n < TC_NS; n++) dq[0][n][0] = dq[0][n][1] = dq[0][n][2] = dq[0][n][3] = 0.0f;
     for (int it = 0; it < nt; it++) {
         int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
         int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
-        float s[TC_BK(FLASH_HS) / 8][4], dp[TC_BK(FLASH_HS) / 8][4];
-        TC_MMA_ABT(s, BK / 8, qa, kt.k[cur]);
-        TC_MMA_ABT(dp, BK / 8, da, kt.v[cur]);
+        float s[1][TC_BK(FLASH_HS) / 8][4], dp[1][TC_BK(FLASH_HS) / 8][4];
+        TC_MMA_ABT(s, BK / 8, qa, kt.k[cur], 1);
+        TC_MMA_ABT(dp, BK / 8, da, kt.v[cur], 1);
         PW_UNROLL
         for (int n = 0; n < BK / 8; n++)
             PW_UNROLL
@@ -435,14 +473,14 @@ __global__ void __launch_bounds__(TC_THREADS)
                 int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
                 int ok = lo ? ok0 : ok8;
                 if (masked) ok = ok && k0 + j <= (lo ? r0 : r8) && kt.m[cur][j];
-                float p = expf(s[n][i] * scale - (lo ? L0 : L8));
-                s[n][i] = ok ? scale * p * (dp[n][i] - (lo ? D0 : D8)) : 0.0f;
+                float p = expf(s[0][n][i] * scale - (lo ? L0 : L8));
+                s[0][n][i] = ok ? scale * p * (dp[0][n][i] - (lo ? D0 : D8)) : 0.0f;
             }
-        TC_MMA_PX(dq, s, BK, kt.k[cur]);
+        TC_MMA_PX(dq, s, BK, kt.k[cur], 1);
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
     /* padding queries: zeros (their dS were) */
-    TC_FN(store_rows)(dqkv + at.q, (size_t)at.W, r0, T, dq, 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv + at.q, (size_t)at.W, r0, T, dq[0], 1.0f, 1.0f, hs);
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
@@ -475,17 +513,17 @@ __global__ void __launch_bounds__(TC_THREADS)
         pw_cp_commit();                                                                          \
     } while (0)
     TC_DKV_ISSUE(0, 0);
-    int s0 = tc_row0(k0), s8 = s0 + 8, wlast = k0 + (int)(threadIdx.x / 32) * 16 + 15;
+    int s0 = tc_row0(k0, 0, 1), s8 = s0 + 8, wlast = k0 + (int)(threadIdx.x / 32) * 16 + 15;
     int ok0 = s0 < T && flash_real(m, s0), ok8 = s8 < T && flash_real(m, s8);
     FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
-    uint32_t ka[TC_KS][4], va[TC_KS][4];
-    TC_FN(load_a)(ka, qkv + a0.k, (size_t)a0.W, s0, ok0, ok8, hs);
-    TC_FN(load_a)(va, qkv + a0.v, (size_t)a0.W, s0, ok0, ok8, hs);
-    float dk[TC_NS][4], dv[TC_NS][4];
+    uint32_t ka[1][TC_KS][4], va[1][TC_KS][4]; /* one row tile */
+    TC_FN(load_a)(ka[0], qkv + a0.k, (size_t)a0.W, s0, ok0, ok8, hs);
+    TC_FN(load_a)(va[0], qkv + a0.v, (size_t)a0.W, s0, ok0, ok8, hs);
+    float dk[1][TC_NS][4], dv[1][TC_NS][4];
     PW_UNROLL
     for (int n = 0; n < TC_NS; n++)
         PW_UNROLL
-        for (int i = 0; i < 4; i++) dk[n][i] = dv[n][i] = 0.0f;
+        for (int i = 0; i < 4; i++) dk[0][n][i] = dv[0][n][i] = 0.0f;
 
     for (int it = 0; it < nt; it++) {
         int t0 = k0 + it % per * BQ, cur = it & 1;
@@ -498,9 +536,9 @@ __global__ void __launch_bounds__(TC_THREADS)
         int pad = TC_FN(land)(qs[cur], os[cur], qm[cur], t0, BQ, T);
         /* every query of the tile real and at or after the warp's last key: no mask */
         int masked = pad || t0 < wlast || t0 + BQ > T;
-        float s[TC_BQ(FLASH_HS) / 8][4], dp[TC_BQ(FLASH_HS) / 8][4];
-        TC_MMA_ABT(s, BQ / 8, ka, qs[cur]);
-        TC_MMA_ABT(dp, BQ / 8, va, os[cur]);
+        float s[1][TC_BQ(FLASH_HS) / 8][4], dp[1][TC_BQ(FLASH_HS) / 8][4];
+        TC_MMA_ABT(s, BQ / 8, ka, qs[cur], 1);
+        TC_MMA_ABT(dp, BQ / 8, va, os[cur], 1);
         PW_UNROLL
         for (int n = 0; n < BQ / 8; n++)
             PW_UNROLL
@@ -508,18 +546,18 @@ __global__ void __launch_bounds__(TC_THREADS)
                 int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
                 int ok = lo ? ok0 : ok8;
                 if (masked) ok = ok && t0 + j >= (lo ? s0 : s8) && qm[cur][j];
-                float p = ok ? expf(s[n][i] * scale - Ls[cur][j]) : 0.0f;
-                dp[n][i] = ok ? scale * p * (dp[n][i] - Ds[cur][j]) : 0.0f;
-                s[n][i] = p;
+                float p = ok ? expf(s[0][n][i] * scale - Ls[cur][j]) : 0.0f;
+                dp[0][n][i] = ok ? scale * p * (dp[0][n][i] - Ds[cur][j]) : 0.0f;
+                s[0][n][i] = p;
             }
-        TC_MMA_PX(dv, s, BQ, os[cur]);
-        TC_MMA_PX(dk, dp, BQ, qs[cur]);
+        TC_MMA_PX(dv, s, BQ, os[cur], 1);
+        TC_MMA_PX(dk, dp, BQ, qs[cur], 1);
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
 #undef TC_DKV_ISSUE
     /* padding keys: zeros (no query gave them a probability) */
-    TC_FN(store_rows)(dqkv + a0.k, (size_t)a0.W, s0, T, dk, 1.0f, 1.0f, hs);
-    TC_FN(store_rows)(dqkv + a0.v, (size_t)a0.W, s0, T, dv, 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv + a0.k, (size_t)a0.W, s0, T, dk[0], 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv + a0.v, (size_t)a0.W, s0, T, dv[0], 1.0f, 1.0f, hs);
 }
 
 #undef TC_FN
