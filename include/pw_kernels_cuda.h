@@ -120,7 +120,10 @@ void pw_gather_rows_cuda(float *dst, const float *src, const int *rows, int n, i
 
 /* ---- GELU, residual */
 void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream);
-void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *inp, size_t N, cudaStream_t stream);
+/* the bf16 forms: on inp16 (inp NULL), or on inp rounded to bfloat16, the rounding kept in inp16
+ * when that is not NULL (pw_ops.h's gelu_forward_bf16) */
+void pw_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *inp16, const float *inp, size_t N,
+                               cudaStream_t stream);
 /* the bf16 backward forms set their gradient rounded to bfloat16 instead of adding to it
  * (pw_ops.h) */
 void pw_gelu_backward_bf16_cuda(pw_bf16 *dinp, const pw_bf16 *inp, const float *dout, size_t N,
@@ -184,7 +187,7 @@ void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N
 void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,
                            int hs, int stride, cudaStream_t stream);
 void pw_swiglu_forward_cuda(float *out, const float *gate_up, int N, int F, cudaStream_t stream);
-void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *gate_up, int N, int F,
+void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *gu16, const float *gate_up, int N, int F,
                                  cudaStream_t stream);
 void pw_swiglu_backward_bf16_cuda(pw_bf16 *dgate_up, const pw_bf16 *gate_up, const float *dout,
                                   int N, int F, cudaStream_t stream);

@@ -96,9 +96,13 @@ struct PwOps {
                                    int N, int C);
     void (*rmsnorm_forward_bf16)(const PwOps *o, uint16_t *out, float *rstd, const float *inp,
                                  const float *weight, int N, int C, float eps);
-    void (*gelu_forward_bf16)(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N);
-    void (*swiglu_forward_bf16)(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N,
-                                int F);
+    /* GELU and SwiGLU in bf16 read inp16 when inp is NULL; else inp rounded to bfloat16 (one
+     * kernel where to_bf16 and the activation took two), the rounding kept in inp16 when that
+     * is not NULL (the batch forward keeps it for the backward, a cache pass does not) */
+    void (*gelu_forward_bf16)(const PwOps *o, uint16_t *out, uint16_t *inp16, const float *inp,
+                              size_t N);
+    void (*swiglu_forward_bf16)(const PwOps *o, uint16_t *out, uint16_t *gate_up16,
+                                const float *gate_up, int N, int F);
     void (*gelu_backward_bf16)(const PwOps *o, uint16_t *dinp, const uint16_t *inp,
                                const float *dout, size_t N);
     void (*swiglu_backward_bf16)(const PwOps *o, uint16_t *dgate_up, const uint16_t *gate_up,

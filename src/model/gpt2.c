@@ -273,7 +273,8 @@ typedef struct Block {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *out;
     /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and fch_gelu,
-     * and fch rounded to bfloat16 for the GELU (fch_16); NULL at fp32 */
+     * and fch's bfloat16 rounding (the GELU's input) kept for the backward (fch_16); NULL at
+     * fp32, and fch_16 in a cache pass */
     uint16_t *ln1_16, *ln2_16, *fchg_16, *fch_16;
     /* the batch forward at bf16: q, k, v in bfloat16, what the attention reads, forward and
      * backward (NULL: a cache pass, or fp32) */
@@ -323,9 +324,9 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
               p->ln2b + lC, N, C);
     pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N,
                             C, 4 * C);
-    if (k->fchg_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them */
-        o->to_bf16(o, k->fch_16, k->fch, (size_t)N * 4 * C);
-        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, (size_t)N * 4 * C);
+    if (k->fchg_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them: fch
+                       * rounded (kept for the backward in fch_16, where there is one) */
+        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, k->fch, (size_t)N * 4 * C);
     } else
         o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
@@ -477,7 +478,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 /* ------------------------------------------------------------------------------------------ */
 /* the KV cache: the same blocks over the packed new tokens of a pass */
 
-enum { K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_HEAD, K_LN16, K_FC16, K_FCG16,
+enum { K_X, K_LN, K_MEAN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_HEAD, K_LN16, K_FCG16,
        K_NUM };
 
 typedef struct Gpt2Cache {
@@ -499,10 +500,10 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_FC] = N * 4 * C;     /* MLP hidden, GELU in place */
     s[K_HEAD] = B * Vp;      /* logits of each segment's last token */
     /* at bf16 the blocks make what the batch forward makes in bfloat16 (batch_block), so that
-     * a pass's numbers are the batch forward's: the LayerNorm outputs, fch, the GELU's */
+     * a pass's numbers are the batch forward's: the LayerNorm outputs, the GELU's (on fch
+     * rounded, which a pass does not keep) */
     PwPrecision pr = c->m->precision;
     s[K_LN16] = pw_model_kept_floats(pr, N * C);
-    s[K_FC16] = pw_model_kept_floats(pr, N * 4 * C);
     s[K_FCG16] = pw_model_kept_floats(pr, N * 4 * C);
 }
 
@@ -545,7 +546,6 @@ static const float *kv_pass(PwKVCache *c)
     };
     if (m->precision == PW_PRECISION_BF16) {
         blk.ln1_16 = blk.ln2_16 = (uint16_t *)b[K_LN16];
-        blk.fch_16 = (uint16_t *)b[K_FC16];
         blk.fchg_16 = (uint16_t *)b[K_FCG16];
     }
     Attend at = {.cache = c};

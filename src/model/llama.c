@@ -267,7 +267,8 @@ typedef struct Block {
     float *ln1, *rstd1, *qkv, *atty, *lse, *attproj, *res2;
     float *ln2, *rstd2, *fch, *fch_act, *fcproj, *out;
     /* At bf16: the products' inputs made and kept in bfloat16 instead of ln1, ln2 and
-     * fch_act, and fch rounded to bfloat16 for the SwiGLU (fch_16); NULL at fp32 */
+     * fch_act, and fch's bfloat16 rounding (the SwiGLU's input) kept for the backward
+     * (fch_16); NULL at fp32, and fch_16 in a cache pass */
     uint16_t *ln1_16, *ln2_16, *fcha_16, *fch_16;
     /* the batch forward at bf16: q, k, v (rotated) in bfloat16, what the attention reads,
      * forward and backward (NULL: a cache pass, or fp32) */
@@ -315,9 +316,9 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
             a->norm_eps);
     pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + (size_t)2 * F * C * l, NULL, N,
                             C, 2 * F);
-    if (k->fcha_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them */
-        o->to_bf16(o, k->fch_16, k->fch, (size_t)N * 2 * F);
-        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, N, F);
+    if (k->fcha_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them: fch
+                       * rounded (kept for the backward in fch_16, where there is one) */
+        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, k->fch, N, F);
     } else
         o->swiglu_forward(o, k->fch_act, k->fch, N, F);
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
@@ -470,7 +471,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 /* ------------------------------------------------------------------------------------------ */
 /* the KV cache */
 
-enum { K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_HEAD, K_LN16, K_FC16, K_FCA16,
+enum { K_X, K_LN, K_RSTD, K_QKV, K_ATTY, K_PROJ, K_FC, K_FCA, K_HEAD, K_LN16, K_FCA16,
        K_NUM };
 
 typedef struct LlamaCache {
@@ -492,10 +493,10 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_FCA] = N * F;
     s[K_HEAD] = B * Vp;
     /* at bf16 the blocks make what the batch forward makes in bfloat16 (batch_block), so that
-     * a pass's numbers are the batch forward's: the RMSNorm outputs, [gate | up], the SwiGLU's */
+     * a pass's numbers are the batch forward's: the RMSNorm outputs, the SwiGLU's (on [gate |
+     * up] rounded, which a pass does not keep) */
     PwPrecision pr = c->m->precision;
     s[K_LN16] = pw_model_kept_floats(pr, N * C);
-    s[K_FC16] = pw_model_kept_floats(pr, N * 2 * F);
     s[K_FCA16] = pw_model_kept_floats(pr, N * F);
 }
 
@@ -536,7 +537,6 @@ static const float *kv_pass(PwKVCache *c)
     };
     if (m->precision == PW_PRECISION_BF16) {
         blk.ln1_16 = blk.ln2_16 = (uint16_t *)b[K_LN16];
-        blk.fch_16 = (uint16_t *)b[K_FC16];
         blk.fcha_16 = (uint16_t *)b[K_FCA16];
     }
     Attend at = {.pos = c->d_pos, .cache = c};

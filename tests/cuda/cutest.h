@@ -136,6 +136,19 @@ static inline uint16_t *cu_bf16_of(const float *x, size_t n, float *widened)
 
 /* A producer's bf16 form against its float32 form, both on the device: d16 (n bfloat16) must be
  * d32 rounded to nearest even (pw_bf16.h), bit for bit */
+/* n bfloat16 values on the device equal to those on the host, bit for bit */
+static inline void cu_same_bits16(const char *what, const uint16_t *d16, const uint16_t *h16,
+                                  size_t n)
+{
+    uint16_t *got = kref_alloc(n * sizeof *got + 1);
+    cu_download(got, d16, n * sizeof *got);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += got[i] != h16[i];
+    CHECK(bad == 0, "%s: %zu of %zu values differ", what, bad, n);
+    printf("  %-44s %zu of %zu differ\n", what, bad, n);
+    free(got);
+}
+
 static inline void cu_compare_bf16(const char *what, const uint16_t *d16, const float *d32,
                                    size_t n)
 {

@@ -35,8 +35,17 @@ int main(void)
         uint16_t *d_x16 = cu_upload(x16, sizeof(uint16_t) * N);
         uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * N + 2);
         pw_gelu_forward_cuda(d_ref, d_xw, N, 0);
-        pw_gelu_forward_bf16_cuda(d_out16, d_x16, N, 0);
+        pw_gelu_forward_bf16_cuda(d_out16, d_x16, NULL, N, 0);
         cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, N);
+        /* on the float32 input rounded in the kernel: the same bits, the rounding kept */
+        uint16_t *h_out16 = cu_host(sizeof(uint16_t) * N + 2);
+        cu_download(h_out16, d_out16, sizeof(uint16_t) * N);
+        uint16_t *d_f16 = cu_dev(sizeof(uint16_t) * N + 2), *d_keep = cu_dev(sizeof(uint16_t) * N + 2);
+        cu_poison(d_f16, sizeof(uint16_t) * N);
+        cu_poison(d_keep, sizeof(uint16_t) * N);
+        pw_gelu_forward_bf16_cuda(d_f16, d_keep, d_inp, N, 0);
+        cu_same_bits16("forward (float32 in, rounded)", d_f16, h_out16, N);
+        cu_same_bits16("forward: the rounding kept", d_keep, x16, N);
         /* the bf16 form sets its gradient rounded (a poisoned one is never read): the float32
          * kernel's result added to zeros, rounded, bit for bit */
         float *d_gw = cu_dev(sizeof(float) * N);

@@ -26,8 +26,17 @@ static void run(int N, int F, unsigned long long *rng)
     uint16_t *d_gu16 = cu_upload(gu16, sizeof(uint16_t) * n2);
     uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * n + 2);
     pw_swiglu_forward_cuda(d_ref, d_guw, N, F, 0);
-    pw_swiglu_forward_bf16_cuda(d_out16, d_gu16, N, F, 0);
+    pw_swiglu_forward_bf16_cuda(d_out16, d_gu16, NULL, N, F, 0);
     cu_compare_bf16("forward (bf16 in and out)", d_out16, d_ref, n);
+    /* on the float32 input rounded in the kernel: the same bits, the rounding kept */
+    uint16_t *h_out16 = cu_host(sizeof(uint16_t) * n + 2);
+    cu_download(h_out16, d_out16, sizeof(uint16_t) * n);
+    uint16_t *d_f16 = cu_dev(sizeof(uint16_t) * n + 2), *d_keep = cu_dev(sizeof(uint16_t) * n2 + 2);
+    cu_poison(d_f16, sizeof(uint16_t) * n);
+    cu_poison(d_keep, sizeof(uint16_t) * n2);
+    pw_swiglu_forward_bf16_cuda(d_f16, d_keep, d_gu, N, F, 0);
+    cu_same_bits16("forward (float32 in, rounded)", d_f16, h_out16, n);
+    cu_same_bits16("forward: the rounding kept", d_keep, gu16, n2);
     /* the bf16 form sets its gradient rounded (a poisoned one is never read): the float32
      * kernel's result added to zeros, rounded, bit for bit */
     float *d_gw = cu_dev(sizeof(float) * n2);

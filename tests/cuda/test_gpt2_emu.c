@@ -47,6 +47,7 @@ typedef struct A {
     float *f0, *f1, *f2, *f3;
     uint16_t *h0;       /* a bfloat16 output, or NULL */
     const uint16_t *ch0; /* a bfloat16 input, or NULL */
+    uint16_t *h1;       /* GELU's bf16 form on a float32 input: its rounding kept, or NULL */
     const float *c0, *c1, *c2, *c3, *c4;
     int *i0;
     const int *ci0, *ci1;
@@ -171,7 +172,10 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
 static void k_gelu_fwd(void *p)
 {
     A *a = p;
-    gelu_forward_kernel(a->f0, a->h0, a->c0, a->ch0, a->n);
+    /* the input's bf16 pointer is read when the input is bfloat16, written (the rounding kept)
+     * when it is float32 and h1 is given; rounded then */
+    gelu_forward_kernel(a->f0, a->h0, a->c0, a->c0 ? a->h1 : (uint16_t *)a->ch0,
+                        a->c0 && a->h1, a->n);
 }
 static void k_gelu_bwd(void *p)
 {
@@ -225,6 +229,14 @@ static void run_elementwise(size_t n, unsigned long long *rng)
     a = (A){.h0 = r16, .ch0 = x16, .n = n};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
     emu_check_bf16("gelu forward (bf16 in and out)", r16, ref, n);
+    /* on the float32 input rounded in the kernel: the same bits, the rounding kept */
+    uint16_t *f16 = malloc(sizeof(uint16_t) * n), *keep = malloc(sizeof(uint16_t) * n);
+    a = (A){.h0 = f16, .c0 = x, .h1 = keep, .n = n};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_fwd, &a);
+    CHECK(!memcmp(f16, r16, sizeof(uint16_t) * n) && !memcmp(keep, x16, sizeof(uint16_t) * n),
+          "gelu forward on float32 rounded: not the bf16 input's bits, or the rounding not kept");
+    printf("  %-30s same bits, rounding kept\n", "gelu forward (f32 rounded)");
+    free(f16), free(keep);
     /* the bf16 form sets its gradient rounded to bfloat16 (NaN bits there are overwritten,
      * never read): the float32 path's added to zeros, rounded, bit for bit */
     float *gw = calloc(n, sizeof(float));

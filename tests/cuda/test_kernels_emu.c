@@ -210,6 +210,7 @@ typedef struct EwArgs {
     const int *pos;
     int N, nheads, hs, stride, F;
     float sign;
+    uint16_t *keep16; /* SwiGLU's bf16 form on a float32 input: its rounding kept, or NULL */
 } EwArgs;
 
 static void rope(void *p)
@@ -234,7 +235,7 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
         else
             pw_rope_forward(want, pos, inv, N, nheads, hs, stride);
         EwArgs a = {got, NULL, NULL, inv, NULL, pos, N, nheads, hs, stride, 0,
-                    dir ? -1.0f : 1.0f};
+                    dir ? -1.0f : 1.0f, NULL};
         emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(PW_EW_THREADS), rope, &a);
         emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
         free(want), free(got);
@@ -245,7 +246,10 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
 static void swiglu_fwd(void *p)
 {
     EwArgs *a = p;
-    swiglu_forward_kernel(a->x, a->x16, a->a, a->a16, a->F, (size_t)a->N * a->F);
+    /* gu16 is read when the input is bfloat16, written (the rounding kept) when it is float32
+     * and keep16 is given; rounded then */
+    swiglu_forward_kernel(a->x, a->x16, a->a, a->a ? a->keep16 : (uint16_t *)a->a16,
+                          a->a && a->keep16, a->F, (size_t)a->N * a->F);
 }
 
 static void swiglu_bwd(void *p)
@@ -262,7 +266,7 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     gu[0] = -120.0f; /* e^-g overflows */
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     pw_swiglu_forward(y, gu, N, F);
-    EwArgs a = {ey, NULL, NULL, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    EwArgs a = {ey, NULL, NULL, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
     emu_check("swiglu forward", ey, y, n, TOL);
     uint16_t *y16 = malloc(sizeof(uint16_t) * n); /* a bf16 model's form: only the rounded */
@@ -272,26 +276,34 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     free(y16);
     float *d0 = emu_randn(2 * n, 1.0, rng), *d = emu_copy(d0, 2 * n), *ed = emu_copy(d0, 2 * n);
     pw_swiglu_backward(d, gu, dy, N, F);
-    a = (EwArgs){ed, NULL, NULL, gu, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){ed, NULL, NULL, gu, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check("swiglu backward (+=)", ed, d, 2 * n, TOL);
     /* a bf16 model's [gate | up]: the input in bfloat16, forward and backward, exactly the
      * float32 path on the widened values */
     float *guw = malloc(sizeof(float) * 2 * n), *ref = malloc(sizeof(float) * n);
     uint16_t *gu16 = emu_bf16_of(gu, 2 * n, guw), *r16 = malloc(sizeof(uint16_t) * n);
-    a = (EwArgs){ref, NULL, NULL, guw, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){ref, NULL, NULL, guw, NULL, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
-    a = (EwArgs){NULL, r16, gu16, NULL, NULL, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){NULL, r16, gu16, NULL, NULL, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
     emu_check_bf16("swiglu forward (bf16 in and out)", r16, ref, n);
+    /* on the float32 input rounded in the kernel: the same bits, the rounding kept */
+    uint16_t *f16 = malloc(sizeof(uint16_t) * n), *keep = malloc(sizeof(uint16_t) * 2 * n);
+    a = (EwArgs){NULL, f16, NULL, gu, NULL, NULL, N, 0, 0, 0, F, 0.0f, keep};
+    emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_fwd, &a);
+    CHECK(!memcmp(f16, r16, sizeof(uint16_t) * n) && !memcmp(keep, gu16, sizeof(uint16_t) * 2 * n),
+          "swiglu forward on float32 rounded: not the bf16 input's bits, or the rounding not kept");
+    printf("  %-30s same bits, rounding kept\n", "swiglu forward (f32 rounded)");
+    free(f16), free(keep);
     /* the bf16 form sets its gradient rounded (NaN bits there never read): the float32 path's
      * added to zeros, rounded, bit for bit */
     float *dw = calloc(2 * n, sizeof(float));
     uint16_t *d16 = malloc(sizeof(uint16_t) * 2 * n);
     for (size_t i = 0; i < 2 * n; i++) d16[i] = 0x7fc1;
-    a = (EwArgs){dw, NULL, NULL, guw, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){dw, NULL, NULL, guw, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
-    a = (EwArgs){NULL, d16, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f};
+    a = (EwArgs){NULL, d16, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check_bf16("swiglu backward (bf16 in, set)", d16, dw, 2 * n);
     free(guw), free(ref), free(gu16), free(r16), free(dw), free(d16);

@@ -159,18 +159,32 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
     (void)o, pw_rmsnorm_forward(f, rstd, inp, weight, N, C, eps);
     produce_end(out, f, n);
 }
-/* GELU's and SwiGLU's bf16 forms read a bfloat16 input: the float32 kernels on it widened */
-static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N)
+/* GELU's and SwiGLU's bf16 forms read a bfloat16 input (in16, or x rounded, kept in in16 when
+ * given): the float32 kernels on it widened */
+static float *bf16_input(uint16_t *in16, const float *x, size_t n)
 {
-    float *f = floats_or_die(N), *x = widen(inp, N);
+    if (!x) return widen(in16, n);
+    float *r = floats_or_die(n);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = pw_bf16_from_f32(x[i]);
+        if (in16) in16[i] = h;
+        r[i] = pw_bf16_to_f32(h);
+    }
+    return r;
+}
+static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, uint16_t *inp16, const float *inp,
+                          size_t N)
+{
+    float *f = floats_or_die(N), *x = bf16_input(inp16, inp, N);
     (void)o, pw_gelu_forward(f, x, N);
     produce_end(out, f, N);
     free(x);
 }
-static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N, int F)
+static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, uint16_t *gate_up16,
+                            const float *gate_up, int N, int F)
 {
     size_t n = (size_t)N * F;
-    float *f = floats_or_die(n), *x = widen(gate_up, 2 * n);
+    float *f = floats_or_die(n), *x = bf16_input(gate_up16, gate_up, 2 * n);
     (void)o, pw_swiglu_forward(f, x, N, F);
     produce_end(out, f, n);
     free(x);

@@ -27,4 +27,17 @@ static __device__ __forceinline__ float pw_bf16_float(uint32_t bits16)
     return __uint_as_float(bits16 << 16);
 }
 
+/* An activation's input element i (GELU's, SwiGLU's): inp's (float32), or with round its
+ * bfloat16 rounding (kept into keep16 when that is not NULL: a bf16 model keeps it for the
+ * backward), or inp16's (bfloat16) when inp is NULL */
+static __device__ __forceinline__ float pw_input_at(const float *inp, uint16_t *keep16,
+                                                    const uint16_t *inp16, int round, size_t i)
+{
+    if (!inp) return pw_bf16_float(inp16[i]);
+    if (!round) return inp[i];
+    uint16_t h = pw_bf16_bits(inp[i]);
+    if (keep16) keep16[i] = h;
+    return pw_bf16_float(h);
+}
+
 #endif

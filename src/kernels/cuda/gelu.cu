@@ -4,11 +4,12 @@
 #include "pw_kernels_cuda.h"
 #include "gelu_kernels.cuh"
 
-static void forward(float *out, pw_bf16 *out16, const float *inp, const pw_bf16 *inp16, size_t N,
-                    cudaStream_t stream)
+static void forward(float *out, pw_bf16 *out16, const float *inp, pw_bf16 *inp16, int round,
+                    size_t N, cudaStream_t stream)
 {
     if (N == 0) return;
-    gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, inp16, N);
+    gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, inp16,
+                                                                        round, N);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -24,13 +25,13 @@ static void backward(float *dinp, pw_bf16 *dinp16, const float *inp, const pw_bf
 
 extern "C" void pw_gelu_forward_cuda(float *out, const float *inp, size_t N, cudaStream_t stream)
 {
-    forward(out, NULL, inp, NULL, N, stream);
+    forward(out, NULL, inp, NULL, 0, N, stream);
 }
 
-extern "C" void pw_gelu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *inp, size_t N,
-                                          cudaStream_t stream)
+extern "C" void pw_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *inp16, const float *inp,
+                                          size_t N, cudaStream_t stream)
 {
-    forward(NULL, out, NULL, inp, N, stream);
+    forward(NULL, out, inp, inp16, 1, N, stream);
 }
 
 extern "C" void pw_gelu_backward_cuda(float *dinp, const float *inp, const float *dout, size_t N,

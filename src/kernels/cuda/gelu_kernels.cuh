@@ -20,14 +20,14 @@ static __device__ __forceinline__ float sigmoid2u(float x)
     return 1.0f / (1.0f + expf(-2.0f * GELU_K * (x + GELU_A * x * x * x)));
 }
 
-/* The input is inp (float32), or inp16 (bfloat16: a bf16 model's pre-activation) when inp is
- * NULL. out (float32) and out16 (the same values rounded to bfloat16): either may be NULL. */
+/* The input by pw_input_at (inp16 is read when inp is NULL, written as keep16 otherwise). out
+ * (float32) and out16 (the same values rounded to bfloat16): either may be NULL. */
 __global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *inp,
-                                    const uint16_t *inp16, size_t n)
+                                    uint16_t *inp16, int round, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = inp ? inp[i] : pw_bf16_float(inp16[i]), y = x * sigmoid2u(x);
+        float x = pw_input_at(inp, inp16, inp16, round, i), y = x * sigmoid2u(x);
         if (out) out[i] = y;
         if (out16) out16[i] = pw_bf16_bits(y);
     }

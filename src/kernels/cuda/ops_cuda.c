@@ -276,13 +276,15 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
 {
     pw_rmsnorm_forward_bf16_cuda(out, rstd, inp, weight, N, C, eps, S(o));
 }
-static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *inp, size_t N)
+static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, uint16_t *inp16, const float *inp,
+                          size_t N)
 {
-    pw_gelu_forward_bf16_cuda(out, inp, N, S(o));
+    pw_gelu_forward_bf16_cuda(out, inp16, inp, N, S(o));
 }
-static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, const uint16_t *gate_up, int N, int F)
+static void swiglu_fwd_bf16(const PwOps *o, uint16_t *out, uint16_t *gate_up16,
+                            const float *gate_up, int N, int F)
 {
-    pw_swiglu_forward_bf16_cuda(out, gate_up, N, F, S(o));
+    pw_swiglu_forward_bf16_cuda(out, gate_up16, gate_up, N, F, S(o));
 }
 static void gelu_bwd_bf16(const PwOps *o, uint16_t *dinp, const uint16_t *inp, const float *dout,
                           size_t N)

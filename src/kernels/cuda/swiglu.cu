@@ -4,13 +4,13 @@
 #include "pw_kernels_cuda.h"
 #include "swiglu_kernels.cuh"
 
-static void forward(float *out, pw_bf16 *out16, const float *gate_up, const pw_bf16 *gu16, int N,
-                    int F, cudaStream_t stream)
+static void forward(float *out, pw_bf16 *out16, const float *gate_up, pw_bf16 *gu16, int round,
+                    int N, int F, cudaStream_t stream)
 {
     size_t n = (size_t)N * F;
     if (n == 0) return;
     swiglu_forward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, out16, gate_up,
-                                                                          gu16, F, n);
+                                                                          gu16, round, F, n);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -28,13 +28,13 @@ static void backward(float *dgate_up, pw_bf16 *dgu16, const float *gate_up, cons
 extern "C" void pw_swiglu_forward_cuda(float *out, const float *gate_up, int N, int F,
                                        cudaStream_t stream)
 {
-    forward(out, NULL, gate_up, NULL, N, F, stream);
+    forward(out, NULL, gate_up, NULL, 0, N, F, stream);
 }
 
-extern "C" void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, const pw_bf16 *gate_up, int N, int F,
-                                            cudaStream_t stream)
+extern "C" void pw_swiglu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *gu16, const float *gate_up,
+                                            int N, int F, cudaStream_t stream)
 {
-    forward(NULL, out, NULL, gate_up, N, F, stream);
+    forward(NULL, out, gate_up, gu16, 1, N, F, stream);
 }
 
 extern "C" void pw_swiglu_backward_cuda(float *dgate_up, const float *gate_up, const float *dout,

@@ -22,14 +22,17 @@ static __device__ __forceinline__ float swiglu_at(const float *gate_up, const ui
     return gate_up ? gate_up[at] : pw_bf16_float(gu16[at]);
 }
 
-/* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL */
+/* [gate | up] by pw_input_at (gu16 is read when gate_up is NULL, written as the kept rounding
+ * otherwise). out (float32) and out16 (the same values rounded to bfloat16): either may be
+ * NULL. */
 __global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *gate_up,
-                                      const uint16_t *gu16, int F, size_t n)
+                                      uint16_t *gu16, int round, int F, size_t n)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
         size_t row = e / F, i = e % F, at = row * 2 * F + i;
-        float g = swiglu_at(gate_up, gu16, at), u = swiglu_at(gate_up, gu16, at + F);
+        float g = pw_input_at(gate_up, gu16, gu16, round, at);
+        float u = pw_input_at(gate_up, gu16, gu16, round, at + F);
         float y = g * swiglu_sigmoid(g) * u;
         if (out) out[e] = y;
         if (out16) out16[e] = pw_bf16_bits(y);
