@@ -21,7 +21,7 @@ typedef struct Bufs {
     float *wte, *wpe, *x, *y, *dx, *dy, *mean, *rstd, *lnw, *lnb, *dlnw, *dlnb;
     float *qkv, *dqkv, *att, *fc, *dfc, *w, *dw, *bias, *dbias, *logits, *dlogits, *rowv, *rowg;
     float *params, *grads, *m, *v;
-    pw_bf16 *x16, *w16, *dy16, *qkv16;
+    pw_bf16 *x16, *w16, *dy16, *qkv16, *fc16; /* fc16: the fc product rounded */
 } Bufs;
 
 static void *dev(size_t bytes)
@@ -109,6 +109,7 @@ static void setup(Bufs *b)
     b->v = devf(NPARAMS, 0.0f);
     b->x16 = dev16(b->x, NC);
     b->qkv16 = dev16(b->qkv, NC * 3);
+    b->fc16 = dev(sizeof(pw_bf16) * NC * 4);
     b->w16 = dev16(b->w, (size_t)V * C);
     b->dy16 = dev16(b->logits, NV); /* a (N,V) gradient for the LM head's bf16 backward */
     PW_CUDA_CHECK(cudaDeviceSynchronize());
@@ -159,6 +160,17 @@ static void fc16_fwd_seeded(void)
     pw_cuda_set_epilogue(0);
     fc16_fwd();
     pw_cuda_set_epilogue(1);
+}
+/* a bf16 model keeps the fc product rounded: made by the GEMM itself, against the float32
+ * output converted by a kernel of its own (what it did before) */
+static void fc16_out16(void)
+{
+    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, N, C, 4 * C, 0);
+}
+static void fc16_convert(void)
+{
+    fc16_fwd();
+    pw_f32_to_bf16_cuda(g.fc16, g.fc, (size_t)N * 4 * C, 0);
 }
 static void lm16_fwd(void)
 {
@@ -347,6 +359,8 @@ int main(int argc, char **argv)
         {"bf16 matmul qkv forward", qkv16_fwd, 0, 2 * NC * 3 * C, BF16},
         {"bf16 matmul fc forward", fc16_fwd, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul fc fwd, bias seeded", fc16_fwd_seeded, 0, 2 * NC * 4 * C, BF16},
+        {"bf16 matmul fc fwd, bf16 out", fc16_out16, 0, 2 * NC * 4 * C, BF16},
+        {"bf16 matmul fc fwd + to_bf16", fc16_convert, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul LM head forward", lm16_fwd, 0, 2 * NC * V, BF16},
         {"bf16 matmul LM head backward", lm16_bwd, 0, 4 * NC * V, BF16},
         /* counted as full T x T tiles, 2 products forward and 4 backward, for both paths (the
@@ -382,7 +396,7 @@ int main(int argc, char **argv)
            copy_gbs, f32_tflops, bf16_tflops, G, G, G);
     printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0, dec[2] = {0, 0};
-    double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[2] = {0, 0};
+    double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -404,6 +418,8 @@ int main(int argc, char **argv)
         if (r->fn == lp_fwd) lp_f = ms;
         if (r->fn == fc16_fwd) fc16[0] = ms;
         if (r->fn == fc16_fwd_seeded) fc16[1] = ms;
+        if (r->fn == fc16_out16) fc16[2] = ms;
+        if (r->fn == fc16_convert) fc16[3] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
         if (r->fn == decode16) dec[1] = ref;
@@ -416,8 +432,9 @@ int main(int argc, char **argv)
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
            "attention_gemm_bwd_ms=%.3f attention_bf16_fwd_ms=%.3f attention_bf16_bwd_ms=%.3f "
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
-           "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f total_ms=%.2f\n",
+           "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
+           "fc_bf16_convert_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
-           tatt_b, lp_f, dec[0], dec[1], fc16[0], fc16[1], total);
+           tatt_b, lp_f, dec[0], dec[1], fc16[0], fc16[1], fc16[2], fc16[3], total);
     return 0;
 }

@@ -231,6 +231,11 @@ void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cudaStream_t 
 void pw_bf16_to_f32_cuda(float *out, const pw_bf16 *inp, size_t n, cudaStream_t stream);
 void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, const pw_bf16 *weight,
                                  const float *bias, int N, int C, int OC, cudaStream_t stream);
+/* the bf16 forward with its result rounded to bfloat16 into out (float32 product and bias,
+ * rounded once) */
+void pw_matmul_forward_bf16_out_cuda(pw_bf16 *out, const pw_bf16 *inp, const pw_bf16 *weight,
+                                     const float *bias, int N, int C, int OC,
+                                     cudaStream_t stream);
 /* dout's rows ldo apart (OC: dense; the LM head's bf16 dlogits lie over its logits, 2 ld) */
 void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias, const pw_bf16 *dout,
                                   int ldo, const pw_bf16 *inp, const pw_bf16 *weight, int N,

@@ -67,8 +67,11 @@ struct PwOps {
      * (NULL: none) is inp already in bfloat16 (an activation the model keeps in bfloat16 for
      * its backward): read instead of inp, which may then be NULL. dout_bf16 (NULL: none), rows
      * dout_ld halves apart, is dout already in bfloat16 (the LM head's, from
-     * logprobs_backward_bf16): read instead of dout, which may then be NULL. */
-    void (*matmul_forward_bf16)(const PwOps *o, float *out, const float *inp,
+     * logprobs_backward_bf16): read instead of dout, which may then be NULL. out_bf16 (NULL:
+     * none) takes the forward's result rounded to bfloat16 instead of out (a bf16 model's q, k,
+     * v and MLP pre-activation, kept only rounded): the float32 product and bias rounded once,
+     * on the GPU by the GEMM's epilogue, no float32 result written and read back. */
+    void (*matmul_forward_bf16)(const PwOps *o, float *out, uint16_t *out_bf16, const float *inp,
                                 const uint16_t *inp_bf16, const float *weight,
                                 const uint16_t *weight_bf16, const float *bias, int N, int C,
                                 int OC);

@@ -101,7 +101,7 @@ typedef struct Acts {
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
-    float *qkv;       /* (L, B, T, 3C); at bf16 one layer, kept as qkv_16 */
+    float *qkv;       /* (L, B, T, 3C); at bf16 none: made and kept as qkv_16 */
     float *atty;      /* (L, B, T, C) */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp: backward recomputes the
                        * probabilities from it, so no (T, T) matrix is kept */
@@ -111,7 +111,7 @@ typedef struct Acts {
     float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
-    float *fch;       /* (L, B, T, 4C); at bf16 one layer, the product's, kept as fch_16 */
+    float *fch;       /* (L, B, T, 4C); at bf16 none: made and kept as fch_16 */
     float *fch_gelu;  /* (L, B, T, 4C); at bf16 none: fchg_16 */
     float *fcproj;    /* (B, T, C) one layer, as attproj */
     float *residual3; /* (L, B, T, C) */
@@ -151,15 +151,15 @@ static void act_sizes(size_t *s, const PwModel *m)
     const int heads = m->heads;
     const size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T;
-    /* at bf16 the products' inputs are made and kept in bfloat16 only (Lk: no float32 layer),
-     * and a product's output kept as its rounding needs one float32 layer (L1) */
+    /* at bf16 the products' inputs are made and kept in bfloat16 only, and so are the qkv and
+     * fc products' outputs, which the products round themselves (Lk: no float32 layer) */
     const int bf16 = m->precision == PW_PRECISION_BF16;
-    const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
+    const size_t Lk = bf16 ? 0 : L;
     s[0] = BT * C;             /* encoded */
     s[1] = Lk * BT * C;        /* ln1 */
     s[2] = L * BT;             /* ln1_mean */
     s[3] = L * BT;             /* ln1_rstd */
-    s[4] = L1 * BT * 3 * C;    /* qkv */
+    s[4] = Lk * BT * 3 * C;    /* qkv */
     s[5] = L * BT * C;         /* atty */
     s[6] = L * B * NH * T;     /* lse */
     s[7] = BT * C;             /* attproj */
@@ -167,7 +167,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[9] = Lk * BT * C;        /* ln2 */
     s[10] = L * BT;            /* ln2_mean */
     s[11] = L * BT;            /* ln2_rstd */
-    s[12] = L1 * BT * 4 * C;   /* fch */
+    s[12] = Lk * BT * 4 * C;   /* fch */
     s[13] = Lk * BT * 4 * C;   /* fch_gelu */
     s[14] = BT * C;            /* fcproj */
     s[15] = L * BT * C;        /* residual3 */
@@ -308,9 +308,12 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     /* attention half: x + proj(attn(ln1(x))) */
     layernorm(o, k->ln1, k->ln1_16, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
               N, C);
-    pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l, p->qkvb + 3 * lC,
-                            N, C, 3 * C);
-    if (k->qkv_16) o->to_bf16(o, k->qkv_16, k->qkv, (size_t)N * 3 * C);
+    if (k->qkv_16) /* the batch forward at bf16: q, k, v made rounded (all the attention reads) */
+        pw_model_matmul_forward16(m, k->qkv_16, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
+                                  p->qkvb + 3 * lC, N, C, 3 * C);
+    else
+        pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
+                                p->qkvb + 3 * lC, N, C, 3 * C);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
     else
@@ -322,13 +325,22 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
     layernorm(o, k->ln2, k->ln2_16, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
               p->ln2b + lC, N, C);
-    pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l, p->fcb + 4 * lC, N,
-                            C, 4 * C);
-    if (k->fchg_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them: fch
-                       * rounded (kept for the backward in fch_16, where there is one) */
-        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, k->fch, (size_t)N * 4 * C);
-    } else
-        o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
+    /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
+     * forward makes fch rounded and keeps it for the backward (fch_16); a cache pass makes it in
+     * float32 and the GELU rounds it as it reads it */
+    const size_t n4 = (size_t)N * 4 * C;
+    if (k->fch_16) {
+        pw_model_matmul_forward16(m, k->fch_16, k->ln2, k->ln2_16, p->fcw + 4 * CC * l,
+                                  p->fcb + 4 * lC, N, C, 4 * C);
+        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, NULL, n4);
+    } else {
+        pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l,
+                                p->fcb + 4 * lC, N, C, 4 * C);
+        if (k->fchg_16)
+            o->gelu_forward_bf16(o, k->fchg_16, NULL, k->fch, n4);
+        else
+            o->gelu_forward(o, k->fch_gelu, k->fch, n4);
+    }
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
                             p->fcprojb + lC, N, 4 * C, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
@@ -345,11 +357,11 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
-        .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = a->qkv + (bf16 ? 0 : l) * 3 * sBTC,
+        .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = bf16 ? NULL : a->qkv + l * 3 * sBTC,
         .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj,
         .res2 = a->residual2 + l * sBTC, .ln2 = bf16 ? NULL : a->ln2 + l * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
-        .fch = a->fch + (bf16 ? 0 : l) * 4 * sBTC,
+        .fch = bf16 ? NULL : a->fch + l * 4 * sBTC,
         .fch_gelu = bf16 ? NULL : a->fch_gelu + l * 4 * sBTC,
         .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
         .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,

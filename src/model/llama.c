@@ -122,7 +122,7 @@ typedef struct Acts {
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C); at bf16 none: ln2_16 */
     float *rstd2;     /* (L, B, T) */
-    float *fch;       /* (L, B, T, 2F) [gate | up]; at bf16 one layer, kept as fch_16 */
+    float *fch;       /* (L, B, T, 2F) [gate | up]; at bf16 none: made and kept as fch_16 */
     float *fch_act;   /* (L, B, T, F) silu(gate) * up; at bf16 none: fcha_16 */
     float *fcproj;    /* (B, T, C) one layer, as attproj */
     float *residual3; /* (L, B, T, C) */
@@ -159,11 +159,12 @@ static void act_sizes(size_t *s, const PwModel *m)
     const size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
     /* at bf16 the products' inputs are made and kept in bfloat16 only (Lk: no float32 layer),
-     * and a product's output kept as its rounding needs one float32 layer (L1) */
+     * and so is the MLP product's output, which the product rounds itself; q, k and v, rotated
+     * in float32 before they are rounded, need one float32 layer (L1) */
     const int bf16 = pr == PW_PRECISION_BF16;
     const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
     size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, L * BT * C, L * B * NH * T,
-                          BT * C, L * BT * C, Lk * BT * C, L * BT, L1 * BT * 2 * F,
+                          BT * C, L * BT * C, Lk * BT * C, L * BT, Lk * BT * 2 * F,
                           Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0,
                           (heads & PW_HEAD_LM) ? BT : 0,
@@ -314,13 +315,20 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     rmsnorm(o, k->ln2, k->ln2_16, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C,
             a->norm_eps);
-    pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + (size_t)2 * F * C * l, NULL, N,
-                            C, 2 * F);
-    if (k->fcha_16) { /* the MLP's activations in bfloat16, as PyTorch's autocast has them: fch
-                       * rounded (kept for the backward in fch_16, where there is one) */
-        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, k->fch, N, F);
-    } else
-        o->swiglu_forward(o, k->fch_act, k->fch, N, F);
+    /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
+     * forward makes [gate | up] rounded and keeps it for the backward (fch_16); a cache pass
+     * makes it in float32 and the SwiGLU rounds it as it reads it */
+    const float *fcw = p->fcw + (size_t)2 * F * C * l;
+    if (k->fch_16) {
+        pw_model_matmul_forward16(m, k->fch_16, k->ln2, k->ln2_16, fcw, NULL, N, C, 2 * F);
+        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, NULL, N, F);
+    } else {
+        pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, fcw, NULL, N, C, 2 * F);
+        if (k->fcha_16)
+            o->swiglu_forward_bf16(o, k->fcha_16, NULL, k->fch, N, F);
+        else
+            o->swiglu_forward(o, k->fch_act, k->fch, N, F);
+    }
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
                             NULL, N, F, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
@@ -341,7 +349,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .qkv = a->qkv + (bf16 ? 0 : l) * BT * Q, .atty = a->atty + l * sBTC,
         .lse = a->lse + l * sLSE, .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
         .ln2 = bf16 ? NULL : a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
-        .fch = a->fch + (bf16 ? 0 : l) * BT * 2 * F,
+        .fch = bf16 ? NULL : a->fch + l * BT * 2 * F,
         .fch_act = bf16 ? NULL : a->fch_act + l * BT * F,
         .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
         .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,

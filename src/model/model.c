@@ -150,9 +150,19 @@ void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_forward_bf16(o, out, inp, inp16, weight, mirror_of(m, weight), bias, N, C, OC);
+        o->matmul_forward_bf16(o, out, NULL, inp, inp16, weight, mirror_of(m, weight), bias, N, C,
+                               OC);
     else
         o->matmul_forward(o, out, inp, weight, bias, N, C, OC);
+}
+
+void pw_model_matmul_forward16(const PwModel *m, uint16_t *out16, const float *inp,
+                               const uint16_t *inp16, const float *weight, const float *bias,
+                               int N, int C, int OC)
+{
+    const PwOps *o = m->ops;
+    o->matmul_forward_bf16(o, NULL, out16, inp, inp16, weight, mirror_of(m, weight), bias, N, C,
+                           OC);
 }
 
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,

@@ -146,6 +146,31 @@ static void run(int N, int C, int OC, unsigned long long *rng)
     pw_matmul_forward_bf16_cuda(d_out, h_inp, h_w, NULL, N, C, OC, 0);
     cu_compare("forward bf16 (bias NULL)", d_out, out, NO, CU_TOL_BF16);
 
+    /* the same with the result rounded to bfloat16 by the product (widened here to compare):
+     * with a bias in cuBLASLt's epilogue, with the epilogue off (a float32 scratch converted),
+     * without a bias (cublasGemmEx writing bfloat16) */
+    pw_bf16 *d_out16 = cu_dev(sizeof(pw_bf16) * NO + 2);
+    for (int mode = 0; mode < 3; mode++) {
+        const float *bb = mode < 2 ? d_bias : NULL;
+        pw_matmul_forward(out, inp, w, mode < 2 ? bias : NULL, N, C, OC);
+        pw_cuda_set_epilogue(mode != 1);
+        cu_poison(d_out16, sizeof(pw_bf16) * NO);
+        unsigned long f0, u0, f1, u1;
+        pw_cuda_epilogue_calls(&f0, &u0);
+        pw_matmul_forward_bf16_out_cuda(d_out16, h_inp, h_w, bb, N, C, OC, 0);
+        pw_cuda_epilogue_calls(&f1, &u1);
+        pw_cuda_set_epilogue(1);
+        if (mode == 0) /* a figure to read: whether cuBLASLt took a float32 bias, bf16 out */
+            printf("  bf16 out with a bias: %s\n",
+                   f1 > f0 ? "fused in cuBLASLt's epilogue" : "not fused (float32 scratch)");
+        cu_poison(d_out, sizeof(float) * NO);
+        pw_bf16_to_f32_cuda(d_out, d_out16, NO, 0);
+        cu_compare(mode == 0 ? "forward bf16 out (bias in the epilogue)"
+                   : mode == 1 ? "forward bf16 out (epilogue off)"
+                               : "forward bf16 out (bias NULL)",
+                   d_out, out, NO, CU_TOL_BF16);
+    }
+
     /* conversions: f32 -> bf16 rounds to nearest even, bf16 -> f32 is exact */
     float *back = cu_host(sizeof(float) * NC), *d_back = cu_dev(sizeof(float) * NC);
     cu_poison(d_back, sizeof(float) * NC);

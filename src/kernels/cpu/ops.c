@@ -90,40 +90,6 @@ static float *floats_or_die(size_t n)
  * their operands to bfloat16 themselves, which leaves these values as they are, so a product
  * from the mirror is bit for bit the one from the float32 weight it was made of (and a stale
  * mirror shows). */
-/* rows (n, cols) of bfloat16, ld apart, widened into a dense float32 copy */
-static float *widen_rows(const uint16_t *w, size_t n, size_t cols, size_t ld)
-{
-    float *f = floats_or_die(n * cols);
-    for (size_t i = 0; i < n; i++)
-        for (size_t c = 0; c < cols; c++) f[i * cols + c] = pw_bf16_to_f32(w[i * ld + c]);
-    return f;
-}
-static float *widen(const uint16_t *w, size_t n) { return widen_rows(w, 1, n, n); }
-static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
-                            const uint16_t *inp_bf16, const float *weight,
-                            const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
-{
-    float *w = weight_bf16 ? widen(weight_bf16, (size_t)OC * C) : NULL;
-    float *x = inp_bf16 ? widen(inp_bf16, (size_t)N * C) : NULL;
-    (void)o, pw_matmul_forward_bf16(out, x ? x : inp, w ? w : weight, bias, N, C, OC);
-    free(w);
-    free(x);
-}
-static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
-                            const float *inp, const uint16_t *inp_bf16, const float *weight,
-                            const uint16_t *weight_bf16, int N, int C, int OC, int set_dinp)
-{
-    set_zero(dinp, set_dinp, (size_t)N * C);
-    float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
-    float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
-    float *d = dout_bf16 ? widen_rows(dout_bf16, N, OC, dout_ld) : NULL;
-    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, d ? d : dout, x ? x : inp,
-                                     w ? w : weight, N, C, OC);
-    free(w);
-    free(x);
-    free(d);
-}
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
 {
     (void)o;
@@ -141,6 +107,42 @@ static void produce_end(uint16_t *dst, float *f, size_t n)
 {
     to_bf16_entry(NULL, dst, f, n);
     free(f);
+}
+/* rows (n, cols) of bfloat16, ld apart, widened into a dense float32 copy */
+static float *widen_rows(const uint16_t *w, size_t n, size_t cols, size_t ld)
+{
+    float *f = floats_or_die(n * cols);
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < cols; c++) f[i * cols + c] = pw_bf16_to_f32(w[i * ld + c]);
+    return f;
+}
+static float *widen(const uint16_t *w, size_t n) { return widen_rows(w, 1, n, n); }
+static void matmul_fwd_bf16(const PwOps *o, float *out, uint16_t *out_bf16, const float *inp,
+                            const uint16_t *inp_bf16, const float *weight,
+                            const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
+{
+    float *w = weight_bf16 ? widen(weight_bf16, (size_t)OC * C) : NULL;
+    float *x = inp_bf16 ? widen(inp_bf16, (size_t)N * C) : NULL;
+    float *f = out_bf16 ? floats_or_die((size_t)N * OC) : out; /* rounded into out_bf16 */
+    (void)o, pw_matmul_forward_bf16(f, x ? x : inp, w ? w : weight, bias, N, C, OC);
+    if (out_bf16) produce_end(out_bf16, f, (size_t)N * OC);
+    free(w);
+    free(x);
+}
+static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                            const float *inp, const uint16_t *inp_bf16, const float *weight,
+                            const uint16_t *weight_bf16, int N, int C, int OC, int set_dinp)
+{
+    set_zero(dinp, set_dinp, (size_t)N * C);
+    float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
+    float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
+    float *d = dout_bf16 ? widen_rows(dout_bf16, N, OC, dout_ld) : NULL;
+    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, d ? d : dout, x ? x : inp,
+                                     w ? w : weight, N, C, OC);
+    free(w);
+    free(x);
+    free(d);
 }
 static void layernorm_fwd_bf16(const PwOps *o, uint16_t *out, float *mean, float *rstd,
                                const float *inp, const float *weight, const float *bias, int N,

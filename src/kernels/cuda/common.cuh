@@ -23,12 +23,13 @@
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
 
-/* out(N,OC) = inp . weight^T + bias (bias not NULL) with the bias added in cuBLASLt's epilogue
- * (lt.cu). Returns 1 when queued; 0, having queued nothing, when the fused path is off or has no
+/* out(N,OC) = inp . weight^T + bias (bias not NULL, float32) with the bias added in cuBLASLt's
+ * epilogue (lt.cu); out of type dtype (CUDA_R_32F, or CUDA_R_16BF: the float32 result rounded
+ * once). Returns 1 when queued; 0, having queued nothing, when the fused path is off or has no
  * algorithm for these operands: the caller then runs its own. */
-int pw_lt_linear_forward(float *out, const void *inp, const void *weight, const float *bias,
-                         int N, int C, int OC, cudaDataType_t ab, cublasComputeType_t compute,
-                         cudaStream_t stream);
+int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
+                         const float *bias, int N, int C, int OC, cudaDataType_t ab,
+                         cublasComputeType_t compute, cudaStream_t stream);
 /* frees the cuBLASLt handles and workspaces (called by pw_cuda_release) */
 void pw_lt_release(void);
 

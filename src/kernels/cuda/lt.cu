@@ -10,7 +10,10 @@
  * its heuristic, which costs host time, so the answer is kept per shape and alignment. Where
  * it has no algorithm (or the bias is not 16-byte aligned, which its epilogue needs), the
  * caller runs its own path; a cuBLASLt call that fails turns the fused path off for the
- * process and says so once, rather than ending a run that the plain path can finish. */
+ * process and says so once, rather than ending a run that the plain path can finish. The output
+ * may be bfloat16 (a bf16 model's q, k, v and MLP pre-activation, which it keeps only rounded):
+ * the float32 result with its float32 bias, rounded once, without writing the float32 result
+ * and reading it back to convert it. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,7 +31,7 @@
 
 typedef struct LtKey {
     int device, N, C, OC;
-    int ab, compute;              /* cudaDataType_t, cublasComputeType_t */
+    int ab, compute, dtype;       /* cudaDataType_t, cublasComputeType_t, the output's type */
     int align_inp, align_w, align_out;
     size_t workspace;
 } LtKey;
@@ -52,11 +55,13 @@ static int lt_nstreams;
 static LtPlan lt_plans[LT_MAX_PLANS];
 static int lt_nplans, lt_next_evict;
 static size_t lt_workspace_total, lt_workspace_peak;
-static int lt_enabled = 1, lt_broken = 0;
+/* lt_broken[0]: a float32-output call failed, [1]: a bfloat16-output one (each turns off its
+ * own kind only) */
+static int lt_enabled = 1, lt_broken[2];
 static unsigned long lt_fused, lt_unfused;
 
 extern "C" void pw_cuda_set_epilogue(int enable) { lt_enabled = enable != 0; }
-extern "C" int pw_cuda_get_epilogue(void) { return lt_enabled && !lt_broken; }
+extern "C" int pw_cuda_get_epilogue(void) { return lt_enabled && !lt_broken[0]; }
 extern "C" void pw_cuda_epilogue_calls(unsigned long *fused, unsigned long *unfused)
 {
     pthread_mutex_lock(&lt_lock);
@@ -77,7 +82,8 @@ static int alignment(const void *p)
 static int same_key(const LtKey *a, const LtKey *b)
 {
     return a->device == b->device && a->N == b->N && a->C == b->C && a->OC == b->OC &&
-           a->ab == b->ab && a->compute == b->compute && a->align_inp == b->align_inp &&
+           a->ab == b->ab && a->compute == b->compute && a->dtype == b->dtype &&
+           a->align_inp == b->align_inp &&
            a->align_w == b->align_w && a->align_out == b->align_out &&
            a->workspace == b->workspace;
 }
@@ -122,7 +128,8 @@ typedef struct LtDescs {
 } LtDescs;
 
 static cublasStatus_t make_descs(LtDescs *s, const float *bias, int N, int C, int OC,
-                                 cudaDataType_t ab, cublasComputeType_t compute)
+                                 cudaDataType_t ab, cublasComputeType_t compute,
+                                 cudaDataType_t dtype)
 {
     cublasStatus_t st = cublasLtMatmulDescCreate(&s->op, compute, CUDA_R_32F);
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -137,10 +144,15 @@ static cublasStatus_t make_descs(LtDescs *s, const float *bias, int N, int C, in
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                             sizeof bias);
+    /* the bias stays float32 whatever the output (its default type is the output's) */
+    cudaDataType_t bt = CUDA_R_32F;
+    if (st == CUBLAS_STATUS_SUCCESS && dtype != CUDA_R_32F)
+        st = cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                            sizeof bt);
     /* the stored matrices: W is (C, OC) column-major, inp (C, N), out (OC, N) */
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&s->a, ab, C, OC, C);
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&s->b, ab, C, N, C);
-    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&s->d, CUDA_R_32F, OC, N, OC);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&s->d, dtype, OC, N, OC);
     return st;
 }
 
@@ -192,11 +204,12 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
     return &lt_plans[slot];
 }
 
-int pw_lt_linear_forward(float *out, const void *inp, const void *weight, const float *bias,
-                         int N, int C, int OC, cudaDataType_t ab, cublasComputeType_t compute,
-                         cudaStream_t stream)
+int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
+                         const float *bias, int N, int C, int OC, cudaDataType_t ab,
+                         cublasComputeType_t compute, cudaStream_t stream)
 {
-    if (!lt_enabled || lt_broken || !bias || alignment(bias) < 16 || N <= 0 || OC <= 0 ||
+    int kind = dtype != CUDA_R_32F;
+    if (!lt_enabled || lt_broken[kind] || !bias || alignment(bias) < 16 || N <= 0 || OC <= 0 ||
         C <= 0) {
         pthread_mutex_lock(&lt_lock);
         lt_unfused += bias != NULL;
@@ -206,13 +219,13 @@ int pw_lt_linear_forward(float *out, const void *inp, const void *weight, const 
     int device = 0;
     PW_CUDA_CHECK(cudaGetDevice(&device));
     LtDescs s = {};
-    cublasStatus_t st = make_descs(&s, bias, N, C, OC, ab, compute);
+    cublasStatus_t st = make_descs(&s, bias, N, C, OC, ab, compute, dtype);
     pthread_mutex_lock(&lt_lock);
     void *ws = NULL;
     size_t ws_bytes = 0;
     cublasLtHandle_t h = handle_and_workspace(device, stream, &ws, &ws_bytes);
-    LtKey key = {device, N, C, OC, (int)ab, (int)compute, alignment(inp), alignment(weight),
-                 alignment(out), ws_bytes};
+    LtKey key = {device, N, C, OC, (int)ab, (int)compute, (int)dtype, alignment(inp),
+                 alignment(weight), alignment(out), ws_bytes};
     const LtPlan *plan = st == CUBLAS_STATUS_SUCCESS ? plan_for(h, &key, &s) : NULL;
     cublasLtMatmulAlgo_t algo = {};
     int found = plan && plan->found;
@@ -225,12 +238,14 @@ int pw_lt_linear_forward(float *out, const void *inp, const void *weight, const 
         if (st != CUBLAS_STATUS_SUCCESS) {
             found = 0;
             pthread_mutex_lock(&lt_lock);
-            if (!lt_broken)
+            if (!lt_broken[kind])
                 fprintf(stderr,
-                        "ppo_world: cuBLASLt matmul failed (%s, %d); the bias epilogue is off "
-                        "for this process, the bias is added by its own kernel\n",
-                        cublasGetStatusString(st), (int)st);
-            lt_broken = 1;
+                        "ppo_world: cuBLASLt matmul failed (%s, %d); the bias epilogue with a "
+                        "%s output is off for this process, %s\n",
+                        cublasGetStatusString(st), (int)st, kind ? "bfloat16" : "float32",
+                        kind ? "the product is made in float32 and rounded by a kernel"
+                             : "the bias is added by its own kernel");
+            lt_broken[kind] = 1;
             pthread_mutex_unlock(&lt_lock);
         }
     }

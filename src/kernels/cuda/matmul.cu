@@ -28,7 +28,8 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
 {
     if (N <= 0 || OC <= 0) return;
     /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below */
-    if (bias && pw_lt_linear_forward(out, inp, weight, bias, N, C, OC, ab, compute, stream))
+    if (bias &&
+        pw_lt_linear_forward(out, CUDA_R_32F, inp, weight, bias, N, C, OC, ab, compute, stream))
         return;
     float alpha = 1.0f, beta = seed_bias(out, bias, N, OC, stream);
     /* out^T(OC,N) = W^T . inp: W is (C,OC) column-major, transposed; inp is (C,N) */
@@ -88,6 +89,33 @@ extern "C" void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float 
     linear_backward_products(dinp, dweight, dout, ldo, inp, weight, N, C, OC, CUDA_R_16BF,
                              CUBLAS_COMPUTE_32F, set_dinp, stream);
     if (dbias) pw_colsum_add_bf16(dbias, dout, N, OC, ldo, stream);
+}
+
+/* The same rounded to bfloat16 into out: the float32 result (product and bias) rounded once, by
+ * the GEMM's own epilogue (cuBLASLt with the float32 bias, or cublasGemmEx with a bfloat16 C
+ * when there is no bias); where cuBLASLt has no algorithm for it, into a float32 scratch,
+ * then converted. */
+extern "C" void pw_matmul_forward_bf16_out_cuda(pw_bf16 *out, const pw_bf16 *inp,
+                                                const pw_bf16 *weight, const float *bias, int N,
+                                                int C, int OC, cudaStream_t stream)
+{
+    if (N <= 0 || OC <= 0) return;
+    if (bias && pw_lt_linear_forward(out, CUDA_R_16BF, inp, weight, bias, N, C, OC, CUDA_R_16BF,
+                                     CUBLAS_COMPUTE_32F, stream))
+        return;
+    if (!bias) {
+        float alpha = 1.0f, beta = 0.0f;
+        PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,
+                                     &alpha, weight, CUDA_R_16BF, C, inp, CUDA_R_16BF, C, &beta,
+                                     out, CUDA_R_16BF, OC, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    size_t n = (size_t)N * OC;
+    float *f = (float *)pw_cuda_scratch(sizeof(float) * n, stream);
+    linear_forward(f, inp, weight, bias, N, C, OC, CUDA_R_16BF, CUBLAS_COMPUTE_32F, stream);
+    pw_f32_to_bf16_cuda(out, f, n, stream);
+    pw_cuda_scratch_free(f, stream);
 }
 
 /* ---- conversions */

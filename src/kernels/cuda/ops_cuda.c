@@ -229,7 +229,7 @@ static void to_bf16(const PwOps *o, pw_bf16 **out, const float *const *x, const 
     }
 }
 
-static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
+static void matmul_fwd_bf16(const PwOps *o, float *out, uint16_t *out_bf16, const float *inp,
                             const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
 {
@@ -238,8 +238,11 @@ static void matmul_fwd_bf16(const PwOps *o, float *out, const float *inp,
     const float *x[2] = {inp_bf16 ? NULL : inp, weight_bf16 ? NULL : weight};
     const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
     to_bf16(o, b, x, n, 2);
-    pw_matmul_forward_bf16_cuda(out, inp_bf16 ? inp_bf16 : b[0], weight_bf16 ? weight_bf16 : b[1],
-                                bias, N, C, OC, S(o));
+    const pw_bf16 *i16 = inp_bf16 ? inp_bf16 : b[0], *w16 = weight_bf16 ? weight_bf16 : b[1];
+    if (out_bf16)
+        pw_matmul_forward_bf16_out_cuda(out_bf16, i16, w16, bias, N, C, OC, S(o));
+    else
+        pw_matmul_forward_bf16_cuda(out, i16, w16, bias, N, C, OC, S(o));
 }
 static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *dbias,
                             const float *dout, const uint16_t *dout_bf16, size_t dout_ld,

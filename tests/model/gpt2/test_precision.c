@@ -296,8 +296,9 @@ static void test_training(const PwArch *a, const char *fam)
 
 /* At bf16 the inputs of the trunk's products that only those products read again (the
  * normalised inputs of the attention and of the MLP, the MLP's activation), the MLP's
- * pre-activation and q, k, v are kept in bfloat16 only, S floats a layer, the latter two with a
- * float32 layer for their product (P): L S floats become L S / 2 + P. And what a layer adds, per
+ * pre-activation and q, k, v are kept in bfloat16 only, S floats a layer: L S floats become
+ * L S / 2 + P, where P is the one float32 layer that Llama's q, k, v need (their product's
+ * output, rotated before it is rounded; the other products round their outputs themselves). And what a layer adds, per
  * token, is what its backward reads: GPT-2 ln1 C, its mean and rstd 2, qkv 3C, the attention's
  * output C and log-sum-exps NH, res2 C, ln2 C + 2, fc 4C, its GELU 4C, the layer's output C:
  * 16C + 4 + NH (the projections' outputs are one layer's, read by no backward); at bf16 ln1,
@@ -309,7 +310,7 @@ static void test_kept_bytes(void)
 {
     const size_t BT = (size_t)B * T, C = 32, F = 40, Q = (4 + 2 * 2) * 8;
     const size_t S[2] = {13 * C * BT, (2 * C + Q + 3 * F) * BT};
-    const size_t P[2] = {7 * C * BT, (Q + 2 * F) * BT};
+    const size_t P[2] = {0, Q * BT};
     const size_t layer[2][2] = {{16 * C + 4 + 2, 19 * C / 2 + 4 + 2},
                                 {5 * C + Q + 3 * F + 2 + 4, 4 * C + Q / 2 + 3 * F / 2 + 2 + 4}};
     for (int i = 0; i < 2; i++) {
