@@ -7,6 +7,7 @@
 #include "pw_bf16.h"
 #include "pw_kernels.h"
 #include "pw_ops.h"
+#include "rounded.h"
 #include "../ops_entries.h"
 
 static void *cpu_alloc(const PwOps *o, size_t bytes)
@@ -86,10 +87,6 @@ static float *floats_or_die(size_t n)
     }
     return f;
 }
-/* A bfloat16 weight (or kept activation) widened back to float32: the emulated products round
- * their operands to bfloat16 themselves, which leaves these values as they are, so a product
- * from the mirror is bit for bit the one from the float32 weight it was made of (and a stale
- * mirror shows). */
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
 {
     (void)o;
@@ -108,7 +105,8 @@ static void produce_end(uint16_t *dst, float *f, size_t n)
     to_bf16_entry(NULL, dst, f, n);
     free(f);
 }
-/* rows (n, cols) of bfloat16, ld apart, widened into a dense float32 copy */
+/* rows (n, cols) of bfloat16, ld apart, widened into a dense float32 copy: a bfloat16 weight (or
+ * kept activation) back in float32 */
 static float *widen_rows(const uint16_t *w, size_t n, size_t cols, size_t ld)
 {
     float *f = floats_or_die(n * cols);
@@ -117,14 +115,22 @@ static float *widen_rows(const uint16_t *w, size_t n, size_t cols, size_t ld)
     return f;
 }
 static float *widen(const uint16_t *w, size_t n) { return widen_rows(w, 1, n, n); }
+/* A bf16 product's operand as the float32 copy its product takes (pw_matmul_forward_bf16's
+ * rounded copy, made here so that what is bfloat16 already is not copied twice): widened from
+ * its bits (a mirror, a kept activation, rows ld apart) or rounded from float32. Rounding leaves
+ * widened values as they are, so a product from the mirror is bit for bit the one from the
+ * float32 weight it was made of (and a stale mirror shows). */
+static float *operand(const uint16_t *h, size_t ld, const float *f, size_t n, size_t cols)
+{
+    return h ? widen_rows(h, n, cols, ld) : pw_rounded_copy(f, n * cols, "bf16 matmul");
+}
 static void matmul_fwd_bf16(const PwOps *o, float *out, uint16_t *out_bf16, const float *inp,
                             const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
 {
-    float *w = weight_bf16 ? widen(weight_bf16, (size_t)OC * C) : NULL;
-    float *x = inp_bf16 ? widen(inp_bf16, (size_t)N * C) : NULL;
+    float *x = operand(inp_bf16, C, inp, N, C), *w = operand(weight_bf16, C, weight, OC, C);
     float *f = out_bf16 ? floats_or_die((size_t)N * OC) : out; /* rounded into out_bf16 */
-    (void)o, pw_matmul_forward_bf16(f, x ? x : inp, w ? w : weight, bias, N, C, OC);
+    (void)o, pw_matmul_forward(f, x, w, bias, N, C, OC);
     if (out_bf16) produce_end(out_bf16, f, (size_t)N * OC);
     free(w);
     free(x);
@@ -135,11 +141,10 @@ static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *
                             const uint16_t *weight_bf16, int N, int C, int OC, int set_dinp)
 {
     set_zero(dinp, set_dinp, (size_t)N * C);
-    float *w = weight_bf16 && dinp ? widen(weight_bf16, (size_t)OC * C) : NULL;
-    float *x = inp_bf16 && dweight ? widen(inp_bf16, (size_t)N * C) : NULL;
-    float *d = dout_bf16 ? widen_rows(dout_bf16, N, OC, dout_ld) : NULL;
-    (void)o, pw_matmul_backward_bf16(dinp, dweight, dbias, d ? d : dout, x ? x : inp,
-                                     w ? w : weight, N, C, OC);
+    float *d = operand(dout_bf16, dout_ld, dout, N, OC);
+    float *x = dweight ? operand(inp_bf16, C, inp, N, C) : NULL;
+    float *w = dinp ? operand(weight_bf16, C, weight, OC, C) : NULL;
+    (void)o, pw_matmul_backward(dinp, dweight, dbias, d, x, w, N, C, OC);
     free(w);
     free(x);
     free(d);
