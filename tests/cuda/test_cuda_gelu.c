@@ -40,7 +40,8 @@ int main(void)
         /* on the float32 input rounded in the kernel: the same bits, the rounding kept */
         uint16_t *h_out16 = cu_host(sizeof(uint16_t) * N + 2);
         cu_download(h_out16, d_out16, sizeof(uint16_t) * N);
-        uint16_t *d_f16 = cu_dev(sizeof(uint16_t) * N + 2), *d_keep = cu_dev(sizeof(uint16_t) * N + 2);
+        uint16_t *d_f16 = cu_dev(sizeof(uint16_t) * N + 2);
+        uint16_t *d_keep = cu_dev(sizeof(uint16_t) * N + 2);
         cu_poison(d_f16, sizeof(uint16_t) * N);
         cu_poison(d_keep, sizeof(uint16_t) * N);
         pw_gelu_forward_bf16_cuda(d_f16, d_keep, d_inp, N, 0);

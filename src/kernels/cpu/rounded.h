@@ -1,7 +1,8 @@
 /* rounded.h: a copy of a float32 array rounded to bfloat16 (pw_bf16.h), kept in float32 so that
  * sgemm takes it, and one of a bfloat16 array widened: how the CPU's bf16 twins (matmul.c,
- * attention.c) give their products the GPU's operands. abort()s when the host has no room, naming the caller, as a kernel cannot return an
- * error and no caller can go on without its product. */
+ * attention.c) give their products the GPU's operands. abort()s when the host has no room,
+ * naming the caller, as a kernel cannot return an error and no caller can go on without its
+ * product. */
 #ifndef PW_KERNELS_CPU_ROUNDED_H
 #define PW_KERNELS_CPU_ROUNDED_H
 

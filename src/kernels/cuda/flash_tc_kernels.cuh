@@ -13,15 +13,16 @@
  * __syncthreads_or, __shfl_xor_sync of a float and uint16_t / uint32_t.
  *
  * Work split: a block is 4 warps, each warp owns 16 rows (queries in fwd and dq, keys in dkv;
- * TC_FWD_MT row tiles of 16 in fwd) and computes 16 x 8 tiles with pw_mma_bf16; its own operand (q, or k and v) stays in A
- * fragments in registers for the whole kernel, the other side goes through shared memory a
- * tile at a time. A row's scores are spread over the 4 lanes of a quad (mma.cuh's D layout),
- * so its max and sum take two __shfl_xor_sync. Probabilities and dS go from the D fragments of
- * one product to the A fragments of the next without leaving registers.
+ * TC_FWD_MT row tiles of 16 in fwd) and computes 16 x 8 tiles with pw_mma_bf16; its own
+ * operand (q, or k and v) stays in A fragments in registers for the whole kernel, the other
+ * side goes through shared memory a tile at a time. A row's scores are spread over the 4 lanes
+ * of a quad (mma.cuh's D layout), so its max and sum take two __shfl_xor_sync. Probabilities
+ * and dS go from the D fragments of one product to the A fragments of the next without
+ * leaving registers.
  *  - fwd (grid ceil(T/TC_FWD_ROWS) x NH x B): S = q k^T per tile of TC_BK keys, an online
  *    softmax (running max and sum per row), O += P v with P rounded to bfloat16.
- *  - dq (grid ceil(T/64) x NH x B): per tile of TC_BK keys, S and dP = dout v^T again, dS = scale P (dP - D),
- *    dq += dS k.
+ *  - dq (grid ceil(T/64) x NH x B): per tile of TC_BK keys, S and dP = dout v^T again,
+ *    dS = scale P (dP - D), dq += dS k.
  *  - dkv (grid ceil(T/64) x NKV x B): warp = 16 keys; over the G query heads of the group and
  *    the queries t >= the block's first key in tiles of TC_BQ, S^T = k q^T and dP^T = v dout^T,
  *    dv += P^T dout and dk += dS^T q.
@@ -371,7 +372,8 @@ __global__ void __launch_bounds__(TC_THREADS)
         mx0[mt] = mx8[mt] = -INFINITY;
         l0[mt] = l8[mt] = 0.0f;
         PW_UNROLL
-        for (int n = 0; n < TC_NS; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+        for (int n = 0; n < TC_NS; n++)
+            o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
     }
     for (int it = 0; it < nt; it++) {
         int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
@@ -442,7 +444,8 @@ __global__ void __launch_bounds__(TC_THREADS)
 {
     const int BK = TC_BK(FLASH_HS);
     __shared__ __align__(16) TC_FN(Keys) kt;
-    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(TC_ROWS), c = (int)(threadIdx.x % 32) % 4;
+    int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(TC_ROWS);
+    int c = (int)(threadIdx.x % 32) % 4;
     FlashAt at = flash_at(b, h, T, NH, NKV, hs);
     const int *m = mask ? mask + (size_t)b * T : 0;
     TcKv src = {qkv + at.k, qkv + at.v, (size_t)at.W, m, T, hs, tc_vec(qkv, hs)};
