@@ -308,11 +308,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     /* attention half: x + proj(attn(ln1(x))) */
     layernorm(o, k->ln1, k->ln1_16, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
               N, C);
-    if (k->qkv_16) /* the batch forward at bf16: q, k, v made rounded (all the attention reads) */
-        pw_model_matmul_forward16(m, k->qkv_16, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
-                                  p->qkvb + 3 * lC, N, C, 3 * C);
-    else
-        pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
+    /* the batch forward at bf16 makes q, k, v rounded (all its attention reads) */
+    pw_model_matmul_forward_out(m, k->qkv, k->qkv_16, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
                                 p->qkvb + 3 * lC, N, C, 3 * C);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->qkv);
@@ -326,21 +323,14 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     layernorm(o, k->ln2, k->ln2_16, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
               p->ln2b + lC, N, C);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
-     * forward makes fch rounded and keeps it for the backward (fch_16); a cache pass makes it in
-     * float32 and the GELU rounds it as it reads it */
-    const size_t n4 = (size_t)N * 4 * C;
-    if (k->fch_16) {
-        pw_model_matmul_forward16(m, k->fch_16, k->ln2, k->ln2_16, p->fcw + 4 * CC * l,
-                                  p->fcb + 4 * lC, N, C, 4 * C);
-        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, NULL, n4);
-    } else {
-        pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, p->fcw + 4 * CC * l,
+     * forward makes fch rounded and keeps it for the backward (fch_16, fch NULL); a cache pass
+     * makes it in float32 and the GELU rounds it as it reads it */
+    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, p->fcw + 4 * CC * l,
                                 p->fcb + 4 * lC, N, C, 4 * C);
-        if (k->fchg_16)
-            o->gelu_forward_bf16(o, k->fchg_16, NULL, k->fch, n4);
-        else
-            o->gelu_forward(o, k->fch_gelu, k->fch, n4);
-    }
+    if (k->fchg_16)
+        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, k->fch, (size_t)N * 4 * C);
+    else
+        o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
                             p->fcprojb + lC, N, 4 * C, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);

@@ -316,19 +316,14 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     rmsnorm(o, k->ln2, k->ln2_16, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C,
             a->norm_eps);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
-     * forward makes [gate | up] rounded and keeps it for the backward (fch_16); a cache pass
-     * makes it in float32 and the SwiGLU rounds it as it reads it */
-    const float *fcw = p->fcw + (size_t)2 * F * C * l;
-    if (k->fch_16) {
-        pw_model_matmul_forward16(m, k->fch_16, k->ln2, k->ln2_16, fcw, NULL, N, C, 2 * F);
-        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, NULL, N, F);
-    } else {
-        pw_model_matmul_forward(m, k->fch, k->ln2, k->ln2_16, fcw, NULL, N, C, 2 * F);
-        if (k->fcha_16)
-            o->swiglu_forward_bf16(o, k->fcha_16, NULL, k->fch, N, F);
-        else
-            o->swiglu_forward(o, k->fch_act, k->fch, N, F);
-    }
+     * forward makes [gate | up] rounded and keeps it for the backward (fch_16, fch NULL); a
+     * cache pass makes it in float32 and the SwiGLU rounds it as it reads it */
+    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16,
+                                p->fcw + (size_t)2 * F * C * l, NULL, N, C, 2 * F);
+    if (k->fcha_16)
+        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, k->fch, N, F);
+    else
+        o->swiglu_forward(o, k->fch_act, k->fch, N, F);
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
                             NULL, N, F, C);
     o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);

@@ -156,13 +156,16 @@ void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
         o->matmul_forward(o, out, inp, weight, bias, N, C, OC);
 }
 
-void pw_model_matmul_forward16(const PwModel *m, uint16_t *out16, const float *inp,
-                               const uint16_t *inp16, const float *weight, const float *bias,
-                               int N, int C, int OC)
+void pw_model_matmul_forward_out(const PwModel *m, float *out, uint16_t *out16, const float *inp,
+                                 const uint16_t *inp16, const float *weight, const float *bias,
+                                 int N, int C, int OC)
 {
     const PwOps *o = m->ops;
-    o->matmul_forward_bf16(o, NULL, out16, inp, inp16, weight, mirror_of(m, weight), bias, N, C,
-                           OC);
+    if (out16)
+        o->matmul_forward_bf16(o, NULL, out16, inp, inp16, weight, mirror_of(m, weight), bias, N,
+                               C, OC);
+    else
+        pw_model_matmul_forward(m, out, inp, inp16, weight, bias, N, C, OC);
 }
 
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,

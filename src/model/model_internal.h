@@ -184,12 +184,12 @@ extern const PwFamilyImpl pw_llama_family;
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
                              const uint16_t *inp16, const float *weight, const float *bias, int N,
                              int C, int OC);
-/* The forward at PW_PRECISION_BF16 with its result rounded to bfloat16 into out16 (what a bf16
- * model keeps of q, k, v and of the MLP's pre-activation): the float32 product and bias rounded
- * once, no float32 result written */
-void pw_model_matmul_forward16(const PwModel *m, uint16_t *out16, const float *inp,
-                               const uint16_t *inp16, const float *weight, const float *bias,
-                               int N, int C, int OC);
+/* The same into out16 instead, rounded to bfloat16, where out16 is not NULL (PW_PRECISION_BF16
+ * only: what a bf16 model keeps of q, k, v and of the MLP's pre-activation; the float32 product
+ * and bias rounded once, no float32 result written), else into out */
+void pw_model_matmul_forward_out(const PwModel *m, float *out, uint16_t *out16, const float *inp,
+                                 const uint16_t *inp16, const float *weight, const float *bias,
+                                 int N, int C, int OC);
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
                               const float *dout, const float *inp, const uint16_t *inp16,
                               const float *weight, int N, int C, int OC, int set_dinp);

@@ -292,7 +292,7 @@ void pw_attention_gqa_forward_bf16(float *out, float *lse, const uint16_t *qkv, 
                                    int B, int T, int NH, int NKV, int hs)
 {
     size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *r = pw_widened_copy(qkv, n, "pw_attention_gqa_forward_bf16");
+    float *r = pw_widened_rows(qkv, 1, n, n, "pw_attention_gqa_forward_bf16");
     gqa_forward(out, lse, r, mask, B, T, NH, NKV, hs, 1);
     free(r);
 }
@@ -302,7 +302,7 @@ void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const uint16
                                     int T, int NH, int NKV, int hs)
 {
     size_t C = (size_t)NH * hs, n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *rq = pw_widened_copy(qkv, n, "pw_attention_gqa_backward_bf16");
+    float *rq = pw_widened_rows(qkv, 1, n, n, "pw_attention_gqa_backward_bf16");
     float *rd = pw_rounded_copy(dout, (size_t)B * T * C, "pw_attention_gqa_backward_bf16");
     float *D = malloc(sizeof(float) * ((size_t)B * NH * T + 1));
     if (!D) {

@@ -105,16 +105,8 @@ static void produce_end(uint16_t *dst, float *f, size_t n)
     to_bf16_entry(NULL, dst, f, n);
     free(f);
 }
-/* rows (n, cols) of bfloat16, ld apart, widened into a dense float32 copy: a bfloat16 weight (or
- * kept activation) back in float32 */
-static float *widen_rows(const uint16_t *w, size_t n, size_t cols, size_t ld)
-{
-    float *f = floats_or_die(n * cols);
-    for (size_t i = 0; i < n; i++)
-        for (size_t c = 0; c < cols; c++) f[i * cols + c] = pw_bf16_to_f32(w[i * ld + c]);
-    return f;
-}
-static float *widen(const uint16_t *w, size_t n) { return widen_rows(w, 1, n, n); }
+/* a bfloat16 weight or kept activation (n values) back in float32 */
+static float *widen(const uint16_t *w, size_t n) { return pw_widened_rows(w, 1, n, n, "bf16"); }
 /* A bf16 product's operand as the float32 copy its product takes (pw_matmul_forward_bf16's
  * rounded copy, made here so that what is bfloat16 already is not copied twice): widened from
  * its bits (a mirror, a kept activation, rows ld apart) or rounded from float32. Rounding leaves
@@ -122,7 +114,8 @@ static float *widen(const uint16_t *w, size_t n) { return widen_rows(w, 1, n, n)
  * float32 weight it was made of (and a stale mirror shows). */
 static float *operand(const uint16_t *h, size_t ld, const float *f, size_t n, size_t cols)
 {
-    return h ? widen_rows(h, n, cols, ld) : pw_rounded_copy(f, n * cols, "bf16 matmul");
+    return h ? pw_widened_rows(h, n, cols, ld, "bf16 matmul")
+             : pw_rounded_copy(f, n * cols, "bf16 matmul");
 }
 static void matmul_fwd_bf16(const PwOps *o, float *out, uint16_t *out_bf16, const float *inp,
                             const uint16_t *inp_bf16, const float *weight,
@@ -170,14 +163,11 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
  * given): the float32 kernels on it widened */
 static float *bf16_input(uint16_t *in16, const float *x, size_t n)
 {
-    if (!x) return widen(in16, n);
-    float *r = floats_or_die(n);
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h = pw_bf16_from_f32(x[i]);
-        if (in16) in16[i] = h;
-        r[i] = pw_bf16_to_f32(h);
+    if (x && in16) { /* the rounding kept, then read as any bfloat16 input */
+        to_bf16_entry(NULL, in16, x, n);
+        x = NULL;
     }
-    return r;
+    return operand(in16, n, x, 1, n);
 }
 static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, uint16_t *inp16, const float *inp,
                           size_t N)
