@@ -1,7 +1,10 @@
 /* test_matmul.c: the sgemm linear layer against a float64 reference: forward with and without
- * bias, accumulating backward, and the reference's backward by central differences. */
+ * bias, accumulating backward, and the reference's backward by central differences; and the CPU
+ * table's bf16 entries against the pw_matmul_*_bf16 twins, bit for bit. */
 #include "kref.h"
+#include "pw_bf16.h"
 #include "pw_kernels.h"
+#include "pw_ops.h"
 
 static void ref_forward(double *out, const double *x, const double *w, const double *b, int N,
                         int C, int OC)
@@ -150,11 +153,54 @@ static void check_bf16(int N, int C, int OC, unsigned long long seed)
     free(dw2);
 }
 
+/* The CPU table's bf16 entries with their operands given in bfloat16 (inp_bf16, weight_bf16,
+ * dout_bf16 in rows 2 OC apart with NaN between, as the LM head's dlogits lie) and the forward's
+ * result rounded into out_bf16: the twins' bits (the twin on the float32 operands, its output
+ * rounded); the backward sets dinp (set_dinp: NaN there is never read) and adds to dweight and
+ * dbias. */
+static void check_bf16_entries(int N, int C, int OC, unsigned long long seed)
+{
+    const PwOps *o = pw_ops_cpu();
+    unsigned long long rng = seed;
+    size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *x = kref_randn(nx, 1.0, &rng), *w = kref_randn(nw, 0.1, &rng);
+    float *b = kref_randn(OC, 0.1, &rng), *dout = kref_randn(no, 1.0, &rng);
+    uint16_t *x16 = kref_alloc(nx * 2), *w16 = kref_alloc(nw * 2), *d16 = kref_alloc(no * 4);
+    for (size_t i = 0; i < nx; i++) x16[i] = pw_bf16_from_f32(x[i]);
+    for (size_t i = 0; i < nw; i++) w16[i] = pw_bf16_from_f32(w[i]);
+    for (size_t i = 0; i < (size_t)N; i++)
+        for (int c = 0; c < 2 * OC; c++)
+            d16[i * 2 * OC + c] = c < OC ? pw_bf16_from_f32(dout[i * OC + c]) : 0x7fc1;
+
+    float *want = kref_alloc(no * 4);
+    uint16_t *got = kref_alloc(no * 2);
+    pw_matmul_forward_bf16(want, x, w, b, N, C, OC);
+    o->matmul_forward_bf16(o, NULL, got, NULL, x16, NULL, w16, b, N, C, OC);
+    size_t bad = 0;
+    for (size_t i = 0; i < no; i++) bad += got[i] != pw_bf16_from_f32(want[i]);
+    CHECK(bad == 0, "bf16 entry %dx%dx%d: %zu rounded outputs differ from the twin's", N, C, OC,
+          bad);
+
+    float *dx = kref_alloc(nx * 4), *dw = kref_alloc(nw * 4), *db = kref_alloc(OC * 4);
+    float *ex = kref_alloc(nx * 4), *ew = kref_alloc(nw * 4), *eb = kref_alloc(OC * 4);
+    pw_matmul_backward_bf16(dx, dw, db, dout, x, w, N, C, OC); /* kref_alloc zeroes */
+    for (size_t i = 0; i < nx; i++) ex[i] = NAN;
+    o->matmul_backward_bf16(o, ex, ew, eb, NULL, d16, 2 * (size_t)OC, NULL, x16, NULL, w16, N, C,
+                            OC, 1);
+    CHECK(!memcmp(ex, dx, nx * 4) && !memcmp(ew, dw, nw * 4) && !memcmp(eb, db, OC * 4),
+          "bf16 entry %dx%dx%d: the backward from bfloat16 operands differs from the twin's", N,
+          C, OC);
+    printf("bf16 entries N=%d C=%d OC=%d: the twins' bits\n", N, C, OC);
+    free(x); free(w); free(b); free(dout); free(x16); free(w16); free(d16); free(want); free(got);
+    free(dx); free(dw); free(db); free(ex); free(ew); free(eb);
+}
+
 int main(void)
 {
     check(7, 33, 70, 1); /* OC over one 64-wide dbias chunk */
     check(5, 16, 3, 2);
     check_bf16(7, 33, 70, 3);
     check_bf16(9, 64, 5, 4);
+    check_bf16_entries(7, 33, 70, 5);
     return pw_test_done("test_matmul");
 }
