@@ -10,6 +10,9 @@
 #include "pw_generate.h"
 #include "pw_model.h"
 #include "pw_ops.h"
+#ifdef PW_HAVE_CUDA
+#include "pw_kernels_cuda.h" /* pw_cuda_set_cache_split: the tile kernel's row */
+#endif
 
 enum { P = 32, R = 64, PAD = 0 };
 
@@ -146,8 +149,8 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
 /* `bench_generate gpu [bf16|fp32]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling 512 new
  * tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop token), through
  * pw_generate as the generator role runs it; then batch 256 with the host looking at the rows
- * every 1, 4 and 64 steps instead of 16, and with each decode step a CUDA graph. Without a GPU
- * it stops at the model's creation. */
+ * every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with the cache
+ * attention's tile kernel. Without a GPU it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec)
 {
     enum { GP = 64, GR = 512 };
@@ -160,7 +163,7 @@ static int bench_gpu(PwPrecision prec)
     PwModel *m = pw_model_create(&gpt2, &o, &err);
     if (!m) die("gpt2-124M on cuda:0", &err);
     pw_model_init_random(m, 1);
-    double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[4] = {0, 0, 0, 0}, gbs = copy_gbs();
+    double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (2 L C values per cached token, 64 + 256 tokens on average over the
      * 512 steps) at the copy bandwidth; tokens/s = B / (bytes per step / bandwidth). */
@@ -191,19 +194,29 @@ static int bench_gpu(PwPrecision prec)
         roof[bi] = roof_tps > 0 ? tps[bi] / roof_tps : 0.0;
         printf("%6d %10.3f %12.0f %14.0f %9.3f\n", Bn, best, tps[bi], roof_tps, roof[bi]);
         /* what the host's looks at the rows cost (PwGenConfig.check_every; the default on a GPU
-         * is 16, the row above), and the decode step as a CUDA graph (PwGenConfig.graph): once
-         * each at the largest batch, the device warm */
-        for (int k = 0; bi == 1 && k < 4; k++) {
-            const int every[4] = {1, 4, 64, 16}, graph[4] = {0, 0, 0, 1};
+         * is 16, the row above), the decode step as a CUDA graph (PwGenConfig.graph), and the
+         * cache attention's tile kernel in place of its split kernel: once each at the largest
+         * batch, the device warm */
+        for (int k = 0; bi == 1 && k < 5; k++) {
+            const int every[5] = {1, 4, 64, 16, 16}, graph[5] = {0, 0, 0, 1, 0};
             cfg.check_every = every[k];
             cfg.graph = graph[k];
+#ifdef PW_HAVE_CUDA
+            pw_cuda_set_cache_split(k != 4);
+#else
+            if (k == 4) break;
+#endif
             double t0 = now();
             if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
             double t = now() - t0;
             ck[k] = (double)Bn * GR / t;
             printf("%6d %10.3f %12.0f   (the host looks every %d steps%s)\n", Bn, t, ck[k],
-                   every[k], graph[k] ? "; each step a CUDA graph" : "");
+                   every[k], graph[k] ? "; each step a CUDA graph"
+                             : k == 4 ? "; the cache attention's tile kernel" : "");
         }
+#ifdef PW_HAVE_CUDA
+        pw_cuda_set_cache_split(1);
+#endif
         cfg.check_every = cfg.graph = 0;
         free(prompt);
         pw_gen_free(g);
@@ -214,8 +227,8 @@ static int bench_gpu(PwPrecision prec)
     printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
-           "fp32_cache=%.0f\n", tps[0], tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2],
-           ck[3], f32);
+           "cache_tiles=%.0f fp32_cache=%.0f\n", tps[0], tps[1], roof[0], roof[1], gbs, ck[0],
+           ck[1], ck[2], ck[3], ck[4], f32);
     return 0;
 }
 

@@ -246,6 +246,19 @@ static void decode16(void)
     pw_attention_cache_gqa_forward_bf16_cuda(dc.out, dc.k16, dc.v16, NULL, dc.qkv, dc.row, dc.off,
                                              dc.slot, DB, DB, DT, NH, NH, C / NH, 0);
 }
+/* the same through the tile kernel (pw_cuda_set_cache_split(0)), the split kernel's comparison */
+static void decode32_tiles(void)
+{
+    pw_cuda_set_cache_split(0);
+    decode32();
+    pw_cuda_set_cache_split(1);
+}
+static void decode16_tiles(void)
+{
+    pw_cuda_set_cache_split(0);
+    decode16();
+    pw_cuda_set_cache_split(1);
+}
 
 static void gelu_fwd(void) { pw_gelu_forward_cuda(g.dfc, g.fc, (size_t)N * 4 * C, 0); }
 static void gelu_bwd(void) { pw_gelu_backward_cuda(g.dfc, g.fc, g.fc, (size_t)N * 4 * C, 0); }
@@ -374,6 +387,8 @@ int main(int argc, char **argv)
         /* the keys and values every row reads: what a decode step's attention waits for */
         {"decode attention, fp32 cache", decode32, 2.0 * DB * DK * C * 4, 0, BW},
         {"decode attention, bf16 cache", decode16, 2.0 * DB * DK * C * 2, 0, BW},
+        {"decode attention, fp32, tiles", decode32_tiles, 2.0 * DB * DK * C * 4, 0, BW},
+        {"decode attention, bf16, tiles", decode16_tiles, 2.0 * DB * DK * C * 2, 0, BW},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
         {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
         {"residual forward", res_fwd, 3 * NC * f, 0, BW},
@@ -395,7 +410,8 @@ int main(int argc, char **argv)
            "TFLOP/s (%dx%dx%d)\n\n",
            copy_gbs, f32_tflops, bf16_tflops, G, G, G);
     printf("%-32s %10s %12s %12s %8s\n", "kernel", "ms", "GB/s", "TFLOP/s", "of ref");
-    double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0, dec[2] = {0, 0};
+    double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
+    double dec[4] = {0, 0, 0, 0};
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
@@ -423,6 +439,8 @@ int main(int argc, char **argv)
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
         if (r->fn == decode16) dec[1] = ref;
+        if (r->fn == decode32_tiles) dec[2] = ref;
+        if (r->fn == decode16_tiles) dec[3] = ref;
     }
     unsigned long fused = 0, seeded = 0;
     pw_cuda_epilogue_calls(&fused, &seeded);
@@ -432,9 +450,11 @@ int main(int argc, char **argv)
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
            "attention_gemm_bwd_ms=%.3f attention_bf16_fwd_ms=%.3f attention_bf16_bwd_ms=%.3f "
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
+           "decode_fp32_tiles_of_copy=%.2f decode_bf16_tiles_of_copy=%.2f "
            "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
            "fc_bf16_convert_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
-           tatt_b, lp_f, dec[0], dec[1], fc16[0], fc16[1], fc16[2], fc16[3], total);
+           tatt_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1], fc16[2], fc16[3],
+           total);
     return 0;
 }

@@ -47,6 +47,12 @@ int pw_cuda_get_tf32(void);
  * Applies to calls made after it. */
 void pw_cuda_set_flash(int enable);
 int pw_cuda_get_flash(void);
+/* The KV-cache attention's split kernel (a key's channels across a group of lanes, keys split
+ * among the groups; heads whose 16-byte chunks are a power of two up to 32): on by default;
+ * off, every head takes the tile kernel (a key a thread, the block a tile of keys at a time).
+ * Applies to calls made after it. */
+void pw_cuda_set_cache_split(int enable);
+int pw_cuda_get_cache_split(void);
 /* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
  * by a kernel and read back by the GEMM: on by default; where cuBLASLt has no algorithm for the
  * operands (their alignment) or the bias is not 16-byte aligned, that call takes the plain path.

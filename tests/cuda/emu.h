@@ -6,12 +6,12 @@
  * block's threads that have not returned, as the hardware counts them); __shfl_xor_sync of a
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
  * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
- * float; __float_as_uint and __uint_as_float; uint4, float4 and make_float4; dynamic shared
- * memory (PW_DYN_SMEM); __align__; __syncthreads_or; the tensor-core product and shared loads
- * of src/kernels/cuda/mma.cuh (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and
- * pw_bf16x2); the asynchronous copies of src/kernels/cuda/cp_async.cuh (done at once); and a
- * launch over a grid. No other intrinsics, no
- * streams: a kernel that needs them is not for this harness.
+ * float; __float_as_uint and __uint_as_float; uint4, float4, make_uint4 and make_float4;
+ * dynamic shared memory (PW_DYN_SMEM); __align__; __syncthreads_or; the tensor-core product
+ * and shared loads of src/kernels/cuda/mma.cuh (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its
+ * table, and pw_bf16x2); the asynchronous copies of src/kernels/cuda/cp_async.cuh (done at
+ * once); and a launch over a grid. No other intrinsics, no streams: a kernel that needs them is
+ * not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
  * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
@@ -56,6 +56,12 @@ typedef struct uint4 {
     _Alignas(16) unsigned int x;
     unsigned int y, z, w;
 } uint4;
+
+static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w)
+{
+    uint4 v = {x, y, z, w};
+    return v;
+}
 
 /* CUDA's 16-byte vector of floats, and its maker */
 typedef struct float4 {

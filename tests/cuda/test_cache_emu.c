@@ -4,9 +4,11 @@
  * CPU's pw_attention_cache_gqa_forward and its bfloat16 twin on cuda_attention_gqa's cache case
  * (a 9-token prefill into an empty row, three decode tokens, one reaching the last slot, a row
  * left alone), and on the long case (up to 300 keys: the online softmax over several tiles of
- * 128): the caches after the pass bit for bit, the output within 1e-5. Heads of 5 (keys and
- * values read element by element), 8 and 64 (16 bytes at a time: the values by key lanes), 160
- * (more threads than 128); groups of 1 to 3. Needs no GPU. */
+ * 128): the caches after the pass bit for bit, the output of each attending kernel (the tile
+ * kernel; the split kernel where the head's 16-byte chunks allow it) within 1e-5. Heads of 5
+ * (keys and values read element by element), 8, 32, 64 and 128 (16 bytes at a time: the values
+ * by key lanes; split: 1 to 32 lanes a key), 160 (more threads than 128); groups of 1 to 3.
+ * Needs no GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@ typedef struct Args {
     void *k, *v;
     float *out;
     const CacheCase *cc;
-    int bf16;
+    int bf16, split;
 } Args;
 
 static void store(void *p)
@@ -46,7 +48,13 @@ static void attend(void *p)
     Args *a = p;
     const CacheCase *c = a->cc;
     float scale = 1.0f / sqrtf((float)c->hs);
-    if (a->bf16)
+    if (a->split && a->bf16)
+        pw_cache_attend_split_bf16(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+                                   c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+    else if (a->split)
+        pw_cache_attend_split_f32(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+                                  c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+    else if (a->bf16)
         pw_cache_attend_bf16(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0,
                              c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
     else
@@ -84,19 +92,32 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
         pw_attention_cache_gqa_forward(out, K, V, scores, cc.qkv, cc.seg_row, cc.seg_off,
                                        cc.seg_slot0, cc.nseg, N, T, NH, NKV, hs);
 
-    /* the launch geometry of attention_cache.cu */
-    Args a = {eK, eV, eout, &cc, bf16};
+    /* the launch geometry of attention_cache.cu: the store, then the tile kernel and, where the
+     * head allows it, the split kernel (each from a poisoned output) */
+    Args a = {eK, eV, eout, &cc, bf16, 0};
     unsigned threads = (unsigned)cache_threads(hs);
     emu_launch(ew_grid((size_t)N * NKV * hs), d1(PW_EW_THREADS), store, &a);
-    emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1}, (EmuDim3){threads, 1, 1},
-                    cache_smem_bytes(hs, (int)threads), attend, &a);
     int same = !memcmp(eK, K, cache * es) && !memcmp(eV, V, cache * es);
-    double e = pw_max_rel_err_ff(eout, out, (size_t)N * C, 1e-6);
-    printf("%s cache NH=%d NKV=%d hs=%d T=%d: caches %s, output rel err %.2e\n",
-           bf16 ? "bfloat16" : "float32", NH, NKV, hs, T, same ? "equal" : "DIFFER", e);
+    printf("%s cache NH=%d NKV=%d hs=%d T=%d: caches %s\n", bf16 ? "bfloat16" : "float32", NH,
+           NKV, hs, T, same ? "equal" : "DIFFER");
     CHECK(same, "%s cache NH=%d NKV=%d hs=%d: the slots differ from the CPU's",
           bf16 ? "bfloat16" : "float32", NH, NKV, hs);
-    CHECK(e <= 1e-5, "attention output: rel err %.3g", e);
+    const int lanes = cache_split_lanes(hs, bf16 ? 8 : 4);
+    for (a.split = 0; a.split <= (lanes > 0); a.split++) {
+        for (int i = 0; i < N * C; i++) eout[i] = NAN;
+        if (a.split)
+            emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1},
+                            (EmuDim3){CACHE_SPLIT_THREADS, 1, 1}, cache_split_smem_bytes(hs),
+                            attend, &a);
+        else
+            emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1}, (EmuDim3){threads, 1, 1},
+                            cache_smem_bytes(hs, (int)threads), attend, &a);
+        double e = pw_max_rel_err_ff(eout, out, (size_t)N * C, 1e-6);
+        printf("  %s kernel%s: output rel err %.2e\n", a.split ? "split" : "tile",
+               a.split ? (lanes == 1 ? " (1 lane a key)" : "") : "", e);
+        CHECK(e <= 1e-5, "%s kernel, attention output: rel err %.3g", a.split ? "split" : "tile",
+              e);
+    }
     free(K);
     free(V);
     free(eK);
@@ -117,6 +138,8 @@ int main(void)
         run(2, 1, 160, bf16, 0, &rng);
         run(4, 2, 64, bf16, 1, &rng); /* 300 keys: three tiles of 128 */
         run(3, 3, 5, bf16, 1, &rng);
+        run(2, 1, 128, bf16, 0, &rng); /* Llama's heads: 16 or 32 lanes a key */
+        run(2, 2, 32, bf16, 0, &rng);
     }
     return pw_test_done("cache_emu");
 }

@@ -2,7 +2,8 @@
  * random data, the fused kernels and the GEMM path (groups of 1 to 4 query heads, heads of 5 to
  * 160 floats, left padding with a padding-only row, T up to 1024, poisoned outputs,
  * accumulating backward), and over a KV cache of float32 and of
- * bfloat16 (the slots bit for bit: both round to nearest even). */
+ * bfloat16 (the slots bit for bit: both round to nearest even), through the cache attention's
+ * split kernel and its tile kernel. */
 #include "cutest.h"
 #include "kernels/cache_case.h"
 #include "pw_bf16.h"
@@ -132,14 +133,23 @@ int main(void)
     }
     pw_cuda_set_flash(1);
     run(1, 100, 2, 1, 160, pads, 1, 0, &rng); /* above 128: the GEMM path whatever the switch */
-    run_cache(6, 2, 5, 0, &rng);
-    run_cache(9, 3, 64, 0, &rng);
-    run_cache(4, 4, 8, 0, &rng);
-    run_cache(4, 2, 64, 1, &rng); /* 300 keys: the online softmax over three tiles */
-    run_cache_bf16(6, 2, 5, 0, &rng);  /* hs not a multiple of 8: element by element */
-    run_cache_bf16(9, 3, 64, 0, &rng); /* 16-byte reads of the keys */
-    run_cache_bf16(4, 4, 8, 0, &rng);
-    run_cache_bf16(4, 2, 64, 1, &rng);
+    /* the cache attention's split kernel (the default where the head allows it), then the
+     * tile kernel for every head */
+    for (int split = 1; split >= 0; split--) {
+        pw_cuda_set_cache_split(split);
+        printf("KV cache: %s kernel\n", split ? "split" : "tile");
+        run_cache(6, 2, 5, 0, &rng);
+        run_cache(9, 3, 64, 0, &rng);
+        run_cache(4, 4, 8, 0, &rng);
+        run_cache(4, 2, 64, 1, &rng); /* 300 keys: the online softmax over three tiles */
+        run_cache(2, 1, 128, 1, &rng); /* Llama's heads: 32 lanes a key (split) */
+        run_cache_bf16(6, 2, 5, 0, &rng);  /* hs not a multiple of 8: element by element */
+        run_cache_bf16(9, 3, 64, 0, &rng); /* 16-byte reads of the keys */
+        run_cache_bf16(4, 4, 8, 0, &rng);
+        run_cache_bf16(4, 2, 64, 1, &rng);
+        run_cache_bf16(2, 1, 128, 1, &rng); /* 16 lanes a key (split) */
+    }
+    pw_cuda_set_cache_split(1);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_gqa");
 }

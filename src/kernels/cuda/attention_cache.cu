@@ -10,20 +10,28 @@
 #define PW_DYN_SMEM(type, name) extern __shared__ type name[]
 #include "attention_cache.cuh"
 
-/* The launches of one slot type: the store, then one block per (token, head) */
-#define CACHE_FORWARD(SFX)                                                                        \
+/* The launches of one slot type (VEC slots in 16 bytes): the store, then one block per (token,
+ * head), through the split kernel where the head allows and it is on, else the tile kernel */
+#define CACHE_FORWARD(SFX, VEC)                                                                   \
     do {                                                                                          \
         if (N <= 0 || nseg <= 0) return;                                                          \
         size_t total = (size_t)N * NKV * hs;                                                      \
         pw_cache_store_##SFX<<<pw_ew_blocks(total), PW_EW_THREADS, 0, stream>>>(                 \
             kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);        \
         PW_CUDA_CHECK(cudaGetLastError());                                                        \
-        int threads = cache_threads(hs);                                                          \
-        size_t smem = cache_smem_bytes(hs, threads);                                              \
         unsigned blocks = (unsigned)((size_t)N * NH); /* < 2^31: N tokens of a pass, NH heads */ \
-        pw_cache_attend_##SFX<<<blocks, threads, smem, stream>>>(                                \
-            out, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs,       \
-            1.0f / sqrtf((float)hs));                                                             \
+        float scale = 1.0f / sqrtf((float)hs);                                                    \
+        if (pw_cuda_get_cache_split() && cache_split_lanes(hs, VEC)) {                            \
+            pw_cache_attend_split_##SFX<<<blocks, CACHE_SPLIT_THREADS,                           \
+                                          cache_split_smem_bytes(hs), stream>>>(                 \
+                out, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs,   \
+                scale);                                                                           \
+        } else {                                                                                  \
+            int threads = cache_threads(hs);                                                      \
+            pw_cache_attend_##SFX<<<blocks, threads, cache_smem_bytes(hs, threads), stream>>>(   \
+                out, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs,   \
+                scale);                                                                           \
+        }                                                                                         \
         PW_CUDA_CHECK(cudaGetLastError());                                                        \
     } while (0)
 
@@ -35,7 +43,7 @@ extern "C" void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, f
                                                     cudaStream_t stream)
 {
     (void)scores; /* the online softmax keeps its scores in shared memory */
-    CACHE_FORWARD(f32);
+    CACHE_FORWARD(f32, 4);
 }
 
 extern "C" void pw_attention_cache_gqa_forward_bf16_cuda(float *out, pw_bf16 *kcache,
@@ -46,7 +54,7 @@ extern "C" void pw_attention_cache_gqa_forward_bf16_cuda(float *out, pw_bf16 *kc
                                                          int NKV, int hs, cudaStream_t stream)
 {
     (void)scores; /* pw_bf16 is the uint16_t the kernels store */
-    CACHE_FORWARD(bf16);
+    CACHE_FORWARD(bf16, 8);
 }
 
 /* multi-head: the grouped-query kernels with a cache head per query head (rows [q | k | v]) */

@@ -1,6 +1,6 @@
 /* attention_cache.cuh: the KV-cache attention kernels (attention_cache_kernels.cuh) for both slot
- * types: pw_cache_{store,attend}_{f32,bf16}. Included by attention_cache.cu, and compiled as C on
- * the host by tests/cuda/test_cache_emu.c. */
+ * types: pw_cache_{store,attend,attend_split}_{f32,bf16}. Included by attention_cache.cu, and
+ * compiled as C on the host by tests/cuda/test_cache_emu.c. */
 #ifndef PW_ATTENTION_CACHE_CUH
 #define PW_ATTENTION_CACHE_CUH
 
@@ -22,6 +22,22 @@ static inline int cache_threads(int hs)
 static inline size_t cache_smem_bytes(int hs, int threads)
 {
     return (size_t)(hs + threads + PW_WARP + 8 * threads) * sizeof(float);
+}
+
+/* the split kernel (attention_cache_kernels.cuh): its block of four warps, the keys each lane
+ * group loads before it multiplies, its lanes per key (hs's 16-byte chunks, vec slots each,
+ * when they are a power of two up to a warp; 0: the tile kernel instead) and its shared memory
+ * (each warp's maximum, sum and hs channels) */
+#define CACHE_SPLIT_THREADS 128
+#define CACHE_SPLIT_UNROLL 4
+static inline int cache_split_lanes(int hs, int vec)
+{
+    int lk = hs % vec == 0 ? hs / vec : 0;
+    return lk > 0 && lk <= PW_WARP && (lk & (lk - 1)) == 0 ? lk : 0;
+}
+static inline size_t cache_split_smem_bytes(int hs)
+{
+    return (size_t)(CACHE_SPLIT_THREADS / PW_WARP) * (2 + hs) * sizeof(float);
 }
 
 #define CACHE_S float

@@ -1,8 +1,9 @@
 /* attention_cache_kernels.cuh: the KV-cache attention kernels (launched by attention_cache.cu)
  * for one type of cache slot: a kernel that stores every new token's k and v in its slots, and
- * one that attends per (token, head) with an online softmax. Written in the C subset of CUDA, so
- * that tests/cuda/test_cache_emu.c compiles this very file on the host and runs it under
- * tests/cuda/emu.h against the CPU's cache attention (cpu/attention_cache.c). attention_cache.cuh
+ * two that attend per (token, head) with an online softmax (tiles of keys a block at a time, or
+ * keys split among groups of lanes where the head's 16-byte chunks allow). Written in the C
+ * subset of CUDA, so that tests/cuda/test_cache_emu.c compiles this very file on the host and
+ * runs it under tests/cuda/emu.h against the CPU's cache attention (cpu/attention_cache.c). attention_cache.cuh
  * includes it once per slot type, with:
  *   CACHE_S         the slot's type: float, or uint16_t (a bfloat16's bits)
  *   CACHE_FN(name)  name with the type's suffix
@@ -24,6 +25,37 @@ static __device__ __forceinline__ int segment_of(const int *seg_off, int nseg, i
     return lo;
 }
 
+/* Block i's query: token n = i / NH, head h = i % NH, which reads cache head h / (NH / NKV); q
+ * in rows of (NH + 2 NKV) hs. The query heads of one token are neighbours in launch order, so
+ * the G heads of a group run together and read their shared keys and values from L2 instead of
+ * G times from memory (a (N, NH) grid would put them N blocks apart). Its keys, and the offsets
+ * of its q in qkv, of its output and of its cache head (the same in k and v). */
+typedef struct CacheQuery {
+    int keys;
+    size_t q, o, head;
+} CacheQuery;
+
+static __device__ __forceinline__ CacheQuery cache_query(const int *seg_row, const int *seg_off,
+                                                         const int *seg_slot0, int nseg, int maxT,
+                                                         int NH, int NKV, int hs)
+{
+    int n = (int)(blockIdx.x / NH), h = (int)(blockIdx.x % NH), kv = h / (NH / NKV);
+    int s = segment_of(seg_off, nseg, n);
+    CacheQuery b;
+    b.keys = seg_slot0[s] + n - seg_off[s] + 1;
+    b.q = (size_t)n * (NH + 2 * NKV) * hs + (size_t)h * hs;
+    b.o = (size_t)n * NH * hs + (size_t)h * hs;
+    b.head = ((size_t)seg_row[s] * NKV + kv) * maxT * hs;
+    return b;
+}
+
+/* An online-softmax state's weight against the larger maximum M: exp(m - M), 0 for a state that
+ * saw no key (m = -inf, where exp(m - M) would be exp(nan) when M is -inf too). */
+static __device__ __forceinline__ float cache_weight(float m, float M)
+{
+    return m == -INFINITY ? 0.0f : expf(m - M);
+}
+
 #endif /* PW_CACHE_KERNELS_COMMON */
 
 #if CACHE_BF16
@@ -36,11 +68,11 @@ static __device__ __forceinline__ int segment_of(const int *seg_off, int nseg, i
 #define CACHE_VEC 4
 #endif
 
-/* CACHE_VEC consecutive slots (16 bytes, 16-byte aligned) widened into x */
-static __device__ __forceinline__ void CACHE_FN(load_vec)(float *x, const CACHE_S *p)
+/* CACHE_VEC consecutive slots (16 bytes, 16-byte aligned) widened into x: as loaded (widen), or
+ * loaded and widened at once (load_vec) */
+static __device__ __forceinline__ void CACHE_FN(widen)(float *x, uint4 u)
 {
 #if CACHE_BF16
-    uint4 u = *(const uint4 *)p;
     uint32_t w[4] = {u.x, u.y, u.z, u.w};
     PW_UNROLL
     for (int j = 0; j < 4; j++) {
@@ -48,12 +80,16 @@ static __device__ __forceinline__ void CACHE_FN(load_vec)(float *x, const CACHE_
         x[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
     }
 #else
-    float4 f = *(const float4 *)p;
-    x[0] = f.x;
-    x[1] = f.y;
-    x[2] = f.z;
-    x[3] = f.w;
+    x[0] = __uint_as_float(u.x);
+    x[1] = __uint_as_float(u.y);
+    x[2] = __uint_as_float(u.z);
+    x[3] = __uint_as_float(u.w);
 #endif
+}
+
+static __device__ __forceinline__ void CACHE_FN(load_vec)(float *x, const CACHE_S *p)
+{
+    CACHE_FN(widen)(x, *(const uint4 *)p);
 }
 
 /* q . k over hs channels, summed in channel order as the CPU twin's loop does. A bfloat16 key
@@ -183,10 +219,99 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const fl
     }
 }
 
-/* query head h reads cache head h / (NH / NKV), q in rows of (NH + 2 NKV) hs. Block i is token
- * i / NH, head i % NH: the query heads of one token are neighbours in launch order, so the G heads
- * of a group run together and read their shared keys and values from L2 instead of G times from
- * memory (a (N, NH) grid would put them N blocks apart). */
+/* The split kernel (cache_split_lanes(hs) != 0): a key's hs channels are LK = hs / CACHE_VEC
+ * lanes of a warp, each holding 16 bytes of the key and the same 16 bytes of its value, so that
+ * one load instruction of a warp reads 32 / LK whole consecutive rows (512 bytes of bfloat16
+ * keys of 64): the block's NG = warps * 32 / LK lane groups take keys g, g + NG, ..., each
+ * group its own online softmax (m, z and its lanes' channels of the weighted sum) over its keys,
+ * with no barrier until the end. Each lane keeps its channels of q in registers and loads
+ * CACHE_SPLIT_UNROLL keys' k and v before it multiplies (more bytes in flight); the score is
+ * the group's partial dots summed by shuffles. At the end the groups of a warp merge by
+ * shuffles and the warps through shared memory (cache_split_smem_bytes). The tile kernel above
+ * reads a key row per thread (a warp's load touching 32 rows) and meets the block four times a
+ * tile of 128 keys. Sums are in another order than the CPU's: equal to rounding, not bits. */
+static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, const float *qrow,
+                                                             const CACHE_S *K, const CACHE_S *V,
+                                                             int keys, int hs, float scale,
+                                                             float *sh)
+{
+    const int LK = hs / CACHE_VEC, lane = threadIdx.x % PW_WARP, warp = threadIdx.x / PW_WARP;
+    const int GPW = PW_WARP / LK, NG = (int)(blockDim.x / PW_WARP) * GPW;
+    const int c0 = (lane % LK) * CACHE_VEC, g = warp * GPW + lane / LK;
+    float q[CACHE_VEC], acc[CACHE_VEC];
+    PW_UNROLL
+    for (int i = 0; i < CACHE_VEC; i++) {
+        q[i] = qrow[c0 + i];
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY, z = 0.0f;
+    /* the trip count is the block's, so every lane reaches every shuffle */
+    for (int t0 = 0; t0 < keys; t0 += NG * CACHE_SPLIT_UNROLL) {
+        uint4 kr[CACHE_SPLIT_UNROLL], vr[CACHE_SPLIT_UNROLL]; /* 16 bytes each, as loaded */
+        PW_UNROLL
+        for (int u = 0; u < CACHE_SPLIT_UNROLL; u++) {
+            int t = t0 + u * NG + g;
+            if (t < keys) {
+                kr[u] = *(const uint4 *)(K + (size_t)t * hs + c0);
+                vr[u] = *(const uint4 *)(V + (size_t)t * hs + c0);
+            } else {
+                kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
+            }
+        }
+        PW_UNROLL
+        for (int u = 0; u < CACHE_SPLIT_UNROLL; u++) {
+            int t = t0 + u * NG + g;
+            float x[CACHE_VEC], d = 0.0f;
+            CACHE_FN(widen)(x, kr[u]);
+            PW_UNROLL
+            for (int i = 0; i < CACHE_VEC; i++) d += q[i] * x[i];
+            for (int off = LK / 2; off > 0; off >>= 1) d += __shfl_xor_sync(0xffffffffu, d, off);
+            if (t < keys) {
+                float sc = d * scale, mn = fmaxf(m, sc);
+                float r = cache_weight(m, mn), p = expf(sc - mn);
+                z = z * r + p;
+                CACHE_FN(widen)(x, vr[u]);
+                PW_UNROLL
+                for (int i = 0; i < CACHE_VEC; i++) acc[i] = acc[i] * r + p * x[i];
+                m = mn;
+            }
+        }
+    }
+    /* the warp's groups: lane l and lane l ^ off hold the same channels of two groups */
+    for (int off = LK; off < PW_WARP; off <<= 1) {
+        float mo = __shfl_xor_sync(0xffffffffu, m, off), zo = __shfl_xor_sync(0xffffffffu, z, off);
+        float mn = fmaxf(m, mo), wa = cache_weight(m, mn), wb = cache_weight(mo, mn);
+        z = z * wa + zo * wb;
+        PW_UNROLL
+        for (int i = 0; i < CACHE_VEC; i++)
+            acc[i] = acc[i] * wa + __shfl_xor_sync(0xffffffffu, acc[i], off) * wb;
+        m = mn;
+    }
+    /* the warps: (m, z, hs channels) each in shared memory, merged channel by channel */
+    const int nw = (int)(blockDim.x / PW_WARP), stride = 2 + hs;
+    if (lane < LK) {
+        PW_UNROLL
+        for (int i = 0; i < CACHE_VEC; i++) sh[warp * stride + 2 + c0 + i] = acc[i];
+    }
+    if (lane == 0) {
+        sh[warp * stride] = m;
+        sh[warp * stride + 1] = z;
+    }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < nw; w++) M = fmaxf(M, sh[w * stride]);
+    for (int ch = (int)threadIdx.x; ch < hs; ch += (int)blockDim.x) {
+        float zs = 0.0f, a = 0.0f;
+        for (int w = 0; w < nw; w++) {
+            float wt = cache_weight(sh[w * stride], M);
+            zs += sh[w * stride + 1] * wt;
+            a += sh[w * stride + 2 + ch] * wt;
+        }
+        o[ch] = a / zs;
+    }
+}
+
+/* One block per (token, head) (cache_query), through attend_query (cache_threads(hs) threads) */
 __global__ void CACHE_FN(cache_attend)(float *out, const CACHE_S *kcache,
                                        const CACHE_S *vcache, const float *qkv,
                                        const int *seg_row, const int *seg_off,
@@ -194,16 +319,23 @@ __global__ void CACHE_FN(cache_attend)(float *out, const CACHE_S *kcache,
                                        int hs, float scale)
 {
     PW_DYN_SMEM(float, sh);
-    int W = (NH + 2 * NKV) * hs, C = NH * hs;
-    int n = (int)(blockIdx.x / NH), h = (int)(blockIdx.x % NH), kv = h / (NH / NKV);
-    int s = segment_of(seg_off, nseg, n);
-    int keys = seg_slot0[s] + n - seg_off[s] + 1;
-    const CACHE_S *K = kcache + ((size_t)seg_row[s] * NKV + kv) * maxT * hs;
-    const CACHE_S *V = vcache + ((size_t)seg_row[s] * NKV + kv) * maxT * hs;
-    CACHE_FN(attend_query)(out + (size_t)n * C + h * hs, qkv + (size_t)n * W + h * hs, K, V, keys,
-                       hs, scale, sh);
+    CacheQuery b = cache_query(seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs);
+    CACHE_FN(attend_query)(out + b.o, qkv + b.q, kcache + b.head, vcache + b.head, b.keys, hs,
+                           scale, sh);
 }
 
+/* the same blocks through split_query (CACHE_SPLIT_THREADS threads) */
+__global__ void CACHE_FN(cache_attend_split)(float *out, const CACHE_S *kcache,
+                                             const CACHE_S *vcache, const float *qkv,
+                                             const int *seg_row, const int *seg_off,
+                                             const int *seg_slot0, int nseg, int maxT, int NH,
+                                             int NKV, int hs, float scale)
+{
+    PW_DYN_SMEM(float, sh);
+    CacheQuery b = cache_query(seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs);
+    CACHE_FN(split_query)(out + b.o, qkv + b.q, kcache + b.head, vcache + b.head, b.keys, hs,
+                          scale, sh);
+}
 
 #undef CACHE_PUT
 #undef CACHE_GET
