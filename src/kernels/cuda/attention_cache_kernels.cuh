@@ -3,8 +3,8 @@
  * two that attend per (token, head) with an online softmax (tiles of keys a block at a time, or
  * keys split among groups of lanes where the head's 16-byte chunks allow). Written in the C
  * subset of CUDA, so that tests/cuda/test_cache_emu.c compiles this very file on the host and
- * runs it under tests/cuda/emu.h against the CPU's cache attention (cpu/attention_cache.c). attention_cache.cuh
- * includes it once per slot type, with:
+ * runs it under tests/cuda/emu.h against the CPU's cache attention (cpu/attention_cache.c).
+ * attention_cache.cuh includes it once per slot type, with:
  *   CACHE_S         the slot's type: float, or uint16_t (a bfloat16's bits)
  *   CACHE_FN(name)  name with the type's suffix
  *   CACHE_BF16      1 for bfloat16 slots (rounded to nearest even as stored, widened as read)
