@@ -87,7 +87,7 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
     const double m = (double)block_max(xm, red) / T;
     double z = 0.0;
     for (int v = tid; v < V; v += SAMPLE_THREADS) z += exp((double)x[v] / T - m);
-    const double logz_full = m + log(block_sum(z, red));
+    const double zfull = block_sum(z, red), logz_full = m + log(zfull);
 
     /* top-k: the key of the k-th largest logit, the largest t with #(key >= t) >= k */
     uint32_t kmin = 0;
@@ -116,9 +116,14 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
         }
         kmin = t > kmin ? t : kmin;
     }
-    double zs = 0.0;
-    for (int v = tid; v < V; v += SAMPLE_THREADS) zs += prob_of(x[v], kmin, T, m);
-    const double zsum = block_sum(zs, red);
+    /* the kept mass; with every token kept (kmin 0: no top-k, no top-p) it is the full sum
+     * above, the same terms in the same order, so that pass is not made twice */
+    double zsum = zfull;
+    if (kmin) {
+        double zs = 0.0;
+        for (int v = tid; v < V; v += SAMPLE_THREADS) zs += prob_of(x[v], kmin, T, m);
+        zsum = block_sum(zs, red);
+    }
 
     /* the draw: each thread owns a run of ids; a scan of the runs' masses (in id order) tells
      * which run holds u, and that thread walks it as the CPU walks the row */
