@@ -91,6 +91,13 @@ void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float
 void pw_layernorm_forward_bf16_cuda(pw_bf16 *out, float *mean, float *rstd, const float *inp,
                                     const float *weight, const float *bias, int N, int C,
                                     cudaStream_t stream);
+/* res = a + b (N x C; res may be a), then the LayerNorm of res into out (float32) and / or out16
+ * (bfloat16): one kernel where residual_forward and layernorm_forward took two, the same values
+ * (res as pw_residual_forward_cuda's, the rest as the LayerNorm's of res) */
+void pw_residual_layernorm_forward_cuda(float *res, float *out, pw_bf16 *out16, float *mean,
+                                        float *rstd, const float *a, const float *b,
+                                        const float *weight, const float *bias, int N, int C,
+                                        cudaStream_t stream);
 void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias, const float *dout,
                                 const float *inp, const float *weight, const float *mean,
                                 const float *rstd, int N, int C, cudaStream_t stream);
@@ -185,6 +192,10 @@ void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *inp, const fl
 void pw_rmsnorm_forward_bf16_cuda(pw_bf16 *out, float *rstd, const float *inp,
                                   const float *weight, int N, int C, float eps,
                                   cudaStream_t stream);
+/* res = a + b, then the RMSNorm of res: as pw_residual_layernorm_forward_cuda */
+void pw_residual_rmsnorm_forward_cuda(float *res, float *out, pw_bf16 *out16, float *rstd,
+                                      const float *a, const float *b, const float *weight, int N,
+                                      int C, float eps, cudaStream_t stream);
 void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout, const float *inp,
                               const float *weight, const float *rstd, int N, int C,
                               cudaStream_t stream);

@@ -99,6 +99,16 @@ struct PwOps {
                                    int N, int C);
     void (*rmsnorm_forward_bf16)(const PwOps *o, uint16_t *out, float *rstd, const float *inp,
                                  const float *weight, int N, int C, float eps);
+    /* The residual add and the norm that reads it: res = a + b (N x C; res may be a), then
+     * layernorm_forward (out) or layernorm_forward_bf16 (out16, when not NULL) of res; the
+     * same values as those entries one after the other, in one pass over the rows where the
+     * device can fuse them (the GPU: one kernel, res not read back from memory). */
+    void (*residual_layernorm_forward)(const PwOps *o, float *res, float *out, uint16_t *out16,
+                                       float *mean, float *rstd, const float *a, const float *b,
+                                       const float *weight, const float *bias, int N, int C);
+    void (*residual_rmsnorm_forward)(const PwOps *o, float *res, float *out, uint16_t *out16,
+                                     float *rstd, const float *a, const float *b,
+                                     const float *weight, int N, int C, float eps);
     /* GELU and SwiGLU in bf16 read inp16 when inp is NULL; else inp rounded to bfloat16 (one
      * kernel where to_bf16 and the activation took two), the rounding kept in inp16 when that
      * is not NULL (the batch forward keeps it for the backward, a cache pass does not) */

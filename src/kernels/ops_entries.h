@@ -11,6 +11,8 @@
     .to_bf16 = to_bf16_entry, .from_bf16 = from_bf16_entry,                                  \
     .layernorm_forward_bf16 = layernorm_fwd_bf16,                                            \
     .rmsnorm_forward_bf16 = rmsnorm_fwd_bf16, .gelu_forward_bf16 = gelu_fwd_bf16,            \
+    .residual_layernorm_forward = residual_layernorm_fwd,                                    \
+    .residual_rmsnorm_forward = residual_rmsnorm_fwd,                                        \
     .swiglu_forward_bf16 = swiglu_fwd_bf16, .gelu_backward_bf16 = gelu_bwd_bf16,             \
     .swiglu_backward_bf16 = swiglu_bwd_bf16,                                                 \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \

@@ -289,25 +289,55 @@ typedef struct Attend {
     const PwKVCache *cache;
 } Attend;
 
-/* A LayerNorm into out, or in bfloat16 only into out16 when there is one */
-static void layernorm(const PwOps *o, float *out, uint16_t *out16, float *mean, float *rstd,
-                      const float *inp, const float *w, const float *b, int N, int C)
+/* A LayerNorm's output (into out, or in bfloat16 only into out16 when there is one), its
+ * statistics and its weights */
+typedef struct Norm {
+    float *out;
+    uint16_t *out16;
+    float *mean, *rstd;
+    const float *w, *b;
+} Norm;
+
+/* layer l's first LayerNorm, into the buffers of k */
+static Norm ln1_of(const PwGPT2Params *p, const Block *k, int l, int C)
 {
-    if (out16)
-        o->layernorm_forward_bf16(o, out16, mean, rstd, inp, w, b, N, C);
-    else
-        o->layernorm_forward(o, out, mean, rstd, inp, w, b, N, C);
+    const size_t lC = (size_t)l * C;
+    return (Norm){k->ln1, k->ln1_16, k->ln1_mean, k->ln1_rstd, p->ln1w + lC, p->ln1b + lC};
 }
 
+static void layernorm(const PwOps *o, const Norm *n, const float *inp, int N, int C)
+{
+    if (n->out16)
+        o->layernorm_forward_bf16(o, n->out16, n->mean, n->rstd, inp, n->w, n->b, N, C);
+    else
+        o->layernorm_forward(o, n->out, n->mean, n->rstd, inp, n->w, n->b, N, C);
+}
+
+/* res = a + b and, when n is given, the LayerNorm n of res: one pass where the device fuses
+ * them (the residual stream is read once instead of twice, a launch fewer) */
+static void residual_norm(const PwOps *o, float *res, const float *a, const float *b,
+                          const Norm *n, int N, int C)
+{
+    if (n)
+        o->residual_layernorm_forward(o, res, n->out, n->out16, n->mean, n->rstd, a, b, n->w,
+                                      n->b, N, C);
+    else
+        o->residual_forward(o, res, a, b, (size_t)N * C);
+}
+
+/* Layer l. Its first LayerNorm is made here unless the layer before made it with its last
+ * residual add (ln1_done); `next` is the LayerNorm that this layer's last residual add feeds
+ * (the next layer's first, or the final one), NULL for none. */
 static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const Block *k, int N,
-                          const Attend *at)
+                          const Attend *at, int ln1_done, const Norm *next)
 {
     const PwOps *o = m->ops;
     const int C = m->arch.n_embd, NH = m->arch.n_head;
     const size_t CC = (size_t)C * C, lC = (size_t)l * C; /* layer offsets may pass INT_MAX */
     /* attention half: x + proj(attn(ln1(x))) */
-    layernorm(o, k->ln1, k->ln1_16, k->ln1_mean, k->ln1_rstd, k->in, p->ln1w + lC, p->ln1b + lC,
-              N, C);
+    Norm ln1 = ln1_of(p, k, l, C), ln2 = {k->ln2, k->ln2_16, k->ln2_mean, k->ln2_rstd,
+                                          p->ln2w + lC, p->ln2b + lC};
+    if (!ln1_done) layernorm(o, &ln1, k->in, N, C);
     /* the batch forward at bf16 makes q, k, v rounded (all its attention reads) */
     pw_model_matmul_forward_out(m, k->qkv, k->qkv_16, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
                                 p->qkvb + 3 * lC, N, C, 3 * C);
@@ -318,10 +348,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
                                    at->T, NH, NH, C / NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, p->attprojb + lC,
                             N, C, C);
-    o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
-    layernorm(o, k->ln2, k->ln2_16, k->ln2_mean, k->ln2_rstd, k->res2, p->ln2w + lC,
-              p->ln2b + lC, N, C);
+    residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes fch rounded and keeps it for the backward (fch_16, fch NULL); a cache pass
      * makes it in float32 and the GELU rounds it as it reads it */
@@ -333,7 +361,7 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
         o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
                             p->fcprojb + lC, N, 4 * C, C);
-    o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
+    residual_norm(o, k->out, k->res2, k->fcproj, next, N, C);
 }
 
 /* Layer l's buffers of the batch forward: per-layer strides follow the capacity, not the
@@ -362,6 +390,13 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     };
 }
 
+/* layer l's first norm in the batch forward (made by the layer before it, l > 0) */
+static Norm batch_ln1(const PwModel *m, const PwGPT2Params *p, const Acts *a, int l)
+{
+    Block k = batch_block(m, a, l);
+    return ln1_of(p, &k, l, m->arch.n_embd);
+}
+
 /* The heads' buffers and weights (gr: their gradients, NULL in the forward). */
 static PwHeads heads(const PwGPT2Params *p, const PwGPT2Params *gr, const Acts *a)
 {
@@ -381,18 +416,19 @@ static int forward(PwModel *m, PwErr *err)
     const PwOps *o = m->ops;
     const int L = m->arch.n_layer, C = m->arch.n_embd;
     const int B = m->B, T = m->T, BT = B * T;
-    const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     PwGPT2Params p = pw_gpt2_view(m, m->params);
     Acts *a = &g->a;
 
     o->encoder_forward(o, a->encoded, m->d_inputs, m->d_pos, p.wte, p.wpe, B, T, C);
     Attend at = {.mask = m->d_mask, .B = B, .T = T};
+    /* each layer's last residual add makes the next LayerNorm: the next layer's first, then
+     * the final one */
+    const Norm lnf = {a->lnf, NULL, a->lnf_mean, a->lnf_rstd, p.lnfw, p.lnfb};
     for (int l = 0; l < L; l++) {
         Block k = batch_block(m, a, l);
-        block_forward(m, &p, l, &k, BT, &at);
+        Norm next = l + 1 < L ? batch_ln1(m, &p, a, l + 1) : lnf;
+        block_forward(m, &p, l, &k, BT, &at, l > 0, &next);
     }
-    o->layernorm_forward(o, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * sBTC,
-                         p.lnfw, p.lnfb, BT, C);
 
     PwHeads h = heads(&p, NULL, a);
     g->logits_valid = pw_model_heads_forward(m, &h);
@@ -551,7 +587,12 @@ static const float *kv_pass(PwKVCache *c)
         blk.fchg_16 = (uint16_t *)b[K_FCG16];
     }
     Attend at = {.cache = c};
-    for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
+    for (int l = 0; l < L; l++) {
+        /* the last layer's residual add makes no LayerNorm: the final one reads gathered rows */
+        Norm next = {0};
+        if (l + 1 < L) next = ln1_of(&p, &blk, l + 1, C);
+        block_forward(m, &p, l, &blk, N, &at, l > 0, l + 1 < L ? &next : NULL);
+    }
     /* only the last token of each segment predicts anything sampled: gather those rows of x
      * (into atty, free now) */
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);

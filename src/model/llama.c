@@ -282,25 +282,54 @@ typedef struct Attend {
     const PwKVCache *cache;  /* NULL: the batch's own attention */
 } Attend;
 
-/* An RMSNorm into out, or in bfloat16 only into out16 when there is one */
-static void rmsnorm(const PwOps *o, float *out, uint16_t *out16, float *rstd, const float *inp,
-                    const float *w, int N, int C, float eps)
+/* An RMSNorm's output (into out, or in bfloat16 only into out16 when there is one), its
+ * statistic and its weight */
+typedef struct Norm {
+    float *out;
+    uint16_t *out16;
+    float *rstd;
+    const float *w;
+} Norm;
+
+/* layer l's first RMSNorm, into the buffers of k */
+static Norm ln1_of(const PwLlamaParams *p, const Block *k, int l, int C)
 {
-    if (out16)
-        o->rmsnorm_forward_bf16(o, out16, rstd, inp, w, N, C, eps);
-    else
-        o->rmsnorm_forward(o, out, rstd, inp, w, N, C, eps);
+    return (Norm){k->ln1, k->ln1_16, k->rstd1, p->ln1w + (size_t)l * C};
 }
 
+static void rmsnorm(const PwOps *o, const Norm *n, const float *inp, int N, int C, float eps)
+{
+    if (n->out16)
+        o->rmsnorm_forward_bf16(o, n->out16, n->rstd, inp, n->w, N, C, eps);
+    else
+        o->rmsnorm_forward(o, n->out, n->rstd, inp, n->w, N, C, eps);
+}
+
+/* res = a + b and, when n is given, the RMSNorm n of res: one pass where the device fuses them
+ * (the residual stream is read once instead of twice, a launch fewer) */
+static void residual_norm(const PwOps *o, float *res, const float *a, const float *b,
+                          const Norm *n, int N, int C, float eps)
+{
+    if (n)
+        o->residual_rmsnorm_forward(o, res, n->out, n->out16, n->rstd, a, b, n->w, N, C, eps);
+    else
+        o->residual_forward(o, res, a, b, (size_t)N * C);
+}
+
+/* Layer l. Its first RMSNorm is made here unless the layer before made it with its last
+ * residual add (ln1_done); `next` is the RMSNorm that this layer's last residual add feeds
+ * (the next layer's first, or the final one), NULL for none. */
 static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const Block *k, int N,
-                          const Attend *at)
+                          const Attend *at, int ln1_done, const Norm *next)
 {
     const PwOps *o = m->ops;
     const Llama *g = m->fam;
     const PwArch *a = &m->arch;
     const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
     const size_t Q = qkv_rows(a), CC = (size_t)C * C;
-    rmsnorm(o, k->ln1, k->ln1_16, k->rstd1, k->in, p->ln1w + (size_t)l * C, N, C, a->norm_eps);
+    const Norm ln1 = ln1_of(p, k, l, C), ln2 = {k->ln2, k->ln2_16, k->rstd2,
+                                                 p->ln2w + (size_t)l * C};
+    if (!ln1_done) rmsnorm(o, &ln1, k->in, N, C, a->norm_eps);
     pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + Q * C * l,
                             p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place */
@@ -312,9 +341,7 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
         pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
                                    at->T, NH, NKV, hs);
     pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, NULL, N, C, C);
-    o->residual_forward(o, k->res2, k->in, k->attproj, (size_t)N * C);
-    rmsnorm(o, k->ln2, k->ln2_16, k->rstd2, k->res2, p->ln2w + (size_t)l * C, N, C,
-            a->norm_eps);
+    residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C, a->norm_eps);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes [gate | up] rounded and keeps it for the backward (fch_16, fch NULL); a
      * cache pass makes it in float32 and the SwiGLU rounds it as it reads it */
@@ -326,7 +353,7 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
         o->swiglu_forward(o, k->fch_act, k->fch, N, F);
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
                             NULL, N, F, C);
-    o->residual_forward(o, k->out, k->res2, k->fcproj, (size_t)N * C);
+    residual_norm(o, k->out, k->res2, k->fcproj, next, N, C, a->norm_eps);
 }
 
 /* Layer l's buffers of the batch forward. At bf16 ln1, ln2 and fch_act exist in bfloat16
@@ -355,6 +382,13 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     };
 }
 
+/* layer l's first norm in the batch forward (made by the layer before it, l > 0) */
+static Norm batch_ln1(const PwModel *m, const PwLlamaParams *p, const Acts *a, int l)
+{
+    Block k = batch_block(m, a, l);
+    return ln1_of(p, &k, l, m->arch.n_embd);
+}
+
 static const float *lm_weight(const PwLlamaParams *p) { return p->lmw ? p->lmw : p->wte; }
 
 /* The heads' buffers and weights (gr: their gradients, NULL in the forward); a tied model's LM
@@ -378,18 +412,19 @@ static int forward(PwModel *m, PwErr *err)
     const PwArch *c = &m->arch;
     const int L = c->n_layer, C = c->n_embd;
     const int B = m->B, T = m->T, BT = B * T;
-    const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     PwLlamaParams p = pw_llama_view(m, m->params);
     Acts *a = &g->a;
 
     o->gather_rows(o, a->encoded, p.wte, m->d_inputs, BT, C);
     Attend at = {.mask = m->d_mask, .pos = m->d_pos, .B = B, .T = T};
+    /* each layer's last residual add makes the next RMSNorm: the next layer's first, then
+     * the final one */
+    const Norm lnf = {a->lnf, NULL, a->rstdf, p.lnfw};
     for (int l = 0; l < L; l++) {
         Block k = batch_block(m, a, l);
-        block_forward(m, &p, l, &k, BT, &at);
+        Norm next = l + 1 < L ? batch_ln1(m, &p, a, l + 1) : lnf;
+        block_forward(m, &p, l, &k, BT, &at, l > 0, &next);
     }
-    o->rmsnorm_forward(o, a->lnf, a->rstdf, a->residual3 + (L - 1) * sBTC, p.lnfw, BT, C,
-                       c->norm_eps);
     PwHeads h = heads(&p, NULL, a);
     g->logits_valid = pw_model_heads_forward(m, &h);
     return 0;
@@ -543,7 +578,12 @@ static const float *kv_pass(PwKVCache *c)
         blk.fcha_16 = (uint16_t *)b[K_FCA16];
     }
     Attend at = {.pos = c->d_pos, .cache = c};
-    for (int l = 0; l < L; l++) block_forward(m, &p, l, &blk, N, &at);
+    for (int l = 0; l < L; l++) {
+        /* the last layer's residual add makes no RMSNorm: the final one reads gathered rows */
+        Norm next = {0};
+        if (l + 1 < L) next = ln1_of(&p, &blk, l + 1, C);
+        block_forward(m, &p, l, &blk, N, &at, l > 0, l + 1 < L ? &next : NULL);
+    }
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
     o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);
     pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], NULL, lm_weight(&p), NULL, c->nseg, C, Vp);

@@ -1,6 +1,7 @@
 /* test_cuda_layernorm.c: the CUDA LayerNorm against the CPU twin on the same random data:
  * forward (mean and rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit),
- * and the accumulating backward with every NULL gradient. */
+ * the accumulating backward with every NULL gradient, and the forward with the residual add
+ * fused in. */
 #include "cutest.h"
 
 static void run(int N, int C, double offset, unsigned long long *rng)
@@ -52,6 +53,23 @@ static void run(int N, int C, double offset, unsigned long long *rng)
         cu_comparef(d_dw, dw, C, CU_TOL_F32, "backward dweight (+=) sel %d", sel);
         cu_comparef(d_db, db, C, CU_TOL_F32, "backward dbias (+=) sel %d", sel);
     }
+
+    /* the residual fused in, in place (res = a, as a decode pass has it): the sum bit for bit
+     * the CPU's residual, the LayerNorm of it as the CPU's; its bf16 form the float32 rounded */
+    float *b2 = cu_randn(NC, 1.0, rng), *res = cu_host(sizeof(float) * NC);
+    pw_residual_forward(res, inp, b2, NC);
+    pw_layernorm_forward(out, mean, rstd, res, w, bias, N, C);
+    float *d_b2 = cu_upload(b2, sizeof(float) * NC), *d_a = cu_upload(inp, sizeof(float) * NC);
+    pw_residual_layernorm_forward_cuda(d_a, d_out, NULL, d_mean, d_rstd, d_a, d_b2, d_w, d_bias,
+                                       N, C, 0);
+    cu_compare("residual + forward: the sum", d_a, res, NC, 0.0);
+    cu_compare("residual + forward out", d_out, out, NC, CU_TOL_F32);
+    cu_compare("residual + forward mean", d_mean, mean, N, CU_TOL_F32);
+    cu_compare("residual + forward rstd", d_rstd, rstd, N, CU_TOL_F32);
+    d_a = cu_upload(inp, sizeof(float) * NC);
+    pw_residual_layernorm_forward_cuda(d_a, NULL, d_out16, d_mean, d_rstd, d_a, d_b2, d_w, d_bias,
+                                       N, C, 0);
+    cu_compare_bf16("residual + forward out (bf16)", d_out16, d_out, NC);
     cu_release();
 }
 

@@ -1,6 +1,6 @@
 /* test_cuda_rmsnorm.c: the CUDA RMSNorm against the CPU twin on the same random data: forward
- * (rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit), and the
- * accumulating backward with every NULL gradient. */
+ * (rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit), the accumulating
+ * backward with every NULL gradient, and the forward with the residual add fused in. */
 #include "cutest.h"
 
 static void run(int N, int C, float eps, unsigned long long *rng)
@@ -40,6 +40,20 @@ static void run(int N, int C, float eps, unsigned long long *rng)
         cu_comparef(d_dinp, dinp, NC, CU_TOL_F32, "backward dinp (+=) sel %d", sel);
         cu_comparef(d_dw, dw, C, CU_TOL_F32, "backward dweight (+=) sel %d", sel);
     }
+
+    /* the residual fused in, in place (res = a): the sum bit for bit the CPU's residual, the
+     * RMSNorm of it as the CPU's; its bf16 form the float32 rounded */
+    float *b2 = cu_randn(NC, 1.0, rng), *res = cu_host(sizeof(float) * NC);
+    pw_residual_forward(res, inp, b2, NC);
+    pw_rmsnorm_forward(out, rstd, res, w, N, C, eps);
+    float *d_b2 = cu_upload(b2, sizeof(float) * NC), *d_a = cu_upload(inp, sizeof(float) * NC);
+    pw_residual_rmsnorm_forward_cuda(d_a, d_out, NULL, d_rstd, d_a, d_b2, d_w, N, C, eps, 0);
+    cu_compare("residual + forward: the sum", d_a, res, NC, 0.0);
+    cu_compare("residual + forward out", d_out, out, NC, CU_TOL_F32);
+    cu_compare("residual + forward rstd", d_rstd, rstd, N, CU_TOL_F32);
+    d_a = cu_upload(inp, sizeof(float) * NC);
+    pw_residual_rmsnorm_forward_cuda(d_a, NULL, d_out16, d_rstd, d_a, d_b2, d_w, N, C, eps, 0);
+    cu_compare_bf16("residual + forward out (bf16)", d_out16, d_out, NC);
     cu_release();
 }
 

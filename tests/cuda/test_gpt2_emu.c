@@ -109,7 +109,9 @@ static void run_encoder(int B, int T, int C, int V, unsigned long long *rng)
 static void k_ln_fwd(void *p)
 {
     A *a = p;
-    layernorm_forward_kernel(a->f0, a->h0, a->f1, a->f2, a->c0, a->c1, a->c2, a->N, a->C);
+    /* f3, c3: the fused residual's sum and second input (NULL: the plain LayerNorm) */
+    layernorm_forward_kernel(a->f0, a->h0, a->f1, a->f2, a->f3, a->c0, a->c3, a->c1, a->c2, a->N,
+                             a->C);
 }
 static void k_ln_dinp(void *p)
 {
@@ -147,7 +149,29 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     a.f0 = NULL, a.h0 = y16;
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_fwd, &a);
     emu_check_bf16("layernorm out (bf16)", y16, ey, n);
-    free(y16);
+    /* the residual fused in: x2 + x3 into x2 itself (in place, as a decode pass has it), then
+     * the LayerNorm of that sum: the sum bit for bit the CPU's residual, the rest as above */
+    float *x2 = emu_randn(n, 1.0, rng), *x3 = emu_randn(n, 1.0, rng);
+    float *r = malloc(sizeof(float) * n), *y2 = malloc(sizeof(float) * n);
+    pw_residual_forward(r, x2, x3, n);
+    pw_layernorm_forward(y2, mean, rstd, r, w, bias, N, C);
+    for (int bf = 0; bf <= 1; bf++) {
+        float *er2 = emu_copy(x2, n);
+        a = (A){.f0 = bf ? NULL : ey, .h0 = bf ? y16 : NULL, .f1 = em, .f2 = er, .f3 = er2,
+                .c0 = er2, .c3 = x3, .c1 = w, .c2 = bias, .N = N, .C = C};
+        emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_fwd, &a);
+        CHECK(!memcmp(er2, r, sizeof(float) * n), "residual + layernorm: the sum differs");
+        if (bf) {
+            emu_check_bf16("residual + layernorm (bf16)", y16, ey, n); /* its own float32 */
+        } else {
+            emu_check("residual + layernorm out", ey, y2, n, TOL);
+            emu_check("residual + layernorm mean", em, mean, N, TOL);
+            emu_check("residual + layernorm rstd", er, rstd, N, TOL);
+        }
+        free(er2);
+    }
+    pw_layernorm_forward(y, mean, rstd, x, w, bias, N, C); /* the backward's statistics */
+    free(y16), free(x2), free(x3), free(r), free(y2);
     float *dy = emu_randn(n, 1.0, rng), *dx0 = emu_randn(n, 1.0, rng);
     float *dw0 = emu_randn(2 * (size_t)C, 1.0, rng);
     float *dx = emu_copy(dx0, n), *edx = emu_copy(dx0, n);

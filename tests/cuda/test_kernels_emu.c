@@ -147,12 +147,15 @@ typedef struct RmsArgs {
     const float *inp, *weight, *dout;
     int N, C;
     float eps;
+    float *res;        /* the fused residual's sum, or NULL */
+    const float *inp2; /* its second input, or NULL: the plain RMSNorm */
 } RmsArgs;
 
 static void rms_fwd(void *p)
 {
     RmsArgs *a = p;
-    rmsnorm_forward_kernel(a->out, a->out16, a->rstd, a->inp, a->weight, a->N, a->C, a->eps);
+    rmsnorm_forward_kernel(a->out, a->out16, a->rstd, a->res, a->inp, a->inp2, a->weight, a->N,
+                           a->C, a->eps);
 }
 
 static void rms_dinp(void *p)
@@ -175,7 +178,7 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n;
     float *rs = malloc(sizeof(float) * 2 * N), *ers = rs + N;
     pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
-    RmsArgs a = {ey, ers, NULL, NULL, NULL, x, w, dy, N, C, eps};
+    RmsArgs a = {ey, ers, NULL, NULL, NULL, x, w, dy, N, C, eps, NULL, NULL};
     unsigned blocks = pw_row_blocks(N);
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_fwd, &a);
     emu_check("rmsnorm out", ey, y, n, TOL);
@@ -184,13 +187,34 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     a.out = NULL, a.out16 = y16;
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_fwd, &a);
     emu_check_bf16("rmsnorm out (bf16)", y16, ey, n);
-    free(y16);
+    /* the residual fused in: x2 + x3 into x2 itself (in place), then the RMSNorm of the sum:
+     * the sum bit for bit the CPU's residual, the rest as above */
+    float *x2 = emu_randn(n, 1.0, rng), *x3 = emu_randn(n, 1.0, rng);
+    float *r = malloc(sizeof(float) * n), *y2 = malloc(sizeof(float) * n);
+    float *rs2 = malloc(sizeof(float) * N);
+    pw_residual_forward(r, x2, x3, n);
+    pw_rmsnorm_forward(y2, rs2, r, w, N, C, eps);
+    for (int bf = 0; bf <= 1; bf++) {
+        float *er2 = emu_copy(x2, n);
+        a = (RmsArgs){bf ? NULL : ey, ers, NULL, NULL, bf ? y16 : NULL, er2, w, dy, N, C, eps,
+                      er2, x3};
+        emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_fwd, &a);
+        CHECK(!memcmp(er2, r, sizeof(float) * n), "residual + rmsnorm: the sum differs");
+        if (bf) {
+            emu_check_bf16("residual + rmsnorm (bf16)", y16, ey, n); /* its own float32 */
+        } else {
+            emu_check("residual + rmsnorm out", ey, y2, n, TOL);
+            emu_check("residual + rmsnorm rstd", ers, rs2, N, TOL);
+        }
+        free(er2);
+    }
+    free(y16), free(x2), free(x3), free(r), free(y2), free(rs2);
     float *dx0 = emu_randn(n, 1.0, rng), *dw0 = emu_randn(C, 1.0, rng);
     float *dx = emu_copy(dx0, n), *dw = emu_copy(dw0, C);
     float *edx = emu_copy(dx0, n), *edw = emu_copy(dw0, C);
     pw_rmsnorm_backward(dx, dw, dy, x, w, rs, N, C);
     float *terms = malloc(sizeof(float) * n);
-    a = (RmsArgs){NULL, rs, edx, terms, NULL, x, w, dy, N, C, eps};
+    a = (RmsArgs){NULL, rs, edx, terms, NULL, x, w, dy, N, C, eps, NULL, NULL};
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_dinp, &a);
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), rms_terms, &a);
     for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */

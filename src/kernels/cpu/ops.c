@@ -159,6 +159,24 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
     (void)o, pw_rmsnorm_forward(f, rstd, inp, weight, N, C, eps);
     produce_end(out, f, n);
 }
+/* the residual add, then the norm of its result: the two entries one after the other (their
+ * very calls: nothing on the CPU to fuse that would not change a bit) */
+static void residual_layernorm_fwd(const PwOps *o, float *res, float *out, uint16_t *out16,
+                                   float *mean, float *rstd, const float *a, const float *b,
+                                   const float *weight, const float *bias, int N, int C)
+{
+    o->residual_forward(o, res, a, b, (size_t)N * C);
+    if (out16) o->layernorm_forward_bf16(o, out16, mean, rstd, res, weight, bias, N, C);
+    else o->layernorm_forward(o, out, mean, rstd, res, weight, bias, N, C);
+}
+static void residual_rmsnorm_fwd(const PwOps *o, float *res, float *out, uint16_t *out16,
+                                 float *rstd, const float *a, const float *b, const float *weight,
+                                 int N, int C, float eps)
+{
+    o->residual_forward(o, res, a, b, (size_t)N * C);
+    if (out16) o->rmsnorm_forward_bf16(o, out16, rstd, res, weight, N, C, eps);
+    else o->rmsnorm_forward(o, out, rstd, res, weight, N, C, eps);
+}
 /* GELU's and SwiGLU's bf16 forms read a bfloat16 input (in16, or x rounded, kept in in16 when
  * given): the float32 kernels on it widened */
 static float *bf16_input(uint16_t *in16, const float *x, size_t n)

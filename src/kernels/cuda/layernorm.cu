@@ -4,12 +4,13 @@
 #include "pw_kernels_cuda.h"
 #include "layernorm_kernels.cuh"
 
-static void forward(float *out, pw_bf16 *out16, float *mean, float *rstd, const float *inp,
-                    const float *weight, const float *bias, int N, int C, cudaStream_t stream)
+static void forward(float *out, pw_bf16 *out16, float *mean, float *rstd, float *res,
+                    const float *inp, const float *inp2, const float *weight, const float *bias,
+                    int N, int C, cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
     layernorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-        out, out16, mean, rstd, inp, weight, bias, N, C);
+        out, out16, mean, rstd, res, inp, inp2, weight, bias, N, C);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -17,7 +18,7 @@ extern "C" void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, 
                                           const float *weight, const float *bias, int N, int C,
                                           cudaStream_t stream)
 {
-    forward(out, NULL, mean, rstd, inp, weight, bias, N, C, stream);
+    forward(out, NULL, mean, rstd, NULL, inp, NULL, weight, bias, N, C, stream);
 }
 
 extern "C" void pw_layernorm_forward_bf16_cuda(pw_bf16 *out, float *mean, float *rstd,
@@ -25,7 +26,16 @@ extern "C" void pw_layernorm_forward_bf16_cuda(pw_bf16 *out, float *mean, float 
                                                const float *bias, int N, int C,
                                                cudaStream_t stream)
 {
-    forward(NULL, out, mean, rstd, inp, weight, bias, N, C, stream);
+    forward(NULL, out, mean, rstd, NULL, inp, NULL, weight, bias, N, C, stream);
+}
+
+extern "C" void pw_residual_layernorm_forward_cuda(float *res, float *out, pw_bf16 *out16,
+                                                   float *mean, float *rstd, const float *a,
+                                                   const float *b, const float *weight,
+                                                   const float *bias, int N, int C,
+                                                   cudaStream_t stream)
+{
+    forward(out, out16, mean, rstd, res, a, b, weight, bias, N, C, stream);
 }
 
 extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias,

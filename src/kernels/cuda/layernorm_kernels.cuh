@@ -13,18 +13,28 @@
 #include "warp.cuh"
 
 /* out (float32) and out16 (the same values rounded to bfloat16, for a bf16 model's products):
- * either may be NULL */
+ * either may be NULL. With inp2, the row normalised is inp + inp2, written to res first (the
+ * residual add fused: res may be inp; each lane reads back only what it wrote). */
 __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mean, float *rstd,
-                                         const float *inp, const float *weight, const float *bias,
-                                         int N, int C)
+                                         float *res, const float *inp, const float *inp2,
+                                         const float *weight, const float *bias, int N, int C)
 {
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
-    const float *x = inp + (size_t)row * C;
     size_t at = (size_t)row * C;
+    const float *x = inp + at;
     float sum = 0.0f;
-    for (int c = lane; c < C; c += PW_WARP) sum += x[c];
+    if (inp2) {
+        for (int c = lane; c < C; c += PW_WARP) {
+            float v = x[c] + inp2[at + c];
+            res[at + c] = v;
+            sum += v;
+        }
+        x = res + at;
+    } else {
+        for (int c = lane; c < C; c += PW_WARP) sum += x[c];
+    }
     float m = pw_warp_sum(sum) / C;
     /* two passes, as the CPU twin: E[x^2] - m^2 cancels for rows far from zero */
     float var = 0.0f;

@@ -279,6 +279,21 @@ static void rmsnorm_fwd_bf16(const PwOps *o, uint16_t *out, float *rstd, const f
 {
     pw_rmsnorm_forward_bf16_cuda(out, rstd, inp, weight, N, C, eps, S(o));
 }
+static void residual_layernorm_fwd(const PwOps *o, float *res, float *out, uint16_t *out16,
+                                   float *mean, float *rstd, const float *a, const float *b,
+                                   const float *weight, const float *bias, int N, int C)
+{
+    /* the bf16 entry writes no float32 copy: out only without out16 */
+    pw_residual_layernorm_forward_cuda(res, out16 ? NULL : out, out16, mean, rstd, a, b, weight,
+                                       bias, N, C, S(o));
+}
+static void residual_rmsnorm_fwd(const PwOps *o, float *res, float *out, uint16_t *out16,
+                                 float *rstd, const float *a, const float *b, const float *weight,
+                                 int N, int C, float eps)
+{
+    pw_residual_rmsnorm_forward_cuda(res, out16 ? NULL : out, out16, rstd, a, b, weight, N, C,
+                                     eps, S(o));
+}
 static void gelu_fwd_bf16(const PwOps *o, uint16_t *out, uint16_t *inp16, const float *inp,
                           size_t N)
 {

@@ -4,12 +4,13 @@
 #include "pw_kernels_cuda.h"
 #include "rmsnorm_kernels.cuh"
 
-static void forward(float *out, pw_bf16 *out16, float *rstd, const float *inp,
-                    const float *weight, int N, int C, float eps, cudaStream_t stream)
+static void forward(float *out, pw_bf16 *out16, float *rstd, float *res, const float *inp,
+                    const float *inp2, const float *weight, int N, int C, float eps,
+                    cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
     rmsnorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-        out, out16, rstd, inp, weight, N, C, eps);
+        out, out16, rstd, res, inp, inp2, weight, N, C, eps);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -17,14 +18,22 @@ extern "C" void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *in
                                         const float *weight, int N, int C, float eps,
                                         cudaStream_t stream)
 {
-    forward(out, NULL, rstd, inp, weight, N, C, eps, stream);
+    forward(out, NULL, rstd, NULL, inp, NULL, weight, N, C, eps, stream);
 }
 
 extern "C" void pw_rmsnorm_forward_bf16_cuda(pw_bf16 *out, float *rstd, const float *inp,
                                              const float *weight, int N, int C, float eps,
                                              cudaStream_t stream)
 {
-    forward(NULL, out, rstd, inp, weight, N, C, eps, stream);
+    forward(NULL, out, rstd, NULL, inp, NULL, weight, N, C, eps, stream);
+}
+
+extern "C" void pw_residual_rmsnorm_forward_cuda(float *res, float *out, pw_bf16 *out16,
+                                                 float *rstd, const float *a, const float *b,
+                                                 const float *weight, int N, int C, float eps,
+                                                 cudaStream_t stream)
+{
+    forward(out, out16, rstd, res, a, b, weight, N, C, eps, stream);
 }
 
 extern "C" void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout,

@@ -12,17 +12,29 @@
 #include "launch.cuh"
 #include "warp.cuh"
 
-/* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL */
-__global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd, const float *inp,
-                                       const float *weight, int N, int C, float eps)
+/* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL. With
+ * inp2, the row normalised is inp + inp2, written to res first (the residual add fused: res may
+ * be inp; each lane reads back only what it wrote). */
+__global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd, float *res,
+                                       const float *inp, const float *inp2, const float *weight,
+                                       int N, int C, float eps)
 {
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
-    const float *x = inp + (size_t)row * C;
     size_t at = (size_t)row * C;
+    const float *x = inp + at;
     double ss = 0.0;
-    for (int c = lane; c < C; c += PW_WARP) ss += (double)x[c] * x[c];
+    if (inp2) {
+        for (int c = lane; c < C; c += PW_WARP) {
+            float v = x[c] + inp2[at + c];
+            res[at + c] = v;
+            ss += (double)v * v;
+        }
+        x = res + at;
+    } else {
+        for (int c = lane; c < C; c += PW_WARP) ss += (double)x[c] * x[c];
+    }
     float s = (float)(1.0 / sqrt(pw_warp_sum_d(ss) / C + (double)eps));
     for (int c = lane; c < C; c += PW_WARP) {
         float y = x[c] * s * weight[c];
