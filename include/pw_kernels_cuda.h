@@ -241,6 +241,13 @@ void pw_attention_cache_gqa_forward_bf16_cuda(float *out, pw_bf16 *kcache, pw_bf
                                               const int *seg_off, const int *seg_slot0, int nseg,
                                               int N, int maxT, int NH, int NKV, int hs,
                                               cudaStream_t stream);
+/* the same with its output rounded to bfloat16 into out16 (a bf16 model's decode: the
+ * projection reads it so, and no float32 output is written and converted) */
+void pw_attention_cache_gqa_forward_bf16_out_cuda(pw_bf16 *out16, pw_bf16 *kcache,
+                                                  pw_bf16 *vcache, const float *qkv,
+                                                  const int *seg_row, const int *seg_off,
+                                                  const int *seg_slot0, int nseg, int N, int maxT,
+                                                  int NH, int NKV, int hs, cudaStream_t stream);
 
 /* ---- bf16: conversions (round to nearest even) and a matmul with bf16 operands, fp32
  * accumulation and fp32 results/gradients; the same semantics as pw_matmul_*. */

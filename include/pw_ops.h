@@ -156,11 +156,13 @@ struct PwOps {
                                         float *scores, const float *qkv, const int *seg_row,
                                         const int *seg_off, const int *seg_slot0, int nseg, int N,
                                         int maxT, int NH, int NKV, int hs);
-    void (*attention_cache_gqa_forward_bf16)(const PwOps *o, float *out, uint16_t *kcache,
-                                             uint16_t *vcache, float *scores, const float *qkv,
-                                             const int *seg_row, const int *seg_off,
-                                             const int *seg_slot0, int nseg, int N, int maxT,
-                                             int NH, int NKV, int hs);
+    /* out16 (NULL: none) takes the output rounded to bfloat16 instead of out (a bf16 model's
+     * decode, whose projection reads it so): bit for bit to_bf16 of out */
+    void (*attention_cache_gqa_forward_bf16)(const PwOps *o, float *out, uint16_t *out16,
+                                             uint16_t *kcache, uint16_t *vcache, float *scores,
+                                             const float *qkv, const int *seg_row,
+                                             const int *seg_off, const int *seg_slot0, int nseg,
+                                             int N, int maxT, int NH, int NKV, int hs);
     void (*gelu_forward)(const PwOps *o, float *out, const float *inp, size_t N);
     void (*gelu_backward)(const PwOps *o, float *dinp, const float *inp, const float *dout,
                           size_t N);

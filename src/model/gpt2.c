@@ -279,6 +279,9 @@ typedef struct Block {
     /* the batch forward at bf16: q, k, v in bfloat16, what the attention reads, forward and
      * backward (NULL: a cache pass, or fp32) */
     uint16_t *qkv_16;
+    /* a cache pass at bf16: the attention's output rounded to bfloat16, all the projection
+     * reads (NULL: the batch forward, which keeps atty in float32 for its backward, or fp32) */
+    uint16_t *atty_16;
 } Block;
 
 /* Whom the queries attend to: the rows of a left-padded batch (cache NULL), or the KV cache
@@ -342,11 +345,12 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     pw_model_matmul_forward_out(m, k->qkv, k->qkv_16, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
                                 p->qkvb + 3 * lC, N, C, 3 * C);
     if (at->cache)
-        pw_kv_attend(at->cache, l, k->atty, k->qkv);
+        pw_kv_attend(at->cache, l, k->atty, k->atty_16, k->qkv);
     else
         pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
                                    at->T, NH, NH, C / NH);
-    pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, p->attprojb + lC,
+    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l,
+                            p->attprojb + lC,
                             N, C, C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C);
@@ -585,6 +589,9 @@ static const float *kv_pass(PwKVCache *c)
     if (m->precision == PW_PRECISION_BF16) {
         blk.ln1_16 = blk.ln2_16 = (uint16_t *)b[K_LN16];
         blk.fchg_16 = (uint16_t *)b[K_FCG16];
+        /* free from the qkv product, which read ln1, until the second LayerNorm, which comes
+         * after the projection has read it */
+        blk.atty_16 = (uint16_t *)b[K_LN16];
     }
     Attend at = {.cache = c};
     for (int l = 0; l < L; l++) {

@@ -42,7 +42,7 @@ size_t pw_kv_bytes(const PwKVCache *c)
     return 2 * (size_t)c->m->arch.n_layer * c->layer_elems * slot_bytes(c->m);
 }
 
-void pw_kv_attend(const PwKVCache *c, int l, float *out, const float *qkv)
+void pw_kv_attend(const PwKVCache *c, int l, float *out, uint16_t *out16, const float *qkv)
 {
     const PwOps *o = c->m->ops;
     const PwArch *a = &c->m->arch;
@@ -50,14 +50,16 @@ void pw_kv_attend(const PwKVCache *c, int l, float *out, const float *qkv)
     const size_t at = (size_t)l * c->layer_elems;
     if (c->m->kv_dtype == PW_KV_BF16) {
         uint16_t *k = c->kv, *v = (uint16_t *)((char *)c->kv + c->v_off);
-        o->attention_cache_gqa_forward_bf16(o, out, k + at, v + at, c->scores, qkv, c->d_seg_row,
-                                            c->d_seg_off, c->d_seg_slot0, c->nseg, c->ntok,
-                                            c->maxT, NH, NKV, hs);
+        o->attention_cache_gqa_forward_bf16(o, out16 ? NULL : out, out16, k + at, v + at,
+                                            c->scores, qkv, c->d_seg_row, c->d_seg_off,
+                                            c->d_seg_slot0, c->nseg, c->ntok, c->maxT, NH, NKV,
+                                            hs);
     } else {
         float *k = c->kv, *v = (float *)((char *)c->kv + c->v_off);
         o->attention_cache_gqa_forward(o, out, k + at, v + at, c->scores, qkv, c->d_seg_row,
                                        c->d_seg_off, c->d_seg_slot0, c->nseg, c->ntok, c->maxT,
                                        NH, NKV, hs);
+        if (out16) o->to_bf16(o, out16, out, (size_t)c->ntok * NH * hs);
     }
 }
 

@@ -274,6 +274,9 @@ typedef struct Block {
     /* the batch forward at bf16: q, k, v (rotated) in bfloat16, what the attention reads,
      * forward and backward (NULL: a cache pass, or fp32) */
     uint16_t *qkv_16;
+    /* a cache pass at bf16: the attention's output rounded to bfloat16, all the projection
+     * reads (NULL: the batch forward, which keeps atty in float32 for its backward, or fp32) */
+    uint16_t *atty_16;
 } Block;
 
 typedef struct Attend {
@@ -336,11 +339,12 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
     if (k->qkv_16) o->to_bf16(o, k->qkv_16, k->qkv, (size_t)N * Q);
     if (at->cache)
-        pw_kv_attend(at->cache, l, k->atty, k->qkv);
+        pw_kv_attend(at->cache, l, k->atty, k->atty_16, k->qkv);
     else
         pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
                                    at->T, NH, NKV, hs);
-    pw_model_matmul_forward(m, k->attproj, k->atty, NULL, p->attprojw + CC * l, NULL, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l, NULL, N,
+                            C, C);
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C, a->norm_eps);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes [gate | up] rounded and keeps it for the backward (fch_16, fch NULL); a
@@ -576,6 +580,9 @@ static const float *kv_pass(PwKVCache *c)
     if (m->precision == PW_PRECISION_BF16) {
         blk.ln1_16 = blk.ln2_16 = (uint16_t *)b[K_LN16];
         blk.fcha_16 = (uint16_t *)b[K_FCA16];
+        /* free from the qkv product, which read ln1, until the second RMSNorm, which comes
+         * after the projection has read it */
+        blk.atty_16 = (uint16_t *)b[K_LN16];
     }
     Attend at = {.pos = c->d_pos, .cache = c};
     for (int l = 0; l < L; l++) {

@@ -90,8 +90,10 @@ struct PwKVCache {
 
 /* A family's layer l over the cache's pass: the pass's tokens' k and v (in qkv, rows of
  * (NH + 2 NKV) hs, as the model's heads) stored into layer l's slots, and out (ntok, NH hs)
- * their attention over everything their rows cached (kv.c). */
-void pw_kv_attend(const PwKVCache *c, int l, float *out, const float *qkv);
+ * their attention over everything their rows cached (kv.c); with out16 (a bf16 model: what its
+ * projection reads), the attention rounded to bfloat16 there instead (a bfloat16 cache's kernel
+ * writes it so; over a float32 cache, out rounded). */
+void pw_kv_attend(const PwKVCache *c, int l, float *out, uint16_t *out16, const float *qkv);
 
 /* pw_kv_decode in parts, for a decode loop that keeps its rows on the device: _plan builds and
  * uploads the pass of the active rows (at their next positions); then each step runs the pass

@@ -27,6 +27,7 @@
 typedef struct Args {
     void *k, *v;
     float *out;
+    uint16_t *out16; /* the output rounded instead of out, or NULL */
     const CacheCase *cc;
     int bf16, split;
 } Args;
@@ -49,17 +50,17 @@ static void attend(void *p)
     const CacheCase *c = a->cc;
     float scale = 1.0f / sqrtf((float)c->hs);
     if (a->split && a->bf16)
-        pw_cache_attend_split_bf16(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+        pw_cache_attend_split_bf16(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
                                    c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
     else if (a->split)
-        pw_cache_attend_split_f32(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+        pw_cache_attend_split_f32(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
                                   c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
     else if (a->bf16)
-        pw_cache_attend_bf16(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0,
-                             c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+        pw_cache_attend_bf16(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+                             c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
     else
-        pw_cache_attend_f32(a->out, a->k, a->v, c->qkv, c->seg_row, c->seg_off, c->seg_slot0,
-                            c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+        pw_cache_attend_f32(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+                            c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
 }
 
 static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *rng)
@@ -94,7 +95,7 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
 
     /* the launch geometry of attention_cache.cu: the store, then the tile kernel and, where the
      * head allows it, the split kernel (each from a poisoned output) */
-    Args a = {eK, eV, eout, &cc, bf16, 0};
+    Args a = {eK, eV, eout, NULL, &cc, bf16, 0};
     unsigned threads = (unsigned)cache_threads(hs);
     emu_launch(ew_grid((size_t)N * NKV * hs), d1(PW_EW_THREADS), store, &a);
     int same = !memcmp(eK, K, cache * es) && !memcmp(eV, V, cache * es);
@@ -103,20 +104,27 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
     CHECK(same, "%s cache NH=%d NKV=%d hs=%d: the slots differ from the CPU's",
           bf16 ? "bfloat16" : "float32", NH, NKV, hs);
     const int lanes = cache_split_lanes(hs, bf16 ? 8 : 4);
+    EmuDim3 grid = {(unsigned)(N * NH), 1, 1};
     for (a.split = 0; a.split <= (lanes > 0); a.split++) {
+        EmuDim3 block = {a.split ? CACHE_SPLIT_THREADS : threads, 1, 1};
+        size_t smem = a.split ? cache_split_smem_bytes(hs) : cache_smem_bytes(hs, (int)threads);
         for (int i = 0; i < N * C; i++) eout[i] = NAN;
-        if (a.split)
-            emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1},
-                            (EmuDim3){CACHE_SPLIT_THREADS, 1, 1}, cache_split_smem_bytes(hs),
-                            attend, &a);
-        else
-            emu_launch_smem((EmuDim3){(unsigned)(N * NH), 1, 1}, (EmuDim3){threads, 1, 1},
-                            cache_smem_bytes(hs, (int)threads), attend, &a);
+        emu_launch_smem(grid, block, smem, attend, &a);
         double e = pw_max_rel_err_ff(eout, out, (size_t)N * C, 1e-6);
         printf("  %s kernel%s: output rel err %.2e\n", a.split ? "split" : "tile",
                a.split ? (lanes == 1 ? " (1 lane a key)" : "") : "", e);
         CHECK(e <= 1e-5, "%s kernel, attention output: rel err %.3g", a.split ? "split" : "tile",
               e);
+        if (!bf16 || lng) continue;
+        /* a bf16 model's decode: the output rounded instead, bit for bit the float32 one's */
+        uint16_t *o16 = malloc(sizeof(uint16_t) * N * C);
+        Args r = a;
+        r.out = NULL, r.out16 = o16;
+        emu_launch_smem(grid, block, smem, attend, &r);
+        size_t bad = 0;
+        for (int i = 0; i < N * C; i++) bad += o16[i] != pw_bf16_from_f32(eout[i]);
+        CHECK(bad == 0, "%s kernel: %zu rounded outputs differ", a.split ? "split" : "tile", bad);
+        free(o16);
     }
     free(K);
     free(V);

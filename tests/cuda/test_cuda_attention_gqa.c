@@ -108,6 +108,12 @@ static void run_cache_bf16(int NH, int NKV, int hs, int lng, unsigned long long 
     for (size_t i = 0; i < cache; i++) bad += gK[i] != K[i] || gV[i] != V[i];
     CHECK(bad == 0, "bfloat16 cache NH=%d NKV=%d: %zu slots differ from the CPU's", NH, NKV, bad);
     cu_compare("attention output over the bfloat16 cache", d.out, out, (size_t)N * C, CU_TOL_F32);
+    /* a bf16 model's decode: the output rounded instead (the pass stores the same slots again),
+     * bit for bit the float32 output's rounding */
+    uint16_t *d_o16 = cu_dev((size_t)N * C * sizeof(uint16_t));
+    pw_attention_cache_gqa_forward_bf16_out_cuda(d_o16, d_K, d_V, d.qkv, d.row, d.off, d.slot,
+                                                 cc.nseg, N, T, NH, NKV, hs, 0);
+    cu_compare_bf16("attention output rounded (out16)", d_o16, d.out, (size_t)N * C);
     cu_release();
     cache_case_free(&cc);
 }

@@ -1,6 +1,7 @@
 /* test_ops_llama.c: the Llama-family entries of the CPU kernel table are the pw_kernels.h
  * functions themselves: each entry, called on the same data, gives the same bits. */
 #include "kref.h"
+#include "pw_bf16.h"
 #include "pw_kernels.h"
 #include "pw_ops.h"
 
@@ -65,13 +66,22 @@ int main(void)
     SAME(va, vb, cache, "attention_cache_gqa_forward vcache");
     uint16_t *kha = kref_alloc(cache * 2), *vha = kref_alloc(cache * 2);
     uint16_t *khb = kref_alloc(cache * 2), *vhb = kref_alloc(cache * 2);
-    o->attention_cache_gqa_forward_bf16(o, a, kha, vha, sc, x, row, off, slot0, 1, 3, 5, NH, NKV,
-                                        HS);
+    o->attention_cache_gqa_forward_bf16(o, a, NULL, kha, vha, sc, x, row, off, slot0, 1, 3, 5, NH,
+                                        NKV, HS);
     pw_attention_cache_gqa_forward_bf16(b, khb, vhb, sc, x, row, off, slot0, 1, 3, 5, NH, NKV, HS);
     SAME(a, b, (size_t)3 * C, "attention_cache_gqa_forward_bf16");
     SAME(kha, khb, cache, "attention_cache_gqa_forward_bf16 kcache");
     SAME(vha, vhb, cache, "attention_cache_gqa_forward_bf16 vcache");
-    free(kha), free(vha), free(khb), free(vhb);
+    /* the output rounded (out16): the same pass again over a fresh copy of the caches, its
+     * output the float32 one rounded, bit for bit */
+    uint16_t *o16 = kref_alloc((size_t)3 * C * 2), *r16 = kref_alloc((size_t)3 * C * 2);
+    memset(kha, 0, cache * 2), memset(vha, 0, cache * 2);
+    o->attention_cache_gqa_forward_bf16(o, NULL, o16, kha, vha, sc, x, row, off, slot0, 1, 3, 5,
+                                        NH, NKV, HS);
+    for (int i = 0; i < 3 * C; i++) r16[i] = pw_bf16_from_f32(b[i]);
+    SAME(o16, r16, (size_t)3 * C, "attention_cache_gqa_forward_bf16 out16");
+    SAME(kha, khb, cache, "attention_cache_gqa_forward_bf16 out16 kcache");
+    free(kha), free(vha), free(khb), free(vhb), free(o16), free(r16);
 
     free(x), free(w), free(dout), free(a), free(b), free(ra), free(rb), free(inv), free(atta);
     free(attb), free(ka), free(va), free(kb), free(vb), free(sc);

@@ -294,14 +294,17 @@ static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, f
     (void)o, pw_attention_cache_gqa_forward(out, kcache, vcache, scores, qkv, seg_row, seg_off,
                                             seg_slot0, nseg, N, maxT, NH, NKV, hs);
 }
-static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *kcache,
-                                         uint16_t *vcache, float *scores, const float *qkv,
-                                         const int *seg_row, const int *seg_off,
-                                         const int *seg_slot0, int nseg, int N, int maxT, int NH,
-                                         int NKV, int hs)
+static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *out16,
+                                         uint16_t *kcache, uint16_t *vcache, float *scores,
+                                         const float *qkv, const int *seg_row,
+                                         const int *seg_off, const int *seg_slot0, int nseg,
+                                         int N, int maxT, int NH, int NKV, int hs)
 {
-    (void)o, pw_attention_cache_gqa_forward_bf16(out, kcache, vcache, scores, qkv, seg_row,
+    size_t n = (size_t)N * NH * hs;
+    float *f = out16 ? floats_or_die(n) : out; /* rounded into out16 */
+    (void)o, pw_attention_cache_gqa_forward_bf16(f, kcache, vcache, scores, qkv, seg_row,
                                                  seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);
+    if (out16) produce_end(out16, f, n);
 }
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {

@@ -24,13 +24,13 @@
         if (pw_cuda_get_cache_split() && cache_split_lanes(hs, VEC)) {                            \
             pw_cache_attend_split_##SFX<<<blocks, CACHE_SPLIT_THREADS,                           \
                                           cache_split_smem_bytes(hs), stream>>>(                 \
-                out, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs,   \
-                scale);                                                                           \
+                out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
+                NKV, hs, scale);                                                                  \
         } else {                                                                                  \
             int threads = cache_threads(hs);                                                      \
             pw_cache_attend_##SFX<<<blocks, threads, cache_smem_bytes(hs, threads), stream>>>(   \
-                out, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs,   \
-                scale);                                                                           \
+                out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
+                NKV, hs, scale);                                                                  \
         }                                                                                         \
         PW_CUDA_CHECK(cudaGetLastError());                                                        \
     } while (0)
@@ -43,6 +43,7 @@ extern "C" void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, f
                                                     cudaStream_t stream)
 {
     (void)scores; /* the online softmax keeps its scores in shared memory */
+    pw_bf16 *out16 = NULL;
     CACHE_FORWARD(f32, 4);
 }
 
@@ -54,6 +55,16 @@ extern "C" void pw_attention_cache_gqa_forward_bf16_cuda(float *out, pw_bf16 *kc
                                                          int NKV, int hs, cudaStream_t stream)
 {
     (void)scores; /* pw_bf16 is the uint16_t the kernels store */
+    pw_bf16 *out16 = NULL;
+    CACHE_FORWARD(bf16, 8);
+}
+
+extern "C" void pw_attention_cache_gqa_forward_bf16_out_cuda(
+    pw_bf16 *out16, pw_bf16 *kcache, pw_bf16 *vcache, const float *qkv, const int *seg_row,
+    const int *seg_off, const int *seg_slot0, int nseg, int N, int maxT, int NH, int NKV, int hs,
+    cudaStream_t stream)
+{
+    float *out = NULL;
     CACHE_FORWARD(bf16, 8);
 }
 

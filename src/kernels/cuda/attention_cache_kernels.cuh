@@ -49,6 +49,14 @@ static __device__ __forceinline__ CacheQuery cache_query(const int *seg_row, con
     return b;
 }
 
+/* output channel i: into o, or rounded to bfloat16 into o16 when there is one (a bf16 model's
+ * decode, whose projection reads it so) */
+static __device__ __forceinline__ void cache_out(float *o, uint16_t *o16, int i, float v)
+{
+    if (o16) o16[i] = pw_bf16_bits(v);
+    else o[i] = v;
+}
+
 /* An online-softmax state's weight against the larger maximum M: exp(m - M), 0 for a state that
  * saw no key (m = -inf, where exp(m - M) would be exp(nan) when M is -inf too). */
 static __device__ __forceinline__ float cache_weight(float m, float M)
@@ -149,7 +157,8 @@ __global__ void CACHE_FN(cache_store)(CACHE_S *kcache, CACHE_S *vcache, const fl
  * channel i over every key of the tile, one slot a load (how it was done first: half the
  * threads idle, 2-byte loads, and the decode attention at 63% of the copy bandwidth on an H100).
  * The query is qrow (hs), its cache head K and V, its output o; sh holds cache_smem_bytes. */
-static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const float *qrow,
+static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, uint16_t *o16,
+                                                              const float *qrow,
                                                               const CACHE_S *K, const CACHE_S *V,
                                                               int keys, int hs, float scale,
                                                               float *sh)
@@ -212,10 +221,10 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const fl
         for (int c = tid; c < hs; c += nt) {
             float a = 0.0f;
             for (int l = 0; l < KL; l++) a += lanes[l * hs + c];
-            o[c] = a / z;
+            cache_out(o, o16, c, a / z);
         }
     } else if (tid < hs) {
-        o[tid] = acc / z;
+        cache_out(o, o16, tid, acc / z);
     }
 }
 
@@ -230,7 +239,8 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, const fl
  * shuffles and the warps through shared memory (cache_split_smem_bytes). The tile kernel above
  * reads a key row per thread (a warp's load touching 32 rows) and meets the block four times a
  * tile of 128 keys. Sums are in another order than the CPU's: equal to rounding, not bits. */
-static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, const float *qrow,
+static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, uint16_t *o16,
+                                                             const float *qrow,
                                                              const CACHE_S *K, const CACHE_S *V,
                                                              int keys, int hs, float scale,
                                                              float *sh)
@@ -307,12 +317,13 @@ static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, const flo
             zs += sh[w * stride + 1] * wt;
             a += sh[w * stride + 2 + ch] * wt;
         }
-        o[ch] = a / zs;
+        cache_out(o, o16, ch, a / zs);
     }
 }
 
-/* One block per (token, head) (cache_query), through attend_query (cache_threads(hs) threads) */
-__global__ void CACHE_FN(cache_attend)(float *out, const CACHE_S *kcache,
+/* One block per (token, head) (cache_query), through attend_query (cache_threads(hs) threads);
+ * the output into out, or rounded into out16 when it is not NULL */
+__global__ void CACHE_FN(cache_attend)(float *out, uint16_t *out16, const CACHE_S *kcache,
                                        const CACHE_S *vcache, const float *qkv,
                                        const int *seg_row, const int *seg_off,
                                        const int *seg_slot0, int nseg, int maxT, int NH, int NKV,
@@ -320,12 +331,12 @@ __global__ void CACHE_FN(cache_attend)(float *out, const CACHE_S *kcache,
 {
     PW_DYN_SMEM(float, sh);
     CacheQuery b = cache_query(seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs);
-    CACHE_FN(attend_query)(out + b.o, qkv + b.q, kcache + b.head, vcache + b.head, b.keys, hs,
-                           scale, sh);
+    CACHE_FN(attend_query)(out ? out + b.o : NULL, out16 ? out16 + b.o : NULL, qkv + b.q,
+                           kcache + b.head, vcache + b.head, b.keys, hs, scale, sh);
 }
 
 /* the same blocks through split_query (CACHE_SPLIT_THREADS threads) */
-__global__ void CACHE_FN(cache_attend_split)(float *out, const CACHE_S *kcache,
+__global__ void CACHE_FN(cache_attend_split)(float *out, uint16_t *out16, const CACHE_S *kcache,
                                              const CACHE_S *vcache, const float *qkv,
                                              const int *seg_row, const int *seg_off,
                                              const int *seg_slot0, int nseg, int maxT, int NH,
@@ -333,8 +344,8 @@ __global__ void CACHE_FN(cache_attend_split)(float *out, const CACHE_S *kcache,
 {
     PW_DYN_SMEM(float, sh);
     CacheQuery b = cache_query(seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs);
-    CACHE_FN(split_query)(out + b.o, qkv + b.q, kcache + b.head, vcache + b.head, b.keys, hs,
-                          scale, sh);
+    CACHE_FN(split_query)(out ? out + b.o : NULL, out16 ? out16 + b.o : NULL, qkv + b.q,
+                          kcache + b.head, vcache + b.head, b.keys, hs, scale, sh);
 }
 
 #undef CACHE_PUT

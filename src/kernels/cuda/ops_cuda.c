@@ -384,14 +384,20 @@ static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, f
     pw_attention_cache_gqa_forward_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
                                         seg_slot0, nseg, N, maxT, NH, NKV, hs, S(o));
 }
-static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *kcache,
-                                         uint16_t *vcache, float *scores, const float *qkv,
-                                         const int *seg_row, const int *seg_off,
-                                         const int *seg_slot0, int nseg, int N, int maxT, int NH,
-                                         int NKV, int hs)
+static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *out16,
+                                         uint16_t *kcache, uint16_t *vcache, float *scores,
+                                         const float *qkv, const int *seg_row,
+                                         const int *seg_off, const int *seg_slot0, int nseg,
+                                         int N, int maxT, int NH, int NKV, int hs)
 {
-    pw_attention_cache_gqa_forward_bf16_cuda(out, kcache, vcache, scores, qkv, seg_row, seg_off,
-                                             seg_slot0, nseg, N, maxT, NH, NKV, hs, S(o));
+    if (out16)
+        pw_attention_cache_gqa_forward_bf16_out_cuda(out16, kcache, vcache, qkv, seg_row,
+                                                     seg_off, seg_slot0, nseg, N, maxT, NH, NKV,
+                                                     hs, S(o));
+    else
+        pw_attention_cache_gqa_forward_bf16_cuda(out, kcache, vcache, scores, qkv, seg_row,
+                                                 seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs,
+                                                 S(o));
 }
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {
