@@ -192,7 +192,7 @@ static void att_fwd_tc(void)
 }
 static void att_bwd_tc(void)
 {
-    pw_attention_gqa_backward_bf16_cuda(g.dqkv, g.dy, g.qkv16, g.y, g.att, g.mask, B, T, NH,
+    pw_attention_gqa_backward_bf16_cuda(g.dqkv, NULL, g.dy, g.qkv16, g.y, g.att, g.mask, B, T, NH,
                                         NH, C / NH, 0);
 }
 /* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */

@@ -226,9 +226,11 @@ void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float 
 void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const pw_bf16 *qkv,
                                         const int *mask, int B, int T, int NH, int NKV, int hs,
                                         cudaStream_t stream);
-void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout, const pw_bf16 *qkv,
-                                         const float *out, const float *lse, const int *mask,
-                                         int B, int T, int NH, int NKV, int hs,
+/* the backward sets dqkv, or with dqkv16 (NULL: none) sets its rounding to bfloat16 there
+ * instead (the qkv product's dout; dqkv is then not written) */
+void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16, const float *dout,
+                                         const pw_bf16 *qkv, const float *out, const float *lse,
+                                         const int *mask, int B, int T, int NH, int NKV, int hs,
                                          cudaStream_t stream);
 void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache, float *scores,
                                          const float *qkv, const int *seg_row, const int *seg_off,

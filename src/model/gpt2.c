@@ -505,10 +505,19 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
                                  NULL, p.attprojw + CC * l, BT, C, C, 1);
-        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.qkv_16, k.atty, k.lse, m->d_mask,
-                                    B, T, NH, NH, C / NH);
-        pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
-                                 k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
+        if (k.qkv_16) { /* bf16: dqkv set rounded, the product's dout as it reads it */
+            uint16_t *dqkv16 = (uint16_t *)dqkv;
+            pw_model_attention_backward(m, NULL, dqkv16, datty, k.qkv, k.qkv_16, k.atty, k.lse,
+                                        m->d_mask, B, T, NH, NH, C / NH);
+            pw_model_matmul_backward16(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv16,
+                                       3 * (size_t)C, k.ln1, k.ln1_16, p.qkvw + 3 * CC * l, BT, C,
+                                       3 * C, 1);
+        } else {
+            pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty, k.lse,
+                                        m->d_mask, B, T, NH, NH, C / NH);
+            pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
+                                     k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
+        }
         o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
                               k.ln1_mean, k.ln1_rstd, BT, C);
         pw_model_ready_layer(m, l);

@@ -495,8 +495,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                             k.rstd2, BT, C);
         pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty, NULL,
                                  p.attprojw + CC * l, BT, C, C, 1);
-        pw_model_attention_backward(m, dqkv, datty, k.qkv, k.qkv_16, k.atty, k.lse, m->d_mask,
-                                    B, T, NH, NKV, hs);
+        /* float32: the rotation's backward comes between it and the qkv product */
+        pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty, k.lse,
+                                    m->d_mask, B, T, NH, NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL,

@@ -206,14 +206,15 @@ void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const 
         o->attention_gqa_forward(o, out, lse, qkv, mask, B, T, NH, NKV, hs);
 }
 
-void pw_model_attention_backward(const PwModel *m, float *dqkv, const float *dout,
-                                 const float *qkv, const uint16_t *qkv16, const float *out,
-                                 const float *lse, const int *mask, int B, int T, int NH, int NKV,
-                                 int hs)
+void pw_model_attention_backward(const PwModel *m, float *dqkv, uint16_t *dqkv16,
+                                 const float *dout, const float *qkv, const uint16_t *qkv16,
+                                 const float *out, const float *lse, const int *mask, int B,
+                                 int T, int NH, int NKV, int hs)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16) { /* sets */
-        o->attention_gqa_backward_bf16(o, dqkv, dout, qkv16, out, lse, mask, B, T, NH, NKV, hs);
+        o->attention_gqa_backward_bf16(o, dqkv, dqkv16, dout, qkv16, out, lse, mask, B, T, NH,
+                                       NKV, hs);
         return;
     }
     o->zero(o, dqkv, (size_t)B * T * (NH + 2 * NKV) * hs * sizeof(float));

@@ -6,7 +6,8 @@
  * of a bfloat16 rounding boundary). Groups of 1 to 4 query heads, heads of 5 to 128 floats in
  * the three buckets, left padding with a padding-only row, T up to 1024, NaN in the padding
  * (for the kernels), poisoned outputs; with the fused kernels switched off, and for heads over
- * 128, the float32 path stands in (within bf16's 1e-2 of the twin). */
+ * 128, the float32 path stands in (within bf16's 1e-2 of the twin). The backward's bf16 form
+ * (dqkv set rounded) bit for bit the rounding of its float32 form. */
 #include "cutest.h"
 
 #define TOL_LSE 1e-5
@@ -51,9 +52,16 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     float *d_lsec = cu_upload(lse, sizeof(float) * nlse);
     float *d_dqkv = cu_dev(sizeof(float) * nqkv);
     cu_poison(d_dqkv, sizeof(float) * nqkv);
-    pw_attention_gqa_backward_bf16_cuda(d_dqkv, d_dout, d_qkv, d_outc, d_lsec, d_mask, B, T, NH,
-                                        NKV, hs, 0);
+    pw_attention_gqa_backward_bf16_cuda(d_dqkv, NULL, d_dout, d_qkv, d_outc, d_lsec, d_mask, B,
+                                        T, NH, NKV, hs, 0);
     cu_compare("backward dqkv", d_dqkv, dqkv, nqkv, tol);
+    /* its bf16 form (a bf16 GPT-2's qkv product reads it): the same backward rounded, bit for
+     * bit, on either path */
+    uint16_t *d_dqkv16 = cu_dev(sizeof(uint16_t) * nqkv);
+    cu_poison(d_dqkv16, sizeof(uint16_t) * nqkv);
+    pw_attention_gqa_backward_bf16_cuda(NULL, d_dqkv16, d_dout, d_qkv, d_outc, d_lsec, d_mask, B,
+                                        T, NH, NKV, hs, 0);
+    cu_compare_bf16("backward dqkv in bfloat16", d_dqkv16, d_dqkv, nqkv);
     cu_release();
 }
 

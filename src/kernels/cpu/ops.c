@@ -279,12 +279,15 @@ static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const
 {
     (void)o, pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
 }
-static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, const float *dout,
-                                   const uint16_t *qkv, const float *out, const float *lse,
-                                   const int *mask, int B, int T, int NH, int NKV, int hs)
+static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, uint16_t *dqkv16,
+                                   const float *dout, const uint16_t *qkv, const float *out,
+                                   const float *lse, const int *mask, int B, int T, int NH,
+                                   int NKV, int hs)
 {
-    (void)o, pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV,
-                                             hs);
+    size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
+    float *d = dqkv16 ? floats_or_die(n) : dqkv; /* rounded into dqkv16 */
+    (void)o, pw_attention_gqa_backward_bf16(d, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
+    if (dqkv16) produce_end(dqkv16, d, n);
 }
 static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
                                     float *scores, const float *qkv, const int *seg_row,

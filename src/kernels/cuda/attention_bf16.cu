@@ -4,7 +4,8 @@
  * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere); heads
  * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead on q, k
  * and v widened (its GEMM path; the tests compare that with the twin to the bfloat16
- * tolerance). q, k and v come in bfloat16; the backward sets dqkv. */
+ * tolerance). q, k and v come in bfloat16; the backward sets dqkv, or its rounding to bfloat16
+ * (dqkv16: what the qkv product's backward reads). */
 #include <math.h>
 
 #include "common.cuh"
@@ -53,19 +54,25 @@ extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const
     TC_LAUNCH(fwd, HS, grid, out, lse, qkv, mask, T, NH, NKV, hs, 1.0f / sqrtf((float)hs));
 }
 
-extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *dout,
-                                                    const uint16_t *qkv, const float *out,
-                                                    const float *lse, const int *mask, int B,
-                                                    int T, int NH, int NKV, int hs,
-                                                    cudaStream_t stream)
+extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16,
+                                                    const float *dout, const uint16_t *qkv,
+                                                    const float *out, const float *lse,
+                                                    const int *mask, int B, int T, int NH,
+                                                    int NKV, int hs, cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
     int HS = pw_flash_bucket(hs); /* 0: the float32 path, which adds */
     if (!HS) {
         size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
         float *w = widened(qkv, B, T, NH, NKV, hs, stream);
-        PW_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, sizeof(float) * n, stream));
-        pw_attention_gqa_backward_cuda(dqkv, dout, w, lse, mask, B, T, NH, NKV, hs, stream);
+        /* rounded into dqkv16: made in float32 scratch first (dqkv may alias dqkv16) */
+        float *d = dqkv16 ? (float *)pw_cuda_scratch(sizeof(float) * n, stream) : dqkv;
+        PW_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(float) * n, stream));
+        pw_attention_gqa_backward_cuda(d, dout, w, lse, mask, B, T, NH, NKV, hs, stream);
+        if (dqkv16) {
+            pw_f32_to_bf16_cuda(dqkv16, d, n, stream);
+            pw_cuda_scratch_free(d, stream);
+        }
         pw_cuda_scratch_free(w, stream);
         return;
     }
@@ -78,8 +85,9 @@ extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, const float *do
     PW_CUDA_CHECK(cudaGetLastError());
     dim3 gq((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
     dim3 gk((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B);
-    TC_LAUNCH(dq, HS, gq, dqkv, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
-    TC_LAUNCH(dkv, HS, gk, dqkv, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    float *d32 = dqkv16 ? NULL : dqkv; /* one of the two */
+    TC_LAUNCH(dq, HS, gq, d32, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    TC_LAUNCH(dkv, HS, gk, d32, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
     pw_cuda_scratch_free(dout16, stream);
     pw_cuda_scratch_free(drow, stream);
 }

@@ -293,20 +293,24 @@ static __device__ __forceinline__ void TC_FN(load_a)(uint32_t a[TC_KS][4], const
         }                                                                                        \
     } while (0)
 
-/* acc (16 rows of the head, D fragments) times mul0 / mul8 into float32 rows of y (row stride
- * ld), set; rows past T (row0 >= T, row0 + 8 >= T) and columns past hs untouched */
-static __device__ __forceinline__ void TC_FN(store_rows)(float *y, size_t ld, int row0, int T,
-                                                         float acc[TC_NS][4], float mul0,
-                                                         float mul8, int hs)
+/* acc (16 rows of the head, D fragments) times mul0 / mul8 into float32 rows of y and / or
+ * rounded to bfloat16 into the rows of y16 (either may be NULL; row stride ld), set; rows past
+ * T (row0 >= T, row0 + 8 >= T) and columns past hs untouched */
+static __device__ __forceinline__ void TC_FN(store_rows)(float *y, uint16_t *y16, size_t ld,
+                                                         int row0, int T, float acc[TC_NS][4],
+                                                         float mul0, float mul8, int hs)
 {
     int c = (int)(threadIdx.x % 32) % 4;
-    float *y0 = y + (size_t)row0 * ld, *y8 = y0 + 8 * ld;
+    size_t r0 = (size_t)row0 * ld, r8 = r0 + 8 * ld;
     PW_UNROLL
     for (int n = 0; n < TC_NS; n++)
         PW_UNROLL
         for (int i = 0; i < 4; i++) {
             int d = n * 8 + 2 * c + (i & 1), in = i < 2 ? row0 < T : row0 + 8 < T;
-            if (in && d < hs) (i < 2 ? y0 : y8)[d] = acc[n][i] * (i < 2 ? mul0 : mul8);
+            float v = acc[n][i] * (i < 2 ? mul0 : mul8);
+            if (!in || d >= hs) continue;
+            if (y) y[(i < 2 ? r0 : r8) + d] = v;
+            if (y16) y16[(i < 2 ? r0 : r8) + d] = pw_bf16_bits(v);
         }
 }
 
@@ -431,7 +435,7 @@ __global__ void __launch_bounds__(TC_THREADS)
         float L0 = tc_quad_sum(l0[mt]), L8 = tc_quad_sum(l8[mt]);
         int r = r0[mt];
         /* l >= 1 at a real query (its own key is real and at the max or below it) */
-        TC_FN(store_rows)(out + (size_t)b * T * ld + (size_t)h * hs, ld, r, T, o[mt],
+        TC_FN(store_rows)(out + (size_t)b * T * ld + (size_t)h * hs, NULL, ld, r, T, o[mt],
                           ok0[mt] ? 1.0f / L0 : 0.0f, ok8[mt] ? 1.0f / L8 : 0.0f, hs);
         if (c == 0 && r < T) lb[r] = ok0[mt] ? mx0[mt] + logf(L0) : 0.0f;
         if (c == 0 && r + 8 < T) lb[r + 8] = ok8[mt] ? mx8[mt] + logf(L8) : 0.0f;
@@ -439,8 +443,9 @@ __global__ void __launch_bounds__(TC_THREADS)
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
-    TC_FN(dq)(float *dqkv, const float *drow, const uint16_t *dout16, const uint16_t *qkv,
-              const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
+    TC_FN(dq)(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
+              const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
+              int hs, float scale)
 {
     const int BK = TC_BK(FLASH_HS);
     __shared__ __align__(16) TC_FN(Keys) kt;
@@ -483,12 +488,14 @@ __global__ void __launch_bounds__(TC_THREADS)
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
     /* padding queries: zeros (their dS were) */
-    TC_FN(store_rows)(dqkv + at.q, (size_t)at.W, r0, T, dq[0], 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv ? dqkv + at.q : NULL, dqkv16 ? dqkv16 + at.q : NULL, (size_t)at.W,
+                      r0, T, dq[0], 1.0f, 1.0f, hs);
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
-    TC_FN(dkv)(float *dqkv, const float *drow, const uint16_t *dout16, const uint16_t *qkv,
-               const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale)
+    TC_FN(dkv)(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
+               const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
+               int hs, float scale)
 {
     const int BQ = TC_BQ(FLASH_HS);
     __shared__ __align__(16) uint16_t qs[2][TC_BQ(FLASH_HS)][TC_LD],
@@ -559,8 +566,10 @@ __global__ void __launch_bounds__(TC_THREADS)
     }
 #undef TC_DKV_ISSUE
     /* padding keys: zeros (no query gave them a probability) */
-    TC_FN(store_rows)(dqkv + a0.k, (size_t)a0.W, s0, T, dk[0], 1.0f, 1.0f, hs);
-    TC_FN(store_rows)(dqkv + a0.v, (size_t)a0.W, s0, T, dv[0], 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv ? dqkv + a0.k : NULL, dqkv16 ? dqkv16 + a0.k : NULL, (size_t)a0.W,
+                      s0, T, dk[0], 1.0f, 1.0f, hs);
+    TC_FN(store_rows)(dqkv ? dqkv + a0.v : NULL, dqkv16 ? dqkv16 + a0.v : NULL, (size_t)a0.W,
+                      s0, T, dv[0], 1.0f, 1.0f, hs);
 }
 
 #undef TC_FN
