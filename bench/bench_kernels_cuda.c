@@ -131,7 +131,8 @@ static void ln_fwd(void)
 }
 static void ln_bwd(void)
 {
-    pw_layernorm_backward_cuda(g.dx, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd, N, C, 0);
+    pw_layernorm_backward_cuda(g.dx, NULL, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd, N, C,
+                               0);
 }
 static void qkv_fwd(void) { pw_matmul_forward_cuda(g.qkv, g.x, g.w, g.bias, N, C, 3 * C, 0); }
 static void qkv_bwd(void)

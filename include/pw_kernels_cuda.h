@@ -98,9 +98,12 @@ void pw_residual_layernorm_forward_cuda(float *res, float *out, pw_bf16 *out16, 
                                         float *rstd, const float *a, const float *b,
                                         const float *weight, const float *bias, int N, int C,
                                         cudaStream_t stream);
-void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias, const float *dout,
-                                const float *inp, const float *weight, const float *mean,
-                                const float *rstd, int N, int C, cudaStream_t stream);
+/* the backward adds into dinp (and, with dinp16, writes the sum rounded to bfloat16 there too:
+ * the next product's dout at bf16) */
+void pw_layernorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *dweight, float *dbias,
+                                const float *dout, const float *inp, const float *weight,
+                                const float *mean, const float *rstd, int N, int C,
+                                cudaStream_t stream);
 
 /* ---- matmul through cuBLAS (fp32, or TF32 when pw_cuda_set_tf32(1)); set_dinp: dinp is set
  * (beta 0: its old values are not read) instead of added to, as pw_ops.h's entry says */
@@ -196,9 +199,9 @@ void pw_rmsnorm_forward_bf16_cuda(pw_bf16 *out, float *rstd, const float *inp,
 void pw_residual_rmsnorm_forward_cuda(float *res, float *out, pw_bf16 *out16, float *rstd,
                                       const float *a, const float *b, const float *weight, int N,
                                       int C, float eps, cudaStream_t stream);
-void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout, const float *inp,
-                              const float *weight, const float *rstd, int N, int C,
-                              cudaStream_t stream);
+void pw_rmsnorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *dweight, const float *dout,
+                              const float *inp, const float *weight, const float *rstd, int N,
+                              int C, cudaStream_t stream);
 void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N, int nheads,
                           int hs, int stride, cudaStream_t stream);
 void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,

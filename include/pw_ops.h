@@ -49,9 +49,12 @@ struct PwOps {
     void (*layernorm_forward)(const PwOps *o, float *out, float *mean, float *rstd,
                               const float *inp, const float *weight, const float *bias, int N,
                               int C);
-    void (*layernorm_backward)(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *weight,
-                               const float *mean, const float *rstd, int N, int C);
+    /* dinp accumulates; dinp16 (NULL: none) takes the sum rounded to bfloat16 as well (a bf16
+     * model's next product reads the residual stream's gradient so: no conversion pass) */
+    void (*layernorm_backward)(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
+                               float *dbias, const float *dout, const float *inp,
+                               const float *weight, const float *mean, const float *rstd, int N,
+                               int C);
     void (*matmul_forward)(const PwOps *o, float *out, const float *inp, const float *weight,
                            const float *bias, int N, int C, int OC);
     /* set_dinp: dinp is set to dout . W instead of added to (its old values never read: the
@@ -127,9 +130,10 @@ struct PwOps {
     /* the Llama family */
     void (*rmsnorm_forward)(const PwOps *o, float *out, float *rstd, const float *inp,
                             const float *weight, int N, int C, float eps);
-    void (*rmsnorm_backward)(const PwOps *o, float *dinp, float *dweight, const float *dout,
-                             const float *inp, const float *weight, const float *rstd, int N,
-                             int C);
+    /* as layernorm_backward */
+    void (*rmsnorm_backward)(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
+                             const float *dout, const float *inp, const float *weight,
+                             const float *rstd, int N, int C);
     void (*rope_forward)(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
                          int nheads, int hs, int stride);
     void (*rope_backward)(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,

@@ -136,7 +136,7 @@ typedef struct Acts {
 /* Backward needs gradients of one layer's activations at a time, never all layers at once:
  * dres (B,T,C) carries the residual stream's gradient down the layers, the rest is reused by
  * every layer. */
-enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHG, SCR_COUNT };
+enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHG, SCR_DRES16, SCR_COUNT };
 
 typedef struct Gpt2 {
     Acts a;
@@ -186,22 +186,24 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[28] = pw_model_kept_floats(m->precision, L * BT * 3 * C); /* qkv_16 */
 }
 
-static void scratch_sizes(size_t *s, const PwArch *cfg, int maxB, int maxT)
+static void scratch_sizes(size_t *s, const PwModel *m)
 {
-    size_t BT = (size_t)maxB * maxT, C = cfg->n_embd;
+    size_t BT = (size_t)m->maxB * m->maxT, C = m->arch.n_embd;
     s[SCR_DRES] = BT * C;
     s[SCR_DLN] = BT * C;
     s[SCR_DATTY] = BT * C;
     s[SCR_DQKV] = BT * 3 * C;
     s[SCR_DFCH] = BT * 4 * C;
     s[SCR_DFCHG] = BT * 4 * C;
+    /* at bf16: dres rounded, the projections' dout, made by the LayerNorm backwards */
+    s[SCR_DRES16] = pw_model_kept_floats(m->precision, BT * C);
 }
 
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
     act_sizes(a, m);
-    scratch_sizes(s, &m->arch, m->maxB, m->maxT);
+    scratch_sizes(s, m);
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
 
@@ -459,7 +461,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const int B = m->B, T = m->T, BT = B * T;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
-    scratch_sizes(ss, cfg, m->maxB, m->maxT);
+    scratch_sizes(ss, m);
     float *scr[SCR_COUNT];
     if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
                               err))
@@ -468,6 +470,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     Acts *a = &g->a;
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfch_gelu = scr[SCR_DFCHG];
+    /* bf16: each LayerNorm backward also writes dres rounded, the next projection's dout */
+    uint16_t *dres16 = m->precision == PW_PRECISION_BF16 ? (uint16_t *)scr[SCR_DRES16] : NULL;
     const size_t nBTC = (size_t)BT * C, fBTC = nBTC * sizeof(float);
 
     /* heads: every head's gradient lands in dln = d(lnf) */
@@ -475,8 +479,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
     o->zero(o, dres, fBTC);
-    o->layernorm_backward(o, dres, gr.lnfw, gr.lnfb, dln, a->residual3 + (L - 1) * sBTC, p.lnfw,
-                          a->lnf_mean, a->lnf_rstd, BT, C);
+    o->layernorm_backward(o, dres, dres16, gr.lnfw, gr.lnfb, dln, a->residual3 + (L - 1) * sBTC,
+                          p.lnfw, a->lnf_mean, a->lnf_rstd, BT, C);
     pw_model_ready_top(m);
 
     /* dres holds d(output of layer l) on entry and d(input of layer l) on exit: the residual
@@ -486,8 +490,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         Block k = batch_block(m, a, l);
         const size_t lC = (size_t)l * C;
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
-        pw_model_matmul_backward(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC, dres,
-                                 k.fch_gelu, k.fchg_16, p.fcprojw + 4 * CC * l, BT, 4 * C, C, 1);
+        pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC,
+                                        dres, dres16, k.fch_gelu, k.fchg_16,
+                                        p.fcprojw + 4 * CC * l, BT, 4 * C, C, 1);
         if (k.fch_16) { /* sets dfch rounded to bfloat16, the product's dout as it reads it */
             uint16_t *dfch16 = (uint16_t *)dfch;
             o->gelu_backward_bf16(o, dfch16, k.fch_16, dfch_gelu, 4 * nBTC);
@@ -500,11 +505,11 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
             pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
                                      k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C, 1);
         }
-        o->layernorm_backward(o, dres, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2, p.ln2w + lC,
-                              k.ln2_mean, k.ln2_rstd, BT, C);
+        o->layernorm_backward(o, dres, dres16, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2,
+                              p.ln2w + lC, k.ln2_mean, k.ln2_rstd, BT, C);
 
-        pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres, k.atty,
-                                 NULL, p.attprojw + CC * l, BT, C, C, 1);
+        pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres,
+                                        dres16, k.atty, NULL, p.attprojw + CC * l, BT, C, C, 1);
         if (k.qkv_16) { /* bf16: dqkv set rounded, the product's dout as it reads it */
             uint16_t *dqkv16 = (uint16_t *)dqkv;
             pw_model_attention_backward(m, NULL, dqkv16, datty, k.qkv, k.qkv_16, k.atty, k.lse,
@@ -518,8 +523,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
             pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                                      k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
         }
-        o->layernorm_backward(o, dres, gr.ln1w + lC, gr.ln1b + lC, dln, k.in, p.ln1w + lC,
-                              k.ln1_mean, k.ln1_rstd, BT, C);
+        /* layer 0's input gradient goes to the embeddings in float32 only */
+        o->layernorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + lC, gr.ln1b + lC, dln,
+                              k.in, p.ln1w + lC, k.ln1_mean, k.ln1_rstd, BT, C);
         pw_model_ready_layer(m, l);
     }
     o->encoder_backward(o, gr.wte, gr.wpe, dres, m->d_inputs, m->d_pos, B, T, C);

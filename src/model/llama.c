@@ -142,7 +142,7 @@ typedef struct Acts {
                        * empty */
 } Acts;
 
-enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_COUNT };
+enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_DRES16, SCR_COUNT };
 
 typedef struct Llama {
     Acts a;
@@ -177,8 +177,10 @@ static void act_sizes(size_t *s, const PwModel *m)
     memcpy(s, v, sizeof v);
 }
 
-static void scratch_sizes(size_t *s, const PwArch *c, int maxB, int maxT)
+static void scratch_sizes(size_t *s, const PwModel *m)
 {
+    const PwArch *c = &m->arch;
+    const int maxB = m->maxB, maxT = m->maxT;
     size_t BT = (size_t)maxB * maxT, C = c->n_embd, F = c->n_inner;
     s[SCR_DRES] = BT * C;
     s[SCR_DLN] = BT * C;
@@ -186,13 +188,15 @@ static void scratch_sizes(size_t *s, const PwArch *c, int maxB, int maxT)
     s[SCR_DQKV] = BT * qkv_rows(c);
     s[SCR_DFCH] = BT * 2 * F;
     s[SCR_DFCHA] = BT * F;
+    /* at bf16: dres rounded, the projections' dout, made by the RMSNorm backwards */
+    s[SCR_DRES16] = pw_model_kept_floats(m->precision, BT * C);
 }
 
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
     act_sizes(a, m);
-    scratch_sizes(s, &m->arch, m->maxB, m->maxT);
+    scratch_sizes(s, m);
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
 
@@ -456,7 +460,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const size_t Q = qkv_rows(c), CC = (size_t)C * C;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
-    scratch_sizes(ss, c, m->maxB, m->maxT);
+    scratch_sizes(ss, m);
     float *scr[SCR_COUNT];
     if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
                               err))
@@ -465,20 +469,23 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     Acts *a = &g->a;
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfcha = scr[SCR_DFCHA];
+    /* bf16: each RMSNorm backward also writes dres rounded, the next projection's dout */
+    uint16_t *dres16 = m->precision == PW_PRECISION_BF16 ? (uint16_t *)scr[SCR_DRES16] : NULL;
     const size_t fBTC = (size_t)BT * C * sizeof(float);
 
     PwHeads h = heads(&p, &gr, a);
     if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
     o->zero(o, dres, fBTC);
-    o->rmsnorm_backward(o, dres, gr.lnfw, dln, a->residual3 + (L - 1) * sBTC, p.lnfw, a->rstdf,
-                        BT, C);
+    o->rmsnorm_backward(o, dres, dres16, gr.lnfw, dln, a->residual3 + (L - 1) * sBTC, p.lnfw,
+                        a->rstdf, BT, C);
     pw_model_ready_top(m);
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
-        pw_model_matmul_backward(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres, k.fch_act,
-                                 k.fcha_16, p.fcprojw + (size_t)C * F * l, BT, F, C, 1);
+        pw_model_matmul_backward_either(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres,
+                                        dres16, k.fch_act, k.fcha_16,
+                                        p.fcprojw + (size_t)C * F * l, BT, F, C, 1);
         if (k.fch_16) { /* sets dfch rounded to bfloat16, the product's dout as it reads it */
             uint16_t *dfch16 = (uint16_t *)dfch;
             o->swiglu_backward_bf16(o, dfch16, k.fch_16, dfcha, BT, F);
@@ -491,10 +498,10 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
             pw_model_matmul_backward(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
                                      k.ln2_16, p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F, 1);
         }
-        o->rmsnorm_backward(o, dres, gr.ln2w + (size_t)l * C, dln, k.res2, p.ln2w + (size_t)l * C,
-                            k.rstd2, BT, C);
-        pw_model_matmul_backward(m, datty, gr.attprojw + CC * l, NULL, dres, k.atty, NULL,
-                                 p.attprojw + CC * l, BT, C, C, 1);
+        o->rmsnorm_backward(o, dres, dres16, gr.ln2w + (size_t)l * C, dln, k.res2,
+                            p.ln2w + (size_t)l * C, k.rstd2, BT, C);
+        pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, NULL, dres, dres16,
+                                        k.atty, NULL, p.attprojw + CC * l, BT, C, C, 1);
         /* float32: the rotation's backward comes between it and the qkv product */
         pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty, k.lse,
                                     m->d_mask, B, T, NH, NKV, hs);
@@ -502,8 +509,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL,
                                  dqkv, k.ln1, k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q, 1);
-        o->rmsnorm_backward(o, dres, gr.ln1w + (size_t)l * C, dln, k.in, p.ln1w + (size_t)l * C,
-                            k.rstd1, BT, C);
+        /* layer 0's input gradient goes to the embeddings in float32 only */
+        o->rmsnorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + (size_t)l * C, dln, k.in,
+                            p.ln1w + (size_t)l * C, k.rstd1, BT, C);
         pw_model_ready_layer(m, l);
     }
     /* the embedding rows: no position table */

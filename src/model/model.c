@@ -190,6 +190,19 @@ void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, f
                             mirror_of(m, weight), N, C, OC, set_dinp);
 }
 
+void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweight, float *dbias,
+                                     const float *dout, const uint16_t *dout16, const float *inp,
+                                     const uint16_t *inp16, const float *weight, int N, int C,
+                                     int OC, int set_dinp)
+{
+    if (dout16)
+        pw_model_matmul_backward16(m, dinp, dweight, dbias, dout16, (size_t)OC, inp, inp16, weight,
+                                   N, C, OC, set_dinp);
+    else
+        pw_model_matmul_backward(m, dinp, dweight, dbias, dout, inp, inp16, weight, N, C, OC,
+                                 set_dinp);
+}
+
 size_t pw_model_kept_floats(PwPrecision precision, size_t n)
 {
     return precision == PW_PRECISION_BF16 ? n / 2 + n % 2 : 0;

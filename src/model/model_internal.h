@@ -201,6 +201,13 @@ void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, f
                                 const uint16_t *dout16, size_t dout_ld, const float *inp,
                                 const uint16_t *inp16, const float *weight, int N, int C, int OC,
                                 int set_dinp);
+/* pw_model_matmul_backward16 on dout16 (dense rows: a bf16 model's residual-stream gradient,
+ * rounded by the norm backward that made it) where it is not NULL, else
+ * pw_model_matmul_backward on dout */
+void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweight, float *dbias,
+                                     const float *dout, const uint16_t *dout16, const float *inp,
+                                     const uint16_t *inp16, const float *weight, int N, int C,
+                                     int OC, int set_dinp);
 
 /* Activations made and kept in bfloat16. At PW_PRECISION_BF16 the batch forward's producers of
  * the inputs of the trunk's products that nothing but those products reads again (the

@@ -45,11 +45,14 @@ static void run(int N, int C, double offset, unsigned long long *rng)
         float *d_dinp = cu_upload(dinp0, sizeof(float) * NC),
               *d_dw = cu_upload(dw0, sizeof(float) * C);
         float *d_db = cu_upload(db0, sizeof(float) * C);
+        /* with dinp: its sum rounded as well (a bf16 model's next product reads it) */
+        uint16_t *d_dinp16 = gi ? cu_dev(sizeof(uint16_t) * NC) : NULL;
         pw_layernorm_backward(gi ? dinp : NULL, gw ? dw : NULL, gb ? db : NULL, dout, inp, w, mean,
                               rstd, N, C);
-        pw_layernorm_backward_cuda(gi ? d_dinp : NULL, gw ? d_dw : NULL, gb ? d_db : NULL, d_dout,
-                                   d_inp, d_w, d_mean, d_rstd, N, C, 0);
+        pw_layernorm_backward_cuda(gi ? d_dinp : NULL, d_dinp16, gw ? d_dw : NULL,
+                                   gb ? d_db : NULL, d_dout, d_inp, d_w, d_mean, d_rstd, N, C, 0);
         cu_comparef(d_dinp, dinp, NC, CU_TOL_F32, "backward dinp (+=) sel %d", sel);
+        if (gi) cu_compare_bf16("backward dinp, rounded", d_dinp16, d_dinp, NC);
         cu_comparef(d_dw, dw, C, CU_TOL_F32, "backward dweight (+=) sel %d", sel);
         cu_comparef(d_db, db, C, CU_TOL_F32, "backward dbias (+=) sel %d", sel);
     }

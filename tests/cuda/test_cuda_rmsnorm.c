@@ -34,10 +34,13 @@ static void run(int N, int C, float eps, unsigned long long *rng)
         float *dinp = cu_copy(dinp0, NC), *dw = cu_copy(dw0, C);
         float *d_dinp = cu_upload(dinp0, sizeof(float) * NC);
         float *d_dw = cu_upload(dw0, sizeof(float) * C);
+        /* with dinp: its sum rounded as well (a bf16 model's next product reads it) */
+        uint16_t *d_dinp16 = gi ? cu_dev(sizeof(uint16_t) * NC) : NULL;
         pw_rmsnorm_backward(gi ? dinp : NULL, gw ? dw : NULL, dout, inp, w, rstd, N, C);
-        pw_rmsnorm_backward_cuda(gi ? d_dinp : NULL, gw ? d_dw : NULL, d_dout, d_inp, d_w, d_rstd,
-                                 N, C, 0);
+        pw_rmsnorm_backward_cuda(gi ? d_dinp : NULL, d_dinp16, gw ? d_dw : NULL, d_dout, d_inp,
+                                 d_w, d_rstd, N, C, 0);
         cu_comparef(d_dinp, dinp, NC, CU_TOL_F32, "backward dinp (+=) sel %d", sel);
+        if (gi) cu_compare_bf16("backward dinp, rounded", d_dinp16, d_dinp, NC);
         cu_comparef(d_dw, dw, C, CU_TOL_F32, "backward dweight (+=) sel %d", sel);
     }
 

@@ -116,7 +116,7 @@ static void k_ln_fwd(void *p)
 static void k_ln_dinp(void *p)
 {
     A *a = p;
-    layernorm_dinp_kernel(a->f0, a->c0, a->c1, a->c2, a->c3, a->c4, a->N, a->C);
+    layernorm_dinp_kernel(a->f0, a->h0, a->c0, a->c1, a->c2, a->c3, a->c4, a->N, a->C);
 }
 static void k_ln_partial(void *p)
 {
@@ -177,8 +177,12 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     float *dx = emu_copy(dx0, n), *edx = emu_copy(dx0, n);
     float *dwb = emu_copy(dw0, 2 * C), *edwb = emu_copy(dw0, 2 * C);
     pw_layernorm_backward(dx, dwb, dwb + C, dy, x, w, mean, rstd, N, C);
-    a = (A){.f0 = edx, .c0 = dy, .c1 = x, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C};
+    uint16_t *dx16 = malloc(sizeof(uint16_t) * n); /* the sum rounded too (the next dout) */
+    a = (A){.f0 = edx, .h0 = dx16, .c0 = dy, .c1 = x, .c2 = w, .c3 = mean, .c4 = rstd, .N = N,
+            .C = C};
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_dinp, &a);
+    emu_check_bf16("layernorm dinp, rounded", dx16, edx, n);
+    free(dx16);
     EmuDim3 part_grid, fin_grid;
     int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
     float *part = malloc(sizeof(float) * 2 * (size_t)nchunks * C);

@@ -161,7 +161,7 @@ static void rms_fwd(void *p)
 static void rms_dinp(void *p)
 {
     RmsArgs *a = p;
-    rmsnorm_dinp_kernel(a->dinp, a->dout, a->inp, a->weight, a->rstd, a->N, a->C);
+    rmsnorm_dinp_kernel(a->dinp, a->out16, a->dout, a->inp, a->weight, a->rstd, a->N, a->C);
 }
 
 static void rms_terms(void *p)
@@ -214,8 +214,11 @@ static void run_rmsnorm(int N, int C, float eps, unsigned long long *rng)
     float *edx = emu_copy(dx0, n), *edw = emu_copy(dw0, C);
     pw_rmsnorm_backward(dx, dw, dy, x, w, rs, N, C);
     float *terms = malloc(sizeof(float) * n);
-    a = (RmsArgs){NULL, rs, edx, terms, NULL, x, w, dy, N, C, eps, NULL, NULL};
+    uint16_t *dx16 = malloc(sizeof(uint16_t) * n); /* the sum rounded too (the next dout) */
+    a = (RmsArgs){NULL, rs, edx, terms, dx16, x, w, dy, N, C, eps, NULL, NULL};
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), rms_dinp, &a);
+    emu_check_bf16("rmsnorm dinp, rounded", dx16, edx, n);
+    free(dx16);
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), rms_terms, &a);
     for (int i = 0; i < N; i++) /* the column sum of colsum.cu, by rows */
         for (int c = 0; c < C; c++) edw[c] += terms[(size_t)i * C + c];

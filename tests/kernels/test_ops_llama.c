@@ -24,7 +24,7 @@ int main(void)
     SAME(a, b, nqkv, "rmsnorm_forward");
     SAME(ra, rb, (size_t)N, "rmsnorm_forward rstd");
     memset(a, 0, nqkv * 4), memset(b, 0, nqkv * 4);
-    o->rmsnorm_backward(o, a, NULL, dout, x, w, ra, N, W);
+    o->rmsnorm_backward(o, a, NULL, NULL, dout, x, w, ra, N, W);
     pw_rmsnorm_backward(b, NULL, dout, x, w, rb, N, W);
     SAME(a, b, nqkv, "rmsnorm_backward");
 

@@ -52,11 +52,12 @@ static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, 
 {
     (void)o, pw_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
 }
-static void layernorm_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                          const float *dout, const float *inp, const float *weight,
+static void layernorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
+                          float *dbias, const float *dout, const float *inp, const float *weight,
                           const float *mean, const float *rstd, int N, int C)
 {
-    (void)o, pw_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    pw_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    if (dinp && dinp16) o->to_bf16(o, dinp16, dinp, (size_t)N * C);
 }
 static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float *weight,
                        const float *bias, int N, int C, int OC)
@@ -239,10 +240,12 @@ static void rmsnorm_fwd(const PwOps *o, float *out, float *rstd, const float *in
 {
     (void)o, pw_rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
 }
-static void rmsnorm_bwd(const PwOps *o, float *dinp, float *dweight, const float *dout,
-                        const float *inp, const float *weight, const float *rstd, int N, int C)
+static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
+                        const float *dout, const float *inp, const float *weight,
+                        const float *rstd, int N, int C)
 {
-    (void)o, pw_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+    pw_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+    if (dinp && dinp16) o->to_bf16(o, dinp16, dinp, (size_t)N * C);
 }
 static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
                      int nheads, int hs, int stride)

@@ -38,15 +38,15 @@ extern "C" void pw_residual_layernorm_forward_cuda(float *res, float *out, pw_bf
     forward(out, out16, mean, rstd, res, a, b, weight, bias, N, C, stream);
 }
 
-extern "C" void pw_layernorm_backward_cuda(float *dinp, float *dweight, float *dbias,
-                                           const float *dout, const float *inp, const float *weight,
-                                           const float *mean, const float *rstd, int N, int C,
-                                           cudaStream_t stream)
+extern "C" void pw_layernorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *dweight,
+                                           float *dbias, const float *dout, const float *inp,
+                                           const float *weight, const float *mean,
+                                           const float *rstd, int N, int C, cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
     if (dinp) {
         layernorm_dinp_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-            dinp, dout, inp, weight, mean, rstd, N, C);
+            dinp, dinp16, dout, inp, weight, mean, rstd, N, C);
         PW_CUDA_CHECK(cudaGetLastError());
     }
     if (!dweight && !dbias) return;

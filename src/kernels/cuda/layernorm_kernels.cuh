@@ -54,10 +54,11 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
     }
 }
 
-/* dx = s (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = w dout; accumulated */
-__global__ void layernorm_dinp_kernel(float *dinp, const float *dout, const float *inp,
-                                      const float *weight, const float *mean, const float *rstd,
-                                      int N, int C)
+/* dx = s (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = w dout; accumulated, and the
+ * sum also rounded to bfloat16 into dinp16 when it is not NULL (the next product's dout) */
+__global__ void layernorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float *dout,
+                                      const float *inp, const float *weight, const float *mean,
+                                      const float *rstd, int N, int C)
 {
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
@@ -75,7 +76,9 @@ __global__ void layernorm_dinp_kernel(float *dinp, const float *dout, const floa
     dnsum = pw_warp_sum(dnsum) / C;
     for (int c = lane; c < C; c += PW_WARP) {
         float norm = (x[c] - m) * s;
-        g[c] += s * (weight[c] * d[c] - dsum - norm * dnsum);
+        float v = g[c] + s * (weight[c] * d[c] - dsum - norm * dnsum);
+        g[c] = v;
+        if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v);
     }
 }
 

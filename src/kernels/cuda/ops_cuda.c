@@ -193,11 +193,12 @@ static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, 
 {
     pw_layernorm_forward_cuda(out, mean, rstd, inp, weight, bias, N, C, S(o));
 }
-static void layernorm_bwd(const PwOps *o, float *dinp, float *dweight, float *dbias,
-                          const float *dout, const float *inp, const float *weight,
+static void layernorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
+                          float *dbias, const float *dout, const float *inp, const float *weight,
                           const float *mean, const float *rstd, int N, int C)
 {
-    pw_layernorm_backward_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, S(o));
+    pw_layernorm_backward_cuda(dinp, dinp16, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                               S(o));
 }
 static void matmul_fwd(const PwOps *o, float *out, const float *inp, const float *weight,
                        const float *bias, int N, int C, int OC)
@@ -329,10 +330,11 @@ static void rmsnorm_fwd(const PwOps *o, float *out, float *rstd, const float *in
 {
     pw_rmsnorm_forward_cuda(out, rstd, inp, weight, N, C, eps, S(o));
 }
-static void rmsnorm_bwd(const PwOps *o, float *dinp, float *dweight, const float *dout,
-                        const float *inp, const float *weight, const float *rstd, int N, int C)
+static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
+                        const float *dout, const float *inp, const float *weight,
+                        const float *rstd, int N, int C)
 {
-    pw_rmsnorm_backward_cuda(dinp, dweight, dout, inp, weight, rstd, N, C, S(o));
+    pw_rmsnorm_backward_cuda(dinp, dinp16, dweight, dout, inp, weight, rstd, N, C, S(o));
 }
 static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
                      int nheads, int hs, int stride)

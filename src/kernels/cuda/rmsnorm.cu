@@ -36,14 +36,14 @@ extern "C" void pw_residual_rmsnorm_forward_cuda(float *res, float *out, pw_bf16
     forward(out, out16, rstd, res, a, b, weight, N, C, eps, stream);
 }
 
-extern "C" void pw_rmsnorm_backward_cuda(float *dinp, float *dweight, const float *dout,
-                                         const float *inp, const float *weight,
+extern "C" void pw_rmsnorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *dweight,
+                                         const float *dout, const float *inp, const float *weight,
                                          const float *rstd, int N, int C, cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
     if (dinp) {
         rmsnorm_dinp_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-            dinp, dout, inp, weight, rstd, N, C);
+            dinp, dinp16, dout, inp, weight, rstd, N, C);
         PW_CUDA_CHECK(cudaGetLastError());
     }
     if (!dweight) return;

@@ -44,9 +44,11 @@ __global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd,
     if (lane == 0 && rstd) rstd[row] = s;
 }
 
-/* dx = s (w dout - x s^2 mean(w dout x)); accumulated */
-__global__ void rmsnorm_dinp_kernel(float *dinp, const float *dout, const float *inp,
-                                    const float *weight, const float *rstd, int N, int C)
+/* dx = s (w dout - x s^2 mean(w dout x)); accumulated, and the sum also rounded to bfloat16
+ * into dinp16 when it is not NULL (the next product's dout) */
+__global__ void rmsnorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float *dout,
+                                    const float *inp, const float *weight, const float *rstd,
+                                    int N, int C)
 {
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
@@ -57,7 +59,11 @@ __global__ void rmsnorm_dinp_kernel(float *dinp, const float *dout, const float 
     double dot = 0.0;
     for (int c = lane; c < C; c += PW_WARP) dot += (double)weight[c] * d[c] * x[c];
     float k = (float)(pw_warp_sum_d(dot) / C) * s * s;
-    for (int c = lane; c < C; c += PW_WARP) g[c] += s * (weight[c] * d[c] - x[c] * k);
+    for (int c = lane; c < C; c += PW_WARP) {
+        float v = g[c] + s * (weight[c] * d[c] - x[c] * k);
+        g[c] = v;
+        if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v);
+    }
 }
 
 /* the terms of dweight, x s dout, laid out as the rows, for the column sum */
