@@ -22,6 +22,7 @@ typedef struct Bufs {
     float *qkv, *dqkv, *att, *fc, *dfc, *w, *dw, *bias, *dbias, *logits, *dlogits, *rowv, *rowg;
     float *params, *grads, *m, *v;
     pw_bf16 *x16, *w16, *dy16, *qkv16, *fc16; /* fc16: the fc product rounded */
+    pw_bf16 *y16; /* the attention's output rounded, as a bf16 model keeps it */
 } Bufs;
 
 static void *dev(size_t bytes)
@@ -109,6 +110,7 @@ static void setup(Bufs *b)
     b->v = devf(NPARAMS, 0.0f);
     b->x16 = dev16(b->x, NC);
     b->qkv16 = dev16(b->qkv, NC * 3);
+    b->y16 = dev(sizeof(pw_bf16) * NC);
     b->fc16 = dev(sizeof(pw_bf16) * NC * 4);
     b->w16 = dev16(b->w, (size_t)V * C);
     b->dy16 = dev16(b->logits, NV); /* a (N,V) gradient for the LM head's bf16 backward */
@@ -189,12 +191,14 @@ static void att_bwd(void)
 /* the model's attention at precision bf16: the tensor-core kernels (attention_bf16.cu) */
 static void att_fwd_tc(void)
 {
-    pw_attention_gqa_forward_bf16_cuda(g.y, g.att, g.qkv16, g.mask, B, T, NH, NH, C / NH, 0);
+    /* as a bf16 model calls it: the output rounded only */
+    pw_attention_gqa_forward_bf16_cuda(NULL, g.y16, g.att, g.qkv16, g.mask, B, T, NH, NH, C / NH,
+                                       0);
 }
 static void att_bwd_tc(void)
 {
-    pw_attention_gqa_backward_bf16_cuda(g.dqkv, NULL, g.dy, g.qkv16, g.y, g.att, g.mask, B, T, NH,
-                                        NH, C / NH, 0);
+    pw_attention_gqa_backward_bf16_cuda(g.dqkv, NULL, g.dy, g.qkv16, g.y16, g.att, g.mask, B, T,
+                                        NH, NH, C / NH, 0);
 }
 /* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */
 static void att_fwd_gemm(void)

@@ -163,14 +163,15 @@ void pw_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
  * and the softmax in float32, each exp(score - row max) rounded to bfloat16 for the P v
  * product; lse as above (of the unrounded probabilities). Backward: P recomputed from lse in
  * float32, dP = dout v^T from rounded operands, D = rowsum(dout * out) in float32 from the
- * forward's out (B, T, NH hs), dS = scale P (dP - D); P and dS rounded to bfloat16 before
+ * forward's out rounded to bfloat16 (out16, (B, T, NH hs): what a bf16 model keeps, as
+ * flash-attention does) and the float32 dout, dS = scale P (dP - D); P and dS rounded to bfloat16 before
  * dv += P^T dout, dk += dS^T q and dq += dS k. q, k and v come in bfloat16 (their bits); the
  * backward SETS dqkv (the GPU's kernels write every element once). */
 void pw_attention_gqa_forward_bf16(float *out, float *lse, const uint16_t *qkv, const int *mask,
                                    int B, int T, int NH, int NKV, int hs);
 void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const uint16_t *qkv,
-                                    const float *out, const float *lse, const int *mask, int B,
-                                    int T, int NH, int NKV, int hs);
+                                    const uint16_t *out16, const float *lse, const int *mask,
+                                    int B, int T, int NH, int NKV, int hs);
 
 /* ---- grouped-query attention over a KV cache (generation): pw_attention_cache_forward with
  * qkv rows of (NH + 2 NKV) hs, caches (maxB, NKV, maxT, hs), out (N, NH hs) and scores

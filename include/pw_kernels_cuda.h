@@ -223,18 +223,19 @@ void pw_attention_gqa_backward_cuda(float *dqkv, const float *dout, const float 
                                     const float *lse, const int *mask, int B, int T, int NH,
                                     int NKV, int hs, cudaStream_t stream);
 /* the same in bfloat16 on the tensor cores (pw_attention_gqa_forward_bf16 / _backward_bf16:
- * q, k and v in bfloat16, dout rounded, float32 accumulation); the backward reads the
- * forward's out (B, T, NH hs) for D = rowsum(dout * out) and SETS dqkv. Heads over 128 and
- * pw_cuda_set_flash(0) run the float32 path above on q, k and v widened. */
-void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const pw_bf16 *qkv,
-                                        const int *mask, int B, int T, int NH, int NKV, int hs,
-                                        cudaStream_t stream);
+ * q, k and v in bfloat16, dout rounded, float32 accumulation); the forward writes its output
+ * (B, T, NH hs) in float32 (out) and / or rounded to bfloat16 (out16), either may be NULL; the
+ * backward reads the rounded one for D = rowsum(dout * out16) and SETS dqkv. Heads over 128
+ * and pw_cuda_set_flash(0) run the float32 path above on q, k and v widened. */
+void pw_attention_gqa_forward_bf16_cuda(float *out, pw_bf16 *out16, float *lse,
+                                        const pw_bf16 *qkv, const int *mask, int B, int T, int NH,
+                                        int NKV, int hs, cudaStream_t stream);
 /* the backward sets dqkv, or with dqkv16 (NULL: none) sets its rounding to bfloat16 there
  * instead (the qkv product's dout; dqkv is then not written) */
 void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16, const float *dout,
-                                         const pw_bf16 *qkv, const float *out, const float *lse,
-                                         const int *mask, int B, int T, int NH, int NKV, int hs,
-                                         cudaStream_t stream);
+                                         const pw_bf16 *qkv, const pw_bf16 *out16,
+                                         const float *lse, const int *mask, int B, int T, int NH,
+                                         int NKV, int hs, cudaStream_t stream);
 void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache, float *scores,
                                          const float *qkv, const int *seg_row, const int *seg_off,
                                          const int *seg_slot0, int nseg, int N, int maxT, int NH,

@@ -148,16 +148,19 @@ struct PwOps {
                                    int T, int NH, int NKV, int hs);
     /* the same in bfloat16 with float32 accumulation (pw_attention_gqa_forward_bf16: the
      * model's attention at precision bf16, on the GPU's tensor cores) on q, k and v kept in
-     * bfloat16; the backward reads the forward's out and SETS dqkv, or with dqkv16 (NULL:
-     * none) sets its rounding to bfloat16 there instead (a bf16 GPT-2's qkv product reads that:
-     * no float32 dqkv written, read and converted; dqkv is then not written) */
-    void (*attention_gqa_forward_bf16)(const PwOps *o, float *out, float *lse,
+     * bfloat16. The forward writes its output in float32 (out) and / or rounded to bfloat16
+     * (out16: what a bf16 model keeps, its projection and this backward read; no float32 copy
+     * written and converted), either may be NULL. The backward reads that rounded output and
+     * SETS dqkv, or with dqkv16 (NULL: none) sets its rounding to bfloat16 there instead (a
+     * bf16 GPT-2's qkv product reads that: no float32 dqkv written, read and converted; dqkv
+     * is then not written) */
+    void (*attention_gqa_forward_bf16)(const PwOps *o, float *out, uint16_t *out16, float *lse,
                                        const uint16_t *qkv, const int *mask, int B, int T, int NH,
                                        int NKV, int hs);
     void (*attention_gqa_backward_bf16)(const PwOps *o, float *dqkv, uint16_t *dqkv16,
-                                        const float *dout, const uint16_t *qkv, const float *out,
-                                        const float *lse, const int *mask, int B, int T, int NH,
-                                        int NKV, int hs);
+                                        const float *dout, const uint16_t *qkv,
+                                        const uint16_t *out16, const float *lse, const int *mask,
+                                        int B, int T, int NH, int NKV, int hs);
     /* attention over a KV cache (both families: GPT-2's is NKV = NH), of float32 or bfloat16 */
     void (*attention_cache_gqa_forward)(const PwOps *o, float *out, float *kcache, float *vcache,
                                         float *scores, const float *qkv, const int *seg_row,

@@ -95,14 +95,14 @@ static double flops_per_token(const PwModel *m, int T)
  * uses the front of each per-layer slice. Allocated by the first forward, so a model that only
  * decodes (a generator) never holds them. */
 
-#define NUM_ACTS 29
+#define NUM_ACTS 30
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3C); at bf16 none: made and kept as qkv_16 */
-    float *atty;      /* (L, B, T, C) */
+    float *atty;      /* (L, B, T, C); at bf16 none: made and kept as atty_16 */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp: backward recomputes the
                        * probabilities from it, so no (T, T) matrix is kept */
     float *attproj;   /* (B, T, C) one layer: added to the residual stream at once and read
@@ -131,6 +131,8 @@ typedef struct Acts {
     float *fch_16;    /* (L, B, T, 4C) bfloat16 at bf16 (the GELU's input), else empty */
     float *qkv_16;    /* (L, B, T, 3C) bfloat16 at bf16 (what the attention reads), else
                        * empty */
+    float *atty_16;   /* (L, B, T, C) bfloat16 at bf16 (the attention's output: what the
+                       * projection and the attention's backward read), else empty */
 } Acts;
 
 /* Backward needs gradients of one layer's activations at a time, never all layers at once:
@@ -160,7 +162,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[2] = L * BT;             /* ln1_mean */
     s[3] = L * BT;             /* ln1_rstd */
     s[4] = Lk * BT * 3 * C;    /* qkv */
-    s[5] = L * BT * C;         /* atty */
+    s[5] = Lk * BT * C;        /* atty */
     s[6] = L * B * NH * T;     /* lse */
     s[7] = BT * C;             /* attproj */
     s[8] = L * BT * C;         /* residual2 */
@@ -184,6 +186,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[26] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fchg_16 */
     s[27] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fch_16 */
     s[28] = pw_model_kept_floats(m->precision, L * BT * 3 * C); /* qkv_16 */
+    s[29] = pw_model_kept_floats(m->precision, L * BT * C);     /* atty_16 */
 }
 
 static void scratch_sizes(size_t *s, const PwModel *m)
@@ -281,8 +284,8 @@ typedef struct Block {
     /* the batch forward at bf16: q, k, v in bfloat16, what the attention reads, forward and
      * backward (NULL: a cache pass, or fp32) */
     uint16_t *qkv_16;
-    /* a cache pass at bf16: the attention's output rounded to bfloat16, all the projection
-     * reads (NULL: the batch forward, which keeps atty in float32 for its backward, or fp32) */
+    /* at bf16: the attention's output rounded to bfloat16 instead of atty, all the projection
+     * reads (the batch forward keeps it for the attention's and the projection's backward) */
     uint16_t *atty_16;
 } Block;
 
@@ -349,8 +352,8 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->atty_16, k->qkv);
     else
-        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
-                                   at->T, NH, NH, C / NH);
+        pw_model_attention_forward(m, k->atty, k->atty_16, k->lse, k->qkv, k->qkv_16, at->mask,
+                                   at->B, at->T, NH, NH, C / NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l,
                             p->attprojb + lC,
                             N, C, C);
@@ -382,7 +385,8 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
         .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = bf16 ? NULL : a->qkv + l * 3 * sBTC,
-        .atty = a->atty + l * sBTC, .lse = a->lse + l * sLSE, .attproj = a->attproj,
+        .atty = bf16 ? NULL : a->atty + l * sBTC, .lse = a->lse + l * sLSE,
+        .attproj = a->attproj,
         .res2 = a->residual2 + l * sBTC, .ln2 = bf16 ? NULL : a->ln2 + l * sBTC,
         .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
         .fch = bf16 ? NULL : a->fch + l * 4 * sBTC,
@@ -393,6 +397,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + l * 4 * sBTC : NULL,
         .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * 4 * sBTC : NULL,
         .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + l * 3 * sBTC : NULL,
+        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + l * sBTC : NULL,
     };
 }
 
@@ -509,17 +514,18 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                               p.ln2w + lC, k.ln2_mean, k.ln2_rstd, BT, C);
 
         pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres,
-                                        dres16, k.atty, NULL, p.attprojw + CC * l, BT, C, C, 1);
+                                        dres16, k.atty, k.atty_16, p.attprojw + CC * l, BT, C, C,
+                                        1);
         if (k.qkv_16) { /* bf16: dqkv set rounded, the product's dout as it reads it */
             uint16_t *dqkv16 = (uint16_t *)dqkv;
-            pw_model_attention_backward(m, NULL, dqkv16, datty, k.qkv, k.qkv_16, k.atty, k.lse,
-                                        m->d_mask, B, T, NH, NH, C / NH);
+            pw_model_attention_backward(m, NULL, dqkv16, datty, k.qkv, k.qkv_16, k.atty_16,
+                                        k.lse, m->d_mask, B, T, NH, NH, C / NH);
             pw_model_matmul_backward16(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv16,
                                        3 * (size_t)C, k.ln1, k.ln1_16, p.qkvw + 3 * CC * l, BT, C,
                                        3 * C, 1);
         } else {
-            pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty, k.lse,
-                                        m->d_mask, B, T, NH, NH, C / NH);
+            pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16,
+                                        k.lse, m->d_mask, B, T, NH, NH, C / NH);
             pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
                                      k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
         }

@@ -108,14 +108,14 @@ static double flops_per_token(const PwModel *m, int T)
 /* ------------------------------------------------------------------------------------------ */
 /* activations (allocated by the first forward) and state */
 
-#define NUM_ACTS 26
+#define NUM_ACTS 27
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *rstd1;     /* (L, B, T) */
     float *qkv;       /* (L, B, T, QKV) after the rotary embedding; at bf16 one layer, kept as
                        * qkv_16 */
-    float *atty;      /* (L, B, T, C) */
+    float *atty;      /* (L, B, T, C); at bf16 none: made and kept as atty_16 */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
     float *attproj;   /* (B, T, C) one layer: added to the residual stream at once and read
                        * by no backward */
@@ -140,6 +140,8 @@ typedef struct Acts {
     float *fch_16;    /* (L, B, T, 2F) bfloat16 at bf16 (the SwiGLU's input), else empty */
     float *qkv_16;    /* (L, B, T, QKV) bfloat16 at bf16 (what the attention reads), else
                        * empty */
+    float *atty_16;   /* (L, B, T, C) bfloat16 at bf16 (the attention's output: what the
+                       * projection and the attention's backward read), else empty */
 } Acts;
 
 enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_DRES16, SCR_COUNT };
@@ -163,7 +165,7 @@ static void act_sizes(size_t *s, const PwModel *m)
      * in float32 before they are rounded, need one float32 layer (L1) */
     const int bf16 = pr == PW_PRECISION_BF16;
     const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
-    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, L * BT * C, L * B * NH * T,
+    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, Lk * BT * C, L * B * NH * T,
                           BT * C, L * BT * C, Lk * BT * C, L * BT, Lk * BT * 2 * F,
                           Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0,
@@ -173,7 +175,8 @@ static void act_sizes(size_t *s, const PwModel *m)
                           pw_model_kept_floats(pr, L * BT * C),
                           pw_model_kept_floats(pr, L * BT * F),
                           pw_model_kept_floats(pr, L * BT * 2 * F),
-                          pw_model_kept_floats(pr, L * BT * Q)};
+                          pw_model_kept_floats(pr, L * BT * Q),
+                          pw_model_kept_floats(pr, L * BT * C)}; /* atty_16 */
     memcpy(s, v, sizeof v);
 }
 
@@ -278,8 +281,8 @@ typedef struct Block {
     /* the batch forward at bf16: q, k, v (rotated) in bfloat16, what the attention reads,
      * forward and backward (NULL: a cache pass, or fp32) */
     uint16_t *qkv_16;
-    /* a cache pass at bf16: the attention's output rounded to bfloat16, all the projection
-     * reads (NULL: the batch forward, which keeps atty in float32 for its backward, or fp32) */
+    /* at bf16: the attention's output rounded to bfloat16 instead of atty, all the projection
+     * reads (the batch forward keeps it for the attention's and the projection's backward) */
     uint16_t *atty_16;
 } Block;
 
@@ -345,8 +348,8 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->atty_16, k->qkv);
     else
-        pw_model_attention_forward(m, k->atty, k->lse, k->qkv, k->qkv_16, at->mask, at->B,
-                                   at->T, NH, NKV, hs);
+        pw_model_attention_forward(m, k->atty, k->atty_16, k->lse, k->qkv, k->qkv_16, at->mask,
+                                   at->B, at->T, NH, NKV, hs);
     pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l, NULL, N,
                             C, C);
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C, a->norm_eps);
@@ -376,7 +379,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
         .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT,
-        .qkv = a->qkv + (bf16 ? 0 : l) * BT * Q, .atty = a->atty + l * sBTC,
+        .qkv = a->qkv + (bf16 ? 0 : l) * BT * Q, .atty = bf16 ? NULL : a->atty + l * sBTC,
         .lse = a->lse + l * sLSE, .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
         .ln2 = bf16 ? NULL : a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
         .fch = bf16 ? NULL : a->fch + l * BT * 2 * F,
@@ -387,6 +390,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + l * BT * F : NULL,
         .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * BT * 2 * F : NULL,
         .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + l * BT * Q : NULL,
+        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + l * sBTC : NULL,
     };
 }
 
@@ -501,9 +505,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         o->rmsnorm_backward(o, dres, dres16, gr.ln2w + (size_t)l * C, dln, k.res2,
                             p.ln2w + (size_t)l * C, k.rstd2, BT, C);
         pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, NULL, dres, dres16,
-                                        k.atty, NULL, p.attprojw + CC * l, BT, C, C, 1);
+                                        k.atty, k.atty_16, p.attprojw + CC * l, BT, C, C, 1);
         /* float32: the rotation's backward comes between it and the qkv product */
-        pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty, k.lse,
+        pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16, k.lse,
                                     m->d_mask, B, T, NH, NKV, hs);
         /* the gradient of the rotated q and k, turned back: that of the projection's output */
         o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);

@@ -208,26 +208,26 @@ size_t pw_model_kept_floats(PwPrecision precision, size_t n)
     return precision == PW_PRECISION_BF16 ? n / 2 + n % 2 : 0;
 }
 
-void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
-                                const uint16_t *qkv16, const int *mask, int B, int T, int NH,
-                                int NKV, int hs)
+void pw_model_attention_forward(const PwModel *m, float *out, uint16_t *out16, float *lse,
+                                const float *qkv, const uint16_t *qkv16, const int *mask, int B,
+                                int T, int NH, int NKV, int hs)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->attention_gqa_forward_bf16(o, out, lse, qkv16, mask, B, T, NH, NKV, hs);
+        o->attention_gqa_forward_bf16(o, out, out16, lse, qkv16, mask, B, T, NH, NKV, hs);
     else
         o->attention_gqa_forward(o, out, lse, qkv, mask, B, T, NH, NKV, hs);
 }
 
 void pw_model_attention_backward(const PwModel *m, float *dqkv, uint16_t *dqkv16,
                                  const float *dout, const float *qkv, const uint16_t *qkv16,
-                                 const float *out, const float *lse, const int *mask, int B,
+                                 const uint16_t *out16, const float *lse, const int *mask, int B,
                                  int T, int NH, int NKV, int hs)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16) { /* sets */
-        o->attention_gqa_backward_bf16(o, dqkv, dqkv16, dout, qkv16, out, lse, mask, B, T, NH,
-                                       NKV, hs);
+        o->attention_gqa_backward_bf16(o, dqkv, dqkv16, dout, qkv16, out16, lse, mask, B, T,
+                                       NH, NKV, hs);
         return;
     }
     o->zero(o, dqkv, (size_t)B * T * (NH + 2 * NKV) * hs * sizeof(float));

@@ -218,16 +218,17 @@ void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweig
 size_t pw_model_kept_floats(PwPrecision precision, size_t n);
 
 /* The attention of a batch (grouped-query; GPT-2's is NKV = NH) in the model's precision: the
- * table's attention_gqa entries on qkv, or at PW_PRECISION_BF16 the bf16 ones (tensor cores on
- * the GPU) on q, k and v kept in bfloat16 (qkv16), whose backward also reads the forward's out.
- * The backward sets dqkv (B T rows of (NH + 2 NKV) hs), or at bf16 with dqkv16 (NULL: none)
- * its rounding to bfloat16 there instead (the qkv product's dout). */
-void pw_model_attention_forward(const PwModel *m, float *out, float *lse, const float *qkv,
-                                const uint16_t *qkv16, const int *mask, int B, int T, int NH,
-                                int NKV, int hs);
+ * table's attention_gqa entries on qkv into out, or at PW_PRECISION_BF16 the bf16 ones (tensor
+ * cores on the GPU) on q, k and v kept in bfloat16 (qkv16), the output rounded into out16 (out
+ * NULL: none in float32), which their backward reads too. The backward sets dqkv (B T rows of
+ * (NH + 2 NKV) hs), or at bf16 with dqkv16 (NULL: none) its rounding to bfloat16 there instead
+ * (the qkv product's dout). */
+void pw_model_attention_forward(const PwModel *m, float *out, uint16_t *out16, float *lse,
+                                const float *qkv, const uint16_t *qkv16, const int *mask, int B,
+                                int T, int NH, int NKV, int hs);
 void pw_model_attention_backward(const PwModel *m, float *dqkv, uint16_t *dqkv16,
                                  const float *dout, const float *qkv, const uint16_t *qkv16,
-                                 const float *out, const float *lse, const int *mask, int B,
+                                 const uint16_t *out16, const float *lse, const int *mask, int B,
                                  int T, int NH, int NKV, int hs);
 
 /* Makes params_bf16 from params if it is stale (one conversion on the model's stream). */

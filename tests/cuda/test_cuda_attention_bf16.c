@@ -33,8 +33,10 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     for (size_t i = 0; i < nqkv; i++) qkv16[i] = pw_bf16_from_f32(qkv[i]); /* NaN stays NaN */
     float *out = cu_host(sizeof(float) * nout), *lse = cu_host(sizeof(float) * nlse);
     pw_attention_gqa_forward_bf16(out, lse, qkv16, mask, B, T, NH, NKV, hs);
+    uint16_t *out16 = cu_host(sizeof(uint16_t) * nout); /* what the backward reads */
+    for (size_t i = 0; i < nout; i++) out16[i] = pw_bf16_from_f32(out[i]);
     float *dqkv = cu_host(sizeof(float) * nqkv);
-    pw_attention_gqa_backward_bf16(dqkv, dout, qkv16, out, lse, mask, B, T, NH, NKV, hs);
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv16, out16, lse, mask, B, T, NH, NKV, hs);
 
     int *d_mask = mask ? cu_upload(mask, sizeof(int) * BT) : NULL;
     uint16_t *d_qkv = cu_upload(qkv16, sizeof(uint16_t) * nqkv);
@@ -42,13 +44,22 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     float *d_out = cu_dev(sizeof(float) * nout), *d_lse = cu_dev(sizeof(float) * nlse);
     cu_poison(d_out, sizeof(float) * nout);
     cu_poison(d_lse, sizeof(float) * nlse);
-    pw_attention_gqa_forward_bf16_cuda(d_out, d_lse, d_qkv, d_mask, B, T, NH, NKV, hs, 0);
+    pw_attention_gqa_forward_bf16_cuda(d_out, NULL, d_lse, d_qkv, d_mask, B, T, NH, NKV, hs, 0);
     cu_compare("forward lse", d_lse, lse, nlse, tol == TOL_TC ? TOL_LSE : tol);
     cu_compare("forward out", d_out, out, nout, tol);
+    /* the output rounded instead (a bf16 model keeps only that), bit for bit the float32 one's
+     * rounding, then both at once */
+    uint16_t *d_out16 = cu_dev(sizeof(uint16_t) * nout);
+    cu_poison(d_out16, sizeof(uint16_t) * nout);
+    pw_attention_gqa_forward_bf16_cuda(NULL, d_out16, d_lse, d_qkv, d_mask, B, T, NH, NKV, hs, 0);
+    cu_compare_bf16("forward out in bfloat16", d_out16, d_out, nout);
+    pw_attention_gqa_forward_bf16_cuda(d_out, d_out16, d_lse, d_qkv, d_mask, B, T, NH, NKV, hs,
+                                       0);
+    cu_compare_bf16("forward out in both (bf16)", d_out16, d_out, nout);
 
-    /* the backward reads the twin's out and lse, so that it is tested on its own; dqkv starts
-     * as NaN, so every element must be set */
-    float *d_outc = cu_upload(out, sizeof(float) * nout);
+    /* the backward reads the twin's out (rounded) and lse, so that it is tested on its own;
+     * dqkv starts as NaN, so every element must be set */
+    uint16_t *d_outc = cu_upload(out16, sizeof(uint16_t) * nout);
     float *d_lsec = cu_upload(lse, sizeof(float) * nlse);
     float *d_dqkv = cu_dev(sizeof(float) * nqkv);
     cu_poison(d_dqkv, sizeof(float) * nqkv);

@@ -35,8 +35,10 @@
 typedef struct Args {
     float *out, *lse, *dqkv, *drow;
     uint16_t *dout16, *dqkv16; /* dqkv16: the backward's rounded output instead, or NULL */
+    uint16_t *out16;           /* the forward's output rounded as well, or NULL */
     const uint16_t *qkv;
-    const float *dout, *fout;
+    const float *dout;
+    const uint16_t *fout16; /* the forward's output the backward reads: rounded */
     const int *mask;
     int B, T, NH, NKV, hs;
     float scale;
@@ -46,8 +48,8 @@ typedef struct Args {
     static void fwd_##HS(void *p)                                                                \
     {                                                                                            \
         Args *a = p;                                                                             \
-        pw_flash_tc_fwd_##HS(a->out, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV, a->hs,        \
-                             a->scale);                                                          \
+        pw_flash_tc_fwd_##HS(a->out, a->out16, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV,     \
+                             a->hs, a->scale);                                                   \
     }                                                                                            \
     static void dq_##HS(void *p)                                                                 \
     {                                                                                            \
@@ -68,7 +70,7 @@ TC_WRAPPERS(128)
 static void prep_k(void *p)
 {
     Args *a = p;
-    pw_flash_tc_prep(a->drow, a->dout16, a->dout, a->fout, a->mask, a->B, a->T, a->NH, a->hs);
+    pw_flash_tc_prep(a->drow, a->dout16, a->dout, a->fout16, a->mask, a->B, a->T, a->NH, a->hs);
 }
 
 /* the prep kernel's outputs: dout16 the rounded dout at real queries and zeros at padding, bit
@@ -86,7 +88,7 @@ static void check_prep(const Args *a, size_t nlse)
         for (int c = 0; c < hs; c++) {
             uint16_t w = real ? pw_bf16_from_f32(a->dout[at + c]) : 0;
             bad += a->dout16[at + c] != w;
-            if (real) d += (double)a->dout[at + c] * a->fout[at + c];
+            if (real) d += (double)a->dout[at + c] * pw_bf16_to_f32(a->fout16[at + c]);
         }
         want[i] = (float)d;
     }
@@ -107,8 +109,10 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     uint16_t *qkv = emu_bf16_of(fc.qkv, nqkv, widened); /* NaN stays NaN */
     float *out = malloc(sizeof(float) * nout), *lse = malloc(sizeof(float) * nlse);
     pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
+    uint16_t *out16 = malloc(sizeof(uint16_t) * nout), *eout16 = malloc(sizeof(uint16_t) * nout);
+    for (size_t i = 0; i < nout; i++) out16[i] = pw_bf16_from_f32(out[i]), eout16[i] = 0x7fc1;
     float *dqkv = malloc(sizeof(float) * nqkv);
-    pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv, out16, lse, mask, B, T, NH, NKV, hs);
 
     /* the kernels' outputs start poisoned: every value must be written */
     float *eout = malloc(sizeof(float) * nout), *elsev = malloc(sizeof(float) * nlse);
@@ -118,8 +122,8 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     for (size_t i = 0; i < nout; i++) edout16[i] = 0x7fc1;
     for (size_t i = 0; i < nlse; i++) elsev[i] = edrow[i] = NAN;
     for (size_t i = 0; i < nqkv; i++) edqkv[i] = NAN;
-    Args a = {eout, elsev, edqkv, edrow, edout16, NULL, qkv, dout, out, mask, B, T, NH, NKV, hs,
-              1.0f / sqrtf((float)hs)};
+    Args a = {eout, elsev, edqkv, edrow, edout16, NULL, eout16, qkv, dout, out16, mask, B, T, NH,
+              NKV, hs, 1.0f / sqrtf((float)hs)};
     void (*fwd)(void *) = hs <= 32 ? fwd_32 : hs <= 64 ? fwd_64 : fwd_128;
     void (*dq)(void *) = hs <= 32 ? dq_32 : hs <= 64 ? dq_64 : dq_128;
     void (*dkv)(void *) = hs <= 32 ? dkv_32 : hs <= 64 ? dkv_64 : dkv_128;
@@ -130,8 +134,9 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     emu_launch(gf, d1(TC_THREADS), fwd, &a);
     emu_check("forward lse", elsev, lse, nlse, TOL_LSE);
     emu_check("forward out", eout, out, nout, TOL);
+    emu_check_bf16("forward out in bfloat16 too", eout16, eout, nout);
 
-    /* the backward reads the CPU's lse and out, so that it is tested on its own */
+    /* the backward reads the CPU's lse and out (rounded), so that it is tested on its own */
     a.lse = lse;
     emu_launch(d1(pw_row_blocks(nlse)), d1(PW_ROW_THREADS), prep_k, &a);
     check_prep(&a, nlse);
@@ -157,6 +162,8 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     flash_case_free(&fc);
     free(widened);
     free(qkv);
+    free(out16);
+    free(eout16);
     free(edout16);
     free(out);
     free(lse);

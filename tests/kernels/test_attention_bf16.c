@@ -6,9 +6,9 @@
  *  - out: each probability is rounded to 8 significant bits (relative error at most 2^-9), so
  *    |out - ref| <= 2^-9 sum_s p_s |v_s| <= 2^-9 max |v| (plus float32 noise), and it is not
  *    float32-exact either (the rounding happened);
- *  - the gradients: P and dS rounded alike before their products; against the float64
- *    gradient within 1e-2 of its largest value (measured: a few 1e-3), set into a dqkv that
- *    held NaN (the GPU's kernels write every element; so must the twin).
+ *  - the gradients: P and dS rounded alike before their products, D from the output rounded;
+ *    against the float64 gradient within 1e-2 of its largest value (measured: a few 1e-3), set
+ *    into a dqkv that held NaN (the GPU's kernels write every element; so must the twin).
  * Rounding of inputs that are not bfloat16 numbers is the float32 kernels' tolerance-free
  * business of test_flash_tc_emu (GPU against this twin). */
 #include "attention_ref.h"
@@ -53,11 +53,15 @@ static void check(const char *name, Shape s, const int *mask, unsigned long long
     CHECK(dmax > 1e-5 * vmax, "%s: out off by %.3g only: were the probabilities rounded?", name,
           dmax);
 
-    /* the backward sets a dqkv holding NaN */
+    /* the backward sets a dqkv holding NaN; it reads the output rounded, as a bf16 model keeps
+     * it (D = rowsum(dout out) moves by 2^-9 of its terms at most: within the bound below) */
     float *dqkv = malloc(sizeof(float) * nqkv);
+    uint16_t *out16 = malloc(sizeof(uint16_t) * nout);
     for (size_t i = 0; i < nqkv; i++) dqkv[i] = NAN;
-    pw_attention_gqa_backward_bf16(dqkv, dout, qkv16, out, lse, mask, s.B, s.T, s.NH, s.NKV,
+    for (size_t i = 0; i < nout; i++) out16[i] = pw_bf16_from_f32(out[i]);
+    pw_attention_gqa_backward_bf16(dqkv, dout, qkv16, out16, lse, mask, s.B, s.T, s.NH, s.NKV,
                                    s.hs);
+    free(out16);
     double e_g = pw_max_rel_err(dqkv, dqkv_r, nqkv, 1e-6);
     CHECK(e_g < 1e-2, "%s: gradient rel err %.3g", name, e_g);
     printf("%-34s lse %.2e  out %.2e (bound %.2e)  dqkv %.2e\n", name, e_lse, dmax,

@@ -298,8 +298,8 @@ void pw_attention_gqa_forward_bf16(float *out, float *lse, const uint16_t *qkv, 
 }
 
 void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const uint16_t *qkv,
-                                    const float *out, const float *lse, const int *mask, int B,
-                                    int T, int NH, int NKV, int hs)
+                                    const uint16_t *out16, const float *lse, const int *mask,
+                                    int B, int T, int NH, int NKV, int hs)
 {
     size_t C = (size_t)NH * hs, n = (size_t)B * T * (NH + 2 * NKV) * hs;
     float *rq = pw_widened_rows(qkv, 1, n, n, "pw_attention_gqa_backward_bf16");
@@ -309,16 +309,16 @@ void pw_attention_gqa_backward_bf16(float *dqkv, const float *dout, const uint16
         fprintf(stderr, "pw_attention_gqa_backward_bf16: out of memory\n");
         abort();
     }
-    /* D = rowsum(dout * out) per query head, from the unrounded float32 values (0 where the
-     * query is padding: never read there) */
+    /* D = rowsum(dout * out) per query head, from the float32 dout and the rounded out (0 where
+     * the query is padding: never read there) */
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
-                const float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+                const uint16_t *o = out16 + ((size_t)b * T + t) * C + (size_t)h * hs;
                 const float *g = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
                 float d = 0.0f;
                 if (is_real(mask, b, t, T))
-                    for (int c = 0; c < hs; c++) d += g[c] * o[c];
+                    for (int c = 0; c < hs; c++) d += g[c] * pw_bf16_to_f32(o[c]);
                 D[((size_t)b * NH + h) * T + t] = d;
             }
     memset(dqkv, 0, sizeof(float) * n); /* the GPU's kernels set it */

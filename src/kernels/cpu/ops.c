@@ -277,15 +277,20 @@ static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, co
 {
     (void)o, pw_attention_gqa_backward(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs);
 }
-static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const uint16_t *qkv,
-                                   const int *mask, int B, int T, int NH, int NKV, int hs)
+static void attention_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *out16, float *lse,
+                                   const uint16_t *qkv, const int *mask, int B, int T, int NH,
+                                   int NKV, int hs)
 {
-    (void)o, pw_attention_gqa_forward_bf16(out, lse, qkv, mask, B, T, NH, NKV, hs);
+    size_t n = (size_t)B * T * NH * hs;
+    float *f = out ? out : floats_or_die(n);
+    (void)o, pw_attention_gqa_forward_bf16(f, lse, qkv, mask, B, T, NH, NKV, hs);
+    if (out16) o->to_bf16(o, out16, f, n);
+    if (!out) free(f);
 }
 static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, uint16_t *dqkv16,
-                                   const float *dout, const uint16_t *qkv, const float *out,
-                                   const float *lse, const int *mask, int B, int T, int NH,
-                                   int NKV, int hs)
+                                   const float *dout, const uint16_t *qkv,
+                                   const uint16_t *out, const float *lse, const int *mask, int B,
+                                   int T, int NH, int NKV, int hs)
 {
     size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
     float *d = dqkv16 ? floats_or_die(n) : dqkv; /* rounded into dqkv16 */

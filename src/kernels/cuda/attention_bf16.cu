@@ -4,7 +4,9 @@
  * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere); heads
  * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead on q, k
  * and v widened (its GEMM path; the tests compare that with the twin to the bfloat16
- * tolerance). q, k and v come in bfloat16; the backward sets dqkv, or its rounding to bfloat16
+ * tolerance). q, k and v come in bfloat16; the forward writes its output in float32 and / or
+ * rounded to bfloat16 (out16: what the projection and the backward read, as flash-attention
+ * keeps it); the backward reads that rounded output and sets dqkv, or its rounding to bfloat16
  * (dqkv16: what the qkv product's backward reads). */
 #include <math.h>
 
@@ -37,26 +39,32 @@ static float *widened(const uint16_t *qkv, int B, int T, int NH, int NKV, int hs
     return w;
 }
 
-extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, float *lse, const uint16_t *qkv,
-                                                   const int *mask, int B, int T, int NH,
-                                                   int NKV, int hs, cudaStream_t stream)
+extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, pw_bf16 *out16, float *lse,
+                                                   const uint16_t *qkv, const int *mask, int B,
+                                                   int T, int NH, int NKV, int hs,
+                                                   cudaStream_t stream)
 {
     if (B <= 0 || T <= 0) return;
     int HS = pw_flash_bucket(hs); /* 0: the float32 path */
     if (!HS) {
+        size_t n = (size_t)B * T * NH * hs;
         float *w = widened(qkv, B, T, NH, NKV, hs, stream);
-        pw_attention_gqa_forward_cuda(out, lse, w, mask, B, T, NH, NKV, hs, stream);
+        float *o = out ? out : (float *)pw_cuda_scratch(sizeof(float) * n, stream);
+        pw_attention_gqa_forward_cuda(o, lse, w, mask, B, T, NH, NKV, hs, stream);
+        if (out16) pw_f32_to_bf16_cuda(out16, o, n, stream);
+        if (!out) pw_cuda_scratch_free(o, stream);
         pw_cuda_scratch_free(w, stream);
         return;
     }
     int rows = TC_FWD_ROWS(HS);
     dim3 grid((unsigned)((T + rows - 1) / rows), (unsigned)NH, (unsigned)B);
-    TC_LAUNCH(fwd, HS, grid, out, lse, qkv, mask, T, NH, NKV, hs, 1.0f / sqrtf((float)hs));
+    TC_LAUNCH(fwd, HS, grid, out, out16, lse, qkv, mask, T, NH, NKV, hs,
+              1.0f / sqrtf((float)hs));
 }
 
 extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16,
                                                     const float *dout, const uint16_t *qkv,
-                                                    const float *out, const float *lse,
+                                                    const pw_bf16 *out16, const float *lse,
                                                     const int *mask, int B, int T, int NH,
                                                     int NKV, int hs, cudaStream_t stream)
 {
@@ -80,8 +88,9 @@ extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16
     size_t rows = (size_t)B * NH * T;
     float *drow = (float *)pw_cuda_scratch(sizeof(float) * rows, stream);
     uint16_t *dout16 = (uint16_t *)pw_cuda_scratch(sizeof(uint16_t) * rows * hs, stream);
-    pw_flash_tc_prep<<<pw_row_blocks(rows), PW_ROW_THREADS, 0, stream>>>(drow, dout16, dout, out,
-                                                                         mask, B, T, NH, hs);
+    pw_flash_tc_prep<<<pw_row_blocks(rows), PW_ROW_THREADS, 0, stream>>>(drow, dout16, dout,
+                                                                         out16, mask, B, T, NH,
+                                                                         hs);
     PW_CUDA_CHECK(cudaGetLastError());
     dim3 gq((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
     dim3 gk((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B);

@@ -139,11 +139,12 @@ typedef struct TcKv {
 } TcKv;
 
 /* The backward's first kernel, over query rows (B,NH,T), one warp a row (PW_ROW_WARPS rows to a
- * block): D = rowsum(dout * out) from the float32 values into drow, and dout rounded to
- * bfloat16 into dout16 (dout's layout (B,T,NH hs)) for the products; zeros in both at padding
- * queries. */
+ * block): D = rowsum(dout * out) from the float32 dout and the forward's output in bfloat16
+ * (out16, as flash-attention keeps it) into drow, and dout rounded to bfloat16 into dout16
+ * (dout's layout (B,T,NH hs)) for the products; zeros in both at padding queries. */
 __global__ void pw_flash_tc_prep(float *drow, uint16_t *dout16, const float *dout,
-                                 const float *out, const int *mask, int B, int T, int NH, int hs)
+                                 const uint16_t *out16, const int *mask, int B, int T, int NH,
+                                 int hs)
 {
     size_t rows = (size_t)B * NH * T;
     size_t i = (size_t)blockIdx.x * PW_ROW_WARPS + threadIdx.x / 32;
@@ -155,7 +156,7 @@ __global__ void pw_flash_tc_prep(float *drow, uint16_t *dout16, const float *dou
     float d = 0.0f;
     for (int c = lane; c < hs; c += 32) {
         float g = real ? dout[at + c] : 0.0f;
-        if (real) d += g * out[at + c];
+        if (real) d += g * pw_bf16_float(out16[at + c]);
         dout16[at + c] = pw_bf16_bits(g);
     }
     PW_UNROLL
@@ -348,8 +349,8 @@ static __device__ __forceinline__ int TC_FN(next_keys)(TC_FN(Keys) * t, int it, 
 }
 
 __global__ void __launch_bounds__(TC_THREADS)
-    TC_FN(fwd)(float *out, float *lse, const uint16_t *qkv, const int *mask, int T, int NH,
-               int NKV, int hs, float scale)
+    TC_FN(fwd)(float *out, uint16_t *out16, float *lse, const uint16_t *qkv, const int *mask,
+               int T, int NH, int NKV, int hs, float scale)
 {
     const int BK = TC_BK(FLASH_HS), MT = TC_FWD_MT(FLASH_HS), ROWS = TC_FWD_ROWS(FLASH_HS);
     __shared__ __align__(16) TC_FN(Keys) kt;
@@ -435,7 +436,8 @@ __global__ void __launch_bounds__(TC_THREADS)
         float L0 = tc_quad_sum(l0[mt]), L8 = tc_quad_sum(l8[mt]);
         int r = r0[mt];
         /* l >= 1 at a real query (its own key is real and at the max or below it) */
-        TC_FN(store_rows)(out + (size_t)b * T * ld + (size_t)h * hs, NULL, ld, r, T, o[mt],
+        size_t oat = (size_t)b * T * ld + (size_t)h * hs;
+        TC_FN(store_rows)(out ? out + oat : NULL, out16 ? out16 + oat : NULL, ld, r, T, o[mt],
                           ok0[mt] ? 1.0f / L0 : 0.0f, ok8[mt] ? 1.0f / L8 : 0.0f, hs);
         if (c == 0 && r < T) lb[r] = ok0[mt] ? mx0[mt] + logf(L0) : 0.0f;
         if (c == 0 && r + 8 < T) lb[r + 8] = ok8[mt] ? mx8[mt] + logf(L8) : 0.0f;

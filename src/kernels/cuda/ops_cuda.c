@@ -366,15 +366,16 @@ static void attention_gqa_bwd(const PwOps *o, float *dqkv, const float *dout, co
 {
     pw_attention_gqa_backward_cuda(dqkv, dout, qkv, lse, mask, B, T, NH, NKV, hs, S(o));
 }
-static void attention_gqa_fwd_bf16(const PwOps *o, float *out, float *lse, const uint16_t *qkv,
-                                   const int *mask, int B, int T, int NH, int NKV, int hs)
+static void attention_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *out16, float *lse,
+                                   const uint16_t *qkv, const int *mask, int B, int T, int NH,
+                                   int NKV, int hs)
 {
-    pw_attention_gqa_forward_bf16_cuda(out, lse, qkv, mask, B, T, NH, NKV, hs, S(o));
+    pw_attention_gqa_forward_bf16_cuda(out, out16, lse, qkv, mask, B, T, NH, NKV, hs, S(o));
 }
 static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, uint16_t *dqkv16,
-                                   const float *dout, const uint16_t *qkv, const float *out,
-                                   const float *lse, const int *mask, int B, int T, int NH,
-                                   int NKV, int hs)
+                                   const float *dout, const uint16_t *qkv,
+                                   const uint16_t *out, const float *lse, const int *mask, int B,
+                                   int T, int NH, int NKV, int hs)
 {
     pw_attention_gqa_backward_bf16_cuda(dqkv, dqkv16, dout, qkv, out, lse, mask, B, T, NH, NKV,
                                         hs, S(o));

@@ -296,25 +296,26 @@ static void test_training(const PwArch *a, const char *fam)
 
 /* At bf16 the inputs of the trunk's products that only those products read again (the
  * normalised inputs of the attention and of the MLP, the MLP's activation), the MLP's
- * pre-activation and q, k, v are kept in bfloat16 only, S floats a layer: L S floats become
- * L S / 2 + P, where P is the one float32 layer that Llama's q, k, v need (their product's
- * output, rotated before it is rounded; the other products round their outputs themselves),
- * less D = C / 2 floats a token that the backward's scratch gains: the residual stream's gradient
- * rounded by the norms' backwards, the projections' dout.
+ * pre-activation, q, k, v and the attention's output are kept in bfloat16 only, S floats a
+ * layer: L S floats become L S / 2 + P, where P is the one float32 layer that Llama's q, k, v
+ * need (their product's output, rotated before it is rounded; the other products round their
+ * outputs themselves), less D = C / 2 floats a token that the backward's scratch gains: the
+ * residual stream's gradient rounded by the norms' backwards, the projections' dout.
  * And what a layer adds, per token, is what its backward reads: GPT-2 ln1 C, its mean and rstd
  * 2, qkv 3C, the attention's output C and log-sum-exps NH, res2 C, ln2 C + 2, fc 4C, its GELU
  * 4C, the layer's output C: 16C + 4 + NH (the projections' outputs are one layer's, read by no
- * backward); at bf16 ln1, ln2, qkv, fc and the GELU's 13C become 6.5C. Llama: ln1 C + 1, qkv
- * Q, attention C + NH, res2 C, ln2 C + 1, gate|up 2F, SwiGLU F, output C; at bf16 2C + Q + 3F
- * halve. Hand-worked from those, against models at 12 and 13 layers; no model is run, so a
- * deep one costs nothing. The numbers: test_against_fp32 and test_training. */
+ * backward); at bf16 ln1, ln2, qkv, the attention's output, fc and the GELU's 14C become 7C.
+ * Llama: ln1 C + 1, qkv Q, attention C + NH, res2 C, ln2 C + 1, gate|up 2F, SwiGLU F, output
+ * C; at bf16 3C + Q + 3F halve. Hand-worked from those, against models at 12 and 13 layers; no
+ * model is run, so a deep one costs nothing. The numbers: test_against_fp32 and
+ * test_training. */
 static void test_kept_bytes(void)
 {
     const size_t BT = (size_t)B * T, C = 32, F = 40, Q = (4 + 2 * 2) * 8;
-    const size_t S[2] = {13 * C * BT, (2 * C + Q + 3 * F) * BT};
+    const size_t S[2] = {14 * C * BT, (3 * C + Q + 3 * F) * BT};
     const size_t P[2] = {0, Q * BT}, D = C / 2 * BT;
-    const size_t layer[2][2] = {{16 * C + 4 + 2, 19 * C / 2 + 4 + 2},
-                                {5 * C + Q + 3 * F + 2 + 4, 4 * C + Q / 2 + 3 * F / 2 + 2 + 4}};
+    const size_t layer[2][2] = {{16 * C + 4 + 2, 9 * C + 4 + 2},
+                                {5 * C + Q + 3 * F + 2 + 4, 7 * C / 2 + Q / 2 + 3 * F / 2 + 2 + 4}};
     for (int i = 0; i < 2; i++) {
         const char *fam = i ? "llama" : "gpt2";
         size_t by[2][2]; /* [layers 12, 13][fp32, bf16] */
