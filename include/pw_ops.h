@@ -136,8 +136,11 @@ struct PwOps {
                              const float *rstd, int N, int C);
     void (*rope_forward)(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
                          int nheads, int hs, int stride);
-    void (*rope_backward)(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,
-                          int nheads, int hs, int stride);
+    /* dx16 (NULL: none): dx is only read, and each whole row (stride values: the rotated heads,
+     * then the rest unchanged) goes rounded to bfloat16 into dx16 (a bf16 Llama's dqkv, the qkv
+     * product's dout) */
+    void (*rope_backward)(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
+                          const float *inv_freq, int N, int nheads, int hs, int stride);
     void (*swiglu_forward)(const PwOps *o, float *out, const float *gate_up, int N, int F);
     void (*swiglu_backward)(const PwOps *o, float *dgate_up, const float *gate_up,
                             const float *dout, int N, int F);

@@ -509,10 +509,14 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         /* float32: the rotation's backward comes between it and the qkv product */
         pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16, k.lse,
                                     m->d_mask, B, T, NH, NKV, hs);
-        /* the gradient of the rotated q and k, turned back: that of the projection's output */
-        o->rope_backward(o, dqkv, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
-        pw_model_matmul_backward(m, dln, gr.qkvw + Q * C * l, gr.qkvb ? gr.qkvb + Q * l : NULL,
-                                 dqkv, k.ln1, k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q, 1);
+        /* the gradient of the rotated q and k, turned back: that of the projection's output;
+         * at bf16 written rounded, the product's dout, into the MLP's gradient buffer (read by
+         * now; 4F halves a row hold the Q) */
+        uint16_t *dqkv16 = dres16 && 4 * (size_t)F >= Q ? (uint16_t *)dfch : NULL;
+        o->rope_backward(o, dqkv, dqkv16, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
+        pw_model_matmul_backward_either(m, dln, gr.qkvw + Q * C * l,
+                                        gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv, dqkv16, k.ln1,
+                                        k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q, 1);
         /* layer 0's input gradient goes to the embeddings in float32 only */
         o->rmsnorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + (size_t)l * C, dln, k.in,
                             p.ln1w + (size_t)l * C, k.rstd1, BT, C);

@@ -1,5 +1,6 @@
 /* test_cuda_rope.c: the CUDA rotary embeddings against the CPU twin: in place over the q and k
- * heads of qkv rows (v left alone), positions from the row or packed, llama3 inv_freq. */
+ * heads of qkv rows (v left alone), positions from the row or packed, llama3 inv_freq; the
+ * backward's bf16 form (whole rows rounded, the input left alone). */
 #include "cutest.h"
 
 static void run(int N, int nheads, int hs, int stride, const int *pos, int llama3,
@@ -18,9 +19,16 @@ static void run(int N, int nheads, int hs, int stride, const int *pos, int llama
     pw_rope_forward(x, pos, inv, N, nheads, hs, stride);
     pw_rope_forward_cuda(d_x, d_pos, d_inv, N, nheads, hs, stride, 0);
     cu_compare("forward (in place)", d_x, x, n, CU_TOL_F32);
+    float *d_g0 = cu_upload(g, sizeof(float) * n); /* the untouched gradient, for the bf16 form */
     pw_rope_backward(g, pos, inv, N, nheads, hs, stride);
     pw_rope_backward_cuda(d_g, d_pos, d_inv, N, nheads, hs, stride, 0);
     cu_compare("backward (in place)", d_g, g, n, CU_TOL_F32);
+    /* the bf16 form: dx only read, every whole row rounded, bit for bit the in-place result's
+     * rounding (the rows' unrotated tail too) */
+    uint16_t *d_g16 = cu_dev(sizeof(uint16_t) * n);
+    cu_poison(d_g16, sizeof(uint16_t) * n);
+    pw_rope_backward_bf16_cuda(d_g16, d_g0, d_pos, d_inv, N, nheads, hs, stride, 0);
+    cu_compare_bf16("backward (bf16 rows)", d_g16, d_g, n);
     cu_release();
 }
 

@@ -243,7 +243,7 @@ typedef struct EwArgs {
 static void rope(void *p)
 {
     EwArgs *a = p;
-    rope_kernel(a->x, a->pos, a->a, a->N, a->nheads, a->hs, a->stride, a->sign);
+    rope_kernel(a->x, a->x16, a->pos, a->a, a->N, a->nheads, a->hs, a->stride, a->sign);
 }
 
 static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *rng)
@@ -265,6 +265,16 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
                     dir ? -1.0f : 1.0f, NULL};
         emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(PW_EW_THREADS), rope, &a);
         emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
+        if (dir) { /* the bf16 form: x read only, every row (the tail too) rounded, bit for bit */
+            uint16_t *g16 = malloc(sizeof(uint16_t) * n);
+            float *src = emu_copy(x, n);
+            a.x = src, a.x16 = g16;
+            emu_launch(ew_grid((size_t)N * nheads * (hs / 2) + (size_t)N * (stride - nheads * hs)),
+                       d1(PW_EW_THREADS), rope, &a);
+            CHECK(!memcmp(src, x, sizeof(float) * n), "rope backward (bf16): dx was written");
+            emu_check_bf16("rope backward (bf16)", g16, got, n);
+            free(g16), free(src);
+        }
         free(want), free(got);
     }
     free(x), free(inv), free(pos);

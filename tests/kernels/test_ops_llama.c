@@ -33,7 +33,7 @@ int main(void)
     o->rope_forward(o, a, NULL, inv, N, NH + NKV, HS, W);
     pw_rope_forward(b, NULL, inv, N, NH + NKV, HS, W);
     SAME(a, b, nqkv, "rope_forward");
-    o->rope_backward(o, a, NULL, inv, N, NH + NKV, HS, W);
+    o->rope_backward(o, a, NULL, NULL, inv, N, NH + NKV, HS, W);
     pw_rope_backward(b, NULL, inv, N, NH + NKV, HS, W);
     SAME(a, b, nqkv, "rope_backward");
 

@@ -252,10 +252,19 @@ static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_
 {
     (void)o, pw_rope_forward(x, pos, inv_freq, N, nheads, hs, stride);
 }
-static void rope_bwd(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,
-                     int nheads, int hs, int stride)
+static void rope_bwd(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
+                     const float *inv_freq, int N, int nheads, int hs, int stride)
 {
-    (void)o, pw_rope_backward(dx, pos, inv_freq, N, nheads, hs, stride);
+    if (!dx16) {
+        pw_rope_backward(dx, pos, inv_freq, N, nheads, hs, stride);
+        return;
+    }
+    /* dx is only read: the rotation in a copy, rounded into dx16 */
+    size_t n = (size_t)N * stride;
+    float *f = floats_or_die(n);
+    memcpy(f, dx, sizeof(float) * n);
+    pw_rope_backward(f, pos, inv_freq, N, nheads, hs, stride);
+    produce_end(dx16, f, n);
 }
 static void swiglu_fwd(const PwOps *o, float *out, const float *gate_up, int N, int F)
 {

@@ -341,10 +341,13 @@ static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_
 {
     pw_rope_forward_cuda(x, pos, inv_freq, N, nheads, hs, stride, S(o));
 }
-static void rope_bwd(const PwOps *o, float *dx, const int *pos, const float *inv_freq, int N,
-                     int nheads, int hs, int stride)
+static void rope_bwd(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
+                     const float *inv_freq, int N, int nheads, int hs, int stride)
 {
-    pw_rope_backward_cuda(dx, pos, inv_freq, N, nheads, hs, stride, S(o));
+    if (dx16)
+        pw_rope_backward_bf16_cuda(dx16, dx, pos, inv_freq, N, nheads, hs, stride, S(o));
+    else
+        pw_rope_backward_cuda(dx, pos, inv_freq, N, nheads, hs, stride, S(o));
 }
 static void swiglu_fwd(const PwOps *o, float *out, const float *gate_up, int N, int F)
 {
