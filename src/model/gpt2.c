@@ -624,8 +624,10 @@ static const float *kv_pass(PwKVCache *c)
     /* only the last token of each segment predicts anything sampled: gather those rows of x
      * (into atty, free now) */
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
-    o->layernorm_forward(o, b[K_LN], b[K_MEAN], b[K_RSTD], b[K_ATTY], p.lnfw, p.lnfb, c->nseg, C);
-    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], NULL, p.wte, NULL, c->nseg, C, Vp);
+    /* at bf16 the final LayerNorm rounded, what the LM head reads (no conversion there) */
+    const Norm lnf = {b[K_LN], blk.ln1_16, b[K_MEAN], b[K_RSTD], p.lnfw, p.lnfb};
+    layernorm(o, &lnf, b[K_ATTY], c->nseg, C);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], blk.ln1_16, p.wte, NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 

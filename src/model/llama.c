@@ -609,8 +609,11 @@ static const float *kv_pass(PwKVCache *c)
         block_forward(m, &p, l, &blk, N, &at, l > 0, l + 1 < L ? &next : NULL);
     }
     o->gather_rows(o, b[K_ATTY], b[K_X], c->d_seg_last, c->nseg, C);
-    o->rmsnorm_forward(o, b[K_LN], b[K_RSTD], b[K_ATTY], p.lnfw, c->nseg, C, a->norm_eps);
-    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], NULL, lm_weight(&p), NULL, c->nseg, C, Vp);
+    /* at bf16 the final RMSNorm rounded, what the LM head reads (no conversion there) */
+    const Norm lnf = {b[K_LN], blk.ln1_16, b[K_RSTD], p.lnfw};
+    rmsnorm(o, &lnf, b[K_ATTY], c->nseg, C, a->norm_eps);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], blk.ln1_16, lm_weight(&p), NULL, c->nseg, C,
+                            Vp);
     return b[K_HEAD];
 }
 
