@@ -355,8 +355,7 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
         pw_model_attention_forward(m, k->atty, k->atty_16, k->lse, k->qkv, k->qkv_16, at->mask,
                                    at->B, at->T, NH, NH, C / NH);
     pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l,
-                            p->attprojb + lC,
-                            N, C, C);
+                            p->attprojb + lC, N, C, C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
@@ -498,37 +497,30 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC,
                                         dres, dres16, k.fch_gelu, k.fchg_16,
                                         p.fcprojw + 4 * CC * l, BT, 4 * C, C, 1);
-        if (k.fch_16) { /* sets dfch rounded to bfloat16, the product's dout as it reads it */
-            uint16_t *dfch16 = (uint16_t *)dfch;
+        /* bf16: dfch set rounded, the product's dout as it reads it */
+        uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
+        if (dfch16) {
             o->gelu_backward_bf16(o, dfch16, k.fch_16, dfch_gelu, 4 * nBTC);
-            pw_model_matmul_backward16(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch16,
-                                       4 * (size_t)C, k.ln2, k.ln2_16, p.fcw + 4 * CC * l, BT, C,
-                                       4 * C, 1);
         } else {
             o->zero(o, dfch, 4 * fBTC);
             o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
-            pw_model_matmul_backward(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch, k.ln2,
-                                     k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C, 1);
         }
+        pw_model_matmul_backward_either(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch,
+                                        dfch16, k.ln2, k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C,
+                                        1);
         o->layernorm_backward(o, dres, dres16, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2,
                               p.ln2w + lC, k.ln2_mean, k.ln2_rstd, BT, C);
 
         pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres,
                                         dres16, k.atty, k.atty_16, p.attprojw + CC * l, BT, C, C,
                                         1);
-        if (k.qkv_16) { /* bf16: dqkv set rounded, the product's dout as it reads it */
-            uint16_t *dqkv16 = (uint16_t *)dqkv;
-            pw_model_attention_backward(m, NULL, dqkv16, datty, k.qkv, k.qkv_16, k.atty_16,
-                                        k.lse, m->d_mask, B, T, NH, NH, C / NH);
-            pw_model_matmul_backward16(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv16,
-                                       3 * (size_t)C, k.ln1, k.ln1_16, p.qkvw + 3 * CC * l, BT, C,
-                                       3 * C, 1);
-        } else {
-            pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16,
-                                        k.lse, m->d_mask, B, T, NH, NH, C / NH);
-            pw_model_matmul_backward(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv, k.ln1,
-                                     k.ln1_16, p.qkvw + 3 * CC * l, BT, C, 3 * C, 1);
-        }
+        /* bf16: dqkv set rounded, the product's dout as it reads it */
+        uint16_t *dqkv16 = k.qkv_16 ? (uint16_t *)dqkv : NULL;
+        pw_model_attention_backward(m, dqkv16 ? NULL : dqkv, dqkv16, datty, k.qkv, k.qkv_16,
+                                    k.atty_16, k.lse, m->d_mask, B, T, NH, NH, C / NH);
+        pw_model_matmul_backward_either(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv,
+                                        dqkv16, k.ln1, k.ln1_16, p.qkvw + 3 * CC * l, BT, C,
+                                        3 * C, 1);
         /* layer 0's input gradient goes to the embeddings in float32 only */
         o->layernorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + lC, gr.ln1b + lC, dln,
                               k.in, p.ln1w + lC, k.ln1_mean, k.ln1_rstd, BT, C);

@@ -490,18 +490,17 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_matmul_backward_either(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres,
                                         dres16, k.fch_act, k.fcha_16,
                                         p.fcprojw + (size_t)C * F * l, BT, F, C, 1);
-        if (k.fch_16) { /* sets dfch rounded to bfloat16, the product's dout as it reads it */
-            uint16_t *dfch16 = (uint16_t *)dfch;
+        /* bf16: dfch set rounded, the product's dout as it reads it */
+        uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
+        if (dfch16) {
             o->swiglu_backward_bf16(o, dfch16, k.fch_16, dfcha, BT, F);
-            pw_model_matmul_backward16(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch16,
-                                       2 * (size_t)F, k.ln2, k.ln2_16,
-                                       p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F, 1);
         } else {
             o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
             o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
-            pw_model_matmul_backward(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch, k.ln2,
-                                     k.ln2_16, p.fcw + (size_t)2 * F * C * l, BT, C, 2 * F, 1);
         }
+        pw_model_matmul_backward_either(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch,
+                                        dfch16, k.ln2, k.ln2_16, p.fcw + (size_t)2 * F * C * l,
+                                        BT, C, 2 * F, 1);
         o->rmsnorm_backward(o, dres, dres16, gr.ln2w + (size_t)l * C, dln, k.res2,
                             p.ln2w + (size_t)l * C, k.rstd2, BT, C);
         pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, NULL, dres, dres16,

@@ -196,13 +196,13 @@ void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, flo
                               const float *dout, const float *inp, const uint16_t *inp16,
                               const float *weight, int N, int C, int OC, int set_dinp);
 /* The same at PW_PRECISION_BF16 for a dout that is bfloat16 already, rows dout_ld apart (the LM
- * head's from logprobs_backward_bf16, the MLP's from gelu / swiglu_backward_bf16) */
+ * head's from logprobs_backward_bf16, 2 Vp halves apart) */
 void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                 const uint16_t *dout16, size_t dout_ld, const float *inp,
                                 const uint16_t *inp16, const float *weight, int N, int C, int OC,
                                 int set_dinp);
-/* pw_model_matmul_backward16 on dout16 (dense rows: a bf16 model's residual-stream gradient,
- * rounded by the norm backward that made it) where it is not NULL, else
+/* pw_model_matmul_backward16 on dout16 (dense rows, rounded by the backward that made them: the
+ * norms', the activations', the attention's or the rotation's) where it is not NULL, else
  * pw_model_matmul_backward on dout */
 void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                      const float *dout, const uint16_t *dout16, const float *inp,

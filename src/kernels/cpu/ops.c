@@ -106,6 +106,16 @@ static void produce_end(uint16_t *dst, float *f, size_t n)
     to_bf16_entry(NULL, dst, f, n);
     free(f);
 }
+/* An entry whose float32 result may be asked for rounded instead (dst16 not NULL): where the
+ * kernel writes (out, or a buffer of n then), and after it, the rounding into dst16 */
+static float *produce_into(const uint16_t *dst16, float *out, size_t n)
+{
+    return dst16 ? floats_or_die(n) : out;
+}
+static void produce_done(uint16_t *dst16, float *f, size_t n)
+{
+    if (dst16) produce_end(dst16, f, n);
+}
 /* a bfloat16 weight or kept activation (n values) back in float32 */
 static float *widen(const uint16_t *w, size_t n) { return pw_widened_rows(w, 1, n, n, "bf16"); }
 /* A bf16 product's operand as the float32 copy its product takes (pw_matmul_forward_bf16's
@@ -123,9 +133,9 @@ static void matmul_fwd_bf16(const PwOps *o, float *out, uint16_t *out_bf16, cons
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
 {
     float *x = operand(inp_bf16, C, inp, N, C), *w = operand(weight_bf16, C, weight, OC, C);
-    float *f = out_bf16 ? floats_or_die((size_t)N * OC) : out; /* rounded into out_bf16 */
+    float *f = produce_into(out_bf16, out, (size_t)N * OC);
     (void)o, pw_matmul_forward(f, x, w, bias, N, C, OC);
-    if (out_bf16) produce_end(out_bf16, f, (size_t)N * OC);
+    produce_done(out_bf16, f, (size_t)N * OC);
     free(w);
     free(x);
 }
@@ -302,9 +312,9 @@ static void attention_gqa_bwd_bf16(const PwOps *o, float *dqkv, uint16_t *dqkv16
                                    int T, int NH, int NKV, int hs)
 {
     size_t n = (size_t)B * T * (NH + 2 * NKV) * hs;
-    float *d = dqkv16 ? floats_or_die(n) : dqkv; /* rounded into dqkv16 */
+    float *d = produce_into(dqkv16, dqkv, n);
     (void)o, pw_attention_gqa_backward_bf16(d, dout, qkv, out, lse, mask, B, T, NH, NKV, hs);
-    if (dqkv16) produce_end(dqkv16, d, n);
+    produce_done(dqkv16, d, n);
 }
 static void attention_cache_gqa_fwd(const PwOps *o, float *out, float *kcache, float *vcache,
                                     float *scores, const float *qkv, const int *seg_row,
@@ -321,10 +331,10 @@ static void attention_cache_gqa_fwd_bf16(const PwOps *o, float *out, uint16_t *o
                                          int N, int maxT, int NH, int NKV, int hs)
 {
     size_t n = (size_t)N * NH * hs;
-    float *f = out16 ? floats_or_die(n) : out; /* rounded into out16 */
+    float *f = produce_into(out16, out, n);
     (void)o, pw_attention_cache_gqa_forward_bf16(f, kcache, vcache, scores, qkv, seg_row,
                                                  seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);
-    if (out16) produce_end(out16, f, n);
+    produce_done(out16, f, n);
 }
 static void gelu_fwd(const PwOps *o, float *out, const float *inp, size_t N)
 {
