@@ -5,13 +5,13 @@
  * launch run one after another, so one copy serves them all); __syncthreads (a barrier of the
  * block's threads that have not returned, as the hardware counts them); __shfl_xor_sync of a
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
- * its partner's, the warp meets again); atomicMin and atomicMax of an int, atomicAdd of a
- * float; __float_as_uint and __uint_as_float; uint4, float4, make_uint4 and make_float4;
- * dynamic shared memory (PW_DYN_SMEM); __align__; __syncthreads_or; the tensor-core product
- * and shared loads of src/kernels/cuda/mma.cuh (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its
- * table, and pw_bf16x2); the asynchronous copies of src/kernels/cuda/cp_async.cuh (done at
- * once); and a launch over a grid. No other intrinsics, no streams: a kernel that needs them is
- * not for this harness.
+ * its partner's, the warp meets again) and __any_sync the same way; atomicMin and atomicMax
+ * of an int, atomicAdd of a float; __float_as_uint and __uint_as_float; uint4, float4,
+ * make_uint4 and make_float4; dynamic shared memory (PW_DYN_SMEM); __align__;
+ * __syncthreads_or; the tensor-core product and shared loads of src/kernels/cuda/mma.cuh
+ * (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and pw_bf16x2); the asynchronous
+ * copies of src/kernels/cuda/cp_async.cuh (done at once); and a launch over a grid. No other
+ * intrinsics, no streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
  * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
@@ -164,6 +164,20 @@ static inline double emu_shfl_xor_d(unsigned int mask, double v, int o)
 
 #define __shfl_xor_sync(mask, v, o)                                                              \
     _Generic((v), float: emu_shfl_xor_f, double: emu_shfl_xor_d)(mask, v, o)
+
+/* __any_sync over a whole warp: each lane posts its predicate on the board, the warp meets,
+ * each reads every lane's, the warp meets again */
+static inline int __any_sync(unsigned int mask, int pred)
+{
+    unsigned int w = emu_tid / 32, lane = emu_tid % 32;
+    int n = emu_warp_size(w, blockDim.x * blockDim.y * blockDim.z), any = 0;
+    (void)mask;
+    emu_board[w][lane] = pred != 0;
+    emu_barrier_wait(&emu_warp_bar[w]);
+    for (int l = 0; l < n; l++) any |= emu_board[w][l] != 0.0;
+    emu_barrier_wait(&emu_warp_bar[w]);
+    return any;
+}
 
 /* pw_mma_bf16 (mma.cuh): each lane posts its A and B fragments, the warp meets, each lane
  * computes its own four results from everyone's fragments by the PTX table (mma.cuh's

@@ -34,7 +34,11 @@
  * one after the products. A tile's rows come with their mask flags; where one is padding (NaN
  * may live there, and 0 * NaN is NaN), those rows are zeroed in shared memory after a second
  * barrier. A tile wholly below the diagonal for a warp, without padding and inside T, skips the
- * per-element mask. B operands are read with ldmatrix (mma.cuh's pw_ldsm_x4, four 8 x 8
+ * per-element mask: the mask is one branch a tile around selects, never a branch an element
+ * (which cost the forward 7 instructions an element on unmasked tiles too, sm_90 SASS). The
+ * exponentials are exp2 of one FFMA (TC_LOG2E), and the forward rescales its running sums and
+ * outputs only when a row max of the warp moved (a vote). bench/bench_sass.py counts what a
+ * tile issues besides its products. B operands are read with ldmatrix (mma.cuh's pw_ldsm_x4, four 8 x 8
  * matrices, two mma's B fragments, a load): plain for B[k][n] = X[n][k] (q k^T-shaped
  * products), transposed for B[k][n] = X[k][n] (P v-shaped ones); rows are TC_LD = hs + 8 halves
  * apart (16-byte aligned, as ldmatrix and cp.async need), which puts the 8 rows of each matrix
@@ -62,6 +66,10 @@
  * and two accumulators fill the registers already). */
 #define TC_FWD_MT(hs) ((hs) >= 128 ? 1 : 2)
 #define TC_FWD_ROWS(hs) (TC_ROWS * TC_FWD_MT(hs)) /* queries per forward block */
+
+/* log2(e): the kernels take exp(scale x - m) as exp2(x scale log2(e) - m log2(e)), one FFMA
+ * and one MUFU.EX2 an element, with scale log2(e) made once (FlashAttention's habit) */
+#define TC_LOG2E 1.4426950408889634f
 
 /* The rows of a lane in row tile mt of a block whose warps hold mt_n tiles each: r and r + 8 of
  * the tile's 16 (a warp's tiles are consecutive) */
@@ -180,8 +188,14 @@ static __device__ __forceinline__ void TC_FN(issue_tile)(uint16_t (*dst)[TC_LD],
                                                          int n, int T, int hs, int vec)
 {
     if (vec) {
-        const int per_row = FLASH_HS / 8;
-        for (int i = threadIdx.x; i < n * per_row; i += TC_THREADS) {
+        /* n is a constant at every call: the trip count is known, the loop unrolled, and no
+         * thread tests more than it copies (the generic loop cost three times the
+         * instructions a copy, sm_90 SASS) */
+        const int per_row = FLASH_HS / 8, chunks = n * per_row;
+        PW_UNROLL
+        for (int i0 = 0; i0 < chunks; i0 += TC_THREADS) {
+            int i = i0 + (int)threadIdx.x;
+            if (chunks % TC_THREADS != 0 && i >= chunks) break;
             int j = i / per_row, d = i % per_row * 8, r = r0 + j, ok = r < T && d < hs;
             pw_cp_async16(&dst[j][d], ok ? src + (size_t)r * ld + d : src, ok ? 16 : 0);
         }
@@ -353,6 +367,7 @@ __global__ void __launch_bounds__(TC_THREADS)
                int T, int NH, int NKV, int hs, float scale)
 {
     const int BK = TC_BK(FLASH_HS), MT = TC_FWD_MT(FLASH_HS), ROWS = TC_FWD_ROWS(FLASH_HS);
+    const float sl2 = scale * TC_LOG2E;
     __shared__ __align__(16) TC_FN(Keys) kt;
     int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(ROWS), c = (int)(threadIdx.x % 32) % 4;
     FlashAt at = flash_at(b, h, T, NH, NKV, hs);
@@ -386,39 +401,53 @@ __global__ void __launch_bounds__(TC_THREADS)
         int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
         float s[TC_FWD_MT(FLASH_HS)][TC_BK(FLASH_HS) / 8][4];
         TC_MMA_ABT(s, BK / 8, qa, kt.k[cur], TC_FWD_MT(FLASH_HS));
+        /* scores stay unscaled: the max is the same key's either way (scale > 0), and the
+         * scale goes into the exponent's one FFMA */
+        if (masked) {
+            PW_UNROLL
+            for (int mt = 0; mt < MT; mt++)
+                PW_UNROLL
+                for (int n = 0; n < BK / 8; n++)
+                    PW_UNROLL
+                    for (int i = 0; i < 4; i++) {
+                        int j = n * 8 + 2 * c + (i & 1), row = r0[mt] + (i < 2 ? 0 : 8);
+                        int keep = (k0 + j <= row) & (kt.m[cur][j] != 0);
+                        s[mt][n][i] = keep ? s[mt][n][i] : -INFINITY;
+                    }
+        }
         PW_UNROLL
         for (int mt = 0; mt < MT; mt++) {
-            float t0 = -INFINITY, t8 = -INFINITY;
+            float t0 = mx0[mt], t8 = mx8[mt];
             PW_UNROLL
-            for (int n = 0; n < BK / 8; n++)
-                PW_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int j = n * 8 + 2 * c + (i & 1), row = r0[mt] + (i < 2 ? 0 : 8);
-                    float x = s[mt][n][i] * scale;
-                    if (masked && !(k0 + j <= row && kt.m[cur][j])) x = -INFINITY;
-                    s[mt][n][i] = x;
-                    if (i < 2) t0 = fmaxf(t0, x);
-                    else t8 = fmaxf(t8, x);
-                }
-            t0 = fmaxf(mx0[mt], tc_quad_max(t0));
-            t8 = fmaxf(mx8[mt], tc_quad_max(t8));
+            for (int n = 0; n < BK / 8; n++) {
+                t0 = fmaxf(t0, fmaxf(s[mt][n][0], s[mt][n][1]));
+                t8 = fmaxf(t8, fmaxf(s[mt][n][2], s[mt][n][3]));
+            }
+            t0 = tc_quad_max(t0);
+            t8 = tc_quad_max(t8);
             /* a row with no real key yet keeps max -inf: measure from 0 (every p is 0 then) */
             float ref0 = t0 == -INFINITY ? 0.0f : t0, ref8 = t8 == -INFINITY ? 0.0f : t8;
-            float c0 = expf(mx0[mt] - ref0), c8 = expf(mx8[mt] - ref8);
-            l0[mt] *= c0;
-            l8[mt] *= c8;
-            PW_UNROLL
-            for (int n = 0; n < TC_NS; n++) {
-                o[mt][n][0] *= c0;
-                o[mt][n][1] *= c0;
-                o[mt][n][2] *= c8;
-                o[mt][n][3] *= c8;
+            /* the running sums and outputs rescaled only where a max of the warp moved: once
+             * the row's largest scores are in, most tiles leave every max as it was, and the
+             * factor would be exactly 1 */
+            if (__any_sync(0xffffffffu, t0 != mx0[mt] || t8 != mx8[mt])) {
+                float c0 = exp2f((mx0[mt] - ref0) * sl2), c8 = exp2f((mx8[mt] - ref8) * sl2);
+                l0[mt] *= c0;
+                l8[mt] *= c8;
+                PW_UNROLL
+                for (int n = 0; n < TC_NS; n++) {
+                    o[mt][n][0] *= c0;
+                    o[mt][n][1] *= c0;
+                    o[mt][n][2] *= c8;
+                    o[mt][n][3] *= c8;
+                }
             }
+            float n0 = -ref0 * sl2, n8 = -ref8 * sl2;
             PW_UNROLL
             for (int n = 0; n < BK / 8; n++)
                 PW_UNROLL
                 for (int i = 0; i < 4; i++) {
-                    float p = expf(s[mt][n][i] - (i < 2 ? ref0 : ref8));
+                    float p = exp2f(fmaf(s[mt][n][i], sl2, i < 2 ? n0 : n8));
                     s[mt][n][i] = p;
                     if (i < 2) l0[mt] += p;
                     else l8[mt] += p;
@@ -439,8 +468,8 @@ __global__ void __launch_bounds__(TC_THREADS)
         size_t oat = (size_t)b * T * ld + (size_t)h * hs;
         TC_FN(store_rows)(out ? out + oat : NULL, out16 ? out16 + oat : NULL, ld, r, T, o[mt],
                           ok0[mt] ? 1.0f / L0 : 0.0f, ok8[mt] ? 1.0f / L8 : 0.0f, hs);
-        if (c == 0 && r < T) lb[r] = ok0[mt] ? mx0[mt] + logf(L0) : 0.0f;
-        if (c == 0 && r + 8 < T) lb[r + 8] = ok8[mt] ? mx8[mt] + logf(L8) : 0.0f;
+        if (c == 0 && r < T) lb[r] = ok0[mt] ? mx0[mt] * scale + logf(L0) : 0.0f;
+        if (c == 0 && r + 8 < T) lb[r + 8] = ok8[mt] ? mx8[mt] * scale + logf(L8) : 0.0f;
     }
 }
 
@@ -464,8 +493,14 @@ __global__ void __launch_bounds__(TC_THREADS)
     uint32_t qa[1][TC_KS][4], da[1][TC_KS][4]; /* one row tile */
     TC_FN(load_a)(qa[0], qkv + at.q, (size_t)at.W, r0, ok0, ok8, hs);
     TC_FN(load_a)(da[0], dout16 + (size_t)b * T * ld + (size_t)h * hs, ld, r0, ok0, ok8, hs);
-    float L0 = ok0 ? lse[row + r0] : 0.0f, L8 = ok8 ? lse[row + r8] : 0.0f;
+    /* log2(scale) - lse log2(e), so that exp2(s scale log2(e) + L) = scale p (dS's first
+     * factor) with no product an element; and D; at a padding query log2(scale) and 0, whose
+     * q and dout rows are zeros too, so that its every dS is scale (0 - 0) = 0 without a test */
+    float ls = log2f(scale);
+    float L0 = ok0 ? ls - lse[row + r0] * TC_LOG2E : ls;
+    float L8 = ok8 ? ls - lse[row + r8] * TC_LOG2E : ls;
     float D0 = ok0 ? drow[row + r0] : 0.0f, D8 = ok8 ? drow[row + r8] : 0.0f;
+    const float sl2 = scale * TC_LOG2E;
 
     float dq[1][TC_NS][4];
     PW_UNROLL
@@ -480,12 +515,22 @@ __global__ void __launch_bounds__(TC_THREADS)
         for (int n = 0; n < BK / 8; n++)
             PW_UNROLL
             for (int i = 0; i < 4; i++) {
-                int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
-                int ok = lo ? ok0 : ok8;
-                if (masked) ok = ok && k0 + j <= (lo ? r0 : r8) && kt.m[cur][j];
-                float p = expf(s[0][n][i] * scale - (lo ? L0 : L8));
-                s[0][n][i] = ok ? scale * p * (dp[0][n][i] - (lo ? D0 : D8)) : 0.0f;
+                int lo = i < 2;
+                float p = exp2f(fmaf(s[0][n][i], sl2, lo ? L0 : L8));
+                s[0][n][i] = p * (dp[0][n][i] - (lo ? D0 : D8)); /* p: scale exp(...) */
             }
+        /* one branch a tile, the tests without one an element (a select, not a product: a
+         * future key's p may be inf) */
+        if (masked) {
+            PW_UNROLL
+            for (int n = 0; n < BK / 8; n++)
+                PW_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
+                    int keep = (lo ? ok0 : ok8) & (k0 + j <= (lo ? r0 : r8)) & (kt.m[cur][j] != 0);
+                    s[0][n][i] = keep ? s[0][n][i] : 0.0f;
+                }
+        }
         TC_MMA_PX(dq, s, BK, kt.k[cur], 1);
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
@@ -506,15 +551,21 @@ __global__ void __launch_bounds__(TC_THREADS)
     __shared__ int qm[2][TC_BQ(FLASH_HS)];
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
     int c = (int)(threadIdx.x % 32) % 4;
+    const float sl2 = scale * TC_LOG2E;
     const int *m = mask ? mask + (size_t)b * T : 0;
     size_t ld = (size_t)NH * hs;
     const uint16_t *dO = dout16 + (size_t)b * T * ld;
     int vq = tc_vec(qkv, hs), vo = tc_vec(dout16, hs);
-    /* the tiles: every query head of the group, for each the queries from k0 on */
-    int per = (T - k0 + BQ - 1) / BQ, nt = G * per;
-#define TC_DKV_ISSUE(it, buf)                                                                    \
+    /* the tiles: every query head of the group, for each the queries from k0 on; the next to
+     * issue is head kv G + nh, queries from nq (counted along: no division a tile) */
+    int per = (T - k0 + BQ - 1) / BQ, nt = G * per, nh = 0, nq = k0;
+#define TC_DKV_ISSUE(buf)                                                                        \
     do {                                                                                         \
-        int h_ = kv * G + (it) / per, t_ = k0 + (it) % per * BQ;                                 \
+        int h_ = kv * G + nh, t_ = nq;                                                           \
+        if ((nq += BQ) >= T) {                                                                   \
+            nq = k0;                                                                             \
+            nh++;                                                                                \
+        }                                                                                        \
         size_t row_ = ((size_t)b * NH + h_) * T;                                                 \
         FlashAt a_ = flash_at(b, h_, T, NH, NKV, hs);                                            \
         TC_FN(issue_tile)(qs[buf], qkv + a_.q, (size_t)a_.W, t_, BQ, T, hs, vq);                 \
@@ -524,7 +575,7 @@ __global__ void __launch_bounds__(TC_THREADS)
         tc_issue_row4(Ds[buf], drow + row_, t_, BQ, T);                                          \
         pw_cp_commit();                                                                          \
     } while (0)
-    TC_DKV_ISSUE(0, 0);
+    TC_DKV_ISSUE(0);
     int s0 = tc_row0(k0, 0, 1), s8 = s0 + 8, wlast = k0 + (int)(threadIdx.x / 32) * 16 + 15;
     int ok0 = s0 < T && flash_real(m, s0), ok8 = s8 < T && flash_real(m, s8);
     FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
@@ -537,10 +588,10 @@ __global__ void __launch_bounds__(TC_THREADS)
         PW_UNROLL
         for (int i = 0; i < 4; i++) dk[0][n][i] = dv[0][n][i] = 0.0f;
 
-    for (int it = 0; it < nt; it++) {
-        int t0 = k0 + it % per * BQ, cur = it & 1;
+    for (int it = 0, t0 = k0; it < nt; it++, t0 = t0 + BQ < T ? t0 + BQ : k0) {
+        int cur = it & 1;
         if (it + 1 < nt) {
-            TC_DKV_ISSUE(it + 1, cur ^ 1);
+            TC_DKV_ISSUE(cur ^ 1);
             pw_cp_wait_but_one();
         } else {
             pw_cp_wait_all();
@@ -551,17 +602,30 @@ __global__ void __launch_bounds__(TC_THREADS)
         float s[1][TC_BQ(FLASH_HS) / 8][4], dp[1][TC_BQ(FLASH_HS) / 8][4];
         TC_MMA_ABT(s, BQ / 8, ka, qs[cur], 1);
         TC_MMA_ABT(dp, BQ / 8, va, os[cur], 1);
+        /* a padding key's row of k and v is zeros, but its p would not be: selected away */
         PW_UNROLL
         for (int n = 0; n < BQ / 8; n++)
             PW_UNROLL
             for (int i = 0; i < 4; i++) {
-                int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
-                int ok = lo ? ok0 : ok8;
-                if (masked) ok = ok && t0 + j >= (lo ? s0 : s8) && qm[cur][j];
-                float p = ok ? expf(s[0][n][i] * scale - Ls[cur][j]) : 0.0f;
-                dp[0][n][i] = ok ? scale * p * (dp[0][n][i] - Ds[cur][j]) : 0.0f;
-                s[0][n][i] = p;
+                int j = n * 8 + 2 * c + (i & 1), ok = i < 2 ? ok0 : ok8;
+                float p = exp2f(fmaf(s[0][n][i], sl2, -Ls[cur][j] * TC_LOG2E));
+                float ds = scale * p * (dp[0][n][i] - Ds[cur][j]);
+                s[0][n][i] = ok ? p : 0.0f;
+                dp[0][n][i] = ok ? ds : 0.0f;
             }
+        /* one branch a tile, the tests without one an element (selects: a p before its key may
+         * be inf) */
+        if (masked) {
+            PW_UNROLL
+            for (int n = 0; n < BQ / 8; n++)
+                PW_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    int j = n * 8 + 2 * c + (i & 1);
+                    int keep = (t0 + j >= (i < 2 ? s0 : s8)) & (qm[cur][j] != 0);
+                    s[0][n][i] = keep ? s[0][n][i] : 0.0f;
+                    dp[0][n][i] = keep ? dp[0][n][i] : 0.0f;
+                }
+        }
         TC_MMA_PX(dv, s, BQ, os[cur], 1);
         TC_MMA_PX(dk, dp, BQ, qs[cur], 1);
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
