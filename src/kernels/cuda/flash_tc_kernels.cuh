@@ -578,6 +578,7 @@ __global__ void __launch_bounds__(TC_THREADS)
     TC_DKV_ISSUE(0);
     int s0 = tc_row0(k0, 0, 1), s8 = s0 + 8, wlast = k0 + (int)(threadIdx.x / 32) * 16 + 15;
     int ok0 = s0 < T && flash_real(m, s0), ok8 = s8 < T && flash_real(m, s8);
+    int key_pad = __any_sync(0xffffffffu, !(ok0 && ok8)); /* a key of the warp not real */
     FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
     uint32_t ka[1][TC_KS][4], va[1][TC_KS][4]; /* one row tile */
     TC_FN(load_a)(ka[0], qkv + a0.k, (size_t)a0.W, s0, ok0, ok8, hs);
@@ -602,26 +603,24 @@ __global__ void __launch_bounds__(TC_THREADS)
         float s[1][TC_BQ(FLASH_HS) / 8][4], dp[1][TC_BQ(FLASH_HS) / 8][4];
         TC_MMA_ABT(s, BQ / 8, ka, qs[cur], 1);
         TC_MMA_ABT(dp, BQ / 8, va, os[cur], 1);
-        /* a padding key's row of k and v is zeros, but its p would not be: selected away */
         PW_UNROLL
         for (int n = 0; n < BQ / 8; n++)
             PW_UNROLL
             for (int i = 0; i < 4; i++) {
-                int j = n * 8 + 2 * c + (i & 1), ok = i < 2 ? ok0 : ok8;
+                int j = n * 8 + 2 * c + (i & 1);
                 float p = exp2f(fmaf(s[0][n][i], sl2, -Ls[cur][j] * TC_LOG2E));
-                float ds = scale * p * (dp[0][n][i] - Ds[cur][j]);
-                s[0][n][i] = ok ? p : 0.0f;
-                dp[0][n][i] = ok ? ds : 0.0f;
+                dp[0][n][i] = scale * p * (dp[0][n][i] - Ds[cur][j]);
+                s[0][n][i] = p;
             }
         /* one branch a tile, the tests without one an element (selects: a p before its key may
-         * be inf) */
-        if (masked) {
+         * be inf; a padding key's row of k and v is zeros, but its p would not be) */
+        if (masked || key_pad) {
             PW_UNROLL
             for (int n = 0; n < BQ / 8; n++)
                 PW_UNROLL
                 for (int i = 0; i < 4; i++) {
-                    int j = n * 8 + 2 * c + (i & 1);
-                    int keep = (t0 + j >= (i < 2 ? s0 : s8)) & (qm[cur][j] != 0);
+                    int j = n * 8 + 2 * c + (i & 1), lo = i < 2;
+                    int keep = (lo ? ok0 : ok8) & (t0 + j >= (lo ? s0 : s8)) & (qm[cur][j] != 0);
                     s[0][n][i] = keep ? s[0][n][i] : 0.0f;
                     dp[0][n][i] = keep ? dp[0][n][i] : 0.0f;
                 }
