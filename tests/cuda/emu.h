@@ -303,6 +303,12 @@ static inline void pw_cp_async16(void *dst, const void *src, int bytes)
 {
     emu_cp_async(dst, src, bytes, 16);
 }
+typedef uintptr_t pw_smem_t; /* a shared address: here the pointer itself */
+static inline pw_smem_t pw_smem(const void *p) { return (uintptr_t)p; }
+static inline void pw_cp_async16_at(pw_smem_t dst, const void *src, int bytes)
+{
+    emu_cp_async((void *)dst, src, bytes, 16);
+}
 static inline void pw_cp_async4(void *dst, const void *src, int bytes)
 {
     emu_cp_async(dst, src, bytes, 4);

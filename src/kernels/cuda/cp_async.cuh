@@ -8,6 +8,11 @@
  * 16-byte aligned), of which the first `bytes` (16 or 0) are read and the rest filled with
  * zeros: 0 reads nothing, which is how a row past the end or a column past the head becomes
  * zeros without a branch around the copy. pw_cp_async4: the same for 4 bytes (4 or 0).
+ * pw_smem_t / pw_smem(p) / pw_cp_async16_at(dst, src, bytes): the same 16-byte copy to a
+ * shared address made once by pw_smem and then moved by plain integer arithmetic (a pointer
+ * into shared memory is converted to the shared window's address at each copy otherwise: a
+ * special-register read and three integer instructions, sm_90 SASS); on the host, emu.h's
+ * pw_smem_t is the pointer itself.
  * pw_cp_commit(): the copies this thread issued since the last commit form a group.
  * pw_cp_wait_all() / pw_cp_wait_but_one(): wait until every group of this thread, or all but
  * the newest, has landed; what a thread copied is then visible to itself, and to the block
@@ -19,6 +24,21 @@ static __device__ __forceinline__ void pw_cp_async16(void *dst, const void *src,
 {
     uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes)
+                 : "memory");
+}
+
+typedef uint32_t pw_smem_t;
+
+static __device__ __forceinline__ pw_smem_t pw_smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void pw_cp_async16_at(pw_smem_t dst, const void *src,
+                                                         int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes)
                  : "memory");
 }
 

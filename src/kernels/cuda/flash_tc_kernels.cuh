@@ -37,8 +37,10 @@
  * per-element mask: the mask is one branch a tile around selects, never a branch an element
  * (which cost the forward 7 instructions an element on unmasked tiles too, sm_90 SASS). The
  * exponentials are exp2 of one FFMA (TC_LOG2E), and the forward rescales its running sums and
- * outputs only when a row max of the warp moved (a vote). bench/bench_sass.py counts what a
- * tile issues besides its products. B operands are read with ldmatrix (mma.cuh's pw_ldsm_x4, four 8 x 8
+ * outputs only when a row max of the warp moved (a vote); dk/dv selects padding keys away only
+ * in a warp that has one (a vote before the loop). The copies' shared addresses are made once
+ * a tile (pw_smem) and moved by constants. bench/bench_sass.py counts what a tile issues
+ * besides its products. B operands are read with ldmatrix (mma.cuh's pw_ldsm_x4, four 8 x 8
  * matrices, two mma's B fragments, a load): plain for B[k][n] = X[n][k] (q k^T-shaped
  * products), transposed for B[k][n] = X[k][n] (P v-shaped ones); rows are TC_LD = hs + 8 halves
  * apart (16-byte aligned, as ldmatrix and cp.async need), which puts the 8 rows of each matrix
@@ -188,16 +190,22 @@ static __device__ __forceinline__ void TC_FN(issue_tile)(uint16_t (*dst)[TC_LD],
                                                          int n, int T, int hs, int vec)
 {
     if (vec) {
-        /* n is a constant at every call: the trip count is known, the loop unrolled, and no
-         * thread tests more than it copies (the generic loop cost three times the
-         * instructions a copy, sm_90 SASS) */
-        const int per_row = FLASH_HS / 8, chunks = n * per_row;
+        /* n is a constant at every call: the trip count is known and the loop unrolled (a
+         * generic one cost three times the instructions a copy, sm_90 SASS); a thread's column
+         * is the same at every step (per_row divides TC_THREADS), its rows step apart, and
+         * both addresses move by a constant: a copy is a bound test, two selects and the add */
+        const int per_row = FLASH_HS / 8, chunks = n * per_row, step = TC_THREADS / per_row;
+        int j0 = (int)threadIdx.x / per_row, d = (int)threadIdx.x % per_row * 8, okd = d < hs;
+        pw_smem_t to = pw_smem(&dst[j0][d]);
+        const uint16_t *from = src + (size_t)(r0 + j0) * ld + d;
+        size_t stride = (size_t)step * ld;
         PW_UNROLL
-        for (int i0 = 0; i0 < chunks; i0 += TC_THREADS) {
-            int i = i0 + (int)threadIdx.x;
-            if (chunks % TC_THREADS != 0 && i >= chunks) break;
-            int j = i / per_row, d = i % per_row * 8, r = r0 + j, ok = r < T && d < hs;
-            pw_cp_async16(&dst[j][d], ok ? src + (size_t)r * ld + d : src, ok ? 16 : 0);
+        for (int u = 0; u * step * per_row < chunks; u++) {
+            int j = j0 + u * step, ok = okd && r0 + j < T;
+            if (chunks % TC_THREADS != 0 && j >= n) break;
+            pw_cp_async16_at(to + (pw_smem_t)(u * step * TC_LD * 2), ok ? from : src,
+                             ok ? 16 : 0);
+            from += stride;
         }
     } else {
         for (int i = threadIdx.x; i < n * FLASH_HS; i += TC_THREADS) {
