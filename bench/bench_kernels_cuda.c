@@ -200,6 +200,19 @@ static void att_bwd_tc(void)
     pw_attention_gqa_backward_bf16_cuda(g.dqkv, NULL, g.dy, g.qkv16, g.y16, g.att, g.mask, B, T,
                                         NH, NH, C / NH, 0);
 }
+/* the same built for three blocks an SM (pw_cuda_set_flash_blocks(3)): the 64 bucket's choice */
+static void att_fwd_tc3(void)
+{
+    pw_cuda_set_flash_blocks(3);
+    att_fwd_tc();
+    pw_cuda_set_flash_blocks(2);
+}
+static void att_bwd_tc3(void)
+{
+    pw_cuda_set_flash_blocks(3);
+    att_bwd_tc();
+    pw_cuda_set_flash_blocks(2);
+}
 /* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */
 static void att_fwd_gemm(void)
 {
@@ -387,6 +400,8 @@ int main(int argc, char **argv)
         {"attention backward (fused)", att_bwd, 0, 4 * 2 * TT * hs, F32},
         {"attention forward (bf16 tensor)", att_fwd_tc, 0, 2 * 2 * TT * hs, BF16},
         {"attention backward (bf16 tensor)", att_bwd_tc, 0, 4 * 2 * TT * hs, BF16},
+        {"attention fwd (bf16, 3 blocks/SM)", att_fwd_tc3, 0, 2 * 2 * TT * hs, BF16},
+        {"attention bwd (bf16, 3 blocks/SM)", att_bwd_tc3, 0, 4 * 2 * TT * hs, BF16},
         {"attention forward (GEMMs)", att_fwd_gemm, 0, 2 * 2 * TT * hs, F32},
         {"attention backward (GEMMs)", att_bwd_gemm, 0, 4 * 2 * TT * hs, F32},
         /* the keys and values every row reads: what a decode step's attention waits for */
@@ -418,6 +433,7 @@ int main(int argc, char **argv)
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
     double dec[4] = {0, 0, 0, 0};
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
+    double tatt3_f = 0.0, tatt3_b = 0.0;
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -434,6 +450,8 @@ int main(int argc, char **argv)
         if (r->fn == att_bwd) att_b = ms;
         if (r->fn == att_fwd_tc) tatt_f = ms;
         if (r->fn == att_bwd_tc) tatt_b = ms;
+        if (r->fn == att_fwd_tc3) tatt3_f = ms;
+        if (r->fn == att_bwd_tc3) tatt3_b = ms;
         if (r->fn == att_fwd_gemm) gatt_f = ms;
         if (r->fn == att_bwd_gemm) gatt_b = ms;
         if (r->fn == lp_fwd) lp_f = ms;
@@ -454,12 +472,13 @@ int main(int argc, char **argv)
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
            "attention_gemm_bwd_ms=%.3f attention_bf16_fwd_ms=%.3f attention_bf16_bwd_ms=%.3f "
+           "attention_bf16_3blocks_fwd_ms=%.3f attention_bf16_3blocks_bwd_ms=%.3f "
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
            "decode_fp32_tiles_of_copy=%.2f decode_bf16_tiles_of_copy=%.2f "
            "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
            "fc_bf16_convert_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
-           tatt_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1], fc16[2], fc16[3],
-           total);
+           tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
+           fc16[2], fc16[3], total);
     return 0;
 }

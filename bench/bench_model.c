@@ -10,6 +10,9 @@
 
 #include "bench_rss.h"
 #include "pw_model.h"
+#ifdef PW_HAVE_CUDA
+#include "pw_kernels_cuda.h" /* pw_cuda_set_flash_blocks: BENCH_FLASH_BLOCKS */
+#endif
 
 /* the batch: B = 4, T = 256 on the CPU; the GPU mode's default is B = 16, T = 1024 */
 static int B = 4, T = 256;
@@ -196,7 +199,8 @@ static int env_int(const char *name, int dflt)
 
 /* `bench_model ITERS gpu [bf16|fp32]`: GPT-2 124M training steps on GPU 0 (forward, backward,
  * AdamW) at B = BENCH_B (16), T = BENCH_T (1024), the LM head BENCH_LM_CHUNK rows at a time (0,
- * the default: all; PwModelOpts.lm_chunk); MFU with the model's flops per token (6 x
+ * the default: all; PwModelOpts.lm_chunk), the tensor-core attention's build for
+ * BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3: pw_cuda_set_flash_blocks); MFU with the model's flops per token (6 x
  * matmul parameters + 12 L C T) over the bf16 peak. Without a GPU it stops at the model's
  * creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec)
@@ -208,6 +212,10 @@ static int bench_gpu(int iters, PwPrecision prec)
     if (T > gpt2.n_positions) gpt2.n_positions = T;
     PwErr err;
     int chunk = getenv("BENCH_LM_CHUNK") ? atoi(getenv("BENCH_LM_CHUNK")) : 0;
+    int blocks = env_int("BENCH_FLASH_BLOCKS", 2);
+#ifdef PW_HAVE_CUDA
+    pw_cuda_set_flash_blocks(blocks);
+#endif
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .device = PW_DEVICE_CUDA,
                      .precision = prec, .lm_chunk = chunk > 0 ? chunk : 0};
     PwModel *m = pw_model_create(&gpt2, &o, &err);
@@ -228,9 +236,10 @@ static int bench_gpu(int iters, PwPrecision prec)
         if (i > 0 && t < sec) sec = t;
     }
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
-    printf("GPT-2 124M training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, best "
-           "of %d after one warm-up (loss %.4f)\n\n", pw_precision_name(prec), B, T,
-           chunk > 0 && chunk < B * T ? chunk : B * T, iters, loss);
+    printf("GPT-2 124M training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
+           "attention built for %d blocks an SM, best of %d after one warm-up (loss %.4f)\n\n",
+           pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T, blocks,
+           iters, loss);
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);

@@ -189,11 +189,11 @@ def measure(obj, wanted):
     for short in wanted:
         # a mangled name: the length of the name, then the name, then its parameters
         name = next((n for n in funcs if re.search(r"\d" + re.escape(short) + r"P", n)), None)
-        size = re.search(r"_(\d+)$", short)
+        size = re.search(r"_(\d+)(x\d+)?$", short)  # the bucket, and a variant's blocks
         if name is None:
             res[short] = f"not in {os.path.basename(obj)}"
         elif size is None:
-            res[short] = "no head-size bucket in the name (expected a _64-like suffix)"
+            res[short] = "no head-size bucket in the name (expected a suffix like _64)"
         else:
             # a tile is two tensors of 32 rows of hs / 8 16-byte chunks over 128 threads
             path = fast_path(funcs[name], 2 * 32 * (int(size.group(1)) // 8) // 128)

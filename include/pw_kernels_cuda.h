@@ -53,6 +53,13 @@ int pw_cuda_get_flash(void);
  * Applies to calls made after it. */
 void pw_cuda_set_cache_split(int enable);
 int pw_cuda_get_cache_split(void);
+/* The blocks an SM the tensor-core attention's kernels for heads of 33 to 64 are built for: 2
+ * (the default: ptxas's own choice, 222 to 236 registers) or 3 (a second build of those kernels
+ * held to 168 registers, a few bytes spilled off their loops' fast path: 12 warps an SM where 8
+ * were, for about 5% more instructions a tile). Which is faster only a GPU says
+ * (bench_kernels_cuda times both). Other values are taken as 2; applies to calls made after it. */
+void pw_cuda_set_flash_blocks(int per_sm);
+int pw_cuda_get_flash_blocks(void);
 /* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
  * by a kernel and read back by the GEMM: on by default; where cuBLASLt has no algorithm for the
  * operands (their alignment) or the bias is not 16-byte aligned, that call takes the plain path.

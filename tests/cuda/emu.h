@@ -44,7 +44,7 @@ static unsigned int emu_tid; /* the running thread's rank in its block */
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) _Alignas(n)
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define PW_UNROLL
 #define PW_UNROLL_BY(n)
 /* dynamic shared memory: the bytes emu_launch_smem was given */

@@ -99,6 +99,8 @@ for p in "${parts[@]}"; do
         step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
         # the LM head 2048 rows at a time: what the recomputed logits cost the step
         step bench_model_lm_chunk env BENCH_LM_CHUNK=2048 "$BUILD/bench/bench_model" 10 gpu
+        # the tensor-core attention built for three blocks an SM: whether it becomes the default
+        step bench_model_flash3 env BENCH_FLASH_BLOCKS=3 "$BUILD/bench/bench_model" 10 gpu
         # activations and device memory at fp32 and bf16, GPT-2 124M and Qwen2.5-0.5B's shape
         step bench_memory_gpu "$BUILD/bench/bench_memory" cuda
         step bench_generate_gpu "$BUILD/bench/bench_generate" gpu

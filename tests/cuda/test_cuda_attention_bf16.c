@@ -6,8 +6,9 @@
  * of a bfloat16 rounding boundary). Groups of 1 to 4 query heads, heads of 5 to 128 floats in
  * the three buckets, left padding with a padding-only row, T up to 1024, NaN in the padding
  * (for the kernels), poisoned outputs; with the fused kernels switched off, and for heads over
- * 128, the float32 path stands in (within bf16's 1e-2 of the twin). The backward's bf16 form
- * (dqkv set rounded) bit for bit the rounding of its float32 form. */
+ * 128, the float32 path stands in (within bf16's 1e-2 of the twin); the 64 bucket again built
+ * for three blocks an SM. The backward's bf16 form (dqkv set rounded) bit for bit the rounding
+ * of its float32 form. */
 #include "cutest.h"
 
 #define TOL_LSE 1e-5
@@ -96,6 +97,13 @@ int main(void)
     }
     pw_cuda_set_flash(1);
     run(1, 100, 2, 1, 160, pads, 1, 0, CU_TOL_BF16, &rng); /* above 128: float32 path */
+    /* the 64 bucket's build for three blocks an SM (pw_cuda_set_flash_blocks): the same code
+     * with a few registers spilled, the same bounds */
+    pw_cuda_set_flash_blocks(3);
+    printf("tensor-core kernels built for three blocks an SM\n");
+    run(3, 150, 3, 3, 48, pads, 5, 1, TOL_TC, &rng);
+    run(2, 1024, 4, 2, 64, long_pads, 2, 1, TOL_TC, &rng);
+    pw_cuda_set_flash_blocks(2);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_bf16");
 }

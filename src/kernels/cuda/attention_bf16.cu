@@ -21,6 +21,8 @@
     do {                                                                                         \
         if ((HS) == 32)                                                                          \
             pw_flash_tc_##name##_32<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);               \
+        else if ((HS) == 64 && pw_cuda_get_flash_blocks() == 3)                                  \
+            pw_flash_tc_##name##_64x3<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);             \
         else if ((HS) == 64)                                                                     \
             pw_flash_tc_##name##_64<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);               \
         else                                                                                     \

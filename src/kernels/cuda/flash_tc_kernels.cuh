@@ -176,7 +176,16 @@ __global__ void pw_flash_tc_prep(float *drow, uint16_t *dout16, const float *dou
 
 #endif /* PW_FLASH_TC_CUH_COMMON */
 
-#define TC_FN(name) FLASH_CAT(pw_flash_tc_##name, FLASH_HS)
+/* FLASH_TAG names the build (FLASH_HS, or a variant of it: flash_tc.cuh); TC_MIN_BLOCKS, where
+ * defined, the blocks an SM it is built for (__launch_bounds__'s second figure; left out,
+ * ptxas weighs registers against occupancy itself, and a 1 there is not the same: it gave
+ * fwd_128 228 registers where ptxas alone chose 168) */
+#define TC_FN(name) FLASH_CAT(pw_flash_tc_##name, FLASH_TAG)
+#ifdef TC_MIN_BLOCKS
+#define TC_BOUNDS __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
+#else
+#define TC_BOUNDS __launch_bounds__(TC_THREADS)
+#endif
 #define TC_LD (FLASH_HS + 8)
 #define TC_KS (FLASH_HS / 16) /* k-steps over a head */
 #define TC_NS (FLASH_HS / 8)  /* 8-column tiles over a head */
@@ -370,7 +379,7 @@ static __device__ __forceinline__ int TC_FN(next_keys)(TC_FN(Keys) * t, int it, 
     return TC_FN(land)(t->k[cur], t->v[cur], t->m[cur], it * BK, BK, src->T);
 }
 
-__global__ void __launch_bounds__(TC_THREADS)
+__global__ void TC_BOUNDS
     TC_FN(fwd)(float *out, uint16_t *out16, float *lse, const uint16_t *qkv, const int *mask,
                int T, int NH, int NKV, int hs, float scale)
 {
@@ -481,7 +490,7 @@ __global__ void __launch_bounds__(TC_THREADS)
     }
 }
 
-__global__ void __launch_bounds__(TC_THREADS)
+__global__ void TC_BOUNDS
     TC_FN(dq)(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
               const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
               int hs, float scale)
@@ -547,7 +556,7 @@ __global__ void __launch_bounds__(TC_THREADS)
                       r0, T, dq[0], 1.0f, 1.0f, hs);
 }
 
-__global__ void __launch_bounds__(TC_THREADS)
+__global__ void TC_BOUNDS
     TC_FN(dkv)(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
                const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
                int hs, float scale)
@@ -646,6 +655,8 @@ __global__ void __launch_bounds__(TC_THREADS)
 }
 
 #undef TC_FN
+#undef TC_BOUNDS
+#undef TC_MIN_BLOCKS
 #undef TC_LD
 #undef TC_KS
 #undef TC_NS
