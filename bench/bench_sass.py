@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_sass.py: what a GPU kernel's main loop asks of the SM, read off its machine code.
 
-    python3 bench/bench_sass.py OBJ [OBJ_B] [--kernel NAME ...]
+    python3 bench/bench_sass.py OBJ [OBJ_B] [--kernel NAME[:ROWS[,ROWS_B]] ...]
 
 OBJ is an object or shared library built with -gencode sm_90 (the tensor-core attention's is
 build/src/kernels/libpw_kernels.so.p/cuda_attention_bf16.cu.o), whose SASS cuobjdump (the
@@ -11,9 +11,12 @@ tensor-core products, HMMA) and the loop's fast path: the fewest instructions fr
 head to its backward branch among the paths that make exactly the 16-byte copies (cp.async,
 LDGSTS.128) a thread makes for the next tile, which is a tile that needs no mask, no zeroing
 of padding and no rescale. It prints that path's instructions by kind and the instructions it
-issues for each HMMA; with a second object, both, and B's count over A's. A path's branches
-are taken the short way wherever their condition is data (a mask, a moved max), so code that
-branches around work an element counts as if it never did that work: a lower bound there.
+issues for each HMMA; with a second object, both, and B's count over A's. ROWS is the rows of
+the kernel's shared tiles (32 where not given; ROWS_B the second object's where it differs),
+which sets the copies a thread makes a tile; without --kernel, this tree's attention kernels.
+A path's branches are taken the short way wherever their condition is data (a mask, a moved
+max), so code that branches around work an element counts as if it never did that work: a
+lower bound there.
 
 Why count: an SM sub-partition issues one instruction a cycle, and an m16n8k16 HMMA (4096
 flops) keeps its tensor core busy for 4 cycles at the H100's bf16 peak (989 TFLOP/s over 132
@@ -31,8 +34,9 @@ import re
 import subprocess
 import sys
 
-KERNELS = ["pw_flash_tc_fwd_64", "pw_flash_tc_dq_64", "pw_flash_tc_dkv_64",
-           "pw_flash_tc_fwd_128", "pw_flash_tc_dq_128", "pw_flash_tc_dkv_128"]
+# NAME:ROWS, the rows of the kernel's shared tiles in this tree (flash_tc_kernels.cuh's TC_TILE)
+KERNELS = ["pw_flash_tc_fwd_64:64", "pw_flash_tc_dq_64:64", "pw_flash_tc_dkv_64:64",
+           "pw_flash_tc_fwd_128:32", "pw_flash_tc_dq_128:32", "pw_flash_tc_dkv_128:32"]
 
 # instruction kinds for the table, by opcode (its first dotted part)
 KINDS = [
@@ -182,11 +186,23 @@ def kinds(path):
     return counts
 
 
-def measure(obj, wanted):
+def spec(arg):
+    """NAME[:ROWS[,ROWS_B]] -> (NAME, [rows of object A, rows of object B])"""
+    name, _, rows = arg.partition(":")
+    try:
+        r = [int(x) for x in rows.split(",")] if rows else [32]
+    except ValueError:
+        sys.exit(f"bench_sass: {arg}: expected NAME[:ROWS[,ROWS_B]], rows a number")
+    if not 1 <= len(r) <= 2 or min(r) < 1:
+        sys.exit(f"bench_sass: {arg}: expected NAME[:ROWS[,ROWS_B]], rows a positive number")
+    return name, r + r[-1:] if len(r) == 1 else r
+
+
+def measure(obj, wanted, which):
     """{kernel: kinds of its fast path, or a string saying why there is none}"""
     funcs = sass(obj)
     res = {}
-    for short in wanted:
+    for short, rows in wanted:
         # a mangled name: the length of the name, then the name, then its parameters
         name = next((n for n in funcs if re.search(r"\d" + re.escape(short) + r"P", n)), None)
         size = re.search(r"_(\d+)(x\d+)?$", short)  # the bucket, and a variant's blocks
@@ -195,9 +211,11 @@ def measure(obj, wanted):
         elif size is None:
             res[short] = "no head-size bucket in the name (expected a suffix like _64)"
         else:
-            # a tile is two tensors of 32 rows of hs / 8 16-byte chunks over 128 threads
-            path = fast_path(funcs[name], 2 * 32 * (int(size.group(1)) // 8) // 128)
-            res[short] = kinds(path) if path else "no loop of HMMA issuing a tile's copies"
+            # a tile: two tensors of `rows` rows of hs / 8 16-byte chunks, over 128 threads
+            copies = 2 * rows[which] * (int(size.group(1)) // 8) // 128
+            path = fast_path(funcs[name], copies)
+            res[short] = kinds(path) if path else \
+                f"no loop of HMMA making {copies} copies a tile ({rows[which]} rows)"
     return res
 
 
@@ -213,18 +231,18 @@ def main(argv):
             objs.append(argv[i])
             i += 1
     if not 1 <= len(objs) <= 2:
-        sys.exit("usage: bench_sass.py OBJ [OBJ_B] [--kernel NAME ...]")
+        sys.exit("usage: bench_sass.py OBJ [OBJ_B] [--kernel NAME[:ROWS[,ROWS_B]] ...]")
     for o in objs:
         if not os.path.isfile(o):
             sys.exit(f"bench_sass: {o}: no such file")
-    wanted = wanted or KERNELS
-    runs = [measure(o, wanted) for o in objs]
+    wanted = [spec(k) for k in (wanted or KERNELS)]
+    runs = [measure(o, wanted, w) for w, o in enumerate(objs)]
     cols = ["hmma", "mufu", "fp32", "int", "shared", "global", "sync", "local", "other"]
     print("the main loop's fast path (a tile with no mask, no padding, no rescale), per warp")
     print(f"{'kernel':22} {'obj':3} {'insns':>6} " + " ".join(f"{c:>6}" for c in cols)
           + f" {'/hmma':>6}")
     result, missing = [], 0
-    for k in wanted:
+    for k, _ in wanted:
         per = []
         for tag, run in zip("AB", runs):
             c = run[k]

@@ -18,9 +18,11 @@
 #define FLASH_TAG 64
 #include "flash_tc_kernels.cuh"
 #undef FLASH_TAG
-/* the same held to three blocks an SM (pw_cuda_set_flash_blocks): pw_flash_tc_*_64x3 */
+/* the same held to three blocks an SM (pw_cuda_set_flash_blocks): pw_flash_tc_*_64x3, with
+ * tiles of 32 rows (of 64 it spills 88 to 340 bytes at 168 registers) */
 #define FLASH_TAG 64x3
 #define TC_MIN_BLOCKS 3
+#define TC_TILE_ROWS 32
 #include "flash_tc_kernels.cuh"
 #undef FLASH_TAG
 #undef FLASH_HS

@@ -19,12 +19,12 @@
  * of a quad (mma.cuh's D layout), so its max and sum take two __shfl_xor_sync. Probabilities
  * and dS go from the D fragments of one product to the A fragments of the next without
  * leaving registers.
- *  - fwd (grid ceil(T/TC_FWD_ROWS) x NH x B): S = q k^T per tile of TC_BK keys, an online
+ *  - fwd (grid ceil(T/TC_FWD_ROWS) x NH x B): S = q k^T per tile of TC_BT keys, an online
  *    softmax (running max and sum per row), O += P v with P rounded to bfloat16.
- *  - dq (grid ceil(T/64) x NH x B): per tile of TC_BK keys, S and dP = dout v^T again,
+ *  - dq (grid ceil(T/64) x NH x B): per tile of TC_BT keys, S and dP = dout v^T again,
  *    dS = scale P (dP - D), dq += dS k.
  *  - dkv (grid ceil(T/64) x NKV x B): warp = 16 keys; over the G query heads of the group and
- *    the queries t >= the block's first key in tiles of TC_BQ, S^T = k q^T and dP^T = v dout^T,
+ *    the queries t >= the block's first key in tiles of TC_BT, S^T = k q^T and dP^T = v dout^T,
  *    dv += P^T dout and dk += dS^T q.
  * fwd and dq take their query blocks last first (the causal mask gives the last the most keys:
  * started first, they leave the short ones for the grid's tail).
@@ -53,14 +53,17 @@
 #define TC_WARPS 4
 #define TC_THREADS (TC_WARPS * 32)
 #define TC_ROWS (TC_WARPS * 16) /* rows (queries, or keys in dkv) per block */
-/* rows per shared tile, keys in fwd and dq (TC_BK) and queries in dkv (TC_BQ): fewer for larger
- * heads, so that two buffers of two tiles stay under 48 KiB of static shared memory and a
- * lane's accumulators (o or dq, or dk and dv, plus the tiles of scores) stay in registers
- * (ptxas, sm_90: fwd_64 with its two row tiles and key tiles of 64 took 255 registers and
- * spilled 32 bytes, with 32 it takes 232 and spills none; dkv_64 with query tiles of 64
- * spilled 72 bytes, with 32 none at 246 registers) */
-#define TC_BK(hs) ((hs) >= 64 ? 32 : 64)
-#define TC_BQ(hs) ((hs) >= 64 ? 32 : 64)
+/* rows per shared tile, keys in fwd and dq and queries in dkv: 64, or 32 for heads of 128, so
+ * that two buffers of two tiles stay under 48 KiB of static shared memory and a lane's
+ * accumulators (o or dq, or dk and dv, plus the tiles of scores) stay in registers. ptxas,
+ * sm_90: with tiles of 64, fwd_64 (two row tiles) takes 255 registers and dkv_64 255 with 8
+ * bytes spilled off its loop's fast path, two blocks an SM as with tiles of 32 (222, 236),
+ * for 13% to 18% fewer instructions a product (bench/bench_sass.py: 5.14, 5.02 and 4.80 in
+ * fwd, dq and dkv against 6.28, 5.77 and 5.80: a tile's barriers, copy setup and vote serve
+ * twice the products; dq_64 gives up its third block an SM for it); before the loop was
+ * made lean (one mask branch a tile) the same tiles spilled 32 and 72 bytes. A build may set
+ * its own (TC_TILE_ROWS: flash_tc.cuh's three-block build keeps 32). */
+#define TC_TILE(hs) ((hs) >= 128 ? 32 : 64)
 /* Row tiles of 16 a warp holds in the forward: two for heads up to 64, so that each B fragment
  * a warp loads from shared memory serves two products instead of one (the loads per product
  * halve; FlashAttention-2's forward holds 32 rows a warp the same way), one for 128, where the
@@ -181,6 +184,11 @@ __global__ void pw_flash_tc_prep(float *drow, uint16_t *dout16, const float *dou
  * ptxas weighs registers against occupancy itself, and a 1 there is not the same: it gave
  * fwd_128 228 registers where ptxas alone chose 168) */
 #define TC_FN(name) FLASH_CAT(pw_flash_tc_##name, FLASH_TAG)
+#ifdef TC_TILE_ROWS
+#define TC_BT TC_TILE_ROWS /* this build's tile rows */
+#else
+#define TC_BT TC_TILE(FLASH_HS)
+#endif
 #ifdef TC_MIN_BLOCKS
 #define TC_BOUNDS __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
 #else
@@ -346,17 +354,17 @@ static __device__ __forceinline__ void TC_FN(store_rows)(float *y, uint16_t *y16
         }
 }
 
-/* The key side of fwd and dq: two buffers of TC_BK keys, their values and their flags */
+/* The key side of fwd and dq: two buffers of TC_BT keys, their values and their flags */
 typedef struct TC_FN(Keys) {
-    uint16_t k[2][TC_BK(FLASH_HS)][TC_LD], v[2][TC_BK(FLASH_HS)][TC_LD];
-    int m[2][TC_BK(FLASH_HS)];
+    uint16_t k[2][TC_BT][TC_LD], v[2][TC_BT][TC_LD];
+    int m[2][TC_BT];
 } TC_FN(Keys);
 
-/* Issue keys [k0, k0 + TC_BK) of src, their values and flags into buffer buf: one group */
+/* Issue keys [k0, k0 + TC_BT) of src, their values and flags into buffer buf: one group */
 static __device__ __forceinline__ void TC_FN(issue_keys)(TC_FN(Keys) * t, int buf,
                                                          const TcKv *src, int k0)
 {
-    const int BK = TC_BK(FLASH_HS);
+    const int BK = TC_BT;
     TC_FN(issue_tile)(t->k[buf], src->k, src->ld, k0, BK, src->T, src->hs, src->vec);
     TC_FN(issue_tile)(t->v[buf], src->v, src->ld, k0, BK, src->T, src->hs, src->vec);
     tc_issue_row4(t->m[buf], src->m, k0, BK, src->T);
@@ -369,7 +377,7 @@ static __device__ __forceinline__ void TC_FN(issue_keys)(TC_FN(Keys) * t, int bu
 static __device__ __forceinline__ int TC_FN(next_keys)(TC_FN(Keys) * t, int it, int nt,
                                                        const TcKv *src)
 {
-    const int BK = TC_BK(FLASH_HS), cur = it & 1;
+    const int BK = TC_BT, cur = it & 1;
     if (it + 1 < nt) {
         TC_FN(issue_keys)(t, cur ^ 1, src, (it + 1) * BK);
         pw_cp_wait_but_one();
@@ -383,7 +391,7 @@ __global__ void TC_BOUNDS
     TC_FN(fwd)(float *out, uint16_t *out16, float *lse, const uint16_t *qkv, const int *mask,
                int T, int NH, int NKV, int hs, float scale)
 {
-    const int BK = TC_BK(FLASH_HS), MT = TC_FWD_MT(FLASH_HS), ROWS = TC_FWD_ROWS(FLASH_HS);
+    const int BK = TC_BT, MT = TC_FWD_MT(FLASH_HS), ROWS = TC_FWD_ROWS(FLASH_HS);
     const float sl2 = scale * TC_LOG2E;
     __shared__ __align__(16) TC_FN(Keys) kt;
     int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(ROWS), c = (int)(threadIdx.x % 32) % 4;
@@ -416,7 +424,7 @@ __global__ void TC_BOUNDS
         int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
         /* every key of the tile real and at or before the warp's first query: no mask */
         int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
-        float s[TC_FWD_MT(FLASH_HS)][TC_BK(FLASH_HS) / 8][4];
+        float s[TC_FWD_MT(FLASH_HS)][TC_BT / 8][4];
         TC_MMA_ABT(s, BK / 8, qa, kt.k[cur], TC_FWD_MT(FLASH_HS));
         /* scores stay unscaled: the max is the same key's either way (scale > 0), and the
          * scale goes into the exponent's one FFMA */
@@ -495,7 +503,7 @@ __global__ void TC_BOUNDS
               const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
               int hs, float scale)
 {
-    const int BK = TC_BK(FLASH_HS);
+    const int BK = TC_BT;
     __shared__ __align__(16) TC_FN(Keys) kt;
     int b = blockIdx.z, h = blockIdx.y, q0 = tc_query_block(TC_ROWS);
     int c = (int)(threadIdx.x % 32) % 4;
@@ -525,7 +533,7 @@ __global__ void TC_BOUNDS
     for (int it = 0; it < nt; it++) {
         int k0 = it * BK, cur = it & 1, pad = TC_FN(next_keys)(&kt, it, nt, &src);
         int masked = pad || k0 + BK - 1 > w0 || k0 + BK > T;
-        float s[1][TC_BK(FLASH_HS) / 8][4], dp[1][TC_BK(FLASH_HS) / 8][4];
+        float s[1][TC_BT / 8][4], dp[1][TC_BT / 8][4];
         TC_MMA_ABT(s, BK / 8, qa, kt.k[cur], 1);
         TC_MMA_ABT(dp, BK / 8, da, kt.v[cur], 1);
         PW_UNROLL
@@ -561,11 +569,11 @@ __global__ void TC_BOUNDS
                const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
                int hs, float scale)
 {
-    const int BQ = TC_BQ(FLASH_HS);
-    __shared__ __align__(16) uint16_t qs[2][TC_BQ(FLASH_HS)][TC_LD],
-        os[2][TC_BQ(FLASH_HS)][TC_LD];
-    __shared__ float Ls[2][TC_BQ(FLASH_HS)], Ds[2][TC_BQ(FLASH_HS)];
-    __shared__ int qm[2][TC_BQ(FLASH_HS)];
+    const int BQ = TC_BT;
+    __shared__ __align__(16) uint16_t qs[2][TC_BT][TC_LD],
+        os[2][TC_BT][TC_LD];
+    __shared__ float Ls[2][TC_BT], Ds[2][TC_BT];
+    __shared__ int qm[2][TC_BT];
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
     int c = (int)(threadIdx.x % 32) % 4;
     const float sl2 = scale * TC_LOG2E;
@@ -617,7 +625,7 @@ __global__ void TC_BOUNDS
         int pad = TC_FN(land)(qs[cur], os[cur], qm[cur], t0, BQ, T);
         /* every query of the tile real and at or after the warp's last key: no mask */
         int masked = pad || t0 < wlast || t0 + BQ > T;
-        float s[1][TC_BQ(FLASH_HS) / 8][4], dp[1][TC_BQ(FLASH_HS) / 8][4];
+        float s[1][TC_BT / 8][4], dp[1][TC_BT / 8][4];
         TC_MMA_ABT(s, BQ / 8, ka, qs[cur], 1);
         TC_MMA_ABT(dp, BQ / 8, va, os[cur], 1);
         PW_UNROLL
@@ -655,6 +663,8 @@ __global__ void TC_BOUNDS
 }
 
 #undef TC_FN
+#undef TC_BT
+#undef TC_TILE_ROWS
 #undef TC_BOUNDS
 #undef TC_MIN_BLOCKS
 #undef TC_LD
