@@ -3,8 +3,9 @@
 # by hand, is the head (ISETP, BRA), the 16-byte copies (2 LDGSTS, BRA), the products (BAR,
 # HMMA, the BRA that skips the masked FSEL) and the tail (MUFU, FADD, the backward BRA): 11
 # instructions, 1 HMMA. The path through the 2-byte copies makes no 16-byte copy and so is
-# not a tile's; the FSEL is not on the path. Then its errors: a kernel not there, a file not
-# there, an unknown option, each a non-zero exit.
+# not a tile's; the FSEL is not on the path. Then its errors: a kernel not there, tiles whose
+# copies no path makes, tile rows not a number, a file not there, an unknown option, each a
+# non-zero exit.
 # Usage: test_bench_sass.sh SOURCE_DIR
 src=${1:?usage: test_bench_sass.sh SOURCE_DIR}
 py=${PYTHON:-python3}
@@ -35,6 +36,14 @@ check "a kernel not in the object: said, exit $rc" $?
 out=$("$py" "$prog" "$src/tests/fixtures/sass/none.sass" 2>&1); rc=$?
 [ "$rc" != 0 ] && echo "$out" | grep -q "none.sass: no such file"
 check "a file not there: said, exit $rc" $?
+
+out=$("$py" "$prog" "$fix" --kernel pw_flash_tc_fwd_32:64 2>&1); rc=$?
+[ "$rc" != 0 ] && echo "$out" | grep -q "no loop of HMMA making 4 copies a tile (64 rows)"
+check "tiles of 64 rows: no path makes their 4 copies, said, exit $rc" $?
+
+out=$("$py" "$prog" "$fix" --kernel pw_flash_tc_fwd_32:many 2>&1); rc=$?
+[ "$rc" != 0 ] && echo "$out" | grep -q "expected NAME\[:ROWS\[,ROWS_B\]\]"
+check "tile rows not a number: said, exit $rc" $?
 
 out=$("$py" "$prog" "$fix" --bogus 2>&1); rc=$?
 [ "$rc" != 0 ] && echo "$out" | grep -q "unknown option --bogus"
