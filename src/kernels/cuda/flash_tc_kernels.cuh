@@ -570,8 +570,7 @@ __global__ void TC_BOUNDS
                int hs, float scale)
 {
     const int BQ = TC_BT;
-    __shared__ __align__(16) uint16_t qs[2][TC_BT][TC_LD],
-        os[2][TC_BT][TC_LD];
+    __shared__ __align__(16) uint16_t qs[2][TC_BT][TC_LD], os[2][TC_BT][TC_LD];
     __shared__ float Ls[2][TC_BT], Ds[2][TC_BT];
     __shared__ int qm[2][TC_BT];
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
