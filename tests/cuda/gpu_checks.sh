@@ -134,9 +134,16 @@ for p in "${parts[@]}"; do
             --launch-count 500 --kill yes -f -o "$OUT/ncu_decode" "$BUILD/bench/bench_generate" gpu
         step ncu_decode_shares bash -c "$(shares "$OUT/ncu_decode.ncu-rep")"
         # the tensor-core attention at GPT-2's shape, every section: occupancy, stall reasons,
-        # memory and pipe use, by source line
-        step ncu_attention "$NCU" --set full -k 'regex:pw_flash_tc_(fwd|dq|dkv)_64' \
-            --launch-count 3 --kill yes "$BUILD/bench/bench_kernels_cuda" 1
+        # memory and pipe use; kept as a report with the sources (the build has -lineinfo), then
+        # read back twice: every section, and each source line and SASS instruction's counters
+        # (the stall samples by line). The first three launches are the default build's fwd,
+        # dq and dkv (bench_kernels_cuda times it before the three-block build).
+        step ncu_attention "$NCU" --set full --import-source yes \
+            -k 'regex:pw_flash_tc_(fwd|dq|dkv)_64' --launch-count 3 --kill yes -f \
+            -o "$OUT/ncu_attention" "$BUILD/bench/bench_kernels_cuda" 1
+        step ncu_attention_details "$NCU" --import "$OUT/ncu_attention.ncu-rep" --page details
+        step ncu_attention_source "$NCU" --import "$OUT/ncu_attention.ncu-rep" --page source \
+            --csv --print-source cuda,sass
         ;;
     esac
 done
