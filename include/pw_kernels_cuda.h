@@ -54,10 +54,11 @@ int pw_cuda_get_flash(void);
 void pw_cuda_set_cache_split(int enable);
 int pw_cuda_get_cache_split(void);
 /* The blocks an SM the tensor-core attention's kernels for heads of 33 to 64 are built for: 2
- * (the default: ptxas's own choice, 222 to 236 registers) or 3 (a second build of those kernels
- * held to 168 registers, a few bytes spilled off their loops' fast path: 12 warps an SM where 8
- * were, for about 5% more instructions a tile). Which is faster only a GPU says
- * (bench_kernels_cuda times both). Other values are taken as 2; applies to calls made after it. */
+ * (the default: tiles of 64 rows, 180 to 255 registers as ptxas chooses) or 3 (a second build
+ * with tiles of 32 held to 168 registers, a few bytes spilled off their loops' fast path: 12
+ * warps an SM where 8 are, for 16% to 29% more instructions a product). Which is faster only a
+ * GPU says (bench_kernels_cuda times both). Other values are taken as 2; applies to calls made
+ * after it. */
 void pw_cuda_set_flash_blocks(int per_sm);
 int pw_cuda_get_flash_blocks(void);
 /* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
