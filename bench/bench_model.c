@@ -200,8 +200,8 @@ static int env_int(const char *name, int dflt)
 /* `bench_model ITERS gpu [bf16|fp32]`: GPT-2 124M training steps on GPU 0 (forward, backward,
  * AdamW) at B = BENCH_B (16), T = BENCH_T (1024), the LM head BENCH_LM_CHUNK rows at a time (0,
  * the default: all; PwModelOpts.lm_chunk), the tensor-core attention's build for
- * BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3: pw_cuda_set_flash_blocks); MFU with the model's flops per token (6 x
- * matmul parameters + 12 L C T) over the bf16 peak. Without a GPU it stops at the model's
+ * BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3: pw_cuda_set_flash_blocks); MFU with
+ * the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. Without a GPU it stops at the model's
  * creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec)
 {

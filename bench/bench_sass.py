@@ -45,7 +45,7 @@ KINDS = [
     ("fp32", {"FMUL", "FADD", "FFMA", "FMNMX", "FSEL", "FSETP", "F2FP", "FCHK"}),
     ("int", {"IMAD", "IADD3", "VIADD", "LEA", "LOP3", "SHF", "ISETP", "SEL", "PRMT", "IABS",
              "VIMNMX", "IMNMX", "MOV", "UMOV", "S2R", "S2UR", "CS2R", "ULDC", "LDC", "PLOP3",
-             "P2R", "R2P", "FLO", "POPC", "IMAD.WIDE", "UIADD3", "ULEA", "USHF", "ULOP3"}),
+             "P2R", "R2P", "FLO", "POPC"}),  # and the uniform datapath's (kinds())
     ("shared", {"LDS", "STS", "LDSM"}),
     ("global", {"LDG", "STG", "LDGSTS", "LDGDEPBAR", "DEPBAR"}),
     ("sync", {"BAR", "B2R", "SHFL", "VOTE", "VOTEU", "WARPSYNC", "BSSY", "BSYNC", "BRA"}),

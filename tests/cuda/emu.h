@@ -299,13 +299,9 @@ static inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
     if (bytes) memcpy(dst, src, (size_t)bytes);
 }
 
-static inline void pw_cp_async16(void *dst, const void *src, int bytes)
-{
-    emu_cp_async(dst, src, bytes, 16);
-}
 typedef uintptr_t pw_smem_t; /* a shared address: here the pointer itself */
 static inline pw_smem_t pw_smem(const void *p) { return (uintptr_t)p; }
-static inline void pw_cp_async16_at(pw_smem_t dst, const void *src, int bytes)
+static inline void pw_cp_async16(pw_smem_t dst, const void *src, int bytes)
 {
     emu_cp_async((void *)dst, src, bytes, 16);
 }

@@ -4,28 +4,20 @@
  * functions on the host (there the copy is done at once, which is one of the orders the
  * hardware may take).
  *
- * pw_cp_async16(dst, src, bytes): 16 bytes from src (global, 16-byte aligned) into dst (shared,
- * 16-byte aligned), of which the first `bytes` (16 or 0) are read and the rest filled with
- * zeros: 0 reads nothing, which is how a row past the end or a column past the head becomes
- * zeros without a branch around the copy. pw_cp_async4: the same for 4 bytes (4 or 0).
- * pw_smem_t / pw_smem(p) / pw_cp_async16_at(dst, src, bytes): the same 16-byte copy to a
- * shared address made once by pw_smem and then moved by plain integer arithmetic (a pointer
- * into shared memory is converted to the shared window's address at each copy otherwise: a
- * special-register read and three integer instructions, sm_90 SASS); on the host, emu.h's
- * pw_smem_t is the pointer itself.
+ * pw_cp_async16(dst, src, bytes): 16 bytes from src (global, 16-byte aligned) into dst (a
+ * shared address, pw_smem_t, 16-byte aligned), of which the first `bytes` (16 or 0) are read
+ * and the rest filled with zeros: 0 reads nothing, which is how a row past the end or a column
+ * past the head becomes zeros without a branch around the copy. dst is made once by
+ * pw_smem(p) from a pointer into shared memory and then moved by plain integer arithmetic (a
+ * pointer converted at each copy cost a special-register read and three integer instructions,
+ * sm_90 SASS); on the host, emu.h's pw_smem_t is the pointer itself.
+ * pw_cp_async4(dst, src, bytes): 4 bytes (4 or 0) to a pointer into shared memory.
  * pw_cp_commit(): the copies this thread issued since the last commit form a group.
  * pw_cp_wait_all() / pw_cp_wait_but_one(): wait until every group of this thread, or all but
  * the newest, has landed; what a thread copied is then visible to itself, and to the block
  * after a __syncthreads. */
 #ifndef PW_CUDA_CP_ASYNC_CUH
 #define PW_CUDA_CP_ASYNC_CUH
-
-static __device__ __forceinline__ void pw_cp_async16(void *dst, const void *src, int bytes)
-{
-    uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes)
-                 : "memory");
-}
 
 typedef uint32_t pw_smem_t;
 
@@ -34,8 +26,7 @@ static __device__ __forceinline__ pw_smem_t pw_smem(const void *p)
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-static __device__ __forceinline__ void pw_cp_async16_at(pw_smem_t dst, const void *src,
-                                                         int bytes)
+static __device__ __forceinline__ void pw_cp_async16(pw_smem_t dst, const void *src, int bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                  "r"(bytes)

@@ -220,8 +220,8 @@ static __device__ __forceinline__ void TC_FN(issue_tile)(uint16_t (*dst)[TC_LD],
         for (int u = 0; u * step * per_row < chunks; u++) {
             int j = j0 + u * step, ok = okd && r0 + j < T;
             if (chunks % TC_THREADS != 0 && j >= n) break;
-            pw_cp_async16_at(to + (pw_smem_t)(u * step * TC_LD * 2), ok ? from : src,
-                             ok ? 16 : 0);
+            pw_cp_async16(to + (pw_smem_t)(u * step * TC_LD * 2), ok ? from : src,
+                          ok ? 16 : 0);
             from += stride;
         }
     } else {
