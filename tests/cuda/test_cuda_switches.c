@@ -1,0 +1,30 @@
+/* test_cuda_switches.c: the CUDA backend's process-wide switches (pw_kernels_cuda.h) hold what
+ * they were set to and start at their documented defaults: the fused attention and the cache
+ * attention's split kernel on, the tensor-core attention's build for two blocks an SM, where any
+ * value but 3 is taken as 2. Host state only: no GPU. */
+#include "pw_kernels_cuda.h"
+#include "pw_test.h"
+
+int main(void)
+{
+    CHECK(pw_cuda_get_flash() == 1, "fused attention on by default");
+    CHECK(pw_cuda_get_cache_split() == 1, "split cache kernel on by default");
+    CHECK(pw_cuda_get_flash_blocks() == 2, "two blocks an SM by default, got %d",
+          pw_cuda_get_flash_blocks());
+    pw_cuda_set_flash_blocks(3);
+    CHECK(pw_cuda_get_flash_blocks() == 3, "3 kept, got %d", pw_cuda_get_flash_blocks());
+    const int other[] = {0, 1, 2, 4, -3, 1000};
+    for (int i = 0; i < 6; i++) {
+        pw_cuda_set_flash_blocks(3);
+        pw_cuda_set_flash_blocks(other[i]);
+        CHECK(pw_cuda_get_flash_blocks() == 2, "%d taken as 2, got %d", other[i],
+              pw_cuda_get_flash_blocks());
+    }
+    pw_cuda_set_flash(0);
+    pw_cuda_set_cache_split(0);
+    CHECK(!pw_cuda_get_flash() && !pw_cuda_get_cache_split(), "both off when set off");
+    pw_cuda_set_flash(7);
+    pw_cuda_set_cache_split(7);
+    CHECK(pw_cuda_get_flash() == 1 && pw_cuda_get_cache_split() == 1, "non-zero is on");
+    return pw_test_done("test_cuda_switches");
+}
