@@ -1,9 +1,11 @@
-/* test_cuda_model.c: the same GPT-2 built through the model interface on the CPU and on the GPU
- * (fp32): one forward with every head, one backward, one AdamW step (on the CPU's gradients)
- * and a KV-cache prefill and decode agree to 1e-5; generation gives the CPU's tokens (and the
- * same with its decode step as a CUDA graph); a GPU model saves, offloads its moments and
- * loads back unchanged; at precision bf16 forward and gradients agree to 1e-2, and so do the
- * logits over each model's bfloat16 KV cache. */
+/* test_cuda_model.c: the same model built through the model interface on the CPU and on the GPU
+ * (fp32), for GPT-2 and for two of the Llama family (Qwen2's layout: grouped-query attention,
+ * q/k/v biases, an untied LM head; Llama 3's: one key/value head, tied, llama3 rope scaling):
+ * one forward with every head, one backward, one AdamW step (on the CPU's gradients) and a
+ * KV-cache prefill and decode agree to 1e-5; generation gives the CPU's tokens (and the same
+ * with its decode step as a CUDA graph); a GPU model saves, offloads its moments and loads back
+ * unchanged; at precision bf16 forward and gradients agree to 1e-2, and so do the logits over
+ * each model's bfloat16 KV cache. */
 #include <sys/stat.h>
 
 #include "cutest.h"
@@ -234,13 +236,13 @@ static void check_generate(PwModel *cpu, PwModel *gpu)
     pw_gen_free(gg);
 }
 
-int main(int argc, char **argv)
+/* Everything above for one architecture: its models on both devices, fp32 then bf16; the
+ * checkpoint goes to DIR/cuda_model_<name>. */
+static void check_arch(const char *name, const PwArch *arch, const char *dir)
 {
-    cu_require_gpu("test_cuda_model");
+    printf("---- %s (%s)\n", name, pw_family_name(arch->family));
     unsigned long long rng = 8;
-    PwArch a = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 4, .n_embd = 32,
-                .vocab_size = V, .n_positions = 32};
-    PwModel *cpu = make(PW_DEVICE_CPU, &a), *gpu = make(PW_DEVICE_CUDA, &a);
+    PwModel *cpu = make(PW_DEVICE_CPU, arch), *gpu = make(PW_DEVICE_CUDA, arch);
     CHECK(pw_model_device(gpu) == PW_DEVICE_CUDA && pw_model_params(gpu).device == PW_DEVICE_CUDA,
           "the GPU model's parameters are not on the GPU");
     size_t np = pw_model_num_params(cpu);
@@ -275,6 +277,7 @@ int main(int argc, char **argv)
     /* both report their gradients as they are ready: the same ranges, in the same calls, the
      * GPU's with its stream (the sums of a role order themselves after it) */
     static Ready rc, rg;
+    rc = rg = (Ready){0}; /* static for its size; each architecture counts afresh */
     PwOutputGrads g = {.dlogp = dlogp, .dentropy = dent, .dvalue = dval, .dscore = dscore,
                        .ready = ready_record, .ready_ctx = &rc};
     PwErr err;
@@ -319,23 +322,46 @@ int main(int argc, char **argv)
     CHECK(pw_model_adamw_step(gpu, &opt, 2, NULL, &err) == PW_ADAMW_APPLIED, "%s", err.msg);
     compare_host("second step after offload + reload", host_copy(pw_model_params(gpu)),
                  host_copy(pw_model_params(cpu)), np);
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/cuda_model_ckpt", argc > 1 ? argv[1] : ".");
-    mkdir(dir, 0755);
-    CHECK(pw_model_save(gpu, dir, &err) == 0, "save: %s", err.msg);
+    char ckpt[4096];
+    snprintf(ckpt, sizeof ckpt, "%s/cuda_model_%s", dir, name);
+    mkdir(ckpt, 0755);
+    CHECK(pw_model_save(gpu, ckpt, &err) == 0, "save: %s", err.msg);
     PwModelOpts lo = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
                       .device = PW_DEVICE_CUDA};
-    PwModel *back = pw_model_load(dir, &lo, &err);
+    PwModel *back = pw_model_load(ckpt, &lo, &err);
     CHECK(back != NULL, "load: %s", err.msg);
     if (back) {
         float *p0 = host_copy(pw_model_params(gpu)), *p1 = host_copy(pw_model_params(back));
         CHECK(!memcmp(p0, p1, np * sizeof(float)), "a GPU model saved and loaded differs");
         pw_model_free(back);
     }
-    check_bf16(&a, tok, tgt, &g);
-    check_no_room();
+    check_bf16(arch, tok, tgt, &g);
     pw_model_free(cpu);
     pw_model_free(gpu);
+    cu_release();
+}
+
+int main(int argc, char **argv)
+{
+    cu_require_gpu("test_cuda_model");
+    const char *dir = argc > 1 ? argv[1] : ".";
+    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                   .vocab_size = V, .n_positions = 32};
+    /* Qwen2's layout: 4 query heads over 2 key/value heads, q/k/v biases, its own LM head */
+    PwArch qwen2 = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                    .vocab_size = V, .n_positions = 32, .n_kv_head = 2, .n_inner = 48,
+                    .norm_eps = 1e-6f, .rope_theta = 1e6, .qkv_bias = 1, .hf_type = 1};
+    /* Llama 3's: 4 over 1 (every query head reads the one cache head), no biases, the LM head
+     * tied, llama3 rope scaling (its factors applied to the frequencies of heads of 8) */
+    PwArch llama3 = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
+                     .vocab_size = V, .n_positions = 32, .n_kv_head = 1, .n_inner = 40,
+                     .norm_eps = 1e-5f, .rope_theta = 500000.0, .rope_llama3 = 1,
+                     .rope_factor = 8.0, .rope_low_freq_factor = 1.0,
+                     .rope_high_freq_factor = 4.0, .rope_original_max = 16, .tied = 1};
+    check_arch("gpt2", &gpt2, dir);
+    check_arch("qwen2", &qwen2, dir);
+    check_arch("llama3", &llama3, dir);
+    check_no_room();
     cu_release();
     return pw_test_done("test_cuda_model");
 }
