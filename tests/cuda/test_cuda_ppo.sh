@@ -28,6 +28,7 @@
 # kernel: the token-decided metrics are compared first, over all 20 steps, and the message names
 # the first step where they part.
 #
+# TINY_FAMILY=llama makes every model of the Llama family (tests/roles/common.sh).
 # Exits 77 without a GPU (tests/cuda/gpu_probe). PW_TEST_SECOND_DEVICE=cpu runs the "cuda" side
 # on the CPU too, so that everything but the GPU (both runs, the comparison, and its refusal of a
 # perturbed metric) can be exercised on any machine.
@@ -41,6 +42,7 @@ case $SECOND in
     *) echo "PW_TEST_SECOND_DEVICE='$SECOND': expected cuda or cpu" >&2; exit 2 ;;
 esac
 STEPS=20
+echo "models: ${TINY_FAMILY:-gpt2} family"
 
 make_inputs
 # one template, every role on one rank and on DEV

@@ -5,6 +5,7 @@
 # least 5 standard errors, (ppo_gold - sft_gold) / gold_se of the RESULT line (on the CPU: 15.2,
 # docs/quickstart.md). Every training stage runs at model.precision=bf16 (the script's default
 # with --device cuda).
+# QS_FAMILY=llama runs it with `--family llama` (every model of the Llama family: Qwen2's layout).
 # Without a GPU (tests/cuda/gpu_probe) it checks what it can, that --device cuda is refused with
 # ppo_world's message and a non-zero exit before any stage runs, and then exits 77 (skip).
 set -euo pipefail
@@ -13,10 +14,18 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 MIN_SE=5
+FAMILY=${QS_FAMILY:-gpt2}
+case $FAMILY in
+    gpt2|llama) ;;
+    *) echo "QS_FAMILY='$FAMILY': expected gpt2 or llama" >&2; exit 2 ;;
+esac
 
 gpu=1
 "$GPU_PROBE" || { rc=$?; [ "$rc" = 77 ] || exit "$rc"; gpu=0; }
-qs() { bash "$root/launch/quickstart.sh" --device cuda --out "$work/run" > "$work/qs.log" 2>&1; }
+qs() {
+    bash "$root/launch/quickstart.sh" --device cuda --family "$FAMILY" --out "$work/run" \
+        > "$work/qs.log" 2>&1
+}
 
 if [ "$gpu" = 0 ]; then
     if qs; then cat "$work/qs.log"; echo "FAIL: --device cuda ran without a GPU"; exit 1; fi
@@ -40,10 +49,11 @@ result=$(grep '^RESULT ' "$work/qs.log" | tail -n 1)
 [ -n "$result" ] || { echo "FAIL: no RESULT line"; exit 1; }
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$result"; }
 sft=$(field sft_gold) ppo=$(field ppo_gold) se=$(field gold_se)
-awk -v s="$sft" -v p="$ppo" -v e="$se" -v m="$MIN_SE" 'BEGIN {
+awk -v f="$FAMILY" -v s="$sft" -v p="$ppo" -v e="$se" -v m="$MIN_SE" 'BEGIN {
     z = e > 0 ? (p - s) / e : 0
-    printf "gold: SFT %.4f, PPO on the GPU %.4f, +%.4f = %.1f standard errors (at least %d)\n",
-        s, p, p - s, z, m
+    printf "gold (%s): SFT %.4f, PPO on the GPU %.4f, +%.4f = %.1f standard errors", f, s, p,
+        p - s, z
+    printf " (at least %d)\n", m
     exit !(e > 0 && z >= m) }' ||
     { echo "FAIL: PPO on the GPU does not beat SFT by $MIN_SE standard errors"; exit 1; }
 echo ok
