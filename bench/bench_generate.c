@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "bench_copy.h"
+#include "bench_shapes.h"
 #include "pw_generate.h"
 #include "pw_model.h"
 #include "pw_ops.h"
@@ -146,38 +147,44 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
     return (double)Bn * GR / best;
 }
 
-/* `bench_generate gpu [bf16|fp32]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling 512 new
- * tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop token), through
- * pw_generate as the generator role runs it; then batch 256 with the host looking at the rows
- * every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with the cache
- * attention's tile kernel. Without a GPU it stops at the model's creation. */
-static int bench_gpu(PwPrecision prec)
+/* `bench_generate gpu [bf16|fp32] [llama]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling
+ * 512 new tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop token),
+ * through pw_generate as the generator role runs it; then batch 256 with the host looking at the
+ * rows every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with the
+ * cache attention's tile kernel, and with a float32 cache. With `llama`, the Llama family at
+ * Qwen2.5-0.5B's shape instead, batch 64 and 256 only: its 2 key/value heads make the cache 7
+ * times smaller a token than its 14 query heads would, so the weights (1 GB in bfloat16) weigh
+ * most. Without a GPU it stops at the model's creation. */
+static int bench_gpu(PwPrecision prec, int llama)
 {
     enum { GP = 64, GR = 512 };
     const int batches[] = {64, 256};
-    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
-                   .vocab_size = 50257, .n_positions = 1024};
+    const PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
+    const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = GP + GR, .device = PW_DEVICE_CUDA,
                      .precision = prec};
-    PwModel *m = pw_model_create(&gpt2, &o, &err);
-    if (!m) die("gpt2-124M on cuda:0", &err);
+    PwModel *m = pw_model_create(&arch, &o, &err);
+    if (!m) die(name, &err);
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
-     * KV cache of every row (2 L C values per cached token, 64 + 256 tokens on average over the
-     * 512 steps) at the copy bandwidth; tokens/s = B / (bytes per step / bandwidth). */
+     * KV cache of every row (a key and a value of each key/value head and layer per cached
+     * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
+     * B / (bytes per step / bandwidth). */
     const double wbytes = 2.0 * (double)pw_model_num_weights(m);
-    printf("generation on cuda:0 at %s, KV cache %s: GPT-2 124M, prompt %d tokens, %d new tokens "
+    const int kv_heads = arch.n_kv_head > 0 ? arch.n_kv_head : arch.n_head;
+    const double kv_width = (double)kv_heads * (arch.n_embd / arch.n_head);
+    printf("generation on cuda:0 at %s, KV cache %s: %s, prompt %d tokens, %d new tokens "
            "per row, temperature 1, no stop token; device copy %.0f GB/s (read + write)\n%6s "
            "%10s %12s %14s %9s\n", pw_precision_name(prec),
-           prec == PW_PRECISION_BF16 ? "bf16" : "fp32", GP, GR, gbs, "B", "seconds", "tokens/s",
-           "roofline tok/s", "fraction");
+           prec == PW_PRECISION_BF16 ? "bf16" : "fp32", name, GP, GR, gbs, "B", "seconds",
+           "tokens/s", "roofline tok/s", "fraction");
     for (int bi = 0; bi < 2; bi++) {
         int Bn = batches[bi];
         PwGen *g = pw_gen_create(m, Bn, GP + GR, &err);
         if (!g) die("generator", &err);
-        int *prompt = gpu_prompts(Bn, GP, gpt2.vocab_size);
+        int *prompt = gpu_prompts(Bn, GP, arch.vocab_size);
         PwGenConfig cfg = {.max_new_tokens = GR, .stop_token = -1, .pad_token = PAD,
                            .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f},
                            .seed = 1};
@@ -189,7 +196,7 @@ static int bench_gpu(PwPrecision prec)
             best = t < best ? t : best;
         }
         tps[bi] = (double)Bn * GR / best;
-        double kvbytes = 2.0 * 2 * gpt2.n_layer * gpt2.n_embd * (double)Bn * (GP + GR / 2.0);
+        double kvbytes = 2.0 * 2 * arch.n_layer * kv_width * (double)Bn * (GP + GR / 2.0);
         double roof_tps = gbs > 0 ? Bn / ((wbytes + kvbytes) / (gbs * 1e9)) : 0.0;
         roof[bi] = roof_tps > 0 ? tps[bi] / roof_tps : 0.0;
         printf("%6d %10.3f %12.0f %14.0f %9.3f\n", Bn, best, tps[bi], roof_tps, roof[bi]);
@@ -197,7 +204,7 @@ static int bench_gpu(PwPrecision prec)
          * is 16, the row above), the decode step as a CUDA graph (PwGenConfig.graph), and the
          * cache attention's tile kernel in place of its split kernel: once each at the largest
          * batch, the device warm */
-        for (int k = 0; bi == 1 && k < 5; k++) {
+        for (int k = 0; bi == 1 && !llama && k < 5; k++) {
             const int every[5] = {1, 4, 64, 16, 16}, graph[5] = {0, 0, 0, 1, 0};
             cfg.check_every = every[k];
             cfg.graph = graph[k];
@@ -222,8 +229,15 @@ static int bench_gpu(PwPrecision prec)
         pw_gen_free(g);
     }
     pw_model_free(m);
+    if (llama) {
+        printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
+               "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
+               "roofline_fraction_b256=%.3f copy_gbs=%.0f\n", tps[0], tps[1], roof[0], roof[1],
+               gbs);
+        return 0;
+    }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
-    double f32 = prec == PW_PRECISION_BF16 ? fp32_cache_tps(&gpt2, &o, GP, GR, 256) : 0.0;
+    double f32 = prec == PW_PRECISION_BF16 ? fp32_cache_tps(&arch, &o, GP, GR, 256) : 0.0;
     printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
@@ -234,9 +248,12 @@ static int bench_gpu(PwPrecision prec)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "gpu"))
-        return bench_gpu(argc > 2 && !strcmp(argv[2], "fp32") ? PW_PRECISION_FP32
-                                                              : PW_PRECISION_BF16);
+    if (argc > 1 && !strcmp(argv[1], "gpu")) {
+        PwPrecision prec;
+        int llama;
+        if (bench_gpu_args(argc, argv, 2, "bench_generate", &prec, &llama)) return 2;
+        return bench_gpu(prec, llama);
+    }
     /* [small|124M|all] [max batch]: the no-cache baseline at 124M and batch 32 takes hours on a
      * couple of cores, so a small machine runs a subset */
     const char *only = argc > 1 ? argv[1] : "all";

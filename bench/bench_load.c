@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_shapes.h"
 #include "bench_stats.h"
 #include "pw_model.h"
 #include "pw_safetensors.h"
@@ -186,12 +187,7 @@ int main(int argc, char **argv)
     if (reps < 1 || !(shard_mb > 0)) die("usage", "bench_load [reps >= 1] [max shard MB > 0] "
                                          "[parent folder]");
 
-    /* Qwen2.5-0.5B's config.json, as bench_model's llama mode: 24 layers, 14 query over 2
-     * key/value heads of 64, MLP 4864, vocabulary 151936, tied, q/k/v biases */
-    PwArch qwen = {.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
-                   .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
-                   .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
-                   .hf_type = 1};
+    PwArch qwen = bench_qwen_05b(); /* as bench_model's llama mode */
     /* the LM head only (tied: no tensor of its own), and the smallest batch: the load's memory
      * is then the parameters and nothing else */
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 1, .device = PW_DEVICE_CPU};

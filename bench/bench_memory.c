@@ -13,23 +13,13 @@
 #include <unistd.h>
 
 #include "bench_rss.h"
+#include "bench_shapes.h"
 #include "pw_model.h"
 #ifdef PW_HAVE_CUDA
 #include "pw_kernels_cuda.h"
 #endif
 
-static PwArch arch(int which)
-{
-    if (which == 0)
-        return (PwArch){.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
-                        .vocab_size = 50257, .n_positions = 1024};
-    /* Qwen2.5-0.5B's config.json: 24 layers, 14 query over 2 key/value heads of 64, MLP 4864,
-     * vocabulary 151936, tied, q/k/v biases */
-    return (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
-                    .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
-                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
-                    .hf_type = 1};
-}
+static PwArch arch(int which) { return which == 0 ? bench_gpt2_124m() : bench_qwen_05b(); }
 
 static const char *const names[2] = {"gpt2-124M", "qwen2.5-0.5B shape"};
 

@@ -1,6 +1,7 @@
 /* bench_model.c: GPT-2 forward+backward throughput on the CPU, through the model interface, next
  * to plain sgemm in the same run, so the model's GFLOP/s reads as a fraction of what BLAS does;
- * and with `gpu`, GPT-2 124M training steps on a GPU and their MFU (bench_gpu below). */
+ * and with `gpu`, training steps of GPT-2 124M or of the Llama family at Qwen2.5-0.5B's shape on a
+ * GPU and their MFU (bench_gpu below). */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench_rss.h"
+#include "bench_shapes.h"
 #include "pw_model.h"
 #ifdef PW_HAVE_CUDA
 #include "pw_kernels_cuda.h" /* pw_cuda_set_flash_blocks: BENCH_FLASH_BLOCKS */
@@ -197,19 +199,20 @@ static int env_int(const char *name, int dflt)
     return v && atoi(v) > 0 ? atoi(v) : dflt;
 }
 
-/* `bench_model ITERS gpu [bf16|fp32]`: GPT-2 124M training steps on GPU 0 (forward, backward,
- * AdamW) at B = BENCH_B (16), T = BENCH_T (1024), the LM head BENCH_LM_CHUNK rows at a time (0,
- * the default: all; PwModelOpts.lm_chunk), the tensor-core attention's build for
- * BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3: pw_cuda_set_flash_blocks); MFU with
- * the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. Without a GPU it stops at the model's
- * creation, with its message. */
-static int bench_gpu(int iters, PwPrecision prec)
+/* `bench_model ITERS gpu [bf16|fp32] [llama]`: training steps on GPU 0 (forward, backward,
+ * AdamW) of GPT-2 124M at B = BENCH_B (16), T = BENCH_T (1024), or with `llama` of the Llama
+ * family at Qwen2.5-0.5B's shape (random weights) at B = BENCH_B (8), T = BENCH_T (1024); the LM
+ * head BENCH_LM_CHUNK rows at a time (0, the default: all; PwModelOpts.lm_chunk), the
+ * tensor-core attention's build for BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3:
+ * pw_cuda_set_flash_blocks); MFU with the model's flops per token (6 x matmul parameters + 12 L
+ * C T) over the bf16 peak. Without a GPU it stops at the model's creation, with its message. */
+static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
-    B = env_int("BENCH_B", 16);
+    PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
+    const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
+    B = env_int("BENCH_B", llama ? 8 : 16);
     T = env_int("BENCH_T", 1024);
-    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
-                   .vocab_size = 50257, .n_positions = 1024};
-    if (T > gpt2.n_positions) gpt2.n_positions = T;
+    if (T > arch.n_positions) arch.n_positions = T;
     PwErr err;
     int chunk = getenv("BENCH_LM_CHUNK") ? atoi(getenv("BENCH_LM_CHUNK")) : 0;
     int blocks = env_int("BENCH_FLASH_BLOCKS", 2);
@@ -218,11 +221,11 @@ static int bench_gpu(int iters, PwPrecision prec)
 #endif
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .device = PW_DEVICE_CUDA,
                      .precision = prec, .lm_chunk = chunk > 0 ? chunk : 0};
-    PwModel *m = pw_model_create(&gpt2, &o, &err);
-    if (!m) die("gpt2-124M on cuda:0", &err);
+    PwModel *m = pw_model_create(&arch, &o, &err);
+    if (!m) die(name, &err);
     pw_model_init_random(m, 1);
     size_t n = (size_t)B * T;
-    Batch bt = make_batch(gpt2.vocab_size);
+    Batch bt = make_batch(arch.vocab_size);
     PwAdamWConfig opt = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f, .grad_clip = 1.0f};
     double sec = 1e30, loss = 0.0;
@@ -236,15 +239,15 @@ static int bench_gpu(int iters, PwPrecision prec)
         if (i > 0 && t < sec) sec = t;
     }
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
-    printf("GPT-2 124M training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
+    printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
            "attention built for %d blocks an SM, best of %d after one warm-up (loss %.4f)\n\n",
-           pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T, blocks,
-           iters, loss);
+           name, pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T,
+           blocks, iters, loss);
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);
-    printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f\n", tflops / GPU_PEAK_TFLOPS,
-           n / sec, tflops);
+    printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s\n",
+           tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m");
     free_batch(&bt);
     pw_model_free(m);
     return 0;
@@ -256,9 +259,12 @@ int main(int argc, char **argv)
      * Qwen2.5-0.5B's shape (random weights), alone, so that its peak memory is its own */
     int iters = argc > 1 ? atoi(argv[1]) : 3;
     if (iters < 1) iters = 1;
-    if (argc > 2 && !strcmp(argv[2], "gpu"))
-        return bench_gpu(iters, argc > 3 && !strcmp(argv[3], "fp32") ? PW_PRECISION_FP32
-                                                                      : PW_PRECISION_BF16);
+    if (argc > 2 && !strcmp(argv[2], "gpu")) {
+        PwPrecision prec;
+        int llama;
+        if (bench_gpu_args(argc, argv, 3, "bench_model", &prec, &llama)) return 2;
+        return bench_gpu(iters, prec, llama);
+    }
     int llama = argc > 2 && !strcmp(argv[2], "llama");
     const char *threads = getenv("OPENBLAS_NUM_THREADS");
     printf("%s forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "
@@ -267,14 +273,7 @@ int main(int argc, char **argv)
 
     PwArch small = {.family = PW_FAMILY_GPT2, .n_layer = 4, .n_head = 4, .n_embd = 256,
                     .vocab_size = 50257, .n_positions = 1024};
-    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
-                   .vocab_size = 50257, .n_positions = 1024};
-    /* Qwen2.5-0.5B's config.json: 24 layers, 14 query over 2 key/value heads of 64, MLP 4864,
-     * vocabulary 151936, tied, q/k/v biases, rope_theta 1e6 */
-    PwArch qwen = {.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
-                   .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
-                   .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
-                   .hf_type = 1};
+    PwArch gpt2 = bench_gpt2_124m(), qwen = bench_qwen_05b();
     /* the LM head's products are as wide as the padded vocabulary (a multiple of 64) */
     int V = llama ? qwen.vocab_size : gpt2.vocab_size;
     warm_openblas((V + PW_VOCAB_MULTIPLE - 1) / PW_VOCAB_MULTIPLE * PW_VOCAB_MULTIPLE,

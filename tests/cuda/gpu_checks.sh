@@ -77,9 +77,11 @@ for p in "${parts[@]}"; do
     tests)
         step cuda_twins "${mtest[@]}" "${twins[@]}"
         step comm_gpu "${mtest[@]}" "comm gpu np1" "comm fanout np1"
-        # the PPO run on the GPU, and at fp32 against the same run on the CPU
-        step cuda_ppo "${mtest[@]}" "cuda ppo" "cuda ppo cpu twin"
+        # the PPO run on the GPU, and at fp32 against the same run on the CPU, GPT-2 and Llama
+        step cuda_ppo "${mtest[@]}" "cuda ppo" "cuda ppo cpu twin" "cuda ppo llama" \
+            "cuda ppo llama cpu twin"
         step quickstart_gpu "${mtest[@]}" "quickstart gpu"
+        step quickstart_gpu_llama "${mtest[@]}" "quickstart gpu llama"
         ;;
     sanitize)
         if [ -z "$SAN" ]; then
@@ -101,9 +103,12 @@ for p in "${parts[@]}"; do
         step bench_model_lm_chunk env BENCH_LM_CHUNK=2048 "$BUILD/bench/bench_model" 10 gpu
         # the tensor-core attention built for three blocks an SM: whether it becomes the default
         step bench_model_flash3 env BENCH_FLASH_BLOCKS=3 "$BUILD/bench/bench_model" 10 gpu
+        # the Llama family at Qwen2.5-0.5B's shape (B = 8, T = 1024)
+        step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
         # activations and device memory at fp32 and bf16, GPT-2 124M and Qwen2.5-0.5B's shape
         step bench_memory_gpu "$BUILD/bench/bench_memory" cuda
         step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
+        step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
         # the PPO step with four GPT-2-124M models against TRL's; then the 128 prompts sampled
         # as one batch, the passes still in micro batches of 32; then 512 prompts a step (3
         # steps: 5 of both epoch counts took over 150 s with generation in batches of 32)

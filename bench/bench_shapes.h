@@ -1,0 +1,48 @@
+/* bench_shapes.h: the two full-size shapes the benchmarks measure, with random weights: GPT-2
+ * 124M (the issue's anchors were measured at it) and the Llama family at Qwen2.5-0.5B's
+ * config.json (24 layers, 14 query over 2 key/value heads of 64, MLP 4864, vocabulary 151936,
+ * the LM head tied to the embedding, q/k/v biases, rope_theta 1e6); and the words that pick one
+ * on a GPU. */
+#ifndef PW_BENCH_SHAPES_H
+#define PW_BENCH_SHAPES_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pw_model.h"
+
+static inline PwArch bench_gpt2_124m(void)
+{
+    return (PwArch){.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
+                    .vocab_size = 50257, .n_positions = 1024};
+}
+
+static inline PwArch bench_qwen_05b(void)
+{
+    return (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
+                    .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
+                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
+                    .hf_type = 1};
+}
+
+/* The words after `gpu` (argv[first..]): bf16 or fp32 (the precision; bf16 by default) and
+ * llama (the second shape). 0, or 2 with a message naming the word it did not expect. */
+static inline int bench_gpu_args(int argc, char **argv, int first, const char *prog,
+                                 PwPrecision *prec, int *llama)
+{
+    *prec = PW_PRECISION_BF16;
+    *llama = 0;
+    for (int i = first; i < argc; i++) {
+        if (!strcmp(argv[i], "fp32") || !strcmp(argv[i], "bf16"))
+            *prec = argv[i][0] == 'f' ? PW_PRECISION_FP32 : PW_PRECISION_BF16;
+        else if (!strcmp(argv[i], "llama"))
+            *llama = 1;
+        else {
+            fprintf(stderr, "%s: '%s': expected bf16, fp32 or llama after gpu\n", prog, argv[i]);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# test_bench_gpu_args.sh: the GPU modes of bench_model and bench_generate take bf16, fp32 and
+# llama after `gpu` and refuse any other word with a message naming it (exit 2); where no GPU
+# can be seen (GPU_PROBE, when the build has the CUDA backend), `gpu llama` stops at the model's
+# creation with the shape's name and exit 1 instead of running.
+# MODEL and GENERATE name the two programs (meson sets them).
+set -u
+: "${MODEL:?}" "${GENERATE:?}"
+fail=0
+gpu=0
+if [ -n "${GPU_PROBE:-}" ] && "$GPU_PROBE" > /dev/null 2>&1; then gpu=1; fi
+check() { # WANT_RC PATTERN CMD...
+    want=$1 pat=$2
+    shift 2
+    err=$("$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" -ne "$want" ] || ! printf '%s\n' "$err" | grep -q "$pat"; then
+        echo "FAIL: $*: exit $rc (expected $want), message: $err"; fail=1
+    fi
+}
+check 2 "bench_model: 'x': expected bf16, fp32 or llama after gpu" "$MODEL" 1 gpu llama x
+check 2 "bench_model: 'fp16': expected bf16, fp32 or llama after gpu" "$MODEL" 1 gpu fp16
+check 2 "bench_generate: 'lama': expected bf16, fp32 or llama after gpu" "$GENERATE" gpu lama
+if [ "$gpu" = 0 ]; then
+    check 1 "^Qwen2.5-0.5B shape: " "$MODEL" 1 gpu fp32 llama
+    check 1 "^Qwen2.5-0.5B shape: " "$GENERATE" gpu llama
+    check 1 "^GPT-2 124M: " "$MODEL" 1 gpu
+fi
+[ "$fail" -eq 0 ] && echo "test_bench_gpu_args: ok"
+exit "$fail"
