@@ -1,10 +1,11 @@
 /* bench_ppo_gpu.c: one PPO step on one GPU with four GPT-2-124M-shaped models (actor,
- * reference, critic, reward; the generator holds a fifth copy of the policy): seconds per step,
+ * reference, critic, reward; the generator holds a fifth copy of the policy), or of the Llama
+ * family at Qwen2.5-0.5B's shape (--shape qwen2.5-0.5b): seconds per step,
  * each role's busy and idle seconds, peak memory, and the actor -> generator weight transfer
  * against the device's own copy bandwidth; last line RESULT.
  *
  * One process, no mpirun (an MPI singleton): every role on rank 0, computing on the device.
- *   build/bench/bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|tiny] [--prompts N]
+ *   build/bench/bench_ppo_gpu [--device cuda|cpu] [--shape NAME] [--prompts N]
  *       [--steps S] [--precision bf16|fp32] [--epochs-list 1,4] [--micro M] [--gen-batch G]
  * M sizes the forward and backward micro batches (ppo.micro_batch_size), G the generation's
  * (ppo.rollout_micro_batch_size; default M, as before the two had sizes of their own).
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bench_copy.h"
+#include "bench_shapes.h"
 #include "bench_stats.h"
 
 #include "pw_config.h"
@@ -35,13 +37,22 @@
 
 typedef struct Shape {
     const char *name;
-    int V, L, NH, C, npos;
+    PwArch arch;
     int prompt_len, new_tokens, prompts, micro; /* defaults of --prompts and --micro */
 } Shape;
 
+/* qwen2.5-0.5b's micro batch of 8: the actor's activations for 8 x 320 tokens are 4.2 GiB at
+ * bf16 (pw_model_activation_bytes; 16.8 at 32), the four models' about 14 GiB beside 20 GiB of
+ * weights, gradients and moments */
 static const Shape shapes[] = {
-    {"gpt2-124m", 50257, 12, 12, 768, 1024, 64, 256, 128, 32},
-    {"tiny", 512, 2, 4, 64, 64, 16, 16, 16, 4},
+    {"gpt2-124m", BENCH_GPT2_124M, 64, 256, 128, 32},
+    {"qwen2.5-0.5b", BENCH_QWEN_05B, 64, 256, 128, 8},
+    {"tiny", {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 4, .n_embd = 64,
+              .vocab_size = 512, .n_positions = 64}, 16, 16, 16, 4},
+    {"tiny-llama", {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 64,
+                    .vocab_size = 512, .n_positions = 64, .n_kv_head = 2, .n_inner = 96,
+                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
+                    .hf_type = 1}, 16, 16, 16, 4},
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 #define MINIBATCHES 4
@@ -76,7 +87,8 @@ static void usage(const char *msg)
 {
     fprintf(stderr,
             "bench_ppo_gpu: %s\n"
-            "usage: bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|tiny] [--prompts N] "
+            "usage: bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|qwen2.5-0.5b|tiny|"
+            "tiny-llama] [--prompts N] "
             "[--steps S] [--precision bf16|fp32] [--epochs-list E1,E2,...] [--micro M] "
             "[--gen-batch G]\n"
             "  one process, no mpirun; N a multiple of %d, S >= 2, each E in 1..1000\n",
@@ -139,7 +151,7 @@ static void parse_args(int argc, char **argv, Opts *o)
     o->shape = NULL;
     for (int s = 0; s < NSHAPES; s++)
         if (!strcmp(shape, shapes[s].name)) o->shape = &shapes[s];
-    if (!o->shape) usage("--shape: expected gpt2-124m or tiny");
+    if (!o->shape) usage("--shape: expected gpt2-124m, qwen2.5-0.5b, tiny or tiny-llama");
     /* bf16 is the GPU run's arithmetic; on the CPU it is emulated (slower), so fp32 there */
     if (!precision) precision = o->device == PW_DEVICE_CUDA ? "bf16" : "fp32";
     if (!strcmp(precision, "bf16")) o->precision = PW_PRECISION_BF16;
@@ -166,8 +178,7 @@ static void parse_args(int argc, char **argv, Opts *o)
 static size_t write_model(const char *dir, const Shape *sh, uint64_t seed, int heads)
 {
     PwErr err;
-    PwArch c = {.family = PW_FAMILY_GPT2, .n_layer = sh->L, .n_head = sh->NH, .n_embd = sh->C,
-                .vocab_size = sh->V, .n_positions = sh->npos};
+    PwArch c = sh->arch;
     PwModelOpts o = {.heads = heads, .maxB = 1, .maxT = 8};
     PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) die("model", err.msg);
@@ -190,7 +201,8 @@ static void write_prompts(const char *path, const Shape *sh, int n)
         fprintf(f, "{\"input_ids\": [");
         for (int t = 0; t < sh->prompt_len; t++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
-            fprintf(f, "%s%d", t ? ", " : "", (int)((s >> 33) % (uint64_t)(sh->V - 1)));
+            int id = (int)((s >> 33) % (uint64_t)(sh->arch.vocab_size - 1));
+            fprintf(f, "%s%d", t ? ", " : "", id);
         }
         fprintf(f, "]}\n");
     }
@@ -406,13 +418,16 @@ int main(int argc, char **argv)
     if (getloadavg(&load, 1) < 1) load = -1.0;
     printf("host: %ld cores, load average %.2f (1 min) after the runs\n",
            sysconf(_SC_NPROCESSORS_ONLN), load);
-    printf("bench_ppo_gpu: device %s, shape %s (GPT-2 L=%d C=%d NH=%d V=%d, %.1fM parameters), "
-           "%s; %d prompts x %d tokens + %d new tokens (no stop token), %d minibatches, micro "
-           "batch %d, generation batch %d; one process, every role on rank 0; medians of steps "
-           "1..%d of %d\n",
-           cuda ? "cuda" : "cpu", sh->name, sh->L, sh->C, sh->NH, sh->V, (double)nparams / 1e6,
-           pw_precision_name(o.precision), o.prompts, sh->prompt_len, sh->new_tokens, MINIBATCHES,
-           o.micro, o.gen_batch, o.steps - 1, o.steps);
+    const PwArch *a = &sh->arch;
+    printf("bench_ppo_gpu: device %s, shape %s (%s L=%d C=%d NH=%d KV=%d V=%d, %.1fM "
+           "parameters), %s; %d prompts x %d tokens + %d new tokens (no stop token), %d "
+           "minibatches, micro batch %d, generation batch %d; one process, every role on rank "
+           "0; medians of steps 1..%d of %d\n",
+           cuda ? "cuda" : "cpu", sh->name, pw_family_name(a->family), a->n_layer, a->n_embd,
+           a->n_head, a->n_kv_head ? a->n_kv_head : a->n_head, a->vocab_size,
+           (double)nparams / 1e6,
+           pw_precision_name(o.precision), o.prompts, sh->prompt_len, sh->new_tokens,
+           MINIBATCHES, o.micro, o.gen_batch, o.steps - 1, o.steps);
     printf("TRL anchor: H100, bf16 (TRL 1.12 PPO trainer, gpt2-124m, 128 prompts): %.1f s/step "
            "at 1 epoch, %.1f s at 4 epochs, %.1f GiB peak%s\n",
            trl_s_per_step_e1, trl_s_per_step_e4, trl_peak_gib,

@@ -11,19 +11,17 @@
 
 #include "pw_model.h"
 
-static inline PwArch bench_gpt2_124m(void)
-{
-    return (PwArch){.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768,
-                    .vocab_size = 50257, .n_positions = 1024};
-}
+/* as initializers, for tables of shapes */
+#define BENCH_GPT2_124M                                                                           \
+    {.family = PW_FAMILY_GPT2, .n_layer = 12, .n_head = 12, .n_embd = 768, .vocab_size = 50257,  \
+     .n_positions = 1024}
+#define BENCH_QWEN_05B                                                                            \
+    {.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,                      \
+     .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,                \
+     .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1, .hf_type = 1}
 
-static inline PwArch bench_qwen_05b(void)
-{
-    return (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,
-                    .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,
-                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
-                    .hf_type = 1};
-}
+static inline PwArch bench_gpt2_124m(void) { return (PwArch)BENCH_GPT2_124M; }
+static inline PwArch bench_qwen_05b(void) { return (PwArch)BENCH_QWEN_05B; }
 
 /* The words after `gpu` (argv[first..]): bf16 or fp32 (the precision; bf16 by default) and
  * llama (the second shape). 0, or 2 with a message naming the word it did not expect. */

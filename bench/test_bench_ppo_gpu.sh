@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_bench_ppo_gpu.sh: bench_ppo_gpu at its tiny shape on the CPU (seconds), so that the GPU
+# test_bench_ppo_gpu.sh: bench_ppo_gpu at its tiny shapes on the CPU (seconds), so that the GPU
 # benchmark is known to run before a GPU session does: its table and RESULT line, the bytes of
 # the weight transfer (worked by hand below), no TRL comparison off the anchor's shape, its
 # refusals of bad options, and, without a GPU, the runtime's refusal of --device cuda.
@@ -47,10 +47,23 @@ TMPDIR=$work "$BENCH" --device cpu --shape tiny --steps 2 --epochs-list 1 --micr
 grep -qF "micro batch 4, generation batch 16;" "$work/out" || fail "--gen-batch 16 not in the header"
 grep -q '^RESULT .* micro=4 gen_batch=16 ' "$work/out" || fail "--gen-batch 16 not in RESULT"
 
+# The Llama family's tiny shape (Qwen2's layout: L = 2, C = 64, 4 query heads over 2 key/value
+# heads of 16, MLP 96, V = 512, tied, q/k/v biases): per layer two RMSNorm weights 2*64, q
+# 64*64 + 64, k and v 2*(32*64 + 32), o 64*64, gate, up and down 3*96*64: 30976, twice, the
+# embedding 512*64 = 32768 and the final norm 64: 94784 floats, 379136 bytes.
+TMPDIR=$work "$BENCH" --device cpu --shape tiny-llama --steps 2 --epochs-list 1 > "$work/out" \
+    2>&1 || fail "the tiny-llama CPU run exited $?"
+grep -qF "shape tiny-llama (llama L=2 C=64 NH=4 KV=2 V=512" "$work/out" ||
+    fail "the header does not describe the Llama shape"
+grep -qF "weight transfer: 379136 bytes" "$work/out" || fail "tiny-llama: not 379136 bytes"
+grep -q '^RESULT device=cpu shape=tiny-llama .* s_per_step_e1=[0-9.]* ' "$work/out" ||
+    fail "tiny-llama: no RESULT with its step time"
+
 # Bad options: exit 2 with a message naming the option.
 for bad in "--prompts 6:--prompts: a multiple of 4" "--device gpu:--device: expected cuda or cpu" \
            "--steps 1:--steps: '1' is not a whole number" "--epochs-list 1,x:--epochs-list: 'x'" \
-           "--gen-batch 0:--gen-batch: '0' is not a whole number"; do
+           "--gen-batch 0:--gen-batch: '0' is not a whole number" \
+           "--shape llama:--shape: expected gpt2-124m, qwen2.5-0.5b, tiny or tiny-llama"; do
     args=${bad%%:*} want=${bad#*:}
     rc=0
     # shellcheck disable=SC2086

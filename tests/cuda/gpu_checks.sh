@@ -116,6 +116,9 @@ for p in "${parts[@]}"; do
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128
         step bench_ppo_gpu_512 "$BUILD/bench/bench_ppo_gpu" --prompts 512 --gen-batch 512 \
             --steps 3
+        # the same step with Llama-family models at Qwen2.5-0.5B's shape (micro batches of 8)
+        step bench_ppo_gpu_qwen "$BUILD/bench/bench_ppo_gpu" --shape qwen2.5-0.5b \
+            --gen-batch 128 --steps 3
         ;;
     profile)
         if [ -z "$NCU" ]; then
