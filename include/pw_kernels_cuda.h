@@ -214,6 +214,12 @@ void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N
                           int hs, int stride, cudaStream_t stream);
 void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,
                            int hs, int stride, cudaStream_t stream);
+/* the forward read from x, each whole row rounded to bfloat16 into x16 (as the backward's bf16
+ * form below): a bf16 Llama's q, k, v for the attention, with no float32 rotation written and
+ * converted */
+void pw_rope_forward_bf16_cuda(pw_bf16 *x16, const float *x, const int *pos,
+                               const float *inv_freq, int N, int nheads, int hs, int stride,
+                               cudaStream_t stream);
 /* the backward read from dx and written, each whole row of stride values (the nheads rotated
  * heads, then the rest unchanged), rounded to bfloat16 into dx16: a bf16 Llama's dqkv for the
  * qkv product, with no float32 result written and converted */

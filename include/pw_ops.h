@@ -134,11 +134,12 @@ struct PwOps {
     void (*rmsnorm_backward)(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
                              const float *dout, const float *inp, const float *weight,
                              const float *rstd, int N, int C);
-    void (*rope_forward)(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
-                         int nheads, int hs, int stride);
-    /* dx16 (NULL: none): dx is only read, and each whole row (stride values: the rotated heads,
-     * then the rest unchanged) goes rounded to bfloat16 into dx16 (a bf16 Llama's dqkv, the qkv
-     * product's dout) */
+    /* x16 (NULL: none, x rotated in place): x is only read, and each whole row (stride values:
+     * the rotated heads, then the rest unchanged) goes rounded to bfloat16 into x16 (a bf16
+     * Llama's q, k, v for the attention) */
+    void (*rope_forward)(const PwOps *o, float *x, uint16_t *x16, const int *pos,
+                         const float *inv_freq, int N, int nheads, int hs, int stride);
+    /* dx16 as rope_forward's x16 (a bf16 Llama's dqkv, the qkv product's dout) */
     void (*rope_backward)(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
                           const float *inv_freq, int N, int nheads, int hs, int stride);
     void (*swiglu_forward)(const PwOps *o, float *out, const float *gate_up, int N, int F);

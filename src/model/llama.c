@@ -342,9 +342,9 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     if (!ln1_done) rmsnorm(o, &ln1, k->in, N, C, a->norm_eps);
     pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + Q * C * l,
                             p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
-    /* q and k heads are the first NH + NKV heads of each row: rotated in place */
-    o->rope_forward(o, k->qkv, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
-    if (k->qkv_16) o->to_bf16(o, k->qkv_16, k->qkv, (size_t)N * Q);
+    /* q and k heads are the first NH + NKV heads of each row: rotated in place, or at bf16
+     * (qkv_16: all the attention reads) rotated as they are rounded, whole rows */
+    o->rope_forward(o, k->qkv, k->qkv_16, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->atty_16, k->qkv);
     else

@@ -1,6 +1,6 @@
 /* test_cuda_rope.c: the CUDA rotary embeddings against the CPU twin: in place over the q and k
  * heads of qkv rows (v left alone), positions from the row or packed, llama3 inv_freq; the
- * backward's bf16 form (whole rows rounded, the input left alone). */
+ * bf16 forms of both (whole rows rounded, bit for bit the in-place result's rounding). */
 #include "cutest.h"
 
 static void run(int N, int nheads, int hs, int stride, const int *pos, int llama3,
@@ -16,9 +16,14 @@ static void run(int N, int nheads, int hs, int stride, const int *pos, int llama
     float *d_x = cu_upload(x, sizeof(float) * n), *d_g = cu_upload(g, sizeof(float) * n);
     float *d_inv = cu_upload(inv, sizeof(float) * (hs / 2));
     int *d_pos = pos ? cu_upload(pos, sizeof(int) * N) : NULL;
+    float *d_x0 = cu_upload(x, sizeof(float) * n); /* the unrotated rows, for the bf16 form */
     pw_rope_forward(x, pos, inv, N, nheads, hs, stride);
     pw_rope_forward_cuda(d_x, d_pos, d_inv, N, nheads, hs, stride, 0);
     cu_compare("forward (in place)", d_x, x, n, CU_TOL_F32);
+    uint16_t *d_x16 = cu_dev(sizeof(uint16_t) * n);
+    cu_poison(d_x16, sizeof(uint16_t) * n);
+    pw_rope_forward_bf16_cuda(d_x16, d_x0, d_pos, d_inv, N, nheads, hs, stride, 0);
+    cu_compare_bf16("forward (bf16 rows)", d_x16, d_x, n);
     float *d_g0 = cu_upload(g, sizeof(float) * n); /* the untouched gradient, for the bf16 form */
     pw_rope_backward(g, pos, inv, N, nheads, hs, stride);
     pw_rope_backward_cuda(d_g, d_pos, d_inv, N, nheads, hs, stride, 0);

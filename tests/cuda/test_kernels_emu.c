@@ -265,14 +265,15 @@ static void run_rope(int N, int nheads, int hs, int stride, unsigned long long *
                     dir ? -1.0f : 1.0f, NULL};
         emu_launch(ew_grid((size_t)N * nheads * (hs / 2)), d1(PW_EW_THREADS), rope, &a);
         emu_check(dir ? "rope backward" : "rope forward", got, want, n, TOL);
-        if (dir) { /* the bf16 form: x read only, every row (the tail too) rounded, bit for bit */
+        { /* the bf16 form: x read only, every row (the tail too) rounded, bit for bit */
             uint16_t *g16 = malloc(sizeof(uint16_t) * n);
             float *src = emu_copy(x, n);
             a.x = src, a.x16 = g16;
             emu_launch(ew_grid((size_t)N * nheads * (hs / 2) + (size_t)N * (stride - nheads * hs)),
                        d1(PW_EW_THREADS), rope, &a);
-            CHECK(!memcmp(src, x, sizeof(float) * n), "rope backward (bf16): dx was written");
-            emu_check_bf16("rope backward (bf16)", g16, got, n);
+            CHECK(!memcmp(src, x, sizeof(float) * n), "rope %s (bf16): its input was written",
+                  dir ? "backward" : "forward");
+            emu_check_bf16(dir ? "rope backward (bf16)" : "rope forward (bf16)", g16, got, n);
             free(g16), free(src);
         }
         free(want), free(got);

@@ -30,9 +30,17 @@ int main(void)
 
     pw_rope_inv_freq(inv, HS, 10000.0, NULL);
     memcpy(a, x, nqkv * 4), memcpy(b, x, nqkv * 4);
-    o->rope_forward(o, a, NULL, inv, N, NH + NKV, HS, W);
+    o->rope_forward(o, a, NULL, NULL, inv, N, NH + NKV, HS, W);
     pw_rope_forward(b, NULL, inv, N, NH + NKV, HS, W);
     SAME(a, b, nqkv, "rope_forward");
+    /* rounded rows (x16): x only read, the in-place result rounded, bit for bit */
+    uint16_t *x16 = kref_alloc(nqkv * 2), *w16 = kref_alloc(nqkv * 2);
+    memcpy(a, x, nqkv * 4);
+    o->rope_forward(o, a, x16, NULL, inv, N, NH + NKV, HS, W);
+    SAME(a, x, nqkv, "rope_forward with x16: x written");
+    for (size_t i = 0; i < nqkv; i++) w16[i] = pw_bf16_from_f32(b[i]);
+    SAME(x16, w16, nqkv, "rope_forward's bf16 rows");
+    memcpy(a, b, nqkv * 4);
     o->rope_backward(o, a, NULL, NULL, inv, N, NH + NKV, HS, W);
     pw_rope_backward(b, NULL, inv, N, NH + NKV, HS, W);
     SAME(a, b, nqkv, "rope_backward");

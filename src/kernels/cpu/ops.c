@@ -257,24 +257,29 @@ static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dw
     pw_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
     if (dinp && dinp16) o->to_bf16(o, dinp16, dinp, (size_t)N * C);
 }
-static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
-                     int nheads, int hs, int stride)
+/* The rotation (forward, or backward: by the opposite angle) in place; with x16, x is only read:
+ * the rotation in a copy, rounded into x16 */
+static void rope_rotate(float *x, uint16_t *x16, const int *pos, const float *inv_freq, int N,
+                        int nheads, int hs, int stride, int backward)
 {
-    (void)o, pw_rope_forward(x, pos, inv_freq, N, nheads, hs, stride);
+    size_t n = (size_t)N * stride;
+    float *f = x16 ? floats_or_die(n) : x;
+    if (x16) memcpy(f, x, sizeof(float) * n);
+    if (backward)
+        pw_rope_backward(f, pos, inv_freq, N, nheads, hs, stride);
+    else
+        pw_rope_forward(f, pos, inv_freq, N, nheads, hs, stride);
+    if (x16) produce_end(x16, f, n);
+}
+static void rope_fwd(const PwOps *o, float *x, uint16_t *x16, const int *pos,
+                     const float *inv_freq, int N, int nheads, int hs, int stride)
+{
+    (void)o, rope_rotate(x, x16, pos, inv_freq, N, nheads, hs, stride, 0);
 }
 static void rope_bwd(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
                      const float *inv_freq, int N, int nheads, int hs, int stride)
 {
-    if (!dx16) {
-        pw_rope_backward(dx, pos, inv_freq, N, nheads, hs, stride);
-        return;
-    }
-    /* dx is only read: the rotation in a copy, rounded into dx16 */
-    size_t n = (size_t)N * stride;
-    float *f = floats_or_die(n);
-    memcpy(f, dx, sizeof(float) * n);
-    pw_rope_backward(f, pos, inv_freq, N, nheads, hs, stride);
-    produce_end(dx16, f, n);
+    (void)o, rope_rotate(dx, dx16, pos, inv_freq, N, nheads, hs, stride, 1);
 }
 static void swiglu_fwd(const PwOps *o, float *out, const float *gate_up, int N, int F)
 {

@@ -336,10 +336,13 @@ static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dw
 {
     pw_rmsnorm_backward_cuda(dinp, dinp16, dweight, dout, inp, weight, rstd, N, C, S(o));
 }
-static void rope_fwd(const PwOps *o, float *x, const int *pos, const float *inv_freq, int N,
-                     int nheads, int hs, int stride)
+static void rope_fwd(const PwOps *o, float *x, uint16_t *x16, const int *pos,
+                     const float *inv_freq, int N, int nheads, int hs, int stride)
 {
-    pw_rope_forward_cuda(x, pos, inv_freq, N, nheads, hs, stride, S(o));
+    if (x16)
+        pw_rope_forward_bf16_cuda(x16, x, pos, inv_freq, N, nheads, hs, stride, S(o));
+    else
+        pw_rope_forward_cuda(x, pos, inv_freq, N, nheads, hs, stride, S(o));
 }
 static void rope_bwd(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
                      const float *inv_freq, int N, int nheads, int hs, int stride)
