@@ -336,21 +336,26 @@ static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dw
 {
     pw_rmsnorm_backward_cuda(dinp, dinp16, dweight, dout, inp, weight, rstd, N, C, S(o));
 }
+/* forward or backward (by the opposite angle), in place or into rounded rows */
+static void rope_rotate(const PwOps *o, float *x, uint16_t *x16, const int *pos,
+                        const float *inv_freq, int N, int nheads, int hs, int stride, int backward)
+{
+    if (x16)
+        (backward ? pw_rope_backward_bf16_cuda : pw_rope_forward_bf16_cuda)(
+            x16, x, pos, inv_freq, N, nheads, hs, stride, S(o));
+    else
+        (backward ? pw_rope_backward_cuda : pw_rope_forward_cuda)(x, pos, inv_freq, N, nheads, hs,
+                                                                   stride, S(o));
+}
 static void rope_fwd(const PwOps *o, float *x, uint16_t *x16, const int *pos,
                      const float *inv_freq, int N, int nheads, int hs, int stride)
 {
-    if (x16)
-        pw_rope_forward_bf16_cuda(x16, x, pos, inv_freq, N, nheads, hs, stride, S(o));
-    else
-        pw_rope_forward_cuda(x, pos, inv_freq, N, nheads, hs, stride, S(o));
+    rope_rotate(o, x, x16, pos, inv_freq, N, nheads, hs, stride, 0);
 }
 static void rope_bwd(const PwOps *o, float *dx, uint16_t *dx16, const int *pos,
                      const float *inv_freq, int N, int nheads, int hs, int stride)
 {
-    if (dx16)
-        pw_rope_backward_bf16_cuda(dx16, dx, pos, inv_freq, N, nheads, hs, stride, S(o));
-    else
-        pw_rope_backward_cuda(dx, pos, inv_freq, N, nheads, hs, stride, S(o));
+    rope_rotate(o, dx, dx16, pos, inv_freq, N, nheads, hs, stride, 1);
 }
 static void swiglu_fwd(const PwOps *o, float *out, const float *gate_up, int N, int F)
 {
