@@ -96,29 +96,31 @@ for p in "${parts[@]}"; do
             cuda_attention_bf16 cuda_logprobs cuda_norm cuda_layernorm
         ;;
     bench)
+        # first what the goals are measured by: the kernels, GPT-2 124M's training MFU,
+        # its decoding against the roofline, and the PPO step against TRL's (the 128 prompts
+        # sampled as one batch, then as the default's batches of 32)
         step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
+        step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
+        step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128
+        step bench_ppo_gpu "$BUILD/bench/bench_ppo_gpu"
+        # the tensor-core attention built for three blocks an SM: whether it becomes the default
+        step bench_model_flash3 env BENCH_FLASH_BLOCKS=3 "$BUILD/bench/bench_model" 10 gpu
+        # the Llama family at Qwen2.5-0.5B's shape: training (B = 8, T = 1024), decoding, and
+        # the PPO step (micro batches of 8)
+        step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
+        step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
+        step bench_ppo_gpu_qwen "$BUILD/bench/bench_ppo_gpu" --shape qwen2.5-0.5b \
+            --gen-batch 128 --steps 3
         step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
         # the LM head 2048 rows at a time: what the recomputed logits cost the step
         step bench_model_lm_chunk env BENCH_LM_CHUNK=2048 "$BUILD/bench/bench_model" 10 gpu
-        # the tensor-core attention built for three blocks an SM: whether it becomes the default
-        step bench_model_flash3 env BENCH_FLASH_BLOCKS=3 "$BUILD/bench/bench_model" 10 gpu
-        # the Llama family at Qwen2.5-0.5B's shape (B = 8, T = 1024)
-        step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
         # activations and device memory at fp32 and bf16, GPT-2 124M and Qwen2.5-0.5B's shape
         step bench_memory_gpu "$BUILD/bench/bench_memory" cuda
-        step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
-        step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
-        # the PPO step with four GPT-2-124M models against TRL's; then the 128 prompts sampled
-        # as one batch, the passes still in micro batches of 32; then 512 prompts a step (3
-        # steps: 5 of both epoch counts took over 150 s with generation in batches of 32)
-        step bench_ppo_gpu "$BUILD/bench/bench_ppo_gpu"
-        step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128
+        # 512 prompts a step (3 steps: 5 of both epoch counts took over 150 s with generation
+        # in batches of 32)
         step bench_ppo_gpu_512 "$BUILD/bench/bench_ppo_gpu" --prompts 512 --gen-batch 512 \
             --steps 3
-        # the same step with Llama-family models at Qwen2.5-0.5B's shape (micro batches of 8)
-        step bench_ppo_gpu_qwen "$BUILD/bench/bench_ppo_gpu" --shape qwen2.5-0.5b \
-            --gen-batch 128 --steps 3
         ;;
     profile)
         if [ -z "$NCU" ]; then
