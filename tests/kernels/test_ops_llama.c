@@ -92,6 +92,6 @@ int main(void)
     free(kha), free(vha), free(khb), free(vhb), free(o16), free(r16);
 
     free(x), free(w), free(dout), free(a), free(b), free(ra), free(rb), free(inv), free(atta);
-    free(attb), free(ka), free(va), free(kb), free(vb), free(sc);
+    free(attb), free(ka), free(va), free(kb), free(vb), free(sc), free(x16), free(w16);
     return pw_test_done("test_ops_llama");
 }
