@@ -240,7 +240,9 @@ static void check_generate(PwModel *cpu, PwModel *gpu)
  * checkpoint goes to DIR/cuda_model_<name>. */
 static void check_arch(const char *name, const PwArch *arch, const char *dir)
 {
+    /* on both streams: a failure (stderr) is then read under the architecture it is of */
     printf("---- %s (%s)\n", name, pw_family_name(arch->family));
+    fprintf(stderr, "---- %s (%s)\n", name, pw_family_name(arch->family));
     unsigned long long rng = 8;
     PwModel *cpu = make(PW_DEVICE_CPU, arch), *gpu = make(PW_DEVICE_CUDA, arch);
     CHECK(pw_model_device(gpu) == PW_DEVICE_CUDA && pw_model_params(gpu).device == PW_DEVICE_CUDA,
