@@ -5,7 +5,7 @@
  * KV-cache prefill and decode agree to 1e-5; generation gives the CPU's tokens (and the same
  * with its decode step as a CUDA graph); a GPU model saves, offloads its moments and loads back
  * unchanged; at precision bf16 forward and gradients agree to 1e-2, and so do the logits over
- * each model's bfloat16 KV cache. */
+ * each model's bfloat16 KV cache; with the LM head in chunks of 5 rows, at fp32 and bf16. */
 #include <sys/stat.h>
 
 #include "cutest.h"
@@ -25,16 +25,23 @@ typedef struct Outs {
     float logp[B * T], entropy[B * T], value[B * T], score[B], logits[B * T * V];
 } Outs;
 
-static PwModel *make_at(PwDevice dev, const PwArch *a, PwPrecision prec)
+/* lm_chunk: the LM head's rows at a time (PwModelOpts.lm_chunk; 0: all) */
+static PwModel *make_chunked(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk)
 {
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
-                     .device = dev, .device_id = 0, .seed = 5, .precision = prec};
+                     .device = dev, .device_id = 0, .seed = 5, .precision = prec,
+                     .lm_chunk = lm_chunk};
     PwModel *m = pw_model_create(a, &o, &err);
     CHECK(m != NULL, "%s model: %s", dev == PW_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
     if (!m) exit(1);
     pw_model_init_random(m, 5); /* on the host, then uploaded: the same weights on both */
     return m;
+}
+
+static PwModel *make_at(PwDevice dev, const PwArch *a, PwPrecision prec)
+{
+    return make_chunked(dev, a, prec, 0);
 }
 
 static PwModel *make(PwDevice dev, const PwArch *a) { return make_at(dev, a, PW_PRECISION_FP32); }
@@ -172,6 +179,38 @@ static void check_bf16(const PwArch *a, const int *tok, const int *tgt, const Pw
     check_cache(cpu, gpu, tok, CU_TOL_BF16, PW_KV_BF16); /* a bf16 model's cache: bfloat16 */
     pw_model_free(cpu);
     pw_model_free(gpu);
+}
+
+/* The LM head 5 rows at a time (the logits of 36 rows in 8 chunks, recomputed in the backward;
+ * no logits handed out), at fp32 and bf16: log-probs, entropies, the other heads and every
+ * gradient against the CPU's chunked model, within each precision's tolerance. */
+static void check_chunked(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
+{
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        PwPrecision prec = bf16 ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
+        double tol = bf16 ? CU_TOL_BF16 : CU_TOL_F32;
+        PwModel *cpu = make_chunked(PW_DEVICE_CPU, a, prec, 5);
+        PwModel *gpu = make_chunked(PW_DEVICE_CUDA, a, prec, 5);
+        static Outs oc, og;
+        PwErr err;
+        PwModelInput in = {tok, mask, tgt, B, T, 1.0f};
+        PwOutputs out_c = {0, T, oc.logp, oc.entropy, oc.value, oc.score, NULL};
+        PwOutputs out_g = {0, T, og.logp, og.entropy, og.value, og.score, NULL};
+        CHECK(pw_model_forward(cpu, &in, &out_c, &err) == 0 &&
+                  pw_model_forward(gpu, &in, &out_g, &err) == 0,
+              "chunked forward: %s", err.msg);
+        printf("  LM head in chunks of 5 rows, %s:\n", pw_precision_name(prec));
+        compare_tol("chunked forward logp", og.logp, oc.logp, B * T, tol);
+        compare_tol("chunked forward entropy", og.entropy, oc.entropy, B * T, tol);
+        compare_tol("chunked forward value", og.value, oc.value, B * T, tol);
+        CHECK(pw_model_zero_grad(cpu, &err) == 0 && pw_model_backward(cpu, g, &err) == 0 &&
+                  pw_model_zero_grad(gpu, &err) == 0 && pw_model_backward(gpu, g, &err) == 0,
+              "chunked backward: %s", err.msg);
+        compare_tol("chunked backward: every parameter gradient", host_copy(pw_model_grads(gpu)),
+                    host_copy(pw_model_grads(cpu)), pw_model_num_params(cpu), tol);
+        pw_model_free(cpu);
+        pw_model_free(gpu);
+    }
 }
 
 /* Generation on the GPU against the CPU: the same weights, 6 left-padded prompts, 16 new tokens,
@@ -338,6 +377,7 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
         pw_model_free(back);
     }
     check_bf16(arch, tok, tgt, &g);
+    check_chunked(arch, tok, tgt, &g);
     pw_model_free(cpu);
     pw_model_free(gpu);
     cu_release();
