@@ -64,6 +64,10 @@ typedef struct PwGen {
 /* A generator for up to maxB rows of prompt width plus max_new_tokens up to maxT
  * (<= n_positions). NULL with a message on bad arguments or no memory. */
 PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err);
+/* The device bytes such a generator holds beside its model's (its KV cache and sampler), for a
+ * model of `arch` made with `opts` (pw_model_plan), known before either is made. */
+int pw_gen_plan(const PwArch *arch, const PwModelOpts *opts, int maxB, int maxT, size_t *bytes,
+                PwErr *err);
 void pw_gen_free(PwGen *g);
 
 /* Sample responses for B prompts (B, P), left-padded: mask (B, P) is 0s then 1s in each row,

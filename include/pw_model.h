@@ -157,6 +157,21 @@ double pw_model_flops_per_token(const PwModel *m, int T);
  * parameter), what training the model holds. */
 size_t pw_model_activation_bytes(const PwModel *m);
 
+/* The bytes a model of `arch` made with `opts` holds on its device, known before it is made
+ * (the kernel table's own scratch and the libraries' workspaces aside). A model that only scores
+ * holds the first four; training adds the gradients and, from its first step, the moments. */
+typedef struct PwModelBytes {
+    size_t params;      /* float32 parameters, the padded vocabulary's rows included */
+    size_t params_bf16; /* their bfloat16 copy (precision bf16), else 0 */
+    size_t buffers;     /* inputs, masks, positions, targets, the outputs' gradients, and what the
+                         * family keeps beside them (the rotary frequencies) */
+    size_t activations; /* from the first forward: pw_model_activation_bytes */
+    size_t grads;       /* from the first backward */
+    size_t moments;     /* AdamW's two, from the first step (on the host while offloaded) */
+} PwModelBytes;
+/* 0, or -1 with pw_model_create's message for an architecture or options it would refuse. */
+int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, PwErr *err);
+
 /* ---- parameters and gradients: one contiguous float32 tensor each on the model's device, so
  * all-reduce, weight transfer and checkpoints need no knowledge of the family. The model's
  * queued work is finished when these return. Writing into params (e.g. receiving weights) is

@@ -212,6 +212,9 @@ struct PwOps {
 
 /* The CPU table: static, never freed. */
 const PwOps *pw_ops_cpu(void);
+/* The bytes the CPU table's alloc has handed out and free not taken back, in this process:
+ * what a plan of a model's memory (pw_model_plan) is held to on the CPU. */
+size_t pw_cpu_table_bytes(void);
 
 /* A table for `device` (and GPU device_id): the CPU one, or a CUDA one with a stream of its own
  * on that GPU. NULL with a message when the CUDA backend was not built, or there is no such GPU. */

@@ -19,6 +19,30 @@ enum { F_LOGP, F_LOGPF, NUM_F };
  * same order (PwGenRows), so that one copy moves them */
 enum { I_LIVE, I_NEXT, I_LENGTHS, I_TOKENS, I_RMASK, I_STOPPED, NUM_I };
 
+/* the sampler's device memory: rng (B), then rows, out, live, next, length (7 B ints) and
+ * tokens (B T), then logp and logp_full (B T each) and the first logits (B V) */
+static size_t sampler_bytes(size_t B, size_t T, size_t V)
+{
+    return B * sizeof(uint64_t) + (7 * B + B * T) * sizeof(int) +
+           (2 * B * T + B * V) * sizeof(float);
+}
+
+int pw_gen_plan(const PwArch *arch, const PwModelOpts *opts, int maxB, int maxT, size_t *bytes,
+                PwErr *err)
+{
+    if (maxB <= 0 || maxT <= 0 || maxT > arch->n_positions)
+        return pw_errf(err, "generator capacity B=%d T=%d: expected positive, T at most the "
+                       "model's n_positions %d", maxB, maxT, arch->n_positions);
+    PwModel *m = calloc(1, sizeof *m);
+    if (!m) return pw_errf(err, "out of memory for the model struct");
+    int rc = pw_model_shape(m, arch, opts, err);
+    if (!rc)
+        *bytes = pw_kv_plan_bytes(m, opts->device, maxB, maxT) +
+                 sampler_bytes(maxB, maxT, arch->vocab_size);
+    free(m);
+    return rc;
+}
+
 PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)
 {
     PwKVCache *cache = pw_kv_create(model, maxB, maxT, err);
@@ -34,10 +58,7 @@ PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)
     for (int i = 0; i < NUM_F; i++) nf += fs[i];
     for (int i = 0; i < NUM_I; i++) ni += is[i];
     size_t bytes = B * sizeof(uint64_t) + nf * sizeof(float) + ni * sizeof(int);
-    /* on the device: rng (B), then rows, out, live, next, length (7 B ints) and tokens (B T),
-     * then logp and logp_full (B T each) and the first logits (B V) */
-    size_t dbytes = B * sizeof(uint64_t) + (7 * B + B * T) * sizeof(int) +
-                    (2 * B * T + B * V) * sizeof(float);
+    size_t dbytes = sampler_bytes(B, T, V);
 
     PwGen *g = calloc(1, sizeof *g);
     void *mem = g ? malloc(bytes) : NULL;

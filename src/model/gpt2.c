@@ -562,6 +562,13 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_FCG16] = pw_model_kept_floats(pr, N * 4 * C);
 }
 
+static size_t kv_bytes(const PwKVCache *c)
+{
+    size_t s[K_NUM];
+    kv_sizes(s, c);
+    return pw_model_sum_sizes(s, K_NUM) * sizeof(float);
+}
+
 static int kv_attach(PwKVCache *c, PwErr *err)
 {
     Gpt2Cache *k = calloc(1, sizeof *k);
@@ -647,6 +654,7 @@ const PwFamilyImpl pw_gpt2_family = {
     .backward = backward,
     .save = pw_gpt2_save,
     .load = pw_gpt2_load,
+    .kv_bytes = kv_bytes,
     .kv_attach = kv_attach,
     .kv_detach = kv_detach,
     .kv_pass = kv_pass,

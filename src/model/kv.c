@@ -16,20 +16,46 @@ static int kv_heads(const PwArch *a) { return a->n_kv_head > 0 ? a->n_kv_head : 
 /* bytes of one cached key or value element */
 static size_t slot_bytes(const PwModel *m) { return m->kv_dtype == PW_KV_BF16 ? 2 : 4; }
 
+/* What pw_kv_create decides before it allocates, on c (zeroed): the capacity, the tokens a pass
+ * may hold (a prefill's rows at once, or one token a row), the pass's ints, the slots. */
+static void kv_shape(PwKVCache *c, PwModel *m, int maxB, int maxT)
+{
+    const PwArch *a = &m->arch;
+    size_t prefill = (size_t)maxT * (maxB < PW_KV_PREFILL_ROWS ? maxB : PW_KV_PREFILL_ROWS);
+    c->m = m;
+    c->maxB = maxB;
+    c->maxT = maxT;
+    c->maxN = (int)(prefill > (size_t)maxB ? prefill : (size_t)maxB);
+    /* tok, pos (maxN); seg_row, seg_off (+1), seg_slot0, seg_last (maxB) */
+    c->npass = 2 * (size_t)c->maxN + 4 * (size_t)maxB + 1;
+    c->layer_elems = (size_t)maxB * kv_heads(a) * maxT * (a->n_embd / a->n_head);
+    c->v_off = (pw_kv_bytes(c) / 2 + 255) / 256 * 256;
+}
+
+/* the CPU attention's scratch (maxB, NH, maxT) */
+static size_t scores_bytes(const PwKVCache *c)
+{
+    return (size_t)c->maxB * c->m->arch.n_head * c->maxT * sizeof(float);
+}
+
+size_t pw_kv_plan_bytes(PwModel *shape, PwDevice dev, int maxB, int maxT)
+{
+    PwKVCache c = {0};
+    kv_shape(&c, shape, maxB, maxT);
+    return c.v_off + pw_kv_bytes(&c) / 2 + (dev == PW_DEVICE_CPU ? scores_bytes(&c) : 0) +
+           c.npass * sizeof(int) + shape->impl->kv_bytes(&c);
+}
+
 /* The keys and values of every layer in one allocation of the model's device, v 256 bytes
  * aligned after k; the CPU's attention scratch beside them. */
 static int alloc_keys_values(PwKVCache *c, PwErr *err)
 {
     const PwModel *m = c->m;
-    const PwArch *a = &m->arch;
-    const size_t hs = a->n_embd / a->n_head;
-    c->layer_elems = (size_t)c->maxB * kv_heads(a) * c->maxT * hs;
     size_t bytes = pw_kv_bytes(c) / 2;
-    c->v_off = (bytes + 255) / 256 * 256;
     if (!(c->kv = m->ops->alloc(m->ops, c->v_off + bytes)))
         return pw_model_no_room(m, "a KV cache's keys and values", c->v_off + bytes, err);
     if (m->ops->device != PW_DEVICE_CPU) return 0;
-    size_t sbytes = (size_t)c->maxB * a->n_head * c->maxT * sizeof(float);
+    size_t sbytes = scores_bytes(c);
     if (!(c->scores = m->ops->alloc(m->ops, sbytes)))
         return pw_model_no_room(m, "a KV cache's attention scratch", sbytes, err);
     return 0;
@@ -76,14 +102,8 @@ PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
     PwKVCache *c = calloc(1, sizeof *c);
     if (!c) return pw_errf(err, "out of host memory for a KV cache"), NULL;
     const size_t V = m->arch.vocab_size;
-    size_t prefill = (size_t)maxT * (maxB < PW_KV_PREFILL_ROWS ? maxB : PW_KV_PREFILL_ROWS);
-    c->m = m;
-    c->maxB = maxB;
-    c->maxT = maxT;
-    c->maxN = (int)(prefill > (size_t)maxB ? prefill : (size_t)maxB);
-    /* tok, pos (maxN); seg_row, seg_off (+1), seg_slot0, seg_last (maxB) */
-    size_t nint = 2 * (size_t)c->maxN + 4 * (size_t)maxB + 1;
-    c->npass = nint;
+    kv_shape(c, m, maxB, maxT);
+    size_t nint = c->npass;
     c->len = calloc(maxB, sizeof(int));
     c->logits = calloc((size_t)maxB * V, sizeof(float));
     c->h_head = calloc((size_t)maxB * m->Vp, sizeof(float));

@@ -203,6 +203,12 @@ static size_t activation_bytes(const PwModel *m)
     return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
 }
 
+/* the rotary frequencies, on the device for every pass */
+static size_t attach_bytes(const PwArch *a)
+{
+    return (size_t)(a->n_embd / a->n_head / 2) * sizeof(float);
+}
+
 static int attach(PwModel *m, PwErr *err)
 {
     Llama *g = calloc(1, sizeof *g);
@@ -214,7 +220,7 @@ static int attach(PwModel *m, PwErr *err)
     PwRopeScaling sc = {a->rope_llama3, a->rope_factor, a->rope_low_freq_factor,
                         a->rope_high_freq_factor, a->rope_original_max};
     pw_rope_inv_freq(h, hs, a->rope_theta, &sc);
-    size_t bytes = (size_t)(hs / 2) * sizeof(float);
+    size_t bytes = attach_bytes(a);
     if (!(g->inv_freq = m->ops->alloc(m->ops, bytes))) {
         free(h);
         return pw_model_no_room(m, "the rotary frequencies", bytes, err);
@@ -558,6 +564,13 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
     s[K_FCA16] = pw_model_kept_floats(pr, N * F);
 }
 
+static size_t kv_bytes(const PwKVCache *c)
+{
+    size_t s[K_NUM];
+    kv_sizes(s, c);
+    return pw_model_sum_sizes(s, K_NUM) * sizeof(float);
+}
+
 static int kv_attach(PwKVCache *c, PwErr *err)
 {
     LlamaCache *k = calloc(1, sizeof *k);
@@ -629,6 +642,7 @@ const PwFamilyImpl pw_llama_family = {
     .tensor_sizes = tensor_sizes,
     .flops_per_token = flops_per_token,
     .activation_bytes = activation_bytes,
+    .attach_bytes = attach_bytes,
     .attach = attach,
     .detach = detach,
     .init_random = init_random,
@@ -638,6 +652,7 @@ const PwFamilyImpl pw_llama_family = {
     .backward = backward,
     .save = pw_llama_save,
     .load = pw_llama_load,
+    .kv_bytes = kv_bytes,
     .kv_attach = kv_attach,
     .kv_detach = kv_detach,
     .kv_pass = kv_pass,

@@ -377,26 +377,18 @@ void pw_model_free(PwModel *m)
     free(m);
 }
 
-PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err)
+int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwErr *err)
 {
     const PwFamilyImpl *f = family_of(arch, err);
-    if (!f || pw_arch_check(arch, err) || check_opts(arch, opts, err)) return NULL;
-    const PwOps *ops = pw_ops_open(opts->device, opts->device_id, err);
-    if (!ops) return NULL;
-    PwModel *m = calloc(1, sizeof *m);
-    if (!m) {
-        pw_ops_close(ops);
-        return pw_errf(err, "out of memory for the model struct"), NULL;
-    }
+    if (!f || pw_arch_check(arch, err) || check_opts(arch, opts, err)) return -1;
     m->impl = f;
     m->arch = *arch;
     m->heads = opts->heads;
     m->maxB = opts->maxB;
     m->maxT = opts->maxT;
-    m->ops = ops;
     m->ntensors = f->ntensors;
     m->Vp = padded_vocab(arch->vocab_size, opts->vocab_multiple);
-    m->lm_rows = opts->maxB * opts->maxT; /* checked above to fit an int */
+    m->lm_rows = opts->maxB * opts->maxT; /* checked to fit an int */
     if (opts->lm_chunk > 0 && opts->lm_chunk < m->lm_rows) m->lm_rows = opts->lm_chunk;
     m->precision = opts->precision;
     m->kv_dtype = opts->kv_dtype != PW_KV_AUTO ? opts->kv_dtype
@@ -408,9 +400,57 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
         m->num_params += m->tensor_size[i];
         m->num_weights += m->tensor_real[i];
     }
+    return 0;
+}
+
+/* the device's int buffer (inputs, mask, positions, targets, last: 4 BT + B) and float buffer
+ * (the outputs' gradients: 3 BT + B) */
+static size_t int_bytes(const PwModelOpts *o)
+{
+    return (4 * (size_t)o->maxB * o->maxT + o->maxB) * sizeof(int);
+}
+static size_t dout_bytes(const PwModelOpts *o)
+{
+    return (3 * (size_t)o->maxB * o->maxT + o->maxB) * sizeof(float);
+}
+
+int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, PwErr *err)
+{
+    PwModel *m = calloc(1, sizeof *m);
+    if (!m) return pw_errf(err, "out of memory for the model struct");
+    if (pw_model_shape(m, arch, opts, err)) {
+        free(m);
+        return -1;
+    }
+    const PwFamilyImpl *f = m->impl;
+    size_t P = m->num_params;
+    *b = (PwModelBytes){
+        .params = P * sizeof(float),
+        .params_bf16 = m->precision == PW_PRECISION_BF16 ? P * sizeof(uint16_t) : 0,
+        .buffers = int_bytes(opts) + dout_bytes(opts) + (f->attach_bytes ? f->attach_bytes(arch)
+                                                                         : 0),
+        .activations = f->activation_bytes(m),
+        .grads = P * sizeof(float),
+        .moments = 2 * P * sizeof(float),
+    };
+    free(m);
+    return 0;
+}
+
+PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err)
+{
+    PwModel *m = calloc(1, sizeof *m);
+    if (!m) return pw_errf(err, "out of memory for the model struct"), NULL;
+    const PwOps *ops = NULL;
+    if (pw_model_shape(m, arch, opts, err) ||
+        !(ops = pw_ops_open(opts->device, opts->device_id, err))) {
+        free(m);
+        return NULL;
+    }
+    m->ops = ops;
     size_t BT = (size_t)opts->maxB * opts->maxT;
-    size_t pbytes = m->num_params * sizeof(float), ibytes = (4 * BT + opts->maxB) * sizeof(int);
-    size_t dbytes = (3 * BT + opts->maxB) * sizeof(float);
+    size_t pbytes = m->num_params * sizeof(float), ibytes = int_bytes(opts);
+    size_t dbytes = dout_bytes(opts);
     if (!(m->params = ops->alloc(ops, pbytes))) {
         pw_model_no_room(m, "the parameters", pbytes, err);
         goto fail;
@@ -440,7 +480,7 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     m->d_mask = m->d_inputs + BT;
     m->d_pos = m->d_mask + BT;
     m->d_targets = m->d_pos + BT;
-    if (f->attach(m, err)) goto fail;
+    if (m->impl->attach(m, err)) goto fail;
     return m;
 fail:
     pw_model_free(m);

@@ -130,6 +130,10 @@ struct PwFamilyImpl {
     void (*tensor_sizes)(size_t *sizes, const PwArch *a, int heads, size_t Vp);
     double (*flops_per_token)(const PwModel *m, int T);
     size_t (*activation_bytes)(const PwModel *m);
+    /* device bytes attach allocates (NULL: none) */
+    size_t (*attach_bytes)(const PwArch *a);
+    /* device bytes kv_attach allocates for c (shaped by kv.c, nothing allocated) */
+    size_t (*kv_bytes)(const PwKVCache *c);
 
     /* state: attach after the parameters exist; activations may come later (ensure_acts) */
     int (*attach)(PwModel *m, PwErr *err);
@@ -273,6 +277,11 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
 /* Point each of n float pointers at its slice of memory, in order (NULL for an empty slice). */
 void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory);
 /* The sum of n sizes, SIZE_MAX when it would not fit. */
+/* pw_model_create's checks and every size it decides, on m (zeroed), nothing allocated (no
+ * table either): what the plans read (pw_model_plan, pw_gen_plan) */
+int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwErr *err);
+/* the device bytes pw_kv_create allocates for a model so shaped, on device dev */
+size_t pw_kv_plan_bytes(PwModel *shape, PwDevice dev, int maxB, int maxT);
 size_t pw_model_sum_sizes(const size_t *sizes, int n);
 
 /* a * b, or SIZE_MAX when the product would not fit: a size computed from a config.json

@@ -10,12 +10,29 @@
 #include "rounded.h"
 #include "../ops_entries.h"
 
+/* What the CPU table holds, as the GPU's counts its buffers (pw_cpu_table_bytes): each buffer
+ * carries its size in a header of 64 bytes before it (calloc's 16-byte alignment kept). */
+#define CPU_HEADER 64
+static size_t cpu_live;
+
 static void *cpu_alloc(const PwOps *o, size_t bytes)
 {
     (void)o;
-    return calloc(1, bytes ? bytes : 1);
+    char *p = calloc(1, CPU_HEADER + (bytes ? bytes : 1));
+    if (!p) return NULL;
+    *(size_t *)p = bytes;
+    __atomic_add_fetch(&cpu_live, bytes, __ATOMIC_RELAXED);
+    return p + CPU_HEADER;
 }
-static void cpu_free(const PwOps *o, void *p) { (void)o, free(p); }
+static void cpu_free(const PwOps *o, void *p)
+{
+    (void)o;
+    if (!p) return;
+    char *base = (char *)p - CPU_HEADER;
+    __atomic_sub_fetch(&cpu_live, *(size_t *)base, __ATOMIC_RELAXED);
+    free(base);
+}
+size_t pw_cpu_table_bytes(void) { return __atomic_load_n(&cpu_live, __ATOMIC_RELAXED); }
 static void cpu_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind)
 {
     (void)o, (void)kind;
