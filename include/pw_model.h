@@ -159,14 +159,16 @@ size_t pw_model_activation_bytes(const PwModel *m);
 
 /* The bytes a model of `arch` made with `opts` holds on its device, known before it is made
  * (the kernel table's own scratch and the libraries' workspaces aside). A model that only scores
- * holds the first four; training adds the gradients and, from its first step, the moments. */
+ * holds the first four; training adds the rest (activations + backward is
+ * pw_model_activation_bytes). */
 typedef struct PwModelBytes {
     size_t params;      /* float32 parameters, the padded vocabulary's rows included */
     size_t params_bf16; /* their bfloat16 copy (precision bf16), else 0 */
     size_t buffers;     /* inputs, masks, positions, targets, the outputs' gradients, and what the
                          * family keeps beside them (the rotary frequencies) */
-    size_t activations; /* from the first forward: pw_model_activation_bytes */
-    size_t grads;       /* from the first backward */
+    size_t activations; /* from the first forward */
+    size_t backward;    /* the backward's scratch, from the first backward */
+    size_t grads;       /* from the first zero_grad or backward */
     size_t moments;     /* AdamW's two, from the first step (on the host while offloaded) */
 } PwModelBytes;
 /* 0, or -1 with pw_model_create's message for an architecture or options it would refuse. */

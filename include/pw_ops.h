@@ -215,6 +215,8 @@ const PwOps *pw_ops_cpu(void);
 /* The bytes the CPU table's alloc has handed out and free not taken back, in this process:
  * what a plan of a model's memory (pw_model_plan) is held to on the CPU. */
 size_t pw_cpu_table_bytes(void);
+/* the most it has held at once since the process started */
+size_t pw_cpu_table_peak_bytes(void);
 
 /* A table for `device` (and GPU device_id): the CPU one, or a CUDA one with a stream of its own
  * on that GPU. NULL with a message when the CUDA backend was not built, or there is no such GPU. */

@@ -4,6 +4,7 @@
 #define PW_ROLES_H
 
 #include <mpi.h>
+#include <stdio.h>
 
 #include "pw_common.h"
 
@@ -25,5 +26,13 @@ struct PwPlacement; /* pw_placement.h */
  * keep their models; -1 when it has none. */
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm, int gpu,
                const char *out_dir, int resume, PwErr *err);
+
+/* `--dry-run` with a configuration: after the same checks as pw_ppo_run, each rank's planned
+ * device memory by role (weights, training state, activations, generation) and its most at
+ * once, into out, and into peaks (world_size entries, bytes) unless NULL; where this process
+ * sees a GPU, each cuda rank against its memory. -1 with pw_ppo_run's message for bad input,
+ * or when a rank's plan exceeds the GPU. */
+int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl, FILE *out,
+                       size_t *peaks, PwErr *err);
 
 #endif

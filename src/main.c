@@ -32,7 +32,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: mpirun -np N ppo_world --placement p.yaml [--config c.yaml] [--out DIR]\n"
                "                 [--resume] [key=value ...]\n"
-               "       ppo_world --placement p.yaml --dry-run [--world-size N]\n"
+               "       ppo_world --placement p.yaml --dry-run [--world-size N] [--config c.yaml]\n"
+               "                 [key=value ...]\n"
                "       ppo_world gen-task --out DIR [flags]  (the synthetic task's data sets:\n"
                "                 docs/task.md; ppo_world gen-task --help)\n"
                "       [mpirun -np N] ppo_world sft|rm [--config FILE] --out DIR [key=value ...]\n"
@@ -45,7 +46,8 @@ static void usage(FILE *f)
                "\n"
                "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
                "                    (docs/placement.md)\n"
-               "  --dry-run         print rank -> roles -> device -> cores/NUMA -> GPU and exit\n"
+               "  --dry-run         print rank -> roles -> device -> cores/NUMA -> GPU and exit;\n"
+               "                    with --config or key=value, each rank's planned memory too\n"
                "  --world-size N    the job size to check the file for; alone (no mpirun) plans\n"
                "                    N ranks on this host without launching them\n"
                "  --config FILE, --out DIR, --resume, key=value: the run (docs/launch.md)\n");
@@ -135,6 +137,16 @@ static int run(const PwArgs *a, PwStartup *s, PwErr *err)
     return rc ? 1 : 0;
 }
 
+/* --dry-run with a configuration: the memory each rank will hold (pw_ppo_memory_plan) */
+static int memory_plan(const PwArgs *a, PwStartup *s, PwErr *err)
+{
+    PwConfig cfg;
+    if (pw_config_build(&cfg, a->config, a->overrides, a->noverrides, err)) return 1;
+    int rc = pw_ppo_memory_plan(&cfg, &s->place, stdout, NULL, err);
+    pw_config_free(&cfg);
+    return rc ? 1 : 0;
+}
+
 /* Every rank's heartbeat thread calls MPI beside the main thread (docs/runtime.md, Heartbeat);
  * a library that offers less still runs, with the watchdog's timeout alone. */
 static void init_mpi(int *argc, char ***argv)
@@ -189,6 +201,9 @@ int main(int argc, char **argv)
     } else if (!a.dry_run) {
         rc = run(&a, &s, &err);
         if (rc && s.rank == 0) fprintf(stderr, "ppo_world: %s\n", err.msg);
+    } else if ((a.config || a.noverrides) && s.rank == 0) {
+        rc = memory_plan(&a, &s, &err);
+        if (rc) fprintf(stderr, "ppo_world: %s\n", err.msg);
     }
     pw_startup_free(&s);
     if (use_mpi) PW_MPI_CHECK(MPI_Finalize());

@@ -195,6 +195,14 @@ static void scratch_sizes(size_t *s, const PwModel *m)
     s[SCR_DRES16] = pw_model_kept_floats(m->precision, BT * C);
 }
 
+/* the backward's scratch alone (made by the first backward) */
+static size_t backward_bytes(const PwModel *m)
+{
+    size_t s[SCR_COUNT];
+    scratch_sizes(s, m);
+    return pw_model_sum_sizes(s, SCR_COUNT) * sizeof(float);
+}
+
 static size_t activation_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS], s[SCR_COUNT];
@@ -642,6 +650,7 @@ const PwFamilyImpl pw_llama_family = {
     .tensor_sizes = tensor_sizes,
     .flops_per_token = flops_per_token,
     .activation_bytes = activation_bytes,
+    .backward_bytes = backward_bytes,
     .attach_bytes = attach_bytes,
     .attach = attach,
     .detach = detach,

@@ -429,7 +429,8 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
         .params_bf16 = m->precision == PW_PRECISION_BF16 ? P * sizeof(uint16_t) : 0,
         .buffers = int_bytes(opts) + dout_bytes(opts) + (f->attach_bytes ? f->attach_bytes(arch)
                                                                          : 0),
-        .activations = f->activation_bytes(m),
+        .activations = f->activation_bytes(m) - f->backward_bytes(m),
+        .backward = f->backward_bytes(m),
         .grads = P * sizeof(float),
         .moments = 2 * P * sizeof(float),
     };

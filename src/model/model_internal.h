@@ -130,6 +130,8 @@ struct PwFamilyImpl {
     void (*tensor_sizes)(size_t *sizes, const PwArch *a, int heads, size_t Vp);
     double (*flops_per_token)(const PwModel *m, int T);
     size_t (*activation_bytes)(const PwModel *m);
+    /* the part of it the first backward allocates (its scratch) */
+    size_t (*backward_bytes)(const PwModel *m);
     /* device bytes attach allocates (NULL: none) */
     size_t (*attach_bytes)(const PwArch *a);
     /* device bytes kv_attach allocates for c (shaped by kv.c, nothing allocated) */

@@ -413,6 +413,11 @@ void pw_progress_line(PwRun *r, int64_t step);
 
 /* Allocation that ends the job on failure: role buffers are small and a NULL is no recovery. */
 void *pw_roles_alloc(size_t bytes);
+/* The run's settings and its checked inputs (the data read, the models' config.json checked),
+ * nothing loaded or joined: what pw_ppo_run starts from, and what a memory plan reads. NULL
+ * with the message pw_ppo_run would give. */
+PwRun *pw_run_prepare(const struct PwConfig *cfg, const struct PwPlacement *pl, PwErr *err);
+void pw_run_free(PwRun *r);
 /* In-role all-reduce (sum) of n doubles; ends the job on error. */
 void pw_roles_allreduce_f64(PwRun *r, PwRole role, double *x, int n);
 

@@ -409,24 +409,32 @@ static void free_run(PwRun *r)
     if (r->eval_file) fclose(r->eval_file);
 }
 
+PwRun *pw_run_prepare(const struct PwConfig *cfg, const struct PwPlacement *pl, PwErr *err)
+{
+    PwRun *r = pw_roles_alloc(sizeof *r);
+    if (!pw_settings_from_config(&r->s, cfg, err) && !check_inputs(r, pl, err)) return r;
+    pw_run_free(r);
+    return NULL;
+}
+
+void pw_run_free(PwRun *r)
+{
+    if (!r) return;
+    free_run(r);
+    free(r);
+}
+
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm, int gpu,
                const char *out_dir, int resume, PwErr *err)
 {
-    PwRun *r = pw_roles_alloc(sizeof *r);
+    PwRun *r = pw_run_prepare(cfg, pl, err);
+    if (!r) return -1;
     r->gpu = gpu;
-    int rc = pw_settings_from_config(&r->s, cfg, err);
-    if (!rc) rc = check_inputs(r, pl, err);
-    if (!rc) rc = pw_ckpt_prepare(out_dir, err);
+    int rc = pw_ckpt_prepare(out_dir, err);
     if (!rc && resume) rc = find_resume(r, cfg, out_dir, err);
-    if (rc) {
-        free_run(r);
-        free(r);
-        return -1;
-    }
     double timeout = r->s.timeout_s > 0 ? r->s.timeout_s : 1e9; /* 0: never */
-    if (pw_world_init(&r->w, comm, &pl->map, timeout, err)) {
-        free_run(r);
-        free(r);
+    if (rc || pw_world_init(&r->w, comm, &pl->map, timeout, err)) {
+        pw_run_free(r);
         return -1;
     }
     if (pw_heartbeat_start(&r->w, r->s.heartbeat_s, err))

@@ -13,7 +13,7 @@
 /* What the CPU table holds, as the GPU's counts its buffers (pw_cpu_table_bytes): each buffer
  * carries its size in a header of 64 bytes before it (calloc's 16-byte alignment kept). */
 #define CPU_HEADER 64
-static size_t cpu_live;
+static size_t cpu_live, cpu_peak;
 
 static void *cpu_alloc(const PwOps *o, size_t bytes)
 {
@@ -21,7 +21,11 @@ static void *cpu_alloc(const PwOps *o, size_t bytes)
     char *p = calloc(1, CPU_HEADER + (bytes ? bytes : 1));
     if (!p) return NULL;
     *(size_t *)p = bytes;
-    __atomic_add_fetch(&cpu_live, bytes, __ATOMIC_RELAXED);
+    size_t now = __atomic_add_fetch(&cpu_live, bytes, __ATOMIC_RELAXED);
+    for (size_t peak = __atomic_load_n(&cpu_peak, __ATOMIC_RELAXED); now > peak;)
+        if (__atomic_compare_exchange_n(&cpu_peak, &peak, now, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            break;
     return p + CPU_HEADER;
 }
 static void cpu_free(const PwOps *o, void *p)
@@ -33,6 +37,7 @@ static void cpu_free(const PwOps *o, void *p)
     free(base);
 }
 size_t pw_cpu_table_bytes(void) { return __atomic_load_n(&cpu_live, __ATOMIC_RELAXED); }
+size_t pw_cpu_table_peak_bytes(void) { return __atomic_load_n(&cpu_peak, __ATOMIC_RELAXED); }
 static void cpu_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind)
 {
     (void)o, (void)kind;

@@ -1,7 +1,7 @@
 /* test_memory_plan.c: what pw_model_plan and pw_gen_plan say a model and its generator will hold
  * on their device is what they hold, to the byte, on the CPU (whose kernel table counts what it
  * has handed out: pw_cpu_table_bytes): after the model is made (parameters, their bfloat16 copy,
- * buffers), after a forward and a backward (the activations, the gradients), after an AdamW step
+ * buffers), after a forward (the activations), a backward (its scratch, the gradients), a step
  * (the moments), after a generator is made and has generated; and nothing is held once both are
  * freed. For GPT-2 (an odd vocabulary: padded rows) and the Llama family (grouped-query, biases,
  * untied), at fp32 and bf16, the LM head whole and in chunks, with every head or the value head
@@ -30,7 +30,7 @@ static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chun
     size_t made = p.params + p.params_bf16 + p.buffers;
     CHECK(held() - base == made, "made: %zu bytes held, planned %zu", held() - base, made);
     CHECK(p.params == pw_model_num_params(m) * sizeof(float) &&
-              p.activations == pw_model_activation_bytes(m),
+              p.activations + p.backward == pw_model_activation_bytes(m),
           "the plan's parameters or activations are not the model's own figures");
 
     int tok[B * T], tgt[B * T];
@@ -44,10 +44,12 @@ static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chun
                      heads & PW_HEAD_VALUE ? val : NULL, heads & PW_HEAD_SCORE ? score : NULL,
                      NULL};
     PwOutputGrads g = {.dlogp = lm ? dlogp : NULL, .dvalue = heads & PW_HEAD_VALUE ? dval : NULL};
-    CHECK(pw_model_forward(m, &in, &out, &err) == 0 && pw_model_zero_grad(m, &err) == 0 &&
-              pw_model_backward(m, &g, &err) == 0,
-          "forward and backward: %s", err.msg);
-    size_t trained = made + p.activations + p.grads;
+    CHECK(pw_model_forward(m, &in, &out, &err) == 0, "forward: %s", err.msg);
+    CHECK(held() - base == made + p.activations, "after a forward: %zu bytes held, planned %zu",
+          held() - base, made + p.activations);
+    CHECK(pw_model_zero_grad(m, &err) == 0 && pw_model_backward(m, &g, &err) == 0,
+          "backward: %s", err.msg);
+    size_t trained = made + p.activations + p.backward + p.grads;
     CHECK(held() - base == trained, "after a backward: %zu bytes held, planned %zu",
           held() - base, trained);
     PwAdamWConfig opt = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f};

@@ -1,0 +1,168 @@
+/* memory_plan.c: `ppo_world --dry-run` with a run configuration: the memory each rank will hold
+ * on its device, from the models' config.json and the run's sizes, before anything is loaded
+ * (pw_model_plan, pw_gen_plan: exact for the models' and caches' own buffers), so that a run that
+ * cannot fit is seen before minutes of loading. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pw_device.h"
+#include "pw_generate.h"
+#include "pw_ops.h"
+#include "pw_placement.h"
+#include "pw_roles.h"
+#include "roles.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* What one role holds on a rank. */
+typedef struct Held {
+    size_t base;    /* weights, their bfloat16 copy, buffers, activations, gradients */
+    size_t moments; /* AdamW's (a trained model) */
+    size_t gen;     /* a generator's KV cache and sampler */
+} Held;
+
+/* The model in `dir` with `heads`, at the run's sizes on `dev`; trained: with gradients and
+ * moments; gen_rows > 0: with a generator of that many rows; decode_only: a model that only
+ * generates (the generator role's), which never makes the activations of a forward. One row of
+ * the table. */
+static int plan_model(const PwRun *r, int rank, const char *role, const char *dir, int heads,
+                      PwDevice dev, int trained, int gen_rows, int decode_only, Held *h,
+                      FILE *out, PwErr *err)
+{
+    PwArch a;
+    if (pw_arch_load(&a, dir, err)) return -1;
+    const PwSettings *s = &r->s;
+    PwModelOpts o = {.heads = heads, .maxB = s->micro < s->N ? s->micro : s->N, .maxT = r->maxT,
+                     .device = dev, .precision = s->precision, .kv_dtype = s->kv_dtype,
+                     .lm_chunk = s->lm_chunk};
+    PwModelBytes b;
+    size_t gen = 0;
+    PwErr e;
+    if (pw_model_plan(&a, &o, &b, &e) ||
+        (gen_rows > 0 && pw_gen_plan(&a, &o, gen_rows, r->maxT, &gen, &e)))
+        return pw_errf(err, "%s '%s': %s", role, dir, e.msg);
+    if (decode_only) b.activations = 0;
+    size_t train = trained ? b.backward + b.grads + b.moments : 0;
+    size_t weights = b.params + b.params_bf16 + b.buffers;
+    fprintf(out, "%5d  %-6s %-10s %9.1f %9.1f %12.1f %11.1f  %s (%s)\n", rank,
+            pw_device_names[dev], role, weights / MIB, train / MIB, b.activations / MIB,
+            gen / MIB, dir, pw_family_name(a.family));
+    h->base += weights + b.activations + (trained ? b.backward + b.grads : 0);
+    h->moments += trained ? b.moments : 0;
+    h->gen += gen;
+    return 0;
+}
+
+/* The roles of world rank `rank`, one row each (a reward rank: each member it serves). */
+static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FILE *out,
+                     PwErr *err)
+{
+    const PwSettings *s = &r->s;
+    int gen_rows = s->gen_micro < s->N ? s->gen_micro : s->N;
+    int has_gen = pw_role_present(map, PW_ROLE_GENERATOR);
+    for (int role = 0; role < PW_ROLE_COUNT; role++) {
+        int idx = pw_role_index(map, (PwRole)role, rank);
+        if (idx < 0) continue;
+        PwDevice dev = map->role[role].device;
+        const char *name = pw_role_name((PwRole)role);
+        int rc = 0;
+        switch (role) {
+        case PW_ROLE_ACTOR: /* without a generator role the actor samples itself */
+            rc = plan_model(r, rank, name, s->sft, PW_HEAD_LM, dev, 1, has_gen ? 0 : gen_rows, 0,
+                            h, out, err);
+            break;
+        case PW_ROLE_REFERENCE:
+            rc = plan_model(r, rank, name, s->sft, PW_HEAD_LM, dev, 0, 0, 0, h, out, err);
+            break;
+        case PW_ROLE_GENERATOR:
+            rc = plan_model(r, rank, name, s->sft, PW_HEAD_LM, dev, 0, gen_rows, 1, h, out, err);
+            break;
+        case PW_ROLE_CRITIC: { /* as load_models starts it: its own folder, the first reward
+                                * model's trunk, or (a verifier) the SFT trunk */
+            const char *dir = s->critic && *s->critic                      ? s->critic
+                              : !pw_member_is_verifier(&r->member[0]) ? s->reward[0]
+                                                                       : s->sft;
+            rc = plan_model(r, rank, name, dir, PW_HEAD_VALUE, dev, 1, 0, 0, h, out, err);
+            break;
+        }
+        case PW_ROLE_REWARD:
+            for (int k = 0; k < r->K && !rc; k++) {
+                const PwMember *m = &r->member[k];
+                int serves = 0;
+                for (int i = 0; i < m->nranks; i++) serves |= m->idx[i] == idx;
+                if (serves && !pw_member_is_verifier(m))
+                    rc = plan_model(r, rank, name, m->name, PW_HEAD_SCORE, dev, 0, 0, 0, h,
+                                    out, err);
+            }
+            /* the gold reward model of the evaluations, on reward rank 0 */
+            if (!rc && idx == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task &&
+                r->gold_token < 0)
+                rc = plan_model(r, rank, "gold", s->gold, PW_HEAD_SCORE, dev, 0, 0, 0, h, out,
+                                err);
+            break;
+        }
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl, FILE *out,
+                       size_t *peaks, PwErr *err)
+{
+    PwRun *r = pw_run_prepare(cfg, pl, err);
+    if (!r) return -1;
+    const PwSettings *s = &r->s;
+    const PwRoleMap *map = &pl->map;
+    /* the GPU this process sees, if any: what a cuda rank's total is held against */
+    size_t gpu_free = 0, gpu_total = 0;
+    if (pw_device_count() > 0) {
+        PwErr e;
+        const PwOps *o = pw_ops_open(PW_DEVICE_CUDA, 0, &e);
+        if (o) {
+            o->mem_info(o, &gpu_free, &gpu_total);
+            pw_ops_close(o);
+        }
+    }
+    fprintf(out, "\nmemory plan (MiB; model.precision %s; models at %d rows x %d tokens, "
+            "generation %d rows; optim.offload_adam_states %s):\n"
+            " rank  device role         weights  training  activations  generation  model\n",
+            pw_precision_name(s->precision), s->micro < s->N ? s->micro : s->N, r->maxT,
+            s->gen_micro < s->N ? s->gen_micro : s->N, s->offload_adam ? "true" : "false");
+    int over = 0;
+    for (int rank = 0; rank < map->world_size; rank++) {
+        Held h = {0};
+        if (plan_rank(r, map, rank, &h, out, err)) {
+            pw_run_free(r);
+            return -1;
+        }
+        /* A rank that trains frees its generator's cache for the update; with offloading the
+         * moments leave the device while it generates. The larger of the two phases. */
+        PwDevice dev = pw_placement_rank_device(pl, rank);
+        int trains = h.moments > 0, offload = s->offload_adam && dev == PW_DEVICE_CUDA;
+        size_t peak = h.base + (!trains      ? h.gen
+                                : !offload   ? h.moments + h.gen
+                                : h.moments > h.gen ? h.moments
+                                                    : h.gen);
+        if (peaks) peaks[rank] = peak;
+        fprintf(out, "%5d  %-6s at most %.1f MiB", rank, pw_device_names[dev], peak / MIB);
+        if (dev == PW_DEVICE_CUDA && gpu_total > 0) {
+            fprintf(out, " of the %.1f MiB of cuda:0 here", gpu_total / MIB);
+            if (peak > gpu_total) {
+                fprintf(out, ": DOES NOT FIT");
+                over = 1;
+            }
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "(weights: the float32 parameters, their bfloat16 copy at bf16, the input "
+                 "buffers; training: the backward's scratch, the gradients and AdamW's moments;\n"
+                 " activations: what a forward keeps for the backward; generation: the KV cache "
+                 "and the sampler. A rank that trains frees its\n KV cache for the update, and "
+                 "with offloading its moments leave the device while it generates. The kernels' "
+                 "scratch\n and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");
+    pw_run_free(r);
+    if (over)
+        return pw_errf(err, "%s: a rank's planned memory is more than the GPU has (above)",
+                       pl->path);
+    return 0;
+}

@@ -1,0 +1,50 @@
+#!/bin/sh
+# test_memory_plan.sh: the memory plan (`ppo_world --dry-run --config ...`) is what each rank's
+# kernel table then holds at most, to the byte, on the CPU (which counts its buffers as the GPU's
+# table does): every role on one rank; five roles on three ranks; no generator (the actor
+# samples) at bf16; a reward ensemble with the gold model of the evaluations. The driver prints
+# the plan, runs two steps and compares each rank's high-water mark with its plan
+# (PPO_DRIVER_MEMORY_PLAN=1). Then ppo_world's dry run prints the same table, and a bad
+# configuration gets the run's own message and exit 1.
+. "$(dirname "$0")/common.sh"
+make_inputs
+"$MAKE_TINY" model "$WORK/rm2" 23 64 score ${TINY_FAMILY:-}
+placement three 'actor: { ranks: [0] }' 'reference: { ranks: [1] }' 'critic: { ranks: [0] }' \
+    'reward: { ranks: [2] }' 'generator: { ranks: [1] }'
+placement nogen 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
+    'reward: { ranks: [1] }'
+
+# plan NP PLACEMENT OUT [key=value ...]: the run, and every rank's "planned X, held at most X"
+plan() {
+    np=$1 pl=$2 out=$3
+    shift 3
+    PPO_DRIVER_MEMORY_PLAN=1 run_ppo "$np" "$pl" "$out" episodes=16 "$@" > "$WORK/$out.log" 2>&1 ||
+        { cat "$WORK/$out.log"; echo "FAIL: $pl: the planned run failed"; exit 1; }
+    n=$(grep -c '^memory plan: rank [0-9]*: planned \([0-9]*\) bytes, held at most \1$' \
+        "$WORK/$out.log" || true)
+    [ "$n" = "$np" ] ||
+        { cat "$WORK/$out.log"; echo "FAIL: $pl: $n of $np ranks as planned"; exit 1; }
+    grep '^memory plan: rank' "$WORK/$out.log"
+}
+plan 1 single one
+plan 3 three three
+plan 2 nogen nogen model.precision=bf16
+plan 1 single ens "model.reward=[$WORK/rm,$WORK/rm2]" model.gold="$WORK/rm2" eval.every=1 \
+    eval.num_prompts=4
+grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||
+    { cat "$WORK/ens.log"; echo "FAIL: no gold row"; exit 1; }
+
+# ppo_world --dry-run with the configuration: the placement's table, then the plan
+"$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
+    > "$WORK/dry.log" 2>&1 || { cat "$WORK/dry.log"; echo "FAIL: the dry run failed"; exit 1; }
+for want in '^memory plan (MiB; model.precision fp32; models at 4 rows x ' \
+            '^    0  cpu    actor  ' '^    1  cpu    generator  ' '^    2  cpu    at most '; do
+    grep -q "$want" "$WORK/dry.log" || { cat "$WORK/dry.log"; echo "FAIL: no '$want'"; exit 1; }
+done
+# a configuration the run would refuse is refused by the plan, with the run's message
+rc=0
+"$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
+    data.prompts="$WORK/none.jsonl" > "$WORK/bad.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "data.prompts" "$WORK/bad.log" ||
+    { cat "$WORK/bad.log"; echo "FAIL: a missing prompt file: exit $rc"; exit 1; }
+echo ok
