@@ -224,6 +224,10 @@ static void write_placement(const char *path, PwDevice dev)
 
 /* --------------------------------------------------------------------------- one run */
 
+/* The memory plan of the first run's configuration (pw_ppo_memory_plan): rank 0's most at once,
+ * the models' and caches' own buffers, beside the measured peak. */
+static size_t planned_bytes;
+
 static void run_one(const char *dir, const Opts *o, PwPlacement *pl, int epochs, const char *out)
 {
     const Shape *sh = o->shape;
@@ -252,6 +256,13 @@ static void run_one(const char *dir, const Opts *o, PwPlacement *pl, int epochs,
     PwErr err = {{0}};
     PwConfig cfg;
     if (pw_config_build(&cfg, NULL, all, n, &err)) die("configuration", err.msg);
+    if (!planned_bytes) {
+        FILE *sink = fopen("/dev/null", "w");
+        size_t peaks[1] = {0};
+        if (!sink || pw_ppo_memory_plan(&cfg, pl, sink, peaks, &err)) die("memory plan", err.msg);
+        fclose(sink);
+        planned_bytes = peaks[0];
+    }
     int gpu = o->device == PW_DEVICE_CUDA ? 0 : -1;
     if (pw_ppo_run(&cfg, pl, MPI_COMM_WORLD, gpu, out, 0, &err)) die("run", err.msg);
     pw_config_free(&cfg);
@@ -477,8 +488,11 @@ int main(int argc, char **argv)
         }
         printf("\n");
     }
-
-    /* the weight transfer: the actor's parameter buffer to the generator, every step */
+    double planned = (double)planned_bytes / (1024.0 * 1024.0);
+    printf("planned (ppo_world --dry-run's memory plan: the models' and caches' own buffers): "
+           "%.0f MiB, %.3f of the peak; the rest: %s\n", planned, peak > 0 ? planned / peak : 0,
+           cuda ? "the kernels' scratch and the libraries' workspaces"
+                : "the process's other host memory (the peak is its resident set)");
     printf("\nweight transfer: %zu bytes (%.1f MB, the actor's fp32 parameter buffer) per step; "
            "device copy of the same bytes within the %s: %.1f GB/s (bytes copied per second)\n",
            bytes, (double)bytes / 1e6, cuda ? "GPU" : "host", copy);
@@ -509,8 +523,8 @@ int main(int argc, char **argv)
         if (trl_of[k] > 0) printf(" vs_trl_e%d=%.3f", figs[k].epochs, trl_of[k] / s_of[k]);
         else printf(" vs_trl_e%d=-", figs[k].epochs);
     }
-    printf(" weights_gbps=%.3f copy_gbps=%.3f weights_vs_copy=%.4f %s=%.0f\n", gbps, copy,
-           gbps / copy, cuda ? "peak_mib" : "host_peak_mib", peak);
+    printf(" weights_gbps=%.3f copy_gbps=%.3f weights_vs_copy=%.4f %s=%.0f planned_mib=%.0f\n",
+           gbps, copy, gbps / copy, cuda ? "peak_mib" : "host_peak_mib", peak, planned);
     fflush(stdout);
     remove_dir(tmp_dir);
     MPI_Finalize();

@@ -34,6 +34,9 @@ awk -v a="$(field s_per_step_e1)" -v b="$(field s_per_step_e4)" -v w="$(field we
     'BEGIN { exit !(a > 0 && b > 0 && w > 0 && c > 0 && r > 0 && p > 0 &&
                     (r - w / c) ^ 2 < 1e-6 * r ^ 2 + 1e-12) }' ||
     fail "a RESULT figure is not positive, or weights_vs_copy is not weights_gbps / copy_gbps"
+# the memory plan beside the peak, and in RESULT
+grep -q '^planned (ppo_world --dry-run.s memory plan: .*): [0-9]* MiB' "$work/out" &&
+    awk -v p="$(field planned_mib)" 'BEGIN { exit !(p > 0) }' || fail "no memory plan"
 [ "$(field micro)" = 4 ] && [ "$(field gen_batch)" = 4 ] ||
     fail "the generation batch is not the micro batch by default: $result"
 grep -qF "micro batch 4, generation batch 4;" "$work/out" || fail "the header does not say the batches"
