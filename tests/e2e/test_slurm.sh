@@ -151,6 +151,12 @@ for r in 0:actor+reference+generator 1:critic+reward; do
         { cat "$WORK/good.out"; fail "no map line for task ${r%%:*}"; }
 done
 sed -n '/^slurm task/,/^task 1/p' "$WORK/good.out"
+# the dry-run step had the run's configuration: each rank's memory plan, no map line from it
+for want in '^memory plan (MiB; ' '^    0  cpu    at most ' '^    1  cpu    at most '; do
+    grep -q "$want" "$WORK/good.out" || { cat "$WORK/good.out"; fail "no '$want' in the job"; }
+done
+[ "$(grep -c '^task [0-9]* -> node' "$WORK/good.out")" = 2 ] ||
+    { cat "$WORK/good.out"; fail "not one map line per task"; }
 
 # --- the fallback where Slurm has no PMIx: mpirun inside the allocation, the same metrics
 PW_SLURM_LAUNCHER=mpirun sub mpirun two --out "$WORK/mpirun" "$@"
