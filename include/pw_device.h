@@ -9,5 +9,7 @@ int pw_device_count(void);
 /* The most device memory this process has held (pw_cuda_peak_bytes: the kernel tables' buffers
  * and the scratch pools' high-water marks); 0 without the CUDA backend or before any use. */
 size_t pw_device_peak_bytes(void);
+/* The memory of GPU `id` in bytes; 0 without the CUDA backend or such a GPU. */
+size_t pw_device_total_bytes(int id);
 
 #endif

@@ -30,17 +30,14 @@ static size_t sampler_bytes(size_t B, size_t T, size_t V)
 int pw_gen_plan(const PwArch *arch, const PwModelOpts *opts, int maxB, int maxT, size_t *bytes,
                 PwErr *err)
 {
-    if (maxB <= 0 || maxT <= 0 || maxT > arch->n_positions)
-        return pw_errf(err, "generator capacity B=%d T=%d: expected positive, T at most the "
-                       "model's n_positions %d", maxB, maxT, arch->n_positions);
     PwModel *m = calloc(1, sizeof *m);
     if (!m) return pw_errf(err, "out of memory for the model struct");
-    int rc = pw_model_shape(m, arch, opts, err);
-    if (!rc)
-        *bytes = pw_kv_plan_bytes(m, opts->device, maxB, maxT) +
-                 sampler_bytes(maxB, maxT, arch->vocab_size);
+    size_t kv = 0;
+    int rc = pw_model_shape(m, arch, opts, err) ||
+             pw_kv_plan_bytes(m, opts->device, maxB, maxT, &kv, err);
+    if (!rc) *bytes = kv + sampler_bytes(maxB, maxT, arch->vocab_size);
     free(m);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 PwGen *pw_gen_create(PwModel *model, int maxB, int maxT, PwErr *err)

@@ -210,12 +210,12 @@ static size_t backward_bytes(const PwModel *m)
     return pw_model_sum_sizes(s, SCR_COUNT) * sizeof(float);
 }
 
-static size_t activation_bytes(const PwModel *m)
+/* what the first forward allocates (the activations it keeps for the backward) */
+static size_t forward_bytes(const PwModel *m)
 {
-    size_t a[NUM_ACTS], s[SCR_COUNT];
+    size_t a[NUM_ACTS];
     act_sizes(a, m);
-    scratch_sizes(s, m);
-    return (pw_model_sum_sizes(a, NUM_ACTS) + pw_model_sum_sizes(s, SCR_COUNT)) * sizeof(float);
+    return pw_model_sum_sizes(a, NUM_ACTS) * sizeof(float);
 }
 
 static int attach(PwModel *m, PwErr *err)
@@ -652,7 +652,7 @@ const PwFamilyImpl pw_gpt2_family = {
     .arch_from_json = pw_gpt2_arch_from_json,
     .tensor_sizes = tensor_sizes,
     .flops_per_token = flops_per_token,
-    .activation_bytes = activation_bytes,
+    .forward_bytes = forward_bytes,
     .backward_bytes = backward_bytes,
     .attach = attach,
     .detach = detach,

@@ -38,12 +38,28 @@ static size_t scores_bytes(const PwKVCache *c)
     return (size_t)c->maxB * c->m->arch.n_head * c->maxT * sizeof(float);
 }
 
-size_t pw_kv_plan_bytes(PwModel *shape, PwDevice dev, int maxB, int maxT)
+/* What pw_kv_create refuses: a model without its LM head, a capacity that is not positive or
+ * longer than the model's positions. */
+static int kv_check(const PwModel *m, int maxB, int maxT, PwErr *err)
 {
+    if (!(m->heads & PW_HEAD_LM)) return pw_errf(err, "decoding needs the LM head");
+    if (maxB <= 0 || maxT <= 0)
+        return pw_errf(err, "generator capacity must be positive, got B=%d T=%d", maxB, maxT);
+    if (maxT > m->arch.n_positions)
+        return pw_errf(err, "generator length %d (prompt + new tokens) exceeds the model's "
+                       "n_positions %d", maxT, m->arch.n_positions);
+    return 0;
+}
+
+int pw_kv_plan_bytes(PwModel *shape, PwDevice dev, int maxB, int maxT, size_t *bytes,
+                     PwErr *err)
+{
+    if (kv_check(shape, maxB, maxT, err)) return -1;
     PwKVCache c = {0};
     kv_shape(&c, shape, maxB, maxT);
-    return c.v_off + pw_kv_bytes(&c) / 2 + (dev == PW_DEVICE_CPU ? scores_bytes(&c) : 0) +
-           c.npass * sizeof(int) + shape->impl->kv_bytes(&c);
+    *bytes = c.v_off + pw_kv_bytes(&c) / 2 + (dev == PW_DEVICE_CPU ? scores_bytes(&c) : 0) +
+             c.npass * sizeof(int) + shape->impl->kv_bytes(&c);
+    return 0;
 }
 
 /* The keys and values of every layer in one allocation of the model's device, v 256 bytes
@@ -91,14 +107,7 @@ void pw_kv_attend(const PwKVCache *c, int l, float *out, uint16_t *out16, const 
 
 PwKVCache *pw_kv_create(PwModel *m, int maxB, int maxT, PwErr *err)
 {
-    if (!(m->heads & PW_HEAD_LM))
-        return pw_errf(err, "decoding needs the LM head"), NULL;
-    if (maxB <= 0 || maxT <= 0)
-        return pw_errf(err, "generator capacity must be positive, got B=%d T=%d", maxB, maxT),
-               NULL;
-    if (maxT > m->arch.n_positions)
-        return pw_errf(err, "generator length %d (prompt + new tokens) exceeds the model's "
-                       "n_positions %d", maxT, m->arch.n_positions), NULL;
+    if (kv_check(m, maxB, maxT, err)) return NULL;
     PwKVCache *c = calloc(1, sizeof *c);
     if (!c) return pw_errf(err, "out of host memory for a KV cache"), NULL;
     const size_t V = m->arch.vocab_size;

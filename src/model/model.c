@@ -429,7 +429,7 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
         .params_bf16 = m->precision == PW_PRECISION_BF16 ? P * sizeof(uint16_t) : 0,
         .buffers = int_bytes(opts) + dout_bytes(opts) + (f->attach_bytes ? f->attach_bytes(arch)
                                                                          : 0),
-        .activations = f->activation_bytes(m) - f->backward_bytes(m),
+        .activations = f->forward_bytes(m),
         .backward = f->backward_bytes(m),
         .grads = P * sizeof(float),
         .moments = 2 * P * sizeof(float),
@@ -650,7 +650,10 @@ const char *pw_model_tensor_info(const PwModel *m, int i, size_t *offset, size_t
 }
 
 double pw_model_flops_per_token(const PwModel *m, int T) { return m->impl->flops_per_token(m, T); }
-size_t pw_model_activation_bytes(const PwModel *m) { return m->impl->activation_bytes(m); }
+size_t pw_model_activation_bytes(const PwModel *m)
+{
+    return m->impl->forward_bytes(m) + m->impl->backward_bytes(m);
+}
 
 static PwTensor flat(const PwModel *m, float *data)
 {

@@ -129,8 +129,9 @@ struct PwFamilyImpl {
     /* floats of each tensor when the vocabulary-sized ones have Vp rows */
     void (*tensor_sizes)(size_t *sizes, const PwArch *a, int heads, size_t Vp);
     double (*flops_per_token)(const PwModel *m, int T);
-    size_t (*activation_bytes)(const PwModel *m);
-    /* the part of it the first backward allocates (its scratch) */
+    /* device bytes the first forward allocates (its activations) and the first backward (its
+     * scratch): pw_model_activation_bytes is their sum */
+    size_t (*forward_bytes)(const PwModel *m);
     size_t (*backward_bytes)(const PwModel *m);
     /* device bytes attach allocates (NULL: none) */
     size_t (*attach_bytes)(const PwArch *a);
@@ -282,8 +283,10 @@ void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory);
 /* pw_model_create's checks and every size it decides, on m (zeroed), nothing allocated (no
  * table either): what the plans read (pw_model_plan, pw_gen_plan) */
 int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwErr *err);
-/* the device bytes pw_kv_create allocates for a model so shaped, on device dev */
-size_t pw_kv_plan_bytes(PwModel *shape, PwDevice dev, int maxB, int maxT);
+/* the device bytes pw_kv_create allocates for a model so shaped, on device dev; -1 with its
+ * message for what it would refuse */
+int pw_kv_plan_bytes(PwModel *shape, PwDevice dev, int maxB, int maxT, size_t *bytes,
+                     PwErr *err);
 size_t pw_model_sum_sizes(const size_t *sizes, int n);
 
 /* a * b, or SIZE_MAX when the product would not fit: a size computed from a config.json

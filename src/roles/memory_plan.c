@@ -7,7 +7,6 @@
 
 #include "pw_device.h"
 #include "pw_generate.h"
-#include "pw_ops.h"
 #include "pw_placement.h"
 #include "pw_roles.h"
 #include "roles.h"
@@ -114,15 +113,7 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
     const PwSettings *s = &r->s;
     const PwRoleMap *map = &pl->map;
     /* the GPU this process sees, if any: what a cuda rank's total is held against */
-    size_t gpu_free = 0, gpu_total = 0;
-    if (pw_device_count() > 0) {
-        PwErr e;
-        const PwOps *o = pw_ops_open(PW_DEVICE_CUDA, 0, &e);
-        if (o) {
-            o->mem_info(o, &gpu_free, &gpu_total);
-            pw_ops_close(o);
-        }
-    }
+    size_t gpu_total = pw_device_count() > 0 ? pw_device_total_bytes(0) : 0;
     fprintf(out, "\nmemory plan (MiB; model.precision %s; models at %d rows x %d tokens, "
             "generation %d rows; optim.offload_adam_states %s):\n"
             " rank  device role         weights  training  activations  generation  model\n",

@@ -10,3 +10,13 @@ extern "C" int pw_cuda_device_count(void)
     }
     return n;
 }
+
+extern "C" size_t pw_cuda_device_total_bytes(int id)
+{
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, id) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return p.totalGlobalMem;
+}

@@ -103,5 +103,8 @@ int main(void)
     size_t gb;
     CHECK(pw_gen_plan(&gpt2, &o, 2, 17, &gb, &e1) == -1 && strstr(e1.msg, "n_positions 16"),
           "a generator longer than the model's positions: '%s'", e1.msg);
+    o.heads = PW_HEAD_VALUE; /* refused as pw_kv_create refuses it */
+    CHECK(pw_gen_plan(&gpt2, &o, 2, 8, &gb, &e1) == -1 && strstr(e1.msg, "needs the LM head"),
+          "a generator of a model without its LM head: '%s'", e1.msg);
     return pw_test_done("test_memory_plan");
 }
