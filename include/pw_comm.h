@@ -19,6 +19,11 @@ __attribute__((noreturn, format(printf, 3, 4)))
 #endif
 void pw_comm_fatal(const char *file, int line, const char *fmt, ...);
 
+/* One verdict for every rank of `comm` (collective): 0 where no rank failed, else -1 on every
+ * rank with the lowest failing rank's message in `err`, so that rank 0 can print exactly one
+ * error whichever rank found it, and no rank goes on alone. */
+int pw_comm_agree(MPI_Comm comm, int failed, PwErr *err);
+
 #define PW_MPI_CHECK(call)                                                                   \
     do {                                                                                     \
         int pw_mpi_rc_ = (call);                                                             \

@@ -11,5 +11,8 @@ int pw_device_count(void);
 size_t pw_device_peak_bytes(void);
 /* The memory of GPU `id` in bytes; 0 without the CUDA backend or such a GPU. */
 size_t pw_device_total_bytes(int id);
+/* The memory of GPU `id` free now, in bytes (what other processes and this one hold taken
+ * away); 0 without the CUDA backend or such a GPU. */
+size_t pw_device_free_bytes(int id);
 
 #endif

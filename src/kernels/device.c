@@ -6,11 +6,14 @@
 int pw_cuda_device_count(void);
 size_t pw_cuda_peak_bytes(void);
 size_t pw_cuda_device_total_bytes(int id);
+size_t pw_cuda_device_free_bytes(int id);
 int pw_device_count(void) { return pw_cuda_device_count(); }
 size_t pw_device_peak_bytes(void) { return pw_cuda_peak_bytes(); }
 size_t pw_device_total_bytes(int id) { return pw_cuda_device_total_bytes(id); }
+size_t pw_device_free_bytes(int id) { return pw_cuda_device_free_bytes(id); }
 #else
 int pw_device_count(void) { return 0; }
 size_t pw_device_peak_bytes(void) { return 0; }
 size_t pw_device_total_bytes(int id) { return (void)id, 0; }
+size_t pw_device_free_bytes(int id) { return (void)id, 0; }
 #endif

@@ -1,26 +1,16 @@
-/* startup.c: every rank reads the placement, the ranks agree on one verdict with MPI_Allreduce,
- * then each binds itself and rank 0 prints the table: no rank is ever left waiting. */
+/* startup.c: every rank reads the placement, the ranks agree on one verdict (pw_comm_agree: the
+ * lowest failing rank's message; parsing errors are identical on every rank, GPU and core checks
+ * are per node), then each binds itself and rank 0 prints the table: no rank is ever left
+ * waiting. */
 #include "pw_startup.h"
 #include "pw_comm.h"
 #include "pw_device.h"
 #include "pw_transport.h"
 
-#include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* The lowest failing rank's message wins, so rank 0 prints exactly one error whichever node
- * found it. Parsing errors are identical on every rank; GPU and core checks are per node. */
-static int agree(int rank, int failed, PwErr *err)
-{
-    int mine = failed ? rank : INT_MAX, first = INT_MAX;
-    PW_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (first == INT_MAX) return 0;
-    PW_MPI_CHECK(MPI_Bcast(err->msg, (int)sizeof err->msg, MPI_CHAR, first, MPI_COMM_WORLD));
-    return -1;
-}
 
 /* The checks that depend on the node: they name file, line, key, rank and host themselves. */
 static int check_node(PwStartup *s, int rank, int local_size, const char *host, PwErr *err)
@@ -65,7 +55,7 @@ static int check_transports(PwStartup *s, const PwTransportOpts *to, PwErr *err)
                                MPI_COMM_WORLD));
     int failed = pw_transport_check(&s->place, to, all, err);
     free(all);
-    return agree(s->rank, failed, err);
+    return pw_comm_agree(MPI_COMM_WORLD, failed, err);
 }
 
 /* --world-size N alone: plan N ranks as if all ran on this host, bind nothing. */
@@ -113,7 +103,7 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         failed = pw_errf(err, "--world-size %d but the job has %d ranks; expected the same number",
                          o->world_size, s->size);
     if (!failed) failed = pw_placement_load(o->placement, s->size, &s->place, err);
-    if (agree(s->rank, failed, err)) return -1;
+    if (pw_comm_agree(MPI_COMM_WORLD, failed, err)) return -1;
 
     /* Ranks sharing memory share a node: that group is what cores and GPUs are divided among. */
     MPI_Comm node;
@@ -138,7 +128,7 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         snprintf(tmp, sizeof tmp, "%s", err->msg);
         pw_errf(err, "rank %d on %s: %s", s->rank, s->binding.host, tmp);
     }
-    if (agree(s->rank, failed, err)) return -1;
+    if (pw_comm_agree(MPI_COMM_WORLD, failed, err)) return -1;
     PwTransportOpts to = pw_transport_opts(pw_mpi_cuda_aware());
     if (check_transports(s, &to, err)) return -1;
 

@@ -1,5 +1,6 @@
 /* world.c: the communication world of a rank: checks the role map, splits one communicator per
  * role, and owns the fatal-error path that every check macro of the runtime ends in. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,17 @@ void pw_comm_fatal(const char *file, int line, const char *fmt, ...)
     fflush(stderr);
     if (init && !fin) MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
+}
+
+int pw_comm_agree(MPI_Comm comm, int failed, PwErr *err)
+{
+    int rank = 0, mine, first = INT_MAX;
+    PW_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    mine = failed ? rank : INT_MAX;
+    PW_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+    if (first == INT_MAX) return 0;
+    PW_MPI_CHECK(MPI_Bcast(err->msg, (int)sizeof err->msg, MPI_CHAR, first, comm));
+    return -1;
 }
 
 #ifdef PW_HAVE_CUDA

@@ -20,3 +20,18 @@ extern "C" size_t pw_cuda_device_total_bytes(int id)
     }
     return p.totalGlobalMem;
 }
+
+/* The memory of GPU `id` free now (after this process's context, which the query makes if there
+ * was none); 0 where it cannot be asked. */
+extern "C" size_t pw_cuda_device_free_bytes(int id)
+{
+    size_t free_b = 0, total_b = 0;
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(id) != cudaSuccess ||
+        cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        free_b = 0;
+    }
+    (void)cudaSetDevice(prev);
+    return free_b;
+}
