@@ -114,6 +114,7 @@ typedef struct PwRuntimeConfig {
     int64_t max_skipped_steps;
     double grad_bucket_mb;
     double progress_s;
+    bool check_memory;
 } PwRuntimeConfig;
 
 typedef struct PwTraceConfig {

@@ -7,6 +7,7 @@
 
 #include "pw_device.h"
 #include "pw_generate.h"
+#include "pw_memcheck.h"
 #include "pw_placement.h"
 #include "pw_roles.h"
 #include "roles.h"
@@ -23,7 +24,7 @@ typedef struct Held {
 /* The model in `dir` with `heads`, at the run's sizes on `dev`; trained: with gradients and
  * moments; gen_rows > 0: with a generator of that many rows; decode_only: a model that only
  * generates (the generator role's), which never makes the activations of a forward. One row of
- * the table. */
+ * the table (none without `out`). */
 static int plan_model(const PwRun *r, int rank, const char *role, const char *dir, int heads,
                       PwDevice dev, int trained, int gen_rows, int decode_only, Held *h,
                       FILE *out, PwErr *err)
@@ -43,9 +44,10 @@ static int plan_model(const PwRun *r, int rank, const char *role, const char *di
     if (decode_only) b.activations = 0;
     size_t train = trained ? b.backward + b.grads + b.moments : 0;
     size_t weights = b.params + b.params_bf16 + b.buffers;
-    fprintf(out, "%5d  %-6s %-10s %9.1f %9.1f %12.1f %11.1f  %s (%s)\n", rank,
-            pw_device_names[dev], role, weights / MIB, train / MIB, b.activations / MIB,
-            gen / MIB, dir, pw_family_name(a.family));
+    if (out)
+        fprintf(out, "%5d  %-6s %-10s %9.1f %9.1f %12.1f %11.1f  %s (%s)\n", rank,
+                pw_device_names[dev], role, weights / MIB, train / MIB, b.activations / MIB,
+                gen / MIB, dir, pw_family_name(a.family));
     h->base += weights + b.activations + (trained ? b.backward + b.grads : 0);
     h->moments += trained ? b.moments : 0;
     h->gen += gen;
@@ -105,6 +107,29 @@ static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FI
     return 0;
 }
 
+/* Rank `rank`'s most at once: a rank that trains frees its generator's cache for the update;
+ * with offloading the moments leave the device while it generates. The larger of the two
+ * phases. Its rows go to `out` where given. */
+static int rank_peak(const PwRun *r, const PwPlacement *pl, int rank, FILE *out, size_t *peak,
+                     PwErr *err)
+{
+    Held h = {0};
+    if (plan_rank(r, &pl->map, rank, &h, out, err)) return -1;
+    int trains = h.moments > 0;
+    int offload = r->s.offload_adam && pw_placement_rank_device(pl, rank) == PW_DEVICE_CUDA;
+    *peak = h.base + (!trains             ? h.gen
+                      : !offload          ? h.moments + h.gen
+                      : h.moments > h.gen ? h.moments
+                                          : h.gen);
+    return 0;
+}
+
+int pw_ppo_rank_memory(const PwRun *r, const struct PwPlacement *pl, int rank, size_t *peak,
+                       PwErr *err)
+{
+    return rank_peak(r, pl, rank, NULL, peak, err);
+}
+
 int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl, FILE *out,
                        size_t *peaks, PwErr *err)
 {
@@ -120,21 +145,16 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
             pw_precision_name(s->precision), s->micro < s->N ? s->micro : s->N, r->maxT,
             s->gen_micro < s->N ? s->gen_micro : s->N, s->offload_adam ? "true" : "false");
     int over = 0;
+    size_t cpu_sum = 0;
     for (int rank = 0; rank < map->world_size; rank++) {
-        Held h = {0};
-        if (plan_rank(r, map, rank, &h, out, err)) {
+        size_t peak = 0;
+        if (rank_peak(r, pl, rank, out, &peak, err)) {
             pw_run_free(r);
             return -1;
         }
-        /* A rank that trains frees its generator's cache for the update; with offloading the
-         * moments leave the device while it generates. The larger of the two phases. */
         PwDevice dev = pw_placement_rank_device(pl, rank);
-        int trains = h.moments > 0, offload = s->offload_adam && dev == PW_DEVICE_CUDA;
-        size_t peak = h.base + (!trains      ? h.gen
-                                : !offload   ? h.moments + h.gen
-                                : h.moments > h.gen ? h.moments
-                                                    : h.gen);
         if (peaks) peaks[rank] = peak;
+        if (dev == PW_DEVICE_CPU) cpu_sum += peak;
         fprintf(out, "%5d  %-6s at most %.1f MiB", rank, pw_device_names[dev], peak / MIB);
         if (dev == PW_DEVICE_CUDA && gpu_total > 0) {
             fprintf(out, " of the %.1f MiB of cuda:0 here", gpu_total / MIB);
@@ -142,6 +162,17 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
                 fprintf(out, ": DOES NOT FIT");
                 over = 1;
             }
+        }
+        fprintf(out, "\n");
+    }
+    /* the CPU ranks, were they all on this host, against what it has available now */
+    PwHostMemory host;
+    if (cpu_sum > 0 && !pw_host_memory("", &host)) {
+        fprintf(out, "  cpu ranks together at most %.1f MiB of the %.1f MiB this host has "
+                "available (%s)", cpu_sum / MIB, host.bytes / MIB, host.source);
+        if (cpu_sum > host.bytes) {
+            fprintf(out, ": DOES NOT FIT");
+            over = 1;
         }
         fprintf(out, "\n");
     }
@@ -153,7 +184,7 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
                  "scratch\n and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");
     pw_run_free(r);
     if (over)
-        return pw_errf(err, "%s: a rank's planned memory is more than the GPU has (above)",
-                       pl->path);
+        return pw_errf(err, "%s: the planned memory is more than the memory has (DOES NOT FIT "
+                       "above)", pl->path);
     return 0;
 }

@@ -59,6 +59,7 @@ typedef struct PwSettings {
     double heartbeat_s;
     double timeout_s;
     double progress_s;                       /* runtime.progress_s; 0: no progress line */
+    int check_memory;                        /* runtime.check_memory */
     const char *trace_path;                  /* trace.path; empty: no trace */
     int64_t trace_steps;
     int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
@@ -418,6 +419,10 @@ void *pw_roles_alloc(size_t bytes);
  * with the message pw_ppo_run would give. */
 PwRun *pw_run_prepare(const struct PwConfig *cfg, const struct PwPlacement *pl, PwErr *err);
 void pw_run_free(PwRun *r);
+/* World rank `rank`'s most bytes at once on its device by the memory plan (memory_plan.c), from
+ * a prepared run: what pw_ppo_run checks against its node's memory before anything loads. */
+int pw_ppo_rank_memory(const PwRun *r, const struct PwPlacement *pl, int rank, size_t *peak,
+                       PwErr *err);
 /* In-role all-reduce (sum) of n doubles; ends the job on error. */
 void pw_roles_allreduce_f64(PwRun *r, PwRole role, double *x, int n);
 

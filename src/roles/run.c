@@ -8,6 +8,7 @@
 #include "pw_algo.h"
 #include "pw_file.h"
 #include "pw_generate.h"
+#include "pw_memcheck.h"
 #include "pw_placement.h"
 #include "pw_safetensors.h"
 #include "pw_roles.h"
@@ -424,6 +425,17 @@ void pw_run_free(PwRun *r)
     free(r);
 }
 
+/* Before anything loads: this rank's memory plan against what its memory has free, with the
+ * ranks that share it (pw_world_check_memory); every rank gets the same verdict. */
+static int check_memory(PwRun *r, const struct PwPlacement *pl, PwErr *err)
+{
+    size_t need = 0;
+    int failed = pw_ppo_rank_memory(r, pl, r->w.rank, &need, err);
+    if (pw_comm_agree(r->w.comm, failed, err)) return -1;
+    return pw_world_check_memory(&r->w, pw_placement_rank_device(pl, r->w.rank), r->gpu, need,
+                                 err);
+}
+
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm, int gpu,
                const char *out_dir, int resume, PwErr *err)
 {
@@ -434,6 +446,11 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     if (!rc && resume) rc = find_resume(r, cfg, out_dir, err);
     double timeout = r->s.timeout_s > 0 ? r->s.timeout_s : 1e9; /* 0: never */
     if (rc || pw_world_init(&r->w, comm, &pl->map, timeout, err)) {
+        pw_run_free(r);
+        return -1;
+    }
+    if (r->s.check_memory && check_memory(r, pl, err)) {
+        pw_world_free(&r->w);
         pw_run_free(r);
         return -1;
     }

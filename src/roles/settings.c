@@ -72,6 +72,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->heartbeat_s = c->runtime.heartbeat_s;
     s->timeout_s = c->runtime.timeout_s;
     s->progress_s = c->runtime.progress_s;
+    s->check_memory = c->runtime.check_memory;
     s->trace_path = c->trace.path;
     s->trace_steps = c->trace.steps;
     s->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;

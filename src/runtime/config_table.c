@@ -305,6 +305,13 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "print a progress line (step, steps/s, time left, score, KL) at most this often, and "
      "after the last step; 0: off", "ours (as the quickstart's stage lines)"},
+    {"runtime.check_memory", PW_CFG_BOOL, OFF(runtime.check_memory), "true", 0, 0, PW_CFG_FREE,
+     NULL,
+     "before the models load, refuse a run whose memory plan (`--dry-run --config`) is more "
+     "than the memory its ranks share has free: the host's for the CPU ranks of a node "
+     "(MemAvailable, the cgroup's limit), a GPU's for the ranks on it (docs/placement.md, "
+     "Memory plan); false: load anyway",
+     "ours"},
     {"trace.path", PW_CFG_STRING, OFF(trace.path), "", 0, 0, PW_CFG_FREE, NULL,
      "write a timeline of every rank here at the end of the run, a Chrome trace event file "
      "(docs/trace.md); its folder must exist; empty: no trace", "ours"},

@@ -28,6 +28,8 @@
 # kernel: the token-decided metrics are compared first, over all 20 steps, and the message names
 # the first step where they part.
 #
+# Last, a policy whose config.json is far too large for the device is refused before it loads.
+#
 # TINY_FAMILY=llama makes every model of the Llama family (tests/roles/common.sh).
 # Exits 77 without a GPU (tests/cuda/gpu_probe). PW_TEST_SECOND_DEVICE=cpu runs the "cuda" side
 # on the CPU too, so that everything but the GPU (both runs, the comparison, and its refusal of a
@@ -109,4 +111,21 @@ echo "steps 1..$last ($SECOND against cpu):"
 # shellcheck disable=SC2086
 "$METRICS_CHECK" close "$B" "$A" 1 "$last" 1e-3 1e-5 $LATER_RULES ||
     { echo "FAIL: steps 1..$last on $SECOND differ from the CPU beyond the tolerances"; exit 1; }
+
+# A policy too large for the device (its config.json says 206G parameters; the weights file is
+# the tiny one's, never read) is refused before anything loads, saying what it needs and has.
+"$MAKE_TINY" model "$WORK/big" 11 64
+sed -i 's/"n_embd": [0-9]*/"n_embd": 65536/; s/"n_layer": [0-9]*/"n_layer": 4/' \
+    "$WORK/big/config.json"
+case $SECOND in
+    cuda) mem='cuda:0 (rank 0: [0-9.]* MiB), which has [0-9.]* MiB free (cudaMemGetInfo)' ;;
+    *) mem="the host's memory (rank 0: [0-9.]* MiB), which has [0-9.]* MiB free (" ;;
+esac
+rc=0
+"$PPO_WORLD" --placement "$WORK/all_$SECOND.yaml" --config "$WORK/ppo.yaml" --out "$WORK/big_run" \
+    model.sft="$WORK/big" > "$WORK/big.log" 2>&1 || rc=$?
+want="^ppo_world: rank 0 on .*: the models cannot fit: the memory plan needs [0-9.]* MiB of $mem"
+[ "$rc" = 1 ] && grep -q "$want" "$WORK/big.log" && ! grep -q "loading" "$WORK/big.log" ||
+    { cat "$WORK/big.log"; echo "FAIL: a model too large for $SECOND: exit $rc"; exit 1; }
+grep "^ppo_world:" "$WORK/big.log" | cut -c1-160
 echo ok

@@ -5,7 +5,9 @@
 # samples) at bf16; a reward ensemble with the gold model of the evaluations. The driver prints
 # the plan, runs two steps and compares each rank's high-water mark with its plan
 # (PPO_DRIVER_MEMORY_PLAN=1). Then ppo_world's dry run prints the same table, and a bad
-# configuration gets the run's own message and exit 1.
+# configuration gets the run's own message and exit 1. Last, a policy whose config.json claims
+# 206G parameters (its weights file the tiny one's): the dry run says DOES NOT FIT, and the run
+# on three ranks is refused before anything loads, one message for the three ranks' plans.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm2" 23 64 score ${TINY_FAMILY:-}
@@ -47,4 +49,25 @@ rc=0
     data.prompts="$WORK/none.jsonl" > "$WORK/bad.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q "data.prompts" "$WORK/bad.log" ||
     { cat "$WORK/bad.log"; echo "FAIL: a missing prompt file: exit $rc"; exit 1; }
+
+# the plan against this host: a config.json of 4 layers of 65536 (206G parameters, about 3.8 TiB
+# planned for the actor's rank), which no test machine has; the weights file is never read
+"$MAKE_TINY" model "$WORK/big" 11 64
+sed -i 's/"n_embd": [0-9]*/"n_embd": 65536/; s/"n_layer": [0-9]*/"n_layer": 4/' \
+    "$WORK/big/config.json"
+rc=0
+"$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
+    model.sft="$WORK/big" > "$WORK/bigdry.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q '^  cpu ranks together at most .* available (.*): DOES NOT FIT$' \
+    "$WORK/bigdry.log" && grep -q 'the planned memory is more than the memory has' \
+    "$WORK/bigdry.log" || { cat "$WORK/bigdry.log"; echo "FAIL: big dry run: exit $rc"; exit 1; }
+rc=0
+"$MPIRUN" -np 3 "$PPO_WORLD" --placement "$WORK/three.yaml" --config "$WORK/ppo.yaml" \
+    --out "$WORK/bigrun" model.sft="$WORK/big" > "$WORK/bigrun.log" 2>&1 || rc=$?
+want='^ppo_world: rank 0 on .*: the models cannot fit: the memory plan needs [0-9.]* MiB of the '
+want="${want}host's memory (ranks 0: [0-9.]* MiB, 1: [0-9.]* MiB, 2: [0-9.]* MiB), which has "
+[ "$rc" = 1 ] && [ "$(grep -c "$want" "$WORK/bigrun.log")" = 1 ] &&
+    ! grep -q "loading\|MPI_ABORT" "$WORK/bigrun.log" ||
+    { cat "$WORK/bigrun.log"; echo "FAIL: the big run: exit $rc, not refused once"; exit 1; }
+grep "^ppo_world: rank 0" "$WORK/bigrun.log" | cut -c1-200
 echo ok

@@ -51,6 +51,7 @@ static void check_full(const PwConfig *c)
     CHECK(c->runtime.heartbeat_s == 7.5, "heartbeat");
     CHECK(c->runtime.timeout_s == 120.5 && c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP &&
               c->runtime.max_skipped_steps == 3 && c->runtime.progress_s == 2.5 &&
+              !c->runtime.check_memory &&
               c->runtime.grad_bucket_mb == 4.5, "runtime");
     CHECK(!strcmp(c->trace.path, "run.trace.json") && c->trace.steps == 7, "trace");
     CHECK(c->algorithm == PW_ALGO_RLOO && c->generation.samples_per_prompt == 4 &&
