@@ -23,8 +23,9 @@ int pw_host_memory(const char *root, PwHostMemory *out);
  * (PW_DEVICE_CPU: the host's memory; PW_DEVICE_CUDA: GPU `gpu`'s). The ranks of one node on the
  * same memory (the host, or one GPU) add their plans up against what it has free now. Returns 0
  * on every rank when each memory holds its plans, else -1 on every rank with the lowest failing
- * rank's message in `err` (the bytes needed, by which ranks, and what the memory has). A memory
- * whose free bytes cannot be asked is not checked. */
-int pw_world_check_memory(PwWorld *w, PwDevice device, int gpu, size_t need, PwErr *err);
+ * rank's message in `err`: the bytes needed, by which ranks, what the memory has, then `hint`
+ * (what the user can change). A memory whose free bytes cannot be asked is not checked. */
+int pw_world_check_memory(PwWorld *w, PwDevice device, int gpu, size_t need, const char *hint,
+                          PwErr *err);
 
 #endif

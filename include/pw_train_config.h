@@ -56,6 +56,7 @@ typedef struct PwTrainConfig {
         PwOnNonfinite on_nonfinite;
         int64_t max_skipped_steps;
         double grad_bucket_mb;
+        bool check_memory;
     } runtime;
 } PwTrainConfig;
 

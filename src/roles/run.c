@@ -433,7 +433,10 @@ static int check_memory(PwRun *r, const struct PwPlacement *pl, PwErr *err)
     int failed = pw_ppo_rank_memory(r, pl, r->w.rank, &need, err);
     if (pw_comm_agree(r->w.comm, failed, err)) return -1;
     return pw_world_check_memory(&r->w, pw_placement_rank_device(pl, r->w.rank), r->gpu, need,
-                                 err);
+                                 "`ppo_world --dry-run --config ...` prints the plan by role; "
+                                 "smaller micro batches (ppo.micro_batch_size, "
+                                 "ppo.rollout_micro_batch_size) or roles on other nodes make "
+                                 "room (runtime.check_memory: false loads anyway)", err);
 }
 
 int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Comm comm, int gpu,

@@ -9,6 +9,7 @@
 #include "pw_cli.h"
 #include "pw_collective.h"
 #include "pw_device.h"
+#include "pw_memcheck.h"
 #include "pw_metrics.h"
 #include "train.h"
 
@@ -228,7 +229,9 @@ static int load_data(PwTrainer *t, int n_positions, PwErr *err)
     return 0;
 }
 
-static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
+/* The model's options: its batch capacity from the data (the largest local block; pairs for
+ * rm), its width from the longest example. */
+static PwModelOpts model_opts(PwTrainer *t)
 {
     int T = t->train.max_total;
     if (t->have_valid && t->valid.max_total > T) T = t->valid.max_total;
@@ -238,11 +241,33 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
     t->maxB = t->local_max * (t->shape == PW_DATA_PREFS ? 2 : 1);
     t->maxT = T;
     /* rm trains the score head, so an SFT folder without one is its usual start */
-    PwModelOpts o = {.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = t->device,
-                     .device_id = t->gpu, .seed = t->a.seed,
-                     .fresh_heads = t->heads & PW_HEAD_SCORE,
-                     .precision = t->cfg.model.precision,
-                     .lm_chunk = (int)t->cfg.model.lm_head_chunk};
+    return (PwModelOpts){.heads = t->heads, .maxB = t->maxB, .maxT = T, .device = t->device,
+                         .device_id = t->gpu, .seed = t->a.seed,
+                         .fresh_heads = t->heads & PW_HEAD_SCORE,
+                         .precision = t->cfg.model.precision,
+                         .lm_chunk = (int)t->cfg.model.lm_head_chunk};
+}
+
+/* Collective, before the model is made: everything it will hold to train (pw_model_plan)
+ * against what this rank's memory has free, with the ranks that share that memory. */
+static int check_memory(PwTrainer *t, const PwArch *cfg, PwErr *err)
+{
+    PwModelOpts o = model_opts(t);
+    PwModelBytes b;
+    int failed = pw_model_plan(cfg, &o, &b, err) ? 1 : 0;
+    if (pw_comm_agree(t->w.comm, failed, err)) return -1;
+    size_t need = b.params + b.params_bf16 + b.buffers + b.activations + b.backward + b.grads +
+                  b.moments;
+    return pw_world_check_memory(&t->w, t->device, t->gpu, need,
+                                 "A smaller train.batch_size or more ranks (fewer rows each) make "
+                                 "room for the activations; the weights, gradients and AdamW's "
+                                 "moments (16 bytes a parameter) stay (runtime.check_memory: "
+                                 "false makes the model anyway)", err);
+}
+
+static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
+{
+    PwModelOpts o = model_opts(t);
     if (t->a.init) {
         t->model = pw_model_load(t->a.init, &o, err);
     } else {
@@ -273,7 +298,8 @@ static int pick_device(PwTrainer *t, PwErr *err)
     return 0;
 }
 
-static int setup_local(PwTrainer *t, PwErr *err)
+/* The device, the tokenizer, the architecture (`arch`), the data. */
+static int setup_inputs(PwTrainer *t, PwArch *arch, PwErr *err)
 {
     PwTrainArgs *a = &t->a;
     if (pick_device(t, err)) return -1;
@@ -288,9 +314,17 @@ static int setup_local(PwTrainer *t, PwErr *err)
     }
     if (load_data(t, cfg.n_positions, err)) return -1;
     if (pw_sampler_init(&t->sampler, t->train.n, a->seed, err)) return -1;
-    if (make_model(t, &cfg, err)) return -1;
     PwLrSchedule sc = {a->decay, a->lr, a->min_lr, a->warmup, a->steps};
     if (pw_lr_schedule_check(&sc, err)) return -1;
+    *arch = cfg;
+    return 0;
+}
+
+/* The model, the schedule, the run folder. */
+static int setup_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
+{
+    PwTrainArgs *a = &t->a;
+    if (make_model(t, cfg, err)) return -1;
     if (mkdir(a->out, 0755) != 0 && errno != EEXIST)
         return pw_errf(err, "--out: cannot create '%s': %s", a->out, strerror(errno));
     if (t->rank == 0) {
@@ -308,11 +342,22 @@ static int setup_local(PwTrainer *t, PwErr *err)
 static int setup(PwTrainer *t)
 {
     PwErr err = {{0}};
-    int failed = setup_local(t, &err) ? 1 : 0;
+    PwArch arch;
+    int failed = setup_inputs(t, &arch, &err) ? 1 : 0;
     if (failed) fprintf(stderr, "ppo_world %s: %s\n", t->mode, err.msg);
     /* Every rank reads the files itself, so a bad file usually fails everywhere; the sum makes
      * sure a failure seen by one rank alone (a file missing on one node) stops them all. */
     double f = failed;
+    pw_train_sum(t, &f, 1);
+    if (f > 0) return -1;
+    /* one message for every rank, said once */
+    if (t->cfg.runtime.check_memory && check_memory(t, &arch, &err)) {
+        if (t->rank == 0) fprintf(stderr, "ppo_world %s: %s\n", t->mode, err.msg);
+        return -1;
+    }
+    failed = setup_model(t, &arch, &err) ? 1 : 0;
+    if (failed) fprintf(stderr, "ppo_world %s: %s\n", t->mode, err.msg);
+    f = failed;
     pw_train_sum(t, &f, 1);
     if (f > 0) return -1;
     if (t->rank == 0) {

@@ -161,6 +161,12 @@ static const PwCfgKey keys[] = {
      "the gradients are summed over the ranks in buckets of about this many MiB, each as soon "
      "as the backward has written it; 0: one sum after the backward (docs/runtime.md, "
      "Gradient buckets)", "PyTorch DDP's `bucket_cap_mb` (25)"},
+    {"runtime.check_memory", PW_CFG_BOOL, OFF(runtime.check_memory), "true", 0, 0, PW_CFG_FREE,
+     NULL,
+     "before the model is made, refuse a run whose model (weights, activations, gradients, "
+     "AdamW's moments: the memory plan) is more than the memory its ranks share has free: "
+     "the host's for the CPU ranks of a node, a GPU's for the ranks on it; false: make it "
+     "anyway", "ours (as PPO's runtime.check_memory)"},
 };
 
 static int check_rules(const void *any, PwErr *err)

@@ -21,7 +21,7 @@ typedef struct Plan {
 
 /* The message of a rank whose memory cannot hold the plans of the ranks that share it. */
 static int too_much(const PwWorld *w, const Plan *all, int n, const Plan *me, size_t have,
-                    const char *what, const char *source, PwErr *err)
+                    const char *what, const char *source, const char *hint, PwErr *err)
 {
     char host[128] = "?", ranks[512] = "";
     if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "?");
@@ -38,16 +38,13 @@ static int too_much(const PwWorld *w, const Plan *all, int n, const Plan *me, si
         cnt++;
     }
     if (sum <= have) return 0;
-    return pw_errf(err, "rank %d on %s: the models cannot fit: the memory plan needs %.1f MiB of "
-                   "%s (rank%s %s), which has %.1f MiB free (%s). `ppo_world --dry-run --config "
-                   "...` prints the plan by role; smaller micro batches (ppo.micro_batch_size, "
-                   "ppo.rollout_micro_batch_size) or roles on other nodes make room "
-                   "(runtime.check_memory: false loads anyway)",
-                   w->rank, host, sum / MIB, what, cnt > 1 ? "s" : "", ranks, have / MIB,
-                   source);
+    return pw_errf(err, "rank %d on %s: not enough memory: the memory plan needs %.1f MiB of %s "
+                   "(rank%s %s), which has %.1f MiB free (%s). %s", w->rank, host, sum / MIB,
+                   what, cnt > 1 ? "s" : "", ranks, have / MIB, source, hint);
 }
 
-int pw_world_check_memory(PwWorld *w, PwDevice device, int gpu, size_t need, PwErr *err)
+int pw_world_check_memory(PwWorld *w, PwDevice device, int gpu, size_t need, const char *hint,
+                          PwErr *err)
 {
     /* ranks that share memory share a node: the group whose plans add up */
     MPI_Comm node;
@@ -67,11 +64,12 @@ int pw_world_check_memory(PwWorld *w, PwDevice device, int gpu, size_t need, PwE
         size_t have = pw_device_free_bytes(me.memory);
         char what[32];
         snprintf(what, sizeof what, "cuda:%d", me.memory);
-        if (have > 0) failed = too_much(w, all, n, &me, have, what, "cudaMemGetInfo", err);
+        if (have > 0) failed = too_much(w, all, n, &me, have, what, "cudaMemGetInfo", hint, err);
     } else {
         PwHostMemory h;
         if (!pw_host_memory("", &h))
-            failed = too_much(w, all, n, &me, h.bytes, "the host's memory", h.source, err);
+            failed = too_much(w, all, n, &me, h.bytes, "the host's memory", h.source, hint,
+                              err);
     }
     free(all);
     return pw_comm_agree(w->comm, failed, err);

@@ -124,7 +124,7 @@ esac
 rc=0
 "$PPO_WORLD" --placement "$WORK/all_$SECOND.yaml" --config "$WORK/ppo.yaml" --out "$WORK/big_run" \
     model.sft="$WORK/big" > "$WORK/big.log" 2>&1 || rc=$?
-want="^ppo_world: rank 0 on .*: the models cannot fit: the memory plan needs [0-9.]* MiB of $mem"
+want="^ppo_world: rank 0 on .*: not enough memory: the memory plan needs [0-9.]* MiB of $mem"
 [ "$rc" = 1 ] && grep -q "$want" "$WORK/big.log" && ! grep -q "loading" "$WORK/big.log" ||
     { cat "$WORK/big.log"; echo "FAIL: a model too large for $SECOND: exit $rc"; exit 1; }
 grep "^ppo_world:" "$WORK/big.log" | cut -c1-160

@@ -64,7 +64,7 @@ rc=0
 rc=0
 "$MPIRUN" -np 3 "$PPO_WORLD" --placement "$WORK/three.yaml" --config "$WORK/ppo.yaml" \
     --out "$WORK/bigrun" model.sft="$WORK/big" > "$WORK/bigrun.log" 2>&1 || rc=$?
-want='^ppo_world: rank 0 on .*: the models cannot fit: the memory plan needs [0-9.]* MiB of the '
+want='^ppo_world: rank 0 on .*: not enough memory: the memory plan needs [0-9.]* MiB of the '
 want="${want}host's memory (ranks 0: [0-9.]* MiB, 1: [0-9.]* MiB, 2: [0-9.]* MiB), which has "
 [ "$rc" = 1 ] && [ "$(grep -c "$want" "$WORK/bigrun.log")" = 1 ] &&
     ! grep -q "loading\|MPI_ABORT" "$WORK/bigrun.log" ||

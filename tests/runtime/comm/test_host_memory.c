@@ -45,7 +45,7 @@ static void put(const char *path, const char *fmt, ...)
 static void fresh(const char *name)
 {
     snprintf(root, sizeof root, "%s/%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name);
-    char cmd[512];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", root, root);
     if (system(cmd)) exit(1);
     put("proc/meminfo", "MemTotal:       32000000 kB\nMemFree:         1000000 kB\n"
@@ -117,7 +117,7 @@ int main(void)
     unlink(path);
     PwHostMemory m;
     CHECK(pw_host_memory(root, &m) == -1, "no meminfo: known");
-    char cmd[512];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd)) return 1;
 
