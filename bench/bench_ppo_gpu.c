@@ -259,7 +259,8 @@ static void run_one(const char *dir, const Opts *o, PwPlacement *pl, int epochs,
     if (!planned_bytes) {
         FILE *sink = fopen("/dev/null", "w");
         size_t peaks[1] = {0};
-        if (!sink || pw_ppo_memory_plan(&cfg, pl, sink, peaks, &err)) die("memory plan", err.msg);
+        if (!sink || pw_ppo_memory_plan(&cfg, pl, NULL, sink, peaks, &err))
+            die("memory plan", err.msg);
         fclose(sink);
         planned_bytes = peaks[0];
     }

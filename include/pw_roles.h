@@ -29,10 +29,13 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
 
 /* `--dry-run` with a configuration: after the same checks as pw_ppo_run, each rank's planned
  * device memory by role (weights, training state, activations, generation) and its most at
- * once, into out, and into peaks (world_size entries, bytes) unless NULL; where this process
- * sees a GPU, each cuda rank against its memory. -1 with pw_ppo_run's message for bad input,
- * or when a rank's plan exceeds the GPU. */
-int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl, FILE *out,
-                       size_t *peaks, PwErr *err);
+ * once, into out, and into peaks (world_size entries, bytes) unless NULL. `where`: every rank's
+ * host and GPU (PwStartup.all), or NULL for all on this host with their GPUs unknown. The ranks
+ * that share a memory on this host (its host memory for the cpu ranks, one GPU for the cuda
+ * ranks on it; without `where` each cuda rank alone on cuda:0) are added up against it. -1 with
+ * pw_ppo_run's message for bad input, or when such a sum exceeds its memory (DOES NOT FIT). */
+struct PwBinding;
+int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
+                       const struct PwBinding *where, FILE *out, size_t *peaks, PwErr *err);
 
 #endif

@@ -20,6 +20,9 @@ typedef struct PwStartup {
     int rank, size;        /* this process in MPI_COMM_WORLD (0 and world_size without MPI) */
     PwPlacement place;
     PwBinding binding;     /* this rank's cores, threads and GPU, already applied with MPI */
+    PwBinding *all;        /* every rank's host and GPU (the memory plan groups ranks by them):
+                            * rank 0's after a job's startup, the planned ranks' without one;
+                            * NULL on other ranks */
     PwTopo *topo;
 } PwStartup;
 

@@ -142,7 +142,7 @@ static int memory_plan(const PwArgs *a, PwStartup *s, PwErr *err)
 {
     PwConfig cfg;
     if (pw_config_build(&cfg, a->config, a->overrides, a->noverrides, err)) return 1;
-    int rc = pw_ppo_memory_plan(&cfg, &s->place, stdout, NULL, err);
+    int rc = pw_ppo_memory_plan(&cfg, &s->place, s->all, stdout, NULL, err);
     pw_config_free(&cfg);
     return rc ? 1 : 0;
 }

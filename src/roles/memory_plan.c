@@ -3,9 +3,12 @@
  * (pw_model_plan, pw_gen_plan: exact for the models' and caches' own buffers), so that a run that
  * cannot fit is seen before minutes of loading. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pw_device.h"
+#include "pw_binding.h"
 #include "pw_generate.h"
 #include "pw_memcheck.h"
 #include "pw_placement.h"
@@ -130,52 +133,77 @@ int pw_ppo_rank_memory(const PwRun *r, const struct PwPlacement *pl, int rank, s
     return rank_peak(r, pl, rank, NULL, peak, err);
 }
 
-int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl, FILE *out,
-                       size_t *peaks, PwErr *err)
+/* One memory of this host (`what`) and what its ranks plan (`ranks`: "0, 3"). */
+static int verdict(FILE *out, const char *what, const char *dev, const char *ranks, size_t sum,
+                   size_t have, const char *of, const char *source)
+{
+    int many = strchr(ranks, ',') != NULL, over = sum > have;
+    fprintf(out, "  %s: %s rank%s %s at most %.1f MiB%s of %s %.1f MiB%s%s\n", what, dev,
+            many ? "s" : "", ranks, sum / MIB, many ? " together" : "", of, have / MIB, source,
+            over ? ": DOES NOT FIT" : "");
+    return over;
+}
+
+/* The ranks on this host on memory `mem` (-1: the host's; else a GPU), as "0, 3", and the sum
+ * of their plans. */
+static size_t group(const PwPlacement *pl, const PwBinding *where, const char *here,
+                    const size_t *peak, int mem, char *ranks, size_t n)
+{
+    size_t sum = 0, len = 0;
+    ranks[0] = '\0';
+    for (int r = 0; r < pl->map.world_size; r++) {
+        PwDevice dev = pw_placement_rank_device(pl, r);
+        int on = dev == PW_DEVICE_CPU ? -1 : where ? (where[r].gpu < 0 ? 0 : where[r].gpu) : 0;
+        if (on != mem || (where && strcmp(where[r].host, here))) continue;
+        sum += peak[r];
+        if (len + 16 < n) len += (size_t)snprintf(ranks + len, n - len, "%s%d", len ? ", " : "", r);
+    }
+    return sum;
+}
+
+int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
+                       const struct PwBinding *where, FILE *out, size_t *peaks, PwErr *err)
 {
     PwRun *r = pw_run_prepare(cfg, pl, err);
     if (!r) return -1;
     const PwSettings *s = &r->s;
-    const PwRoleMap *map = &pl->map;
-    /* the GPU this process sees, if any: what a cuda rank's total is held against */
-    size_t gpu_total = pw_device_count() > 0 ? pw_device_total_bytes(0) : 0;
+    const int n = pl->map.world_size;
+    size_t *peak = pw_roles_alloc((size_t)n * sizeof *peak);
     fprintf(out, "\nmemory plan (MiB; model.precision %s; models at %d rows x %d tokens, "
             "generation %d rows; optim.offload_adam_states %s):\n"
             " rank  device role         weights  training  activations  generation  model\n",
             pw_precision_name(s->precision), s->micro < s->N ? s->micro : s->N, r->maxT,
             s->gen_micro < s->N ? s->gen_micro : s->N, s->offload_adam ? "true" : "false");
-    int over = 0;
-    size_t cpu_sum = 0;
-    for (int rank = 0; rank < map->world_size; rank++) {
-        size_t peak = 0;
-        if (rank_peak(r, pl, rank, out, &peak, err)) {
+    for (int rank = 0; rank < n; rank++) {
+        if (rank_peak(r, pl, rank, out, &peak[rank], err)) {
+            free(peak);
             pw_run_free(r);
             return -1;
         }
-        PwDevice dev = pw_placement_rank_device(pl, rank);
-        if (peaks) peaks[rank] = peak;
-        if (dev == PW_DEVICE_CPU) cpu_sum += peak;
-        fprintf(out, "%5d  %-6s at most %.1f MiB", rank, pw_device_names[dev], peak / MIB);
-        if (dev == PW_DEVICE_CUDA && gpu_total > 0) {
-            fprintf(out, " of the %.1f MiB of cuda:0 here", gpu_total / MIB);
-            if (peak > gpu_total) {
-                fprintf(out, ": DOES NOT FIT");
-                over = 1;
-            }
-        }
-        fprintf(out, "\n");
+        if (peaks) peaks[rank] = peak[rank];
+        fprintf(out, "%5d  %-6s at most %.1f MiB\n", rank,
+                pw_device_names[pw_placement_rank_device(pl, rank)], peak[rank] / MIB);
     }
-    /* the CPU ranks, were they all on this host, against what it has available now */
+    /* What shares a memory on this host, against it: the cpu ranks the host's available memory
+     * (a dry run without a job plans every rank here), each GPU's cuda ranks its total. */
+    char here[64] = "", ranks[256], what[64];
+    if (gethostname(here, sizeof here - 1)) here[0] = '\0';
+    int over = 0;
     PwHostMemory host;
-    if (cpu_sum > 0 && !pw_host_memory("", &host)) {
-        fprintf(out, "  cpu ranks together at most %.1f MiB of the %.1f MiB this host has "
-                "available (%s)", cpu_sum / MIB, host.bytes / MIB, host.source);
-        if (cpu_sum > host.bytes) {
-            fprintf(out, ": DOES NOT FIT");
-            over = 1;
-        }
-        fprintf(out, "\n");
+    size_t sum = group(pl, where, here, peak, -1, ranks, sizeof ranks);
+    if (ranks[0] && !pw_host_memory("", &host)) {
+        char source[200];
+        snprintf(source, sizeof source, " available (%s)", host.source);
+        over |= verdict(out, "this host", "cpu", ranks, sum, host.bytes, "the", source);
     }
+    int ngpus = pw_device_count();
+    for (int g = 0; g < ngpus; g++) {
+        sum = group(pl, where, here, peak, g, ranks, sizeof ranks);
+        size_t total = pw_device_total_bytes(g);
+        snprintf(what, sizeof what, "cuda:%d here", g);
+        if (ranks[0] && total) over |= verdict(out, what, "cuda", ranks, sum, total, "its", "");
+    }
+    free(peak);
     fprintf(out, "(weights: the float32 parameters, their bfloat16 copy at bf16, the input "
                  "buffers; training: the backward's scratch, the gradients and AdamW's moments;\n"
                  " activations: what a forward keeps for the backward; generation: the KV cache "
@@ -184,7 +212,7 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
                  "scratch\n and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");
     pw_run_free(r);
     if (over)
-        return pw_errf(err, "%s: the planned memory is more than the memory has (DOES NOT FIT "
-                       "above)", pl->path);
+        return pw_errf(err, "%s: the planned memory is more than this host's memory has "
+                       "(DOES NOT FIT above)", pl->path);
     return 0;
 }

@@ -66,10 +66,11 @@ static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
     if (pw_placement_load(o->placement, s->size, &s->place, err) || pw_topo_load(&s->topo, err))
         return -1;
     PwPlaceRow *rows = calloc((size_t)s->size, sizeof *rows);
-    if (!rows) return pw_errf(err, "out of memory for %d rows", s->size);
     PwRankGpu *gpus = calloc((size_t)s->size, sizeof *gpus);
-    if (!gpus) {
+    s->all = calloc((size_t)s->size, sizeof *s->all);
+    if (!rows || !gpus || !s->all) {
         free(rows);
+        free(gpus);
         return pw_errf(err, "out of memory for %d ranks", s->size);
     }
     int rc = 0;
@@ -80,6 +81,7 @@ static int startup_planned(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         if (rc == 0) rc = plan_rank(s, r, r, s->size, &b, err);
         if (rc == 0) pw_place_row(&s->place, r, &b, &rows[r]);
         rank_gpu(&b, &gpus[r]);
+        s->all[r] = b;
         if (r == 0) s->binding = b;
     }
     /* without a job, whether MPI takes device pointers is not known (pw_mpi_cuda_aware) */
@@ -144,6 +146,11 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
         pw_place_report(o->report, &s->place, rows, s->size, 0);
         pw_transport_report(o->report, &s->place, &to);
     }
+    if (s->rank == 0) {
+        s->all = calloc((size_t)s->size, sizeof *s->all);
+        if (!s->all) pw_comm_fatal(__FILE__, __LINE__, "out of memory for %d bindings", s->size);
+        for (int r = 0; r < s->size; r++) s->all[r] = rows[r].b;
+    }
     free(rows);
     return 0;
 }
@@ -156,6 +163,8 @@ int pw_startup(const PwStartupOpts *o, PwStartup *s, PwErr *err)
 
 void pw_startup_free(PwStartup *s)
 {
+    free(s->all);
+    s->all = NULL;
     pw_placement_free(&s->place);
     pw_topo_free(s->topo);
     s->topo = NULL;

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         size_t peaks[64] = {0};
         if (!rc && plan && *plan == '1' && size <= 64) {
             FILE *sink = rank == 0 ? NULL : fopen("/dev/null", "w"); /* rank 0 prints it */
-            rc = pw_ppo_memory_plan(&cfg, &pl, sink ? sink : stdout, peaks, &err);
+            rc = pw_ppo_memory_plan(&cfg, &pl, NULL, sink ? sink : stdout, peaks, &err);
             if (sink) fclose(sink);
         }
         if (!rc) {

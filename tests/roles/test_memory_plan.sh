@@ -40,7 +40,8 @@ grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||
 "$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
     > "$WORK/dry.log" 2>&1 || { cat "$WORK/dry.log"; echo "FAIL: the dry run failed"; exit 1; }
 for want in '^memory plan (MiB; model.precision fp32; models at 4 rows x ' \
-            '^    0  cpu    actor  ' '^    1  cpu    generator  ' '^    2  cpu    at most '; do
+            '^    0  cpu    actor  ' '^    1  cpu    generator  ' '^    2  cpu    at most ' \
+            '^  this host: cpu ranks 0, 1, 2 at most [0-9.]* MiB together of the .* (.*)$'; do
     grep -q "$want" "$WORK/dry.log" || { cat "$WORK/dry.log"; echo "FAIL: no '$want'"; exit 1; }
 done
 # a configuration the run would refuse is refused by the plan, with the run's message
@@ -58,9 +59,18 @@ sed -i 's/"n_embd": [0-9]*/"n_embd": 65536/; s/"n_layer": [0-9]*/"n_layer": 4/' 
 rc=0
 "$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
     model.sft="$WORK/big" > "$WORK/bigdry.log" 2>&1 || rc=$?
-[ "$rc" = 1 ] && grep -q '^  cpu ranks together at most .* available (.*): DOES NOT FIT$' \
-    "$WORK/bigdry.log" && grep -q 'the planned memory is more than the memory has' \
-    "$WORK/bigdry.log" || { cat "$WORK/bigdry.log"; echo "FAIL: big dry run: exit $rc"; exit 1; }
+want="^  this host: cpu ranks 0, 1, 2 at most [0-9.]* MiB together of the [0-9.]* MiB"
+want="$want available (.*): DOES NOT FIT\$"
+[ "$rc" = 1 ] && grep -q "$want" "$WORK/bigdry.log" &&
+    grep -q "the planned memory is more than this host's memory has" "$WORK/bigdry.log" ||
+    { cat "$WORK/bigdry.log"; echo "FAIL: big dry run: exit $rc"; exit 1; }
+grep "DOES NOT FIT" "$WORK/bigdry.log"
+# the same dry run under mpirun: every rank's host is known, this one holds all three
+rc=0
+"$MPIRUN" -np 3 "$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --config "$WORK/ppo.yaml" \
+    model.sft="$WORK/big" > "$WORK/bigdry3.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "$want" "$WORK/bigdry3.log" ||
+    { cat "$WORK/bigdry3.log"; echo "FAIL: big dry run on 3 ranks: exit $rc"; exit 1; }
 rc=0
 "$MPIRUN" -np 3 "$PPO_WORLD" --placement "$WORK/three.yaml" --config "$WORK/ppo.yaml" \
     --out "$WORK/bigrun" model.sft="$WORK/big" > "$WORK/bigrun.log" 2>&1 || rc=$?
