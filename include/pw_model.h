@@ -68,6 +68,17 @@ typedef enum PwKVDtype {
 /* "auto", "fp32", "bf16"; "?" outside the enum */
 const char *pw_kv_dtype_name(PwKVDtype d);
 
+/* ---- what a batch forward keeps for the backward (docs/model.md, Activation memory) */
+typedef enum PwActs {
+    PW_ACTS_KEEP = 0,  /* every layer's activations, which the backward reads */
+    PW_ACTS_RECOMPUTE, /* the layers' inputs alone: the backward makes each layer's activations
+                        * again, one layer at a time, before its gradients (activation
+                        * checkpointing: one more forward's work, a layer's memory) */
+    PW_ACTS_NONE,      /* one layer's, reused by every layer: a model that never runs a
+                        * backward (a reference, a reward model); pw_model_backward refuses */
+    PW_ACTS_COUNT
+} PwActs;
+
 /* ---- where a model lives and what it must hold */
 typedef struct PwModelOpts {
     int heads;           /* PW_HEAD_* bits */
@@ -84,6 +95,7 @@ typedef struct PwModelOpts {
     int vocab_multiple;  /* the vocabulary-sized tensors (embedding, LM head, logits) hold
                           * round_up(V, this) rows; 0 = PW_VOCAB_MULTIPLE, 1 = exactly V */
     PwKVDtype kv_dtype;  /* what its KV caches store (pw_kv_create) */
+    PwActs acts;         /* what a batch forward keeps for the backward */
     int lm_chunk;        /* rows of the LM head's logits made at once (0: every row of the
                           * batch): below maxB x maxT the logits buffer holds that many rows,
                           * the backward makes them again a chunk at a time (one more LM-head

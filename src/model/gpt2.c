@@ -151,7 +151,10 @@ static void act_sizes(size_t *s, const PwModel *m)
 {
     const PwArch *cfg = &m->arch;
     const int heads = m->heads;
-    const size_t L = cfg->n_layer, C = cfg->n_embd, NH = cfg->n_head, Vp = m->Vp;
+    const size_t C = cfg->n_embd, NH = cfg->n_head, Vp = m->Vp;
+    /* L: the layers' slots of what the backward reads (one with recompute or none); Lo: of
+     * their outputs */
+    const size_t L = pw_model_layer_slots(m), Lo = pw_model_out_slots(m);
     const size_t B = m->maxB, T = m->maxT, BT = B * T;
     /* at bf16 the products' inputs are made and kept in bfloat16 only, and so are the qkv and
      * fc products' outputs, which the products round themselves (Lk: no float32 layer) */
@@ -172,7 +175,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[12] = Lk * BT * 4 * C;   /* fch */
     s[13] = Lk * BT * 4 * C;   /* fch_gelu */
     s[14] = BT * C;            /* fcproj */
-    s[15] = L * BT * C;        /* residual3 */
+    s[15] = Lo * BT * C;       /* residual3 */
     s[16] = BT * C;            /* lnf */
     s[17] = BT;                /* lnf_mean */
     s[18] = BT;                /* lnf_rstd */
@@ -388,23 +391,24 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     const size_t sBTC = (size_t)m->maxB * m->maxT * C, sBT = (size_t)m->maxB * m->maxT;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     const int bf16 = m->precision == PW_PRECISION_BF16;
+    const size_t j = pw_model_layer_slot(m, l); /* l, or the one set (PwActs) */
     return (Block){
-        .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
-        .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .ln1_mean = a->ln1_mean + l * sBT,
-        .ln1_rstd = a->ln1_rstd + l * sBT, .qkv = bf16 ? NULL : a->qkv + l * 3 * sBTC,
-        .atty = bf16 ? NULL : a->atty + l * sBTC, .lse = a->lse + l * sLSE,
+        .in = l == 0 ? a->encoded : a->residual3 + pw_model_out_slot(m, l - 1) * sBTC,
+        .ln1 = bf16 ? NULL : a->ln1 + j * sBTC, .ln1_mean = a->ln1_mean + j * sBT,
+        .ln1_rstd = a->ln1_rstd + j * sBT, .qkv = bf16 ? NULL : a->qkv + j * 3 * sBTC,
+        .atty = bf16 ? NULL : a->atty + j * sBTC, .lse = a->lse + j * sLSE,
         .attproj = a->attproj,
-        .res2 = a->residual2 + l * sBTC, .ln2 = bf16 ? NULL : a->ln2 + l * sBTC,
-        .ln2_mean = a->ln2_mean + l * sBT, .ln2_rstd = a->ln2_rstd + l * sBT,
-        .fch = bf16 ? NULL : a->fch + l * 4 * sBTC,
-        .fch_gelu = bf16 ? NULL : a->fch_gelu + l * 4 * sBTC,
-        .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
-        .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
-        .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
-        .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + l * 4 * sBTC : NULL,
-        .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * 4 * sBTC : NULL,
-        .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + l * 3 * sBTC : NULL,
-        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + l * sBTC : NULL,
+        .res2 = a->residual2 + j * sBTC, .ln2 = bf16 ? NULL : a->ln2 + j * sBTC,
+        .ln2_mean = a->ln2_mean + j * sBT, .ln2_rstd = a->ln2_rstd + j * sBT,
+        .fch = bf16 ? NULL : a->fch + j * 4 * sBTC,
+        .fch_gelu = bf16 ? NULL : a->fch_gelu + j * 4 * sBTC,
+        .fcproj = a->fcproj, .out = a->residual3 + pw_model_out_slot(m, l) * sBTC,
+        .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + j * sBTC : NULL,
+        .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + j * sBTC : NULL,
+        .fchg_16 = bf16 ? (uint16_t *)a->fchg_16 + j * 4 * sBTC : NULL,
+        .fch_16 = bf16 ? (uint16_t *)a->fch_16 + j * 4 * sBTC : NULL,
+        .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + j * 3 * sBTC : NULL,
+        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + j * sBTC : NULL,
     };
 }
 
@@ -491,16 +495,22 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
     o->zero(o, dres, fBTC);
-    o->layernorm_backward(o, dres, dres16, gr.lnfw, gr.lnfb, dln, a->residual3 + (L - 1) * sBTC,
-                          p.lnfw, a->lnf_mean, a->lnf_rstd, BT, C);
+    o->layernorm_backward(o, dres, dres16, gr.lnfw, gr.lnfb, dln,
+                          a->residual3 + pw_model_out_slot(m, L - 1) * sBTC, p.lnfw, a->lnf_mean,
+                          a->lnf_rstd, BT, C);
     pw_model_ready_top(m);
 
     /* dres holds d(output of layer l) on entry and d(input of layer l) on exit: the residual
      * adds pass it through unchanged, each LayerNorm backward adds its branch into it */
     const size_t CC = (size_t)C * C;
+    const Attend at = {.mask = m->d_mask, .B = B, .T = T};
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         const size_t lC = (size_t)l * C;
+        /* activation checkpointing: the layer's activations made again from its kept input,
+         * into the one set, its first LayerNorm included (the forward's came fused with the
+         * layer below: the same numbers from the same input) */
+        if (m->acts == PW_ACTS_RECOMPUTE) block_forward(m, &p, l, &k, BT, &at, 0, NULL);
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC,
                                         dres, dres16, k.fch_gelu, k.fchg_16,

@@ -158,8 +158,11 @@ static void act_sizes(size_t *s, const PwModel *m)
     const PwArch *c = &m->arch;
     const int heads = m->heads;
     const PwPrecision pr = m->precision;
-    const size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
+    const size_t C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
     const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
+    /* L: the layers' slots of what the backward reads (one with recompute or none); Lo: of
+     * their outputs */
+    const size_t L = pw_model_layer_slots(m), Lo = pw_model_out_slots(m);
     /* at bf16 the products' inputs are made and kept in bfloat16 only (Lk: no float32 layer),
      * and so is the MLP product's output, which the product rounds itself; q, k and v, rotated
      * in float32 before they are rounded, need one float32 layer (L1) */
@@ -167,7 +170,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
     size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, Lk * BT * C, L * B * NH * T,
                           BT * C, L * BT * C, Lk * BT * C, L * BT, Lk * BT * 2 * F,
-                          Lk * BT * F, BT * C, L * BT * C, BT * C, BT,
+                          Lk * BT * F, BT * C, Lo * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0,
                           (heads & PW_HEAD_LM) ? BT : 0,
                           (heads & PW_HEAD_LM) ? BT : 0, (heads & PW_HEAD_VALUE) ? BT : 0,
@@ -390,21 +393,22 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     const size_t BT = (size_t)m->maxB * m->maxT, sBTC = BT * C;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     const int bf16 = m->precision == PW_PRECISION_BF16;
+    const size_t j = pw_model_layer_slot(m, l); /* l, or the one set (PwActs) */
     return (Block){
-        .in = l == 0 ? a->encoded : a->residual3 + (l - 1) * sBTC,
-        .ln1 = bf16 ? NULL : a->ln1 + l * sBTC, .rstd1 = a->rstd1 + l * BT,
-        .qkv = a->qkv + (bf16 ? 0 : l) * BT * Q, .atty = bf16 ? NULL : a->atty + l * sBTC,
-        .lse = a->lse + l * sLSE, .attproj = a->attproj, .res2 = a->residual2 + l * sBTC,
-        .ln2 = bf16 ? NULL : a->ln2 + l * sBTC, .rstd2 = a->rstd2 + l * BT,
-        .fch = bf16 ? NULL : a->fch + l * BT * 2 * F,
-        .fch_act = bf16 ? NULL : a->fch_act + l * BT * F,
-        .fcproj = a->fcproj, .out = a->residual3 + l * sBTC,
-        .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + l * sBTC : NULL,
-        .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + l * sBTC : NULL,
-        .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + l * BT * F : NULL,
-        .fch_16 = bf16 ? (uint16_t *)a->fch_16 + l * BT * 2 * F : NULL,
-        .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + l * BT * Q : NULL,
-        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + l * sBTC : NULL,
+        .in = l == 0 ? a->encoded : a->residual3 + pw_model_out_slot(m, l - 1) * sBTC,
+        .ln1 = bf16 ? NULL : a->ln1 + j * sBTC, .rstd1 = a->rstd1 + j * BT,
+        .qkv = a->qkv + (bf16 ? 0 : j) * BT * Q, .atty = bf16 ? NULL : a->atty + j * sBTC,
+        .lse = a->lse + j * sLSE, .attproj = a->attproj, .res2 = a->residual2 + j * sBTC,
+        .ln2 = bf16 ? NULL : a->ln2 + j * sBTC, .rstd2 = a->rstd2 + j * BT,
+        .fch = bf16 ? NULL : a->fch + j * BT * 2 * F,
+        .fch_act = bf16 ? NULL : a->fch_act + j * BT * F,
+        .fcproj = a->fcproj, .out = a->residual3 + pw_model_out_slot(m, l) * sBTC,
+        .ln1_16 = bf16 ? (uint16_t *)a->ln1_16 + j * sBTC : NULL,
+        .ln2_16 = bf16 ? (uint16_t *)a->ln2_16 + j * sBTC : NULL,
+        .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + j * BT * F : NULL,
+        .fch_16 = bf16 ? (uint16_t *)a->fch_16 + j * BT * 2 * F : NULL,
+        .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + j * BT * Q : NULL,
+        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + j * sBTC : NULL,
     };
 }
 
@@ -495,11 +499,17 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
     o->zero(o, dres, fBTC);
-    o->rmsnorm_backward(o, dres, dres16, gr.lnfw, dln, a->residual3 + (L - 1) * sBTC, p.lnfw,
-                        a->rstdf, BT, C);
+    o->rmsnorm_backward(o, dres, dres16, gr.lnfw, dln,
+                        a->residual3 + pw_model_out_slot(m, L - 1) * sBTC, p.lnfw, a->rstdf, BT,
+                        C);
     pw_model_ready_top(m);
+    const Attend at = {.mask = m->d_mask, .pos = m->d_pos, .B = B, .T = T};
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
+        /* activation checkpointing: the layer's activations made again from its kept input,
+         * into the one set, its first RMSNorm included (the forward's came fused with the
+         * layer below: the same numbers from the same input) */
+        if (m->acts == PW_ACTS_RECOMPUTE) block_forward(m, &p, l, &k, BT, &at, 0, NULL);
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward_either(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres,
                                         dres16, k.fch_act, k.fcha_16,

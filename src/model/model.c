@@ -328,6 +328,8 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
         return pw_errf(err, "precision %d is not fp32 (0) or bf16 (1)", (int)o->precision);
     if ((int)o->kv_dtype < 0 || o->kv_dtype >= PW_KV_COUNT)
         return pw_errf(err, "kv_dtype %d is not auto (0), fp32 (1) or bf16 (2)", (int)o->kv_dtype);
+    if ((int)o->acts < 0 || o->acts >= PW_ACTS_COUNT)
+        return pw_errf(err, "acts %d is not keep (0), recompute (1) or none (2)", (int)o->acts);
     if (o->lm_chunk < 0)
         return pw_errf(err, "lm_chunk %d: expected 0 (every row at once) or a row count",
                        o->lm_chunk);
@@ -391,6 +393,7 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
     m->lm_rows = opts->maxB * opts->maxT; /* checked to fit an int */
     if (opts->lm_chunk > 0 && opts->lm_chunk < m->lm_rows) m->lm_rows = opts->lm_chunk;
     m->precision = opts->precision;
+    m->acts = opts->acts;
     m->kv_dtype = opts->kv_dtype != PW_KV_AUTO ? opts->kv_dtype
                   : m->precision == PW_PRECISION_BF16 ? PW_KV_BF16 : PW_KV_FP32;
     f->tensor_sizes(m->tensor_size, arch, opts->heads, (size_t)m->Vp);
@@ -806,6 +809,9 @@ static float *scatter(PwModel *m, float *dst, const float *src, int col0, int wi
 
 int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
 {
+    if (m->acts == PW_ACTS_NONE)
+        return pw_errf(err, "backward of a model made to run forwards only (acts: none keeps no "
+                       "activations for it)");
     if (m->B == 0) return pw_errf(err, "backward without a forward before it");
     if (!m->grads && pw_model_zero_grad(m, err)) return -1;
     const size_t cap = (size_t)m->maxB * m->maxT;

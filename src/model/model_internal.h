@@ -22,6 +22,7 @@ struct PwModel {
     int lm_rows;                   /* rows of the logits buffer: maxB x maxT, or the lm_chunk */
     PwPrecision precision;         /* of the products that pw_model_matmul_* run */
     PwKVDtype kv_dtype;            /* of its KV caches: FP32 or BF16 (AUTO resolved) */
+    PwActs acts;                   /* what a batch forward keeps (pw_model_layer_slot) */
     const PwOps *ops;              /* closed by pw_model_free */
 
     /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
@@ -223,6 +224,27 @@ void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweig
  * the products and the backward's weight gradients read what they would have rounded their
  * operand to. pw_model_kept_floats is the float slots of n such values (0 at fp32). */
 size_t pw_model_kept_floats(PwPrecision precision, size_t n);
+
+/* The per-layer activations of the batch forward (PwActs): with PW_ACTS_KEEP every layer has
+ * its own slots; otherwise one set serves every layer in turn (pw_model_layer_slot is then 0,
+ * pw_model_layer_slots 1). The layers' outputs, the next layers' inputs, are kept by each layer
+ * unless nothing runs a backward (PW_ACTS_NONE: two slots, alternating). */
+static inline size_t pw_model_layer_slots(const PwModel *m)
+{
+    return m->acts == PW_ACTS_KEEP ? (size_t)m->arch.n_layer : 1;
+}
+static inline size_t pw_model_layer_slot(const PwModel *m, int l)
+{
+    return m->acts == PW_ACTS_KEEP ? (size_t)l : 0;
+}
+static inline size_t pw_model_out_slots(const PwModel *m)
+{
+    return m->acts != PW_ACTS_NONE ? (size_t)m->arch.n_layer : m->arch.n_layer > 1 ? 2 : 1;
+}
+static inline size_t pw_model_out_slot(const PwModel *m, int l)
+{
+    return m->acts != PW_ACTS_NONE ? (size_t)l : (size_t)(l & 1);
+}
 
 /* The attention of a batch (grouped-query; GPT-2's is NKV = NH) in the model's precision: the
  * table's attention_gqa entries on qkv into out, or at PW_PRECISION_BF16 the bf16 ones (tensor

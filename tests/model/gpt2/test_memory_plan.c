@@ -5,7 +5,9 @@
  * (the moments), after a generator is made and has generated; and nothing is held once both are
  * freed. For GPT-2 (an odd vocabulary: padded rows) and the Llama family (grouped-query, biases,
  * untied), at fp32 and bf16, the LM head whole and in chunks, with every head or the value head
- * alone; and a refused architecture gets the same message as pw_model_create's. */
+ * alone, keeping every layer's activations, the layers' inputs alone (recompute) or one layer's
+ * (none: a forward-only model, which the test does not train); and a refused architecture gets
+ * the same message as pw_model_create's. */
 #include <string.h>
 
 #include "pw_generate.h"
@@ -17,11 +19,13 @@ enum { B = 3, T = 10, GB = 4, GP = 3, GR = 5 };
 
 static size_t held(void) { return pw_cpu_table_bytes(); }
 
-static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chunk, int heads)
+static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chunk, int heads,
+                PwActs acts)
 {
-    printf("%s %s, lm_chunk %d, heads %d\n", name, pw_precision_name(prec), lm_chunk, heads);
+    printf("%s %s, lm_chunk %d, heads %d, acts %d\n", name, pw_precision_name(prec), lm_chunk,
+           heads, (int)acts);
     PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = prec,
-                     .lm_chunk = lm_chunk};
+                     .lm_chunk = lm_chunk, .acts = acts};
     PwModelBytes p;
     PwErr err;
     CHECK(pw_model_plan(a, &o, &p, &err) == 0, "plan: %s", err.msg);
@@ -47,6 +51,11 @@ static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chun
     CHECK(pw_model_forward(m, &in, &out, &err) == 0, "forward: %s", err.msg);
     CHECK(held() - base == made + p.activations, "after a forward: %zu bytes held, planned %zu",
           held() - base, made + p.activations);
+    if (acts == PW_ACTS_NONE) { /* a model that only scores: no backward, no step */
+        pw_model_free(m);
+        CHECK(held() == base, "%zu bytes still held after the model was freed", held() - base);
+        return;
+    }
     CHECK(pw_model_zero_grad(m, &err) == 0 && pw_model_backward(m, &g, &err) == 0,
           "backward: %s", err.msg);
     size_t trained = made + p.activations + p.backward + p.grads;
@@ -84,12 +93,15 @@ int main(void)
     const int all = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE;
     for (int bf16 = 0; bf16 < 2; bf16++) {
         PwPrecision prec = bf16 ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
-        run("gpt2", &gpt2, prec, 0, all);
-        run("gpt2", &gpt2, prec, 7, PW_HEAD_LM);
-        run("gpt2", &gpt2, prec, 0, PW_HEAD_VALUE);
-        run("llama", &llama, prec, 0, all);
-        run("llama", &llama, prec, 4, PW_HEAD_LM);
-        run("llama", &llama, prec, 0, PW_HEAD_SCORE);
+        for (int k = 0; k < PW_ACTS_COUNT; k++) {
+            PwActs acts = (PwActs)k;
+            run("gpt2", &gpt2, prec, 0, all, acts);
+            run("gpt2", &gpt2, prec, 7, PW_HEAD_LM, acts);
+            run("gpt2", &gpt2, prec, 0, PW_HEAD_VALUE, acts);
+            run("llama", &llama, prec, 0, all, acts);
+            run("llama", &llama, prec, 4, PW_HEAD_LM, acts);
+            run("llama", &llama, prec, 0, PW_HEAD_SCORE, acts);
+        }
     }
     /* refused as pw_model_create refuses it */
     PwArch bad = gpt2;
