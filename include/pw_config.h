@@ -133,6 +133,7 @@ typedef struct PwModelConfig {
     char *gold;
     PwPrecision precision; /* pw_model.h's, by pw_precision_names */
     int64_t lm_head_chunk; /* PwModelOpts.lm_chunk of every model the roles make */
+    bool activation_checkpointing; /* PW_ACTS_RECOMPUTE for the trained models */
 } PwModelConfig;
 
 typedef struct PwDataConfig {

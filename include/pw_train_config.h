@@ -36,6 +36,7 @@ typedef struct PwTrainConfig {
         double rope_theta;
         PwPrecision precision;
         int64_t lm_head_chunk; /* PwModelOpts.lm_chunk */
+        bool activation_checkpointing; /* PW_ACTS_RECOMPUTE */
         PwDevice device; /* where the model, its gradients and its optimizer state live */
     } model;
     struct {

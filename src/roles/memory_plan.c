@@ -24,32 +24,30 @@ typedef struct Held {
     size_t gen;     /* a generator's KV cache and sampler */
 } Held;
 
-/* The model in `dir` with `heads`, at the run's sizes on `dev`; trained: with gradients and
- * moments; gen_rows > 0: with a generator of that many rows; decode_only: a model that only
- * generates (the generator role's), which never makes the activations of a forward. One row of
- * the table (none without `out`). */
-static int plan_model(const PwRun *r, int rank, const char *role, const char *dir, int heads,
-                      PwDevice dev, int trained, int gen_rows, int decode_only, Held *h,
-                      FILE *out, PwErr *err)
+/* The model in `dir` with `heads` of `role` (named `label`), at the run's sizes on `dev`, as
+ * pw_ppo_run loads it (pw_run_model_opts); gen_rows > 0: with a generator of that many rows. The
+ * actor and the critic train (gradients and moments); the generator only decodes, and never
+ * makes the activations of a forward. One row of the table (none without `out`). */
+static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, const char *dir,
+                      int heads, PwDevice dev, int gen_rows, Held *h, FILE *out, PwErr *err)
 {
     PwArch a;
     if (pw_arch_load(&a, dir, err)) return -1;
-    const PwSettings *s = &r->s;
-    PwModelOpts o = {.heads = heads, .maxB = s->micro < s->N ? s->micro : s->N, .maxT = r->maxT,
-                     .device = dev, .precision = s->precision, .kv_dtype = s->kv_dtype,
-                     .lm_chunk = s->lm_chunk};
+    PwModelOpts o = pw_run_model_opts(r, role, dev, heads);
+    const int trained = role == PW_ROLE_ACTOR || role == PW_ROLE_CRITIC;
+    const int decode_only = role == PW_ROLE_GENERATOR;
     PwModelBytes b;
     size_t gen = 0;
     PwErr e;
     if (pw_model_plan(&a, &o, &b, &e) ||
         (gen_rows > 0 && pw_gen_plan(&a, &o, gen_rows, r->maxT, &gen, &e)))
-        return pw_errf(err, "%s '%s': %s", role, dir, e.msg);
+        return pw_errf(err, "%s '%s': %s", label, dir, e.msg);
     if (decode_only) b.activations = 0;
     size_t train = trained ? b.backward + b.grads + b.moments : 0;
     size_t weights = b.params + b.params_bf16 + b.buffers;
     if (out)
         fprintf(out, "%5d  %-6s %-10s %9.1f %9.1f %12.1f %11.1f  %s (%s)\n", rank,
-                pw_device_names[dev], role, weights / MIB, train / MIB, b.activations / MIB,
+                pw_device_names[dev], label, weights / MIB, train / MIB, b.activations / MIB,
                 gen / MIB, dir, pw_family_name(a.family));
     h->base += weights + b.activations + (trained ? b.backward + b.grads : 0);
     h->moments += trained ? b.moments : 0;
@@ -64,29 +62,30 @@ static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FI
     const PwSettings *s = &r->s;
     int gen_rows = s->gen_micro < s->N ? s->gen_micro : s->N;
     int has_gen = pw_role_present(map, PW_ROLE_GENERATOR);
-    for (int role = 0; role < PW_ROLE_COUNT; role++) {
-        int idx = pw_role_index(map, (PwRole)role, rank);
+    for (int ri = 0; ri < PW_ROLE_COUNT; ri++) {
+        const PwRole role = (PwRole)ri;
+        int idx = pw_role_index(map, role, rank);
         if (idx < 0) continue;
         PwDevice dev = map->role[role].device;
-        const char *name = pw_role_name((PwRole)role);
+        const char *name = pw_role_name(role);
         int rc = 0;
-        switch (role) {
+        switch (ri) {
         case PW_ROLE_ACTOR: /* without a generator role the actor samples itself */
-            rc = plan_model(r, rank, name, s->sft, PW_HEAD_LM, dev, 1, has_gen ? 0 : gen_rows, 0,
+            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, has_gen ? 0 : gen_rows,
                             h, out, err);
             break;
         case PW_ROLE_REFERENCE:
-            rc = plan_model(r, rank, name, s->sft, PW_HEAD_LM, dev, 0, 0, 0, h, out, err);
+            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, 0, h, out, err);
             break;
         case PW_ROLE_GENERATOR:
-            rc = plan_model(r, rank, name, s->sft, PW_HEAD_LM, dev, 0, gen_rows, 1, h, out, err);
+            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, gen_rows, h, out, err);
             break;
         case PW_ROLE_CRITIC: { /* as load_models starts it: its own folder, the first reward
                                 * model's trunk, or (a verifier) the SFT trunk */
             const char *dir = s->critic && *s->critic                      ? s->critic
                               : !pw_member_is_verifier(&r->member[0]) ? s->reward[0]
                                                                        : s->sft;
-            rc = plan_model(r, rank, name, dir, PW_HEAD_VALUE, dev, 1, 0, 0, h, out, err);
+            rc = plan_model(r, rank, role, name, dir, PW_HEAD_VALUE, dev, 0, h, out, err);
             break;
         }
         case PW_ROLE_REWARD:
@@ -95,13 +94,13 @@ static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FI
                 int serves = 0;
                 for (int i = 0; i < m->nranks; i++) serves |= m->idx[i] == idx;
                 if (serves && !pw_member_is_verifier(m))
-                    rc = plan_model(r, rank, name, m->name, PW_HEAD_SCORE, dev, 0, 0, 0, h,
-                                    out, err);
+                    rc = plan_model(r, rank, role, name, m->name, PW_HEAD_SCORE, dev, 0, h, out,
+                                    err);
             }
             /* the gold reward model of the evaluations, on reward rank 0 */
             if (!rc && idx == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task &&
                 r->gold_token < 0)
-                rc = plan_model(r, rank, "gold", s->gold, PW_HEAD_SCORE, dev, 0, 0, 0, h, out,
+                rc = plan_model(r, rank, role, "gold", s->gold, PW_HEAD_SCORE, dev, 0, h, out,
                                 err);
             break;
         }

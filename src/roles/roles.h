@@ -68,6 +68,7 @@ typedef struct PwSettings {
     const char *sft, *critic, *prompts, *eval_prompts, *gold; /* borrowed from the PwConfig */
     PwPrecision precision;   /* of every model the roles load (model.precision) */
     int lm_chunk;            /* their LM heads' rows at once (model.lm_head_chunk) */
+    int recompute;           /* model.activation_checkpointing: for the trained models */
     PwKVDtype kv_dtype;      /* of every KV cache they make (generation.kv_cache_dtype) */
     const char *tokenizer, *prompt_template;
     int n_reward;
@@ -419,6 +420,11 @@ void *pw_roles_alloc(size_t bytes);
  * with the message pw_ppo_run would give. */
 PwRun *pw_run_prepare(const struct PwConfig *cfg, const struct PwPlacement *pl, PwErr *err);
 void pw_run_free(PwRun *r);
+/* The options of the models of `role` on `dev` with `heads`: the run's sizes and precision, and
+ * what their forwards keep (the actor and the critic: every layer's activations, or with
+ * model.activation_checkpointing the layers' inputs; every other role's models only score or
+ * decode: one layer's). pw_ppo_run loads with them, the memory plan sizes with them. */
+PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int heads);
 /* World rank `rank`'s most bytes at once on its device by the memory plan (memory_plan.c), from
  * a prepared run: what pw_ppo_run checks against its node's memory before anything loads. */
 int pw_ppo_rank_memory(const PwRun *r, const struct PwPlacement *pl, int rank, size_t *peak,

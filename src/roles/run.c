@@ -269,19 +269,30 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
     return map_members(r, pl, err);
 }
 
+PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int heads)
+{
+    const PwSettings *s = &r->s;
+    /* the actor and the critic train; the others score (reference, reward, gold) or decode */
+    int trains = role == PW_ROLE_ACTOR || role == PW_ROLE_CRITIC;
+    return (PwModelOpts){.heads = heads, .maxB = s->micro < s->N ? s->micro : s->N,
+                         .maxT = r->maxT, .device = dev, .precision = s->precision,
+                         .kv_dtype = s->kv_dtype, .lm_chunk = s->lm_chunk,
+                         .acts = !trains       ? PW_ACTS_NONE
+                                 : s->recompute ? PW_ACTS_RECOMPUTE
+                                                : PW_ACTS_KEEP};
+}
+
 /* A model of `role` on the device the placement gives the role (the rank's GPU for cuda);
  * fresh: the heads it may start from scratch where the folder lacks them. */
 static PwModel *load_or_die(PwRun *r, PwRole role, const char *what, const char *dir, int heads,
                             int critic_from_rm, int fresh)
 {
     PwErr err;
-    int mb = r->s.micro < r->s.N ? r->s.micro : r->s.N;
-    PwDevice dev = r->w.map.role[role].device;
-    PwModelOpts o = {.heads = heads, .maxB = mb, .maxT = r->maxT, .device = dev,
-                     .device_id = r->gpu < 0 ? 0 : r->gpu, .seed = r->s.seed,
-                     .value_from_score = critic_from_rm, .fresh_heads = fresh,
-                     .precision = r->s.precision, .kv_dtype = r->s.kv_dtype,
-                     .lm_chunk = r->s.lm_chunk};
+    PwModelOpts o = pw_run_model_opts(r, role, r->w.map.role[role].device, heads);
+    o.device_id = r->gpu < 0 ? 0 : r->gpu;
+    o.seed = r->s.seed;
+    o.value_from_score = critic_from_rm;
+    o.fresh_heads = fresh;
     PwModel *m = pw_model_load(dir, &o, &err);
     if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", what, dir, err.msg);
     return m;

@@ -66,6 +66,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->gold = c->model.gold;
     s->precision = c->model.precision;
     s->lm_chunk = (int)c->model.lm_head_chunk;
+    s->recompute = c->model.activation_checkpointing;
     s->kv_dtype = c->generation.kv_cache_dtype;
     s->checkpoint_every = c->checkpoint.every;
     s->checkpoint_keep = c->checkpoint.keep;

@@ -245,7 +245,9 @@ static PwModelOpts model_opts(PwTrainer *t)
                          .device_id = t->gpu, .seed = t->a.seed,
                          .fresh_heads = t->heads & PW_HEAD_SCORE,
                          .precision = t->cfg.model.precision,
-                         .lm_chunk = (int)t->cfg.model.lm_head_chunk};
+                         .lm_chunk = (int)t->cfg.model.lm_head_chunk,
+                         .acts = t->cfg.model.activation_checkpointing ? PW_ACTS_RECOMPUTE
+                                                                       : PW_ACTS_KEEP};
 }
 
 /* Collective, before the model is made: everything it will hold to train (pw_model_plan)

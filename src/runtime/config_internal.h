@@ -51,6 +51,13 @@ int pw_cfg_rule_template(const char *key, const char *tmpl, PwErr *err);
     "hold less memory and cost the backward one more LM-head product (docs/model.md, The LM "   \
     "head in chunks)"
 
+/* model.activation_checkpointing, in both tables */
+#define PW_CFG_ACT_CKPT_DOC                                                                   \
+    "the trained models' forward keeps each layer's input alone, and the backward makes "     \
+    "the layer's activations again before its gradients: a layer's activations in memory "   \
+    "instead of every layer's, for one more forward's work; the same numbers (docs/model.md, " \
+    "Activation memory). Models that only score keep one layer's whatever this says"
+
 /* Pointer to the field of key k inside cfg (the schema's struct). */
 #define PW_CFG_FIELD(cfg, k, T) ((T *)((char *)(cfg) + (k)->offset))
 #define PW_CFG_CFIELD(cfg, k, T) ((const T *)((const char *)(cfg) + (k)->offset))

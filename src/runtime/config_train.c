@@ -98,6 +98,9 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX, NULL,
      PW_CFG_LM_HEAD_CHUNK_DOC,
      "ours (as PPO's model.lm_head_chunk)"},
+    {"model.activation_checkpointing", PW_CFG_BOOL, OFF(model.activation_checkpointing),
+     "false", 0, 0, 0, NULL, PW_CFG_ACT_CKPT_DOC,
+     "ours (as PPO's model.activation_checkpointing)"},
     {"model.device", PW_CFG_ENUM, OFF(model.device), "cpu", 0, 0, 0, pw_device_names,
      "cpu, or cuda: each rank trains on GPU (node-local rank) mod (GPUs it sees), the ranks of "
      "a node being numbered in job order; the gradient sum goes through host memory (MPI). "

@@ -2,7 +2,8 @@
 # test_invariance.sh: in sync mode the placement must not change the numbers: everything on one
 # rank, one role per rank (5 ranks) and a NeMo-Aligner-like co-location (3 ranks), each with one
 # rank per role, give bit-identical metrics for 3 steps (only the time/, comm/ and memory/ keys,
-# measurements of the placement, may differ).
+# measurements of the placement, may differ). Nor do offloading the AdamW moments and activation
+# checkpointing.
 . "$(dirname "$0")/common.sh"
 make_inputs
 placement colo 'actor: { ranks: [0] }' 'reference: { ranks: [0] }' 'critic: { ranks: [1] }' \
@@ -18,6 +19,11 @@ run_ppo 3 colo colo "$@"
 # the moments stay where they are; on a GPU they travel and come back before each update).
 run_ppo 3 colo colo_off "$@" optim.offload_adam_states=true
 "$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo_off/metrics.jsonl"
+# Nor does activation checkpointing: the actor and the critic make each layer's activations
+# again in the backward, from the layer's input, with the same kernels (docs/model.md,
+# Activation memory).
+run_ppo 3 colo colo_ckpt "$@" model.activation_checkpointing=true
+"$METRICS_CHECK" same "$WORK/one/metrics.jsonl" "$WORK/colo_ckpt/metrics.jsonl"
 
 # A two-member ensemble, each member data parallel over two of four reward ranks, scores as the
 # same ensemble on one rank (the actor, critic and reference keep one rank each).

@@ -4,7 +4,8 @@
 # fp32 does: the two runs' final validation losses agree within 2% relative, yet differ (so bf16
 # really ran). model.device: cuda where this process sees no GPU stops before anything is
 # written, exit 1, the message naming the key; where a GPU is seen, the run trains there and its
-# final validation loss agrees with the CPU's within 2%.
+# final validation loss agrees with the CPU's within 2%. model.activation_checkpointing trains
+# the same weights bit for bit.
 . "$(dirname "$0")/common.sh"
 make_sft "$WORK/sft_train.jsonl" 400 1
 make_sft "$WORK/sft_valid.jsonl" 60 2
@@ -39,6 +40,18 @@ for mode in sft rm; do
     awk -v b="$b" -v l="$lim" 'BEGIN { exit !(b < l) }' || fail "$mode bf16: valid loss $b >= $lim"
 done
 echo "precision: ok"
+
+# model.activation_checkpointing: the same weights to the bit as the fp32 runs above (the
+# layers made again in the backward from their inputs, with the same kernels)
+for mode in sft rm; do
+    if [ $mode = sft ]; then args=("${SFT[@]}"); h=lm; else args=("${RM[@]}"); h=score; fi
+    "$PPO_WORLD" $mode --out "$WORK/$mode-ckpt" "data.dir=$WORK" "${args[@]}" \
+        model.activation_checkpointing=true > "$WORK/log" 2>&1 ||
+        { cat "$WORK/log"; fail "$mode ckpt"; }
+    "$WEIGHTS_DIFF" "$WORK/$mode-fp32" "$WORK/$mode-ckpt" $h 0 ||
+        fail "$mode: activation checkpointing changed the weights"
+done
+echo "activation checkpointing: ok"
 
 msg="model.device: cuda, but this process sees no GPU ("
 mkdir "$WORK/keep" && echo old > "$WORK/keep/metrics.jsonl"

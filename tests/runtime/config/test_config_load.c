@@ -21,6 +21,7 @@ static void check_full(const PwConfig *c)
     CHECK(!strcmp(c->model.critic, "models/critic.safetensors"), "critic");
     CHECK(!strcmp(c->model.gold, "models/gold.safetensors"), "gold");
     CHECK(c->model.lm_head_chunk == 4096, "lm_head_chunk %lld", (long long)c->model.lm_head_chunk);
+    CHECK(c->model.activation_checkpointing, "activation_checkpointing");
     CHECK(!strcmp(c->data.prompts, "data/train.jsonl"), "prompts");
     CHECK(!strcmp(c->data.eval_prompts, "data/eval.jsonl"), "eval prompts");
     CHECK(c->data.max_prompt_len == 128, "max_prompt_len");

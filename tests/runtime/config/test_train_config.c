@@ -22,7 +22,7 @@ static void check_table(void)
             CHECK(k->offset != S->keys[j].offset, "%s and %s share a field", k->name,
                   S->keys[j].name);
     }
-    CHECK(S->nkeys == 41, "%zu keys", S->nkeys);
+    CHECK(S->nkeys == 42, "%zu keys", S->nkeys);
     /* Where sft/rm and PPO share a setting they share its name and type. */
     static const char *const shared[] = {"seed", "optim.lr", "optim.min_lr", "optim.warmup_steps",
                                          "optim.decay", "optim.weight_decay", "optim.beta1",
@@ -34,7 +34,8 @@ static void check_table(void)
                                          "data.tokenizer",
                                          "data.prompt_template",
                                          "data.max_prompt_len", "model.precision",
-                                         "model.lm_head_chunk"};
+                                         "model.lm_head_chunk",
+                                         "model.activation_checkpointing"};
     for (size_t i = 0; i < PW_ARRAY_LEN(shared); i++) {
         const PwCfgKey *t = pw_cfg_find_key(S, shared[i]), *p = pw_config_find_key(shared[i]);
         CHECK(t && p && t->type == p->type, "%s: not the same key in both tables", shared[i]);
