@@ -113,6 +113,8 @@ for p in "${parts[@]}"; do
         step bench_ppo_gpu_qwen "$BUILD/bench/bench_ppo_gpu" --shape qwen2.5-0.5b \
             --gen-batch 128 --steps 3
         step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
+        # activation checkpointing: the step with each layer made again in the backward
+        step bench_recompute_gpu "$BUILD/bench/bench_recompute" 5 gpu
         # the LM head 2048 rows at a time: what the recomputed logits cost the step
         step bench_model_lm_chunk env BENCH_LM_CHUNK=2048 "$BUILD/bench/bench_model" 10 gpu
         # activations and device memory at fp32 and bf16, GPT-2 124M and Qwen2.5-0.5B's shape

@@ -5,7 +5,8 @@
  * KV-cache prefill and decode agree to 1e-5; generation gives the CPU's tokens (and the same
  * with its decode step as a CUDA graph); a GPU model saves, offloads its moments and loads back
  * unchanged; at precision bf16 forward and gradients agree to 1e-2, and so do the logits over
- * each model's bfloat16 KV cache; with the LM head in chunks of 5 rows, at fp32 and bf16. */
+ * each model's bfloat16 KV cache; with the LM head in chunks of 5 rows, at fp32 and bf16; and
+ * with the forward keeping only the layers' inputs (recompute) or one layer (none). */
 #include <sys/stat.h>
 
 #include "cutest.h"
@@ -25,18 +26,25 @@ typedef struct Outs {
     float logp[B * T], entropy[B * T], value[B * T], score[B], logits[B * T * V];
 } Outs;
 
-/* lm_chunk: the LM head's rows at a time (PwModelOpts.lm_chunk; 0: all) */
-static PwModel *make_chunked(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk)
+/* lm_chunk: the LM head's rows at a time (PwModelOpts.lm_chunk; 0: all); acts: what its
+ * forward keeps (PwModelOpts.acts) */
+static PwModel *make_acts(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk,
+                          PwActs acts)
 {
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
                      .device = dev, .device_id = 0, .seed = 5, .precision = prec,
-                     .lm_chunk = lm_chunk};
+                     .lm_chunk = lm_chunk, .acts = acts};
     PwModel *m = pw_model_create(a, &o, &err);
     CHECK(m != NULL, "%s model: %s", dev == PW_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
     if (!m) exit(1);
     pw_model_init_random(m, 5); /* on the host, then uploaded: the same weights on both */
     return m;
+}
+
+static PwModel *make_chunked(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk)
+{
+    return make_acts(dev, a, prec, lm_chunk, PW_ACTS_KEEP);
 }
 
 static PwModel *make_at(PwDevice dev, const PwArch *a, PwPrecision prec)
@@ -213,6 +221,44 @@ static void check_chunked(const PwArch *a, const int *tok, const int *tgt, const
     }
 }
 
+/* What the forward keeps (PwModelOpts.acts) on the GPU against the CPU's model that keeps every
+ * layer: recompute (activation checkpointing) gives the same outputs and gradients within the
+ * precision's tolerance (its first norms made unfused from the kept inputs, where the forward's
+ * came fused into the residual add: the last bit may differ), none the same outputs and a
+ * refused backward. */
+static void check_acts(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
+{
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        PwPrecision prec = bf16 ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
+        double tol = bf16 ? CU_TOL_BF16 : CU_TOL_F32;
+        PwModel *cpu = make_acts(PW_DEVICE_CPU, a, prec, 0, PW_ACTS_KEEP);
+        PwModel *re = make_acts(PW_DEVICE_CUDA, a, prec, 0, PW_ACTS_RECOMPUTE);
+        PwModel *none = make_acts(PW_DEVICE_CUDA, a, prec, 0, PW_ACTS_NONE);
+        static Outs oc, orc, on;
+        forward(cpu, tok, tgt, &oc);
+        forward(re, tok, tgt, &orc);
+        forward(none, tok, tgt, &on);
+        printf("  activations made again (recompute) and not kept (none), %s:\n",
+               pw_precision_name(prec));
+        compare_tol("recompute forward logp", orc.logp, oc.logp, B * T, tol);
+        compare_tol("recompute forward value", orc.value, oc.value, B * T, tol);
+        compare_tol("none forward logp", on.logp, oc.logp, B * T, tol);
+        compare_tol("none forward score", on.score, oc.score, B, tol);
+        PwErr err;
+        CHECK(pw_model_zero_grad(cpu, &err) == 0 && pw_model_backward(cpu, g, &err) == 0 &&
+                  pw_model_zero_grad(re, &err) == 0 && pw_model_backward(re, g, &err) == 0,
+              "recompute backward: %s", err.msg);
+        compare_tol("recompute backward: every parameter gradient",
+                    host_copy(pw_model_grads(re)), host_copy(pw_model_grads(cpu)),
+                    pw_model_num_params(cpu), tol);
+        CHECK(pw_model_backward(none, g, &err) == -1 && strstr(err.msg, "forwards only"),
+              "none: a backward was not refused");
+        pw_model_free(cpu);
+        pw_model_free(re);
+        pw_model_free(none);
+    }
+}
+
 /* Generation on the GPU against the CPU: the same weights, 6 left-padded prompts, 16 new tokens,
  * top-k on, a stop token that row 1 draws fourth. The GPU looks at its rows every 16 steps (its
  * own default) and the CPU at every step; then the GPU again with each decode step captured as a
@@ -378,6 +424,7 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
     }
     check_bf16(arch, tok, tgt, &g);
     check_chunked(arch, tok, tgt, &g);
+    check_acts(arch, tok, tgt, &g);
     pw_model_free(cpu);
     pw_model_free(gpu);
     cu_release();
