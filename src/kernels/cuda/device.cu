@@ -22,12 +22,18 @@ extern "C" size_t pw_cuda_device_total_bytes(int id)
 }
 
 /* The memory of GPU `id` free now (after this process's context, which the query makes if there
- * was none); 0 where it cannot be asked. */
+ * was none); 0 where it cannot be asked. The scratch pool keeps what it freed (context.cu): that
+ * memory is trimmed back to the driver first, so that what an earlier run in this process left
+ * there counts as free (bench_ppo_gpu runs several in one process). */
 extern "C" size_t pw_cuda_device_free_bytes(int id)
 {
     size_t free_b = 0, total_b = 0;
     int prev = 0;
+    cudaMemPool_t pool;
     if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(id) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess ||
+        cudaDeviceGetDefaultMemPool(&pool, id) != cudaSuccess ||
+        cudaMemPoolTrimTo(pool, 0) != cudaSuccess ||
         cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         (void)cudaGetLastError();
         free_b = 0;
