@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "bench_shapes.h"
+#include "bench_stats.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -40,12 +41,6 @@ static double act_mib(const PwArch *a, int B, int T, PwPrecision prec, PwActs ac
     PwErr err;
     if (pw_model_plan(a, &o, &b, &err)) die("plan", &err);
     return (double)(b.activations + (acts == PW_ACTS_NONE ? 0 : b.backward)) / MIB;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 /* One forward + backward of the mean next-token loss on m. */
@@ -78,8 +73,9 @@ static double time_pairs(PwArch a, int B, int T, PwDevice dev, PwPrecision prec,
     size_t n = (size_t)B * T;
     int *tok = calloc(n, sizeof(int)), *tgt = calloc(n, sizeof(int));
     float *logp = calloc(n, sizeof(float)), *w = calloc(n, sizeof(float));
-    double *ratio = calloc((size_t)iters, sizeof(double)), *t0s = calloc((size_t)iters, 8);
-    double *t1s = calloc((size_t)iters, 8);
+    double *ratio = calloc((size_t)iters, sizeof(double));
+    double *t0s = calloc((size_t)iters, sizeof(double));
+    double *t1s = calloc((size_t)iters, sizeof(double));
     if (!tok || !tgt || !logp || !w || !ratio || !t0s || !t1s) {
         fprintf(stderr, "bench_recompute: out of memory\n");
         exit(1);
@@ -102,12 +98,9 @@ static double time_pairs(PwArch a, int B, int T, PwDevice dev, PwPrecision prec,
         t0s[i] = t[0];
         t1s[i] = t[1];
     }
-    qsort(ratio, (size_t)iters, sizeof(double), cmp_double);
-    qsort(t0s, (size_t)iters, sizeof(double), cmp_double);
-    qsort(t1s, (size_t)iters, sizeof(double), cmp_double);
-    double r = ratio[iters / 2];
-    *sec_keep = t0s[iters / 2];
-    *sec_re = t1s[iters / 2];
+    double r = bench_median(ratio, iters);
+    *sec_keep = bench_median(t0s, iters);
+    *sec_re = bench_median(t1s, iters);
     free(tok), free(tgt), free(logp), free(w), free(ratio), free(t0s), free(t1s);
     pw_model_free(m[0]);
     pw_model_free(m[1]);

@@ -26,15 +26,16 @@ typedef struct Held {
 
 /* The model in `dir` with `heads` of `role` (named `label`), at the run's sizes on `dev`, as
  * pw_ppo_run loads it (pw_run_model_opts); gen_rows > 0: with a generator of that many rows. The
- * actor and the critic train (gradients and moments); the generator only decodes, and never
- * makes the activations of a forward. One row of the table (none without `out`). */
+ * models that keep activations for a backward (the actor's and the critic's, by those options)
+ * train: gradients and moments; the generator only decodes, and never makes the activations of
+ * a forward. One row of the table (none without `out`). */
 static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, const char *dir,
                       int heads, PwDevice dev, int gen_rows, Held *h, FILE *out, PwErr *err)
 {
     PwArch a;
     if (pw_arch_load(&a, dir, err)) return -1;
     PwModelOpts o = pw_run_model_opts(r, role, dev, heads);
-    const int trained = role == PW_ROLE_ACTOR || role == PW_ROLE_CRITIC;
+    const int trained = o.acts != PW_ACTS_NONE; /* the roles that train keep activations */
     const int decode_only = role == PW_ROLE_GENERATOR;
     PwModelBytes b;
     size_t gen = 0;

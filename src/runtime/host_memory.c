@@ -13,8 +13,8 @@
 
 #include "pw_memcheck.h"
 
-/* The number after `key` at the start of a line of `path` ("MemAvailable:", "file "), 0 and
- * -1 where there is none. */
+/* The number after `key` at the start of a line of `path` ("MemAvailable:", "file "): 0, or -1
+ * where there is none. */
 static int read_keyed(const char *path, const char *key, uint64_t *v)
 {
     FILE *f = fopen(path, "r");
