@@ -101,6 +101,13 @@ typedef struct PwModelOpts {
                           * the backward makes them again a chunk at a time (one more LM-head
                           * product, less the last chunk), and a forward cannot hand logits out
                           * (docs/model.md, The LM head in chunks) */
+    int frozen;          /* its weights are never written after they are loaded (a reference, a
+                          * reward model): no gradients, no optimizer, pw_model_params and saving
+                          * refused, acts must be PW_ACTS_NONE. At bf16 the weights that only the
+                          * products read (every matrix of the layers, an untied LM head) are
+                          * kept in their bfloat16 copy alone, 2 bytes a weight instead of 6, and
+                          * compute bit for bit as they would with float32 beside them
+                          * (docs/model.md, Frozen models) */
 } PwModelOpts;
 
 /* The padded vocabulary: V = 50257 leaves every row of the LM head's (B T, V) output at an odd

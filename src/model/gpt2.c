@@ -21,6 +21,12 @@ static const unsigned char param_ready[PW_GPT2_NUM_PARAM_TENSORS] = {
     PW_READY_TOP,    PW_READY_TOP,    PW_READY_TOP,   PW_READY_TOP,   PW_READY_TOP,
 };
 
+/* Read by the products alone, so a frozen bf16 model keeps them in bfloat16 only: the layers'
+ * matrices (wte is the LM head's too, but the embedding reads it in float32). */
+static const unsigned char param_bf16_only[PW_GPT2_NUM_PARAM_TENSORS] = {
+    [PW_GPT2_QKVW] = 1, [PW_GPT2_ATTPROJW] = 1, [PW_GPT2_FCW] = 1, [PW_GPT2_FCPROJW] = 1,
+};
+
 static void tensor_sizes(size_t *s, const PwArch *cfg, int heads, size_t Vp);
 
 static int arch_check(const PwArch *c, PwErr *err)
@@ -344,6 +350,19 @@ static void residual_norm(const PwOps *o, float *res, const float *a, const floa
         o->residual_forward(o, res, a, b, (size_t)N * C);
 }
 
+/* layer l's product weights (pw_model_weight: float32 where kept, and the bfloat16 mirror) */
+typedef struct LayerW {
+    PwWeight qkv, proj, fc, fcproj;
+} LayerW;
+static LayerW layer_weights(const PwModel *m, int l)
+{
+    const size_t CC = (size_t)m->arch.n_embd * m->arch.n_embd;
+    return (LayerW){pw_model_weight(m, PW_GPT2_QKVW, 3 * CC * l),
+                    pw_model_weight(m, PW_GPT2_ATTPROJW, CC * l),
+                    pw_model_weight(m, PW_GPT2_FCW, 4 * CC * l),
+                    pw_model_weight(m, PW_GPT2_FCPROJW, 4 * CC * l)};
+}
+
 /* Layer l. Its first LayerNorm is made here unless the layer before made it with its last
  * residual add (ln1_done); `next` is the LayerNorm that this layer's last residual add feeds
  * (the next layer's first, or the final one), NULL for none. */
@@ -352,33 +371,34 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
 {
     const PwOps *o = m->ops;
     const int C = m->arch.n_embd, NH = m->arch.n_head;
-    const size_t CC = (size_t)C * C, lC = (size_t)l * C; /* layer offsets may pass INT_MAX */
+    const size_t lC = (size_t)l * C; /* layer offsets may pass INT_MAX */
+    const LayerW w = layer_weights(m, l);
     /* attention half: x + proj(attn(ln1(x))) */
     Norm ln1 = ln1_of(p, k, l, C), ln2 = {k->ln2, k->ln2_16, k->ln2_mean, k->ln2_rstd,
                                           p->ln2w + lC, p->ln2b + lC};
     if (!ln1_done) layernorm(o, &ln1, k->in, N, C);
     /* the batch forward at bf16 makes q, k, v rounded (all its attention reads) */
-    pw_model_matmul_forward_out(m, k->qkv, k->qkv_16, k->ln1, k->ln1_16, p->qkvw + 3 * CC * l,
+    pw_model_matmul_forward_out(m, k->qkv, k->qkv_16, k->ln1, k->ln1_16, w.qkv,
                                 p->qkvb + 3 * lC, N, C, 3 * C);
     if (at->cache)
         pw_kv_attend(at->cache, l, k->atty, k->atty_16, k->qkv);
     else
         pw_model_attention_forward(m, k->atty, k->atty_16, k->lse, k->qkv, k->qkv_16, at->mask,
                                    at->B, at->T, NH, NH, C / NH);
-    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l,
-                            p->attprojb + lC, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, w.proj, p->attprojb + lC,
+                            N, C, C);
     /* MLP half: res2 + fcproj(gelu(fc(ln2(res2)))) */
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes fch rounded and keeps it for the backward (fch_16, fch NULL); a cache pass
      * makes it in float32 and the GELU rounds it as it reads it */
-    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, p->fcw + 4 * CC * l,
+    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, w.fc,
                                 p->fcb + 4 * lC, N, C, 4 * C);
     if (k->fchg_16)
         o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, k->fch, (size_t)N * 4 * C);
     else
         o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
-    pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, p->fcprojw + 4 * CC * l,
+    pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, w.fcproj,
                             p->fcprojb + lC, N, 4 * C, C);
     residual_norm(o, k->out, k->res2, k->fcproj, next, N, C);
 }
@@ -420,10 +440,12 @@ static Norm batch_ln1(const PwModel *m, const PwGPT2Params *p, const Acts *a, in
 }
 
 /* The heads' buffers and weights (gr: their gradients, NULL in the forward). */
-static PwHeads heads(const PwGPT2Params *p, const PwGPT2Params *gr, const Acts *a)
+static PwHeads heads(const PwModel *m, const PwGPT2Params *p, const PwGPT2Params *gr,
+                     const Acts *a)
 {
     return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score,
-                     p->wte, p->scorew, p->scoreb, p->valuew, p->valueb,
+                     pw_model_weight(m, PW_GPT2_WTE, 0), p->scorew, p->scoreb, p->valuew,
+                     p->valueb,
                      gr ? gr->wte : NULL, gr ? gr->scorew : NULL, gr ? gr->scoreb : NULL,
                      gr ? gr->valuew : NULL, gr ? gr->valueb : NULL};
 }
@@ -438,7 +460,7 @@ static int forward(PwModel *m, PwErr *err)
     const PwOps *o = m->ops;
     const int L = m->arch.n_layer, C = m->arch.n_embd;
     const int B = m->B, T = m->T, BT = B * T;
-    PwGPT2Params p = pw_gpt2_view(m, m->params);
+    PwGPT2Params p = pw_gpt2_stored(m);
     Acts *a = &g->a;
 
     o->encoder_forward(o, a->encoded, m->d_inputs, m->d_pos, p.wte, p.wpe, B, T, C);
@@ -452,7 +474,7 @@ static int forward(PwModel *m, PwErr *err)
         block_forward(m, &p, l, &k, BT, &at, l > 0, &next);
     }
 
-    PwHeads h = heads(&p, NULL, a);
+    PwHeads h = heads(m, &p, NULL, a);
     g->logits_valid = pw_model_heads_forward(m, &h);
     return 0;
 }
@@ -482,7 +504,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
                               err))
         return -1;
-    PwGPT2Params p = pw_gpt2_view(m, m->params), gr = pw_gpt2_view(m, m->grads);
+    PwGPT2Params p = pw_gpt2_stored(m), gr = pw_gpt2_view(m, m->grads);
     Acts *a = &g->a;
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfch_gelu = scr[SCR_DFCHG];
@@ -491,7 +513,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const size_t nBTC = (size_t)BT * C, fBTC = nBTC * sizeof(float);
 
     /* heads: every head's gradient lands in dln = d(lnf) */
-    PwHeads h = heads(&p, &gr, a);
+    PwHeads h = heads(m, &p, &gr, a);
     if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
     o->zero(o, dres, fBTC);
@@ -506,6 +528,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const Attend at = {.mask = m->d_mask, .B = B, .T = T};
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
+        const LayerW w = layer_weights(m, l);
         const size_t lC = (size_t)l * C;
         /* activation checkpointing: the layer's activations made again from its kept input,
          * into the one set, its first LayerNorm included (the forward's came fused with the
@@ -514,7 +537,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC,
                                         dres, dres16, k.fch_gelu, k.fchg_16,
-                                        p.fcprojw + 4 * CC * l, BT, 4 * C, C, 1);
+                                        w.fcproj, BT, 4 * C, C, 1);
         /* bf16: dfch set rounded, the product's dout as it reads it */
         uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
         if (dfch16) {
@@ -524,20 +547,20 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
             o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         }
         pw_model_matmul_backward_either(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch,
-                                        dfch16, k.ln2, k.ln2_16, p.fcw + 4 * CC * l, BT, C, 4 * C,
+                                        dfch16, k.ln2, k.ln2_16, w.fc, BT, C, 4 * C,
                                         1);
         o->layernorm_backward(o, dres, dres16, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2,
                               p.ln2w + lC, k.ln2_mean, k.ln2_rstd, BT, C);
 
         pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres,
-                                        dres16, k.atty, k.atty_16, p.attprojw + CC * l, BT, C, C,
+                                        dres16, k.atty, k.atty_16, w.proj, BT, C, C,
                                         1);
         /* bf16: dqkv set rounded, the product's dout as it reads it */
         uint16_t *dqkv16 = k.qkv_16 ? (uint16_t *)dqkv : NULL;
         pw_model_attention_backward(m, dqkv16 ? NULL : dqkv, dqkv16, datty, k.qkv, k.qkv_16,
                                     k.atty_16, k.lse, m->d_mask, B, T, NH, NH, C / NH);
         pw_model_matmul_backward_either(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv,
-                                        dqkv16, k.ln1, k.ln1_16, p.qkvw + 3 * CC * l, BT, C,
+                                        dqkv16, k.ln1, k.ln1_16, w.qkv, BT, C,
                                         3 * C, 1);
         /* layer 0's input gradient goes to the embeddings in float32 only */
         o->layernorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + lC, gr.ln1b + lC, dln,
@@ -615,7 +638,7 @@ static const float *kv_pass(PwKVCache *c)
     Gpt2Cache *k = c->fam;
     float **b = k->buf;
     const int L = m->arch.n_layer, C = m->arch.n_embd, Vp = m->Vp, N = c->ntok;
-    PwGPT2Params p = pw_gpt2_view(m, m->params);
+    PwGPT2Params p = pw_gpt2_stored(m);
 
     o->encoder_forward(o, b[K_X], c->d_tok, c->d_pos, p.wte, p.wpe, 1, N, C);
     Block blk = {
@@ -644,7 +667,8 @@ static const float *kv_pass(PwKVCache *c)
     /* at bf16 the final LayerNorm rounded, what the LM head reads (no conversion there) */
     const Norm lnf = {b[K_LN], blk.ln1_16, b[K_MEAN], b[K_RSTD], p.lnfw, p.lnfb};
     layernorm(o, &lnf, b[K_ATTY], c->nseg, C);
-    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], blk.ln1_16, p.wte, NULL, c->nseg, C, Vp);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], blk.ln1_16, pw_model_weight(m, PW_GPT2_WTE, 0),
+                            NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 
@@ -658,6 +682,7 @@ const PwFamilyImpl pw_gpt2_family = {
     .tensor_names = param_names,
     .tensor_decays = param_decays,
     .tensor_ready = param_ready,
+    .tensor_bf16_only = param_bf16_only,
     .arch_check = arch_check,
     .arch_from_json = pw_gpt2_arch_from_json,
     .tensor_sizes = tensor_sizes,

@@ -32,7 +32,13 @@ typedef struct PwGPT2Params {
     float *valueb;   /* (1) */
 } PwGPT2Params;
 
-enum { PW_GPT2_SCOREW = 16, PW_GPT2_SCOREB, PW_GPT2_VALUEW, PW_GPT2_VALUEB };
+/* the tensors' indices, in that order */
+enum {
+    PW_GPT2_WTE, PW_GPT2_WPE, PW_GPT2_LN1W, PW_GPT2_LN1B, PW_GPT2_QKVW, PW_GPT2_QKVB,
+    PW_GPT2_ATTPROJW, PW_GPT2_ATTPROJB, PW_GPT2_LN2W, PW_GPT2_LN2B, PW_GPT2_FCW, PW_GPT2_FCB,
+    PW_GPT2_FCPROJW, PW_GPT2_FCPROJB, PW_GPT2_LNFW, PW_GPT2_LNFB, PW_GPT2_SCOREW, PW_GPT2_SCOREB,
+    PW_GPT2_VALUEW, PW_GPT2_VALUEB
+};
 
 /* The parameter pointers of a buffer laid out as m's parameters (its own, a gradient buffer,
  * or a host copy). */
@@ -40,6 +46,14 @@ static inline PwGPT2Params pw_gpt2_view(const PwModel *m, float *memory)
 {
     PwGPT2Params p;
     pw_model_slice((float **)&p, m->tensor_size, PW_GPT2_NUM_PARAM_TENSORS, memory);
+    return p;
+}
+/* The float32 parameters m computes with: NULL for the tensors a frozen bf16 model keeps in
+ * bfloat16 only (its products read them through pw_model_weight) */
+static inline PwGPT2Params pw_gpt2_stored(const PwModel *m)
+{
+    PwGPT2Params p;
+    pw_model_slice((float **)&p, m->stored_size, PW_GPT2_NUM_PARAM_TENSORS, m->params);
     return p;
 }
 

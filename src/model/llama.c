@@ -66,6 +66,13 @@ static const unsigned char param_ready[PW_LLAMA_NUM_PARAM_TENSORS] = {
     PW_READY_TOP,    PW_READY_TOP,   PW_READY_TOP,   PW_READY_TOP,
 };
 
+/* Read by the products alone, so a frozen bf16 model keeps them in bfloat16 only: the layers'
+ * matrices and an LM head of its own (the embedding reads embed_tokens in float32). */
+static const unsigned char param_bf16_only[PW_LLAMA_NUM_PARAM_TENSORS] = {
+    [PW_LLAMA_QKVW] = 1, [PW_LLAMA_ATTPROJW] = 1, [PW_LLAMA_FCW] = 1, [PW_LLAMA_FCPROJW] = 1,
+    [PW_LLAMA_LMW] = 1,
+};
+
 static size_t qkv_rows(const PwArch *a)
 {
     return ((size_t)a->n_head + 2 * (size_t)a->n_kv_head) * (size_t)(a->n_embd / a->n_head);
@@ -343,6 +350,20 @@ static void residual_norm(const PwOps *o, float *res, const float *a, const floa
         o->residual_forward(o, res, a, b, (size_t)N * C);
 }
 
+/* layer l's product weights (pw_model_weight: float32 where kept, and the bfloat16 mirror) */
+typedef struct LayerW {
+    PwWeight qkv, proj, fc, fcproj;
+} LayerW;
+static LayerW layer_weights(const PwModel *m, int l)
+{
+    const PwArch *a = &m->arch;
+    const size_t C = a->n_embd, F = a->n_inner, Q = qkv_rows(a);
+    return (LayerW){pw_model_weight(m, PW_LLAMA_QKVW, Q * C * l),
+                    pw_model_weight(m, PW_LLAMA_ATTPROJW, C * C * l),
+                    pw_model_weight(m, PW_LLAMA_FCW, 2 * F * C * l),
+                    pw_model_weight(m, PW_LLAMA_FCPROJW, C * F * l)};
+}
+
 /* Layer l. Its first RMSNorm is made here unless the layer before made it with its last
  * residual add (ln1_done); `next` is the RMSNorm that this layer's last residual add feeds
  * (the next layer's first, or the final one), NULL for none. */
@@ -353,11 +374,12 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     const Llama *g = m->fam;
     const PwArch *a = &m->arch;
     const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
-    const size_t Q = qkv_rows(a), CC = (size_t)C * C;
+    const size_t Q = qkv_rows(a);
+    const LayerW w = layer_weights(m, l);
     const Norm ln1 = ln1_of(p, k, l, C), ln2 = {k->ln2, k->ln2_16, k->rstd2,
                                                  p->ln2w + (size_t)l * C};
     if (!ln1_done) rmsnorm(o, &ln1, k->in, N, C, a->norm_eps);
-    pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, p->qkvw + Q * C * l,
+    pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, w.qkv,
                             p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place, or at bf16
      * (qkv_16: all the attention reads) rotated as they are rounded, whole rows */
@@ -367,20 +389,18 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     else
         pw_model_attention_forward(m, k->atty, k->atty_16, k->lse, k->qkv, k->qkv_16, at->mask,
                                    at->B, at->T, NH, NKV, hs);
-    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, p->attprojw + CC * l, NULL, N,
-                            C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, w.proj, NULL, N, C, C);
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C, a->norm_eps);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes [gate | up] rounded and keeps it for the backward (fch_16, fch NULL); a
      * cache pass makes it in float32 and the SwiGLU rounds it as it reads it */
-    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16,
-                                p->fcw + (size_t)2 * F * C * l, NULL, N, C, 2 * F);
+    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, w.fc, NULL, N, C,
+                                2 * F);
     if (k->fcha_16)
         o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, k->fch, N, F);
     else
         o->swiglu_forward(o, k->fch_act, k->fch, N, F);
-    pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, p->fcprojw + (size_t)C * F * l,
-                            NULL, N, F, C);
+    pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, w.fcproj, NULL, N, F, C);
     residual_norm(o, k->out, k->res2, k->fcproj, next, N, C, a->norm_eps);
 }
 
@@ -419,16 +439,23 @@ static Norm batch_ln1(const PwModel *m, const PwLlamaParams *p, const Acts *a, i
     return ln1_of(p, &k, l, m->arch.n_embd);
 }
 
-static const float *lm_weight(const PwLlamaParams *p) { return p->lmw ? p->lmw : p->wte; }
+/* the LM head: lm_head when the model has one of its own, else the embedding (tied) */
+static int lm_tensor(const PwModel *m)
+{
+    return m->tensor_size[PW_LLAMA_LMW] ? PW_LLAMA_LMW : PW_LLAMA_WTE;
+}
+static PwWeight lm_weight(const PwModel *m) { return pw_model_weight(m, lm_tensor(m), 0); }
 
 /* The heads' buffers and weights (gr: their gradients, NULL in the forward); a tied model's LM
  * head is the embedding, and so is its gradient. */
-static PwHeads heads(const PwLlamaParams *p, const PwLlamaParams *gr, const Acts *a)
+static PwHeads heads(const PwModel *m, const PwLlamaParams *p, const PwLlamaParams *gr,
+                     const Acts *a)
 {
     return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score,
-                     lm_weight(p), p->scorew, p->scoreb, p->valuew, p->valueb,
-                     gr ? (p->lmw ? gr->lmw : gr->wte) : NULL, gr ? gr->scorew : NULL,
-                     gr ? gr->scoreb : NULL, gr ? gr->valuew : NULL, gr ? gr->valueb : NULL};
+                     lm_weight(m), p->scorew, p->scoreb, p->valuew, p->valueb,
+                     gr ? (lm_tensor(m) == PW_LLAMA_LMW ? gr->lmw : gr->wte) : NULL,
+                     gr ? gr->scorew : NULL, gr ? gr->scoreb : NULL, gr ? gr->valuew : NULL,
+                     gr ? gr->valueb : NULL};
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -442,7 +469,7 @@ static int forward(PwModel *m, PwErr *err)
     const PwArch *c = &m->arch;
     const int L = c->n_layer, C = c->n_embd;
     const int B = m->B, T = m->T, BT = B * T;
-    PwLlamaParams p = pw_llama_view(m, m->params);
+    PwLlamaParams p = pw_llama_stored(m);
     Acts *a = &g->a;
 
     o->gather_rows(o, a->encoded, p.wte, m->d_inputs, BT, C);
@@ -455,7 +482,7 @@ static int forward(PwModel *m, PwErr *err)
         Norm next = l + 1 < L ? batch_ln1(m, &p, a, l + 1) : lnf;
         block_forward(m, &p, l, &k, BT, &at, l > 0, &next);
     }
-    PwHeads h = heads(&p, NULL, a);
+    PwHeads h = heads(m, &p, NULL, a);
     g->logits_valid = pw_model_heads_forward(m, &h);
     return 0;
 }
@@ -487,7 +514,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
                               err))
         return -1;
-    PwLlamaParams p = pw_llama_view(m, m->params), gr = pw_llama_view(m, m->grads);
+    PwLlamaParams p = pw_llama_stored(m), gr = pw_llama_view(m, m->grads);
     Acts *a = &g->a;
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfcha = scr[SCR_DFCHA];
@@ -495,7 +522,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     uint16_t *dres16 = m->precision == PW_PRECISION_BF16 ? (uint16_t *)scr[SCR_DRES16] : NULL;
     const size_t fBTC = (size_t)BT * C * sizeof(float);
 
-    PwHeads h = heads(&p, &gr, a);
+    PwHeads h = heads(m, &p, &gr, a);
     if (pw_model_heads_backward(m, &h, dln, dlogp, dentropy, dvalue, dscore))
         g->logits_valid = 0;
     o->zero(o, dres, fBTC);
@@ -506,14 +533,14 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const Attend at = {.mask = m->d_mask, .pos = m->d_pos, .B = B, .T = T};
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
+        const LayerW w = layer_weights(m, l);
         /* activation checkpointing: the layer's activations made again from its kept input,
          * into the one set, its first RMSNorm included (the forward's came fused with the
          * layer below: the same numbers from the same input) */
         if (m->acts == PW_ACTS_RECOMPUTE) block_forward(m, &p, l, &k, BT, &at, 0, NULL);
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
         pw_model_matmul_backward_either(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres,
-                                        dres16, k.fch_act, k.fcha_16,
-                                        p.fcprojw + (size_t)C * F * l, BT, F, C, 1);
+                                        dres16, k.fch_act, k.fcha_16, w.fcproj, BT, F, C, 1);
         /* bf16: dfch set rounded, the product's dout as it reads it */
         uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
         if (dfch16) {
@@ -523,12 +550,11 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
             o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
         }
         pw_model_matmul_backward_either(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch,
-                                        dfch16, k.ln2, k.ln2_16, p.fcw + (size_t)2 * F * C * l,
-                                        BT, C, 2 * F, 1);
+                                        dfch16, k.ln2, k.ln2_16, w.fc, BT, C, 2 * F, 1);
         o->rmsnorm_backward(o, dres, dres16, gr.ln2w + (size_t)l * C, dln, k.res2,
                             p.ln2w + (size_t)l * C, k.rstd2, BT, C);
         pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, NULL, dres, dres16,
-                                        k.atty, k.atty_16, p.attprojw + CC * l, BT, C, C, 1);
+                                        k.atty, k.atty_16, w.proj, BT, C, C, 1);
         /* float32: the rotation's backward comes between it and the qkv product */
         pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16, k.lse,
                                     m->d_mask, B, T, NH, NKV, hs);
@@ -539,7 +565,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         o->rope_backward(o, dqkv, dqkv16, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         pw_model_matmul_backward_either(m, dln, gr.qkvw + Q * C * l,
                                         gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv, dqkv16, k.ln1,
-                                        k.ln1_16, p.qkvw + Q * C * l, BT, C, (int)Q, 1);
+                                        k.ln1_16, w.qkv, BT, C, (int)Q, 1);
         /* layer 0's input gradient goes to the embeddings in float32 only */
         o->rmsnorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + (size_t)l * C, dln, k.in,
                             p.ln1w + (size_t)l * C, k.rstd1, BT, C);
@@ -616,7 +642,7 @@ static const float *kv_pass(PwKVCache *c)
     float **b = k->buf;
     const PwArch *a = &m->arch;
     const int L = a->n_layer, C = a->n_embd, Vp = m->Vp, N = c->ntok;
-    PwLlamaParams p = pw_llama_view(m, m->params);
+    PwLlamaParams p = pw_llama_stored(m);
 
     o->gather_rows(o, b[K_X], p.wte, c->d_tok, N, C);
     Block blk = {
@@ -642,8 +668,7 @@ static const float *kv_pass(PwKVCache *c)
     /* at bf16 the final RMSNorm rounded, what the LM head reads (no conversion there) */
     const Norm lnf = {b[K_LN], blk.ln1_16, b[K_RSTD], p.lnfw};
     rmsnorm(o, &lnf, b[K_ATTY], c->nseg, C, a->norm_eps);
-    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], blk.ln1_16, lm_weight(&p), NULL, c->nseg, C,
-                            Vp);
+    pw_model_matmul_forward(m, b[K_HEAD], b[K_LN], blk.ln1_16, lm_weight(m), NULL, c->nseg, C, Vp);
     return b[K_HEAD];
 }
 
@@ -655,6 +680,7 @@ const PwFamilyImpl pw_llama_family = {
     .tensor_names = param_names,
     .tensor_decays = param_decays,
     .tensor_ready = param_ready,
+    .tensor_bf16_only = param_bf16_only,
     .arch_check = arch_check,
     .arch_from_json = pw_llama_arch_from_json,
     .tensor_sizes = tensor_sizes,

@@ -28,12 +28,25 @@ typedef struct PwLlamaParams {
     float *valueb;   /* (1) */
 } PwLlamaParams;
 
-enum { PW_LLAMA_SCOREW = 10, PW_LLAMA_SCOREB, PW_LLAMA_VALUEW, PW_LLAMA_VALUEB };
+/* the tensors' indices, in that order */
+enum {
+    PW_LLAMA_WTE, PW_LLAMA_LN1W, PW_LLAMA_QKVW, PW_LLAMA_QKVB, PW_LLAMA_ATTPROJW, PW_LLAMA_LN2W,
+    PW_LLAMA_FCW, PW_LLAMA_FCPROJW, PW_LLAMA_LNFW, PW_LLAMA_LMW, PW_LLAMA_SCOREW, PW_LLAMA_SCOREB,
+    PW_LLAMA_VALUEW, PW_LLAMA_VALUEB
+};
 
 static inline PwLlamaParams pw_llama_view(const PwModel *m, float *memory)
 {
     PwLlamaParams p;
     pw_model_slice((float **)&p, m->tensor_size, PW_LLAMA_NUM_PARAM_TENSORS, memory);
+    return p;
+}
+/* The float32 parameters m computes with: NULL for the tensors a frozen bf16 model keeps in
+ * bfloat16 only (its products read them through pw_model_weight) */
+static inline PwLlamaParams pw_llama_stored(const PwModel *m)
+{
+    PwLlamaParams p;
+    pw_model_slice((float **)&p, m->stored_size, PW_LLAMA_NUM_PARAM_TENSORS, m->params);
     return p;
 }
 

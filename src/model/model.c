@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_bf16.h"
 #include "pw_file.h"
 #include "pw_kernels.h" /* pw_positions_from_mask on the host copy of the mask */
 #include "pw_rng.h"
@@ -130,76 +131,73 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
 
 void pw_model_mirror_refresh(PwModel *m)
 {
-    if (!m->params_bf16 || !m->mirror_stale) return;
+    /* a frozen model's mirror is made from its host copy as it loads (host_done), or is the
+     * zeros of a model never loaded */
+    if (!m->params_bf16 || !m->mirror_stale || m->num_stored != m->num_params) return;
     m->ops->to_bf16(m->ops, m->params_bf16, m->params, m->num_params);
     m->mirror_stale = 0;
 }
 
-/* The bfloat16 mirror of a weight inside the parameters; NULL for anything else (activations,
- * or no mirror). Compared as integers: the weight may be any pointer. */
-static const uint16_t *mirror_of(const PwModel *m, const float *w)
+PwWeight pw_model_weight(const PwModel *m, int i, size_t off)
 {
-    uintptr_t p = (uintptr_t)w, lo = (uintptr_t)m->params;
-    if (!m->params_bf16 || p < lo || p >= lo + m->num_params * sizeof(float)) return NULL;
-    return m->params_bf16 + (p - lo) / sizeof(float);
+    return (PwWeight){m->stored_size[i] ? m->params + m->stored_off[i] + off : NULL,
+                      m->params_bf16 ? m->params_bf16 + m->tensor_off[i] + off : NULL};
 }
 
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
-                             const uint16_t *inp16, const float *weight, const float *bias, int N,
-                             int C, int OC)
+                             const uint16_t *inp16, PwWeight w, const float *bias, int N, int C,
+                             int OC)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_forward_bf16(o, out, NULL, inp, inp16, weight, mirror_of(m, weight), bias, N, C,
-                               OC);
+        o->matmul_forward_bf16(o, out, NULL, inp, inp16, w.f, w.h, bias, N, C, OC);
     else
-        o->matmul_forward(o, out, inp, weight, bias, N, C, OC);
+        o->matmul_forward(o, out, inp, w.f, bias, N, C, OC);
 }
 
 void pw_model_matmul_forward_out(const PwModel *m, float *out, uint16_t *out16, const float *inp,
-                                 const uint16_t *inp16, const float *weight, const float *bias,
-                                 int N, int C, int OC)
+                                 const uint16_t *inp16, PwWeight w, const float *bias, int N,
+                                 int C, int OC)
 {
     const PwOps *o = m->ops;
     if (out16)
-        o->matmul_forward_bf16(o, NULL, out16, inp, inp16, weight, mirror_of(m, weight), bias, N,
-                               C, OC);
+        o->matmul_forward_bf16(o, NULL, out16, inp, inp16, w.f, w.h, bias, N, C, OC);
     else
-        pw_model_matmul_forward(m, out, inp, inp16, weight, bias, N, C, OC);
+        pw_model_matmul_forward(m, out, inp, inp16, w, bias, N, C, OC);
 }
 
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
                               const float *dout, const float *inp, const uint16_t *inp16,
-                              const float *weight, int N, int C, int OC, int set_dinp)
+                              PwWeight w, int N, int C, int OC, int set_dinp)
 {
     const PwOps *o = m->ops;
     if (m->precision == PW_PRECISION_BF16)
-        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, NULL, 0, inp, inp16, weight,
-                                mirror_of(m, weight), N, C, OC, set_dinp);
+        o->matmul_backward_bf16(o, dinp, dweight, dbias, dout, NULL, 0, inp, inp16, w.f, w.h, N,
+                                C, OC, set_dinp);
     else
-        o->matmul_backward(o, dinp, dweight, dbias, dout, inp, weight, N, C, OC, set_dinp);
+        o->matmul_backward(o, dinp, dweight, dbias, dout, inp, w.f, N, C, OC, set_dinp);
 }
 
 void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                 const uint16_t *dout16, size_t dout_ld, const float *inp,
-                                const uint16_t *inp16, const float *weight, int N, int C, int OC,
+                                const uint16_t *inp16, PwWeight w, int N, int C, int OC,
                                 int set_dinp)
 {
     const PwOps *o = m->ops;
-    o->matmul_backward_bf16(o, dinp, dweight, dbias, NULL, dout16, dout_ld, inp, inp16, weight,
-                            mirror_of(m, weight), N, C, OC, set_dinp);
+    o->matmul_backward_bf16(o, dinp, dweight, dbias, NULL, dout16, dout_ld, inp, inp16, w.f, w.h,
+                            N, C, OC, set_dinp);
 }
 
 void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                      const float *dout, const uint16_t *dout16, const float *inp,
-                                     const uint16_t *inp16, const float *weight, int N, int C,
-                                     int OC, int set_dinp)
+                                     const uint16_t *inp16, PwWeight w, int N, int C, int OC,
+                                     int set_dinp)
 {
     if (dout16)
-        pw_model_matmul_backward16(m, dinp, dweight, dbias, dout16, (size_t)OC, inp, inp16, weight,
-                                   N, C, OC, set_dinp);
+        pw_model_matmul_backward16(m, dinp, dweight, dbias, dout16, (size_t)OC, inp, inp16, w, N,
+                                   C, OC, set_dinp);
     else
-        pw_model_matmul_backward(m, dinp, dweight, dbias, dout, inp, inp16, weight, N, C, OC,
+        pw_model_matmul_backward(m, dinp, dweight, dbias, dout, inp, inp16, w, N, C, OC,
                                  set_dinp);
 }
 
@@ -330,6 +328,9 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
         return pw_errf(err, "kv_dtype %d is not auto (0), fp32 (1) or bf16 (2)", (int)o->kv_dtype);
     if ((int)o->acts < 0 || o->acts >= PW_ACTS_COUNT)
         return pw_errf(err, "acts %d is not keep (0), recompute (1) or none (2)", (int)o->acts);
+    if (o->frozen && o->acts != PW_ACTS_NONE)
+        return pw_errf(err, "a frozen model never trains: its forward keeps one layer's "
+                       "activations (acts none), not %s", o->acts ? "its layers' inputs" : "all");
     if (o->lm_chunk < 0)
         return pw_errf(err, "lm_chunk %d: expected 0 (every row at once) or a row count",
                        o->lm_chunk);
@@ -394,6 +395,7 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
     if (opts->lm_chunk > 0 && opts->lm_chunk < m->lm_rows) m->lm_rows = opts->lm_chunk;
     m->precision = opts->precision;
     m->acts = opts->acts;
+    m->frozen = opts->frozen != 0;
     m->kv_dtype = opts->kv_dtype != PW_KV_AUTO ? opts->kv_dtype
                   : m->precision == PW_PRECISION_BF16 ? PW_KV_BF16 : PW_KV_FP32;
     f->tensor_sizes(m->tensor_size, arch, opts->heads, (size_t)m->Vp);
@@ -402,6 +404,12 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
         m->tensor_off[i] = m->num_params;
         m->num_params += m->tensor_size[i];
         m->num_weights += m->tensor_real[i];
+        /* a frozen bf16 model's products read the mirror: nothing else reads these in float32 */
+        int mirror_only = m->frozen && m->precision == PW_PRECISION_BF16 &&
+                          f->tensor_bf16_only[i];
+        m->stored_size[i] = mirror_only ? 0 : m->tensor_size[i];
+        m->stored_off[i] = m->num_stored;
+        m->num_stored += m->stored_size[i];
     }
     return 0;
 }
@@ -428,7 +436,7 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
     const PwFamilyImpl *f = m->impl;
     size_t P = m->num_params;
     *b = (PwModelBytes){
-        .params = P * sizeof(float),
+        .params = m->num_stored * sizeof(float),
         .params_bf16 = m->precision == PW_PRECISION_BF16 ? P * sizeof(uint16_t) : 0,
         .buffers = int_bytes(opts) + dout_bytes(opts) + (f->attach_bytes ? f->attach_bytes(arch)
                                                                          : 0),
@@ -453,7 +461,7 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     }
     m->ops = ops;
     size_t BT = (size_t)opts->maxB * opts->maxT;
-    size_t pbytes = m->num_params * sizeof(float), ibytes = int_bytes(opts);
+    size_t pbytes = m->num_stored * sizeof(float), ibytes = int_bytes(opts);
     size_t dbytes = dout_bytes(opts);
     if (!(m->params = ops->alloc(ops, pbytes))) {
         pw_model_no_room(m, "the parameters", pbytes, err);
@@ -491,11 +499,45 @@ fail:
     return NULL;
 }
 
-/* The parameters on the host: the buffer itself on the CPU, else a copy (fetched from the
- * device when `fetch`). host_done uploads it when `upload` and frees a copy. */
+/* A frozen bf16 model's mirror is rounded on the host and goes up this many weights at a time
+ * (8 MiB of bfloat16 in host memory): nothing of it needs device memory beyond the model's own,
+ * and the whole float32 parameters never exist on the device. */
+#define FROZEN_CHUNK ((size_t)4 << 20)
+
+/* Host copy h (full layout) into a frozen bf16 model: the tensors it stores in float32 into
+ * params, and every tensor into the mirror, rounded on the host as the table's to_bf16 rounds
+ * (pw_bf16.h: to nearest, ties to even, as __float2bfloat16_rn), so that the model computes bit
+ * for bit as one that keeps float32 beside its mirror. -1: out of host memory. */
+static int frozen_upload(PwModel *m, const float *h)
+{
+    const PwOps *o = m->ops;
+    uint16_t *b = malloc(FROZEN_CHUNK * sizeof *b);
+    if (!b) return -1;
+    for (int i = 0; i < m->ntensors; i++) {
+        const float *src = h + m->tensor_off[i];
+        size_t n = m->tensor_size[i];
+        if (m->stored_size[i])
+            o->copy(o, m->params + m->stored_off[i], src, n * sizeof(float), PW_COPY_H2D);
+        for (size_t k = 0; k < n; k += FROZEN_CHUNK) {
+            size_t c = n - k < FROZEN_CHUNK ? n - k : FROZEN_CHUNK;
+            for (size_t j = 0; j < c; j++) b[j] = pw_bf16_from_f32(src[k + j]);
+            /* copy returns when done, so b is free again */
+            o->copy(o, m->params_bf16 + m->tensor_off[i] + k, b, c * sizeof *b, PW_COPY_H2D);
+        }
+    }
+    free(b);
+    return 0;
+}
+
+static int frozen_split(const PwModel *m) { return m->num_stored != m->num_params; }
+
+/* The parameters on the host: the buffer itself on the CPU (unless a frozen model keeps some
+ * in bfloat16 only), else a copy (fetched from the device when `fetch`: never asked of a frozen
+ * model, which saving and checking turn away first). host_done uploads it when `upload` and
+ * frees a copy. */
 static float *host_params(PwModel *m, int fetch)
 {
-    if (m->ops->device == PW_DEVICE_CPU) return m->params;
+    if (m->ops->device == PW_DEVICE_CPU && !frozen_split(m)) return m->params;
     /* zeroed: a load fills the real rows only, and the padding rows must upload as 0 */
     float *h = fetch ? malloc(m->num_params * sizeof(float))
                      : calloc(m->num_params, sizeof(float));
@@ -504,12 +546,20 @@ static float *host_params(PwModel *m, int fetch)
     return h;
 }
 
-static void host_done(PwModel *m, float *h, int upload)
+/* -1 where a frozen model found no host memory to round its weights in */
+static int host_done(PwModel *m, float *h, int upload)
 {
+    int rc = 0;
+    if (frozen_split(m)) {
+        if (upload) rc = frozen_upload(m, h); /* the mirror is made here, and never again */
+        free(h);
+        return rc;
+    }
     m->mirror_stale = 1;
-    if (h == m->params) return;
+    if (h == m->params) return 0;
     if (upload) m->ops->copy(m->ops, m->params, h, m->num_params * sizeof(float), PW_COPY_H2D);
     free(h);
+    return 0;
 }
 
 void pw_model_init_random(PwModel *m, uint64_t seed)
@@ -521,7 +571,10 @@ void pw_model_init_random(PwModel *m, uint64_t seed)
     }
     m->impl->init_random(m, h, seed);
     zero_padding(m, h);
-    host_done(m, h, 1);
+    if (host_done(m, h, 1)) {
+        fprintf(stderr, "pw_model_init_random: out of host memory\n");
+        abort();
+    }
 }
 
 /* A head asked for that the folder lacks: a folder without a score head is not a reward model,
@@ -576,7 +629,10 @@ PwModel *pw_model_load(const char *dir, const PwModelOpts *opts, PwErr *err)
     }
     if (missing) m->impl->init_heads(m, h, missing, opts->seed);
     zero_padding(m, h); /* on the CPU h is the parameters themselves, zeroed when made */
-    host_done(m, h, 1);
+    if (host_done(m, h, 1)) {
+        pw_errf(err, "%s: out of host memory while loading", dir);
+        goto fail;
+    }
     return m;
 fail:
     pw_model_free(m);
@@ -602,6 +658,10 @@ static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
 int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err)
 {
     PwSaveOpts none = {0};
+    if (m->frozen) /* at bf16 it holds the matrices rounded: a checkpoint would lose bits */
+        return pw_errf(err, "%s: not saved: a frozen model is never written, its folder is "
+                       "where it came from (at bf16 it keeps its products' weights in bfloat16 "
+                       "only)", dir);
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
     /* Checked before anything is written: a diverged model must never replace a good checkpoint
@@ -618,6 +678,7 @@ int pw_model_check_params(PwModel *m, PwErr *err)
 {
     /* Every |w| <= the norm, so a finite norm within the limit clears all of them at the cost
      * of one reduction; the sum is in double, where even 3e38 squared is finite. */
+    if (m->frozen) return 0; /* never written since it loaded */
     double norm = sqrt(m->ops->sumsq(m->ops, m->params, m->num_params));
     if (norm <= PW_WEIGHT_LIMIT) return 0;
     float *h = host_params(m, 1);
@@ -666,6 +727,11 @@ static PwTensor flat(const PwModel *m, float *data)
 
 PwTensor pw_model_params(PwModel *m)
 {
+    if (m->frozen) { /* no role writes a frozen model: a caller that would is a bug */
+        fprintf(stderr, "pw_model_params: the model is frozen (PwModelOpts.frozen): its weights "
+                "are not written after it is made\n");
+        abort();
+    }
     m->ops->sync(m->ops);
     m->mirror_stale = 1; /* the caller may write through it */
     return flat(m, m->params);
@@ -784,6 +850,7 @@ int pw_model_forward(PwModel *m, const PwModelInput *b, PwOutputs *out, PwErr *e
 
 int pw_model_zero_grad(PwModel *m, PwErr *err)
 {
+    if (m->frozen) return pw_errf(err, "a frozen model has no gradients (PwModelOpts.frozen)");
     size_t bytes = m->num_params * sizeof(float);
     if (!m->grads) {
         if (!(m->grads = m->ops->alloc(m->ops, bytes)))

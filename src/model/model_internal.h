@@ -23,6 +23,7 @@ struct PwModel {
     PwPrecision precision;         /* of the products that pw_model_matmul_* run */
     PwKVDtype kv_dtype;            /* of its KV caches: FP32 or BF16 (AUTO resolved) */
     PwActs acts;                   /* what a batch forward keeps (pw_model_layer_slot) */
+    int frozen;                    /* PwModelOpts.frozen: never written after it is made */
     const PwOps *ops;              /* closed by pw_model_free */
 
     /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
@@ -30,7 +31,11 @@ struct PwModel {
     size_t tensor_size[PW_MODEL_MAX_TENSORS], tensor_off[PW_MODEL_MAX_TENSORS];
     size_t tensor_real[PW_MODEL_MAX_TENSORS]; /* floats without padding rows: a prefix */
     size_t num_params, num_weights;
-    float *params;                 /* (num_params) */
+    /* what params holds of each tensor: all of it (stored_size = tensor_size), except in a
+     * frozen bf16 model, where the tensors only the products read (the family's
+     * tensor_bf16_only) exist in the mirror alone (stored_size 0); stored_off follows */
+    size_t stored_size[PW_MODEL_MAX_TENSORS], stored_off[PW_MODEL_MAX_TENSORS], num_stored;
+    float *params;                 /* (num_stored): num_params but in a frozen bf16 model */
     float *grads;                  /* (num_params), NULL until the first zero_grad */
     float *adam_m, *adam_v;        /* (num_params) each, NULL until the first step */
     float *h_adam_m, *h_adam_v;    /* host copies while offloaded (device ones NULL then) */
@@ -38,7 +43,8 @@ struct PwModel {
      * converting each weight at every call; made again from params, when stale, before a
      * forward, a backward or a cache pass (pw_model_mirror_refresh). Every writer of params
      * marks it stale: init and load (host_done), AdamW, and pw_model_params (its caller may
-     * write through the pointer, as the weights' receive does). NULL at fp32. */
+     * write through the pointer, as the weights' receive does). NULL at fp32. Laid out as
+     * the full parameters (tensor_off), every tensor there in a frozen model too. */
     uint16_t *params_bf16;
     int mirror_stale;
 
@@ -123,6 +129,9 @@ struct PwFamilyImpl {
     const char *const *tensor_names;
     const unsigned char *tensor_decays; /* 1: AdamW weight decay applies */
     const unsigned char *tensor_ready;  /* PW_READY_*: when a backward is done with its gradient */
+    /* 1: read by the products alone (pw_model_weight), never by another kernel in float32: a
+     * frozen bf16 model keeps it in bfloat16 only */
+    const unsigned char *tensor_bf16_only;
 
     int (*arch_check)(const PwArch *a, PwErr *err);
     /* parse an open config.json (a jansson object) into a */
@@ -186,36 +195,45 @@ void pw_model_ready_end(PwModel *m);
 extern const PwFamilyImpl pw_gpt2_family;
 extern const PwFamilyImpl pw_llama_family;
 
+/* A product's weight from float `off` of parameter tensor i on: its float32 values (f: NULL in a
+ * frozen bf16 model that keeps the tensor in bfloat16 only) and its bfloat16 mirror (h: NULL at
+ * fp32), which the bf16 products read instead of f. */
+typedef struct PwWeight {
+    const float *f;
+    const uint16_t *h;
+} PwWeight;
+PwWeight pw_model_weight(const PwModel *m, int i, size_t off);
+
 /* A product of the trunk or the LM head in the model's precision: the table's matmul entries
  * (pw_ops.h), the bf16 ones at PW_PRECISION_BF16. The value and score heads (one output
  * channel, a dot product per position) stay float32 at every precision. inp16 (NULL: none) is
  * the input kept in bfloat16 (an activation made so, below), read instead of inp at
  * PW_PRECISION_BF16; it is always NULL at PW_PRECISION_FP32. */
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
-                             const uint16_t *inp16, const float *weight, const float *bias, int N,
-                             int C, int OC);
+                             const uint16_t *inp16, PwWeight w, const float *bias, int N, int C,
+                             int OC);
 /* The same into out16 instead, rounded to bfloat16, where out16 is not NULL (PW_PRECISION_BF16
  * only: what a bf16 model keeps of q, k, v and of the MLP's pre-activation; the float32 product
  * and bias rounded once, no float32 result written), else into out */
 void pw_model_matmul_forward_out(const PwModel *m, float *out, uint16_t *out16, const float *inp,
-                                 const uint16_t *inp16, const float *weight, const float *bias,
-                                 int N, int C, int OC);
+                                 const uint16_t *inp16, PwWeight w, const float *bias, int N,
+                                 int C, int OC);
 void pw_model_matmul_backward(const PwModel *m, float *dinp, float *dweight, float *dbias,
                               const float *dout, const float *inp, const uint16_t *inp16,
-                              const float *weight, int N, int C, int OC, int set_dinp);
+                              PwWeight w, int N, int C, int OC, int set_dinp);
 /* The same at PW_PRECISION_BF16 for a dout that is bfloat16 already, rows dout_ld apart (the LM
  * head's from logprobs_backward_bf16, 2 Vp halves apart) */
 void pw_model_matmul_backward16(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                 const uint16_t *dout16, size_t dout_ld, const float *inp,
-                                const uint16_t *inp16, const float *weight, int N, int C, int OC,
+                                const uint16_t *inp16, PwWeight w, int N, int C, int OC,
                                 int set_dinp);
 /* pw_model_matmul_backward16 on dout16 (dense rows, rounded by the backward that made them: the
  * norms', the activations', the attention's or the rotation's) where it is not NULL, else
  * pw_model_matmul_backward on dout */
 void pw_model_matmul_backward_either(const PwModel *m, float *dinp, float *dweight, float *dbias,
                                      const float *dout, const uint16_t *dout16, const float *inp,
-                                     const uint16_t *inp16, const float *weight, int N, int C,
-                                     int OC, int set_dinp);
+                                     const uint16_t *inp16, PwWeight w, int N, int C, int OC,
+                                     int set_dinp);
 
 /* Activations made and kept in bfloat16. At PW_PRECISION_BF16 the batch forward's producers of
  * the inputs of the trunk's products that nothing but those products reads again (the
@@ -275,7 +293,8 @@ void pw_model_fill_const(float *x, size_t n, float v);
  * its final hidden states) and weights, with the gradients of those weights. */
 typedef struct PwHeads {
     float *lnf, *logits, *logp, *entropy, *value, *score; /* logits (B, T, Vp) */
-    const float *lmw, *scorew, *scoreb, *valuew, *valueb;
+    PwWeight lmw;
+    const float *scorew, *scoreb, *valuew, *valueb;
     float *dlmw, *dscorew, *dscoreb, *dvaluew, *dvalueb;
 } PwHeads;
 /* The heads the model has over m->B x m->T rows (heads.c); logits are divided by the input's

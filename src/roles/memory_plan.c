@@ -204,12 +204,13 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
         if (ranks[0] && total) over |= verdict(out, what, "cuda", ranks, sum, total, "its", "");
     }
     free(peak);
-    fprintf(out, "(weights: the float32 parameters, their bfloat16 copy at bf16, the input "
-                 "buffers; training: the backward's scratch, the gradients and AdamW's moments;\n"
-                 " activations: what a forward keeps for the backward; generation: the KV cache "
-                 "and the sampler. A rank that trains frees its\n KV cache for the update, and "
-                 "with offloading its moments leave the device while it generates. The kernels' "
-                 "scratch\n and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");
+    fprintf(out, "(weights: the float32 parameters and their bfloat16 copy at bf16 (the "
+                 "scoring models keep their layers' matrices in bfloat16 alone), the input "
+                 "buffers;\n training: the backward's scratch, the gradients and AdamW's moments; "
+                 "activations: what a forward keeps for the backward;\n generation: the KV cache "
+                 "and the sampler. A rank that trains frees its KV cache for the update, and with "
+                 "offloading\n its moments leave the device while it generates. The kernels' "
+                 "scratch and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");
     pw_run_free(r);
     if (over)
         return pw_errf(err, "%s: the planned memory is more than this host's memory has "

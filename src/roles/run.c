@@ -272,14 +272,17 @@ static int check_inputs(PwRun *r, const PwPlacement *pl, PwErr *err)
 PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int heads)
 {
     const PwSettings *s = &r->s;
-    /* the actor and the critic train; the others score (reference, reward, gold) or decode */
+    /* the actor and the critic train; the others score (reference, reward, gold) or decode;
+     * the scoring models' weights never change after they load (frozen: at bf16 the layers'
+     * matrices are kept in bfloat16 only), while the generator's take the actor's each step */
     int trains = role == PW_ROLE_ACTOR || role == PW_ROLE_CRITIC;
     return (PwModelOpts){.heads = heads, .maxB = s->micro < s->N ? s->micro : s->N,
                          .maxT = r->maxT, .device = dev, .precision = s->precision,
                          .kv_dtype = s->kv_dtype, .lm_chunk = s->lm_chunk,
                          .acts = !trains       ? PW_ACTS_NONE
                                  : s->recompute ? PW_ACTS_RECOMPUTE
-                                                : PW_ACTS_KEEP};
+                                                : PW_ACTS_KEEP,
+                         .frozen = !trains && role != PW_ROLE_GENERATOR};
 }
 
 /* A model of `role` on the device the placement gives the role (the rank's GPU for cuda);

@@ -27,19 +27,25 @@ typedef struct Outs {
 } Outs;
 
 /* lm_chunk: the LM head's rows at a time (PwModelOpts.lm_chunk; 0: all); acts: what its
- * forward keeps (PwModelOpts.acts) */
-static PwModel *make_acts(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk,
-                          PwActs acts)
+ * forward keeps (PwModelOpts.acts); frozen: PwModelOpts.frozen (acts none) */
+static PwModel *make_frozen(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk,
+                            PwActs acts, int frozen)
 {
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
                      .device = dev, .device_id = 0, .seed = 5, .precision = prec,
-                     .lm_chunk = lm_chunk, .acts = acts};
+                     .lm_chunk = lm_chunk, .acts = acts, .frozen = frozen};
     PwModel *m = pw_model_create(a, &o, &err);
     CHECK(m != NULL, "%s model: %s", dev == PW_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
     if (!m) exit(1);
     pw_model_init_random(m, 5); /* on the host, then uploaded: the same weights on both */
     return m;
+}
+
+static PwModel *make_acts(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk,
+                          PwActs acts)
+{
+    return make_frozen(dev, a, prec, lm_chunk, acts, 0);
 }
 
 static PwModel *make_chunked(PwDevice dev, const PwArch *a, PwPrecision prec, int lm_chunk)
@@ -225,7 +231,8 @@ static void check_chunked(const PwArch *a, const int *tok, const int *tgt, const
  * layer: recompute (activation checkpointing) gives the same outputs and gradients within the
  * precision's tolerance (its first norms made unfused from the kept inputs, where the forward's
  * came fused into the residual add: the last bit may differ), none the same outputs and a
- * refused backward. */
+ * refused backward; and a frozen model (its matrices in bfloat16 alone at bf16, rounded on the
+ * host as it loads where the others' mirror is rounded by the GPU) none's outputs bit for bit. */
 static void check_acts(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
 {
     for (int bf16 = 0; bf16 < 2; bf16++) {
@@ -234,10 +241,14 @@ static void check_acts(const PwArch *a, const int *tok, const int *tgt, const Pw
         PwModel *cpu = make_acts(PW_DEVICE_CPU, a, prec, 0, PW_ACTS_KEEP);
         PwModel *re = make_acts(PW_DEVICE_CUDA, a, prec, 0, PW_ACTS_RECOMPUTE);
         PwModel *none = make_acts(PW_DEVICE_CUDA, a, prec, 0, PW_ACTS_NONE);
-        static Outs oc, orc, on;
+        PwModel *frozen = make_frozen(PW_DEVICE_CUDA, a, prec, 0, PW_ACTS_NONE, 1);
+        static Outs oc, orc, on, of;
         forward(cpu, tok, tgt, &oc);
         forward(re, tok, tgt, &orc);
         forward(none, tok, tgt, &on);
+        forward(frozen, tok, tgt, &of);
+        CHECK(!memcmp(&of, &on, sizeof on), "frozen, %s: outputs differ from none's",
+              pw_precision_name(prec));
         printf("  activations made again (recompute) and not kept (none), %s:\n",
                pw_precision_name(prec));
         compare_tol("recompute forward logp", orc.logp, oc.logp, B * T, tol);
@@ -256,6 +267,7 @@ static void check_acts(const PwArch *a, const int *tok, const int *tgt, const Pw
         pw_model_free(cpu);
         pw_model_free(re);
         pw_model_free(none);
+        pw_model_free(frozen);
     }
 }
 
