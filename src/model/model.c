@@ -538,6 +538,7 @@ static int frozen_split(const PwModel *m) { return m->num_stored != m->num_param
 static float *host_params(PwModel *m, int fetch)
 {
     if (m->ops->device == PW_DEVICE_CPU && !frozen_split(m)) return m->params;
+    if (fetch && frozen_split(m)) return NULL; /* its float32 is not all there to fetch */
     /* zeroed: a load fills the real rows only, and the padding rows must upload as 0 */
     float *h = fetch ? malloc(m->num_params * sizeof(float))
                      : calloc(m->num_params, sizeof(float));
