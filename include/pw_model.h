@@ -117,6 +117,13 @@ typedef struct PwModelOpts {
 #define PW_VOCAB_MULTIPLE 64
 #define PW_VOCAB_MULTIPLE_MAX 4096
 
+/* The LM head's product runs on PW_LM_TILE rows at a time at most, from each chunk's first row
+ * (docs/model.md, The LM head in chunks): the same rows go through the same product shape
+ * whatever a model's chunk, when its chunk is 0 (every row) or a multiple of the tile, so a model
+ * that makes its logits a tile at a time (the reference) gives the log-probs of one that makes
+ * them all at once (the actor) bit for bit. */
+#define PW_LM_TILE 1024
+
 typedef struct PwModel PwModel;
 
 /* ---- life cycle */

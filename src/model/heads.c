@@ -10,7 +10,13 @@
 static void lm_logits(const PwModel *m, const PwHeads *h, int r0, int n)
 {
     const int C = m->arch.n_embd, Vp = m->Vp;
-    pw_model_matmul_forward(m, h->logits, h->lnf + (size_t)r0 * C, NULL, h->lmw, NULL, n, C, Vp);
+    /* a tile at a time: a product's rounding depends on its shape (BLAS kernels block the rows
+     * their own way), and tiles keep it the same for a row in every model */
+    for (int t = 0; t < n; t += PW_LM_TILE) {
+        int k = n - t < PW_LM_TILE ? n - t : PW_LM_TILE;
+        pw_model_matmul_forward(m, h->logits + (size_t)t * Vp, h->lnf + (size_t)(r0 + t) * C,
+                                NULL, h->lmw, NULL, k, C, Vp);
+    }
     if (m->inv_temperature != 1.0f)
         m->ops->scale(m->ops, h->logits, m->inv_temperature, (size_t)n * Vp);
 }

@@ -423,7 +423,9 @@ void pw_run_free(PwRun *r);
 /* The options of the models of `role` on `dev` with `heads`: the run's sizes and precision, and
  * what their forwards keep (the actor and the critic: every layer's activations, or with
  * model.activation_checkpointing the layers' inputs; every other role's models only score or
- * decode: one layer's). pw_ppo_run loads with them, the memory plan sizes with them. */
+ * decode: one layer's). The scoring models (reference, reward, gold) are frozen and make their
+ * logits PW_LM_TILE rows at a time (or in the trained models' chunks, where those are not a
+ * multiple of it). pw_ppo_run loads with them, the memory plan sizes with them. */
 PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int heads);
 /* World rank `rank`'s most bytes at once on its device by the memory plan (memory_plan.c), from
  * a prepared run: what pw_ppo_run checks against its node's memory before anything loads. */

@@ -276,13 +276,21 @@ PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int hea
      * the scoring models' weights never change after they load (frozen: at bf16 the layers'
      * matrices are kept in bfloat16 only), while the generator's take the actor's each step */
     int trains = role == PW_ROLE_ACTOR || role == PW_ROLE_CRITIC;
+    int frozen = !trains && role != PW_ROLE_GENERATOR;
+    /* A scoring model's LM head (the reference's) makes its logits a tile of rows at a time
+     * (PW_LM_TILE): with no backward to make them again for, chunks cost it nothing, and its
+     * whole (rows, V) logits were most of what it held. Where the trained models' chunk is not
+     * a multiple of the tile, the same chunk: the rows then meet the same products, and the
+     * reference's log-probs are the actor's bit for bit before the first update. */
+    int chunk = s->lm_chunk;
+    if (frozen && chunk % PW_LM_TILE == 0) chunk = PW_LM_TILE;
     return (PwModelOpts){.heads = heads, .maxB = s->micro < s->N ? s->micro : s->N,
                          .maxT = r->maxT, .device = dev, .precision = s->precision,
-                         .kv_dtype = s->kv_dtype, .lm_chunk = s->lm_chunk,
+                         .kv_dtype = s->kv_dtype, .lm_chunk = chunk,
                          .acts = !trains       ? PW_ACTS_NONE
                                  : s->recompute ? PW_ACTS_RECOMPUTE
                                                 : PW_ACTS_KEEP,
-                         .frozen = !trains && role != PW_ROLE_GENERATOR};
+                         .frozen = frozen};
 }
 
 /* A model of `role` on the device the placement gives the role (the rank's GPU for cuda);

@@ -78,7 +78,9 @@ static const PwCfgKey keys[] = {
      NEMO " `precision: bf16-mixed` (PyTorch autocast)"},
     {"model.lm_head_chunk", PW_CFG_INT, OFF(model.lm_head_chunk), "0", 0, PW_CFG_COUNT_MAX,
      PW_CFG_MIN | PW_CFG_MAX, NULL,
-     PW_CFG_LM_HEAD_CHUNK_DOC,
+     PW_CFG_LM_HEAD_CHUNK_DOC ". The reference, which only scores, makes its logits 1024 rows "
+     "at a time where this is 0 or a multiple of 1024, else in these chunks: with no backward, "
+     "chunks cost it nothing",
      "Liger-Kernel's chunked linear cross-entropy"},
     {"model.activation_checkpointing", PW_CFG_BOOL, OFF(model.activation_checkpointing),
      "false", 0, 0, 0, NULL, PW_CFG_ACT_CKPT_DOC,

@@ -20,6 +20,13 @@ run_ppo 1 single chunk episodes=8 generation.temperature=0.7 model.lm_head_chunk
 "$METRICS_CHECK" zero "$WORK/chunk/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
     policy/clipfrac_avg
 "$METRICS_CHECK" below "$WORK/chunk/metrics.jsonl" 0 generator/logprob_diff 1e-5
+# More rows in a micro batch than a tile of the LM head (PW_LM_TILE, 1024: 96 rollouts of up to
+# 14 tokens, 1344 rows): the reference makes its logits a tile at a time, the actor all of them
+# at once, each tile through the same product, so the exact checks hold.
+run_ppo 1 single tiles episodes=96 ppo.num_rollout_samples=96 ppo.micro_batch_size=96 \
+    ppo.rollout_micro_batch_size=96
+"$METRICS_CHECK" zero "$WORK/tiles/metrics.jsonl" 0 objective/kl policy/approxkl_avg \
+    policy/clipfrac_avg
 # The same at precision bf16 with a float32 KV cache: every role's products round their operands
 # to bfloat16, the generator's cache passes and the actor's and reference's forwards alike, so
 # the exact checks hold there too (docs/model.md, Precision). The actor's batch attention also
