@@ -246,7 +246,8 @@ size_t pw_model_kept_floats(PwPrecision precision, size_t n);
 /* The per-layer activations of the batch forward (PwActs): with PW_ACTS_KEEP every layer has
  * its own slots; otherwise one set serves every layer in turn (pw_model_layer_slot is then 0,
  * pw_model_layer_slots 1). The layers' outputs, the next layers' inputs, are kept by each layer
- * unless nothing runs a backward (PW_ACTS_NONE: two slots, alternating). */
+ * unless nothing runs a backward (PW_ACTS_NONE: one slot, each layer's output written over its
+ * input, which nothing reads after the layer's first residual add has made res2). */
 static inline size_t pw_model_layer_slots(const PwModel *m)
 {
     return m->acts == PW_ACTS_KEEP ? (size_t)m->arch.n_layer : 1;
@@ -257,11 +258,11 @@ static inline size_t pw_model_layer_slot(const PwModel *m, int l)
 }
 static inline size_t pw_model_out_slots(const PwModel *m)
 {
-    return m->acts != PW_ACTS_NONE ? (size_t)m->arch.n_layer : m->arch.n_layer > 1 ? 2 : 1;
+    return m->acts != PW_ACTS_NONE ? (size_t)m->arch.n_layer : 1;
 }
 static inline size_t pw_model_out_slot(const PwModel *m, int l)
 {
-    return m->acts != PW_ACTS_NONE ? (size_t)l : (size_t)(l & 1);
+    return m->acts != PW_ACTS_NONE ? (size_t)l : 0;
 }
 
 /* The attention of a batch (grouped-query; GPT-2's is NKV = NH) in the model's precision: the

@@ -51,7 +51,7 @@ static int run(PwModel *m, const PwArch *a, int train, Out *o, PwErr *err)
 
 static void compare(const char *name, PwArch a, PwPrecision prec, int lm_chunk)
 {
-    a.n_layer = 3; /* none keeps two layers' outputs: three make it smaller than keep */
+    a.n_layer = 3; /* three layers: keep holds more than recompute, recompute more than none */
     printf("%s %s, lm_chunk %d\n", name, pw_precision_name(prec), lm_chunk);
     static const char *const names[] = {"keep", "recompute", "none"};
     PwModel *m[PW_ACTS_COUNT];
