@@ -207,7 +207,7 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
     fprintf(out, "(weights: the float32 parameters and their bfloat16 copy at bf16 (the "
                  "scoring models keep their layers' matrices in bfloat16 alone), the input "
                  "buffers;\n training: the backward's scratch, the gradients and AdamW's moments; "
-                 "activations: what a forward keeps for the backward;\n generation: the KV cache "
+                 "activations: what a forward holds;\n generation: the KV cache "
                  "and the sampler. A rank that trains frees its KV cache for the update, and with "
                  "offloading\n its moments leave the device while it generates. The kernels' "
                  "scratch and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");
