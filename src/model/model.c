@@ -129,11 +129,14 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
     return 0;
 }
 
+/* A frozen bf16 model: some tensors exist in its bfloat16 mirror alone (stored_size 0) */
+static int frozen_split(const PwModel *m) { return m->num_stored != m->num_params; }
+
 void pw_model_mirror_refresh(PwModel *m)
 {
     /* a frozen model's mirror is made from its host copy as it loads (host_done), or is the
      * zeros of a model never loaded */
-    if (!m->params_bf16 || !m->mirror_stale || m->num_stored != m->num_params) return;
+    if (!m->params_bf16 || !m->mirror_stale || frozen_split(m)) return;
     m->ops->to_bf16(m->ops, m->params_bf16, m->params, m->num_params);
     m->mirror_stale = 0;
 }
@@ -528,8 +531,6 @@ static int frozen_upload(PwModel *m, const float *h)
     free(b);
     return 0;
 }
-
-static int frozen_split(const PwModel *m) { return m->num_stored != m->num_params; }
 
 /* The parameters on the host: the buffer itself on the CPU (unless a frozen model keeps some
  * in bfloat16 only), else a copy (fetched from the device when `fetch`: never asked of a frozen
