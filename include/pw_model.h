@@ -108,6 +108,12 @@ typedef struct PwModelOpts {
                           * kept in their bfloat16 copy alone, 2 bytes a weight instead of 6, and
                           * compute bit for bit as they would with float32 beside them
                           * (docs/model.md, Frozen models) */
+    int follows;         /* its weights are another model's, received whole with
+                          * pw_model_weights_in after that model's updates (a generator follows
+                          * the actor): no gradients, no optimizer, pw_model_params and saving
+                          * refused. At bf16 it keeps what a frozen model keeps, and receives
+                          * the float32 of the other tensors and the bfloat16 of the matrices
+                          * (docs/model.md, Models that follow) */
 } PwModelOpts;
 
 /* The padded vocabulary: V = 50257 leaves every row of the LM head's (B T, V) output at an odd
@@ -196,6 +202,7 @@ typedef struct PwModelBytes {
     size_t backward;    /* the backward's scratch, from the first backward */
     size_t grads;       /* from the first zero_grad or backward */
     size_t moments;     /* AdamW's two, from the first step (on the host while offloaded) */
+    size_t transfer;    /* the weights as pw_model_weights_out hands them over */
 } PwModelBytes;
 /* 0, or -1 with pw_model_create's message for an architecture or options it would refuse. */
 int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, PwErr *err);
@@ -207,6 +214,23 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
 PwTensor pw_model_params(PwModel *m);
 /* The gradient tensor (allocated by the first pw_model_zero_grad; data NULL before). */
 PwTensor pw_model_grads(PwModel *m);
+
+/* ---- the weights from one model to another of the same architecture and options (the actor's
+ * to its generators after each update), in one buffer: at fp32 the float32 parameters
+ * (pw_model_params' tensor); at bf16 the float32 of the tensors that are not products' weights
+ * alone, then the bfloat16 copy of those that are, which is all a bf16 forward reads: 2 bytes
+ * for each weight of the layers' matrices instead of 4 (docs/model.md, Models that follow). */
+size_t pw_model_weights_bytes(const PwModel *m);
+/* m's current weights so laid out, in m's device memory, valid until m's next zero_grad,
+ * backward or optimiser step: at bf16 packed into the gradients' memory (made if there is none
+ * yet), which is free between an update and the next zero_grad; a backward or step before that
+ * zero_grad is refused. A split model's (frozen or following, at bf16) are its own buffer. The
+ * model's queued work is done when it returns. -1 with a message when there is no room. */
+int pw_model_weights_out(PwModel *m, PwTensor *out, PwErr *err);
+/* Where a model receives such a payload: its own memory, which the next forward reads. A model
+ * that follows, or any fp32 model that is not frozen; for any other it is a programming error
+ * (the message says so, then abort). */
+PwTensor pw_model_weights_in(PwModel *m);
 
 /* ---- forward and backward over a batch of rows (host arrays) */
 typedef struct PwModelInput {

@@ -44,6 +44,7 @@ size_t pw_model_sum_sizes(const size_t *sizes, int n)
  * calls (4 x n_embd rows of GPT-2's MLP). */
 #define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
 
+
 int pw_config_need(const void *root, const char *key, const char *path, int ok, const char *what,
                    PwErr *err)
 {
@@ -129,22 +130,24 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
     return 0;
 }
 
-/* A frozen bf16 model: some tensors exist in its bfloat16 mirror alone (stored_size 0) */
-static int frozen_split(const PwModel *m) { return m->num_stored != m->num_params; }
-
 void pw_model_mirror_refresh(PwModel *m)
 {
-    /* a frozen model's mirror is made from its host copy as it loads (host_done), or is the
-     * zeros of a model never loaded */
-    if (!m->params_bf16 || !m->mirror_stale || frozen_split(m)) return;
-    m->ops->to_bf16(m->ops, m->params_bf16, m->params, m->num_params);
+    if (!m->params_bf16 || !m->mirror_stale) return;
+    if (!pw_model_is_split(m)) {
+        m->ops->to_bf16(m->ops, m->params_bf16, m->params, m->num_params);
+    } else { /* the bf16-only tensors came in bfloat16 (a load or a payload): the others */
+        for (int i = 0; i < m->ntensors; i++)
+            if (m->stored_size[i])
+                m->ops->to_bf16(m->ops, m->params_bf16 + m->mirror_off[i],
+                                m->params + m->stored_off[i], m->stored_size[i]);
+    }
     m->mirror_stale = 0;
 }
 
 PwWeight pw_model_weight(const PwModel *m, int i, size_t off)
 {
     return (PwWeight){m->stored_size[i] ? m->params + m->stored_off[i] + off : NULL,
-                      m->params_bf16 ? m->params_bf16 + m->tensor_off[i] + off : NULL};
+                      m->params_bf16 ? m->params_bf16 + m->mirror_off[i] + off : NULL};
 }
 
 void pw_model_matmul_forward(const PwModel *m, float *out, const float *inp,
@@ -334,6 +337,9 @@ static int check_opts(const PwArch *a, const PwModelOpts *o, PwErr *err)
     if (o->frozen && o->acts != PW_ACTS_NONE)
         return pw_errf(err, "a frozen model never trains: its forward keeps one layer's "
                        "activations (acts none), not %s", o->acts ? "its layers' inputs" : "all");
+    if (o->frozen && o->follows)
+        return pw_errf(err, "a model is frozen (never written) or follows another (written by "
+                       "the weights it receives), not both");
     if (o->lm_chunk < 0)
         return pw_errf(err, "lm_chunk %d: expected 0 (every row at once) or a row count",
                        o->lm_chunk);
@@ -367,7 +373,8 @@ void pw_model_free(PwModel *m)
     if (m->impl && m->impl->detach) m->impl->detach(m);
     if (o) {
         o->free(o, m->params);
-        o->free(o, m->params_bf16);
+        if (!pw_model_is_split(m)) /* else inside params' allocation */
+            o->free(o, m->params_bf16);
         o->free(o, m->grads);
         o->free(o, m->adam_m);
         o->free(o, m->adam_v);
@@ -399,6 +406,10 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
     m->precision = opts->precision;
     m->acts = opts->acts;
     m->frozen = opts->frozen != 0;
+    m->follows = opts->follows != 0;
+    /* the products of a bf16 model that is never trained read the mirror: nothing else reads
+     * the bf16-only tensors in float32 */
+    int split = (m->frozen || m->follows) && m->precision == PW_PRECISION_BF16;
     m->kv_dtype = opts->kv_dtype != PW_KV_AUTO ? opts->kv_dtype
                   : m->precision == PW_PRECISION_BF16 ? PW_KV_BF16 : PW_KV_FP32;
     f->tensor_sizes(m->tensor_size, arch, opts->heads, (size_t)m->Vp);
@@ -407,13 +418,20 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
         m->tensor_off[i] = m->num_params;
         m->num_params += m->tensor_size[i];
         m->num_weights += m->tensor_real[i];
-        /* a frozen bf16 model's products read the mirror: nothing else reads these in float32 */
-        int mirror_only = m->frozen && m->precision == PW_PRECISION_BF16 &&
-                          f->tensor_bf16_only[i];
-        m->stored_size[i] = mirror_only ? 0 : m->tensor_size[i];
-        m->stored_off[i] = m->num_stored;
-        m->num_stored += m->stored_size[i];
+        size_t *part = f->tensor_bf16_only[i] ? &m->split_b16 : &m->split_f32;
+        m->split_off[i] = *part;
+        *part += m->tensor_size[i];
     }
+    m->split_f32_pad = (m->split_f32 + PW_SPLIT_ALIGN - 1) / PW_SPLIT_ALIGN * PW_SPLIT_ALIGN;
+    for (int i = 0; i < m->ntensors; i++) {
+        int only = f->tensor_bf16_only[i];
+        m->stored_size[i] = split && only ? 0 : m->tensor_size[i];
+        m->stored_off[i] = !split ? m->tensor_off[i] : only ? 0 : m->split_off[i];
+        m->mirror_off[i] = !split ? m->tensor_off[i]
+                           : only ? m->split_off[i]
+                                  : m->split_b16 + m->split_off[i];
+    }
+    m->num_stored = split ? m->split_f32 : m->num_params;
     return 0;
 }
 
@@ -439,7 +457,8 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
     const PwFamilyImpl *f = m->impl;
     size_t P = m->num_params;
     *b = (PwModelBytes){
-        .params = m->num_stored * sizeof(float),
+        .params = pw_model_is_split(m) ? pw_model_split_f32_bytes(m)
+                                       : m->num_stored * sizeof(float),
         .params_bf16 = m->precision == PW_PRECISION_BF16 ? P * sizeof(uint16_t) : 0,
         .buffers = int_bytes(opts) + dout_bytes(opts) + (f->attach_bytes ? f->attach_bytes(arch)
                                                                          : 0),
@@ -447,6 +466,7 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
         .backward = f->backward_bytes(m),
         .grads = P * sizeof(float),
         .moments = 2 * P * sizeof(float),
+        .transfer = pw_model_payload_bytes(m),
     };
     free(m);
     return 0;
@@ -465,13 +485,20 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     m->ops = ops;
     size_t BT = (size_t)opts->maxB * opts->maxT;
     size_t pbytes = m->num_stored * sizeof(float), ibytes = int_bytes(opts);
-    size_t dbytes = dout_bytes(opts);
-    if (!(m->params = ops->alloc(ops, pbytes))) {
+    size_t dbytes = dout_bytes(opts), mbytes = m->num_params * sizeof(uint16_t);
+    if (pw_model_is_split(m)) { /* one allocation: the payload it receives is its front */
+        size_t fb = pw_model_split_f32_bytes(m);
+        if (!(m->params = ops->alloc(ops, fb + mbytes))) {
+            pw_model_no_room(m, "the parameters and their bfloat16 copy", fb + mbytes, err);
+            goto fail;
+        }
+        m->params_bf16 = (uint16_t *)((char *)m->params + fb);
+    } else if (!(m->params = ops->alloc(ops, pbytes))) {
         pw_model_no_room(m, "the parameters", pbytes, err);
         goto fail;
     }
-    size_t mbytes = m->num_params * sizeof(uint16_t);
-    if (m->precision == PW_PRECISION_BF16 && !(m->params_bf16 = ops->alloc(ops, mbytes))) {
+    if (m->precision == PW_PRECISION_BF16 && !m->params_bf16 &&
+        !(m->params_bf16 = ops->alloc(ops, mbytes))) {
         pw_model_no_room(m, "the parameters' bfloat16 copy", mbytes, err);
         goto fail;
     }
@@ -502,44 +529,45 @@ fail:
     return NULL;
 }
 
-/* A frozen bf16 model's mirror is rounded on the host and goes up this many weights at a time
- * (8 MiB of bfloat16 in host memory): nothing of it needs device memory beyond the model's own,
- * and the whole float32 parameters never exist on the device. */
-#define FROZEN_CHUNK ((size_t)4 << 20)
+/* A split model's mirror is rounded on the host and goes up this many weights at a time (8 MiB
+ * of bfloat16 in host memory): nothing of it needs device memory beyond the model's own, and
+ * the whole float32 parameters never exist on the device. */
+#define SPLIT_CHUNK ((size_t)4 << 20)
 
-/* Host copy h (full layout) into a frozen bf16 model: the tensors it stores in float32 into
- * params, and every tensor into the mirror, rounded on the host as the table's to_bf16 rounds
+/* Host copy h (full layout) into a split model: the tensors it stores in float32 into params,
+ * and every tensor into the mirror, rounded on the host as the table's to_bf16 rounds
  * (pw_bf16.h: to nearest, ties to even, as __float2bfloat16_rn), so that the model computes bit
  * for bit as one that keeps float32 beside its mirror. -1: out of host memory. */
-static int frozen_upload(PwModel *m, const float *h)
+static int split_upload(PwModel *m, const float *h)
 {
     const PwOps *o = m->ops;
-    uint16_t *b = malloc(FROZEN_CHUNK * sizeof *b);
+    uint16_t *b = malloc(SPLIT_CHUNK * sizeof *b);
     if (!b) return -1;
     for (int i = 0; i < m->ntensors; i++) {
         const float *src = h + m->tensor_off[i];
         size_t n = m->tensor_size[i];
         if (m->stored_size[i])
             o->copy(o, m->params + m->stored_off[i], src, n * sizeof(float), PW_COPY_H2D);
-        for (size_t k = 0; k < n; k += FROZEN_CHUNK) {
-            size_t c = n - k < FROZEN_CHUNK ? n - k : FROZEN_CHUNK;
+        for (size_t k = 0; k < n; k += SPLIT_CHUNK) {
+            size_t c = n - k < SPLIT_CHUNK ? n - k : SPLIT_CHUNK;
             for (size_t j = 0; j < c; j++) b[j] = pw_bf16_from_f32(src[k + j]);
             /* copy returns when done, so b is free again */
-            o->copy(o, m->params_bf16 + m->tensor_off[i] + k, b, c * sizeof *b, PW_COPY_H2D);
+            o->copy(o, m->params_bf16 + m->mirror_off[i] + k, b, c * sizeof *b, PW_COPY_H2D);
         }
     }
     free(b);
+    m->mirror_stale = 0;
     return 0;
 }
 
-/* The parameters on the host: the buffer itself on the CPU (unless a frozen model keeps some
- * in bfloat16 only), else a copy (fetched from the device when `fetch`: never asked of a frozen
+/* The parameters on the host: the buffer itself on the CPU (unless a split model keeps some in
+ * bfloat16 only), else a copy (fetched from the device when `fetch`: never asked of a split
  * model, which saving and checking turn away first). host_done uploads it when `upload` and
  * frees a copy. */
 static float *host_params(PwModel *m, int fetch)
 {
-    if (m->ops->device == PW_DEVICE_CPU && !frozen_split(m)) return m->params;
-    if (fetch && frozen_split(m)) return NULL; /* its float32 is not all there to fetch */
+    if (m->ops->device == PW_DEVICE_CPU && !pw_model_is_split(m)) return m->params;
+    if (fetch && pw_model_is_split(m)) return NULL; /* its float32 is not all there to fetch */
     /* zeroed: a load fills the real rows only, and the padding rows must upload as 0 */
     float *h = fetch ? malloc(m->num_params * sizeof(float))
                      : calloc(m->num_params, sizeof(float));
@@ -548,12 +576,12 @@ static float *host_params(PwModel *m, int fetch)
     return h;
 }
 
-/* -1 where a frozen model found no host memory to round its weights in */
+/* -1 where a split model found no host memory to round its weights in */
 static int host_done(PwModel *m, float *h, int upload)
 {
     int rc = 0;
-    if (frozen_split(m)) {
-        if (upload) rc = frozen_upload(m, h); /* the mirror is made here, and never again */
+    if (pw_model_is_split(m)) {
+        if (upload) rc = split_upload(m, h); /* the mirror is made here, whole */
         free(h);
         return rc;
     }
@@ -664,6 +692,10 @@ int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwEr
         return pw_errf(err, "%s: not saved: a frozen model is never written, its folder is "
                        "where it came from (at bf16 it keeps its products' weights in bfloat16 "
                        "only)", dir);
+    if (m->follows) /* the model it follows is the one to save */
+        return pw_errf(err, "%s: not saved: a model that follows another holds that model's "
+                       "weights (at bf16 its products' weights in bfloat16 only): save that "
+                       "one", dir);
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
     /* Checked before anything is written: a diverged model must never replace a good checkpoint
@@ -680,7 +712,8 @@ int pw_model_check_params(PwModel *m, PwErr *err)
 {
     /* Every |w| <= the norm, so a finite norm within the limit clears all of them at the cost
      * of one reduction; the sum is in double, where even 3e38 squared is finite. */
-    if (m->frozen) return 0; /* never written since it loaded */
+    /* never written since it loaded, or written by what a checked model handed over */
+    if (m->frozen || m->follows) return 0;
     double norm = sqrt(m->ops->sumsq(m->ops, m->params, m->num_params));
     if (norm <= PW_WEIGHT_LIMIT) return 0;
     float *h = host_params(m, 1);
@@ -729,9 +762,11 @@ static PwTensor flat(const PwModel *m, float *data)
 
 PwTensor pw_model_params(PwModel *m)
 {
-    if (m->frozen) { /* no role writes a frozen model: a caller that would is a bug */
-        fprintf(stderr, "pw_model_params: the model is frozen (PwModelOpts.frozen): its weights "
-                "are not written after it is made\n");
+    if (m->frozen || m->follows) { /* a caller that would write it so is a bug */
+        fprintf(stderr, "pw_model_params: the model %s: its weights are %s\n",
+                m->frozen ? "is frozen (PwModelOpts.frozen)" : "follows another "
+                "(PwModelOpts.follows)", m->frozen ? "not written after it is made"
+                : "written by pw_model_weights_in alone");
         abort();
     }
     m->ops->sync(m->ops);
@@ -853,7 +888,11 @@ int pw_model_forward(PwModel *m, const PwModelInput *b, PwOutputs *out, PwErr *e
 int pw_model_zero_grad(PwModel *m, PwErr *err)
 {
     if (m->frozen) return pw_errf(err, "a frozen model has no gradients (PwModelOpts.frozen)");
+    if (m->follows)
+        return pw_errf(err, "a model that follows another has no gradients: it takes that "
+                       "model's weights (PwModelOpts.follows)");
     size_t bytes = m->num_params * sizeof(float);
+    m->grads_spent = 0;
     if (!m->grads) {
         if (!(m->grads = m->ops->alloc(m->ops, bytes)))
             return pw_model_no_room(m, "the gradients", bytes, err);
@@ -883,6 +922,7 @@ int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
                        "activations for it)");
     if (m->B == 0) return pw_errf(err, "backward without a forward before it");
     if (!m->grads && pw_model_zero_grad(m, err)) return -1;
+    if (m->grads_spent) return pw_errf(err, PW_GRADS_SPENT, "a backward");
     const size_t cap = (size_t)m->maxB * m->maxT;
     const int c0 = m->col0, w = m->width;
     float *dlogp = scatter(m, m->d_dout, g->dlogp, c0, w);
@@ -929,6 +969,7 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
 {
     const PwOps *o = m->ops;
     if (!m->grads) return pw_errf(err, "an optimiser step needs gradients (no backward ran)");
+    if (m->grads_spent) return pw_errf(err, PW_GRADS_SPENT, "an optimiser step");
     if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1;
     if (!m->adam_m && alloc_moments(m, err)) return -1;
     double norm = pw_model_grad_norm(m);

@@ -24,6 +24,7 @@ struct PwModel {
     PwKVDtype kv_dtype;            /* of its KV caches: FP32 or BF16 (AUTO resolved) */
     PwActs acts;                   /* what a batch forward keeps (pw_model_layer_slot) */
     int frozen;                    /* PwModelOpts.frozen: never written after it is made */
+    int follows;                   /* PwModelOpts.follows: written only by weights received */
     const PwOps *ops;              /* closed by pw_model_free */
 
     /* parameters: ntensors tensors, each contiguous, one after the other in one buffer */
@@ -32,10 +33,20 @@ struct PwModel {
     size_t tensor_real[PW_MODEL_MAX_TENSORS]; /* floats without padding rows: a prefix */
     size_t num_params, num_weights;
     /* what params holds of each tensor: all of it (stored_size = tensor_size), except in a
-     * frozen bf16 model, where the tensors only the products read (the family's
-     * tensor_bf16_only) exist in the mirror alone (stored_size 0); stored_off follows */
+     * split model (a frozen or following one at bf16), where the tensors only the products
+     * read (the family's tensor_bf16_only) exist in the mirror alone (stored_size 0);
+     * stored_off follows */
     size_t stored_size[PW_MODEL_MAX_TENSORS], stored_off[PW_MODEL_MAX_TENSORS], num_stored;
-    float *params;                 /* (num_stored): num_params but in a frozen bf16 model */
+    float *params;                 /* (num_stored): num_params but in a split model */
+    /* The split layout, known for every model (a bf16 one hands its weights over in it:
+     * pw_model_weights_out): the float32 of the tensors that are not bf16-only, one after the
+     * other, then split_f32 rounded up to SPLIT_ALIGN floats, then the bfloat16 of the
+     * bf16-only ones; split_off[i] is tensor i's offset in its part, split_b16 the bfloat16
+     * part's count. A split model holds exactly this as the front of one allocation, its
+     * mirror's bf16-only tensors included, and the other tensors' mirror after it. */
+    size_t split_off[PW_MODEL_MAX_TENSORS], split_f32, split_f32_pad, split_b16;
+    size_t mirror_off[PW_MODEL_MAX_TENSORS]; /* tensor i in params_bf16 (tensor_off unsplit) */
+    int grads_spent;               /* the gradients' memory holds a payload of weights_out */
     float *grads;                  /* (num_params), NULL until the first zero_grad */
     float *adam_m, *adam_v;        /* (num_params) each, NULL until the first step */
     float *h_adam_m, *h_adam_v;    /* host copies while offloaded (device ones NULL then) */
@@ -43,8 +54,8 @@ struct PwModel {
      * converting each weight at every call; made again from params, when stale, before a
      * forward, a backward or a cache pass (pw_model_mirror_refresh). Every writer of params
      * marks it stale: init and load (host_done), AdamW, and pw_model_params (its caller may
-     * write through the pointer, as the weights' receive does). NULL at fp32. Laid out as
-     * the full parameters (tensor_off), every tensor there in a frozen model too. */
+     * write through the pointer, as the weights' receive does). NULL at fp32. Every tensor
+     * is there, at mirror_off. */
     uint16_t *params_bf16;
     int mirror_stale;
 
@@ -278,6 +289,29 @@ void pw_model_attention_backward(const PwModel *m, float *dqkv, uint16_t *dqkv16
                                  const float *dout, const float *qkv, const uint16_t *qkv16,
                                  const uint16_t *out16, const float *lse, const int *mask, int B,
                                  int T, int NH, int NKV, int hs);
+
+/* A split model (frozen or following, at bf16): some tensors exist in its bfloat16 mirror alone
+ * (stored_size 0) */
+static inline int pw_model_is_split(const PwModel *m) { return m->num_stored != m->num_params; }
+/* A split model's mirror starts this many floats (256 bytes) into its allocation at least, as
+ * a separate allocation would be aligned for the vector loads of the products' kernels. */
+#define PW_SPLIT_ALIGN 64
+/* The float32 part of the split layout in bytes (its padding included) */
+static inline size_t pw_model_split_f32_bytes(const PwModel *m)
+{
+    return m->split_f32_pad * sizeof(float);
+}
+/* What pw_model_weights_out hands over: at bf16 the split layout's two parts (a split model
+ * allocates them as one, the mirror of its other tensors after them), at fp32 the parameters */
+static inline size_t pw_model_payload_bytes(const PwModel *m)
+{
+    return m->precision == PW_PRECISION_BF16
+               ? pw_model_split_f32_bytes(m) + m->split_b16 * sizeof(uint16_t)
+               : m->num_params * sizeof(float);
+}
+/* What a backward or an optimiser step (%s) says while the gradients' memory holds a payload */
+#define PW_GRADS_SPENT "%s after pw_model_weights_out, whose weights the gradients' memory " \
+                       "holds now: zero the gradients first"
 
 /* Makes params_bf16 from params if it is stale (one conversion on the model's stream). */
 void pw_model_mirror_refresh(PwModel *m);

@@ -227,12 +227,42 @@ static void check_chunked(const PwArch *a, const int *tok, const int *tgt, const
     }
 }
 
+/* A GPU model that follows another (PwModelOpts.follows), made from other weights (seed 99) */
+static PwModel *make_follower(const PwArch *a, PwPrecision prec)
+{
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T,
+                     .device = PW_DEVICE_CUDA, .device_id = 0, .precision = prec,
+                     .acts = PW_ACTS_NONE, .follows = 1};
+    PwModel *m = pw_model_create(a, &o, &err);
+    CHECK(m != NULL, "follower: %s", err.msg);
+    if (!m) exit(1);
+    pw_model_init_random(m, 99);
+    return m;
+}
+
+/* from's weights into f, device to device, as the weight transfer's same-rank copy does */
+static void hand_over(PwModel *from, PwModel *f)
+{
+    PwErr err;
+    PwTensor out;
+    CHECK(pw_model_weights_out(from, &out, &err) == 0, "weights_out: %s", err.msg);
+    PwTensor in = pw_model_weights_in(f);
+    size_t n = pw_tensor_bytes(&out);
+    CHECK(n == pw_tensor_bytes(&in) && out.device == PW_DEVICE_CUDA, "payload: %zu bytes out, "
+          "%zu in", n, pw_tensor_bytes(&in));
+    if (n == pw_tensor_bytes(&in))
+        PW_CUDA_CHECK(cudaMemcpy(in.data, out.data, n, cudaMemcpyDeviceToDevice));
+}
+
 /* What the forward keeps (PwModelOpts.acts) on the GPU against the CPU's model that keeps every
  * layer: recompute (activation checkpointing) gives the same outputs and gradients within the
  * precision's tolerance (its first norms made unfused from the kept inputs, where the forward's
  * came fused into the residual add: the last bit may differ), none the same outputs and a
  * refused backward; and a frozen model (its matrices in bfloat16 alone at bf16, rounded on the
- * host as it loads where the others' mirror is rounded by the GPU) none's outputs bit for bit. */
+ * host as it loads where the others' mirror is rounded by the GPU) none's outputs bit for bit;
+ * so does a model that follows none, made from other weights, once none's weights (at bf16
+ * packed on the GPU, its matrices' bfloat16 as the GPU rounded them) were handed over. */
 static void check_acts(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
 {
     for (int bf16 = 0; bf16 < 2; bf16++) {
@@ -249,6 +279,13 @@ static void check_acts(const PwArch *a, const int *tok, const int *tgt, const Pw
         forward(frozen, tok, tgt, &of);
         CHECK(!memcmp(&of, &on, sizeof on), "frozen, %s: outputs differ from none's",
               pw_precision_name(prec));
+        PwModel *fol = make_follower(a, prec);
+        static Outs ofo;
+        hand_over(none, fol);
+        forward(fol, tok, tgt, &ofo);
+        CHECK(!memcmp(&ofo, &on, sizeof on), "follower, %s: outputs differ from the sender's",
+              pw_precision_name(prec));
+        pw_model_free(fol);
         printf("  activations made again (recompute) and not kept (none), %s:\n",
                pw_precision_name(prec));
         compare_tol("recompute forward logp", orc.logp, oc.logp, B * T, tol);
