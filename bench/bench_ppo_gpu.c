@@ -173,8 +173,7 @@ static void parse_args(int argc, char **argv, Opts *o)
     if (!o->nepochs) usage("--epochs-list: expected numbers such as 1,4");
 }
 
-/* A random model of the shape, saved to dir; returns its parameter floats (padding included:
- * the buffer the weight transfer moves). */
+/* A random model of the shape, saved to dir; returns its parameter floats (padding included) */
 static size_t write_model(const char *dir, const Shape *sh, uint64_t seed, int heads)
 {
     PwErr err;
@@ -188,6 +187,17 @@ static size_t write_model(const char *dir, const Shape *sh, uint64_t seed, int h
     size_t n = pw_model_num_params(m);
     pw_model_free(m);
     return n;
+}
+
+/* The bytes the actor hands the generator each step at this precision (pw_model_weights_out:
+ * at bf16 the layers' matrices in bfloat16) */
+static size_t transfer_bytes(const Shape *sh, PwPrecision precision)
+{
+    PwErr err;
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 8, .precision = precision};
+    PwModelBytes b;
+    if (pw_model_plan(&sh->arch, &o, &b, &err)) die("model", err.msg);
+    return b.transfer;
 }
 
 /* prompts.jsonl: `n` prompts of exactly prompt_len random ids below V - 1 (the last id is the
@@ -419,7 +429,7 @@ int main(int argc, char **argv)
         remove_dir(out); /* its end-of-run checkpoint: the disk of the next run's */
     }
     pw_placement_free(&pl);
-    size_t bytes = nparams * sizeof(float);
+    size_t bytes = transfer_bytes(sh, o.precision);
     double copy = copy_gbps(o.device, bytes);
 
     /* ---- the table */
@@ -494,9 +504,10 @@ int main(int argc, char **argv)
            "%.0f MiB, %.3f of the peak; the rest: %s\n", planned, peak > 0 ? planned / peak : 0,
            cuda ? "the kernels' scratch and the libraries' workspaces"
                 : "the process's other host memory (the peak is its resident set)");
-    printf("\nweight transfer: %zu bytes (%.1f MB, the actor's fp32 parameter buffer) per step; "
-           "device copy of the same bytes within the %s: %.1f GB/s (bytes copied per second)\n",
-           bytes, (double)bytes / 1e6, cuda ? "GPU" : "host", copy);
+    printf("\nweight transfer: %zu bytes (%.1f MB: %s) per step; device copy of the same bytes "
+           "within the %s: %.1f GB/s (bytes copied per second)\n", bytes, (double)bytes / 1e6,
+           o.precision == PW_PRECISION_BF16 ? "the layers' matrices in bfloat16, the rest in "
+           "float32" : "the float32 parameters", cuda ? "GPU" : "host", copy);
     printf("%6s %7s %10s %12s %10s %12s\n", "epochs", "prompts", "actor s", "generator s",
            "GB/s", "vs copy");
     int nall = 0;

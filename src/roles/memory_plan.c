@@ -161,6 +161,22 @@ static size_t group(const PwPlacement *pl, const PwBinding *where, const char *h
     return sum;
 }
 
+/* What the actor hands the generators after each update (pw_model_weights_out) */
+static int transfer_line(const PwRun *r, FILE *out, PwErr *err)
+{
+    PwArch a;
+    PwModelBytes b;
+    PwErr e;
+    PwModelOpts o = pw_run_model_opts(r, PW_ROLE_ACTOR, PW_DEVICE_CPU, PW_HEAD_LM);
+    if (pw_arch_load(&a, r->s.sft, err)) return -1;
+    if (pw_model_plan(&a, &o, &b, &e)) return pw_errf(err, "actor '%s': %s", r->s.sft, e.msg);
+    fprintf(out, "  actor -> generator weights: %zu bytes a step (%.1f MiB: %s)\n", b.transfer,
+            b.transfer / MIB, r->s.precision == PW_PRECISION_BF16
+                                  ? "the layers' matrices in bfloat16, the rest in float32"
+                                  : "the float32 parameters");
+    return 0;
+}
+
 int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
                        const struct PwBinding *where, FILE *out, size_t *peaks, PwErr *err)
 {
@@ -204,10 +220,15 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
         if (ranks[0] && total) over |= verdict(out, what, "cuda", ranks, sum, total, "its", "");
     }
     free(peak);
+    if (pw_role_present(&pl->map, PW_ROLE_GENERATOR) && transfer_line(r, out, err)) {
+        pw_run_free(r);
+        return -1;
+    }
     fprintf(out, "(weights: the float32 parameters and their bfloat16 copy at bf16 (the "
-                 "scoring models keep their layers' matrices in bfloat16 alone), the input "
-                 "buffers;\n training: the backward's scratch, the gradients and AdamW's moments; "
-                 "activations: what a forward holds;\n generation: the KV cache "
+                 "scoring models and the generator keep their layers' matrices in bfloat16 "
+                 "alone), the input buffers;\n training: the backward's scratch, the "
+                 "gradients and AdamW's moments; activations: what a forward holds;\n "
+                 "generation: the KV cache "
                  "and the sampler. A rank that trains frees its KV cache for the update, and with "
                  "offloading\n its moments leave the device while it generates. The kernels' "
                  "scratch and the libraries' workspaces (cuBLAS, NCCL) come on top.)\n");

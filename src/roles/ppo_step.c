@@ -250,7 +250,7 @@ static void phase_generate(PwRun *r, PwXfer *x, int64_t step)
     /* an evaluation after the last step may have handed these weights over already */
     if (r->async && pw_run_has(r, PW_ROLE_GENERATOR) && weights_in_async(r, step) &&
         r->gen_version < step) {
-        PwTensor p = pw_model_params(r->gen);
+        PwTensor p = pw_model_weights_in(r->gen);
         pw_xfer_fanout_recv(x, w, &r->weights, PW_MSG_WEIGHTS, step - 1, &p);
         r->gen_version = step;
     }
@@ -363,19 +363,31 @@ static double peak_mb(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
 }
 
+/* What actor rank 0 hands the generators: at bf16 the matrices in bfloat16 only, packed into
+ * its gradients' memory, free until the next minibatch's zero_grad (pw_model_weights_out) */
+static PwTensor actor_weights(PwRun *r)
+{
+    PwErr err;
+    PwTensor p;
+    if (pw_model_weights_out(r->actor, &p, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "actor: the weights for the generators: %s", err.msg);
+    return p;
+}
+
 static void phase_weights(PwRun *r, PwXfer *x, int64_t step)
 {
     PwWorld *w = &r->w;
     double t0 = pw_now();
     if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
         (!r->async || weights_in_async(r, step + 1))) {
-        /* The parameters are one buffer: one broadcast to the generator ranks, no per-tensor
-         * trips. Async: the send completes in the next step, before the actor's next update. */
-        PwTensor p = pw_model_params(r->actor);
+        /* The weights are one buffer (pw_model_weights_out): one broadcast to the generator
+         * ranks, no per-tensor trips. Async: the send completes in the next step, before the
+         * actor's next zero_grad, whose memory holds the buffer at bf16. */
+        PwTensor p = actor_weights(r);
         pw_xfer_fanout_send(r->async ? &r->carry : x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
     }
     if (pw_run_has(r, PW_ROLE_GENERATOR) && !r->async) {
-        PwTensor p = pw_model_params(r->gen);
+        PwTensor p = pw_model_weights_in(r->gen);
         pw_xfer_fanout_recv(x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
         r->gen_version = step + 1;
     }
@@ -467,11 +479,11 @@ void pw_ppo_weights_for_eval(PwRun *r, int64_t step)
     PwXfer x = {0};
     if (pw_run_has(r, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0 &&
         !weights_in_async(r, step + 1)) {
-        PwTensor p = pw_model_params(r->actor);
+        PwTensor p = actor_weights(r);
         pw_xfer_fanout_send(&x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
     }
     if (pw_run_has(r, PW_ROLE_GENERATOR) && r->gen_version < step + 1) {
-        PwTensor p = pw_model_params(r->gen);
+        PwTensor p = pw_model_weights_in(r->gen);
         pw_xfer_fanout_recv(&x, w, &r->weights, PW_MSG_WEIGHTS, step, &p);
         r->gen_version = step + 1;
     }

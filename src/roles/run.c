@@ -273,10 +273,12 @@ PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int hea
 {
     const PwSettings *s = &r->s;
     /* the actor and the critic train; the others score (reference, reward, gold) or decode;
-     * the scoring models' weights never change after they load (frozen: at bf16 the layers'
-     * matrices are kept in bfloat16 only), while the generator's take the actor's each step */
+     * the scoring models' weights never change after they load (frozen), while the generator
+     * follows the actor, taking its weights after each update; at bf16 both keep the layers'
+     * matrices in bfloat16 only */
     int trains = role == PW_ROLE_ACTOR || role == PW_ROLE_CRITIC;
-    int frozen = !trains && role != PW_ROLE_GENERATOR;
+    int follows = role == PW_ROLE_GENERATOR;
+    int frozen = !trains && !follows;
     /* A scoring model's LM head (the reference's) makes its logits a tile of rows at a time
      * (PW_LM_TILE): with no backward to make them again for, chunks cost it nothing, and its
      * whole (rows, V) logits were most of what it held. Where the trained models' chunk is not
@@ -290,7 +292,7 @@ PwModelOpts pw_run_model_opts(const PwRun *r, PwRole role, PwDevice dev, int hea
                          .acts = !trains       ? PW_ACTS_NONE
                                  : s->recompute ? PW_ACTS_RECOMPUTE
                                                 : PW_ACTS_KEEP,
-                         .frozen = frozen};
+                         .frozen = frozen, .follows = follows};
 }
 
 /* A model of `role` on the device the placement gives the role (the rank's GPU for cuda);
@@ -499,7 +501,7 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
          * it samples only after the receive that follows each send (ppo_step.c). */
         if (r->gen && pw_world_has_role(&r->w, PW_ROLE_ACTOR) &&
             r->w.role_rank[PW_ROLE_ACTOR] == 0) {
-            PwTensor p = pw_model_params(r->gen);
+            PwTensor p = pw_model_weights_in(r->gen);
             pw_fanout_bind(&r->weights, &p);
         }
     }

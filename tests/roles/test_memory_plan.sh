@@ -32,6 +32,7 @@ plan() {
 plan 1 single one
 plan 3 three three
 plan 2 nogen nogen model.precision=bf16
+plan 3 three three16 model.precision=bf16
 plan 3 three ckpt model.activation_checkpointing=true
 plan 1 single ens "model.reward=[$WORK/rm,$WORK/rm2]" model.gold="$WORK/rm2" eval.every=1 \
     eval.num_prompts=4
@@ -46,6 +47,19 @@ for want in '^memory plan (MiB; model.precision fp32; models at 4 rows x ' \
             '^  this host: cpu ranks 0, 1, 2 at most [0-9.]* MiB together of the .* (.*)$'; do
     grep -q "$want" "$WORK/dry.log" || { cat "$WORK/dry.log"; echo "FAIL: no '$want'"; exit 1; }
 done
+# the weights the actor hands the generator each step, counted by hand: GPT-2 (V 64, C 32, L 2,
+# 32 positions) has 3968 floats outside its layers' matrices and 24576 in them; the Llama
+# family's tiny one (tied, 4 query heads over 2 of 8, MLP 48) 2336, padded to 2368, and 15360.
+# fp32: 4 bytes each; bf16: 4 for the first (padded to 64 floats), 2 for the matrices.
+want32=114176 want16=65024
+if [ "${TINY_FAMILY:-}" = llama ]; then want32=70784 want16=40192; fi
+grep -q "^  actor -> generator weights: $want32 bytes a step (.*: the float32 parameters)\$" \
+    "$WORK/dry.log" || { cat "$WORK/dry.log"; echo "FAIL: no $want32-byte transfer"; exit 1; }
+"$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
+    model.precision=bf16 > "$WORK/dry16.log" 2>&1 ||
+    { cat "$WORK/dry16.log"; echo "FAIL: the bf16 dry run failed"; exit 1; }
+grep -q "^  actor -> generator weights: $want16 bytes a step (.*, the rest in float32)\$" \
+    "$WORK/dry16.log" || { cat "$WORK/dry16.log"; echo "FAIL: no $want16-byte transfer"; exit 1; }
 # a configuration the run would refuse is refused by the plan, with the run's message
 rc=0
 "$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \

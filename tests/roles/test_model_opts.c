@@ -3,7 +3,8 @@
  * inputs with model.activation_checkpointing); the reference and the reward models only score,
  * are frozen, and make their logits a tile (PW_LM_TILE rows) at a time where the run's
  * model.lm_head_chunk is 0 or a multiple of the tile, else in that chunk; the generator only
- * decodes and is not frozen (it takes the actor's weights every step). A unit test of
+ * decodes and is not frozen but follows the actor (it takes the actor's weights every step);
+ * only the generator follows. A unit test of
  * src/roles/run.c, so it reads the roles' internal header; no MPI, nothing loaded. */
 #include <string.h>
 
@@ -25,7 +26,7 @@ static PwModelOpts opts(int lm_chunk, int recompute, PwRole role)
 
 int main(void)
 {
-    /* who trains, who is frozen */
+    /* who trains, who is frozen, who follows */
     PwModelOpts a = opts(0, 0, PW_ROLE_ACTOR), c = opts(0, 1, PW_ROLE_CRITIC);
     PwModelOpts ref = opts(0, 0, PW_ROLE_REFERENCE), rw = opts(0, 0, PW_ROLE_REWARD);
     PwModelOpts gen = opts(0, 0, PW_ROLE_GENERATOR);
@@ -36,8 +37,12 @@ int main(void)
     CHECK(ref.acts == PW_ACTS_NONE && ref.frozen && rw.acts == PW_ACTS_NONE && rw.frozen,
           "reference and reward: acts %d/%d frozen %d/%d", (int)ref.acts, (int)rw.acts,
           ref.frozen, rw.frozen);
-    CHECK(gen.acts == PW_ACTS_NONE && !gen.frozen && gen.lm_chunk == 0,
-          "generator: acts %d frozen %d chunk %d", (int)gen.acts, gen.frozen, gen.lm_chunk);
+    CHECK(gen.acts == PW_ACTS_NONE && !gen.frozen && gen.follows && gen.lm_chunk == 0,
+          "generator: acts %d frozen %d follows %d chunk %d", (int)gen.acts, gen.frozen,
+          gen.follows, gen.lm_chunk);
+    CHECK(!a.follows && !c.follows && !ref.follows && !rw.follows,
+          "follows: actor %d critic %d reference %d reward %d", a.follows, c.follows,
+          ref.follows, rw.follows);
     CHECK(a.maxB == 16 && a.maxT == 96 && ref.precision == PW_PRECISION_BF16,
           "sizes: maxB %d maxT %d", a.maxB, a.maxT);
     /* the reference's chunk: a tile, unless the run's chunk is not a multiple of one */
