@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_clock.h"
 #include "bench_copy.h"
 #include "bench_shapes.h"
 #include "pw_generate.h"
@@ -16,13 +16,6 @@
 #endif
 
 enum { P = 32, R = 64, PAD = 0 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static void die(const char *what, const PwErr *err)
 {
@@ -49,7 +42,7 @@ static double nocache(PwModel *m, const int *prompt, int Bn, const PwSampleConfi
     uint64_t *rng = malloc(sizeof(uint64_t) * Bn);
     PwErr err;
     for (int b = 0; b < Bn; b++) rng[b] = pw_sample_stream(seed, (uint64_t)b);
-    double t0 = now();
+    double t0 = bench_now();
     for (int r = 0; r < R; r++) {
         int T = P + r;
         for (int b = 0; b < Bn; b++) {
@@ -62,7 +55,7 @@ static double nocache(PwModel *m, const int *prompt, int Bn, const PwSampleConfi
         for (int b = 0; b < Bn; b++)
             out[b * R + r] = pw_sample_row(prob, work, last + (size_t)b * V, V, sc, &rng[b]).token;
     }
-    double t = now() - t0;
+    double t = bench_now() - t0;
     free(seq);
     free(last);
     free(prob);
@@ -84,12 +77,12 @@ static Row bench(PwModel *m, PwGen *g, int Bn)
                        .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 7};
     PwErr err;
     Row row = {0};
-    double t0 = now();
+    double t0 = bench_now();
     if (pw_kv_prefill(g->cache, prompt, NULL, Bn, P, &err)) die("prefill", &err);
-    row.prefill_s = now() - t0;
-    t0 = now();
+    row.prefill_s = bench_now() - t0;
+    t0 = bench_now();
     if (pw_generate(g, prompt, NULL, Bn, P, NULL, &cfg, &err)) die("generate", &err);
-    row.cache_s = now() - t0;
+    row.cache_s = bench_now() - t0;
     row.nocache_s = nocache(m, prompt, Bn, &cfg.sample, cfg.seed, base);
     for (int i = 0; i < Bn * R; i++) row.mismatches += base[i] != g->tokens[i];
     free(prompt);
@@ -135,9 +128,9 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
                        .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 1};
     double best = 1e30;
     for (int rep = 0; rep < 2; rep++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         best = t < best ? t : best;
     }
     printf("%6d %10.3f %12.0f   (a float32 KV cache)\n", Bn, best, (double)Bn * GR / best);
@@ -190,9 +183,9 @@ static int bench_gpu(PwPrecision prec, int llama)
                            .seed = 1};
         double best = 1e30;
         for (int rep = 0; rep < 2; rep++) { /* the first also warms the device up */
-            double t0 = now();
+            double t0 = bench_now();
             if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
-            double t = now() - t0;
+            double t = bench_now() - t0;
             best = t < best ? t : best;
         }
         tps[bi] = (double)Bn * GR / best;
@@ -213,9 +206,9 @@ static int bench_gpu(PwPrecision prec, int llama)
 #else
             if (k == 4) break;
 #endif
-            double t0 = now();
+            double t0 = bench_now();
             if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
-            double t = now() - t0;
+            double t = bench_now() - t0;
             ck[k] = (double)Bn * GR / t;
             printf("%6d %10.3f %12.0f   (the host looks every %d steps%s)\n", Bn, t, ck[k],
                    every[k], graph[k] ? "; each step a CUDA graph"

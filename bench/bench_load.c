@@ -12,20 +12,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "bench_shapes.h"
 #include "bench_stats.h"
 #include "pw_model.h"
 #include "pw_safetensors.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static void die(const char *what, const char *msg)
 {
@@ -146,27 +139,27 @@ static uint64_t digest(const float *x, size_t n, int round)
  * read into memory already touched. */
 static double first_touch(size_t bytes)
 {
-    double t0 = now();
+    double t0 = bench_now();
     unsigned char *p = malloc(bytes);
     if (!p) die("first touch", "out of memory");
     long page = sysconf(_SC_PAGESIZE);
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < bytes; i += (size_t)page) p[i] = 1;
-    double t = now() - t0;
+    double t = bench_now() - t0;
     free(p);
     return t;
 }
 
 static double widen(float *dst, const unsigned char *src, size_t n)
 {
-    double t0 = now();
+    double t0 = bench_now();
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, src + 2 * i, 2);
         dst[i] = pw_bf16_to_f32(h);
     }
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 static double best(const double *t, int k)
@@ -207,9 +200,9 @@ int main(int argc, char **argv)
     size_t np = pw_model_num_params(m);
     uint64_t want = digest(pw_model_params(m).data, np, 1);
     PwSaveOpts so = {.bf16 = 1, .max_shard_bytes = (size_t)(shard_mb * 1e6)};
-    double t0 = now();
+    double t0 = bench_now();
     if (pw_model_save_opts(m, folder, &so, &err)) die("save", err.msg);
-    double save_s = now() - t0;
+    double save_s = bench_now() - t0;
     pw_model_free(m);
     Files *files = calloc(1, sizeof *files);
     if (!files) die("files", "out of memory");
@@ -228,9 +221,9 @@ int main(int argc, char **argv)
     size_t nwide = files->bytes / 2; /* the files' bytes as bfloat16, headers included */
     widen(wide, buf, nwide);
     for (int r = 0; r < reps; r++) {
-        t0 = now();
+        t0 = bench_now();
         read_all(files, buf);
-        read_t[r] = now() - t0;
+        read_t[r] = bench_now() - t0;
         touch_t[r] = first_touch(np * sizeof(float));
         widen_t[r] = widen(wide, buf, nwide);
     }
@@ -251,9 +244,9 @@ int main(int argc, char **argv)
         long before_kb = status_kb("VmRSS");
         struct rusage u0, u1;
         getrusage(RUSAGE_SELF, &u0);
-        t0 = now();
+        t0 = bench_now();
         PwModel *l = pw_model_load(folder, &o, &err);
-        (one ? load1_t : load_t)[r / 2] = now() - t0;
+        (one ? load1_t : load_t)[r / 2] = bench_now() - t0;
         getrusage(RUSAGE_SELF, &u1);
         if (!l) die("load", err.msg);
         double mb = (status_kb("VmHWM") - before_kb) * 1024.0 / 1e6;

@@ -6,17 +6,10 @@
  * ns_per_logit=...` (the backward's). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_clock.h"
 #include "bench_stats.h"
 #include "pw_kernels.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -43,13 +36,13 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < N; i++) t[i] = (i * 7919) % V, g[i] = 1.0f, h[i] = 0.01f;
     for (int r = -1; r < R; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         pw_logprobs_forward(lp, H, x, t, N, V, V);
-        double t1 = now();
+        double t1 = bench_now();
         for (size_t i = 0; i < n; i++) dx[i] = x[i];
-        double t2 = now();
+        double t2 = bench_now();
         pw_logprobs_backward(dx, dx, t, g, h, N, V, V);
-        double t3 = now();
+        double t3 = bench_now();
         if (r >= 0) tf[r] = 1e3 * (t1 - t0), tb[r] = 1e3 * (t3 - t2);
     }
     double f = bench_median(tf, R), b = bench_median(tb, R);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "bench_rss.h"
 #include "bench_shapes.h"
 #include "pw_model.h"
@@ -18,13 +19,6 @@
 
 /* the batch: B = 4, T = 256 on the CPU; the GPU mode's default is B = 16, T = 1024 */
 static int B = 4, T = 256;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 /* What the process holds before any model: code, libraries, OpenBLAS's thread buffers. The
  * model's own footprint is the peak above this. */
@@ -121,9 +115,9 @@ static Row bench_model(const char *name, PwArch cfg, int iters, int vocab_multip
      * compare the two at their least disturbed. */
     double sgemm = bench_sgemm(), sec = 1e30;
     for (int i = 0; i < iters; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         loss = step(m, inp, targets, w, logp, dlogp);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < sec) sec = t;
     }
     double after = bench_sgemm();
@@ -175,12 +169,12 @@ static double bench_sgemm(void)
     double best = 0.0;
     for (int win = 0; win < 5; win++) {
         int reps = 0;
-        double t0 = now(), t;
+        double t0 = bench_now(), t;
         do {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, bm, K,
                         0.0f, c, N);
             reps++;
-        } while ((t = now() - t0) < 0.2);
+        } while ((t = bench_now() - t0) < 0.2);
         double gf = 2.0 * M * N * K * reps / t * 1e-9;
         if (gf > best) best = gf;
     }
@@ -230,12 +224,12 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
                          .weight_decay = 0.1f, .grad_clip = 1.0f};
     double sec = 1e30, loss = 0.0;
     for (int i = 0; i <= iters; i++) { /* i = 0: the warm-up */
-        double t0 = now();
+        double t0 = bench_now();
         loss = step(m, bt.inp, bt.targets, bt.w, bt.logp, bt.dlogp);
         if (pw_model_adamw_step(m, &opt, i + 1, NULL, &err) != PW_ADAMW_APPLIED)
             die("AdamW", &err);
         pw_model_params(m); /* waits for the step's queued work */
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (i > 0 && t < sec) sec = t;
     }
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;

@@ -12,19 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_clock.h"
 #include "bench_shapes.h"
 #include "bench_stats.h"
 
 #define MIB (1024.0 * 1024.0)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static void die(const char *what, const PwErr *err)
 {
@@ -89,9 +82,9 @@ static double time_pairs(PwArch a, int B, int T, PwDevice dev, PwPrecision prec,
     for (int i = -1; i < iters; i++) { /* i = -1: the warm-up pair */
         double t[2];
         for (int k = 0; k < 2; k++) {
-            double t0 = now();
+            double t0 = bench_now();
             step(m[k], tok, tgt, logp, w, B, T);
-            t[k] = now() - t0;
+            t[k] = bench_now() - t0;
         }
         if (i < 0) continue;
         ratio[i] = t[1] / t[0];

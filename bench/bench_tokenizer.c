@@ -6,18 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_clock.h"
 #include "pw_tokenizer.h"
 
 enum { TARGET = 10 << 20, MAX_ROUNDS = 51 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -36,9 +29,9 @@ static Row measure(const char *name, const char *spec, const char *text, size_t 
 {
     PwErr err;
     Row r = {name, 0, 0, 0, 0};
-    double t0 = now();
+    double t0 = bench_now();
     const PwTokenizer *t = pw_tokenizer_get(spec, &err);
-    r.load_ms = 1e3 * (now() - t0);
+    r.load_ms = 1e3 * (bench_now() - t0);
     if (!t) {
         fprintf(stderr, "bench_tokenizer: %s\n", err.msg);
         exit(1);
@@ -47,9 +40,9 @@ static Row measure(const char *name, const char *spec, const char *text, size_t 
     int *ids = malloc(sizeof(int) * (size_t)cap);
     double mbs[MAX_ROUNDS];
     for (int i = 0; i < rounds; i++) {
-        t0 = now();
+        t0 = bench_now();
         r.ids = t->encode(t, text, len, ids, cap, &err);
-        mbs[i] = (double)len / 1e6 / (now() - t0);
+        mbs[i] = (double)len / 1e6 / (bench_now() - t0);
         if (r.ids < 0) {
             fprintf(stderr, "bench_tokenizer: %s\n", err.msg);
             exit(1);

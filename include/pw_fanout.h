@@ -25,7 +25,8 @@ void pw_fanout_free(PwFanout *f);
 
 /* On the sender's rank, where it holds a receiver too: that receiver's tensor. Each send then
  * writes straight into it (one copy, device to device for GPU tensors) instead of through the
- * mailbox, and the receive only checks the header. The caller makes sure nothing reads the
+ * mailbox, and the receive only checks the header; a send of the bound tensor itself (the
+ * sender made it there, in place) copies nothing. The caller makes sure nothing reads the
  * tensor between a send and its receive. */
 void pw_fanout_bind(PwFanout *f, const PwTensor *t);
 

@@ -221,12 +221,14 @@ PwTensor pw_model_grads(PwModel *m);
  * alone, then the bfloat16 copy of those that are, which is all a bf16 forward reads: 2 bytes
  * for each weight of the layers' matrices instead of 4 (docs/model.md, Models that follow). */
 size_t pw_model_weights_bytes(const PwModel *m);
-/* m's current weights so laid out, in m's device memory, valid until m's next zero_grad,
- * backward or optimiser step: at bf16 packed into the gradients' memory (made if there is none
- * yet), which is free between an update and the next zero_grad; a backward or step before that
- * zero_grad is refused. A split model's (frozen or following, at bf16) are its own buffer. The
- * model's queued work is done when it returns. -1 with a message when there is no room. */
-int pw_model_weights_out(PwModel *m, PwTensor *out, PwErr *err);
+/* m's current weights so laid out, in m's device memory: at fp32 its parameters, and a split
+ * model's (frozen or following, at bf16) its own buffer; any other bf16 model packs them into
+ * `into` (pw_model_weights_bytes on m's device: a receiver's pw_model_weights_in on the same
+ * device, written in place) or, where into is NULL, into its gradients' memory (made if there
+ * is none yet), free between an update and the next zero_grad: valid until then, and a
+ * backward or an optimiser step before that zero_grad is refused. The model's queued work is
+ * done when it returns. -1 with a message when there is no room. */
+int pw_model_weights_out(PwModel *m, void *into, PwTensor *out, PwErr *err);
 /* Where a model receives such a payload: its own memory, which the next forward reads. A model
  * that follows, or any fp32 model that is not frozen; for any other it is a programming error
  * (the message says so, then abort). */

@@ -987,7 +987,11 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
                             n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
                             m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
     }
+    /* The bfloat16 copy of the new weights, made now: whatever follows an update reads it (the
+     * next minibatch's forward, or the weights handed to the generators), so making it here
+     * costs nothing more, and counts in the update's time, not in the next phase's. */
     m->mirror_stale = 1;
+    pw_model_mirror_refresh(m);
     return PW_ADAMW_APPLIED;
 }
 

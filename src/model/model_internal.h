@@ -53,9 +53,9 @@ struct PwModel {
     /* precision bf16: the parameters rounded to bfloat16, which the products read instead of
      * converting each weight at every call; made again from params, when stale, before a
      * forward, a backward or a cache pass (pw_model_mirror_refresh). Every writer of params
-     * marks it stale: init and load (host_done), AdamW, and pw_model_params (its caller may
-     * write through the pointer, as the weights' receive does). NULL at fp32. Every tensor
-     * is there, at mirror_off. */
+     * marks it stale: init and load (host_done), AdamW (which makes it at once), the weights
+     * received (pw_model_weights_in), and pw_model_params (its caller may write through the
+     * pointer). NULL at fp32. Every tensor is there, at mirror_off. */
     uint16_t *params_bf16;
     int mirror_stale;
 

@@ -44,7 +44,7 @@ static void pack(PwModel *m, char *dst)
     if (pad) o->zero(o, (float *)dst + m->split_f32, pad);
 }
 
-int pw_model_weights_out(PwModel *m, PwTensor *out, PwErr *err)
+int pw_model_weights_out(PwModel *m, void *into, PwTensor *out, PwErr *err)
 {
     if (m->precision != PW_PRECISION_BF16) { /* the parameters themselves */
         m->ops->sync(m->ops);
@@ -55,6 +55,12 @@ int pw_model_weights_out(PwModel *m, PwTensor *out, PwErr *err)
         pw_model_mirror_refresh(m);
         m->ops->sync(m->ops);
         *out = bytes_tensor(m, m->params);
+        return 0;
+    }
+    if (into) { /* the receiver's own memory: one pass, no copy after it */
+        pack(m, (char *)into);
+        m->ops->sync(m->ops);
+        *out = bytes_tensor(m, into);
         return 0;
     }
     /* Between an update and the next zero_grad nothing reads the gradients, and the payload

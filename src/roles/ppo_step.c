@@ -363,13 +363,17 @@ static double peak_mb(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
 }
 
-/* What actor rank 0 hands the generators: at bf16 the matrices in bfloat16 only, packed into
- * its gradients' memory, free until the next minibatch's zero_grad (pw_model_weights_out) */
+/* What actor rank 0 hands the generators (pw_model_weights_out): at bf16 the matrices in
+ * bfloat16 only, packed straight into the weights of a generator on this rank and device (the
+ * broadcast's bound receiver, which then needs no copy), else into the actor's gradients'
+ * memory, free until the next minibatch's zero_grad */
 static PwTensor actor_weights(PwRun *r)
 {
     PwErr err;
     PwTensor p;
-    if (pw_model_weights_out(r->actor, &p, &err))
+    const PwTensor *b = &r->weights.bound;
+    void *into = b->data && b->device == pw_model_device(r->actor) ? b->data : NULL;
+    if (pw_model_weights_out(r->actor, into, &p, &err))
         pw_comm_fatal(__FILE__, __LINE__, "actor: the weights for the generators: %s", err.msg);
     return p;
 }

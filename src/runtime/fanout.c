@@ -105,8 +105,9 @@ int pw_fanout_isend(PwWorld *w, PwFanout *f, PwMsgKind kind, int64_t step, const
                 return pw_errf(err, "%s: broadcast of %zu bytes, but the bound receiver %s[%d] "
                                "holds %zu", w->who, n, pw_role_name(f->dst), idx,
                                pw_tensor_bytes(&f->bound));
-            pw_msg_copy_bytes(f->bound.data, t->data, n,
-                              dev || f->bound.device == PW_DEVICE_CUDA);
+            if (f->bound.data != t->data) /* else the sender wrote it in place */
+                pw_msg_copy_bytes(f->bound.data, t->data, n,
+                                  dev || f->bound.device == PW_DEVICE_CUDA);
             pw_msg_mailbox_push(w, tag, &h, NULL, f->bound.data);
         } else {
             pw_msg_mailbox_copy(w, tag, &h, t);

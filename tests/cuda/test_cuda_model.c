@@ -241,13 +241,15 @@ static PwModel *make_follower(const PwArch *a, PwPrecision prec)
     return m;
 }
 
-/* from's weights into f, device to device, as the weight transfer's same-rank copy does */
-static void hand_over(PwModel *from, PwModel *f)
+/* from's weights into f: packed in from's gradients' memory and copied device to device, or
+ * (in_place) packed straight into f's, as for a generator on the actor's rank */
+static void hand_over(PwModel *from, PwModel *f, int in_place)
 {
     PwErr err;
-    PwTensor out;
-    CHECK(pw_model_weights_out(from, &out, &err) == 0, "weights_out: %s", err.msg);
-    PwTensor in = pw_model_weights_in(f);
+    PwTensor out, in = pw_model_weights_in(f);
+    CHECK(pw_model_weights_out(from, in_place ? in.data : NULL, &out, &err) == 0,
+          "weights_out: %s", err.msg);
+    if (out.data == in.data) return;
     size_t n = pw_tensor_bytes(&out);
     CHECK(n == pw_tensor_bytes(&in) && out.device == PW_DEVICE_CUDA, "payload: %zu bytes out, "
           "%zu in", n, pw_tensor_bytes(&in));
@@ -279,13 +281,15 @@ static void check_acts(const PwArch *a, const int *tok, const int *tgt, const Pw
         forward(frozen, tok, tgt, &of);
         CHECK(!memcmp(&of, &on, sizeof on), "frozen, %s: outputs differ from none's",
               pw_precision_name(prec));
-        PwModel *fol = make_follower(a, prec);
-        static Outs ofo;
-        hand_over(none, fol);
-        forward(fol, tok, tgt, &ofo);
-        CHECK(!memcmp(&ofo, &on, sizeof on), "follower, %s: outputs differ from the sender's",
-              pw_precision_name(prec));
-        pw_model_free(fol);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            PwModel *fol = make_follower(a, prec);
+            static Outs ofo;
+            hand_over(none, fol, in_place);
+            forward(fol, tok, tgt, &ofo);
+            CHECK(!memcmp(&ofo, &on, sizeof on), "follower (%s), %s: outputs differ from the "
+                  "sender's", in_place ? "in place" : "copied", pw_precision_name(prec));
+            pw_model_free(fol);
+        }
         printf("  activations made again (recompute) and not kept (none), %s:\n",
                pw_precision_name(prec));
         compare_tol("recompute forward logp", orc.logp, oc.logp, B * T, tol);

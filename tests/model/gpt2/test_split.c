@@ -13,7 +13,8 @@
  * time after every weight moved, so a stale bfloat16 copy would show); the payload is 4 bytes a
  * weight at fp32 and, at bf16, 4 for the float32 part (padded) and 2 for each matrix weight; a
  * trainable model packs it into its gradients' memory, and then refuses a backward and an
- * optimiser step until the gradients are zeroed. */
+ * optimiser step until the gradients are zeroed, or straight into the receiver's memory (the
+ * second hand-over), leaving its gradients as they were. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -65,14 +66,18 @@ static size_t bf16_only(const PwArch *a)
 }
 
 /* m's weights handed to f (a model that follows): out of m, through a host copy as a message
- * would carry them, into f. Returns the payload's bytes. */
-static size_t hand_over(PwModel *m, PwModel *f)
+ * would carry them, into f; or (in_place) packed by m straight into f's memory, as for a
+ * generator on the actor's rank. Returns the payload's bytes. */
+static size_t hand_over(PwModel *m, PwModel *f, int in_place)
 {
     PwErr err;
-    PwTensor out;
-    CHECK(pw_model_weights_out(m, &out, &err) == 0, "weights_out: %s", err.msg);
-    PwTensor in = pw_model_weights_in(f);
+    PwTensor out, in = pw_model_weights_in(f);
+    CHECK(pw_model_weights_out(m, in_place ? in.data : NULL, &out, &err) == 0, "weights_out: %s",
+          err.msg);
     size_t n = pw_tensor_bytes(&out);
+    if (in_place && pw_model_precision(m) == PW_PRECISION_BF16)
+        CHECK(out.data == in.data, "weights_out into the receiver: the payload is elsewhere");
+    if (out.data == in.data) return n; /* written in place */
     CHECK(n == pw_tensor_bytes(&in) && out.dtype == in.dtype && n == pw_model_weights_bytes(m),
           "payload: %zu bytes out, %zu in, weights_bytes %zu", n, pw_tensor_bytes(&in),
           pw_model_weights_bytes(m));
@@ -126,21 +131,22 @@ static void compare(const char *name, const PwArch *a, PwPrecision prec, const c
     if (follows) { /* a follower of other weights takes m's, then m's moved */
         PwModel *h = tiny_model(a, &fo, 77);
         static Out oh;
-        CHECK(hand_over(m, h) == payload, "%s: payload size", name);
+        CHECK(hand_over(m, h, 0) == payload, "%s: payload size", name);
         run(h, a, &oh);
         CHECK(!memcmp(&oh, &om, sizeof om), "%s: the follower's outputs after the hand-over "
               "differ from the model it follows", name);
         float *p = pw_model_params(m).data; /* a CPU model: host memory */
         for (size_t i = 0; i < P; i++) p[i] = p[i] * 1.25f + 1e-3f * (float)(i % 7);
         run(m, a, &om);
-        hand_over(m, h);
+        hand_over(m, h, 1);
         run(h, a, &oh);
         CHECK(!memcmp(&oh, &om, sizeof om), "%s: the follower's outputs after a second "
               "hand-over differ", name);
         /* a split follower hands on its own buffer: the same payload */
         PwTensor out, own;
-        CHECK(pw_model_weights_out(m, &out, &err) == 0 && pw_model_weights_out(h, &own, &err) ==
-              0 && !memcmp(out.data, own.data, payload), "%s: the follower's payload", name);
+        CHECK(pw_model_weights_out(m, NULL, &out, &err) == 0 &&
+              pw_model_weights_out(h, NULL, &own, &err) == 0 &&
+              !memcmp(out.data, own.data, payload), "%s: the follower's payload", name);
         pw_model_free(h);
     }
 
@@ -177,7 +183,7 @@ static void spent_grads(const PwArch *a)
     PwTensor p;
     CHECK(pw_model_forward(m, &in, &out, &err) == 0 && pw_model_backward(m, &gr, &err) == 0 &&
           pw_model_adamw_step(m, &cfg, 1, NULL, &err) == PW_ADAMW_APPLIED &&
-          pw_model_weights_out(m, &p, &err) == 0, "a step, then weights_out: %s", err.msg);
+          pw_model_weights_out(m, NULL, &p, &err) == 0, "a step, then weights_out: %s", err.msg);
     CHECK(p.data == pw_model_grads(m).data, "the payload is not in the gradients' memory");
     int rc = pw_model_adamw_step(m, &cfg, 2, NULL, &err);
     CHECK(rc == -1 && strstr(err.msg, "zero the gradients first"), "step after weights_out: "
@@ -189,6 +195,14 @@ static void spent_grads(const PwArch *a)
     CHECK(pw_model_zero_grad(m, &err) == 0 && pw_model_backward(m, &gr, &err) == 0 &&
           pw_model_adamw_step(m, &cfg, 2, NULL, &err) == PW_ADAMW_APPLIED,
           "zero_grad, backward, step: %s", err.msg);
+    /* packed into another buffer, the gradients stay: a step may follow */
+    static unsigned char buf[1 << 20];
+    CHECK(pw_model_weights_bytes(m) <= sizeof buf, "payload of %zu bytes",
+          pw_model_weights_bytes(m));
+    CHECK(pw_model_zero_grad(m, &err) == 0 && pw_model_backward(m, &gr, &err) == 0 &&
+          pw_model_weights_out(m, buf, &p, &err) == 0 && p.data == (void *)buf &&
+          pw_model_adamw_step(m, &cfg, 3, NULL, &err) == PW_ADAMW_APPLIED,
+          "weights_out into a buffer, then a step: %s", err.msg);
     pw_model_free(m);
 }
 

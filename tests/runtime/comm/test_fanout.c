@@ -1,7 +1,7 @@
 /* test_fanout.c: the broadcast of one rank's tensor to every rank of a role (pw_fanout.h), as
  * the actor's weights reach the generators: every receiver gets the sender's bytes, transfers
  * posted back to back arrive in order, a receiver on the sender's rank is written directly (or
- * through the mailbox when none is bound), bytes_sent counts a copy per receiver on another
+ * through the mailbox when none is bound; or by the sender in place, its buffer sent as is), bytes_sent counts a copy per receiver on another
  * rank, a receive expecting another step fails naming the field and the broadcast, and misuse
  * is refused before anything is posted. Run on 1, 2 and 4 ranks. */
 #include <stdlib.h>
@@ -90,6 +90,37 @@ static void actor0_world(int size, int first, PwWorld *w, PwFanout *f)
     tworld(w, &t, 30.0);
     PwErr err;
     CHECK(pw_fanout_init(w, PW_ROLE_ACTOR, 0, PW_ROLE_GENERATOR, f, &err) == 0, "%s", err.msg);
+}
+
+/* The sender writes the bound buffer itself and sends it (the actor packing its weights straight
+ * into the generator on its rank): nothing is copied over it, the local receive completes, and
+ * every other receiver gets its bytes. */
+static void sent_in_place(int size)
+{
+    PwWorld w;
+    PwFanout f;
+    PwErr err;
+    actor0_world(size, 0, &w, &f);
+    float a[8] = {0}, b[8] = {0};
+    int64_t shape[1] = {8};
+    PwMsgReq q[2];
+    PwTensor ta = pw_tensor_host(a, PW_DTYPE_F32, 1, shape),
+             tb = pw_tensor_host(b, PW_DTYPE_F32, 1, shape);
+    if (w.rank == 0) {
+        pw_fanout_bind(&f, &ta);
+        for (int i = 0; i < 8; i++) a[i] = (float)(i + 1) * 0.5f;
+        CHECK(pw_fanout_isend(&w, &f, PW_MSG_WEIGHTS, 0, &ta, &q[0], &err) == 0, "%s", err.msg);
+        CHECK(pw_fanout_irecv(&w, &f, PW_MSG_WEIGHTS, 0, &ta, &q[1], &err) == 0, "%s", err.msg);
+        CHECK(pw_msg_waitall(&w, 2, q, &err) == 0, "in place: %s", err.msg);
+        CHECK(a[0] == 0.5f && a[7] == 4.0f, "in place: the sender's buffer changed: %g %g", a[0],
+              a[7]);
+    } else {
+        CHECK(pw_fanout_irecv(&w, &f, PW_MSG_WEIGHTS, 0, &tb, &q[1], &err) == 0, "%s", err.msg);
+        CHECK(pw_msg_waitall(&w, 1, &q[1], &err) == 0 && b[0] == 0.5f && b[7] == 4.0f,
+              "in place, rank %d: %s %g %g", w.rank, err.msg, b[0], b[7]);
+    }
+    pw_fanout_free(&f);
+    pw_world_free(&w);
 }
 
 /* The local receiver bound to one buffer receiving into another: refused, naming the message. */
@@ -215,6 +246,7 @@ int main(int argc, char **argv)
         wrong_step(size);
     }
     bound_elsewhere(size);
+    sent_in_place(size);
     misuse(size);
     return tdone("comm fanout");
 }
