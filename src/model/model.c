@@ -44,7 +44,6 @@ size_t pw_model_sum_sizes(const size_t *sizes, int n)
  * calls (4 x n_embd rows of GPT-2's MLP). */
 #define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
 
-
 int pw_config_need(const void *root, const char *key, const char *path, int ok, const char *what,
                    PwErr *err)
 {
