@@ -29,6 +29,9 @@ struct PwOps {
     void *(*alloc)(const PwOps *o, size_t bytes);
     void (*free)(const PwOps *o, void *p);
     void (*copy)(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind);
+    /* device to device, queued on the table's stream like a kernel and not waited for (sync
+     * or copy waits): many copies pay one wait, not one each (a weights payload's tensors) */
+    void (*copy_queued)(const PwOps *o, void *dst, const void *src, size_t bytes);
     void (*zero)(const PwOps *o, void *p, size_t bytes);
     void (*sync)(const PwOps *o);
     /* free and total bytes of the device (the CPU reports 0, 0: no fixed budget) */

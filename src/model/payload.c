@@ -23,7 +23,9 @@ static PwTensor floats_tensor(const PwModel *m)
 }
 
 /* The split layout of a model that keeps everything (the actor), packed into dst: each tensor
- * is contiguous in both, so a copy a tensor, on the device. */
+ * is contiguous in both, so a copy a tensor, queued on the device; the caller's sync waits for
+ * all of them at once (a wait after each of GPT-2's 16 took the pack to 0.54 of one copy of
+ * the same bytes on an H100) */
 static void pack(PwModel *m, char *dst)
 {
     const PwOps *o = m->ops;
@@ -33,11 +35,11 @@ static void pack(PwModel *m, char *dst)
         size_t n = m->tensor_size[i];
         if (!n) continue;
         if (m->impl->tensor_bf16_only[i])
-            o->copy(o, b16 + m->split_off[i], m->params_bf16 + m->mirror_off[i],
-                    n * sizeof(uint16_t), PW_COPY_D2D);
+            o->copy_queued(o, b16 + m->split_off[i], m->params_bf16 + m->mirror_off[i],
+                           n * sizeof(uint16_t));
         else
-            o->copy(o, (float *)dst + m->split_off[i], m->params + m->stored_off[i],
-                    n * sizeof(float), PW_COPY_D2D);
+            o->copy_queued(o, (float *)dst + m->split_off[i], m->params + m->stored_off[i],
+                           n * sizeof(float));
     }
     /* the padding after the float32 part goes too: zeros, not whatever the memory held */
     size_t pad = (m->split_f32_pad - m->split_f32) * sizeof(float);

@@ -43,6 +43,10 @@ static void cpu_copy(const PwOps *o, void *dst, const void *src, size_t bytes, P
     (void)o, (void)kind;
     if (bytes && dst != src) memmove(dst, src, bytes);
 }
+static void cpu_copy_queued(const PwOps *o, void *dst, const void *src, size_t bytes)
+{
+    cpu_copy(o, dst, src, bytes, PW_COPY_D2D);
+}
 static void cpu_zero(const PwOps *o, void *p, size_t bytes) { (void)o, memset(p, 0, bytes); }
 static void cpu_sync(const PwOps *o) { (void)o; }
 static void cpu_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_bytes)
@@ -425,6 +429,7 @@ static const PwOps cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,
+    .copy_queued = cpu_copy_queued,
     .zero = cpu_zero,
     .sync = cpu_sync,
     .mem_info = cpu_mem_info,

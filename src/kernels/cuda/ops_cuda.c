@@ -111,6 +111,10 @@ static void cuda_copy(const PwOps *o, void *dst, const void *src, size_t bytes, 
     CHECK(cudaMemcpyAsync(dst, src, bytes, kinds[kind], S(o)));
     CHECK(cudaStreamSynchronize(S(o)));
 }
+static void cuda_copy_queued(const PwOps *o, void *dst, const void *src, size_t bytes)
+{
+    if (bytes) CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(o)));
+}
 static void cuda_zero(const PwOps *o, void *p, size_t bytes)
 {
     if (bytes) CHECK(cudaMemsetAsync(p, 0, bytes, S(o)));
@@ -491,6 +495,7 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
         .alloc = cuda_alloc,
         .free = cuda_free,
         .copy = cuda_copy,
+        .copy_queued = cuda_copy_queued,
         .zero = cuda_zero,
         .sync = cuda_sync,
         .mem_info = cuda_mem_info,
