@@ -10,7 +10,9 @@
 # default 540) so that one hang does not take the rest; a step that fails does not stop the
 # others. BUDGET_S (default: none) bounds the whole run: a step gets what is left of it, and
 # the steps it leaves no time for are listed as not run (a GPU lent by the minute: name the
-# parts in the order they matter). Exit status: 0 when every step that
+# parts in the order they matter). ARCHIVE (a file path; default: none) is written at the end
+# as one .tar.gz of the whole OUT folder, for a machine that gives back a few files only.
+# Exit status: 0 when every step that
 # ran passed or skipped (77); the benchmarks that cannot skip fail without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -160,4 +162,12 @@ for p in "${parts[@]}"; do
     esac
 done
 echo "gpu_checks: logs in $OUT, summary in $summary"
+if [ -n "${ARCHIVE:-}" ]; then
+    if tar czf "$ARCHIVE" -C "$(dirname "$OUT")" "$(basename "$OUT")"; then
+        echo "gpu_checks: every log in $ARCHIVE"
+    else
+        echo "gpu_checks: could not write $ARCHIVE" >&2
+        failed=1
+    fi
+fi
 exit $failed

@@ -4,7 +4,7 @@
 # summed by kernel name (names with commas and argument lists, a thousands separator, the share
 # worked by hand: 1000 + 10.5 of 1030.5 is 98.06%), a CSV without kernels or without the
 # time column refused; BUDGET_S that leaves no time lists every
-# step as not run and fails the run (exit 1). BUILD: a meson build folder (meson sets it).
+# step as not run and fails the run (exit 1); ARCHIVE gets every log in one .tar.gz. BUILD: a meson build folder (meson sets it).
 set -uo pipefail
 : "${BUILD:?BUILD must name a meson build folder (meson sets it)}"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,8 +28,11 @@ run tests plots > "$work/out1" 2>&1 || rc=$?
 [ "$rc" = 2 ] && grep -q "unknown part 'plots'" "$work/out1" || fail "unknown part: exit $rc"
 
 rc=0
-run profile > "$work/out2" 2>&1 || rc=$?
+ARCHIVE=$work/logs.tgz run profile > "$work/out2" 2>&1 || rc=$?
 [ "$rc" = 0 ] || fail "profile with a stand-in ncu: exit $rc"
+tar tzf "$work/logs.tgz" > "$work/list" 2>&1 && grep -qx "o/summary.txt" "$work/list" &&
+    grep -qx "o/ncu_model_shares.log" "$work/list" ||
+    { cat "$work/list"; fail "ARCHIVE: the summary and the logs are not in it"; }
 shares=$work/o/ncu_model_shares.log
 grep -Eq '^ *98\.06% +2 +1010\.5  foo$' "$shares" && grep -Eq '^ *1\.94% +1 +20\.0  bar$' "$shares" ||
     { cat "$shares"; fail "the shares are not foo 98.06% (2 calls), bar 1.94%"; }
