@@ -229,9 +229,9 @@ size_t pw_model_weights_bytes(const PwModel *m);
  * backward or an optimiser step before that zero_grad is refused. The model's queued work is
  * done when it returns. -1 with a message when there is no room. */
 int pw_model_weights_out(PwModel *m, void *into, PwTensor *out, PwErr *err);
-/* Where a model receives such a payload: its own memory, which the next forward reads. A model
- * that follows, or any fp32 model that is not frozen; for any other it is a programming error
- * (the message says so, then abort). */
+/* Where a model that follows (PwModelOpts.follows) receives such a payload: its own memory,
+ * which the next forward reads. For any other model it is a programming error (the message
+ * says so, then abort). */
 PwTensor pw_model_weights_in(PwModel *m);
 
 /* ---- forward and backward over a batch of rows (host arrays) */

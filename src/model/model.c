@@ -44,6 +44,11 @@ size_t pw_model_sum_sizes(const size_t *sizes, int n)
  * calls (4 x n_embd rows of GPT-2's MLP). */
 #define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
 
+/* What a backward or an optimiser step (%s) says while the gradients' memory holds a payload
+ * of pw_model_weights_out (payload.c) */
+#define PW_GRADS_SPENT "%s after pw_model_weights_out, whose weights the gradients' memory " \
+                       "holds now: zero the gradients first"
+
 int pw_config_need(const void *root, const char *key, const char *path, int ok, const char *what,
                    PwErr *err)
 {

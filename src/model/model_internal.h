@@ -309,9 +309,6 @@ static inline size_t pw_model_payload_bytes(const PwModel *m)
                ? pw_model_split_f32_bytes(m) + m->split_b16 * sizeof(uint16_t)
                : m->num_params * sizeof(float);
 }
-/* What a backward or an optimiser step (%s) says while the gradients' memory holds a payload */
-#define PW_GRADS_SPENT "%s after pw_model_weights_out, whose weights the gradients' memory " \
-                       "holds now: zero the gradients first"
 
 /* Makes params_bf16 from params if it is stale (one conversion on the model's stream). */
 void pw_model_mirror_refresh(PwModel *m);

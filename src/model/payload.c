@@ -80,13 +80,9 @@ int pw_model_weights_out(PwModel *m, void *into, PwTensor *out, PwErr *err)
 
 PwTensor pw_model_weights_in(PwModel *m)
 {
-    int takes = !m->frozen && (m->follows || m->precision != PW_PRECISION_BF16);
-    if (!takes) { /* its memory is not laid out as the payload: a caller that asks is a bug */
-        fprintf(stderr, "pw_model_weights_in: the model %s\n",
-                m->frozen ? "is frozen (PwModelOpts.frozen): its weights are not written after "
-                            "it is made"
-                          : "keeps float32 for every weight at bf16: only a model that follows "
-                            "(PwModelOpts.follows) receives the bfloat16 payload");
+    if (!m->follows) { /* a model that trains or is frozen is not written so: a caller bug */
+        fprintf(stderr, "pw_model_weights_in: the model does not follow another "
+                "(PwModelOpts.follows): only such a model receives weights\n");
         abort();
     }
     m->ops->sync(m->ops);
