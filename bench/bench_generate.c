@@ -147,11 +147,23 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * cache attention's tile kernel, and with a float32 cache. With `llama`, the Llama family at
  * Qwen2.5-0.5B's shape instead, batch 64 and 256 only: its 2 key/value heads make the cache 7
  * times smaller a token than its 14 query heads would, so the weights (1 GB in bfloat16) weigh
- * most. Without a GPU it stops at the model's creation. */
+ * most. BENCH_GEN_BATCH=N samples at batch N alone, without the variations (a profile of one
+ * batch's decode: PW_PROFILE_OPS, docs/performance.md). Without a GPU it stops at the model's
+ * creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
     enum { GP = 64, GR = 512 };
-    const int batches[] = {64, 256};
+    int batches[] = {64, 256}, nb = 2;
+    const char *one = getenv("BENCH_GEN_BATCH");
+    if (one && *one) {
+        batches[0] = atoi(one);
+        nb = 1;
+        if (batches[0] < 1) {
+            fprintf(stderr, "bench_generate: BENCH_GEN_BATCH=%s: expected a batch size >= 1\n",
+                    one);
+            return 2;
+        }
+    }
     const PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
     const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
     PwErr err;
@@ -173,7 +185,7 @@ static int bench_gpu(PwPrecision prec, int llama)
            "%10s %12s %14s %9s\n", pw_precision_name(prec),
            prec == PW_PRECISION_BF16 ? "bf16" : "fp32", name, GP, GR, gbs, "B", "seconds",
            "tokens/s", "roofline tok/s", "fraction");
-    for (int bi = 0; bi < 2; bi++) {
+    for (int bi = 0; bi < nb; bi++) {
         int Bn = batches[bi];
         PwGen *g = pw_gen_create(m, Bn, GP + GR, &err);
         if (!g) die("generator", &err);
@@ -197,7 +209,7 @@ static int bench_gpu(PwPrecision prec, int llama)
          * is 16, the row above), the decode step as a CUDA graph (PwGenConfig.graph), and the
          * cache attention's tile kernel in place of its split kernel: once each at the largest
          * batch, the device warm */
-        for (int k = 0; bi == 1 && !llama && k < 5; k++) {
+        for (int k = 0; bi == 1 && nb == 2 && !llama && k < 5; k++) {
             const int every[5] = {1, 4, 64, 16, 16}, graph[5] = {0, 0, 0, 1, 0};
             cfg.check_every = every[k];
             cfg.graph = graph[k];
@@ -222,6 +234,12 @@ static int bench_gpu(PwPrecision prec, int llama)
         pw_gen_free(g);
     }
     pw_model_free(m);
+    if (nb == 1) {
+        printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
+               "copy_gbs=%.0f\n", llama ? "qwen2.5-0.5b" : "gpt2-124m", batches[0], tps[0],
+               batches[0], roof[0], gbs);
+        return 0;
+    }
     if (llama) {
         printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "

@@ -13,6 +13,7 @@
 #include "bench_rss.h"
 #include "bench_shapes.h"
 #include "pw_model.h"
+#include "pw_ops_profile.h"
 #ifdef PW_HAVE_CUDA
 #include "pw_kernels_cuda.h" /* pw_cuda_set_flash_blocks: BENCH_FLASH_BLOCKS */
 #endif
@@ -199,7 +200,7 @@ static int env_int(const char *name, int dflt)
  * head BENCH_LM_CHUNK rows at a time (0, the default: all; PwModelOpts.lm_chunk), the
  * tensor-core attention's build for BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3:
  * pw_cuda_set_flash_blocks); MFU with the model's flops per token (6 x matmul parameters + 12 L
- * C T) over the bf16 peak. Without a GPU it stops at the model's creation, with its message. */
+ * C T) over the bf16 peak. A profile (PW_PROFILE_OPS) leaves the warm-up out. Without a GPU it stops at the model's creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
     PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
@@ -231,6 +232,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
         pw_model_params(m); /* waits for the step's queued work */
         double t = bench_now() - t0;
         if (i > 0 && t < sec) sec = t;
+        if (i == 0) pw_ops_profile_reset(); /* a profile (PW_PROFILE_OPS) of the timed steps */
     }
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
     printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "

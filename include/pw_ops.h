@@ -43,6 +43,15 @@ struct PwOps {
     void *(*graph_capture)(const PwOps *o, void (*fn)(void *), void *arg);
     void (*graph_run)(const PwOps *o, void *graph);
     void (*graph_free)(const PwOps *o, void *graph); /* NULL is ignored */
+    /* marks, for timing the work queued (pw_ops_profile.h): mark_new makes one, mark_record
+     * queues it on the stream (on the CPU: reads the clock), mark_ms is the milliseconds from
+     * one recorded mark to a later one, waiting for the later to be reached */
+    void *(*mark_new)(const PwOps *o);
+    void (*mark_record)(const PwOps *o, void *mark);
+    double (*mark_ms)(const PwOps *o, void *from, void *to);
+    void (*mark_free)(const PwOps *o, void *mark); /* NULL is ignored */
+    /* the table a profiled table times (pw_ops_profile.h); NULL for a table of its own */
+    const PwOps *inner;
 
     /* ---- kernels */
     void (*encoder_forward)(const PwOps *o, float *out, const int *inp, const int *pos,

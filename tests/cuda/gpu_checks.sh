@@ -2,7 +2,8 @@
 # gpu_checks.sh: the GPU checks of docs/cuda.md ("What has been verified, what waits for a GPU")
 # in their order, on a machine with a GPU and a build made with CUDA, each step's output in a
 # log of its own and one summary: what ran, its exit status, and the benchmarks' RESULT lines.
-#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, profile (default: all)
+#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, ops, profile
+#                                              (default: all, in that order)
 # BUILD is the build folder (default: build), OUT where the logs go (default: gpu_checks),
 # MESON the meson command (default: meson), SANITIZER compute-sanitizer's path and NCU Nsight
 # Compute's (default: found on PATH), PYTHON a python3 that runs without the project's library
@@ -25,10 +26,10 @@ SAN=${SANITIZER:-$(command -v compute-sanitizer || true)}
 NCU=${NCU:-$(command -v ncu || true)}
 read -r -a PY <<< "${PYTHON:-env -u LD_LIBRARY_PATH python3}"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench profile)
+[ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench ops profile)
 for p in "${parts[@]}"; do
-    case "$p" in tests|sanitize|bench|profile) ;; *)
-        echo "gpu_checks: unknown part '$p'; expected tests, sanitize, bench or profile" >&2
+    case "$p" in tests|sanitize|bench|ops|profile) ;; *)
+        echo "gpu_checks: unknown part '$p'; expected tests, sanitize, bench, ops or profile" >&2
         exit 2 ;;
     esac
 done
@@ -125,6 +126,18 @@ for p in "${parts[@]}"; do
         # in batches of 32)
         step bench_ppo_gpu_512 "$BUILD/bench/bench_ppo_gpu" --prompts 512 --gen-batch 512 \
             --steps 3
+        ;;
+    ops)
+        # each kernel-table entry's device time by shape (PW_PROFILE_OPS: events around each
+        # call, no ncu, seconds): the training step (the warm-up left out), one batch's decode,
+        # and the PPO step; each report is $OUT/ops_*.txt. The events add a little time to
+        # each call: read the shares, not the benchmarks' own figures.
+        prof() { local name=$1; shift; step "$name" env PW_PROFILE_OPS="$OUT/$name.txt" "$@"; }
+        prof ops_model "$BUILD/bench/bench_model" 3 gpu
+        prof ops_decode env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
+        prof ops_decode_llama env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu llama
+        prof ops_model_llama "$BUILD/bench/bench_model" 3 gpu llama
+        prof ops_ppo "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 2 --epochs-list 1
         ;;
     profile)
         if [ -z "$NCU" ]; then

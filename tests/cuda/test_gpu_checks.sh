@@ -4,7 +4,8 @@
 # summed by kernel name (names with commas and argument lists, a thousands separator, the share
 # worked by hand: 1000 + 10.5 of 1030.5 is 98.06%), a CSV without kernels or without the
 # time column refused; BUDGET_S that leaves no time lists every
-# step as not run and fails the run (exit 1); ARCHIVE gets every log in one .tar.gz. BUILD: a meson build folder (meson sets it).
+# step as not run and fails the run (exit 1), the profile part's seven and the ops part's five;
+# ARCHIVE gets every log in one .tar.gz. BUILD: a meson build folder (meson sets it).
 set -uo pipefail
 : "${BUILD:?BUILD must name a meson build folder (meson sets it)}"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -51,4 +52,11 @@ BUDGET_S=1 run profile > "$work/out3" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "BUDGET_S=1: exit $rc, expected 1"
 [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 7 ] ||
     { cat "$work/o/summary.txt"; fail "not every step listed as not run"; }
+# the ops part (PW_PROFILE_OPS, no ncu): five steps, none run without time
+rc=0
+BUDGET_S=1 run ops > "$work/out6" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "ops with BUDGET_S=1: exit $rc, expected 1"
+[ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 5 ] &&
+    grep -q '^ops_ppo ' "$work/o/summary.txt" ||
+    { cat "$work/o/summary.txt"; fail "the ops part's five steps are not listed as not run"; }
 echo "test_gpu_checks: ok"

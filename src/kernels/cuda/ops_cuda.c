@@ -160,6 +160,32 @@ static void cuda_graph_free(const PwOps *o, void *graph)
     CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph));
 }
 
+/* Marks are CUDA events with timing on, recorded on the table's stream. */
+static void *cuda_mark_new(const PwOps *o)
+{
+    cudaEvent_t e = NULL;
+    CHECK(cudaSetDevice(o->device_id));
+    CHECK(cudaEventCreate(&e));
+    return e;
+}
+static void cuda_mark_record(const PwOps *o, void *mark)
+{
+    CHECK(cudaEventRecord((cudaEvent_t)mark, S(o)));
+}
+static double cuda_mark_ms(const PwOps *o, void *from, void *to)
+{
+    float ms = 0.0f;
+    (void)o;
+    CHECK(cudaEventSynchronize((cudaEvent_t)to));
+    CHECK(cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to));
+    return ms;
+}
+static void cuda_mark_free(const PwOps *o, void *mark)
+{
+    (void)o;
+    if (mark) CHECK(cudaEventDestroy((cudaEvent_t)mark));
+}
+
 /* The workspace of at least `elems` bf16 values. The table is the caller's const view of a
  * CudaOps this file allocated, and the workspace is the one part that changes behind it. Out of
  * device memory here is fatal (PW_CUDA_CHECK): a kernel entry has no error to return, and the
@@ -502,6 +528,10 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
         .graph_capture = cuda_graph_capture,
         .graph_run = cuda_graph_run,
         .graph_free = cuda_graph_free,
+        .mark_new = cuda_mark_new,
+        .mark_record = cuda_mark_record,
+        .mark_ms = cuda_mark_ms,
+        .mark_free = cuda_mark_free,
         PW_OPS_KERNEL_ENTRIES,
     };
     snprintf(o->name, sizeof o->name, "cuda:%d", device_id);
