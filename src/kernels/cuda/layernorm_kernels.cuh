@@ -26,10 +26,17 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
     const float *x = inp + at;
     float sum = 0.0f;
     if (inp2) {
-        for (int c = lane; c < C; c += PW_WARP) {
-            float v = x[c] + inp2[at + c];
-            res[at + c] = v;
-            sum += v;
+        for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+            float v[PW_ROW_BATCH];
+            for (int u = 0; u < PW_ROW_BATCH; u++) {
+                int c = c0 + u * PW_WARP;
+                v[u] = c < C ? x[c] + inp2[at + c] : 0.0f;
+            }
+            for (int u = 0; u < PW_ROW_BATCH; u++)
+                if (c0 + u * PW_WARP < C) {
+                    res[at + c0 + u * PW_WARP] = v[u];
+                    sum += v[u];
+                }
         }
         x = res + at;
     } else {
@@ -43,10 +50,18 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
         var += d * d;
     }
     float s = 1.0f / sqrtf(pw_warp_sum(var) / C + 1e-5f);
-    for (int c = lane; c < C; c += PW_WARP) {
-        float y = (x[c] - m) * s * weight[c] + bias[c];
-        if (out) out[at + c] = y;
-        if (out16) out16[at + c] = pw_bf16_bits(y);
+    for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+        float y[PW_ROW_BATCH];
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            y[u] = c < C ? (x[c] - m) * s * weight[c] + bias[c] : 0.0f;
+        }
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            if (c >= C) break;
+            if (out) out[at + c] = y[u];
+            if (out16) out16[at + c] = pw_bf16_bits(y[u]);
+        }
     }
     if (lane == 0) {
         if (mean) mean[row] = m;
@@ -74,11 +89,19 @@ __global__ void layernorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float
     }
     dsum = pw_warp_sum(dsum) / C;
     dnsum = pw_warp_sum(dnsum) / C;
-    for (int c = lane; c < C; c += PW_WARP) {
-        float norm = (x[c] - m) * s;
-        float v = g[c] + s * (weight[c] * d[c] - dsum - norm * dnsum);
-        g[c] = v;
-        if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v);
+    for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+        float v[PW_ROW_BATCH];
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            float norm = c < C ? (x[c] - m) * s : 0.0f;
+            v[u] = c < C ? g[c] + s * (weight[c] * d[c] - dsum - norm * dnsum) : 0.0f;
+        }
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            if (c >= C) break;
+            g[c] = v[u];
+            if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v[u]);
+        }
     }
 }
 

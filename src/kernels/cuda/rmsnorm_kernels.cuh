@@ -25,21 +25,36 @@ __global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd,
     size_t at = (size_t)row * C;
     const float *x = inp + at;
     double ss = 0.0;
-    if (inp2) {
-        for (int c = lane; c < C; c += PW_WARP) {
-            float v = x[c] + inp2[at + c];
-            res[at + c] = v;
-            ss += (double)v * v;
+    if (inp2) { /* PW_ROW_BATCH elements at a time: layernorm_kernels.cuh says why */
+        for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+            float v[PW_ROW_BATCH];
+            for (int u = 0; u < PW_ROW_BATCH; u++) {
+                int c = c0 + u * PW_WARP;
+                v[u] = c < C ? x[c] + inp2[at + c] : 0.0f;
+            }
+            for (int u = 0; u < PW_ROW_BATCH; u++)
+                if (c0 + u * PW_WARP < C) {
+                    res[at + c0 + u * PW_WARP] = v[u];
+                    ss += (double)v[u] * v[u];
+                }
         }
         x = res + at;
     } else {
         for (int c = lane; c < C; c += PW_WARP) ss += (double)x[c] * x[c];
     }
     float s = (float)(1.0 / sqrt(pw_warp_sum_d(ss) / C + (double)eps));
-    for (int c = lane; c < C; c += PW_WARP) {
-        float y = x[c] * s * weight[c];
-        if (out) out[at + c] = y;
-        if (out16) out16[at + c] = pw_bf16_bits(y);
+    for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+        float y[PW_ROW_BATCH];
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            y[u] = c < C ? x[c] * s * weight[c] : 0.0f;
+        }
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            if (c >= C) break;
+            if (out) out[at + c] = y[u];
+            if (out16) out16[at + c] = pw_bf16_bits(y[u]);
+        }
     }
     if (lane == 0 && rstd) rstd[row] = s;
 }
@@ -59,10 +74,18 @@ __global__ void rmsnorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float *
     double dot = 0.0;
     for (int c = lane; c < C; c += PW_WARP) dot += (double)weight[c] * d[c] * x[c];
     float k = (float)(pw_warp_sum_d(dot) / C) * s * s;
-    for (int c = lane; c < C; c += PW_WARP) {
-        float v = g[c] + s * (weight[c] * d[c] - x[c] * k);
-        g[c] = v;
-        if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v);
+    for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+        float v[PW_ROW_BATCH];
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            v[u] = c < C ? g[c] + s * (weight[c] * d[c] - x[c] * k) : 0.0f;
+        }
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            if (c >= C) break;
+            g[c] = v[u];
+            if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v[u]);
+        }
     }
 }
 
