@@ -85,8 +85,19 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
     float xm = -INFINITY;
     for (int v = tid; v < V; v += SAMPLE_THREADS) xm = fmaxf(xm, x[v]);
     const double m = (double)block_max(xm, red) / T;
+    /* The full sum, each thread over the run of ids it draws from below: with every token kept
+     * (no top-k, no top-p) that run's mass is this sum over the total, and the draw makes no
+     * second exp of the row (the exps in double are the kernel's cost: a decode step's 256 rows
+     * of 151936 took 650 us on an H100 with two passes of them, PW_PROFILE_OPS). */
+    const int run = (V + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
+    const int v0 = tid * run, v1 = v0 + run < V ? v0 + run : V;
     double z = 0.0;
-    for (int v = tid; v < V; v += SAMPLE_THREADS) z += exp((double)x[v] / T - m);
+    int last = -1;
+    for (int v = v0; v < v1; v++) {
+        double e = exp((double)x[v] / T - m);
+        z += e;
+        if (e > 0.0) last = v;
+    }
     const double zfull = block_sum(z, red), logz_full = m + log(zfull);
 
     /* top-k: the key of the k-th largest logit, the largest t with #(key >= t) >= k */
@@ -127,15 +138,16 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
 
     /* the draw: each thread owns a run of ids; a scan of the runs' masses (in id order) tells
      * which run holds u, and that thread walks it as the CPU walks the row */
-    const int run = (V + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
-    const int v0 = tid * run, v1 = v0 + run < V ? v0 + run : V;
-    double mine = 0.0;
-    int last = -1;
-    for (int v = v0; v < v1; v++) {
-        double p = prob_of(x[v], kmin, T, m) / zsum;
-        if (p > 0.0) {
-            mine += p;
-            last = v;
+    double mine = z / zsum;
+    if (kmin) {
+        mine = 0.0;
+        last = -1;
+        for (int v = v0; v < v1; v++) {
+            double p = prob_of(x[v], kmin, T, m) / zsum;
+            if (p > 0.0) {
+                mine += p;
+                last = v;
+            }
         }
     }
     if (tid == 0) {
