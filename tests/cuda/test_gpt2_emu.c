@@ -520,6 +520,7 @@ int main(void)
     run_encoder(3, 40, 24, 11, &rng); /* a small vocabulary: many atomics into each row */
     run_layernorm(70, 33, &rng);      /* two column-sum chunks, C not a warp multiple */
     run_layernorm(9, 768, &rng);
+    run_layernorm(5, 1100, &rng); /* over PW_ROW_KEEP * 32: the loops that read the row again */
     run_elementwise(1000, &rng);
     run_elementwise(70001, &rng);     /* more than one grid-stride block row */
     run_adamw(5000, 1, 0.1f, &rng);

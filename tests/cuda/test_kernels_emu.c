@@ -425,6 +425,7 @@ int main(void)
     run_logprobs(2, 50257, 50304, &rng);
     run_rmsnorm(21, 33, 1e-5f, &rng); /* a partial block of rows, C not a warp multiple */
     run_rmsnorm(9, 576, 1e-6f, &rng);
+    run_rmsnorm(5, 1300, 1e-6f, &rng); /* over PW_ROW_KEEP * 32: the loops that read again */
     run_rope(7, 6, 64, (6 + 2 * 2) * 64, &rng); /* the q and k heads of GQA rows, v untouched */
     run_rope(5, 3, 8, 3 * 8 + 5, &rng);         /* a stride with a gap */
     run_swiglu(5, 37, &rng);

@@ -39,6 +39,9 @@ static inline int pw_colsum_chunk_rows(int N)
  * residual RMSNorm took 21.8 us for a decode step's 256 rows of 896 (PW_PROFILE_OPS on an H100),
  * about 60 round trips. The sums keep their order: the same bits as one at a time. */
 #define PW_ROW_BATCH 8
+/* ... and a row of up to PW_ROW_KEEP * 32 channels (GPT-2 124M's 768, Qwen2.5-0.5B's 896) is
+ * kept whole in the lane's registers by the forward norms: one read and one write of it */
+#define PW_ROW_KEEP 32
 
 static inline unsigned int pw_row_blocks(size_t rows)
 {

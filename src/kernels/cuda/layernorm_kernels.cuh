@@ -12,6 +12,50 @@
 #include "launch.cuh"
 #include "warp.cuh"
 
+/* A row of C <= PW_ROW_KEEP * 32 kept in the lane's registers: read once, written once, where
+ * the loops below read it three times (PW_ROW_KEEP, launch.cuh). The same operations in the same
+ * order as those loops: the same bits. */
+static __device__ void layernorm_row_kept(float *out, uint16_t *out16, float *mean, float *rstd,
+                                          float *res, const float *x, const float *inp2,
+                                          const float *weight, const float *bias, int row, int C,
+                                          int lane)
+{
+    size_t at = (size_t)row * C;
+    float v[PW_ROW_KEEP];
+    for (int u = 0; u < PW_ROW_KEEP; u++) {
+        int c = lane + u * PW_WARP;
+        v[u] = c < C ? (inp2 ? x[c] + inp2[at + c] : x[c]) : 0.0f;
+    }
+    float sum = 0.0f;
+    for (int u = 0; u < PW_ROW_KEEP; u++)
+        if (lane + u * PW_WARP < C) {
+            if (inp2) res[at + lane + u * PW_WARP] = v[u];
+            sum += v[u];
+        }
+    float m = pw_warp_sum(sum) / C;
+    float var = 0.0f;
+    for (int u = 0; u < PW_ROW_KEEP; u++)
+        if (lane + u * PW_WARP < C) {
+            float d = v[u] - m;
+            var += d * d;
+        }
+    float s = 1.0f / sqrtf(pw_warp_sum(var) / C + 1e-5f);
+    for (int u = 0; u < PW_ROW_KEEP; u++) {
+        int c = lane + u * PW_WARP;
+        v[u] = c < C ? (v[u] - m) * s * weight[c] + bias[c] : 0.0f;
+    }
+    for (int u = 0; u < PW_ROW_KEEP; u++) {
+        int c = lane + u * PW_WARP;
+        if (c >= C) break;
+        if (out) out[at + c] = v[u];
+        if (out16) out16[at + c] = pw_bf16_bits(v[u]);
+    }
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = s;
+    }
+}
+
 /* out (float32) and out16 (the same values rounded to bfloat16, for a bf16 model's products):
  * either may be NULL. With inp2, the row normalised is inp + inp2, written to res first (the
  * residual add fused: res may be inp; each lane reads back only what it wrote). */
@@ -24,6 +68,10 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
     size_t at = (size_t)row * C;
     const float *x = inp + at;
+    if (C <= PW_ROW_KEEP * PW_WARP) {
+        layernorm_row_kept(out, out16, mean, rstd, res, x, inp2, weight, bias, row, C, lane);
+        return;
+    }
     float sum = 0.0f;
     if (inp2) {
         for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {

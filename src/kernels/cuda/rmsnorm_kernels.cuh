@@ -12,6 +12,38 @@
 #include "launch.cuh"
 #include "warp.cuh"
 
+/* A row of C <= PW_ROW_KEEP * 32 in the lane's registers: read once, written once (as
+ * layernorm_row_kept; the same bits as the loops below) */
+static __device__ void rmsnorm_row_kept(float *out, uint16_t *out16, float *rstd, float *res,
+                                        const float *x, const float *inp2, const float *weight,
+                                        int row, int C, float eps, int lane)
+{
+    size_t at = (size_t)row * C;
+    float v[PW_ROW_KEEP];
+    for (int u = 0; u < PW_ROW_KEEP; u++) {
+        int c = lane + u * PW_WARP;
+        v[u] = c < C ? (inp2 ? x[c] + inp2[at + c] : x[c]) : 0.0f;
+    }
+    double ss = 0.0;
+    for (int u = 0; u < PW_ROW_KEEP; u++)
+        if (lane + u * PW_WARP < C) {
+            if (inp2) res[at + lane + u * PW_WARP] = v[u];
+            ss += (double)v[u] * v[u];
+        }
+    float s = (float)(1.0 / sqrt(pw_warp_sum_d(ss) / C + (double)eps));
+    for (int u = 0; u < PW_ROW_KEEP; u++) {
+        int c = lane + u * PW_WARP;
+        v[u] = c < C ? v[u] * s * weight[c] : 0.0f;
+    }
+    for (int u = 0; u < PW_ROW_KEEP; u++) {
+        int c = lane + u * PW_WARP;
+        if (c >= C) break;
+        if (out) out[at + c] = v[u];
+        if (out16) out16[at + c] = pw_bf16_bits(v[u]);
+    }
+    if (lane == 0 && rstd) rstd[row] = s;
+}
+
 /* out (float32) and out16 (the same values rounded to bfloat16): either may be NULL. With
  * inp2, the row normalised is inp + inp2, written to res first (the residual add fused: res may
  * be inp; each lane reads back only what it wrote). */
@@ -24,6 +56,10 @@ __global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd,
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */
     size_t at = (size_t)row * C;
     const float *x = inp + at;
+    if (C <= PW_ROW_KEEP * PW_WARP) {
+        rmsnorm_row_kept(out, out16, rstd, res, x, inp2, weight, row, C, eps, lane);
+        return;
+    }
     double ss = 0.0;
     if (inp2) { /* PW_ROW_BATCH elements at a time: layernorm_kernels.cuh says why */
         for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
