@@ -8,9 +8,9 @@
  * order-preserving integer key of the logit, found bit by bit from the top (the k-th largest logit
  * for top-k; for top-p the largest probability whose tokens at least as probable hold the mass p),
  * so the kept sets are the CPU's: neither separates equal logits. The draw walks token ids in
- * order like the CPU, each thread its own run of ids after a scan of the runs' masses. Sums are in
- * double as on the CPU; their order differs, so a draw within rounding (1e-16) of a boundary could
- * fall the other way. */
+ * order like the CPU: the warps' chunks' masses say which chunk holds the uniform, and its warp
+ * walks it. Sums are in double as on the CPU; their order differs, so a draw within rounding
+ * (1e-16) of a boundary could fall the other way. */
 #ifndef PW_SAMPLE_KERNEL_CUH
 #define PW_SAMPLE_KERNEL_CUH
 
@@ -71,34 +71,55 @@ static __device__ __forceinline__ double prob_of(float x, uint32_t kmin, double 
     return key_of(x) >= kmin ? exp((double)x / T - m) : 0.0;
 }
 
+/* The chunks' masses: each lane's share z (its ids' unnormalised probabilities) and the last id
+ * it keeps, summed and maxed over the warp into mass[warp] and last[warp]; returns the total of
+ * the chunks in id order (the same on every thread). */
+static __device__ double chunk_masses(double z, int keep, double *mass, int *last)
+{
+    const int lane = threadIdx.x % PW_WARP, warp = threadIdx.x / PW_WARP;
+    z = pw_warp_sum_d(z);
+    float k = pw_warp_max((float)keep); /* ids below 2^24: exact in a float */
+    __syncthreads(); /* the previous masses may still be read */
+    if (lane == 0) {
+        mass[warp] = z;
+        last[warp] = (int)k;
+    }
+    __syncthreads();
+    double s = 0.0;
+    for (int w = 0; w < SAMPLE_WARPS; w++) s += mass[w];
+    return s;
+}
+
 __global__ void sample_kernel(const float *logits, int ld, int V, const int *rows, double T,
                               int top_k, double top_p, uint64_t *rng, int *token, float *logp,
                               float *logp_full)
 {
-    __shared__ double red[SAMPLE_WARPS];
+    __shared__ double red[SAMPLE_WARPS], mass[SAMPLE_WARPS];
+    __shared__ int last[SAMPLE_WARPS];
     __shared__ double s_u;
-    __shared__ int s_pick, s_last;
+    __shared__ int s_pick;
     const float *x = logits + (size_t)blockIdx.x * ld;
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x, lane = tid % PW_WARP, warp = tid / PW_WARP;
+    /* The draw's layout: warp w owns the ids [c0, c1), its lanes reading 32 in a row. */
+    const int chunk = (V + SAMPLE_WARPS - 1) / SAMPLE_WARPS;
+    const int c0 = warp * chunk < V ? warp * chunk : V, c1 = c0 + chunk < V ? c0 + chunk : V;
 
     /* the maximum of x / T is the maximum of x divided by T (T > 0 keeps the order) */
     float xm = -INFINITY;
     for (int v = tid; v < V; v += SAMPLE_THREADS) xm = fmaxf(xm, x[v]);
     const double m = (double)block_max(xm, red) / T;
-    /* The full sum, each thread over the run of ids it draws from below: with every token kept
-     * (no top-k, no top-p) that run's mass is this sum over the total, and the draw makes no
-     * second exp of the row (the exps in double are the kernel's cost: a decode step's 256 rows
-     * of 151936 took 650 us on an H100 with two passes of them, PW_PROFILE_OPS). */
-    const int run = (V + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
-    const int v0 = tid * run, v1 = v0 + run < V ? v0 + run : V;
+    /* The full sum, made in the draw's layout: with every token kept (no top-k, no top-p) the
+     * chunks' sums are the draw's masses, and no second exp of the row is made. The exps in
+     * double are the kernel's cost: two passes of them, the second uncoalesced, took 650 us for
+     * a decode step's 256 rows of 151936 on an H100 (PW_PROFILE_OPS). */
     double z = 0.0;
-    int last = -1;
-    for (int v = v0; v < v1; v++) {
+    int keep = -1;
+    for (int v = c0 + lane; v < c1; v += PW_WARP) {
         double e = exp((double)x[v] / T - m);
         z += e;
-        if (e > 0.0) last = v;
+        if (e > 0.0) keep = v;
     }
-    const double zfull = block_sum(z, red), logz_full = m + log(zfull);
+    const double zfull = chunk_masses(z, keep, mass, last), logz_full = m + log(zfull);
 
     /* top-k: the key of the k-th largest logit, the largest t with #(key >= t) >= k */
     uint32_t kmin = 0;
@@ -127,63 +148,58 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
         }
         kmin = t > kmin ? t : kmin;
     }
-    /* the kept mass; with every token kept (kmin 0: no top-k, no top-p) it is the full sum
-     * above, the same terms in the same order, so that pass is not made twice */
+    /* the kept mass by chunk; with every token kept (kmin 0) it is the full sum's */
     double zsum = zfull;
     if (kmin) {
         double zs = 0.0;
-        for (int v = tid; v < V; v += SAMPLE_THREADS) zs += prob_of(x[v], kmin, T, m);
-        zsum = block_sum(zs, red);
+        keep = -1;
+        for (int v = c0 + lane; v < c1; v += PW_WARP) {
+            double p = prob_of(x[v], kmin, T, m);
+            zs += p;
+            if (p > 0.0) keep = v;
+        }
+        zsum = chunk_masses(zs, keep, mass, last);
     }
 
-    /* the draw: each thread owns a run of ids; a scan of the runs' masses (in id order) tells
-     * which run holds u, and that thread walks it as the CPU walks the row */
-    double mine = z / zsum;
-    if (kmin) {
-        mine = 0.0;
-        last = -1;
-        for (int v = v0; v < v1; v++) {
-            double p = prob_of(x[v], kmin, T, m) / zsum;
-            if (p > 0.0) {
-                mine += p;
-                last = v;
-            }
-        }
-    }
+    /* The draw walks ids in order, as the CPU walks the row: the chunks' masses say which chunk
+     * holds u, and that chunk's warp walks it 32 ids a step, each step's running sum a scan of
+     * its lanes (butterfly shuffles: a lane adds the lower half's total at each level). */
     if (tid == 0) {
         s_u = uniform_of(&rng[rows[blockIdx.x]]);
-        s_pick = V;
-        s_last = -1;
-    }
-    __shared__ double runs[SAMPLE_THREADS];
-    runs[tid] = mine;
-    __syncthreads();
-    if (tid == 0) { /* exclusive prefix in id order, in one thread: 512 additions */
-        double acc = 0.0;
-        for (int i = 0; i < SAMPLE_THREADS; i++) {
-            double r = runs[i];
-            runs[i] = acc;
-            acc += r;
-        }
+        s_pick = -1;
     }
     __syncthreads();
-    atomicMax(&s_last, last);
     const double u = s_u;
-    double cum = runs[tid];
-    if (cum <= u && mine > 0.0) {
-        for (int v = v0; v < v1; v++) {
-            double p = prob_of(x[v], kmin, T, m) / zsum;
-            if (p <= 0.0) continue;
-            cum += p;
-            if (u < cum) {
-                atomicMin(&s_pick, v);
-                break;
+    double before = 0.0;
+    int W = -1, lastk = -1;
+    for (int w = 0; w < SAMPLE_WARPS; w++) {
+        double mw = mass[w] / zsum;
+        if (W < 0 && mass[w] > 0.0 && u < before + mw) W = w;
+        else if (W < 0) before += mw;
+        lastk = last[w] > lastk ? last[w] : lastk;
+    }
+    if (warp == W) { /* the whole warp, the same trip count on every lane */
+        double cum = before;
+        int pick = -1;
+        for (int b = c0; b < c1 && pick < 0; b += PW_WARP) {
+            int v = b + lane;
+            double p = v < c1 ? prob_of(x[v], kmin, T, m) / zsum : 0.0, inc = p, tot = p;
+            for (int off = 1; off < PW_WARP; off <<= 1) {
+                double o = __shfl_xor_sync(0xffffffffu, tot, off);
+                if (lane & off) inc += o;
+                tot += o;
             }
+            float first = p > 0.0 && u < cum + inc ? (float)lane : (float)PW_WARP;
+            for (int off = PW_WARP / 2; off > 0; off >>= 1)
+                first = fminf(first, __shfl_xor_sync(0xffffffffu, first, off));
+            if (first < (float)PW_WARP) pick = b + (int)first;
+            cum += tot;
         }
+        if (lane == 0) s_pick = pick;
     }
     __syncthreads();
     if (tid == 0) {
-        int tok = s_pick < V ? s_pick : s_last; /* rounding at the top end: the last kept */
+        int tok = s_pick >= 0 ? s_pick : lastk; /* rounding at the top end: the last kept */
         token[blockIdx.x] = tok;
         logp[blockIdx.x] = (float)log(prob_of(x[tok], kmin, T, m) / zsum);
         logp_full[blockIdx.x] = (float)((double)x[tok] / T - logz_full);
