@@ -189,7 +189,7 @@ else
     progress "dependencies (Debian packages)" "ok   [$(elapsed)]"
     STAGE=2
     running "build ($BUILD)"
-    [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" > /dev/null
+    [ -f "$BUILD/build.ninja" ] || bash launch/setup_build.sh "$BUILD" > /dev/null
     meson compile -C "$BUILD" > /dev/null ||
         { echo "quickstart: the build failed (meson compile -C $BUILD)" >&2; exit 1; }
     PPO=$BUILD/src/ppo_world

@@ -33,7 +33,7 @@ took() { printf 'run_tests: %s took %dm%02ds\n' "$1" $((SECONDS / 60)) $((SECOND
 if [ "$SAN" != only ]; then
     SECONDS=0
     if [ ! -f "$BUILD/build.ninja" ]; then
-        meson setup "$BUILD"
+        bash launch/setup_build.sh "$BUILD"
     fi
     meson compile -C "$BUILD"
     rm -f "$BUILD/meson-logs/testlog.json"
