@@ -83,8 +83,9 @@ for p in "${parts[@]}"; do
         # the PPO run on the GPU, and at fp32 against the same run on the CPU, GPT-2 and Llama
         step cuda_ppo "${mtest[@]}" "cuda ppo" "cuda ppo cpu twin" "cuda ppo llama" \
             "cuda ppo llama cpu twin"
-        step quickstart_gpu "${mtest[@]}" "quickstart gpu"
-        step quickstart_gpu_llama "${mtest[@]}" "quickstart gpu llama"
+        # verbose: their standard errors over SFT are in the test's own output
+        step quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
+        step quickstart_gpu_llama "${mtest[@]}" --verbose "quickstart gpu llama"
         ;;
     sanitize)
         if [ -z "$SAN" ]; then
