@@ -12,7 +12,7 @@
 #include "pw_model.h"
 #include "pw_ops.h"
 #ifdef PW_HAVE_CUDA
-#include "pw_kernels_cuda.h" /* pw_cuda_set_cache_split: the tile kernel's row */
+#include "pw_kernels_cuda.h" /* pw_cuda_set_cache_split, _group: the kernels' rows */
 #endif
 
 enum { P = 32, R = 64, PAD = 0 };
@@ -145,7 +145,8 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * through pw_generate as the generator role runs it; then batch 256 with the host looking at the
  * rows every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with the
  * cache attention's tile kernel, and with a float32 cache. With `llama`, the Llama family at
- * Qwen2.5-0.5B's shape instead, batch 64 and 256 only: its 2 key/value heads make the cache 7
+ * Qwen2.5-0.5B's shape instead, batch 64 and 256, then 256 through the cache attention's group
+ * kernel (pw_cuda_set_cache_group): its 2 key/value heads make the cache 7
  * times smaller a token than its 14 query heads would, so the weights (1 GB in bfloat16) weigh
  * most. BENCH_GEN_BATCH=N samples at batch N alone, without the variations (a profile of one
  * batch's decode: PW_PROFILE_OPS, docs/performance.md). Without a GPU it stops at the model's
@@ -173,6 +174,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (!m) die(name, &err);
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
+    double group_tps = 0.0;
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (a key and a value of each key/value head and layer per cached
      * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
@@ -209,6 +211,20 @@ static int bench_gpu(PwPrecision prec, int llama)
          * is 16, the row above), the decode step as a CUDA graph (PwGenConfig.graph), and the
          * cache attention's tile kernel in place of its split kernel: once each at the largest
          * batch, the device warm */
+#ifdef PW_HAVE_CUDA
+        /* the Llama shape's grouped heads through the group kernel (off by default until this
+         * row shows it faster): once at the largest batch, the device warm */
+        if (bi == 1 && nb == 2 && llama) {
+            pw_cuda_set_cache_group(1);
+            double t0 = bench_now();
+            if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
+            double t = bench_now() - t0;
+            pw_cuda_set_cache_group(0);
+            group_tps = (double)Bn * GR / t;
+            printf("%6d %10.3f %12.0f   (the cache attention's group kernel: a block per "
+                   "key/value head)\n", Bn, t, group_tps);
+        }
+#endif
         for (int k = 0; bi == 1 && nb == 2 && !llama && k < 5; k++) {
             const int every[5] = {1, 4, 64, 16, 16}, graph[5] = {0, 0, 0, 1, 0};
             cfg.check_every = every[k];
@@ -243,8 +259,8 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (llama) {
         printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
-               "roofline_fraction_b256=%.3f copy_gbs=%.0f\n", tps[0], tps[1], roof[0], roof[1],
-               gbs);
+               "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f\n", tps[0], tps[1],
+               roof[0], roof[1], gbs, group_tps);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */

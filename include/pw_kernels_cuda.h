@@ -53,6 +53,13 @@ int pw_cuda_get_flash(void);
  * Applies to calls made after it. */
 void pw_cuda_set_cache_split(int enable);
 int pw_cuda_get_cache_split(void);
+/* The KV-cache attention's group kernel (a block per token and key/value head, scoring the 2 to
+ * 8 query heads that share it from one load of each key; heads the split kernel takes): off by
+ * default until a GPU has timed it against the split kernel (bench_generate gpu llama's
+ * "group kernel" row); on, it takes grouped-query heads before the split kernel. Applies to
+ * calls made after it. */
+void pw_cuda_set_cache_group(int enable);
+int pw_cuda_get_cache_group(void);
 /* The blocks an SM the tensor-core attention's kernels for heads of 33 to 64 are built for: 2
  * (the default: tiles of 64 rows, 180 to 255 registers as ptxas chooses) or 3 (a second build
  * with tiles of 32 held to 168 registers, a few bytes spilled off their loops' fast path: 12

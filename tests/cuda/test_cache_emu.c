@@ -5,7 +5,8 @@
  * (a 9-token prefill into an empty row, three decode tokens, one reaching the last slot, a row
  * left alone), and on the long case (up to 300 keys: the online softmax over several tiles of
  * 128): the caches after the pass bit for bit, the output of each attending kernel (the tile
- * kernel; the split kernel where the head's 16-byte chunks allow it) within 1e-5. Heads of 5
+ * kernel; the split kernel where the head's 16-byte chunks allow it; the group kernel where
+ * they do and 2 to 8 query heads share a key/value head) within 1e-5. Heads of 5
  * (keys and values read element by element), 8, 32, 64 and 128 (16 bytes at a time: the values
  * by key lanes; split: 1 to 32 lanes a key), 160 (more threads than 128); groups of 1 to 3.
  * Needs no GPU. */
@@ -29,7 +30,7 @@ typedef struct Args {
     float *out;
     uint16_t *out16; /* the output rounded instead of out, or NULL */
     const CacheCase *cc;
-    int bf16, split;
+    int bf16, kind; /* the attending kernel: 0 tile, 1 split, 2 group */
 } Args;
 
 static void store(void *p)
@@ -49,10 +50,16 @@ static void attend(void *p)
     Args *a = p;
     const CacheCase *c = a->cc;
     float scale = 1.0f / sqrtf((float)c->hs);
-    if (a->split && a->bf16)
+    if (a->kind == 2 && a->bf16)
+        pw_cache_attend_group_bf16(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+                                   c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+    else if (a->kind == 2)
+        pw_cache_attend_group_f32(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
+                                  c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
+    else if (a->kind == 1 && a->bf16)
         pw_cache_attend_split_bf16(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
                                    c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
-    else if (a->split)
+    else if (a->kind == 1)
         pw_cache_attend_split_f32(a->out, a->out16, a->k, a->v, c->qkv, c->seg_row, c->seg_off,
                                   c->seg_slot0, c->nseg, c->maxT, c->NH, c->NKV, c->hs, scale);
     else if (a->bf16)
@@ -104,17 +111,22 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
     CHECK(same, "%s cache NH=%d NKV=%d hs=%d: the slots differ from the CPU's",
           bf16 ? "bfloat16" : "float32", NH, NKV, hs);
     const int lanes = cache_split_lanes(hs, bf16 ? 8 : 4);
-    EmuDim3 grid = {(unsigned)(N * NH), 1, 1};
-    for (a.split = 0; a.split <= (lanes > 0); a.split++) {
-        EmuDim3 block = {a.split ? CACHE_SPLIT_THREADS : threads, 1, 1};
-        size_t smem = a.split ? cache_split_smem_bytes(hs) : cache_smem_bytes(hs, (int)threads);
+    const int G = cache_group_size(NH, NKV, hs, bf16 ? 8 : 4);
+    static const char *const kinds[] = {"tile", "split", "group"};
+    for (a.kind = 0; a.kind <= 2; a.kind++) {
+        if ((a.kind == 1 && !lanes) || (a.kind == 2 && !G)) continue;
+        EmuDim3 grid = {(unsigned)(a.kind == 2 ? N * NKV : N * NH), 1, 1};
+        EmuDim3 block = {a.kind ? CACHE_SPLIT_THREADS : threads, 1, 1};
+        size_t smem = a.kind == 2 ? cache_group_smem_bytes(hs, G)
+                      : a.kind   ? cache_split_smem_bytes(hs)
+                                 : cache_smem_bytes(hs, (int)threads);
         for (int i = 0; i < N * C; i++) eout[i] = NAN;
         emu_launch_smem(grid, block, smem, attend, &a);
         double e = pw_max_rel_err_ff(eout, out, (size_t)N * C, 1e-6);
-        printf("  %s kernel%s: output rel err %.2e\n", a.split ? "split" : "tile",
-               a.split ? (lanes == 1 ? " (1 lane a key)" : "") : "", e);
-        CHECK(e <= 1e-5, "%s kernel, attention output: rel err %.3g", a.split ? "split" : "tile",
-              e);
+        printf("  %s kernel%s: output rel err %.2e\n", kinds[a.kind],
+               a.kind == 1 && lanes == 1 ? " (1 lane a key)" : a.kind == 2 ? " (heads of a "
+               "key/value head in one block)" : "", e);
+        CHECK(e <= 1e-5, "%s kernel, attention output: rel err %.3g", kinds[a.kind], e);
         if (!bf16 || lng) continue;
         /* a bf16 model's decode: the output rounded instead, bit for bit the float32 one's */
         uint16_t *o16 = malloc(sizeof(uint16_t) * N * C);
@@ -123,7 +135,7 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
         emu_launch_smem(grid, block, smem, attend, &r);
         size_t bad = 0;
         for (int i = 0; i < N * C; i++) bad += o16[i] != pw_bf16_from_f32(eout[i]);
-        CHECK(bad == 0, "%s kernel: %zu rounded outputs differ", a.split ? "split" : "tile", bad);
+        CHECK(bad == 0, "%s kernel: %zu rounded outputs differ", kinds[a.kind], bad);
         free(o16);
     }
     free(K);
@@ -148,6 +160,9 @@ int main(void)
         run(3, 3, 5, bf16, 1, &rng);
         run(2, 1, 128, bf16, 0, &rng); /* Llama's heads: 16 or 32 lanes a key */
         run(2, 2, 32, bf16, 0, &rng);
+        run(14, 2, 64, bf16, 0, &rng); /* Qwen2.5-0.5B's heads: 7 a group */
+        run(8, 1, 32, bf16, 0, &rng);  /* the group kernel's largest group */
+        run(9, 1, 64, bf16, 0, &rng);  /* a group over its largest: the split kernel alone */
     }
     return pw_test_done("cache_emu");
 }

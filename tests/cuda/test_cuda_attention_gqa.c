@@ -139,11 +139,14 @@ int main(void)
     }
     pw_cuda_set_flash(1);
     run(1, 100, 2, 1, 160, pads, 1, 0, &rng); /* above 128: the GEMM path whatever the switch */
-    /* the cache attention's split kernel (the default where the head allows it), then the
-     * tile kernel for every head */
-    for (int split = 1; split >= 0; split--) {
+    /* the cache attention's group kernel (where 2 to 8 query heads share a key/value head and
+     * the split kernel could take them; off by default), the split kernel (the default where
+     * the head allows it), then the tile kernel for every head */
+    for (int kind = 2; kind >= 0; kind--) {
+        int split = kind >= 1;
+        pw_cuda_set_cache_group(kind == 2);
         pw_cuda_set_cache_split(split);
-        printf("KV cache: %s kernel\n", split ? "split" : "tile");
+        printf("KV cache: %s kernel\n", kind == 2 ? "group" : split ? "split" : "tile");
         run_cache(6, 2, 5, 0, &rng);
         run_cache(9, 3, 64, 0, &rng);
         run_cache(4, 4, 8, 0, &rng);
@@ -154,8 +157,10 @@ int main(void)
         run_cache_bf16(4, 4, 8, 0, &rng);
         run_cache_bf16(4, 2, 64, 1, &rng);
         run_cache_bf16(2, 1, 128, 1, &rng); /* 16 lanes a key (split) */
+        run_cache_bf16(14, 2, 64, 1, &rng); /* Qwen2.5-0.5B's heads: 7 a group */
     }
     pw_cuda_set_cache_split(1);
+    pw_cuda_set_cache_group(0);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_gqa");
 }

@@ -10,8 +10,10 @@
 #define PW_DYN_SMEM(type, name) extern __shared__ type name[]
 #include "attention_cache.cuh"
 
-/* The launches of one slot type (VEC slots in 16 bytes): the store, then one block per (token,
- * head), through the split kernel where the head allows and it is on, else the tile kernel */
+/* The launches of one slot type (VEC slots in 16 bytes): the store, then the group kernel (a
+ * block per token and key/value head) where the heads allow and it is on, else one block per
+ * (token, head), through the split kernel where the head allows and it is on, else the tile
+ * kernel */
 #define CACHE_FORWARD(SFX, VEC)                                                                   \
     do {                                                                                          \
         if (N <= 0 || nseg <= 0) return;                                                          \
@@ -21,7 +23,13 @@
         PW_CUDA_CHECK(cudaGetLastError());                                                        \
         unsigned blocks = (unsigned)((size_t)N * NH); /* < 2^31: N tokens of a pass, NH heads */ \
         float scale = 1.0f / sqrtf((float)hs);                                                    \
-        if (pw_cuda_get_cache_split() && cache_split_lanes(hs, VEC)) {                            \
+        int G = pw_cuda_get_cache_group() ? cache_group_size(NH, NKV, hs, VEC) : 0;              \
+        if (G) {                                                                                  \
+            pw_cache_attend_group_##SFX<<<(unsigned)((size_t)N * NKV), CACHE_SPLIT_THREADS,      \
+                                          cache_group_smem_bytes(hs, G), stream>>>(              \
+                out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
+                NKV, hs, scale);                                                                  \
+        } else if (pw_cuda_get_cache_split() && cache_split_lanes(hs, VEC)) {                     \
             pw_cache_attend_split_##SFX<<<blocks, CACHE_SPLIT_THREADS,                           \
                                           cache_split_smem_bytes(hs), stream>>>(                 \
                 out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \

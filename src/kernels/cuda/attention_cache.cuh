@@ -1,6 +1,6 @@
 /* attention_cache.cuh: the KV-cache attention kernels (attention_cache_kernels.cuh) for both slot
- * types: pw_cache_{store,attend,attend_split}_{f32,bf16}. Included by attention_cache.cu, and
- * compiled as C on the host by tests/cuda/test_cache_emu.c. */
+ * types: pw_cache_{store,attend,attend_split,attend_group}_{f32,bf16}. Included by
+ * attention_cache.cu, and compiled as C on the host by tests/cuda/test_cache_emu.c. */
 #ifndef PW_ATTENTION_CACHE_CUH
 #define PW_ATTENTION_CACHE_CUH
 
@@ -38,6 +38,22 @@ static inline int cache_split_lanes(int hs, int vec)
 static inline size_t cache_split_smem_bytes(int hs)
 {
     return (size_t)(CACHE_SPLIT_THREADS / PW_WARP) * (2 + hs) * sizeof(float);
+}
+
+/* the group kernel (attention_cache_kernels.cuh): the query heads a block serves at most, the
+ * keys each lane group loads before it multiplies (fewer than the split kernel's: it holds G
+ * heads' queries and sums in registers), the group size where it applies (0: it does not) and
+ * its shared memory (each warp's maximum, sum and hs channels, per query head) */
+#define CACHE_GROUP_MAX 8
+#define CACHE_GROUP_UNROLL 2
+static inline int cache_group_size(int NH, int NKV, int hs, int vec)
+{
+    int G = NKV > 0 && NH % NKV == 0 ? NH / NKV : 0;
+    return G > 1 && G <= CACHE_GROUP_MAX && cache_split_lanes(hs, vec) ? G : 0;
+}
+static inline size_t cache_group_smem_bytes(int hs, int G)
+{
+    return (size_t)(CACHE_SPLIT_THREADS / PW_WARP) * G * (2 + hs) * sizeof(float);
 }
 
 #define CACHE_S float

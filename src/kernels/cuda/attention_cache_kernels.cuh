@@ -228,6 +228,26 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, uint16_t
     }
 }
 
+/* The k and v of keys t0 + u NG + g, u < n (a compile-time count: inlined, the arrays stay in
+ * registers), that a lane group of the split and group kernels loads before it multiplies: 16
+ * bytes of each at channels c0.., zeros past the last key. */
+static __device__ __forceinline__ void CACHE_FN(load_keys)(uint4 *kr, uint4 *vr,
+                                                           const CACHE_S *K, const CACHE_S *V,
+                                                           int t0, int NG, int g, int keys,
+                                                           int hs, int c0, int n)
+{
+    PW_UNROLL
+    for (int u = 0; u < n; u++) {
+        int t = t0 + u * NG + g;
+        if (t < keys) {
+            kr[u] = *(const uint4 *)(K + (size_t)t * hs + c0);
+            vr[u] = *(const uint4 *)(V + (size_t)t * hs + c0);
+        } else {
+            kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
+        }
+    }
+}
+
 /* The split kernel (cache_split_lanes(hs) != 0): a key's hs channels are LK = hs / CACHE_VEC
  * lanes of a warp, each holding 16 bytes of the key and the same 16 bytes of its value, so that
  * one load instruction of a warp reads 32 / LK whole consecutive rows (512 bytes of bfloat16
@@ -258,16 +278,7 @@ static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, uint16_t 
     /* the trip count is the block's, so every lane reaches every shuffle */
     for (int t0 = 0; t0 < keys; t0 += NG * CACHE_SPLIT_UNROLL) {
         uint4 kr[CACHE_SPLIT_UNROLL], vr[CACHE_SPLIT_UNROLL]; /* 16 bytes each, as loaded */
-        PW_UNROLL
-        for (int u = 0; u < CACHE_SPLIT_UNROLL; u++) {
-            int t = t0 + u * NG + g;
-            if (t < keys) {
-                kr[u] = *(const uint4 *)(K + (size_t)t * hs + c0);
-                vr[u] = *(const uint4 *)(V + (size_t)t * hs + c0);
-            } else {
-                kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
-            }
-        }
+        CACHE_FN(load_keys)(kr, vr, K, V, t0, NG, g, keys, hs, c0, CACHE_SPLIT_UNROLL);
         PW_UNROLL
         for (int u = 0; u < CACHE_SPLIT_UNROLL; u++) {
             int t = t0 + u * NG + g;
@@ -318,6 +329,113 @@ static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, uint16_t 
             a += sh[w * stride + 2 + ch] * wt;
         }
         cache_out(o, o16, ch, a / zs);
+    }
+}
+
+/* The group kernel (cache_group_size != 0): one block of CACHE_SPLIT_THREADS per (token,
+ * key/value head), for the G = NH / NKV query heads that share it (G <= CACHE_GROUP_MAX). Each
+ * key and value that the split kernel's lane groups load serves all G queries, where the split
+ * kernel's G blocks each load it: a decode step at Qwen2.5-0.5B's shape (14 heads over 2) took
+ * 59 us a layer for keys and values the copy bandwidth reads in 14 (PW_PROFILE_OPS on an H100),
+ * every one read seven times from L2. Lanes, loads and merges are the split kernel's, for each
+ * query head: m[h], z[h] and acc[h] are its online softmax, q[h] its channels c0.. of the query.
+ * The query heads are unrolled to CACHE_GROUP_MAX so that the arrays stay in registers; a head
+ * past G is skipped by every lane alike. Equal to the CPU to rounding, as the split kernel. */
+__global__ void CACHE_FN(cache_attend_group)(float *out, uint16_t *out16, const CACHE_S *kcache,
+                                             const CACHE_S *vcache, const float *qkv,
+                                             const int *seg_row, const int *seg_off,
+                                             const int *seg_slot0, int nseg, int maxT, int NH,
+                                             int NKV, int hs, float scale)
+{
+    PW_DYN_SMEM(float, sh);
+    const int G = NH / NKV, n = (int)(blockIdx.x / NKV), kv = (int)(blockIdx.x % NKV);
+    const int sg = segment_of(seg_off, nseg, n);
+    const int keys = seg_slot0[sg] + n - seg_off[sg] + 1;
+    const size_t head = ((size_t)seg_row[sg] * NKV + kv) * maxT * hs;
+    const CACHE_S *K = kcache + head, *V = vcache + head;
+    const float *qrow = qkv + (size_t)n * (NH + 2 * NKV) * hs + (size_t)kv * G * hs;
+    const size_t o0 = (size_t)n * NH * hs + (size_t)kv * G * hs;
+    const int LK = hs / CACHE_VEC, lane = threadIdx.x % PW_WARP, warp = threadIdx.x / PW_WARP;
+    const int GPW = PW_WARP / LK, NG = (int)(blockDim.x / PW_WARP) * GPW;
+    const int c0 = (lane % LK) * CACHE_VEC, g = warp * GPW + lane / LK;
+    float q[CACHE_GROUP_MAX][CACHE_VEC], acc[CACHE_GROUP_MAX][CACHE_VEC];
+    float m[CACHE_GROUP_MAX], z[CACHE_GROUP_MAX];
+    PW_UNROLL
+    for (int h = 0; h < CACHE_GROUP_MAX; h++) {
+        m[h] = -INFINITY;
+        z[h] = 0.0f;
+        PW_UNROLL
+        for (int i = 0; i < CACHE_VEC; i++) {
+            q[h][i] = h < G ? qrow[(size_t)h * hs + c0 + i] : 0.0f;
+            acc[h][i] = 0.0f;
+        }
+    }
+    for (int t0 = 0; t0 < keys; t0 += NG * CACHE_GROUP_UNROLL) {
+        uint4 kr[CACHE_GROUP_UNROLL], vr[CACHE_GROUP_UNROLL];
+        CACHE_FN(load_keys)(kr, vr, K, V, t0, NG, g, keys, hs, c0, CACHE_GROUP_UNROLL);
+        PW_UNROLL
+        for (int u = 0; u < CACHE_GROUP_UNROLL; u++) {
+            int t = t0 + u * NG + g;
+            float x[CACHE_VEC], xv[CACHE_VEC];
+            CACHE_FN(widen)(x, kr[u]);
+            CACHE_FN(widen)(xv, vr[u]);
+            PW_UNROLL
+            for (int h = 0; h < CACHE_GROUP_MAX; h++) {
+                if (h >= G) break;
+                float d = 0.0f;
+                PW_UNROLL
+                for (int i = 0; i < CACHE_VEC; i++) d += q[h][i] * x[i];
+                for (int off = LK / 2; off > 0; off >>= 1)
+                    d += __shfl_xor_sync(0xffffffffu, d, off);
+                if (t < keys) {
+                    float sc = d * scale, mn = fmaxf(m[h], sc);
+                    float r = cache_weight(m[h], mn), p = expf(sc - mn);
+                    z[h] = z[h] * r + p;
+                    PW_UNROLL
+                    for (int i = 0; i < CACHE_VEC; i++) acc[h][i] = acc[h][i] * r + p * xv[i];
+                    m[h] = mn;
+                }
+            }
+        }
+    }
+    /* the warp's groups, then the warps through shared memory: (m, z, hs channels) per warp and
+     * query head */
+    const int nw = (int)(blockDim.x / PW_WARP), stride = 2 + hs;
+    PW_UNROLL
+    for (int h = 0; h < CACHE_GROUP_MAX; h++) {
+        if (h >= G) break;
+        for (int off = LK; off < PW_WARP; off <<= 1) {
+            float mo = __shfl_xor_sync(0xffffffffu, m[h], off);
+            float zo = __shfl_xor_sync(0xffffffffu, z[h], off);
+            float mn = fmaxf(m[h], mo), wa = cache_weight(m[h], mn), wb = cache_weight(mo, mn);
+            z[h] = z[h] * wa + zo * wb;
+            PW_UNROLL
+            for (int i = 0; i < CACHE_VEC; i++)
+                acc[h][i] = acc[h][i] * wa + __shfl_xor_sync(0xffffffffu, acc[h][i], off) * wb;
+            m[h] = mn;
+        }
+        float *w = sh + (size_t)(warp * G + h) * stride;
+        if (lane < LK) {
+            PW_UNROLL
+            for (int i = 0; i < CACHE_VEC; i++) w[2 + c0 + i] = acc[h][i];
+        }
+        if (lane == 0) {
+            w[0] = m[h];
+            w[1] = z[h];
+        }
+    }
+    __syncthreads();
+    for (int idx = (int)threadIdx.x; idx < G * hs; idx += (int)blockDim.x) {
+        int h = idx / hs, ch = idx % hs;
+        float M = -INFINITY, zs = 0.0f, a = 0.0f;
+        for (int w = 0; w < nw; w++) M = fmaxf(M, sh[(size_t)(w * G + h) * stride]);
+        for (int w = 0; w < nw; w++) {
+            const float *r = sh + (size_t)(w * G + h) * stride;
+            float wt = cache_weight(r[0], M);
+            zs += r[1] * wt;
+            a += r[2 + ch] * wt;
+        }
+        cache_out(out ? out + o0 : NULL, out16 ? out16 + o0 : NULL, idx, a / zs);
     }
 }
 

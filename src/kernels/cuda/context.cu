@@ -20,6 +20,7 @@ static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static int use_tf32 = 0;
 static int use_flash = 1;
 static int use_cache_split = 1;
+static int use_cache_group = 0;
 static int flash_blocks = 2;
 /* devices whose default memory pool already keeps freed scratch (see pw_cuda_scratch) */
 #define PW_MAX_DEVICES 64
@@ -31,6 +32,8 @@ extern "C" void pw_cuda_set_flash(int enable) { use_flash = enable != 0; }
 extern "C" int pw_cuda_get_flash(void) { return use_flash; }
 extern "C" void pw_cuda_set_cache_split(int enable) { use_cache_split = enable != 0; }
 extern "C" int pw_cuda_get_cache_split(void) { return use_cache_split; }
+extern "C" void pw_cuda_set_cache_group(int enable) { use_cache_group = enable != 0; }
+extern "C" int pw_cuda_get_cache_group(void) { return use_cache_group; }
 extern "C" void pw_cuda_set_flash_blocks(int per_sm) { flash_blocks = per_sm == 3 ? 3 : 2; }
 extern "C" int pw_cuda_get_flash_blocks(void) { return flash_blocks; }
 
