@@ -199,7 +199,8 @@ static int env_int(const char *name, int dflt)
  * family at Qwen2.5-0.5B's shape (random weights) at B = BENCH_B (8), T = BENCH_T (1024); the LM
  * head BENCH_LM_CHUNK rows at a time (0, the default: all; PwModelOpts.lm_chunk), the
  * tensor-core attention's build for BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3:
- * pw_cuda_set_flash_blocks); MFU with the model's flops per token (6 x matmul parameters + 12 L
+ * pw_cuda_set_flash_blocks), the bias-epilogue products' algorithms timed on first use with
+ * BENCH_LT_TUNE=1 (pw_cuda_set_lt_tune); MFU with the model's flops per token (6 x matmul parameters + 12 L
  * C T) over the bf16 peak. A profile (PW_PROFILE_OPS) leaves the warm-up out. Without a GPU it stops at the model's creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
@@ -211,8 +212,10 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     PwErr err;
     int chunk = getenv("BENCH_LM_CHUNK") ? atoi(getenv("BENCH_LM_CHUNK")) : 0;
     int blocks = env_int("BENCH_FLASH_BLOCKS", 2);
+    int tune = env_int("BENCH_LT_TUNE", 0);
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_blocks(blocks);
+    pw_cuda_set_lt_tune(tune);
 #endif
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .device = PW_DEVICE_CUDA,
                      .precision = prec, .lm_chunk = chunk > 0 ? chunk : 0};
@@ -236,14 +239,15 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     }
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
     printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
-           "attention built for %d blocks an SM, best of %d after one warm-up (loss %.4f)\n\n",
+           "attention built for %d blocks an SM, epilogue products %s, best of %d after one "
+           "warm-up (loss %.4f)\n\n",
            name, pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T,
-           blocks, iters, loss);
+           blocks, tune ? "timed on first use" : "the heuristic's first", iters, loss);
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);
-    printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s\n",
-           tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m");
+    printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d\n",
+           tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m", tune);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

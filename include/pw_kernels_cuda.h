@@ -60,6 +60,14 @@ int pw_cuda_get_cache_split(void);
  * calls made after it. */
 void pw_cuda_set_cache_group(int enable);
 int pw_cuda_get_cache_group(void);
+/* cuBLASLt's bias-epilogue products (lt.cu): off (the default), each shape takes the
+ * heuristic's first algorithm; on, a shape's first call times the heuristic's first 8 on its own
+ * operands and keeps the fastest. The profile by entry found the bf16-output forward products
+ * at half the rate of the same shapes' backward; whether another algorithm closes it, and
+ * whether the choice then varies between runs (it may: timings decide), a GPU says
+ * (bench_model's BENCH_LT_TUNE=1). Applies to shapes first seen after it. */
+void pw_cuda_set_lt_tune(int enable);
+int pw_cuda_get_lt_tune(void);
 /* The blocks an SM the tensor-core attention's kernels for heads of 33 to 64 are built for: 2
  * (the default: tiles of 64 rows, 180 to 255 registers as ptxas chooses) or 3 (a second build
  * with tiles of 32 held to 168 registers, a few bytes spilled off their loops' fast path: 12

@@ -108,6 +108,9 @@ for p in "${parts[@]}"; do
         step bench_generate_gpu "$BUILD/bench/bench_generate" gpu
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128
         step bench_ppo_gpu "$BUILD/bench/bench_ppo_gpu"
+        # the bias-epilogue products' algorithms timed on first use (pw_cuda_set_lt_tune):
+        # whether the bf16-output forward products reach the backward's rate
+        step bench_model_lt_tune env BENCH_LT_TUNE=1 "$BUILD/bench/bench_model" 10 gpu
         # the tensor-core attention built for three blocks an SM: whether it becomes the default
         step bench_model_flash3 env BENCH_FLASH_BLOCKS=3 "$BUILD/bench/bench_model" 10 gpu
         # the Llama family at Qwen2.5-0.5B's shape: training (B = 8, T = 1024), decoding, and

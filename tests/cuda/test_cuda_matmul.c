@@ -170,6 +170,16 @@ static void run(int N, int C, int OC, unsigned long long *rng)
                                : "forward bf16 out (bias NULL)",
                    d_out, out, NO, CU_TOL_BF16);
     }
+    /* with the epilogue's algorithms timed on first use (pw_cuda_set_lt_tune): a shape not seen
+     * before (a row fewer), whichever candidate wins gives the product */
+    pw_matmul_forward(out, inp, w, bias, N, C, OC);
+    pw_cuda_set_lt_tune(1);
+    cu_poison(d_out16, sizeof(pw_bf16) * NO);
+    pw_matmul_forward_bf16_out_cuda(d_out16, h_inp, h_w, d_bias, N - 1, C, OC, 0);
+    pw_cuda_set_lt_tune(0);
+    cu_poison(d_out, sizeof(float) * NO);
+    pw_bf16_to_f32_cuda(d_out, d_out16, NO - OC, 0);
+    cu_compare("forward bf16 out (epilogue algorithms timed)", d_out, out, NO - OC, CU_TOL_BF16);
 
     /* conversions: f32 -> bf16 rounds to nearest even, bf16 -> f32 is exact */
     float *back = cu_host(sizeof(float) * NC), *d_back = cu_dev(sizeof(float) * NC);

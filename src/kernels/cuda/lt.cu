@@ -60,6 +60,14 @@ static size_t lt_workspace_total, lt_workspace_peak;
 static int lt_enabled = 1, lt_broken[2];
 static unsigned long lt_fused, lt_unfused;
 
+/* 1: a shape's first call times the heuristic's first LT_TUNE_CANDIDATES algorithms on its own
+ * operands and keeps the fastest (pw_cuda_set_lt_tune) */
+static int lt_tune;
+#define LT_TUNE_CANDIDATES 8
+#define LT_TUNE_REPS 3
+
+extern "C" void pw_cuda_set_lt_tune(int enable) { lt_tune = enable != 0; }
+extern "C" int pw_cuda_get_lt_tune(void) { return lt_tune; }
 extern "C" void pw_cuda_set_epilogue(int enable) { lt_enabled = enable != 0; }
 extern "C" int pw_cuda_get_epilogue(void) { return lt_enabled && !lt_broken[0]; }
 extern "C" void pw_cuda_epilogue_calls(unsigned long *fused, unsigned long *unfused)
@@ -164,16 +172,68 @@ static void free_descs(LtDescs *s)
     if (s->op) (void)cublasLtMatmulDescDestroy(s->op);
 }
 
-/* the algorithm for this key, asking the heuristic the first time. Under lt_lock. */
-static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDescs *s)
+/* The operands of the call that makes a plan: what tuning runs the candidates on. */
+typedef struct LtCall {
+    const void *weight, *inp;
+    void *out, *ws;
+    size_t ws_bytes;
+    cudaStream_t stream;
+} LtCall;
+
+/* Of the heuristic's n candidates, the fastest on the call's own operands (each run once to
+ * warm, then LT_TUNE_REPS times between two events; each run writes the same product into out,
+ * which the call then writes again); -1 when none runs. A stream being captured into a graph
+ * cannot be timed: 0, the heuristic's first. Under lt_lock. */
+static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeuristicResult_t *res,
+                   int n, const LtCall *c)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(c->stream, &cs) != cudaSuccess ||
+        cs != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    cudaEvent_t e0, e1;
+    PW_CUDA_CHECK(cudaEventCreate(&e0));
+    PW_CUDA_CHECK(cudaEventCreate(&e1));
+    float alpha = 1.0f, beta = 0.0f, best = 0.0f;
+    int pick = -1;
+    for (int i = 0; i < n; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        int ok = 1;
+        for (int r = 0; r <= LT_TUNE_REPS && ok; r++) {
+            if (r == 1) PW_CUDA_CHECK(cudaEventRecord(e0, c->stream));
+            ok = cublasLtMatmul(h, s->op, &alpha, c->weight, s->a, c->inp, s->b, &beta, c->out,
+                                s->d, c->out, s->d, &res[i].algo, c->ws, c->ws_bytes,
+                                c->stream) == CUBLAS_STATUS_SUCCESS;
+        }
+        if (!ok) continue; /* a candidate that does not run here is not kept */
+        PW_CUDA_CHECK(cudaEventRecord(e1, c->stream));
+        PW_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        PW_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (pick < 0 || ms < best) {
+            pick = i;
+            best = ms;
+        }
+    }
+    PW_CUDA_CHECK(cudaEventDestroy(e0));
+    PW_CUDA_CHECK(cudaEventDestroy(e1));
+    return pick;
+}
+
+/* the algorithm for this key, asking the heuristic the first time (and, with lt_tune, timing
+ * its candidates on the call's operands). Under lt_lock. */
+static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
+                              const LtCall *call)
 {
     for (int i = 0; i < lt_nplans; i++)
         if (same_key(&lt_plans[i].key, key)) return &lt_plans[i];
     LtPlan plan = {};
     plan.key = *key;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res = {};
-    int nres = 0;
+    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES] = {};
+    int nres = 0, want = lt_tune ? LT_TUNE_CANDIDATES : 1;
     uint32_t al[3] = {(uint32_t)key->align_w, (uint32_t)key->align_inp,
                       (uint32_t)key->align_out};
     cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
@@ -193,11 +253,13 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
         st = cublasLtMatmulPreferenceSetAttribute(
             pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, 1, &res,
+        st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, want, res,
                                             &nres);
     if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
-    plan.found = st == CUBLAS_STATUS_SUCCESS && nres > 0 && res.state == CUBLAS_STATUS_SUCCESS;
-    if (plan.found) plan.algo = res.algo;
+    int pick = st == CUBLAS_STATUS_SUCCESS && nres > 0 ? 0 : -1;
+    if (pick == 0 && nres > 1) pick = fastest(h, s, res, nres, call);
+    plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
+    if (plan.found) plan.algo = res[pick].algo;
     /* a full table forgets its entries in turn: a run uses a few dozen shapes */
     int slot = lt_nplans < LT_MAX_PLANS ? lt_nplans++ : lt_next_evict++ % LT_MAX_PLANS;
     lt_plans[slot] = plan;
@@ -226,7 +288,8 @@ int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const
     cublasLtHandle_t h = handle_and_workspace(device, stream, &ws, &ws_bytes);
     LtKey key = {device, N, C, OC, (int)ab, (int)compute, (int)dtype, alignment(inp),
                  alignment(weight), alignment(out), ws_bytes};
-    const LtPlan *plan = st == CUBLAS_STATUS_SUCCESS ? plan_for(h, &key, &s) : NULL;
+    LtCall call = {weight, inp, out, ws, ws_bytes, stream};
+    const LtPlan *plan = st == CUBLAS_STATUS_SUCCESS ? plan_for(h, &key, &s, &call) : NULL;
     cublasLtMatmulAlgo_t algo = {};
     int found = plan && plan->found;
     if (found) algo = plan->algo;
