@@ -163,6 +163,9 @@ typedef struct PwSaveOpts {
  * shard count are removed (pw_st_set_write). */
 int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err);
 void pw_model_free(PwModel *m);
+/* What the model computes for (a role's name), for the profile by kernel-table entry
+ * (PW_PROFILE_OPS, pw_ops_profile.h): its lines are then "cuda:0/actor"; nothing otherwise. */
+void pw_model_profile_label(PwModel *m, const char *label);
 
 /* ---- what it is */
 const PwArch *pw_model_arch(const PwModel *m);

@@ -23,7 +23,7 @@ const PwOps *pw_ops_profiled(const PwOps *inner, PwErr *err);
 
 /* One line of the profile: an entry of one device, at one shape, over the calls so far. */
 typedef struct PwOpsProfileRow {
-    char device[16];   /* the table's name: "cpu", "cuda:0" */
+    char device[32];   /* the table's name, and its label if it has one: "cuda:0/actor" */
     const char *op;    /* the entry's name in PwOps: "matmul_forward_bf16" */
     char shape[72];    /* its sizes: "N=16384 C=768 OC=2304" */
     long calls;
@@ -32,6 +32,11 @@ typedef struct PwOpsProfileRow {
     double flops;      /* the products' floating-point operations (0: not counted) */
     double bytes;      /* copies' bytes (0 for the rest) */
 } PwOpsProfileRow;
+
+/* Names what a profiled table computes for (a role: "actor"), so that its lines are its own
+ * ("cuda:0/actor") where several models share a device; up to 15 characters. Nothing for a
+ * table that is not profiled. */
+void pw_ops_profile_label(const PwOps *o, const char *label);
 
 /* Every line so far, over all profiled tables of the process, most device time first (waits
  * for what is queued). The caller frees the array; NULL with *n = 0 when nothing was timed. */

@@ -22,6 +22,7 @@ typedef struct Pending {
 /* A profiled table: the PwOps its users see first, then its marks. */
 typedef struct Prof {
     PwOps ops;
+    char key[32]; /* its lines' device: the table's name, "/" and its label if it has one */
     void **spare; /* marks read and free for reuse */
     size_t nspare, spare_cap;
     Pending *pend;
@@ -156,7 +157,7 @@ void pw_prof_end(const PwOps *o, PwProfSpan *s, const char *op, double flops, do
     vsnprintf(shape, sizeof shape, fmt, ap);
     va_end(ap);
     pthread_mutex_lock(&lock);
-    size_t r = row_of(o->name, op, shape);
+    size_t r = row_of(p->key, op, shape);
     if (r != (size_t)-1) {
         rows[r].calls++;
         rows[r].host_ms += host;
@@ -187,6 +188,7 @@ const PwOps *pw_ops_profiled(const PwOps *inner, PwErr *err)
         return pw_errf(err, "%s: out of host memory for the profiled table", inner->name), NULL;
     }
     pw_prof_fill(&p->ops, inner);
+    snprintf(p->key, sizeof p->key, "%s", inner->name);
     p->pend = pend;
     /* again after a GPU's runtime started: exit runs the last arranged first, before the
      * runtime's own teardown, while the events can still be read */
@@ -196,6 +198,15 @@ const PwOps *pw_ops_profiled(const PwOps *inner, PwErr *err)
     live = p;
     pthread_mutex_unlock(&lock);
     return &p->ops;
+}
+
+void pw_ops_profile_label(const PwOps *o, const char *label)
+{
+    if (!o || !o->inner) return; /* not profiled */
+    Prof *p = (Prof *)(uintptr_t)o;
+    pthread_mutex_lock(&lock);
+    snprintf(p->key, sizeof p->key, "%s/%.15s", o->name, label ? label : "");
+    pthread_mutex_unlock(&lock);
 }
 
 void pw_prof_release(const PwOps *o)
@@ -245,7 +256,7 @@ void pw_ops_profile_reset(void)
 /* The lines of one table: "by entry" merges each entry's shapes first. */
 static void write_lines(FILE *f, const PwOpsProfileRow *r, size_t n, double total, int shapes)
 {
-    fprintf(f, "%7s %10s %8s %11s %11s %8s %8s  %-8s %s\n", "share", "ms", "calls", "us/call",
+    fprintf(f, "%7s %10s %8s %11s %11s %8s %8s  %-16s %s\n", "share", "ms", "calls", "us/call",
             "host us", "TFLOP/s", "GB/s", "device", shapes ? "entry and shape" : "entry");
     for (size_t i = 0; i < n; i++) {
         char tf[16] = "", gb[16] = "";
@@ -253,7 +264,7 @@ static void write_lines(FILE *f, const PwOpsProfileRow *r, size_t n, double tota
         double gbs = t > 0 ? r[i].bytes / t / 1e9 : 0.0;
         if (tfs > 0) snprintf(tf, sizeof tf, tfs < 10 ? "%.3f" : "%.1f", tfs);
         if (gbs > 0) snprintf(gb, sizeof gb, gbs < 10 ? "%.3f" : "%.1f", gbs);
-        fprintf(f, "%6.2f%% %10.3f %8ld %11.1f %11.1f %8s %8s  %-8s %s%s%s\n",
+        fprintf(f, "%6.2f%% %10.3f %8ld %11.1f %11.1f %8s %8s  %-16s %s%s%s\n",
                 total > 0 ? 100.0 * r[i].ms / total : 0.0, r[i].ms, r[i].calls,
                 1e3 * r[i].ms / (double)r[i].calls, 1e3 * r[i].host_ms / (double)r[i].calls, tf,
                 gb, r[i].device, r[i].op, shapes ? " " : "", shapes ? r[i].shape : "");

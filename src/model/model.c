@@ -12,6 +12,7 @@
 #include "pw_bf16.h"
 #include "pw_file.h"
 #include "pw_kernels.h" /* pw_positions_from_mask on the host copy of the mask */
+#include "pw_ops_profile.h"
 #include "pw_rng.h"
 #include "pw_safetensors.h"
 
@@ -368,6 +369,11 @@ static void zero_padding(const PwModel *m, float *h)
     for (int i = 0; i < m->ntensors; i++)
         memset(h + m->tensor_off[i] + m->tensor_real[i], 0,
                (m->tensor_size[i] - m->tensor_real[i]) * sizeof(float));
+}
+
+void pw_model_profile_label(PwModel *m, const char *label)
+{
+    if (m) pw_ops_profile_label(m->ops, label);
 }
 
 void pw_model_free(PwModel *m)

@@ -308,6 +308,7 @@ static PwModel *load_or_die(PwRun *r, PwRole role, const char *what, const char 
     o.fresh_heads = fresh;
     PwModel *m = pw_model_load(dir, &o, &err);
     if (!m) pw_comm_fatal(__FILE__, __LINE__, "%s: loading '%s': %s", what, dir, err.msg);
+    pw_model_profile_label(m, pw_role_name(role)); /* PW_PROFILE_OPS: a role's own lines */
     return m;
 }
 

@@ -6,8 +6,9 @@
  * calls of one fp32 GPT-2 forward against counts worked out by hand from gpt2.c, that every
  * kernel entry these models use was timed at least once (each wrapper passes its arguments on:
  * a swapped pair would change the outputs above), and its report at exit lands in the file the
- * variable names, "%p" replaced by its process id. The table-level behaviour (marks, graphs,
- * flops, bytes, reset) is checked here too, on the CPU table. */
+ * variable names, "%p" replaced by its process id; a labelled model's lines carry its label.
+ * The table-level behaviour (marks, graphs, flops, bytes, reset) is checked here too, on the
+ * CPU table. */
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,6 +107,7 @@ static void check_forward_counts(void)
     PwModelInput in = {tok, NULL, tgt, B, T, 1.0f};
     PwOutputs out = {0, T, logp, NULL, val, NULL, NULL};
     PwErr err;
+    pw_model_profile_label(m, "actor"); /* its lines: "cpu/actor" */
     pw_ops_profile_reset();
     CHECK(pw_model_forward(m, &in, &out, &err) == 0, "forward: %s", err.msg);
     size_t n = 0;
@@ -129,6 +131,8 @@ static void check_forward_counts(void)
     snprintf(shape, sizeof shape, "N=%d C=32 OC=%d", N, 64); /* the LM head: V padded to 64 */
     q = find(r, n, "matmul_forward", shape);
     CHECK(q && q->calls == 1, "the LM head's product: no row '%s'", shape);
+    for (size_t i = 0; i < n; i++)
+        CHECK(!strcmp(r[i].device, "cpu/actor"), "a labelled model's line on '%s'", r[i].device);
     /* no kernel of the CPU table queues anything: device time is the host's own */
     for (size_t i = 0; i < n; i++)
         CHECK(r[i].ms == r[i].host_ms && r[i].ms >= 0, "%s: device %g ms, host %g ms", r[i].op,
