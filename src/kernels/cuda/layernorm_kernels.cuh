@@ -10,6 +10,7 @@
 
 #include "bf16.cuh"
 #include "launch.cuh"
+#include "rows.cuh"
 #include "warp.cuh"
 
 /* A row of C <= PW_ROW_KEEP * 32 kept in the lane's registers: read once, written once, where
@@ -22,10 +23,7 @@ static __device__ void layernorm_row_kept(float *out, uint16_t *out16, float *me
 {
     size_t at = (size_t)row * C;
     float v[PW_ROW_KEEP];
-    for (int u = 0; u < PW_ROW_KEEP; u++) {
-        int c = lane + u * PW_WARP;
-        v[u] = c < C ? (inp2 ? x[c] + inp2[at + c] : x[c]) : 0.0f;
-    }
+    pw_row_load(v, x, inp2 ? inp2 + at : NULL, lane, C, PW_ROW_KEEP);
     float sum = 0.0f;
     for (int u = 0; u < PW_ROW_KEEP; u++)
         if (lane + u * PW_WARP < C) {
@@ -44,12 +42,7 @@ static __device__ void layernorm_row_kept(float *out, uint16_t *out16, float *me
         int c = lane + u * PW_WARP;
         v[u] = c < C ? (v[u] - m) * s * weight[c] + bias[c] : 0.0f;
     }
-    for (int u = 0; u < PW_ROW_KEEP; u++) {
-        int c = lane + u * PW_WARP;
-        if (c >= C) break;
-        if (out) out[at + c] = v[u];
-        if (out16) out16[at + c] = pw_bf16_bits(v[u]);
-    }
+    pw_row_store(out ? out + at : NULL, out16 ? out16 + at : NULL, v, lane, C, PW_ROW_KEEP);
     if (lane == 0) {
         if (mean) mean[row] = m;
         if (rstd) rstd[row] = s;
@@ -76,10 +69,7 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
     if (inp2) {
         for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
             float v[PW_ROW_BATCH];
-            for (int u = 0; u < PW_ROW_BATCH; u++) {
-                int c = c0 + u * PW_WARP;
-                v[u] = c < C ? x[c] + inp2[at + c] : 0.0f;
-            }
+            pw_row_load(v, x, inp2 + at, c0, C, PW_ROW_BATCH);
             for (int u = 0; u < PW_ROW_BATCH; u++)
                 if (c0 + u * PW_WARP < C) {
                     res[at + c0 + u * PW_WARP] = v[u];
@@ -104,12 +94,7 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
             int c = c0 + u * PW_WARP;
             y[u] = c < C ? (x[c] - m) * s * weight[c] + bias[c] : 0.0f;
         }
-        for (int u = 0; u < PW_ROW_BATCH; u++) {
-            int c = c0 + u * PW_WARP;
-            if (c >= C) break;
-            if (out) out[at + c] = y[u];
-            if (out16) out16[at + c] = pw_bf16_bits(y[u]);
-        }
+        pw_row_store(out ? out + at : NULL, out16 ? out16 + at : NULL, y, c0, C, PW_ROW_BATCH);
     }
     if (lane == 0) {
         if (mean) mean[row] = m;
@@ -144,12 +129,7 @@ __global__ void layernorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float
             float norm = c < C ? (x[c] - m) * s : 0.0f;
             v[u] = c < C ? g[c] + s * (weight[c] * d[c] - dsum - norm * dnsum) : 0.0f;
         }
-        for (int u = 0; u < PW_ROW_BATCH; u++) {
-            int c = c0 + u * PW_WARP;
-            if (c >= C) break;
-            g[c] = v[u];
-            if (dinp16) dinp16[(size_t)row * C + c] = pw_bf16_bits(v[u]);
-        }
+        pw_row_store(g, dinp16 ? dinp16 + (size_t)row * C : NULL, v, c0, C, PW_ROW_BATCH);
     }
 }
 
