@@ -157,7 +157,9 @@ static int bench_gpu(PwPrecision prec, int llama)
     int batches[] = {64, 256}, nb = 2;
     const char *one = getenv("BENCH_GEN_BATCH");
     if (one && *one) {
-        batches[0] = atoi(one);
+        char *end = NULL;
+        long v = strtol(one, &end, 10);
+        batches[0] = v >= 1 && v <= 1 << 20 && !*end ? (int)v : 0;
         nb = 1;
         if (batches[0] < 1) {
             fprintf(stderr, "bench_generate: BENCH_GEN_BATCH=%s: expected a batch size >= 1\n",

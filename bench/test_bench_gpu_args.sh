@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_bench_gpu_args.sh: the GPU modes of bench_model, bench_generate and bench_recompute take
-# bf16, fp32 and llama after `gpu` and refuse any other word with a message naming it (exit 2);
+# bf16, fp32 and llama after `gpu` and refuse any other word with a message naming it (exit 2),
+# as bench_generate refuses a BENCH_GEN_BATCH below 1;
 # where no GPU can be seen (GPU_PROBE, when the build has the CUDA backend), `gpu llama` stops at
 # the model's creation with the shape's name and exit 1 instead of running. bench_recompute's CPU
 # mode (one pair of steps) ends with its RESULT line.
@@ -21,6 +22,10 @@ check() { # WANT_RC PATTERN CMD...
 check 2 "bench_model: 'x': expected bf16, fp32 or llama after gpu" "$MODEL" 1 gpu llama x
 check 2 "bench_model: 'fp16': expected bf16, fp32 or llama after gpu" "$MODEL" 1 gpu fp16
 check 2 "bench_generate: 'lama': expected bf16, fp32 or llama after gpu" "$GENERATE" gpu lama
+check 2 "bench_generate: BENCH_GEN_BATCH=0: expected a batch size >= 1" \
+    env BENCH_GEN_BATCH=0 "$GENERATE" gpu
+check 2 "bench_generate: BENCH_GEN_BATCH=12x: expected a batch size >= 1" \
+    env BENCH_GEN_BATCH=12x "$GENERATE" gpu
 check 2 "bench_recompute: 'x': expected bf16, fp32 or llama after gpu" "$RECOMPUTE" 1 gpu x
 check 2 "bench_recompute: 'cpu': expected gpu" "$RECOMPUTE" 1 cpu
 "$RECOMPUTE" 1 2>&1 | grep -q '^RESULT gpt2_bf16_recompute_vs_keep=0.541 .* device=cpu time_' ||

@@ -6,7 +6,8 @@
  * calls of one fp32 GPT-2 forward against counts worked out by hand from gpt2.c, that every
  * kernel entry these models use was timed at least once (each wrapper passes its arguments on:
  * a swapped pair would change the outputs above), and its report at exit lands in the file the
- * variable names, "%p" replaced by its process id; a labelled model's lines carry its label.
+ * variable names, "%p" replaced by its process id (a path that cannot be written: a message and
+ * the report on stderr); a labelled model's lines carry its label.
  * The table-level behaviour (marks, graphs, flops, bytes, reset) is checked here too, on the
  * CPU table. */
 #include <string.h>
@@ -261,6 +262,42 @@ static pid_t child(const char *env, Out *o, int *status)
     return pid;
 }
 
+/* A path that cannot be written: the report goes to stderr instead, after a message naming the
+ * variable and the path; the run itself is not stopped. */
+static void check_unwritable(const char *dir)
+{
+    char errpath[4200];
+    snprintf(errpath, sizeof errpath, "%s/ops_profile_stderr.txt", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *e = freopen(errpath, "w", stderr);
+        if (!e) _exit(3);
+        setenv(PW_OPS_PROFILE_ENV, "/nonexistent-dir/ops_%p.txt", 1);
+        PwErr err;
+        const PwOps *o = pw_ops_open(PW_DEVICE_CPU, 0, &err);
+        float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, y[4];
+        if (!o || !o->inner) _exit(4);
+        o->matmul_forward(o, y, x, w, NULL, 2, 2, 2);
+        pw_ops_close(o);
+        exit(0); /* the report at exit */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child with an unwritable path: status %d",
+          st);
+    FILE *f = fopen(errpath, "r");
+    char buf[8192] = "";
+    size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[got] = '\0';
+    if (f) fclose(f);
+    CHECK(strstr(buf, "PW_PROFILE_OPS=/nonexistent-dir/ops_%p.txt: cannot write "
+                      "/nonexistent-dir/ops_") &&
+              strstr(buf, "the profile goes to stderr") &&
+              strstr(buf, "matmul_forward N=2 C=2 OC=2\n"),
+          "an unwritable path's message and report on stderr:\n%s", buf);
+    unlink(errpath);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : ".";
@@ -274,6 +311,7 @@ int main(int argc, char **argv)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the profiled child failed");
     child("0", off, &st);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child with PW_PROFILE_OPS=0 failed");
+    check_unwritable(dir);
     const char *names[NCASE] = {"gpt2 fp32", "gpt2 bf16", "llama fp32", "llama bf16"};
     for (int c = 0; c < NCASE; c++) {
         CHECK(!memcmp(&plain[c], &timed[c], sizeof plain[c]), "%s: profiled outputs differ",
