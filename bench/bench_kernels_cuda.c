@@ -13,6 +13,7 @@
 #include "pw_kernels_cuda.h"
 
 enum { B = 16, T = 1024, C = 768, NH = 12, V = 50257, N = B * T };
+enum { VP = 50304 }; /* the vocabulary padded to a multiple of 64, as the model lays out logits */
 #define NPARAMS 124475904ul /* GPT-2 124M's parameter count: the AdamW and clipping size */
 
 /* ---- buffers, one set for every kernel (about 12 GB) */
@@ -20,6 +21,7 @@ typedef struct Bufs {
     int *inp, *targets, *mask, *pos;
     float *wte, *wpe, *x, *y, *dx, *dy, *mean, *rstd, *lnw, *lnb, *dlnw, *dlnb;
     float *qkv, *dqkv, *att, *fc, *dfc, *w, *dw, *bias, *dbias, *logits, *dlogits, *rowv, *rowg;
+    float *lpst; /* (N, PW_LP_STATS) the log-prob forward's kept statistics */
     float *params, *grads, *m, *v;
     pw_bf16 *x16, *w16, *dy16, *qkv16, *fc16; /* fc16: the fc product rounded */
     pw_bf16 *y16; /* the attention's output rounded, as a bf16 model keeps it */
@@ -100,8 +102,9 @@ static void setup(Bufs *b)
     b->dw = devf((size_t)V * C, 0.0f);
     b->bias = devf(V, 0.01f);
     b->dbias = devf(V, 0.0f);
-    b->logits = devf(NV, 2.0f);
-    b->dlogits = devf(NV, 0.0f);
+    b->logits = devf((size_t)N * VP, 2.0f); /* (N, V) dense, or (N, VP) padded */
+    b->dlogits = devf((size_t)N * VP, 0.0f);
+    b->lpst = devf((size_t)N * PW_LP_STATS, 0.0f);
     b->rowv = devf(N, 1.0f);
     b->rowg = devf(N, 1.0f);
     b->params = devf(NPARAMS, 0.02f);
@@ -282,12 +285,31 @@ static void gelu_fwd(void) { pw_gelu_forward_cuda(g.dfc, g.fc, (size_t)N * 4 * C
 static void gelu_bwd(void) { pw_gelu_backward_cuda(g.dfc, g.fc, g.fc, (size_t)N * 4 * C, 0); }
 static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
 static void res_bwd(void) { pw_residual_backward_cuda(g.dx, g.x, g.dy, (size_t)N * C, 0); }
-static void lp_fwd(void) { pw_logprobs_forward_cuda(g.rowv, g.rowg, g.logits, g.targets, N, V, V, 0); }
+static void lp_fwd(void)
+{
+    pw_logprobs_forward_cuda(g.rowv, g.rowg, NULL, g.logits, g.targets, N, V, V, 0);
+}
 static void lp_bwd(void)
 {
-    pw_logprobs_backward_cuda(g.dlogits, g.logits, g.targets, g.rowv, g.rowg, N, V, V, 0);
+    pw_logprobs_backward_cuda(g.dlogits, g.logits, NULL, g.targets, g.rowv, g.rowg, N, V, V, 0);
 }
 static void ce_fwd(void) { pw_crossentropy_forward_cuda(g.rowv, g.logits, g.targets, N, V, 0); }
+/* the model's form: rows VP apart, the forward keeping its statistics, the bf16 backward (a bf16
+ * LM head's) reading them, or making them again (the second pass over the logits it saves) */
+static void lp_fwd_pad(void)
+{
+    pw_logprobs_forward_cuda(g.rowv, g.rowg, g.lpst, g.logits, g.targets, N, V, VP, 0);
+}
+static void lp_bwd16_kept(void)
+{
+    pw_logprobs_backward_bf16_cuda((pw_bf16 *)g.dlogits, g.logits, g.lpst, g.targets, g.rowv,
+                                   g.rowg, N, V, VP, 1.0f, 0);
+}
+static void lp_bwd16_made(void)
+{
+    pw_logprobs_backward_bf16_cuda((pw_bf16 *)g.dlogits, g.logits, NULL, g.targets, g.rowv,
+                                   g.rowg, N, V, VP, 1.0f, 0);
+}
 static void adamw(void)
 {
     pw_adamw_update_cuda(g.params, g.grads, g.m, g.v, NPARAMS, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10,
@@ -416,6 +438,9 @@ int main(int argc, char **argv)
         {"logprobs+entropy forward (V)", lp_fwd, NV * f, 0, BW},
         {"logprobs backward", lp_bwd, 3 * NV * f, 0, BW},
         {"crossentropy forward", ce_fwd, NV * f, 0, BW},
+        {"logprobs fwd, rows VP, kept", lp_fwd_pad, NV * f, 0, BW},
+        {"logprobs bwd bf16, rows VP, kept", lp_bwd16_kept, 1.5 * N * (double)VP * f, 0, BW},
+        {"logprobs bwd bf16, rows VP, made", lp_bwd16_made, 1.5 * N * (double)VP * f, 0, BW},
         {"adamw 124M", adamw, 7 * NP * f, 0, BW},
         {"sumsq 124M (waits)", sumsq, NP * f, 0, BW},
         {"scale 124M", scale, 2 * NP * f, 0, BW},
@@ -433,7 +458,7 @@ int main(int argc, char **argv)
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
     double dec[4] = {0, 0, 0, 0};
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
-    double tatt3_f = 0.0, tatt3_b = 0.0;
+    double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0};
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
@@ -455,6 +480,9 @@ int main(int argc, char **argv)
         if (r->fn == att_fwd_gemm) gatt_f = ms;
         if (r->fn == att_bwd_gemm) gatt_b = ms;
         if (r->fn == lp_fwd) lp_f = ms;
+        if (r->fn == lp_fwd_pad) lp16[0] = ms;
+        if (r->fn == lp_bwd16_kept) lp16[1] = ms;
+        if (r->fn == lp_bwd16_made) lp16[2] = ms;
         if (r->fn == fc16_fwd) fc16[0] = ms;
         if (r->fn == fc16_fwd_seeded) fc16[1] = ms;
         if (r->fn == fc16_out16) fc16[2] = ms;
@@ -476,9 +504,10 @@ int main(int argc, char **argv)
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
            "decode_fp32_tiles_of_copy=%.2f decode_bf16_tiles_of_copy=%.2f "
            "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
-           "fc_bf16_convert_ms=%.3f total_ms=%.2f\n",
+           "fc_bf16_convert_ms=%.3f logprobs_fwd_padded_ms=%.3f logprobs_bwd16_kept_ms=%.3f "
+           "logprobs_bwd16_made_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
-           fc16[2], fc16[3], total);
+           fc16[2], fc16[3], lp16[0], lp16[1], lp16[2], total);
     return 0;
 }

@@ -86,18 +86,25 @@ void pw_residual_backward(float *da, float *db, const float *dout, size_t N);
  * target skips the row: logp = entropy = 0); logp[i] = log softmax(logits[i][0..V))[targets[i]],
  * entropy[i] = -sum_v p log p (entropy may be NULL). Backward writes (does not accumulate)
  * dlogits (N,ld) from dlogp and dentropy (either may be NULL = zero), 0 in the padding columns;
- * dlogits may alias logits, which lets the caller reuse the logits buffer. */
-void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const int *targets,
-                         int N, int V, int ld);
-void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
-                          const float *dlogp, const float *dentropy, int N, int V, int ld);
+ * dlogits may alias logits, which lets the caller reuse the logits buffer.
+ * stats (N, PW_LP_STATS), or NULL: the forward writes each row's max, log Z and entropy there
+ * (0 on a skipped row), and the backward given them reads them instead of passing over the row
+ * again: one read of the logits, where the statistics cost a second (the largest tensor of a
+ * step: 3.3 GB at GPT-2's vocabulary, 16384 rows). They must be the forward's of the same
+ * logits; they are the very bits the backward would compute, so its output is unchanged. */
+#define PW_LP_STATS 3
+void pw_logprobs_forward(float *logp, float *entropy, float *stats, const float *logits,
+                         const int *targets, int N, int V, int ld);
+void pw_logprobs_backward(float *dlogits, const float *logits, const float *stats,
+                          const int *targets, const float *dlogp, const float *dentropy, int N,
+                          int V, int ld);
 /* The backward for a bf16 LM head, whose product rounds dlogits anyway: mul * dlogits (mul: 1 /
  * temperature) rounded to bfloat16, the bits of pw_logprobs_backward's output scaled and
  * rounded; row i at dlogits16 + 2 i ld halves, where row i of logits starts, so dlogits16 may
  * alias logits (no float32 gradient written and read back, no buffer of its own). */
-void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const int *targets,
-                               const float *dlogp, const float *dentropy, int N, int V, int ld,
-                               float mul);
+void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const float *stats,
+                               const int *targets, const float *dlogp, const float *dentropy,
+                               int N, int V, int ld, float mul);
 
 /* ---- softmax cross-entropy: losses[i] = -logp[i]; the same row-at-a-time rules as above.
  * dlosses (N) are the per-row weights of the loss (e.g. mask / count); dlogits written. */

@@ -175,17 +175,19 @@ void pw_residual_backward_cuda(float *da, float *db, const float *dout, size_t N
                                cudaStream_t stream);
 
 /* ---- log-probabilities, entropy, cross-entropy: one block per row (dlogits may alias logits);
- * the log-prob pair reads rows ld apart (the padded vocabulary, as pw_logprobs_forward) */
-void pw_logprobs_forward_cuda(float *logp, float *entropy, const float *logits, const int *targets,
-                              int N, int V, int ld, cudaStream_t stream);
-void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
-                               const float *dlogp, const float *dentropy, int N, int V, int ld,
-                               cudaStream_t stream);
+ * the log-prob pair reads rows ld apart (the padded vocabulary, as pw_logprobs_forward), and
+ * keeps or reads each row's statistics in stats (NULL: none kept, made again) */
+void pw_logprobs_forward_cuda(float *logp, float *entropy, float *stats, const float *logits,
+                              const int *targets, int N, int V, int ld, cudaStream_t stream);
+void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const float *stats,
+                               const int *targets, const float *dlogp, const float *dentropy,
+                               int N, int V, int ld, cudaStream_t stream);
 /* the same backward times mul, rounded to bfloat16: row i at dlogits16 + 2 i ld, where row i of
  * the logits starts, so that dlogits16 may alias logits (pw_logprobs_backward_bf16) */
-void pw_logprobs_backward_bf16_cuda(pw_bf16 *dlogits16, const float *logits, const int *targets,
-                                    const float *dlogp, const float *dentropy, int N, int V,
-                                    int ld, float mul, cudaStream_t stream);
+void pw_logprobs_backward_bf16_cuda(pw_bf16 *dlogits16, const float *logits, const float *stats,
+                                    const int *targets, const float *dlogp,
+                                    const float *dentropy, int N, int V, int ld, float mul,
+                                    cudaStream_t stream);
 void pw_crossentropy_forward_cuda(float *losses, const float *logits, const int *targets, int N,
                                   int V, cudaStream_t stream);
 void pw_crossentropy_backward_cuda(float *dlogits, const float *logits, const int *targets,

@@ -194,15 +194,17 @@ struct PwOps {
                           size_t N);
     void (*residual_forward)(const PwOps *o, float *out, const float *a, const float *b,
                              size_t N);
-    void (*logprobs_forward)(const PwOps *o, float *logp, float *entropy, const float *logits,
-                             const int *targets, int N, int V, int ld);
+    /* stats (N, PW_LP_STATS) or NULL: each row's statistics, kept by the forward for the
+     * backward, which then reads the logits once (pw_logprobs_forward) */
+    void (*logprobs_forward)(const PwOps *o, float *logp, float *entropy, float *stats,
+                             const float *logits, const int *targets, int N, int V, int ld);
     void (*logprobs_backward)(const PwOps *o, float *dlogits, const float *logits,
-                              const int *targets, const float *dlogp, const float *dentropy,
-                              int N, int V, int ld);
+                              const float *stats, const int *targets, const float *dlogp,
+                              const float *dentropy, int N, int V, int ld);
     /* the same times mul, rounded to bfloat16 for a bf16 LM head (pw_logprobs_backward_bf16):
      * rows 2 ld halves apart, so that dlogits16 may alias logits */
     void (*logprobs_backward_bf16)(const PwOps *o, uint16_t *dlogits16, const float *logits,
-                                   const int *targets, const float *dlogp,
+                                   const float *stats, const int *targets, const float *dlogp,
                                    const float *dentropy, int N, int V, int ld, float mul);
     void (*gather_rows)(const PwOps *o, float *dst, const float *src, const int *rows, int n,
                         int C);

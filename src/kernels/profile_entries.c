@@ -317,25 +317,28 @@ static void residual_fwd(const PwOps *o, float *out, const float *a, const float
 {
     TIMED(o, I(o)->residual_forward(I(o), out, a, b, N), "residual_forward", 0, 0, "N=%zu", N);
 }
-static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
-                         const int *targets, int N, int V, int ld)
+static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, float *stats,
+                         const float *logits, const int *targets, int N, int V, int ld)
 {
-    TIMED(o, I(o)->logprobs_forward(I(o), logp, entropy, logits, targets, N, V, ld),
+    TIMED(o, I(o)->logprobs_forward(I(o), logp, entropy, stats, logits, targets, N, V, ld),
           "logprobs_forward", 0, 0, "N=%d V=%d", N, V);
 }
-static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
-                         const float *dlogp, const float *dentropy, int N, int V, int ld)
+static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const float *stats,
+                         const int *targets, const float *dlogp, const float *dentropy, int N,
+                         int V, int ld)
 {
-    TIMED(o, I(o)->logprobs_backward(I(o), dlogits, logits, targets, dlogp, dentropy, N, V, ld),
+    TIMED(o,
+          I(o)->logprobs_backward(I(o), dlogits, logits, stats, targets, dlogp, dentropy, N, V,
+                                  ld),
           "logprobs_backward", 0, 0, "N=%d V=%d", N, V);
 }
 static void logprobs_bwd_bf16(const PwOps *o, uint16_t *dlogits16, const float *logits,
-                              const int *targets, const float *dlogp, const float *dentropy,
-                              int N, int V, int ld, float mul)
+                              const float *stats, const int *targets, const float *dlogp,
+                              const float *dentropy, int N, int V, int ld, float mul)
 {
     TIMED(o,
-          I(o)->logprobs_backward_bf16(I(o), dlogits16, logits, targets, dlogp, dentropy, N, V,
-                                       ld, mul),
+          I(o)->logprobs_backward_bf16(I(o), dlogits16, logits, stats, targets, dlogp, dentropy,
+                                       N, V, ld, mul),
           "logprobs_backward_bf16", 0, 0, "N=%d V=%d", N, V);
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)

@@ -101,7 +101,7 @@ static double flops_per_token(const PwModel *m, int T)
  * uses the front of each per-layer slice. Allocated by the first forward, so a model that only
  * decodes (a generator) never holds them. */
 
-#define NUM_ACTS 30
+#define NUM_ACTS 31
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
@@ -139,6 +139,8 @@ typedef struct Acts {
                        * empty */
     float *atty_16;   /* (L, B, T, C) bfloat16 at bf16 (the attention's output: what the
                        * projection and the attention's backward read), else empty */
+    float *lpstats;   /* (B, T, PW_LP_STATS) each row's log-softmax statistics, kept by the
+                       * forward so that the backward reads the logits once */
 } Acts;
 
 /* Backward needs gradients of one layer's activations at a time, never all layers at once:
@@ -196,6 +198,7 @@ static void act_sizes(size_t *s, const PwModel *m)
     s[27] = pw_model_kept_floats(m->precision, L * BT * 4 * C); /* fch_16 */
     s[28] = pw_model_kept_floats(m->precision, L * BT * 3 * C); /* qkv_16 */
     s[29] = pw_model_kept_floats(m->precision, L * BT * C);     /* atty_16 */
+    s[30] = (heads & PW_HEAD_LM) ? BT * PW_LP_STATS : 0;        /* lpstats */
 }
 
 static void scratch_sizes(size_t *s, const PwModel *m)
@@ -443,7 +446,7 @@ static Norm batch_ln1(const PwModel *m, const PwGPT2Params *p, const Acts *a, in
 static PwHeads heads(const PwModel *m, const PwGPT2Params *p, const PwGPT2Params *gr,
                      const Acts *a)
 {
-    return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score,
+    return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score, a->lpstats,
                      pw_model_weight(m, PW_GPT2_WTE, 0), p->scorew, p->scoreb, p->valuew,
                      p->valueb,
                      gr ? gr->wte : NULL, gr ? gr->scorew : NULL, gr ? gr->scoreb : NULL,

@@ -2,6 +2,8 @@
  * backward, shared by every family: each family only says where its buffers and weights are. */
 #include "model_internal.h"
 
+#include "pw_kernels.h" /* PW_LP_STATS */
+
 /* Rows [r0, r0 + n) of the LM head's logits into the logits buffer (n <= m->lm_rows), divided
  * by the temperature: all Vp columns (the padding rows of the weight give 0 there), so the
  * product keeps its aligned shape, and the softmax reads the V real columns only. Sampling at
@@ -21,6 +23,11 @@ static void lm_logits(const PwModel *m, const PwHeads *h, int r0, int n)
         m->ops->scale(m->ops, h->logits, m->inv_temperature, (size_t)n * Vp);
 }
 
+/* where row r's log-softmax statistics are kept: the forward writes them, the backward reads
+ * them instead of a second pass over the logits (pw_logprobs_forward). A chunk made again in the
+ * backward is the same product on the same rows, so its statistics are still those. */
+static size_t stat_at(int r) { return (size_t)r * PW_LP_STATS; }
+
 /* The LM head a chunk of m->lm_rows rows at a time (one chunk, all rows, unless the model was
  * made with an lm_chunk): only one chunk's (rows, Vp) logits exist at once. */
 static int chunk_rows(const PwModel *m, int r0, int BT)
@@ -37,8 +44,8 @@ int pw_model_heads_forward(const PwModel *m, const PwHeads *h)
         for (int r0 = 0; r0 < BT; r0 += m->lm_rows) {
             int n = chunk_rows(m, r0, BT);
             lm_logits(m, h, r0, n);
-            o->logprobs_forward(o, h->logp + r0, h->entropy + r0, h->logits, m->d_targets + r0,
-                                n, V, Vp);
+            o->logprobs_forward(o, h->logp + r0, h->entropy + r0, h->lpstats + stat_at(r0),
+                                h->logits, m->d_targets + r0, n, V, Vp);
         }
     if (m->heads & PW_HEAD_VALUE)
         o->matmul_forward(o, h->value, h->lnf, h->valuew, h->valueb, BT, C, 1);
@@ -77,14 +84,16 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
                 /* rounded as the product would round them, over the rows they come from
                  * (2 Vp halves apart), the temperature's 1 / tau folded in */
                 uint16_t *d16 = (uint16_t *)h->logits;
-                o->logprobs_backward_bf16(o, d16, h->logits, m->d_targets + r0, dl, de, n, V, Vp,
+                o->logprobs_backward_bf16(o, d16, h->logits, h->lpstats + stat_at(r0),
+                                          m->d_targets + r0, dl, de, n, V, Vp,
                                           m->inv_temperature);
                 pw_model_matmul_backward16(m, dlnf + (size_t)r0 * C, h->dlmw, NULL, d16,
                                            (size_t)2 * Vp, h->lnf + (size_t)r0 * C, NULL,
                                            h->lmw, n, C, Vp, 1);
                 continue;
             }
-            o->logprobs_backward(o, h->logits, h->logits, m->d_targets + r0, dl, de, n, V, Vp);
+            o->logprobs_backward(o, h->logits, h->logits, h->lpstats + stat_at(r0),
+                                 m->d_targets + r0, dl, de, n, V, Vp);
             if (m->inv_temperature != 1.0f) /* d(logits / tau) / d logits = 1 / tau */
                 o->scale(o, h->logits, m->inv_temperature, (size_t)n * Vp);
             pw_model_matmul_backward(m, dlnf + (size_t)r0 * C, h->dlmw, NULL, h->logits,

@@ -115,7 +115,7 @@ static double flops_per_token(const PwModel *m, int T)
 /* ------------------------------------------------------------------------------------------ */
 /* activations (allocated by the first forward) and state */
 
-#define NUM_ACTS 27
+#define NUM_ACTS 28
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
@@ -149,6 +149,7 @@ typedef struct Acts {
                        * empty */
     float *atty_16;   /* (L, B, T, C) bfloat16 at bf16 (the attention's output: what the
                        * projection and the attention's backward read), else empty */
+    float *lpstats;   /* (B, T, PW_LP_STATS) the log-softmax statistics the backward reads */
 } Acts;
 
 enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_DRES16, SCR_COUNT };
@@ -186,7 +187,8 @@ static void act_sizes(size_t *s, const PwModel *m)
                           pw_model_kept_floats(pr, L * BT * F),
                           pw_model_kept_floats(pr, L * BT * 2 * F),
                           pw_model_kept_floats(pr, L * BT * Q),
-                          pw_model_kept_floats(pr, L * BT * C)}; /* atty_16 */
+                          pw_model_kept_floats(pr, L * BT * C), /* atty_16 */
+                          (heads & PW_HEAD_LM) ? BT * PW_LP_STATS : 0}; /* lpstats */
     memcpy(s, v, sizeof v);
 }
 
@@ -451,7 +453,7 @@ static PwWeight lm_weight(const PwModel *m) { return pw_model_weight(m, lm_tenso
 static PwHeads heads(const PwModel *m, const PwLlamaParams *p, const PwLlamaParams *gr,
                      const Acts *a)
 {
-    return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score,
+    return (PwHeads){a->lnf, a->logits, a->logp, a->entropy, a->value, a->score, a->lpstats,
                      lm_weight(m), p->scorew, p->scoreb, p->valuew, p->valueb,
                      gr ? (lm_tensor(m) == PW_LLAMA_LMW ? gr->lmw : gr->wte) : NULL,
                      gr ? gr->scorew : NULL, gr ? gr->scoreb : NULL, gr ? gr->valuew : NULL,

@@ -325,6 +325,7 @@ void pw_model_fill_const(float *x, size_t n, float v);
  * its final hidden states) and weights, with the gradients of those weights. */
 typedef struct PwHeads {
     float *lnf, *logits, *logp, *entropy, *value, *score; /* logits (B, T, Vp) */
+    float *lpstats; /* (B, T, PW_LP_STATS): the forward's log-softmax statistics, the backward's */
     PwWeight lmw;
     const float *scorew, *scoreb, *valuew, *valueb;
     float *dlmw, *dscorew, *dscoreb, *dvaluew, *dvalueb;

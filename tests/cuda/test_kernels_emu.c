@@ -4,7 +4,9 @@
  * geometry of their .cu files, against the CPU kernels on the same random data, within 1e-5:
  * log-probs and entropies of rows ld apart (NaN in the padding columns, a skipped row, a -inf
  * logit), their backward written in place over the logits (and its bf16 form, bit for bit the
- * float32 one scaled and rounded, written over the rows it reads), cross-entropy; RMSNorm
+ * float32 one scaled and rounded, written over the rows it reads), the statistics the forward
+ * keeps and the backward given them (bit for bit the one that makes them again), rows read 16
+ * bytes at a time and one float at a time (ld not a multiple of 4), cross-entropy; RMSNorm
  * forward and
  * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
  * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate; the
@@ -41,26 +43,29 @@ typedef struct LpArgs {
     int V, ld;
     uint16_t *dlogits16;
     float mul;
+    float *st;        /* the forward's kept statistics, or NULL */
+    const float *kst; /* the statistics the backward reads, or NULL: it makes them */
 } LpArgs;
 
 static void lp_fwd(void *p)
 {
     LpArgs *a = p;
-    logprobs_forward_kernel(a->logp, a->entropy, a->loss, a->logits, a->targets, a->V, a->ld);
+    logprobs_forward_kernel(a->logp, a->entropy, a->loss, a->st, a->logits, a->targets, a->V,
+                            a->ld);
 }
 
 static void lp_bwd(void *p)
 {
     LpArgs *a = p;
-    logprobs_backward_kernel(a->dlogits, a->logits, a->targets, a->dlogp, a->dentropy, a->gsign,
-                             a->V, a->ld);
+    logprobs_backward_kernel(a->dlogits, a->logits, a->kst, a->targets, a->dlogp, a->dentropy,
+                             a->gsign, a->V, a->ld);
 }
 
 static void lp_bwd_bf16(void *p)
 {
     LpArgs *a = p;
-    logprobs_backward_bf16_kernel(a->dlogits16, a->logits, a->targets, a->dlogp, a->dentropy,
-                                  a->V, a->ld, a->mul);
+    logprobs_backward_bf16_kernel(a->dlogits16, a->logits, a->kst, a->targets, a->dlogp,
+                                  a->dentropy, a->V, a->ld, a->mul);
 }
 
 /* the bf16 backward over the rows it reads (row i at 2 i ld halves) against the emulated
@@ -82,7 +87,8 @@ static void check_lp_bf16(const LpArgs *f32, const float *edx, int N, float mul)
             bad += a.dlogits16[(size_t)i * 2 * ld + v] !=
                    pw_bf16_from_f32(edx[(size_t)i * ld + v] * mul);
     }
-    printf("  %-30s %zu differ\n", "logprobs backward bf16", bad);
+    printf("  %-30s %zu differ\n",
+           a.kst ? "logprobs backward bf16 (kept)" : "logprobs backward bf16", bad);
     CHECK(bad == 0, "logprobs backward bf16: %zu values are not the float32 ones scaled, rounded",
           bad);
     free(buf);
@@ -102,10 +108,23 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
         x[(size_t)2 * ld + (tg[2] + 1) % V] = -INFINITY; /* a ruled-out token */
     }
     float *lp = malloc(sizeof(float) * 4 * N), *H = lp + N, *elp = lp + 2 * N, *eH = lp + 3 * N;
-    pw_logprobs_forward(lp, H, x, tg, N, V, ld);
-    LpArgs a = {elp, eH, NULL, NULL, x, NULL, NULL, tg, 1.0f, V, ld, NULL, 1.0f};
+    float *st = malloc(sizeof(float) * 2 * PW_LP_STATS * N), *est = st + PW_LP_STATS * N;
+    pw_logprobs_forward(lp, H, st, x, tg, N, V, ld);
+    LpArgs a = {elp, eH, NULL, NULL, x, NULL, NULL, tg, 1.0f, V, ld, NULL, 1.0f, NULL, NULL};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
     emu_check("logp", elp, lp, N, TOL);
+    /* the same forward keeping its statistics: the same log-probs, the CPU's statistics */
+    float *klp = malloc(sizeof(float) * N);
+    a.logp = klp, a.st = est;
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
+    CHECK(!memcmp(klp, elp, sizeof(float) * N), "logp: keeping the statistics changed it");
+    for (int i = 0; i < N; i++) {
+        const float *k = est + (size_t)i * PW_LP_STATS, *c = st + (size_t)i * PW_LP_STATS;
+        CHECK(k[0] == c[0] && fabsf(k[1] - c[1]) <= TOL * (1.0f + fabsf(c[1])) &&
+                  memcmp(&k[2], &eH[i], sizeof(float)) == 0,
+              "row %d: kept statistics (%g %g %g), the CPU's (%g %g %g)", i, k[0], k[1], k[2],
+              c[0], c[1], c[2]);
+    }
     /* the CPU's entropy is NaN on a row with a -inf logit (0 * -inf): not compared there */
     for (int i = 0; i < N; i++)
         if (isnan(H[i])) H[i] = eH[i] = 0.0f;
@@ -113,10 +132,17 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
 
     float *g = emu_randn(2 * (size_t)N, 1.0, rng);
     float *dx = emu_copy(x, (size_t)N * ld), *edx = emu_copy(x, (size_t)N * ld);
-    pw_logprobs_backward(dx, dx, tg, g, g + N, N, V, ld);
-    a = (LpArgs){NULL, NULL, NULL, edx, edx, g, g + N, tg, 1.0f, V, ld, NULL, 1.0f};
+    pw_logprobs_backward(dx, dx, NULL, tg, g, g + N, N, V, ld);
+    a = (LpArgs){NULL, NULL, NULL, edx, edx, g, g + N, tg, 1.0f, V, ld, NULL, 1.0f, NULL, NULL};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a); /* in place, as the model calls it */
+    float *kdx = emu_copy(x, (size_t)N * ld);
+    a.dlogits = kdx, a.logits = kdx, a.kst = est;
+    emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a);
+    CHECK(!memcmp(kdx, edx, sizeof(float) * N * ld),
+          "logprobs backward: the kept statistics changed dlogits");
     a.logits = x;
+    check_lp_bf16(&a, edx, N, 1.0f / 0.7f);
+    a.kst = NULL;
     check_lp_bf16(&a, edx, N, 1.0f / 0.7f);
     for (int i = 0; i < N; i++) /* the same -inf row: the CPU's gradient is NaN there */
         if (isnan(dx[(size_t)i * ld])) {
@@ -129,15 +155,16 @@ static void run_logprobs(int N, int V, int ld, unsigned long long *rng)
     for (int i = 0; i < N; i++) tg[i] = tg[i] < 0 ? 0 : tg[i];
     float *xc = emu_randn((size_t)N * V, 3.0, rng);
     pw_crossentropy_forward(loss, xc, tg, N, V);
-    a = (LpArgs){NULL, NULL, eloss, NULL, xc, NULL, NULL, tg, 1.0f, V, V, NULL, 1.0f};
+    a = (LpArgs){NULL, NULL, eloss, NULL, xc, NULL, NULL, tg, 1.0f, V, V, NULL, 1.0f, NULL, NULL};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_fwd, &a);
     emu_check("cross-entropy", eloss, loss, N, TOL);
     float *dc = malloc(sizeof(float) * 2 * (size_t)N * V), *edc = dc + (size_t)N * V;
     pw_crossentropy_backward(dc, xc, tg, g, N, V);
-    a = (LpArgs){NULL, NULL, NULL, edc, xc, g, NULL, tg, -1.0f, V, V, NULL, 1.0f};
+    a = (LpArgs){NULL, NULL, NULL, edc, xc, g, NULL, tg, -1.0f, V, V, NULL, 1.0f, NULL, NULL};
     emu_launch(d1((unsigned)N), d1(LP_THREADS), lp_bwd, &a);
     emu_check("cross-entropy backward", edc, dc, (size_t)N * V, TOL);
     free(x), free(tg), free(lp), free(g), free(dx), free(edx), free(loss), free(xc), free(dc);
+    free(st), free(klp), free(kdx);
 }
 
 /* ---- RMSNorm */
@@ -421,6 +448,7 @@ int main(void)
 {
     unsigned long long rng = 251125;
     run_logprobs(6, 1000, 1024, &rng);
+    run_logprobs(4, 61, 63, &rng); /* rows of an odd length: read one float at a time */
     run_logprobs(3, 7, 7, &rng); /* fewer logits than threads */
     run_logprobs(2, 50257, 50304, &rng);
     run_rmsnorm(21, 33, 1e-5f, &rng); /* a partial block of rows, C not a warp multiple */

@@ -1,6 +1,7 @@
 /* test_logprobs.c: log-probabilities, entropies and cross-entropy of chosen tokens against a
- * float64 reference: forward, backward (written, with dlogits aliasing logits), and the
- * reference's backward by central differences. */
+ * float64 reference: forward, backward (written, with dlogits aliasing logits; with the
+ * statistics the forward kept and without, bit for bit the same), and the reference's backward
+ * by central differences. */
 #include "kref.h"
 #include "pw_bf16.h"
 #include "pw_kernels.h"
@@ -85,8 +86,23 @@ static void check(int N, int V, double sd, int fd, unsigned long long seed)
     float *lp = kref_alloc(sizeof(float) * N), *h = kref_alloc(sizeof(float) * N);
     float *loss = kref_alloc(sizeof(float) * N);
     for (int i = 0; i < N; i++) lp[i] = h[i] = loss[i] = NAN;
-    pw_logprobs_forward(lp, h, x, targets, N, V, V);
+    float *st = kref_alloc(sizeof(float) * N * PW_LP_STATS);
+    for (int j = 0; j < N * PW_LP_STATS; j++) st[j] = NAN;
+    pw_logprobs_forward(lp, h, st, x, targets, N, V, V);
     pw_crossentropy_forward(loss, x, targets, N, V);
+    for (int i = 0; i < N; i++) { /* max, log Z, H: the reference's, 0 on the skipped row */
+        const float *k = st + (size_t)i * PW_LP_STATS;
+        const double *xi = xd + (size_t)i * V;
+        double m = -INFINITY, z = 0.0;
+        for (int v = 0; v < V; v++) m = xi[v] > m ? xi[v] : m;
+        for (int v = 0; v < V; v++) z += exp(xi[v] - m);
+        int skip = targets[i] < 0;
+        CHECK(k[0] == (skip ? 0.0f : (float)m), "V=%d row %d: kept max %g", V, i, k[0]);
+        CHECK(fabs(k[1] - (skip ? 0.0 : log(z))) < KREF_TOL * (1.0 + log(z)),
+              "V=%d row %d: kept log Z %g, reference %g", V, i, k[1], log(z));
+        CHECK(k[2] == h[i], "V=%d row %d: kept entropy %g is not the entropy %g", V, i, k[2],
+              h[i]);
+    }
     /* log p is near 0 for the peaked row and tens for others: compare to the largest */
     double e_lp = pw_max_rel_err(lp, lpd, N, 1.0), e_h = pw_max_rel_err(h, hd, N, 1.0);
     double e_ce = pw_max_rel_err(loss, lossd, N, 1.0);
@@ -94,7 +110,7 @@ static void check(int N, int V, double sd, int fd, unsigned long long seed)
     CHECK(e_h < KREF_TOL, "V=%d: entropy rel err %.3g", V, e_h);
     CHECK(e_ce < KREF_TOL, "V=%d: cross-entropy rel err %.3g", V, e_ce);
     float lp_only[64];
-    pw_logprobs_forward(lp_only, NULL, x, targets, N, V, V);
+    pw_logprobs_forward(lp_only, NULL, NULL, x, targets, N, V, V);
     CHECK(memcmp(lp_only, lp, sizeof(float) * N) == 0, "V=%d: entropy NULL changes logp", V);
 
     /* backward: all four combinations of NULL dlogp / dentropy, and aliasing */
@@ -106,15 +122,21 @@ static void check(int N, int V, double sd, int fd, unsigned long long seed)
             ref_row_backward(dxd + (size_t)i * V, xd + (size_t)i * V, V, targets[i],
                              g ? gd[i] : 0.0, e ? ed[i] : 0.0);
         for (size_t j = 0; j < n; j++) dx[j] = NAN; /* written, not accumulated */
-        pw_logprobs_backward(dx, x, targets, g, e, N, V, V);
+        pw_logprobs_backward(dx, x, NULL, targets, g, e, N, V, V);
         double e_dx = pw_max_rel_err(dx, dxd, n, 1e-6);
         CHECK(e_dx < KREF_TOL, "V=%d mode %d: dlogits rel err %.3g", V, mode, e_dx);
         if (mode == 0) printf("N=%d V=%-6d dlogits %.2g\n", N, V, e_dx);
         float *alias = kref_copy(x, n);
-        pw_logprobs_backward(alias, alias, targets, g, e, N, V, V);
+        pw_logprobs_backward(alias, alias, NULL, targets, g, e, N, V, V);
         double e_al = pw_max_rel_err(alias, dxd, n, 1e-6);
         CHECK(e_al < KREF_TOL, "V=%d mode %d: aliased dlogits rel err %.3g", V, mode, e_al);
+        /* with the forward's statistics: one pass over each row, the same bits */
+        float *kept = kref_copy(x, n);
+        pw_logprobs_backward(kept, kept, st, targets, g, e, N, V, V);
+        CHECK(!memcmp(kept, alias, sizeof(float) * n),
+              "V=%d mode %d: dlogits from the kept statistics differ", V, mode);
         free(alias);
+        free(kept);
     }
 
     /* cross-entropy backward is the log-prob one with g = -dloss */
@@ -136,6 +158,7 @@ static void check(int N, int V, double sd, int fd, unsigned long long seed)
            e_ce, e_ced);
     free(x); free(targets); free(dlogp); free(dent); free(xd); free(gd); free(ed);
     free(lpd); free(hd); free(lossd); free(lp); free(h); free(loss); free(dxd); free(dx);
+    free(st);
 }
 
 /* The padded vocabulary: rows ld apart, ld - V padding columns holding NaN (never read). The
@@ -152,17 +175,17 @@ static void check_padded(int N, int V, int ld, unsigned long long seed)
     }
     float *dlogp = kref_randn(N, 1.0, &rng), *dent = kref_randn(N, 1.0, &rng);
     float lp[64], h[64], lpp[64], hp[64];
-    pw_logprobs_forward(lp, h, x, targets, N, V, V);
-    pw_logprobs_forward(lpp, hp, xp, targets, N, V, ld);
+    pw_logprobs_forward(lp, h, NULL, x, targets, N, V, V);
+    pw_logprobs_forward(lpp, hp, NULL, xp, targets, N, V, ld);
     CHECK(!memcmp(lp, lpp, sizeof(float) * N) && !memcmp(h, hp, sizeof(float) * N),
           "V=%d ld=%d: padded log-probs or entropies differ from the dense ones", V, ld);
     float *dx = kref_alloc(sizeof(float) * N * V), *dxp = kref_alloc(sizeof(float) * N * ld);
-    pw_logprobs_backward(dx, x, targets, dlogp, dent, N, V, V);
+    pw_logprobs_backward(dx, x, NULL, targets, dlogp, dent, N, V, V);
     for (int alias = 0; alias < 2; alias++) {
         float *out = alias ? kref_copy(xp, (size_t)N * ld) : dxp;
         if (!alias)
             for (size_t j = 0; j < (size_t)N * ld; j++) out[j] = NAN;
-        pw_logprobs_backward(out, alias ? out : xp, targets, dlogp, dent, N, V, ld);
+        pw_logprobs_backward(out, alias ? out : xp, NULL, targets, dlogp, dent, N, V, ld);
         int same = 1, zero = 1;
         for (int i = 0; i < N; i++)
             for (int v = 0; v < ld; v++) {
@@ -193,12 +216,15 @@ static void check_bf16(int N, int V, int ld, float mul, unsigned long long seed)
             x[(size_t)i * ld + v] = v < V ? (float)(3.0 * pw_test_normal(&rng)) : NAN;
     }
     float *dlogp = kref_randn(N, 1.0, &rng), *dent = kref_randn(N, 1.0, &rng);
-    float *dx = kref_alloc(sizeof(float) * N * ld);
-    pw_logprobs_backward(dx, x, targets, dlogp, dent, N, V, ld);
-    for (int alias = 0; alias < 2; alias++) {
+    float *dx = kref_alloc(sizeof(float) * N * ld), lp[8], h[8], st[8 * PW_LP_STATS];
+    pw_logprobs_backward(dx, x, NULL, targets, dlogp, dent, N, V, ld);
+    pw_logprobs_forward(lp, h, st, x, targets, N, V, ld);
+    /* alias 0: a buffer of its own; 1: over the logits; 2: over them, from kept statistics */
+    for (int alias = 0; alias < 3; alias++) {
         float *buf = alias ? kref_copy(x, (size_t)N * ld) : kref_alloc(sizeof(float) * N * ld);
         uint16_t *d16 = (uint16_t *)buf;
-        pw_logprobs_backward_bf16(d16, alias ? buf : x, targets, dlogp, dent, N, V, ld, mul);
+        pw_logprobs_backward_bf16(d16, alias ? buf : x, alias == 2 ? st : NULL, targets, dlogp,
+                                  dent, N, V, ld, mul);
         size_t bad = 0;
         for (int i = 0; i < N; i++)
             for (int v = 0; v < ld; v++)

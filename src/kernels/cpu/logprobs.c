@@ -46,14 +46,15 @@ static RowStats row_stats(const float *x, int V)
 /* dx_v = g ([v = t] - p_v) - h p_v (log p_v + H) for the loss g log p_t + h H, and 0 in the
  * padding columns V..ld-1. dx may be x: x[v] is read before dx[v] is written and nothing else
  * of the row is read afterwards. */
-static void row_backward(float *dx, const float *x, int target, float g, float h, int V, int ld)
+static void row_backward(float *dx, const float *x, const float *stats, int target, float g,
+                         float h, int V, int ld)
 {
     for (int v = V; v < ld; v++) dx[v] = 0.0f;
     if (target < 0 || (g == 0.0f && h == 0.0f)) {
         for (int v = 0; v < V; v++) dx[v] = 0.0f;
         return;
     }
-    RowStats s = row_stats(x, V);
+    RowStats s = stats ? (RowStats){stats[0], stats[1], stats[2]} : row_stats(x, V);
     /* (x - max) - log Z, not x - (max + log Z): logits far from 0 would round the sum */
 #pragma omp simd
     for (int v = 0; v < V; v++) {
@@ -64,35 +65,47 @@ static void row_backward(float *dx, const float *x, int target, float g, float h
     dx[target] += g;
 }
 
-void pw_logprobs_forward(float *logp, float *entropy, const float *logits, const int *targets,
-                         int N, int V, int ld)
+/* row i's statistics kept by the forward, or NULL */
+static const float *row_kept(const float *stats, int i)
+{
+    return stats ? stats + (size_t)i * PW_LP_STATS : NULL;
+}
+
+void pw_logprobs_forward(float *logp, float *entropy, float *stats, const float *logits,
+                         const int *targets, int N, int V, int ld)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
+        RowStats s = {0.0f, 0.0f, 0.0f};
         if (targets[i] < 0) {
             logp[i] = 0.0f;
             if (entropy) entropy[i] = 0.0f;
-            continue;
+        } else {
+            const float *x = logits + (size_t)i * ld;
+            s = row_stats(x, V);
+            logp[i] = (x[targets[i]] - s.max) - s.logz;
+            if (entropy) entropy[i] = s.entropy;
         }
-        const float *x = logits + (size_t)i * ld;
-        RowStats s = row_stats(x, V);
-        logp[i] = (x[targets[i]] - s.max) - s.logz;
-        if (entropy) entropy[i] = s.entropy;
+        if (stats) {
+            float *k = stats + (size_t)i * PW_LP_STATS;
+            k[0] = s.max, k[1] = s.logz, k[2] = s.entropy;
+        }
     }
 }
 
-void pw_logprobs_backward(float *dlogits, const float *logits, const int *targets,
-                          const float *dlogp, const float *dentropy, int N, int V, int ld)
+void pw_logprobs_backward(float *dlogits, const float *logits, const float *stats,
+                          const int *targets, const float *dlogp, const float *dentropy, int N,
+                          int V, int ld)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++)
-        row_backward(dlogits + (size_t)i * ld, logits + (size_t)i * ld, targets[i],
-                     dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V, ld);
+        row_backward(dlogits + (size_t)i * ld, logits + (size_t)i * ld, row_kept(stats, i),
+                     targets[i], dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V, ld);
 }
 
-void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const int *targets,
-                               const float *dlogp, const float *dentropy, int N, int V, int ld,
-                               float mul)
+void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const float *stats,
+                               const int *targets, const float *dlogp, const float *dentropy,
+                               int N, int V, int ld, float mul)
 {
 #pragma omp parallel
     {
@@ -104,8 +117,8 @@ void pw_logprobs_backward_bf16(uint16_t *dlogits16, const float *logits, const i
         }
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
-            row_backward(row, logits + (size_t)i * ld, targets[i], dlogp ? dlogp[i] : 0.0f,
-                         dentropy ? dentropy[i] : 0.0f, V, ld);
+            row_backward(row, logits + (size_t)i * ld, row_kept(stats, i), targets[i],
+                         dlogp ? dlogp[i] : 0.0f, dentropy ? dentropy[i] : 0.0f, V, ld);
             uint16_t *d = dlogits16 + (size_t)i * 2 * ld;
             for (int v = 0; v < ld; v++) d[v] = pw_bf16_from_f32(row[v] * mul);
         }
@@ -133,6 +146,6 @@ void pw_crossentropy_backward(float *dlogits, const float *logits, const int *ta
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++)
-        row_backward(dlogits + (size_t)i * V, logits + (size_t)i * V, targets[i],
+        row_backward(dlogits + (size_t)i * V, logits + (size_t)i * V, NULL, targets[i],
                      -dlosses[i], 0.0f, V, V);
 }

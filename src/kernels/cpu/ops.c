@@ -408,22 +408,23 @@ static void record_rows(const PwOps *o, const PwGenRows *g, int n, const int *ro
     (void)o, pw_sample_record(g, n, rows, token, logp, logp_full, pass_tok, pass_pos,
                               pass_slot0);
 }
-static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
-                         const int *targets, int N, int V, int ld)
+static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, float *stats,
+                         const float *logits, const int *targets, int N, int V, int ld)
 {
-    (void)o, pw_logprobs_forward(logp, entropy, logits, targets, N, V, ld);
+    (void)o, pw_logprobs_forward(logp, entropy, stats, logits, targets, N, V, ld);
 }
-static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
-                         const float *dlogp, const float *dentropy, int N, int V, int ld)
+static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const float *stats,
+                         const int *targets, const float *dlogp, const float *dentropy, int N,
+                         int V, int ld)
 {
-    (void)o, pw_logprobs_backward(dlogits, logits, targets, dlogp, dentropy, N, V, ld);
+    (void)o, pw_logprobs_backward(dlogits, logits, stats, targets, dlogp, dentropy, N, V, ld);
 }
 static void logprobs_bwd_bf16(const PwOps *o, uint16_t *dlogits16, const float *logits,
-                              const int *targets, const float *dlogp, const float *dentropy,
-                              int N, int V, int ld, float mul)
+                              const float *stats, const int *targets, const float *dlogp,
+                              const float *dentropy, int N, int V, int ld, float mul)
 {
-    (void)o, pw_logprobs_backward_bf16(dlogits16, logits, targets, dlogp, dentropy, N, V, ld,
-                                       mul);
+    (void)o, pw_logprobs_backward_bf16(dlogits16, logits, stats, targets, dlogp, dentropy, N, V,
+                                       ld, mul);
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
 {

@@ -6,34 +6,35 @@
 #include "pw_kernels_cuda.h"
 #include "logprobs_kernels.cuh"
 
-extern "C" void pw_logprobs_forward_cuda(float *logp, float *entropy, const float *logits,
-                                         const int *targets, int N, int V, int ld,
-                                         cudaStream_t stream)
+extern "C" void pw_logprobs_forward_cuda(float *logp, float *entropy, float *stats,
+                                         const float *logits, const int *targets, int N, int V,
+                                         int ld, cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(logp, entropy, NULL, logits, targets, V,
-                                                          ld);
+    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(logp, entropy, NULL, stats, logits,
+                                                          targets, V, ld);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
-extern "C" void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const int *targets,
-                                          const float *dlogp, const float *dentropy, int N, int V,
-                                          int ld, cudaStream_t stream)
+extern "C" void pw_logprobs_backward_cuda(float *dlogits, const float *logits, const float *stats,
+                                          const int *targets, const float *dlogp,
+                                          const float *dentropy, int N, int V, int ld,
+                                          cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, targets, dlogp,
+    logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, stats, targets, dlogp,
                                                            dentropy, 1.0f, V, ld);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
 extern "C" void pw_logprobs_backward_bf16_cuda(pw_bf16 *dlogits16, const float *logits,
-                                               const int *targets, const float *dlogp,
-                                               const float *dentropy, int N, int V, int ld,
-                                               float mul, cudaStream_t stream)
+                                               const float *stats, const int *targets,
+                                               const float *dlogp, const float *dentropy, int N,
+                                               int V, int ld, float mul, cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_backward_bf16_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits16, logits, targets, dlogp,
-                                                                dentropy, V, ld, mul);
+    logprobs_backward_bf16_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits16, logits, stats, targets,
+                                                                dlogp, dentropy, V, ld, mul);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -41,8 +42,8 @@ extern "C" void pw_crossentropy_forward_cuda(float *losses, const float *logits,
                                              int N, int V, cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(NULL, NULL, losses, logits, targets, V,
-                                                          V);
+    logprobs_forward_kernel<<<N, LP_THREADS, 0, stream>>>(NULL, NULL, losses, NULL, logits,
+                                                          targets, V, V);
     PW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -52,7 +53,7 @@ extern "C" void pw_crossentropy_backward_cuda(float *dlogits, const float *logit
                                               int V, cudaStream_t stream)
 {
     if (N <= 0) return;
-    logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, targets, dlosses, NULL,
-                                                           -1.0f, V, V);
+    logprobs_backward_kernel<<<N, LP_THREADS, 0, stream>>>(dlogits, logits, NULL, targets,
+                                                           dlosses, NULL, -1.0f, V, V);
     PW_CUDA_CHECK(cudaGetLastError());
 }

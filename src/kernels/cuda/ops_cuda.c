@@ -469,22 +469,24 @@ static void record_rows(const PwOps *o, const PwGenRows *g, int n, const int *ro
     pw_sample_record_cuda(g, n, rows, token, logp, logp_full, pass_tok, pass_pos, pass_slot0,
                           S(o));
 }
-static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, const float *logits,
-                         const int *targets, int N, int V, int ld)
+static void logprobs_fwd(const PwOps *o, float *logp, float *entropy, float *stats,
+                         const float *logits, const int *targets, int N, int V, int ld)
 {
-    pw_logprobs_forward_cuda(logp, entropy, logits, targets, N, V, ld, S(o));
+    pw_logprobs_forward_cuda(logp, entropy, stats, logits, targets, N, V, ld, S(o));
 }
-static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const int *targets,
-                         const float *dlogp, const float *dentropy, int N, int V, int ld)
+static void logprobs_bwd(const PwOps *o, float *dlogits, const float *logits, const float *stats,
+                         const int *targets, const float *dlogp, const float *dentropy, int N,
+                         int V, int ld)
 {
-    pw_logprobs_backward_cuda(dlogits, logits, targets, dlogp, dentropy, N, V, ld, S(o));
+    pw_logprobs_backward_cuda(dlogits, logits, stats, targets, dlogp, dentropy, N, V, ld,
+                              S(o));
 }
 static void logprobs_bwd_bf16(const PwOps *o, uint16_t *dlogits16, const float *logits,
-                              const int *targets, const float *dlogp, const float *dentropy,
-                              int N, int V, int ld, float mul)
+                              const float *stats, const int *targets, const float *dlogp,
+                              const float *dentropy, int N, int V, int ld, float mul)
 {
-    pw_logprobs_backward_bf16_cuda(dlogits16, logits, targets, dlogp, dentropy, N, V, ld, mul,
-                                   S(o));
+    pw_logprobs_backward_bf16_cuda(dlogits16, logits, stats, targets, dlogp, dentropy, N, V, ld,
+                                   mul, S(o));
 }
 static void gather(const PwOps *o, float *dst, const float *src, const int *rows, int n, int C)
 {
