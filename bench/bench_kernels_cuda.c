@@ -173,6 +173,13 @@ static void fc16_out16(void)
 {
     pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, N, C, 4 * C, 0);
 }
+/* the same with the bias rounded to bfloat16 for cuBLASLt (pw_cuda_set_lt_bias16) */
+static void fc16_out16_b16(void)
+{
+    pw_cuda_set_lt_bias16(1);
+    fc16_out16();
+    pw_cuda_set_lt_bias16(0);
+}
 static void fc16_convert(void)
 {
     fc16_fwd();
@@ -413,6 +420,7 @@ int main(int argc, char **argv)
         {"bf16 matmul fc forward", fc16_fwd, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul fc fwd, bias seeded", fc16_fwd_seeded, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul fc fwd, bf16 out", fc16_out16, 0, 2 * NC * 4 * C, BF16},
+        {"bf16 matmul fc fwd, out+bias bf16", fc16_out16_b16, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul fc fwd + to_bf16", fc16_convert, 0, 2 * NC * 4 * C, BF16},
         {"bf16 matmul LM head forward", lm16_fwd, 0, 2 * NC * V, BF16},
         {"bf16 matmul LM head backward", lm16_bwd, 0, 4 * NC * V, BF16},
@@ -458,10 +466,16 @@ int main(int argc, char **argv)
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
     double dec[4] = {0, 0, 0, 0};
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
-    double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0};
+    double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0}, fc16b = 0.0;
+    unsigned long out_fused[2] = {0, 0}; /* the bf16-output rows' calls the epilogue took */
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
+        unsigned long f0 = 0, f1 = 0, u = 0;
+        pw_cuda_epilogue_calls(&f0, &u);
         double ms = time_ms(r->fn, reps), s = ms * 1e-3;
+        pw_cuda_epilogue_calls(&f1, &u);
+        if (r->fn == fc16_out16) out_fused[0] = f1 - f0;
+        if (r->fn == fc16_out16_b16) out_fused[1] = f1 - f0;
         double gbs = r->bytes / s / 1e9, tf = r->flops / s / 1e12;
         double ref =
             r->ref == BW ? gbs / copy_gbs : tf / (r->ref == F32 ? f32_tflops : bf16_tflops);
@@ -487,6 +501,7 @@ int main(int argc, char **argv)
         if (r->fn == fc16_fwd_seeded) fc16[1] = ms;
         if (r->fn == fc16_out16) fc16[2] = ms;
         if (r->fn == fc16_convert) fc16[3] = ms;
+        if (r->fn == fc16_out16_b16) fc16b = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
         if (r->fn == decode16) dec[1] = ref;
@@ -495,7 +510,9 @@ int main(int argc, char **argv)
     }
     unsigned long fused = 0, seeded = 0;
     pw_cuda_epilogue_calls(&fused, &seeded);
-    printf("\nbias epilogue: %lu forwards fused in cuBLASLt, %lu seeded\n", fused, seeded);
+    printf("\nbias epilogue: %lu forwards fused in cuBLASLt, %lu seeded; of the bf16-output fc "
+           "rows' calls, %lu (float32 bias) and %lu (bf16 bias) fused\n", fused, seeded,
+           out_fused[0], out_fused[1]);
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
@@ -504,10 +521,12 @@ int main(int argc, char **argv)
            "logprobs_fwd_ms=%.3f decode_fp32_of_copy=%.2f decode_bf16_of_copy=%.2f "
            "decode_fp32_tiles_of_copy=%.2f decode_bf16_tiles_of_copy=%.2f "
            "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
-           "fc_bf16_convert_ms=%.3f logprobs_fwd_padded_ms=%.3f logprobs_bwd16_kept_ms=%.3f "
+           "fc_bf16_convert_ms=%.3f fc_bf16_out_bias16_ms=%.3f fc_bf16_out_fused=%lu "
+           "fc_bf16_out_bias16_fused=%lu logprobs_fwd_padded_ms=%.3f logprobs_bwd16_kept_ms=%.3f "
            "logprobs_bwd16_made_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
-           fc16[2], fc16[3], lp16[0], lp16[1], lp16[2], total);
+           fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
+           total);
     return 0;
 }

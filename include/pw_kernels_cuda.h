@@ -68,6 +68,12 @@ int pw_cuda_get_cache_group(void);
  * (bench_model's BENCH_LT_TUNE=1). Applies to shapes first seen after it. */
 void pw_cuda_set_lt_tune(int enable);
 int pw_cuda_get_lt_tune(void);
+/* The same products with a bfloat16 output: off (the default), their bias stays float32; on,
+ * it is rounded to bfloat16 on each call and cuBLASLt takes a bf16 bias, the combination bf16
+ * training code commonly uses, so perhaps better served by its kernels (bench_model's
+ * BENCH_LT_BIAS16=1 says). Applies to later calls. */
+void pw_cuda_set_lt_bias16(int enable);
+int pw_cuda_get_lt_bias16(void);
 /* The blocks an SM the tensor-core attention's kernels for heads of 33 to 64 are built for: 2
  * (the default: tiles of 64 rows, 180 to 255 registers as ptxas chooses) or 3 (a second build
  * with tiles of 32 held to 168 registers, a few bytes spilled off their loops' fast path: 12
