@@ -317,6 +317,40 @@ static void lp_bwd16_made(void)
     pw_logprobs_backward_bf16_cuda((pw_bf16 *)g.dlogits, g.logits, NULL, g.targets, g.rowv,
                                    g.rowg, N, V, VP, 1.0f, 0);
 }
+/* GPT-2 124M's weights payload at bf16 (pw_model_weights_out, src/model/payload.c): its 16
+ * tensors (the matrices in bfloat16, the rest in float32; 12 layers) and the zeros after the
+ * float32 part, packed from g.logits into g.dlogits, a copy each or one batch */
+enum { PAY_N = 17 };
+static void *pay_dst[PAY_N];
+static const void *pay_src[PAY_N];
+static size_t pay_bytes[PAY_N], pay_total;
+static void payload_setup(void)
+{
+    const size_t L = 12, c = C, s[PAY_N] = {
+        VP * c * 2, (size_t)T * c * 4, L * c * 4, L * c * 4, L * c * 3 * c * 2, L * 3 * c * 4,
+        L * c * c * 2, L * c * 4, L * c * 4, L * c * 4, L * c * 4 * c * 2, L * 4 * c * 4,
+        L * 4 * c * c * 2, L * c * 4, c * 4, c * 4, 48};
+    size_t at = 0;
+    for (int i = 0; i < PAY_N; i++) {
+        pay_src[i] = i == PAY_N - 1 ? NULL : (const char *)g.logits + at;
+        pay_dst[i] = (char *)g.dlogits + at;
+        pay_bytes[i] = s[i];
+        pay_total += s[i];
+        at += (s[i] + 255) / 256 * 256;
+    }
+}
+static void pack_each(void)
+{
+    for (int i = 0; i < PAY_N; i++) {
+        if (pay_src[i])
+            PW_CUDA_CHECK(cudaMemcpyAsync(pay_dst[i], pay_src[i], pay_bytes[i],
+                                          cudaMemcpyDeviceToDevice, 0));
+        else
+            PW_CUDA_CHECK(cudaMemsetAsync(pay_dst[i], 0, pay_bytes[i], 0));
+    }
+}
+static void pack_batch(void) { pw_copy_batch_cuda(pay_dst, pay_src, pay_bytes, PAY_N, 0); }
+
 static void adamw(void)
 {
     pw_adamw_update_cuda(g.params, g.grads, g.m, g.v, NPARAMS, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10,
@@ -403,6 +437,7 @@ int main(int argc, char **argv)
 
     setup(&g);
     decode_setup();
+    payload_setup();
     const double f = 4.0, NC = (double)N * C, NV = (double)N * V, NP = (double)NPARAMS;
     const double TT = (double)B * NH * T * T, hs = C / NH;
     Row rows[] = {
@@ -449,6 +484,8 @@ int main(int argc, char **argv)
         {"logprobs fwd, rows VP, kept", lp_fwd_pad, NV * f, 0, BW},
         {"logprobs bwd bf16, rows VP, kept", lp_bwd16_kept, 1.5 * N * (double)VP * f, 0, BW},
         {"logprobs bwd bf16, rows VP, made", lp_bwd16_made, 1.5 * N * (double)VP * f, 0, BW},
+        {"weights pack: a copy each (17)", pack_each, 2.0 * (double)pay_total, 0, BW},
+        {"weights pack: one batch", pack_batch, 2.0 * (double)pay_total, 0, BW},
         {"adamw 124M", adamw, 7 * NP * f, 0, BW},
         {"sumsq 124M (waits)", sumsq, NP * f, 0, BW},
         {"scale 124M", scale, 2 * NP * f, 0, BW},
@@ -466,7 +503,7 @@ int main(int argc, char **argv)
     double total = 0.0, att_f = 0.0, att_b = 0.0, lp_f = 0.0, qkv_tf = 0.0;
     double dec[4] = {0, 0, 0, 0};
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
-    double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0}, fc16b = 0.0;
+    double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0}, fc16b = 0.0, pack[2] = {0, 0};
     unsigned long out_fused[2] = {0, 0}; /* the bf16-output rows' calls the epilogue took */
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
@@ -502,6 +539,8 @@ int main(int argc, char **argv)
         if (r->fn == fc16_out16) fc16[2] = ms;
         if (r->fn == fc16_convert) fc16[3] = ms;
         if (r->fn == fc16_out16_b16) fc16b = ms;
+        if (r->fn == pack_each) pack[0] = ms;
+        if (r->fn == pack_batch) pack[1] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
         if (r->fn == decode16) dec[1] = ref;
@@ -523,10 +562,10 @@ int main(int argc, char **argv)
            "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
            "fc_bf16_convert_ms=%.3f fc_bf16_out_bias16_ms=%.3f fc_bf16_out_fused=%lu "
            "fc_bf16_out_bias16_fused=%lu logprobs_fwd_padded_ms=%.3f logprobs_bwd16_kept_ms=%.3f "
-           "logprobs_bwd16_made_ms=%.3f total_ms=%.2f\n",
+           "logprobs_bwd16_made_ms=%.3f pack_each_ms=%.4f pack_batch_ms=%.4f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
-           total);
+           pack[0], pack[1], total);
     return 0;
 }

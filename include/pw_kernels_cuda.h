@@ -204,6 +204,10 @@ void pw_sample_rows_cuda(const float *logits, int ld, int n, int V, const int *r
                          const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
                          float *logp_full, cudaStream_t stream);
 /* after a draw: the rows' bookkeeping, one thread per row (pw_sample_record, pw_sample.h) */
+/* n copies within the device (dst[i] <- bytes[i] of src[i]; zeros where src[i] is NULL),
+ * queued in as few launches as PW_COPY_SEGS allows (copy_kernels.cuh), not one each */
+void pw_copy_batch_cuda(void *const *dst, const void *const *src, const size_t *bytes, int n,
+                        cudaStream_t stream);
 void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int *token,
                            const float *logp, const float *logp_full, int *pass_tok,
                            int *pass_pos, int *pass_slot0, cudaStream_t stream);

@@ -41,6 +41,13 @@ static void p_copy_queued(const PwOps *o, void *dst, const void *src, size_t byt
     TIMED(o, I(o)->copy_queued(I(o), dst, src, bytes), "copy_queued", 0, (double)bytes, "%s",
           "D2D");
 }
+static void p_copy_batch(const PwOps *o, void *const *dst, const void *const *src,
+                         const size_t *bytes, int n)
+{
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += (double)bytes[i];
+    TIMED(o, I(o)->copy_batch(I(o), dst, src, bytes, n), "copy_batch", 0, total, "n=%d", n);
+}
 static void p_zero(const PwOps *o, void *p, size_t bytes)
 {
     TIMED(o, I(o)->zero(I(o), p, bytes), "zero", 0, (double)bytes, "%s", "");
@@ -391,6 +398,7 @@ void pw_prof_fill(PwOps *o, const PwOps *inner)
         .free = p_free,
         .copy = p_copy,
         .copy_queued = p_copy_queued,
+        .copy_batch = p_copy_batch,
         .zero = p_zero,
         .sync = p_sync,
         .mem_info = p_mem_info,

@@ -10,7 +10,9 @@
  * forward and
  * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
  * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate; the
- * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh).
+ * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh); the batched copy
+ * (copy_kernels.cuh: pieces of 16-, 4- and 1-byte words, zero fills, empty pieces, more pieces
+ * than a launch takes, a piece of several tiles), byte for byte.
  * Needs no GPU. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sincos, as CUDA has it */
@@ -23,6 +25,7 @@
 #include "emu_test.h"
 
 #include "attention_gemm_kernels.cuh"
+#include "copy_kernels.cuh"
 #include "logprobs_kernels.cuh"
 #include "rmsnorm_kernels.cuh"
 #include "rope_kernels.cuh"
@@ -444,9 +447,61 @@ static void run_softmax_rows(int NH, int T, int pad, unsigned long long *rng)
     free(m), free(S), free(P), free(lse), free(Pw), free(lw), free(R), free(dP), free(dSw);
 }
 
+/* ---- the batched copy */
+static void copy_launch(void *p) { copy_batch_kernel(*(const PwCopyLaunch *)p); }
+
+static void run_copy(unsigned long long *rng)
+{
+    enum { NP = PW_COPY_SEGS + 9 }; /* 6 of them empty: 35 pieces, two launches */
+    size_t bytes[NP], at = 0, offs[NP];
+    for (int i = 0; i < NP; i++) {
+        /* mostly 16-byte multiples at 16-byte offsets; some 4-byte, some odd, some empty,
+         * one of two tiles and a part */
+        size_t b = i == 3 ? (size_t)2 * PW_COPY_TILE * 16 + 48
+                   : i % 7 == 1 ? 0
+                   : i % 5 == 2 ? 4 * (1 + pw_test_rng_next(rng) % 300)
+                   : i % 5 == 4 ? 1 + pw_test_rng_next(rng) % 999
+                                : 16 * (1 + pw_test_rng_next(rng) % 200);
+        offs[i] = at + (i % 5 == 4 ? 1 : 0); /* the odd ones at an odd offset too */
+        bytes[i] = b;
+        at = (offs[i] + b + 16) / 16 * 16;
+    }
+    unsigned char *src = malloc(at), *dst = malloc(at), *want = malloc(at);
+    for (size_t k = 0; k < at; k++) src[k] = (unsigned char)pw_test_rng_next(rng);
+    memset(dst, 0xa5, at);
+    memcpy(want, dst, at);
+    void *to[NP];
+    const void *from[NP];
+    for (int i = 0; i < NP; i++) {
+        to[i] = dst + offs[i];
+        from[i] = i % 6 == 5 ? NULL : src + offs[i]; /* every sixth a zero fill */
+        if (from[i]) memcpy(want + offs[i], src + offs[i], bytes[i]);
+        else memset(want + offs[i], 0, bytes[i]);
+    }
+    int next = 0, launches = 0, widths[3] = {0, 0, 0};
+    PwCopyLaunch a;
+    while (next < NP) {
+        unsigned int blocks = pw_copy_plan(&a, to, from, bytes, NP, &next);
+        if (!blocks) continue;
+        for (int k = 0; k < a.n; k++) widths[a.shift[k] == 4 ? 0 : a.shift[k] == 2 ? 1 : 2]++;
+        emu_launch(d1(blocks), d1(PW_COPY_THREADS), copy_launch, &a);
+        launches++;
+    }
+    size_t bad = 0;
+    for (size_t k = 0; k < at; k++) bad += dst[k] != want[k];
+    printf("batched copy: %d pieces in %d launches (%d of 16-byte words, %d of 4, %d of 1): %zu "
+           "bytes differ\n", NP, launches, widths[0], widths[1], widths[2], bad);
+    CHECK(bad == 0, "batched copy: %zu bytes differ", bad);
+    CHECK(launches == 2 && widths[0] > 0 && widths[1] > 0 && widths[2] > 0,
+          "batched copy: %d launches, words %d / %d / %d", launches, widths[0], widths[1],
+          widths[2]);
+    free(src), free(dst), free(want);
+}
+
 int main(void)
 {
     unsigned long long rng = 251125;
+    run_copy(&rng);
     run_logprobs(6, 1000, 1024, &rng);
     run_logprobs(4, 61, 63, &rng); /* rows of an odd length: read one float at a time */
     run_logprobs(3, 7, 7, &rng); /* fewer logits than threads */

@@ -48,6 +48,14 @@ static void cpu_copy_queued(const PwOps *o, void *dst, const void *src, size_t b
 {
     cpu_copy(o, dst, src, bytes, PW_COPY_D2D);
 }
+static void cpu_copy_batch(const PwOps *o, void *const *dst, const void *const *src,
+                           const size_t *bytes, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (src[i]) cpu_copy(o, dst[i], src[i], bytes[i], PW_COPY_D2D);
+        else memset(dst[i], 0, bytes[i]);
+    }
+}
 static void cpu_zero(const PwOps *o, void *p, size_t bytes) { (void)o, memset(p, 0, bytes); }
 static void cpu_sync(const PwOps *o) { (void)o; }
 static void cpu_mem_info(const PwOps *o, size_t *free_bytes, size_t *total_bytes)
@@ -447,6 +455,7 @@ static const PwOps cpu_ops = {
     .free = cpu_free,
     .copy = cpu_copy,
     .copy_queued = cpu_copy_queued,
+    .copy_batch = cpu_copy_batch,
     .zero = cpu_zero,
     .sync = cpu_sync,
     .mem_info = cpu_mem_info,

@@ -115,6 +115,11 @@ static void cuda_copy_queued(const PwOps *o, void *dst, const void *src, size_t 
 {
     if (bytes) CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(o)));
 }
+static void cuda_copy_batch(const PwOps *o, void *const *dst, const void *const *src,
+                            const size_t *bytes, int n)
+{
+    pw_copy_batch_cuda(dst, src, bytes, n, S(o));
+}
 static void cuda_zero(const PwOps *o, void *p, size_t bytes)
 {
     if (bytes) CHECK(cudaMemsetAsync(p, 0, bytes, S(o)));
@@ -524,6 +529,7 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
         .free = cuda_free,
         .copy = cuda_copy,
         .copy_queued = cuda_copy_queued,
+        .copy_batch = cuda_copy_batch,
         .zero = cuda_zero,
         .sync = cuda_sync,
         .mem_info = cuda_mem_info,

@@ -166,6 +166,15 @@ static void check_table(void)
     CHECK(!memcmp(dx0, dx1, sizeof dx0), "matmul_backward through the profiled table differs");
     p->copy_queued(p, y1, y0, 600); /* of y0's 768 bytes */
     p->copy(p, y1, y0, 400, PW_COPY_H2D);
+    /* a batch: two pieces copied, a zero fill, an empty piece; the bytes around left alone */
+    unsigned char bs[64], bd[64], bw[64];
+    for (int i = 0; i < 64; i++) bs[i] = (unsigned char)(i + 1), bd[i] = bw[i] = 0xee;
+    void *to[4] = {bd, bd + 20, bd + 40, bd + 60};
+    const void *from[4] = {bs + 3, bs + 20, NULL, bs};
+    size_t nb[4] = {10, 7, 5, 0};
+    memcpy(bw, bs + 3, 10), memcpy(bw + 20, bs + 20, 7), memset(bw + 40, 0, 5);
+    p->copy_batch(p, to, from, nb, 4);
+    CHECK(!memcmp(bd, bw, sizeof bd), "copy_batch through the profiled table");
     void *a = p->mark_new(p), *b = p->mark_new(p);
     p->mark_record(p, a);
     p->mark_record(p, b);
@@ -173,7 +182,7 @@ static void check_table(void)
     p->mark_free(p, a), p->mark_free(p, b);
     size_t n = 0;
     PwOpsProfileRow *r = pw_ops_profile_rows(&n);
-    CHECK(n == 4, "%zu rows, want 4 (forward, backward, the two copies)", n);
+    CHECK(n == 5, "%zu rows, want 5 (forward, backward, the three copies)", n);
     const PwOpsProfileRow *f = find(r, n, "matmul_forward", "N=8 C=16 OC=24");
     CHECK(f && f->calls == 2 && f->flops == 2.0 * 2 * N * C * OC, "matmul_forward's row");
     f = find(r, n, "matmul_backward", "N=8 C=16 OC=24 dinp");
@@ -183,6 +192,8 @@ static void check_table(void)
     CHECK(f && f->bytes == 600 && f->flops == 0, "copy_queued's row");
     f = find(r, n, "copy", "H2D");
     CHECK(f && f->bytes == 400, "copy's row");
+    f = find(r, n, "copy_batch", "n=4");
+    CHECK(f && f->calls == 1 && f->bytes == 22, "copy_batch's row");
     free(r);
     FILE *t = tmpfile();
     pw_ops_profile_write(t);
@@ -192,7 +203,7 @@ static void check_table(void)
     buf[got] = '\0';
     fclose(t);
     CHECK(strstr(buf, "by entry\n") && strstr(buf, "by entry and shape\n") &&
-              strstr(buf, "matmul_forward N=8 C=16 OC=24\n") && strstr(buf, "5 calls"),
+              strstr(buf, "matmul_forward N=8 C=16 OC=24\n") && strstr(buf, "6 calls"),
           "the report:\n%s", buf);
     pw_ops_profile_reset();
     r = pw_ops_profile_rows(&n);
