@@ -65,10 +65,18 @@ static __device__ float block_max(float x, double *red)
     return m;
 }
 
+/* x / T in double. At T = 1 (the generator's default) no division is made: x / 1 is x, the
+ * same bits, and a double division costs about as much as the double exp it feeds. T is the
+ * launch's, so every thread takes the same branch. */
+static __device__ __forceinline__ double scaled(float x, double T)
+{
+    return T == 1.0 ? (double)x : (double)x / T;
+}
+
 /* Unnormalised probability of a kept token: exp(x / T - m) for key >= kmin, else 0. */
 static __device__ __forceinline__ double prob_of(float x, uint32_t kmin, double T, double m)
 {
-    return key_of(x) >= kmin ? exp((double)x / T - m) : 0.0;
+    return key_of(x) >= kmin ? exp(scaled(x, T) - m) : 0.0;
 }
 
 /* The chunks' masses: each lane's share z (its ids' unnormalised probabilities) and the last id
@@ -115,7 +123,7 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
     double z = 0.0;
     int keep = -1;
     for (int v = c0 + lane; v < c1; v += PW_WARP) {
-        double e = exp((double)x[v] / T - m);
+        double e = exp(scaled(x[v], T) - m);
         z += e;
         if (e > 0.0) keep = v;
     }
@@ -202,7 +210,7 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
         int tok = s_pick >= 0 ? s_pick : lastk; /* rounding at the top end: the last kept */
         token[blockIdx.x] = tok;
         logp[blockIdx.x] = (float)log(prob_of(x[tok], kmin, T, m) / zsum);
-        logp_full[blockIdx.x] = (float)((double)x[tok] / T - logz_full);
+        logp_full[blockIdx.x] = (float)(scaled(x[tok], T) - logz_full);
     }
 }
 
