@@ -1,7 +1,7 @@
 /* test_cuda_layernorm.c: the CUDA LayerNorm against the CPU twin on the same random data:
  * forward (mean and rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit),
- * the accumulating backward with every NULL gradient, and the forward with the residual add
- * fused in. */
+ * the accumulating backward with every NULL gradient (by the three kernels, and with enough
+ * rows by the one pass), and the forward with the residual add fused in. */
 #include "cutest.h"
 
 static void run(int N, int C, double offset, unsigned long long *rng)
@@ -84,5 +84,8 @@ int main(void)
     run(300, 33, 0.0, &rng); /* C not a multiple of the warp, N not of the chunk */
     run(1000, 768, 0.0, &rng); /* 16 row chunks in the dweight/dbias sums */
     run(64, 100, 30.0, &rng);
+    /* PW_LNB_MIN_BLOCKS blocks and more: the backward's one pass, the last block part full */
+    run(8200, 768, 0.0, &rng);
+    run(8300, 100, 30.0, &rng);
     return pw_test_done("test_cuda_layernorm");
 }

@@ -4,6 +4,8 @@
  * _kernels.cuh) built here as C and run under the host emulation of emu.h, with the launch
  * geometry of their .cu files, against the CPU kernels on the same data: within 1e-5 (the sums
  * of squares 1e-12; positions, gathers, the rows' bookkeeping and the conversions exactly).
+ * LayerNorm's backward both ways layernorm.cu takes it, the three kernels and the one pass (with
+ * each gradient NULL in turn), the one pass's dinp and dinp16 bit for bit the three kernels'.
  * Needs no GPU. */
 #include <math.h>
 #include <stdint.h>
@@ -128,6 +130,57 @@ static void k_ln_finish(void *p)
     A *a = p;
     layernorm_dwdb_finish_kernel(a->f2, a->f3, a->f0, a->f1, a->rows, a->C);
 }
+static void k_ln_rows(void *p)
+{
+    A *a = p;
+    layernorm_backward_rows_kernel(a->f2, a->h0, a->f0, a->f1, a->c0, a->c1, a->c2, a->c3, a->c4,
+                                   a->N, a->C, a->rows);
+}
+
+/* pw_layernorm_backward_cuda as layernorm.cu launches it, the one pass where pw_lnb_one_pass
+ * says or one_pass is set (the rows here are too few for PW_LNB_MIN_BLOCKS blocks, so the tests
+ * ask for it): the same kernels, grids and constants */
+static void ln_backward(float *dinp, uint16_t *dinp16, float *dweight, float *dbias,
+                        const float *dout, const float *inp, const float *w, const float *mean,
+                        const float *rstd, int N, int C, int one_pass)
+{
+    A a = {.f0 = dinp, .h0 = dinp16, .c0 = dout, .c1 = inp, .c2 = w, .c3 = mean, .c4 = rstd,
+           .N = N, .C = C};
+    if (!dweight && !dbias) {
+        if (dinp) emu_launch(d1(pw_row_blocks(N)), d1(PW_ROW_THREADS), k_ln_dinp, &a);
+        return;
+    }
+    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
+    if (pw_lnb_one_pass(N, C) || (one_pass && C <= PW_ROW_KEEP * 32)) {
+        unsigned blocks = pw_lnb_blocks(N);
+        float *part = malloc(sizeof(float) * 2 * (size_t)blocks * C);
+        a = (A){.f0 = part, .f1 = part + (size_t)blocks * C, .f2 = dinp, .h0 = dinp16, .c0 = dout,
+                .c1 = inp, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = PW_LNB_ROWS};
+        emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_rows, &a);
+        a.f2 = dweight, a.f3 = dbias, a.rows = (int)blocks;
+        emu_launch(d1(cblocks), d1(PW_COLSUM_THREADS), k_ln_finish, &a);
+        free(part);
+        return;
+    }
+    if (dinp) emu_launch(d1(pw_row_blocks(N)), d1(PW_ROW_THREADS), k_ln_dinp, &a);
+    EmuDim3 part_grid, fin_grid;
+    int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
+    float *part = malloc(sizeof(float) * 2 * (size_t)nchunks * C);
+    a = (A){.f0 = part, .f1 = part + (size_t)nchunks * C, .f2 = dweight, .f3 = dbias, .c0 = dout,
+            .c1 = inp, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = pw_colsum_chunk_rows(N)};
+    emu_launch(part_grid, d1(PW_COLSUM_THREADS), k_ln_partial, &a);
+    a.rows = nchunks;
+    emu_launch(fin_grid, d1(PW_COLSUM_THREADS), k_ln_finish, &a);
+    free(part);
+}
+
+/* the same bytes, printed and checked */
+static void check_same(const char *what, const void *got, const void *want, size_t bytes)
+{
+    int same = !memcmp(got, want, bytes);
+    printf("  %-30s %s\n", what, same ? "the same bits" : "DIFFER");
+    CHECK(same, "%s: the bits differ", what);
+}
 
 static void run_layernorm(int N, int C, unsigned long long *rng)
 {
@@ -172,29 +225,42 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     }
     pw_layernorm_forward(y, mean, rstd, x, w, bias, N, C); /* the backward's statistics */
     free(y16), free(x2), free(x3), free(r), free(y2);
+    /* the backward, the three kernels (rows over PW_ROW_KEEP * 32, and too few rows for the one
+     * pass) and, where the row is kept, the one pass with each gradient NULL in turn: each
+     * against the CPU, the one pass's dinp and its rounding bit for bit the three kernels' */
     float *dy = emu_randn(n, 1.0, rng), *dx0 = emu_randn(n, 1.0, rng);
     float *dw0 = emu_randn(2 * (size_t)C, 1.0, rng);
     float *dx = emu_copy(dx0, n), *edx = emu_copy(dx0, n);
     float *dwb = emu_copy(dw0, 2 * C), *edwb = emu_copy(dw0, 2 * C);
     pw_layernorm_backward(dx, dwb, dwb + C, dy, x, w, mean, rstd, N, C);
     uint16_t *dx16 = malloc(sizeof(uint16_t) * n); /* the sum rounded too (the next dout) */
-    a = (A){.f0 = edx, .h0 = dx16, .c0 = dy, .c1 = x, .c2 = w, .c3 = mean, .c4 = rstd, .N = N,
-            .C = C};
-    emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_dinp, &a);
+    ln_backward(edx, dx16, edwb, edwb + C, dy, x, w, mean, rstd, N, C, 0);
     emu_check_bf16("layernorm dinp, rounded", dx16, edx, n);
-    free(dx16);
-    EmuDim3 part_grid, fin_grid;
-    int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
-    float *part = malloc(sizeof(float) * 2 * (size_t)nchunks * C);
-    a = (A){.f0 = part, .f1 = part + (size_t)nchunks * C, .f2 = edwb, .f3 = edwb + C, .c0 = dy,
-            .c1 = x, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = pw_colsum_chunk_rows(N)};
-    emu_launch(part_grid, d1(PW_COLSUM_THREADS), k_ln_partial, &a);
-    a.rows = nchunks;
-    emu_launch(fin_grid, d1(PW_COLSUM_THREADS), k_ln_finish, &a);
     emu_check("layernorm dinp (+=)", edx, dx, n, TOL);
     emu_check("layernorm dweight, dbias (+=)", edwb, dwb, 2 * (size_t)C, TOL);
+    /* 0: all, dinp16 too; 1: all; 2: dinp NULL; 3: dweight NULL; 4: dbias NULL; 5: both */
+    for (int sel = 0; C <= PW_ROW_KEEP * 32 && sel < 6; sel++) {
+        printf("  one pass, case %d\n", sel);
+        float *odx = emu_copy(dx0, n), *odwb = emu_copy(dw0, 2 * C);
+        uint16_t *o16 = sel == 0 ? malloc(sizeof(uint16_t) * n) : NULL;
+        float *gw = sel == 3 || sel == 5 ? NULL : odwb;
+        float *gb = sel == 4 || sel == 5 ? NULL : odwb + C;
+        ln_backward(sel == 2 ? NULL : odx, o16, gw, gb, dy, x, w, mean, rstd, N, C, 1);
+        if (sel != 2) {
+            emu_check("layernorm dinp (+=)", odx, dx, n, TOL);
+            check_same("dinp as the three kernels'", odx, edx, sizeof(float) * n);
+        } else {
+            check_same("dinp untouched", odx, dx0, sizeof(float) * n);
+        }
+        if (o16) check_same("dinp16 as the three kernels'", o16, dx16, sizeof(uint16_t) * n);
+        if (gw) emu_check("layernorm dweight (+=)", odwb, dwb, C, TOL);
+        else check_same("dweight untouched", odwb, dw0, sizeof(float) * C);
+        if (gb) emu_check("layernorm dbias (+=)", odwb + C, dwb + C, C, TOL);
+        else check_same("dbias untouched", odwb + C, dw0 + C, sizeof(float) * C);
+        free(odx), free(odwb), free(o16);
+    }
     free(x), free(w), free(bias), free(y), free(st), free(dy), free(dx0), free(dw0), free(dx);
-    free(edx), free(dwb), free(edwb), free(part);
+    free(edx), free(dwb), free(edwb), free(dx16);
 }
 
 static void k_gelu_fwd(void *p)
@@ -518,8 +584,11 @@ int main(void)
 {
     unsigned long long rng = 1124;
     run_encoder(3, 40, 24, 11, &rng); /* a small vocabulary: many atomics into each row */
-    run_layernorm(70, 33, &rng);      /* two column-sum chunks, C not a warp multiple */
-    run_layernorm(9, 768, &rng);
+    /* two column-sum chunks, C not a warp multiple; the one pass's second block has 6 rows */
+    run_layernorm(70, 33, &rng);
+    run_layernorm(9, 768, &rng);  /* one block: warp 0 takes two rows, the others one */
+    run_layernorm(3, 1000, &rng); /* warps with no rows; the kept row's last lanes partly idle */
+    run_layernorm(150, 5, &rng);  /* three blocks, the lanes past C idle */
     run_layernorm(5, 1100, &rng); /* over PW_ROW_KEEP * 32: the loops that read the row again */
     run_elementwise(1000, &rng);
     run_elementwise(70001, &rng);     /* more than one grid-stride block row */

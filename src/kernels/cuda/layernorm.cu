@@ -44,14 +44,35 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *
                                            const float *rstd, int N, int C, cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
+    if (!dweight && !dbias) {
+        if (dinp) {
+            layernorm_dinp_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
+                dinp, dinp16, dout, inp, weight, mean, rstd, N, C);
+            PW_CUDA_CHECK(cudaGetLastError());
+        }
+        return;
+    }
+    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
+    if (pw_lnb_one_pass(N, C)) {
+        /* one read of dout and inp for all three (layernorm_backward_rows_kernel says why) */
+        unsigned blocks = pw_lnb_blocks(N);
+        float *partial = (float *)pw_cuda_scratch(2 * sizeof(float) * (size_t)blocks * C, stream);
+        float *pw = partial, *pb = partial + (size_t)blocks * C;
+        layernorm_backward_rows_kernel<<<blocks, PW_ROW_THREADS, 0, stream>>>(
+            dinp, dinp16, pw, pb, dout, inp, weight, mean, rstd, N, C, PW_LNB_ROWS);
+        PW_CUDA_CHECK(cudaGetLastError());
+        layernorm_dwdb_finish_kernel<<<cblocks, PW_COLSUM_THREADS, 0, stream>>>(
+            dweight, dbias, pw, pb, (int)blocks, C);
+        PW_CUDA_CHECK(cudaGetLastError());
+        pw_cuda_scratch_free(partial, stream);
+        return;
+    }
     if (dinp) {
         layernorm_dinp_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
             dinp, dinp16, dout, inp, weight, mean, rstd, N, C);
         PW_CUDA_CHECK(cudaGetLastError());
     }
-    if (!dweight && !dbias) return;
     int rows = pw_colsum_chunk_rows(N), nchunks = (N + rows - 1) / rows;
-    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
     float *partial = (float *)pw_cuda_scratch(2 * sizeof(float) * (size_t)nchunks * C, stream);
     float *pw = partial, *pb = partial + (size_t)nchunks * C;
     dim3 grid(cblocks, nchunks);

@@ -1,7 +1,9 @@
-/* layernorm_kernels.cuh: LayerNorm forward and backward: one warp per row; dweight and dbias by a
- * two-stage column sum in a fixed order (launched by layernorm.cu; the CPU twin is
- * cpu/layernorm.c). Written in the C subset of CUDA, so that tests/cuda/test_gpt2_emu.c compiles
- * this very file on the host and runs it under tests/cuda/emu.h against the CPU kernel. */
+/* layernorm_kernels.cuh: LayerNorm forward and backward: one warp per row; dweight and dbias by
+ * partial sums in a fixed order, of a block's rows (in the pass that makes dinp) or of a column
+ * sum's chunks (rows over PW_ROW_KEEP * 32), then added in order (launched by layernorm.cu; the
+ * CPU twin is cpu/layernorm.c). Written in the C subset of CUDA, so that
+ * tests/cuda/test_gpt2_emu.c compiles this very file on the host and runs it under
+ * tests/cuda/emu.h against the CPU kernel. */
 #ifndef PW_LAYERNORM_KERNELS_CUH
 #define PW_LAYERNORM_KERNELS_CUH
 
@@ -102,6 +104,25 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
     }
 }
 
+/* A lane's part of a row's dinp, added into g and rounded into g16 when it is not NULL:
+ * g += s (w d - dsum - norm dnsum), PW_ROW_BATCH elements loaded before any is stored. Both
+ * backward kernels below make dinp here: the same operations in the same order, the same bits. */
+static __device__ __forceinline__ void layernorm_dinp_row(float *g, uint16_t *g16, const float *x,
+                                                          const float *d, const float *weight,
+                                                          float m, float s, float dsum,
+                                                          float dnsum, int C, int lane)
+{
+    for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
+        float v[PW_ROW_BATCH];
+        for (int u = 0; u < PW_ROW_BATCH; u++) {
+            int c = c0 + u * PW_WARP;
+            float norm = c < C ? (x[c] - m) * s : 0.0f;
+            v[u] = c < C ? g[c] + s * (weight[c] * d[c] - dsum - norm * dnsum) : 0.0f;
+        }
+        pw_row_store(g, g16, v, c0, C, PW_ROW_BATCH);
+    }
+}
+
 /* dx = s (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = w dout; accumulated, and the
  * sum also rounded to bfloat16 into dinp16 when it is not NULL (the next product's dout) */
 __global__ void layernorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float *dout,
@@ -122,14 +143,76 @@ __global__ void layernorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float
     }
     dsum = pw_warp_sum(dsum) / C;
     dnsum = pw_warp_sum(dnsum) / C;
-    for (int c0 = lane; c0 < C; c0 += PW_ROW_BATCH * PW_WARP) {
-        float v[PW_ROW_BATCH];
-        for (int u = 0; u < PW_ROW_BATCH; u++) {
-            int c = c0 + u * PW_WARP;
-            float norm = c < C ? (x[c] - m) * s : 0.0f;
-            v[u] = c < C ? g[c] + s * (weight[c] * d[c] - dsum - norm * dnsum) : 0.0f;
+    layernorm_dinp_row(g, dinp16 ? dinp16 + (size_t)row * C : NULL, x, d, weight, m, s, dsum,
+                       dnsum, C, lane);
+}
+
+/* All three gradients in one pass over rows of C <= PW_ROW_KEEP * 32, where the kernels above
+ * and below read dout and inp once for dinp and once more for dweight and dbias: at GPT-2's
+ * 16384 rows of 768 that was 325 MB a call, this 225 MB (dout and inp read once, dinp read and
+ * written, dinp16 written) and 1.6 MB of partial rows. Block b takes `rows` x PW_ROW_WARPS rows
+ * from b * rows * PW_ROW_WARPS (PW_LNB_ROWS, launch.cuh), warp w every PW_ROW_WARPS-th from w;
+ * a lane adds its columns' (lane + 32 u) dweight and dbias terms over its rows, in row order, in
+ * registers, and the block's warps add theirs in warp order into pw and pb (2, gridDim.x, C),
+ * which layernorm_dwdb_finish_kernel adds in block order: the same bits on every run, no
+ * atomics. A row's loads come PW_ROW_BATCH a lane at a time before any is used; dinp is
+ * layernorm_dinp_row's, as in layernorm_dinp_kernel (the same bits), reading x, d and the
+ * weight again, now from L1: kept in registers beside the partials, they took the thread
+ * past the 128 registers at which two blocks share an SM. dinp NULL: dweight and dbias alone. */
+__global__ void __launch_bounds__(PW_ROW_THREADS)
+    layernorm_backward_rows_kernel(float *dinp, uint16_t *dinp16, float *pw, float *pb,
+                                   const float *dout, const float *inp, const float *weight,
+                                   const float *mean, const float *rstd, int N, int C, int rows)
+{
+    __shared__ float sum_w[PW_ROW_KEEP * PW_WARP], sum_b[PW_ROW_KEEP * PW_WARP];
+    int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+    float sw[PW_ROW_KEEP], sb[PW_ROW_KEEP];
+    for (int u = 0; u < PW_ROW_KEEP; u++) sw[u] = sb[u] = 0.0f;
+    for (int i = 0; i < rows; i++) {
+        int row = (blockIdx.x * rows + i) * PW_ROW_WARPS + warp;
+        if (row >= N) break;
+        size_t at = (size_t)row * C;
+        const float *x = inp + at, *d = dout + at;
+        float m = mean[row], s = rstd[row];
+        float dsum = 0.0f, dnsum = 0.0f;
+        for (int u0 = 0; u0 < PW_ROW_KEEP; u0 += PW_ROW_BATCH) {
+            int c0 = lane + u0 * PW_WARP;
+            float xv[PW_ROW_BATCH], dv[PW_ROW_BATCH], wv[PW_ROW_BATCH];
+            pw_row_load(xv, x, NULL, c0, C, PW_ROW_BATCH);
+            pw_row_load(dv, d, NULL, c0, C, PW_ROW_BATCH);
+            pw_row_load(wv, weight, NULL, c0, C, PW_ROW_BATCH);
+            for (int u = 0; u < PW_ROW_BATCH; u++)
+                if (c0 + u * PW_WARP < C) {
+                    float dn = wv[u] * dv[u];
+                    dsum += dn;
+                    dnsum += dn * (xv[u] - m) * s;
+                    sw[u0 + u] += (xv[u] - m) * s * dv[u];
+                    sb[u0 + u] += dv[u];
+                }
         }
-        pw_row_store(g, dinp16 ? dinp16 + (size_t)row * C : NULL, v, c0, C, PW_ROW_BATCH);
+        if (!dinp) continue;
+        dsum = pw_warp_sum(dsum) / C;
+        dnsum = pw_warp_sum(dnsum) / C;
+        layernorm_dinp_row(dinp + at, dinp16 ? dinp16 + at : NULL, x, d, weight, m, s, dsum,
+                           dnsum, C, lane);
+    }
+    /* every warp reaches each barrier, those with no rows too (their sums are zeros) */
+    size_t out = (size_t)blockIdx.x * C;
+    for (int w = 0; w < PW_ROW_WARPS; w++) {
+        if (warp == w)
+            for (int u = 0; u < PW_ROW_KEEP; u++) {
+                int c = lane + u * PW_WARP;
+                if (c >= C) break;
+                float tw = w ? sum_w[c] + sw[u] : sw[u], tb = w ? sum_b[c] + sb[u] : sb[u];
+                if (w < PW_ROW_WARPS - 1) {
+                    sum_w[c] = tw;
+                    sum_b[c] = tb;
+                } else {
+                    pw[out + c] = tw;
+                    pb[out + c] = tb;
+                }
+            }
+        __syncthreads();
     }
 }
 
