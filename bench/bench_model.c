@@ -210,8 +210,8 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused)
  * head BENCH_LM_CHUNK rows at a time (0, the default: all; PwModelOpts.lm_chunk), the
  * tensor-core attention's build for BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3:
  * pw_cuda_set_flash_blocks), the bias-epilogue products' algorithms timed on first use with
- * BENCH_LT_TUNE=1 (pw_cuda_set_lt_tune), their bias rounded to bfloat16 for the bf16-output ones
- * with BENCH_LT_BIAS16=1 (pw_cuda_set_lt_bias16); MFU with the model's flops per token (6 x
+ * BENCH_LT_TUNE=1 (pw_cuda_set_lt_tune), the bf16-output ones' bias kept in float32 with
+ * BENCH_LT_BIAS16=0 (pw_cuda_set_lt_bias16; rounded to bfloat16 by default); MFU with the model's flops per token (6 x
  * matmul parameters + 12 L C T) over the bf16 peak. The RESULT line counts the timed steps'
  * bias products that cuBLASLt's epilogue took and those it did not. A profile (PW_PROFILE_OPS)
  * leaves the warm-up out. Without a GPU it stops at the model's creation, with its message. */
@@ -225,7 +225,9 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     PwErr err;
     int chunk = getenv("BENCH_LM_CHUNK") ? atoi(getenv("BENCH_LM_CHUNK")) : 0;
     int blocks = env_int("BENCH_FLASH_BLOCKS", 2);
-    int tune = env_int("BENCH_LT_TUNE", 0), bias16 = env_int("BENCH_LT_BIAS16", 0);
+    int tune = env_int("BENCH_LT_TUNE", 0);
+    const char *b16 = getenv("BENCH_LT_BIAS16"); /* 0 turns the default bf16 bias off */
+    int bias16 = b16 && *b16 ? atoi(b16) != 0 : 1;
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_blocks(blocks);
     pw_cuda_set_lt_tune(tune);

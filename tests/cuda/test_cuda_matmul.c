@@ -160,8 +160,8 @@ static void run(int N, int C, int OC, unsigned long long *rng)
         pw_matmul_forward_bf16_out_cuda(d_out16, h_inp, h_w, bb, N, C, OC, 0);
         pw_cuda_epilogue_calls(&f1, &u1);
         pw_cuda_set_epilogue(1);
-        if (mode == 0) /* a figure to read: whether cuBLASLt took a float32 bias, bf16 out */
-            printf("  bf16 out with a bias: %s\n",
+        if (mode == 0) /* a figure to read: whether cuBLASLt took the bias, bf16 out */
+            printf("  bf16 out with a bf16 bias: %s\n",
                    f1 > f0 ? "fused in cuBLASLt's epilogue" : "not fused (float32 scratch)");
         cu_poison(d_out, sizeof(float) * NO);
         pw_bf16_to_f32_cuda(d_out, d_out16, NO, 0);
@@ -180,20 +180,21 @@ static void run(int N, int C, int OC, unsigned long long *rng)
     cu_poison(d_out, sizeof(float) * NO);
     pw_bf16_to_f32_cuda(d_out, d_out16, NO - OC, 0);
     cu_compare("forward bf16 out (epilogue algorithms timed)", d_out, out, NO - OC, CU_TOL_BF16);
-    /* with the bias rounded to bfloat16 for the epilogue (pw_cuda_set_lt_bias16): the same
-     * product within the bf16 tolerance, whether cuBLASLt took it or the float32 path ran */
-    pw_cuda_set_lt_bias16(1);
+    /* with the bias kept in float32 for the epilogue (pw_cuda_set_lt_bias16(0); the bf16 bias
+     * is the default, the cases above): the same product within the bf16 tolerance, whether
+     * cuBLASLt took it or the float32 path ran */
+    pw_cuda_set_lt_bias16(0);
     cu_poison(d_out16, sizeof(pw_bf16) * NO);
     unsigned long bf0, bu0, bf1, bu1;
     pw_cuda_epilogue_calls(&bf0, &bu0);
     pw_matmul_forward_bf16_out_cuda(d_out16, h_inp, h_w, d_bias, N, C, OC, 0);
     pw_cuda_epilogue_calls(&bf1, &bu1);
-    pw_cuda_set_lt_bias16(0);
-    printf("  bf16 out with a bf16 bias: %s\n",
+    pw_cuda_set_lt_bias16(1);
+    printf("  bf16 out with a float32 bias: %s\n",
            bf1 > bf0 ? "fused in cuBLASLt's epilogue" : "not fused (float32 scratch)");
     cu_poison(d_out, sizeof(float) * NO);
     pw_bf16_to_f32_cuda(d_out, d_out16, NO, 0);
-    cu_compare("forward bf16 out (bf16 bias)", d_out, out, NO, CU_TOL_BF16);
+    cu_compare("forward bf16 out (float32 bias)", d_out, out, NO, CU_TOL_BF16);
 
     /* conversions: f32 -> bf16 rounds to nearest even, bf16 -> f32 is exact */
     float *back = cu_host(sizeof(float) * NC), *d_back = cu_dev(sizeof(float) * NC);
