@@ -1,7 +1,8 @@
 /* test_cuda_layernorm.c: the CUDA LayerNorm against the CPU twin on the same random data:
  * forward (mean and rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit),
- * the accumulating backward with every NULL gradient (by the three kernels, and with enough
- * rows by the one pass), and the forward with the residual add fused in. */
+ * the accumulating backward with every NULL gradient (by the one pass at 1, 4 and 8 rows a
+ * warp, and by the three kernels for rows over 1024), and the forward with the residual add
+ * fused in. */
 #include "cutest.h"
 
 static void run(int N, int C, double offset, unsigned long long *rng)
@@ -82,10 +83,13 @@ int main(void)
     unsigned long long rng = 12;
     run(7, 768, 0.0, &rng);
     run(300, 33, 0.0, &rng); /* C not a multiple of the warp, N not of the chunk */
-    run(1000, 768, 0.0, &rng); /* 16 row chunks in the dweight/dbias sums */
+    run(1000, 768, 0.0, &rng); /* the backward's one pass at a row a warp: 125 blocks */
+    run(300, 1100, 0.0, &rng); /* rows over 1024: the three kernels, 5 column-sum chunks */
     run(64, 100, 30.0, &rng);
-    /* PW_LNB_MIN_BLOCKS blocks and more: the backward's one pass, the last block part full */
+    /* the backward's one pass at 4 and 8 rows a warp (pw_lnb_rows; the shapes above take 1),
+     * the last block part full */
     run(8200, 768, 0.0, &rng);
     run(8300, 100, 30.0, &rng);
+    run(13000, 256, 0.0, &rng);
     return pw_test_done("test_cuda_layernorm");
 }

@@ -137,12 +137,13 @@ static void k_ln_rows(void *p)
                                    a->N, a->C, a->rows);
 }
 
-/* pw_layernorm_backward_cuda as layernorm.cu launches it, the one pass where pw_lnb_one_pass
- * says or one_pass is set (the rows here are too few for PW_LNB_MIN_BLOCKS blocks, so the tests
- * ask for it): the same kernels, grids and constants */
+/* pw_layernorm_backward_cuda as layernorm.cu launches it: the same kernels, grids and
+ * constants; with `three` the three kernels whatever the row (the one pass's reference), and
+ * with rows > 0 the one pass with that many rows a warp (the shapes here are too few rows for
+ * layernorm.cu to choose more than one) */
 static void ln_backward(float *dinp, uint16_t *dinp16, float *dweight, float *dbias,
                         const float *dout, const float *inp, const float *w, const float *mean,
-                        const float *rstd, int N, int C, int one_pass)
+                        const float *rstd, int N, int C, int three, int rows)
 {
     A a = {.f0 = dinp, .h0 = dinp16, .c0 = dout, .c1 = inp, .c2 = w, .c3 = mean, .c4 = rstd,
            .N = N, .C = C};
@@ -150,15 +151,15 @@ static void ln_backward(float *dinp, uint16_t *dinp16, float *dweight, float *db
         if (dinp) emu_launch(d1(pw_row_blocks(N)), d1(PW_ROW_THREADS), k_ln_dinp, &a);
         return;
     }
-    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
-    if (pw_lnb_one_pass(N, C) || (one_pass && C <= PW_ROW_KEEP * 32)) {
-        unsigned blocks = pw_lnb_blocks(N);
+    if (pw_lnb_one_pass(C) && !three) {
+        int r = rows > 0 ? rows : pw_lnb_rows((size_t)N);
+        unsigned blocks = pw_lnb_blocks((size_t)N, r);
         float *part = malloc(sizeof(float) * 2 * (size_t)blocks * C);
         a = (A){.f0 = part, .f1 = part + (size_t)blocks * C, .f2 = dinp, .h0 = dinp16, .c0 = dout,
-                .c1 = inp, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = PW_LNB_ROWS};
+                .c1 = inp, .c2 = w, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = r};
         emu_launch(d1(blocks), d1(PW_ROW_THREADS), k_ln_rows, &a);
         a.f2 = dweight, a.f3 = dbias, a.rows = (int)blocks;
-        emu_launch(d1(cblocks), d1(PW_COLSUM_THREADS), k_ln_finish, &a);
+        emu_launch(d1(pw_lnb_finish_blocks(C)), d1(PW_ROW_THREADS), k_ln_finish, &a);
         free(part);
         return;
     }
@@ -170,7 +171,7 @@ static void ln_backward(float *dinp, uint16_t *dinp16, float *dweight, float *db
             .c1 = inp, .c3 = mean, .c4 = rstd, .N = N, .C = C, .rows = pw_colsum_chunk_rows(N)};
     emu_launch(part_grid, d1(PW_COLSUM_THREADS), k_ln_partial, &a);
     a.rows = nchunks;
-    emu_launch(fin_grid, d1(PW_COLSUM_THREADS), k_ln_finish, &a);
+    emu_launch(d1(pw_lnb_finish_blocks(C)), d1(PW_ROW_THREADS), k_ln_finish, &a);
     free(part);
 }
 
@@ -234,18 +235,20 @@ static void run_layernorm(int N, int C, unsigned long long *rng)
     float *dwb = emu_copy(dw0, 2 * C), *edwb = emu_copy(dw0, 2 * C);
     pw_layernorm_backward(dx, dwb, dwb + C, dy, x, w, mean, rstd, N, C);
     uint16_t *dx16 = malloc(sizeof(uint16_t) * n); /* the sum rounded too (the next dout) */
-    ln_backward(edx, dx16, edwb, edwb + C, dy, x, w, mean, rstd, N, C, 0);
+    ln_backward(edx, dx16, edwb, edwb + C, dy, x, w, mean, rstd, N, C, 1, 0);
     emu_check_bf16("layernorm dinp, rounded", dx16, edx, n);
     emu_check("layernorm dinp (+=)", edx, dx, n, TOL);
     emu_check("layernorm dweight, dbias (+=)", edwb, dwb, 2 * (size_t)C, TOL);
-    /* 0: all, dinp16 too; 1: all; 2: dinp NULL; 3: dweight NULL; 4: dbias NULL; 5: both */
-    for (int sel = 0; C <= PW_ROW_KEEP * 32 && sel < 6; sel++) {
+    /* 0: all, dinp16 too; 1: all; 2: dinp NULL; 3: dweight NULL; 4: dbias NULL; 5: both;
+     * 6 and 7: all, 2 and 8 rows a warp (0 to 5: as layernorm.cu chooses) */
+    for (int sel = 0; C <= PW_ROW_KEEP * 32 && sel < 8; sel++) {
         printf("  one pass, case %d\n", sel);
         float *odx = emu_copy(dx0, n), *odwb = emu_copy(dw0, 2 * C);
         uint16_t *o16 = sel == 0 ? malloc(sizeof(uint16_t) * n) : NULL;
         float *gw = sel == 3 || sel == 5 ? NULL : odwb;
         float *gb = sel == 4 || sel == 5 ? NULL : odwb + C;
-        ln_backward(sel == 2 ? NULL : odx, o16, gw, gb, dy, x, w, mean, rstd, N, C, 1);
+        ln_backward(sel == 2 ? NULL : odx, o16, gw, gb, dy, x, w, mean, rstd, N, C, 0,
+                    sel == 6 ? 2 : sel == 7 ? 8 : 0);
         if (sel != 2) {
             emu_check("layernorm dinp (+=)", odx, dx, n, TOL);
             check_same("dinp as the three kernels'", odx, edx, sizeof(float) * n);
@@ -586,7 +589,8 @@ int main(void)
     run_encoder(3, 40, 24, 11, &rng); /* a small vocabulary: many atomics into each row */
     /* two column-sum chunks, C not a warp multiple; the one pass's second block has 6 rows */
     run_layernorm(70, 33, &rng);
-    run_layernorm(9, 768, &rng);  /* one block: warp 0 takes two rows, the others one */
+    run_layernorm(9, 768, &rng);  /* at 8 rows a warp one block: warp 0 takes two rows */
+    run_layernorm(77, 40, &rng);  /* 8 rows a warp: two blocks, the second part full */
     run_layernorm(3, 1000, &rng); /* warps with no rows; the kept row's last lanes partly idle */
     run_layernorm(150, 5, &rng);  /* three blocks, the lanes past C idle */
     run_layernorm(5, 1100, &rng); /* over PW_ROW_KEEP * 32: the loops that read the row again */

@@ -52,17 +52,18 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *
         }
         return;
     }
-    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
-    if (pw_lnb_one_pass(N, C)) {
+    unsigned fblocks = pw_lnb_finish_blocks(C);
+    if (pw_lnb_one_pass(C)) {
         /* one read of dout and inp for all three (layernorm_backward_rows_kernel says why) */
-        unsigned blocks = pw_lnb_blocks(N);
+        int rows = pw_lnb_rows((size_t)N);
+        unsigned blocks = pw_lnb_blocks((size_t)N, rows);
         float *partial = (float *)pw_cuda_scratch(2 * sizeof(float) * (size_t)blocks * C, stream);
         float *pw = partial, *pb = partial + (size_t)blocks * C;
         layernorm_backward_rows_kernel<<<blocks, PW_ROW_THREADS, 0, stream>>>(
-            dinp, dinp16, pw, pb, dout, inp, weight, mean, rstd, N, C, PW_LNB_ROWS);
+            dinp, dinp16, pw, pb, dout, inp, weight, mean, rstd, N, C, rows);
         PW_CUDA_CHECK(cudaGetLastError());
-        layernorm_dwdb_finish_kernel<<<cblocks, PW_COLSUM_THREADS, 0, stream>>>(
-            dweight, dbias, pw, pb, (int)blocks, C);
+        layernorm_dwdb_finish_kernel<<<fblocks, PW_ROW_THREADS, 0, stream>>>(dweight, dbias, pw,
+                                                                             pb, (int)blocks, C);
         PW_CUDA_CHECK(cudaGetLastError());
         pw_cuda_scratch_free(partial, stream);
         return;
@@ -73,14 +74,15 @@ extern "C" void pw_layernorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *
         PW_CUDA_CHECK(cudaGetLastError());
     }
     int rows = pw_colsum_chunk_rows(N), nchunks = (N + rows - 1) / rows;
+    unsigned cblocks = (unsigned)((C + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
     float *partial = (float *)pw_cuda_scratch(2 * sizeof(float) * (size_t)nchunks * C, stream);
     float *pw = partial, *pb = partial + (size_t)nchunks * C;
     dim3 grid(cblocks, nchunks);
     layernorm_dwdb_partial_kernel<<<grid, PW_COLSUM_THREADS, 0, stream>>>(pw, pb, dout, inp, mean,
                                                                           rstd, N, C, rows);
     PW_CUDA_CHECK(cudaGetLastError());
-    layernorm_dwdb_finish_kernel<<<cblocks, PW_COLSUM_THREADS, 0, stream>>>(dweight, dbias, pw,
-                                                                            pb, nchunks, C);
+    layernorm_dwdb_finish_kernel<<<fblocks, PW_ROW_THREADS, 0, stream>>>(dweight, dbias, pw, pb,
+                                                                         nchunks, C);
     PW_CUDA_CHECK(cudaGetLastError());
     pw_cuda_scratch_free(partial, stream);
 }

@@ -151,7 +151,7 @@ __global__ void layernorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float
  * and below read dout and inp once for dinp and once more for dweight and dbias: at GPT-2's
  * 16384 rows of 768 that was 325 MB a call, this 225 MB (dout and inp read once, dinp read and
  * written, dinp16 written) and 1.6 MB of partial rows. Block b takes `rows` x PW_ROW_WARPS rows
- * from b * rows * PW_ROW_WARPS (PW_LNB_ROWS, launch.cuh), warp w every PW_ROW_WARPS-th from w;
+ * from b * rows * PW_ROW_WARPS (pw_lnb_rows, launch.cuh), warp w every PW_ROW_WARPS-th from w;
  * a lane adds its columns' (lane + 32 u) dweight and dbias terms over its rows, in row order, in
  * registers, and the block's warps add theirs in warp order into pw and pb (2, gridDim.x, C),
  * which layernorm_dwdb_finish_kernel adds in block order: the same bits on every run, no
@@ -216,9 +216,10 @@ __global__ void __launch_bounds__(PW_ROW_THREADS)
     }
 }
 
-/* Stage one of dweight and dbias: chunk y of rows into partial sums (2, nchunks, C); thread c
- * reads column c of each row, so a warp's loads are coalesced. Stage two adds the chunks in
- * order: the same bits on every run, no atomics. */
+/* Stage one of dweight and dbias for rows longer than the one pass takes: chunk y of rows into
+ * partial sums (2, nchunks, C); thread c reads column c of each row, so a warp's loads are
+ * coalesced. Stage two adds the chunks in a fixed order: the same bits on every run, no
+ * atomics. */
 __global__ void layernorm_dwdb_partial_kernel(float *pw, float *pb, const float *dout,
                                               const float *inp, const float *mean,
                                               const float *rstd, int N, int C, int rows)
@@ -236,15 +237,29 @@ __global__ void layernorm_dwdb_partial_kernel(float *pw, float *pb, const float 
     pb[(size_t)blockIdx.y * C + c] = sb;
 }
 
+/* Stage two: the nchunks partial rows of pw and pb added in order into dweight and dbias (+=,
+ * either may be NULL): a block of PW_ROW_THREADS takes 32 columns, a lane a column, its warp w
+ * the partial rows w, w + PW_ROW_WARPS, ... in order, and the warps' sums are added in warp
+ * order (pw_lnb_finish_blocks, launch.cuh, says why). */
 __global__ void layernorm_dwdb_finish_kernel(float *dweight, float *dbias, const float *pw,
                                              const float *pb, int nchunks, int C)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
+    __shared__ float tw[PW_ROW_WARPS][PW_WARP], tb[PW_ROW_WARPS][PW_WARP];
+    int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+    int c = blockIdx.x * PW_WARP + lane;
     float sw = 0.0f, sb = 0.0f;
-    for (int y = 0; y < nchunks; y++) {
-        sw += pw[(size_t)y * C + c];
-        sb += pb[(size_t)y * C + c];
+    if (c < C)
+        for (int y = warp; y < nchunks; y += PW_ROW_WARPS) {
+            sw += pw[(size_t)y * C + c];
+            sb += pb[(size_t)y * C + c];
+        }
+    tw[warp][lane] = sw;
+    tb[warp][lane] = sb;
+    __syncthreads();
+    if (warp != 0 || c >= C) return;
+    for (int w = 1; w < PW_ROW_WARPS; w++) {
+        sw += tw[w][lane];
+        sb += tb[w][lane];
     }
     if (dweight) dweight[c] += sw;
     if (dbias) dbias[c] += sb;
