@@ -2,8 +2,8 @@
 # gpu_checks.sh: the GPU checks of docs/cuda.md ("What has been verified, what waits for a GPU")
 # in their order, on a machine with a GPU and a build made with CUDA, each step's output in a
 # log of its own and one summary: what ran, its exit status, and the benchmarks' RESULT lines.
-#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, ops, profile
-#                                              (default: all, in that order)
+#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, ops, profile, ab
+#                                              (default: all but ab, in that order)
 # BUILD is the build folder (default: build), OUT where the logs go (default: gpu_checks),
 # MESON the meson command (default: meson), SANITIZER compute-sanitizer's path and NCU Nsight
 # Compute's (default: found on PATH), PYTHON a python3 that runs without the project's library
@@ -11,7 +11,10 @@
 # default 540) so that one hang does not take the rest; a step that fails does not stop the
 # others. BUDGET_S (default: none) bounds the whole run: a step gets what is left of it, and
 # the steps it leaves no time for are listed as not run (a GPU lent by the minute: name the
-# parts in the order they matter). ARCHIVE (a file path; default: none) is written at the end
+# parts in the order they matter). The ab part runs the decode and the training step of BASE,
+# the build folder of an older tree, and of BUILD, alternately in the same call: a figure that
+# moved between two machines of the same kind says nothing until both trees ran on one.
+# ARCHIVE (a file path; default: none) is written at the end
 # as one .tar.gz of the whole OUT folder, for a machine that gives back a few files only.
 # Exit status: 0 when every step that
 # ran passed or skipped (77); the benchmarks that cannot skip fail without a GPU.
@@ -28,10 +31,17 @@ read -r -a PY <<< "${PYTHON:-env -u LD_LIBRARY_PATH python3}"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench ops profile)
 for p in "${parts[@]}"; do
-    case "$p" in tests|sanitize|bench|ops|profile) ;; *)
-        echo "gpu_checks: unknown part '$p'; expected tests, sanitize, bench, ops or profile" >&2
+    case "$p" in tests|sanitize|bench|ops|profile|ab) ;; *)
+        echo "gpu_checks: unknown part '$p';" \
+             "expected tests, sanitize, bench, ops, profile or ab" >&2
         exit 2 ;;
     esac
+    if [ "$p" = ab ] && { [ -z "${BASE:-}" ] || [ ! -x "$BASE/bench/bench_generate" ] ||
+                          [ ! -x "$BASE/bench/bench_model" ]; }; then
+        echo "gpu_checks: the ab part needs BASE, an older tree's build folder with" \
+             "bench/bench_generate and bench/bench_model (BASE='${BASE:-}')" >&2
+        exit 2
+    fi
 done
 if [ ! -f "$BUILD/build.ninja" ]; then
     echo "gpu_checks: $BUILD is not a meson build folder (set BUILD)" >&2
@@ -145,6 +155,15 @@ for p in "${parts[@]}"; do
         prof ops_decode_llama env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu llama
         prof ops_model_llama "$BUILD/bench/bench_model" 3 gpu llama
         prof ops_ppo "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 2 --epochs-list 1
+        ;;
+    ab)
+        # twice each, alternating, so that a drift of the machine shows as itself
+        for r in 1 2; do
+            step "ab_generate_base_$r" "$BASE/bench/bench_generate" gpu
+            step "ab_generate_$r" "$BUILD/bench/bench_generate" gpu
+        done
+        step ab_model_base "$BASE/bench/bench_model" 10 gpu
+        step ab_model "$BUILD/bench/bench_model" 10 gpu
         ;;
     profile)
         if [ -z "$NCU" ]; then
