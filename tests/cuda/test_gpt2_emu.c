@@ -279,6 +279,16 @@ static void k_gelu_bwd(void *p)
     A *a = p;
     gelu_backward_kernel(a->f0, a->h0, a->c0, a->ch0, a->c1, a->n);
 }
+static void k_gelu_fwd_vec(void *p)
+{
+    A *a = p;
+    gelu_forward_bf16_vec_kernel(a->h0, a->ch0, a->n);
+}
+static void k_gelu_bwd_vec(void *p)
+{
+    A *a = p;
+    gelu_backward_bf16_vec_kernel(a->h0, a->ch0, a->c1, a->n);
+}
 static void k_res_fwd(void *p)
 {
     A *a = p;
@@ -344,6 +354,19 @@ static void run_elementwise(size_t n, unsigned long long *rng)
     a = (A){.h0 = g16, .ch0 = x16, .c1 = y, .n = n};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_gelu_bwd, &a);
     emu_check_bf16("gelu backward (bf16 in, set)", g16, gw, n);
+    /* the 8-at-a-time forms gelu.cu takes for aligned bf16 rows (the tail one at a time): the
+     * bits of the kernels above */
+    size_t units = n / GELU_VEC + n % GELU_VEC;
+    uint16_t *v16 = malloc(sizeof(uint16_t) * n);
+    for (size_t i = 0; i < n; i++) v16[i] = 0x7fc1;
+    a = (A){.h0 = v16, .ch0 = x16, .n = n};
+    emu_launch(ew_grid(units), d1(PW_EW_THREADS), k_gelu_fwd_vec, &a);
+    check_same("gelu forward, 8 a thread", v16, r16, sizeof(uint16_t) * n);
+    for (size_t i = 0; i < n; i++) v16[i] = 0x7fc1;
+    a = (A){.h0 = v16, .ch0 = x16, .c1 = y, .n = n};
+    emu_launch(ew_grid(units), d1(PW_EW_THREADS), k_gelu_bwd_vec, &a);
+    check_same("gelu backward, 8 a thread", v16, g16, sizeof(uint16_t) * n);
+    free(v16);
     free(xw), free(ref), free(x16), free(r16), free(gw), free(g16);
     a = (A){.c0 = x, .c1 = y, .n = n};
     pw_residual_forward(out, x, y, n);
@@ -595,6 +618,7 @@ int main(void)
     run_layernorm(150, 5, &rng);  /* three blocks, the lanes past C idle */
     run_layernorm(5, 1100, &rng); /* over PW_ROW_KEEP * 32: the loops that read the row again */
     run_elementwise(1000, &rng);
+    run_elementwise(1005, &rng); /* the 8-at-a-time forms' tail */
     run_elementwise(70001, &rng);     /* more than one grid-stride block row */
     run_adamw(5000, 1, 0.1f, &rng);
     run_adamw(777, 5000, 0.0f, &rng);

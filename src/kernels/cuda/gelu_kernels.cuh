@@ -20,6 +20,15 @@ static __device__ __forceinline__ float sigmoid2u(float x)
     return 1.0f / (1.0f + expf(-2.0f * GELU_K * (x + GELU_A * x * x * x)));
 }
 
+static __device__ __forceinline__ float gelu_of(float x) { return x * sigmoid2u(x); }
+
+/* d gelu(x) / dx times d */
+static __device__ __forceinline__ float gelu_grad(float x, float d)
+{
+    float s = sigmoid2u(x), du = GELU_K * (1.0f + 3.0f * GELU_A * x * x);
+    return (s + 2.0f * x * s * (1.0f - s) * du) * d;
+}
+
 /* The input by pw_input_at (inp16 is read when inp is NULL, written as keep16 otherwise). out
  * (float32) and out16 (the same values rounded to bfloat16): either may be NULL. */
 __global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *inp,
@@ -27,7 +36,7 @@ __global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *in
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = pw_input_at(inp, inp16, inp16, round, i), y = x * sigmoid2u(x);
+        float y = gelu_of(pw_input_at(inp, inp16, inp16, round, i));
         if (out) out[i] = y;
         if (out16) out16[i] = pw_bf16_bits(y);
     }
@@ -41,12 +50,72 @@ __global__ void gelu_backward_kernel(float *dinp, uint16_t *dinp16, const float 
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = inp ? inp[i] : pw_bf16_float(inp16[i]), s = sigmoid2u(x);
-        float du = GELU_K * (1.0f + 3.0f * GELU_A * x * x);
-        float g = (s + 2.0f * x * s * (1.0f - s) * du) * dout[i];
+        float g = gelu_grad(inp ? inp[i] : pw_bf16_float(inp16[i]), dout[i]);
         if (dinp) dinp[i] += g;
         else dinp16[i] = pw_bf16_bits_on_zero(g);
     }
+}
+
+/* The bf16 model's forms (bfloat16 in, bfloat16 out) 8 elements a thread: a 16-byte load and
+ * store where the kernels above move 2 bytes an element each, too few in flight to cover the
+ * memory's latency (the training step's GELU forward read and wrote its 200 MB a layer at half
+ * the copy bandwidth: PW_PROFILE_OPS on an H100). The same operations: the same bits. gelu.cu
+ * takes them where the pointers are 16-byte aligned. A unit is a group of 8 below n / 8 and one
+ * element of the tail after it. */
+#define GELU_VEC 8
+
+static __device__ __forceinline__ unsigned int gelu_pair(unsigned int w)
+{
+    return (unsigned int)pw_bf16_bits(gelu_of(pw_bf16_float(w & 0xffffu))) |
+           (unsigned int)pw_bf16_bits(gelu_of(pw_bf16_float(w >> 16))) << 16;
+}
+
+__global__ void gelu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *inp16, size_t n)
+{
+    size_t n8 = n / GELU_VEC, units = n8 + n % GELU_VEC;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if (i >= n8) {
+            size_t k = n8 * GELU_VEC + (i - n8);
+            out16[k] = pw_bf16_bits(gelu_of(pw_bf16_float(inp16[k])));
+            continue;
+        }
+        uint4 u = ((const uint4 *)inp16)[i];
+        ((uint4 *)out16)[i] = make_uint4(gelu_pair(u.x), gelu_pair(u.y), gelu_pair(u.z),
+                                         gelu_pair(u.w));
+    }
+}
+
+static __device__ __forceinline__ unsigned int gelu_grad_pair(unsigned int w, float d0, float d1)
+{
+    return (unsigned int)pw_bf16_bits_on_zero(gelu_grad(pw_bf16_float(w & 0xffffu), d0)) |
+           (unsigned int)pw_bf16_bits_on_zero(gelu_grad(pw_bf16_float(w >> 16), d1)) << 16;
+}
+
+__global__ void gelu_backward_bf16_vec_kernel(uint16_t *dinp16, const uint16_t *inp16,
+                                              const float *dout, size_t n)
+{
+    size_t n8 = n / GELU_VEC, units = n8 + n % GELU_VEC;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if (i >= n8) {
+            size_t k = n8 * GELU_VEC + (i - n8);
+            dinp16[k] = pw_bf16_bits_on_zero(gelu_grad(pw_bf16_float(inp16[k]), dout[k]));
+            continue;
+        }
+        uint4 u = ((const uint4 *)inp16)[i];
+        float4 a = ((const float4 *)dout)[2 * i], b = ((const float4 *)dout)[2 * i + 1];
+        ((uint4 *)dinp16)[i] = make_uint4(gelu_grad_pair(u.x, a.x, a.y),
+                                          gelu_grad_pair(u.y, a.z, a.w),
+                                          gelu_grad_pair(u.z, b.x, b.y),
+                                          gelu_grad_pair(u.w, b.z, b.w));
+    }
+}
+
+/* whether the vector forms may take these pointers (NULL counts as aligned); on the host */
+static inline int gelu_vec_ok(const void *a, const void *b, const void *c)
+{
+    return (((size_t)a | (size_t)b | (size_t)c) & 15) == 0;
 }
 
 #endif
