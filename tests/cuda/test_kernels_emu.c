@@ -9,7 +9,8 @@
  * bytes at a time and one float at a time (ld not a multiple of 4), cross-entropy; RMSNorm
  * forward and
  * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
- * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate; the
+ * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate (and
+ * its bf16 forms 8 columns a thread, bit for bit the one-at-a-time kernels'); the
  * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh); the batched copy
  * (copy_kernels.cuh: pieces of 16-, 4- and 1-byte words, zero fills, empty pieces, more pieces
  * than a launch takes, a piece of several tiles), byte for byte.
@@ -326,6 +327,18 @@ static void swiglu_bwd(void *p)
     swiglu_backward_kernel(a->x, a->x16, a->a, a->a16, a->b, a->F, (size_t)a->N * a->F);
 }
 
+static void swiglu_fwd_vec(void *p)
+{
+    EwArgs *a = p;
+    swiglu_forward_bf16_vec_kernel(a->x16, a->a16, a->F, (size_t)a->N * a->F);
+}
+
+static void swiglu_bwd_vec(void *p)
+{
+    EwArgs *a = p;
+    swiglu_backward_bf16_vec_kernel(a->x16, a->a16, a->b, a->F, (size_t)a->N * a->F);
+}
+
 static void run_swiglu(int N, int F, unsigned long long *rng)
 {
     printf("swiglu N=%d F=%d\n", N, F);
@@ -374,6 +387,20 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     a = (EwArgs){NULL, d16, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check_bf16("swiglu backward (bf16 in, set)", d16, dw, 2 * n);
+    if (F % SWIGLU_VEC == 0) { /* the 8-columns-a-thread forms swiglu.cu takes: the same bits */
+        uint16_t *v16 = malloc(sizeof(uint16_t) * 2 * n);
+        for (size_t i = 0; i < 2 * n; i++) v16[i] = 0x7fc1;
+        a = (EwArgs){NULL, v16, gu16, NULL, NULL, NULL, N, 0, 0, 0, F, 0.0f, NULL};
+        emu_launch(ew_grid(n / SWIGLU_VEC), d1(PW_EW_THREADS), swiglu_fwd_vec, &a);
+        CHECK(!memcmp(v16, r16, sizeof(uint16_t) * n), "swiglu forward, 8 a thread: other bits");
+        for (size_t i = 0; i < 2 * n; i++) v16[i] = 0x7fc1;
+        a = (EwArgs){NULL, v16, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
+        emu_launch(ew_grid(n / SWIGLU_VEC), d1(PW_EW_THREADS), swiglu_bwd_vec, &a);
+        CHECK(!memcmp(v16, d16, sizeof(uint16_t) * 2 * n),
+              "swiglu backward, 8 a thread: other bits");
+        printf("  %-30s the same bits\n", "swiglu, 8 columns a thread");
+        free(v16);
+    }
     free(guw), free(ref), free(gu16), free(r16), free(dw), free(d16);
     free(gu), free(dy), free(y), free(d0), free(d), free(ed);
 }
@@ -513,6 +540,7 @@ int main(void)
     run_rope(5, 3, 8, 3 * 8 + 5, &rng);         /* a stride with a gap */
     run_swiglu(5, 37, &rng);
     run_swiglu(3, 600, &rng);
+    run_swiglu(70, 64, &rng); /* 8 columns a thread over 3 blocks: a unit's row from its index */
     run_softmax_rows(3, 70, 5, &rng);
     run_softmax_rows(2, 33, 0, &rng);
     return pw_test_done("kernels_emu");

@@ -14,6 +14,19 @@
 /* 1 / (1 + e^-g): e^-g overflows to inf for very negative g, which still gives the right 0 */
 static __device__ __forceinline__ float swiglu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
+static __device__ __forceinline__ float swiglu_of(float g, float u)
+{
+    return g * swiglu_sigmoid(g) * u;
+}
+
+/* the gradients of gate and up for dout d; silu'(g) = s (1 + g (1 - s)) */
+static __device__ __forceinline__ void swiglu_grad(float g, float u, float d, float *dg, float *du)
+{
+    float sg = swiglu_sigmoid(g);
+    *dg = d * u * sg * (1.0f + g * (1.0f - sg));
+    *du = d * g * sg;
+}
+
 /* [gate | up] of row r at r 2F: gate_up (float32), or gu16 (bfloat16: a bf16 model's) when
  * gate_up is NULL */
 static __device__ __forceinline__ float swiglu_at(const float *gate_up, const uint16_t *gu16,
@@ -33,7 +46,7 @@ __global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *
         size_t row = e / F, i = e % F, at = row * 2 * F + i;
         float g = pw_input_at(gate_up, gu16, gu16, round, at);
         float u = pw_input_at(gate_up, gu16, gu16, round, at + F);
-        float y = g * swiglu_sigmoid(g) * u;
+        float y = swiglu_of(g, u);
         if (out) out[e] = y;
         if (out16) out16[e] = pw_bf16_bits(y);
     }
@@ -46,10 +59,8 @@ __global__ void swiglu_backward_kernel(float *dgate_up, uint16_t *dgu16, const f
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
         size_t row = e / F, i = e % F, at = row * 2 * F + i;
-        float g = swiglu_at(gate_up, gu16, at), u = swiglu_at(gate_up, gu16, at + F), d = dout[e];
-        float sg = swiglu_sigmoid(g);
-        /* silu'(g) = s (1 + g (1 - s)) */
-        float dg = d * u * sg * (1.0f + g * (1.0f - sg)), du = d * g * sg;
+        float g = swiglu_at(gate_up, gu16, at), u = swiglu_at(gate_up, gu16, at + F), dg, du;
+        swiglu_grad(g, u, dout[e], &dg, &du);
         if (dgate_up) {
             dgate_up[at] += dg;
             dgate_up[at + F] += du;
@@ -58,6 +69,70 @@ __global__ void swiglu_backward_kernel(float *dgate_up, uint16_t *dgu16, const f
             dgu16[at + F] = pw_bf16_bits_on_zero(du);
         }
     }
+}
+
+/* The bf16 model's forms (bfloat16 [gate | up] in, bfloat16 out), 8 columns a thread: 16-byte
+ * loads and stores where the kernels above move 2 bytes an element (gelu_kernels.cuh says why).
+ * Rows of F a multiple of 8 and 16-byte aligned pointers only (swiglu.cu checks); the same
+ * operations, the same bits. Unit j is columns 8j.. of the (N, F) output. */
+#define SWIGLU_VEC 8
+
+static __device__ __forceinline__ unsigned int swiglu_pair(unsigned int g, unsigned int u)
+{
+    return (unsigned int)pw_bf16_bits(
+               swiglu_of(pw_bf16_float(g & 0xffffu), pw_bf16_float(u & 0xffffu))) |
+           (unsigned int)pw_bf16_bits(swiglu_of(pw_bf16_float(g >> 16), pw_bf16_float(u >> 16)))
+               << 16;
+}
+
+__global__ void swiglu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *gu16, int F,
+                                               size_t n)
+{
+    size_t units = n / SWIGLU_VEC;
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
+         j += (size_t)gridDim.x * blockDim.x) {
+        size_t e = j * SWIGLU_VEC, at = (e / F) * 2 * F + e % F;
+        uint4 g = *(const uint4 *)(gu16 + at), u = *(const uint4 *)(gu16 + at + F);
+        *(uint4 *)(out16 + e) = make_uint4(swiglu_pair(g.x, u.x), swiglu_pair(g.y, u.y),
+                                           swiglu_pair(g.z, u.z), swiglu_pair(g.w, u.w));
+    }
+}
+
+/* two columns' gradients (gate's into *dg, up's into *du, each two halves) */
+static __device__ __forceinline__ void swiglu_grad_pair(unsigned int g, unsigned int u, float d0,
+                                                        float d1, unsigned int *dg,
+                                                        unsigned int *du)
+{
+    float g0, u0, g1, u1;
+    swiglu_grad(pw_bf16_float(g & 0xffffu), pw_bf16_float(u & 0xffffu), d0, &g0, &u0);
+    swiglu_grad(pw_bf16_float(g >> 16), pw_bf16_float(u >> 16), d1, &g1, &u1);
+    *dg = (unsigned int)pw_bf16_bits_on_zero(g0) | (unsigned int)pw_bf16_bits_on_zero(g1) << 16;
+    *du = (unsigned int)pw_bf16_bits_on_zero(u0) | (unsigned int)pw_bf16_bits_on_zero(u1) << 16;
+}
+
+__global__ void swiglu_backward_bf16_vec_kernel(uint16_t *dgu16, const uint16_t *gu16,
+                                                const float *dout, int F, size_t n)
+{
+    size_t units = n / SWIGLU_VEC;
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
+         j += (size_t)gridDim.x * blockDim.x) {
+        size_t e = j * SWIGLU_VEC, at = (e / F) * 2 * F + e % F;
+        uint4 g = *(const uint4 *)(gu16 + at), u = *(const uint4 *)(gu16 + at + F);
+        float4 a = *(const float4 *)(dout + e), b = *(const float4 *)(dout + e + 4);
+        uint4 dg, du;
+        swiglu_grad_pair(g.x, u.x, a.x, a.y, &dg.x, &du.x);
+        swiglu_grad_pair(g.y, u.y, a.z, a.w, &dg.y, &du.y);
+        swiglu_grad_pair(g.z, u.z, b.x, b.y, &dg.z, &du.z);
+        swiglu_grad_pair(g.w, u.w, b.z, b.w, &dg.w, &du.w);
+        *(uint4 *)(dgu16 + at) = dg;
+        *(uint4 *)(dgu16 + at + F) = du;
+    }
+}
+
+/* whether the vector forms may take rows of F and these pointers; on the host */
+static inline int swiglu_vec_ok(int F, const void *a, const void *b, const void *c)
+{
+    return F % SWIGLU_VEC == 0 && (((size_t)a | (size_t)b | (size_t)c) & 15) == 0;
 }
 
 #endif
