@@ -531,6 +531,11 @@ static void k_to_bf16(void *p)
     MmArgs *a = p;
     f32_to_bf16_kernel(a->h, a->cf, a->n);
 }
+static void k_to_bf16_vec(void *p)
+{
+    MmArgs *a = p;
+    f32_to_bf16_vec_kernel(a->h, a->cf, a->n);
+}
 static void k_to_f32(void *p)
 {
     MmArgs *a = p;
@@ -548,8 +553,8 @@ static void k_colsum_finish(void *p)
 }
 
 /* what matmul.cu computes besides the GEMMs: the bias seed, the bf16 conversions (bit for bit
- * pw_bf16.h's: ties, NaN, infinities, subnormals), and the column sum of dbias over float and
- * bfloat16 rows ld apart, against a double sum */
+ * pw_bf16.h's: ties, NaN, infinities, subnormals; to bfloat16 one and 8 a thread), and the
+ * column sum of dbias over float and bfloat16 rows ld apart, against a double sum */
 static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
 {
     printf("matmul aux N=%d C=%d ld=%d\n", N, C, ld);
@@ -570,6 +575,12 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_to_bf16, &a);
     bad = 0;
     for (size_t i = 0; i < n; i++) bad += h[i] != pw_bf16_from_f32(x[i]);
+    /* 8 a thread where aligned (matmul.cu), a tail of n % 8 one at a time: the same bits */
+    uint16_t *hv = malloc(sizeof(uint16_t) * n);
+    a = (MmArgs){.h = hv, .cf = x, .n = n};
+    emu_launch(ew_grid(n / TO_BF16_VEC + n % TO_BF16_VEC), d1(PW_EW_THREADS), k_to_bf16_vec, &a);
+    for (size_t i = 0; i < n; i++) bad += hv[i] != h[i];
+    free(hv);
     float *back = malloc(sizeof(float) * n);
     a = (MmArgs){.f = back, .ch = h, .n = n};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_to_f32, &a);
