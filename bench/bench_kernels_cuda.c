@@ -290,6 +290,27 @@ static void decode16_tiles(void)
 
 static void gelu_fwd(void) { pw_gelu_forward_cuda(g.dfc, g.fc, (size_t)N * 4 * C, 0); }
 static void gelu_bwd(void) { pw_gelu_backward_cuda(g.dfc, g.fc, g.fc, (size_t)N * 4 * C, 0); }
+/* the bf16 model's forms, 8 elements a thread (16-byte aligned rows), and again one element a
+ * thread (the same rows 2 bytes off: the kernels' other path), 8 elements fewer for room */
+enum { NG = N * 4 * C - 8 };
+static void gelu16_fwd(void) { pw_gelu_forward_bf16_cuda(g.fc16, (pw_bf16 *)g.dfc, NULL, NG, 0); }
+static void gelu16_fwd_one(void)
+{
+    pw_gelu_forward_bf16_cuda(g.fc16 + 1, (pw_bf16 *)g.dfc + 1, NULL, NG, 0);
+}
+static void gelu16_bwd(void)
+{
+    pw_gelu_backward_bf16_cuda(g.fc16, (const pw_bf16 *)g.dfc, g.fc, NG, 0);
+}
+static void gelu16_bwd_one(void)
+{
+    pw_gelu_backward_bf16_cuda(g.fc16 + 1, (const pw_bf16 *)g.dfc + 1, g.fc + 1, NG, 0);
+}
+static void to16(void) { pw_f32_to_bf16_cuda((pw_bf16 *)g.grads, g.params, NPARAMS - 8, 0); }
+static void to16_one(void)
+{
+    pw_f32_to_bf16_cuda((pw_bf16 *)g.grads + 1, g.params + 1, NPARAMS - 8, 0);
+}
 static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
 static void res_bwd(void) { pw_residual_backward_cuda(g.dx, g.x, g.dy, (size_t)N * C, 0); }
 static void lp_fwd(void)
@@ -476,6 +497,12 @@ int main(int argc, char **argv)
         {"decode attention, bf16, tiles", decode16_tiles, 2.0 * DB * DK * C * 2, 0, BW},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
         {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
+        {"gelu fwd bf16 (8 a thread)", gelu16_fwd, 4.0 * NG, 0, BW},
+        {"gelu fwd bf16 (1 a thread)", gelu16_fwd_one, 4.0 * NG, 0, BW},
+        {"gelu bwd bf16 (8 a thread)", gelu16_bwd, 8.0 * NG, 0, BW},
+        {"gelu bwd bf16 (1 a thread)", gelu16_bwd_one, 8.0 * NG, 0, BW},
+        {"to_bf16 124M (8 a thread)", to16, 6.0 * (NPARAMS - 8), 0, BW},
+        {"to_bf16 124M (1 a thread)", to16_one, 6.0 * (NPARAMS - 8), 0, BW},
         {"residual forward", res_fwd, 3 * NC * f, 0, BW},
         {"residual backward (both)", res_bwd, 5 * NC * f, 0, BW},
         {"logprobs+entropy forward (V)", lp_fwd, NV * f, 0, BW},
@@ -504,6 +531,7 @@ int main(int argc, char **argv)
     double dec[4] = {0, 0, 0, 0};
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
     double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0}, fc16b = 0.0, pack[2] = {0, 0};
+    double vec[6] = {0, 0, 0, 0, 0, 0}; /* gelu fwd, bwd, to_bf16: 8 a thread, then 1 */
     unsigned long out_fused[2] = {0, 0}; /* the bf16-output rows' calls the epilogue took */
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
@@ -540,6 +568,12 @@ int main(int argc, char **argv)
         if (r->fn == fc16_convert) fc16[3] = ms;
         if (r->fn == fc16_out16_b16) fc16b = ms;
         if (r->fn == pack_each) pack[0] = ms;
+        if (r->fn == gelu16_fwd) vec[0] = ms;
+        if (r->fn == gelu16_fwd_one) vec[1] = ms;
+        if (r->fn == gelu16_bwd) vec[2] = ms;
+        if (r->fn == gelu16_bwd_one) vec[3] = ms;
+        if (r->fn == to16) vec[4] = ms;
+        if (r->fn == to16_one) vec[5] = ms;
         if (r->fn == pack_batch) pack[1] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
@@ -562,10 +596,12 @@ int main(int argc, char **argv)
            "fc_bf16_fwd_ms=%.3f fc_bf16_seeded_ms=%.3f fc_bf16_out_ms=%.3f "
            "fc_bf16_convert_ms=%.3f fc_bf16_out_bias16_ms=%.3f fc_bf16_out_fused=%lu "
            "fc_bf16_out_bias16_fused=%lu logprobs_fwd_padded_ms=%.3f logprobs_bwd16_kept_ms=%.3f "
-           "logprobs_bwd16_made_ms=%.3f pack_each_ms=%.4f pack_batch_ms=%.4f total_ms=%.2f\n",
+           "logprobs_bwd16_made_ms=%.3f pack_each_ms=%.4f pack_batch_ms=%.4f "
+           "gelu16_fwd_ms=%.3f gelu16_fwd_one_ms=%.3f gelu16_bwd_ms=%.3f gelu16_bwd_one_ms=%.3f "
+           "to_bf16_ms=%.3f to_bf16_one_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
-           pack[0], pack[1], total);
+           pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], total);
     return 0;
 }
