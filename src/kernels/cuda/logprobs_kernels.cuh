@@ -232,7 +232,7 @@ __global__ void logprobs_backward_bf16_kernel(uint16_t *dx16, const float *logit
         for (int v = threadIdx.x; v < ld; v += blockDim.x) dx[v] = 0;
         return;
     }
-    if (lp_vec(logits, ld)) {
+    if (lp_vec(logits, ld) && ((size_t)dx16 & 3) == 0) { /* its stores: 4 bytes aligned */
         const float4 *x4 = (const float4 *)x;
         int n4 = ld / 4;
         for (int q0 = 0; q0 < n4; q0 += LP_STRETCH * (int)blockDim.x) {

@@ -12,8 +12,8 @@
  * caller runs its own path; a cuBLASLt call that fails turns the fused path off for the
  * process and says so once, rather than ending a run that the plain path can finish. The output
  * may be bfloat16 (a bf16 model's q, k, v and MLP pre-activation, which it keeps only rounded):
- * the float32 result with its float32 bias, rounded once, without writing the float32 result
- * and reading it back to convert it. */
+ * the float32 result with its bias, rounded once, without writing the float32 result and
+ * reading it back to convert it; the bias then goes in bfloat16 (lt_bias16, below). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,10 +43,17 @@ typedef struct LtPlan {
     cublasLtMatmulAlgo_t algo;
 } LtPlan;
 
+/* The bf16 bias of a stream's products is made in a buffer the stream keeps (lt_bias16): a
+ * product's conversion and the product are in stream order, so the next conversion cannot
+ * overtake them, and no memory is allocated per call, which inside a captured decode step would
+ * put allocation nodes in the graph. Biases longer than this keep float32. */
+#define LT_BIAS16_MAX 65536
+
 typedef struct LtStream {
     int device;
     cudaStream_t stream;
     void *workspace;
+    pw_bf16 *bias16; /* LT_BIAS16_MAX halves, or NULL (no room) */
 } LtStream;
 
 static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -109,10 +116,11 @@ static int same_key(const LtKey *a, const LtKey *b)
            a->workspace == b->workspace;
 }
 
-/* the handle of the current device and this stream's workspace (NULL while the stream is being
- * captured and has none yet: the graph's products then run without one). Under lt_lock. */
+/* the handle of the current device, this stream's workspace (NULL while the stream is being
+ * captured and has none yet: the graph's products then run without one) and its bf16 bias
+ * buffer (NULL likewise, or without room: the bias stays float32). Under lt_lock. */
 static cublasLtHandle_t handle_and_workspace(int device, cudaStream_t stream, void **ws,
-                                             size_t *ws_bytes)
+                                             size_t *ws_bytes, pw_bf16 **bias16)
 {
     if (device >= LT_MAX_DEVICES)
         pw_cuda_fail(__FILE__, __LINE__, "cuBLASLt: device %d beyond the %d this layer keeps",
@@ -120,21 +128,28 @@ static cublasLtHandle_t handle_and_workspace(int device, cudaStream_t stream, vo
     if (!lt_handles[device]) PW_CUBLAS_CHECK(cublasLtCreate(&lt_handles[device]));
     *ws = NULL;
     *ws_bytes = 0;
+    *bias16 = NULL;
     for (int i = 0; i < lt_nstreams; i++)
         if (lt_streams[i].device == device && lt_streams[i].stream == stream) {
             *ws = lt_streams[i].workspace;
             *ws_bytes = LT_WORKSPACE_BYTES;
+            *bias16 = lt_streams[i].bias16;
             return lt_handles[device];
         }
     if (lt_nstreams == LT_MAX_STREAMS) return lt_handles[device]; /* no workspace: still works */
     /* relaxed capture (ops_cuda.c) allows cudaMalloc; the workspace outlives any graph */
-    void *p = NULL;
+    void *p = NULL, *b = NULL;
     if (cudaMalloc(&p, LT_WORKSPACE_BYTES) != cudaSuccess) {
         (void)cudaGetLastError(); /* short of memory: run without a workspace */
         return lt_handles[device];
     }
-    lt_streams[lt_nstreams++] = (LtStream){device, stream, p};
-    lt_workspace_total += LT_WORKSPACE_BYTES;
+    if (cudaMalloc(&b, sizeof(pw_bf16) * LT_BIAS16_MAX) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the bias stays float32 */
+        b = NULL;
+    }
+    lt_streams[lt_nstreams++] = (LtStream){device, stream, p, (pw_bf16 *)b};
+    *bias16 = (pw_bf16 *)b;
+    lt_workspace_total += LT_WORKSPACE_BYTES + (b ? sizeof(pw_bf16) * LT_BIAS16_MAX : 0);
     if (lt_workspace_total > lt_workspace_peak) lt_workspace_peak = lt_workspace_total;
     *ws = p;
     *ws_bytes = LT_WORKSPACE_BYTES;
@@ -292,22 +307,23 @@ int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const
     }
     int device = 0;
     PW_CUDA_CHECK(cudaGetDevice(&device));
-    /* the bias rounded to bfloat16 (lt_bias16), in stream order, freed after the product */
+    pthread_mutex_lock(&lt_lock);
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    pw_bf16 *bias16 = NULL;
+    cublasLtHandle_t h = handle_and_workspace(device, stream, &ws, &ws_bytes, &bias16);
+    pthread_mutex_unlock(&lt_lock);
+    /* the bias rounded to bfloat16 (lt_bias16) into the stream's buffer, in stream order */
     const void *b = bias;
-    void *bias16 = NULL;
     cudaDataType_t bt = CUDA_R_32F;
-    if (kind && lt_bias16) {
-        bias16 = pw_cuda_scratch(sizeof(pw_bf16) * (size_t)OC, stream);
-        pw_f32_to_bf16_cuda((pw_bf16 *)bias16, bias, (size_t)OC, stream);
+    if (kind && lt_bias16 && bias16 && OC <= LT_BIAS16_MAX) {
+        pw_f32_to_bf16_cuda(bias16, bias, (size_t)OC, stream);
         b = bias16;
         bt = CUDA_R_16BF;
     }
     LtDescs s = {};
     cublasStatus_t st = make_descs(&s, b, bt, N, C, OC, ab, compute, dtype);
     pthread_mutex_lock(&lt_lock);
-    void *ws = NULL;
-    size_t ws_bytes = 0;
-    cublasLtHandle_t h = handle_and_workspace(device, stream, &ws, &ws_bytes);
     LtKey key = {device, N, C, OC, (int)ab, (int)compute, (int)dtype, (int)bt, alignment(inp),
                  alignment(weight), alignment(out), ws_bytes};
     LtCall call = {weight, inp, out, ws, ws_bytes, stream};
@@ -335,7 +351,6 @@ int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const
         }
     }
     free_descs(&s);
-    if (bias16) pw_cuda_scratch_free(bias16, stream);
     pthread_mutex_lock(&lt_lock);
     if (found)
         lt_fused++;
@@ -361,6 +376,7 @@ void pw_lt_release(void)
     for (int i = 0; i < lt_nstreams; i++) {
         PW_CUDA_CHECK(cudaSetDevice(lt_streams[i].device));
         PW_CUDA_CHECK(cudaFree(lt_streams[i].workspace));
+        PW_CUDA_CHECK(cudaFree(lt_streams[i].bias16)); /* NULL is ignored */
     }
     lt_nstreams = 0;
     lt_workspace_total = 0;
