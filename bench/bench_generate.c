@@ -149,8 +149,11 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * kernel (pw_cuda_set_cache_group): its 2 key/value heads make the cache 7
  * times smaller a token than its 14 query heads would, so the weights (1 GB in bfloat16) weigh
  * most. BENCH_GEN_BATCH=N samples at batch N alone, without the variations (a profile of one
- * batch's decode: PW_PROFILE_OPS, docs/performance.md). Without a GPU it stops at the model's
- * creation. */
+ * batch's decode: PW_PROFILE_OPS, docs/performance.md). The decode's products with a bias go
+ * through cuBLASLt's epilogue: BENCH_LT_TUNE=1 times the heuristic's algorithms on each shape's
+ * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the
+ * best), BENCH_LT_BIAS16=0 keeps their bias float32 (pw_cuda_set_lt_bias16). Without a GPU it
+ * stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
     enum { GP = 64, GR = 512 };
@@ -167,6 +170,12 @@ static int bench_gpu(PwPrecision prec, int llama)
             return 2;
         }
     }
+    const char *tune = getenv("BENCH_LT_TUNE"), *b16 = getenv("BENCH_LT_BIAS16");
+    int lt_tune = tune && atoi(tune) > 0, lt_bias16 = !(b16 && *b16 && atoi(b16) == 0);
+#ifdef PW_HAVE_CUDA
+    pw_cuda_set_lt_tune(lt_tune);
+    pw_cuda_set_lt_bias16(lt_bias16);
+#endif
     const PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
     const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
     PwErr err;
@@ -185,10 +194,11 @@ static int bench_gpu(PwPrecision prec, int llama)
     const int kv_heads = arch.n_kv_head > 0 ? arch.n_kv_head : arch.n_head;
     const double kv_width = (double)kv_heads * (arch.n_embd / arch.n_head);
     printf("generation on cuda:0 at %s, KV cache %s: %s, prompt %d tokens, %d new tokens "
-           "per row, temperature 1, no stop token; device copy %.0f GB/s (read + write)\n%6s "
-           "%10s %12s %14s %9s\n", pw_precision_name(prec),
-           prec == PW_PRECISION_BF16 ? "bf16" : "fp32", name, GP, GR, gbs, "B", "seconds",
-           "tokens/s", "roofline tok/s", "fraction");
+           "per row, temperature 1, no stop token; device copy %.0f GB/s (read + write); bias "
+           "products: %s, bias %s\n%6s %10s %12s %14s %9s\n", pw_precision_name(prec),
+           prec == PW_PRECISION_BF16 ? "bf16" : "fp32", name, GP, GR, gbs,
+           lt_tune ? "algorithms timed" : "the heuristic's first", lt_bias16 ? "bf16" : "float32",
+           "B", "seconds", "tokens/s", "roofline tok/s", "fraction");
     for (int bi = 0; bi < nb; bi++) {
         int Bn = batches[bi];
         PwGen *g = pw_gen_create(m, Bn, GP + GR, &err);

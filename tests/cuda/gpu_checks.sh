@@ -124,6 +124,8 @@ for p in "${parts[@]}"; do
         # ... and with the bf16-output products' bias kept in float32 (the slow kernel the
         # default bf16 bias avoids: pw_cuda_set_lt_bias16)
         step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
+        # the decode's products (64 and 256 rows) with their algorithms timed on first use
+        step bench_generate_lt_tune env BENCH_LT_TUNE=1 "$BUILD/bench/bench_generate" gpu
         # the tensor-core attention built for three blocks an SM: whether it becomes the default
         step bench_model_flash3 env BENCH_FLASH_BLOCKS=3 "$BUILD/bench/bench_model" 10 gpu
         # the Llama family at Qwen2.5-0.5B's shape: training (B = 8, T = 1024), decoding, and
