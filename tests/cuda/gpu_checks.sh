@@ -2,8 +2,8 @@
 # gpu_checks.sh: the GPU checks of docs/cuda.md ("What has been verified, what waits for a GPU")
 # in their order, on a machine with a GPU and a build made with CUDA, each step's output in a
 # log of its own and one summary: what ran, its exit status, and the benchmarks' RESULT lines.
-#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, ops, profile, ab
-#                                              (default: all but ab, in that order)
+#   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, ops, profile, ab,
+#                                              waiting (default: the first five, in that order)
 # BUILD is the build folder (default: build), OUT where the logs go (default: gpu_checks),
 # MESON the meson command (default: meson), SANITIZER compute-sanitizer's path and NCU Nsight
 # Compute's (default: found on PATH), PYTHON a python3 that runs without the project's library
@@ -13,7 +13,10 @@
 # the steps it leaves no time for are listed as not run (a GPU lent by the minute: name the
 # parts in the order they matter). The ab part runs the decode and the training step of BASE,
 # the build folder of an older tree, and of BUILD, alternately in the same call: a figure that
-# moved between two machines of the same kind says nothing until both trees ran on one.
+# moved between two machines of the same kind says nothing until both trees ran on one. The
+# waiting part runs what docs/cuda.md lists as waiting for a GPU, in its order, in about five
+# minutes: the twins and the quickstart of what changed, the ab part when BASE is set, then
+# the benchmarks that decide defaults and the issue's figures, and the training step's profile.
 # ARCHIVE (a file path; default: none) is written at the end
 # as one .tar.gz of the whole OUT folder, for a machine that gives back a few files only.
 # Exit status: 0 when every step that
@@ -31,9 +34,9 @@ read -r -a PY <<< "${PYTHON:-env -u LD_LIBRARY_PATH python3}"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench ops profile)
 for p in "${parts[@]}"; do
-    case "$p" in tests|sanitize|bench|ops|profile|ab) ;; *)
+    case "$p" in tests|sanitize|bench|ops|profile|ab|waiting) ;; *)
         echo "gpu_checks: unknown part '$p';" \
-             "expected tests, sanitize, bench, ops, profile or ab" >&2
+             "expected tests, sanitize, bench, ops, profile, ab or waiting" >&2
         exit 2 ;;
     esac
     if [ "$p" = ab ] && { [ -z "${BASE:-}" ] || [ ! -x "$BASE/bench/bench_generate" ] ||
@@ -157,6 +160,25 @@ for p in "${parts[@]}"; do
         prof ops_decode_llama env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu llama
         prof ops_model_llama "$BUILD/bench/bench_model" 3 gpu llama
         prof ops_ppo "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 2 --epochs-list 1
+        ;;
+    waiting)
+        step waiting_twins "${mtest[@]}" cuda_matmul cuda_model cuda_layernorm cuda_gelu \
+            cuda_swiglu cuda_logprobs cuda_sample cuda_switches
+        step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
+        if [ -n "${BASE:-}" ] && [ -x "$BASE/bench/bench_generate" ]; then
+            for r in 1 2; do
+                step "ab_generate_base_$r" "$BASE/bench/bench_generate" gpu
+                step "ab_generate_$r" "$BUILD/bench/bench_generate" gpu
+            done
+        fi
+        step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
+        step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
+        step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
+        step bench_generate_lt_tune env BENCH_LT_TUNE=1 "$BUILD/bench/bench_generate" gpu
+        step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
+        step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 3 \
+            --epochs-list 1,4
+        step ops_model env PW_PROFILE_OPS="$OUT/ops_model.txt" "$BUILD/bench/bench_model" 3 gpu
         ;;
     ab)
         # twice each, alternating, so that a drift of the machine shows as itself
