@@ -139,6 +139,19 @@ static void ln_bwd(void)
     pw_layernorm_backward_cuda(g.dx, NULL, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd, N, C,
                                0);
 }
+/* ... at the row counts of a PPO micro batch (8 rows of 309 tokens) and of 4096: the one pass
+ * chooses fewer rows a warp there (pw_lnb_rows, launch.cuh) */
+enum { LN_PPO = 2472, LN_MID = 4096 };
+static void ln_bwd_ppo(void)
+{
+    pw_layernorm_backward_cuda(g.dx, NULL, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd,
+                               LN_PPO, C, 0);
+}
+static void ln_bwd_mid(void)
+{
+    pw_layernorm_backward_cuda(g.dx, NULL, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd,
+                               LN_MID, C, 0);
+}
 static void qkv_fwd(void) { pw_matmul_forward_cuda(g.qkv, g.x, g.w, g.bias, N, C, 3 * C, 0); }
 static void qkv_bwd(void)
 {
@@ -466,6 +479,8 @@ int main(int argc, char **argv)
         {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},
         {"layernorm forward", ln_fwd, 2 * NC * f, 0, BW},
         {"layernorm backward", ln_bwd, 6 * NC * f, 0, BW},
+        {"layernorm backward, 2472 rows", ln_bwd_ppo, 6.0 * LN_PPO * C * f, 0, BW},
+        {"layernorm backward, 4096 rows", ln_bwd_mid, 6.0 * LN_MID * C * f, 0, BW},
         {"matmul qkv C->3C forward", qkv_fwd, 0, 2 * NC * 3 * C, F32},
         {"matmul qkv C->3C backward", qkv_bwd, 0, 4 * NC * 3 * C, F32},
         {"matmul fc C->4C forward", fc_fwd, 0, 2 * NC * 4 * C, F32},
