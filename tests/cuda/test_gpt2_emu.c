@@ -356,7 +356,7 @@ static void run_elementwise(size_t n, unsigned long long *rng)
     emu_check_bf16("gelu backward (bf16 in, set)", g16, gw, n);
     /* the 8-at-a-time forms gelu.cu takes for aligned bf16 rows (the tail one at a time): the
      * bits of the kernels above */
-    size_t units = n / GELU_VEC + n % GELU_VEC;
+    size_t units = pw_vec_units(n);
     uint16_t *v16 = malloc(sizeof(uint16_t) * n);
     for (size_t i = 0; i < n; i++) v16[i] = 0x7fc1;
     a = (A){.h0 = v16, .ch0 = x16, .n = n};
@@ -578,7 +578,7 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
     /* 8 a thread where aligned (matmul.cu), a tail of n % 8 one at a time: the same bits */
     uint16_t *hv = malloc(sizeof(uint16_t) * n);
     a = (MmArgs){.h = hv, .cf = x, .n = n};
-    emu_launch(ew_grid(n / TO_BF16_VEC + n % TO_BF16_VEC), d1(PW_EW_THREADS), k_to_bf16_vec, &a);
+    emu_launch(ew_grid(pw_vec_units(n)), d1(PW_EW_THREADS), k_to_bf16_vec, &a);
     for (size_t i = 0; i < n; i++) bad += hv[i] != h[i];
     free(hv);
     float *back = malloc(sizeof(float) * n);

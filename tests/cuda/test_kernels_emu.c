@@ -387,15 +387,15 @@ static void run_swiglu(int N, int F, unsigned long long *rng)
     a = (EwArgs){NULL, d16, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), swiglu_bwd, &a);
     emu_check_bf16("swiglu backward (bf16 in, set)", d16, dw, 2 * n);
-    if (F % SWIGLU_VEC == 0) { /* the 8-columns-a-thread forms swiglu.cu takes: the same bits */
+    if (F % PW_VEC == 0) { /* the 8-columns-a-thread forms swiglu.cu takes: the same bits */
         uint16_t *v16 = malloc(sizeof(uint16_t) * 2 * n);
         for (size_t i = 0; i < 2 * n; i++) v16[i] = 0x7fc1;
         a = (EwArgs){NULL, v16, gu16, NULL, NULL, NULL, N, 0, 0, 0, F, 0.0f, NULL};
-        emu_launch(ew_grid(n / SWIGLU_VEC), d1(PW_EW_THREADS), swiglu_fwd_vec, &a);
+        emu_launch(ew_grid(n / PW_VEC), d1(PW_EW_THREADS), swiglu_fwd_vec, &a);
         CHECK(!memcmp(v16, r16, sizeof(uint16_t) * n), "swiglu forward, 8 a thread: other bits");
         for (size_t i = 0; i < 2 * n; i++) v16[i] = 0x7fc1;
         a = (EwArgs){NULL, v16, gu16, NULL, dy, NULL, N, 0, 0, 0, F, 0.0f, NULL};
-        emu_launch(ew_grid(n / SWIGLU_VEC), d1(PW_EW_THREADS), swiglu_bwd_vec, &a);
+        emu_launch(ew_grid(n / PW_VEC), d1(PW_EW_THREADS), swiglu_bwd_vec, &a);
         CHECK(!memcmp(v16, d16, sizeof(uint16_t) * 2 * n),
               "swiglu backward, 8 a thread: other bits");
         printf("  %-30s the same bits\n", "swiglu, 8 columns a thread");

@@ -27,6 +27,26 @@ static __device__ __forceinline__ float pw_bf16_float(uint32_t bits16)
     return __uint_as_float(bits16 << 16);
 }
 
+/* Two neighbouring elements of a bfloat16 row as one 32-bit word, the first in the low half:
+ * rounded and packed (and its _on_zero form), and widened back. mma.cuh's pw_bf16x2 packs for
+ * the tensor cores by cvt, whose NaN bits are not pw_bf16.h's: these are. */
+static __device__ __forceinline__ uint32_t pw_bf16_pair(float lo, float hi)
+{
+    return (uint32_t)pw_bf16_bits(lo) | (uint32_t)pw_bf16_bits(hi) << 16;
+}
+
+static __device__ __forceinline__ uint32_t pw_bf16_pair_on_zero(float lo, float hi)
+{
+    return (uint32_t)pw_bf16_bits_on_zero(lo) | (uint32_t)pw_bf16_bits_on_zero(hi) << 16;
+}
+
+static __device__ __forceinline__ float pw_bf16_lo(uint32_t w)
+{
+    return pw_bf16_float(w & 0xffffu);
+}
+
+static __device__ __forceinline__ float pw_bf16_hi(uint32_t w) { return pw_bf16_float(w >> 16); }
+
 /* An activation's input element i (GELU's, SwiGLU's): inp's (float32), or with round its
  * bfloat16 rounding (kept into keep16 when that is not NULL: a bf16 model keeps it for the
  * backward), or inp16's (bfloat16) when inp is NULL */

@@ -9,8 +9,7 @@ static void forward(float *out, pw_bf16 *out16, const float *inp, pw_bf16 *inp16
 {
     if (N == 0) return;
     if (!out && !inp && gelu_vec_ok(out16, inp16, NULL)) { /* bfloat16 in and out */
-        size_t units = N / GELU_VEC + N % GELU_VEC;
-        gelu_forward_bf16_vec_kernel<<<pw_ew_blocks(units), PW_EW_THREADS, 0, stream>>>(
+        gelu_forward_bf16_vec_kernel<<<pw_ew_blocks(pw_vec_units(N)), PW_EW_THREADS, 0, stream>>>(
             out16, inp16, N);
     } else {
         gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, inp16,
@@ -25,8 +24,7 @@ static void backward(float *dinp, pw_bf16 *dinp16, const float *inp, const pw_bf
     if (N == 0) return;
     /* the bf16 form sets dinp rounded, the float32 one adds to it (pw_ops.h) */
     if (!dinp && !inp && gelu_vec_ok(dinp16, inp16, dout)) {
-        size_t units = N / GELU_VEC + N % GELU_VEC;
-        gelu_backward_bf16_vec_kernel<<<pw_ew_blocks(units), PW_EW_THREADS, 0, stream>>>(
+        gelu_backward_bf16_vec_kernel<<<pw_ew_blocks(pw_vec_units(N)), PW_EW_THREADS, 0, stream>>>(
             dinp16, inp16, dout, N);
     } else {
         gelu_backward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(dinp, dinp16, inp,

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "bf16.cuh"
+#include "launch.cuh"
 #include "warp.cuh"
 
 #define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
@@ -60,23 +61,20 @@ __global__ void gelu_backward_kernel(float *dinp, uint16_t *dinp16, const float 
  * store where the kernels above move 2 bytes an element each, too few in flight to cover the
  * memory's latency (the training step's GELU forward read and wrote its 200 MB a layer at half
  * the copy bandwidth: PW_PROFILE_OPS on an H100). The same operations: the same bits. gelu.cu
- * takes them where the pointers are 16-byte aligned. A unit is a group of 8 below n / 8 and one
- * element of the tail after it. */
-#define GELU_VEC 8
+ * takes them where the pointers are 16-byte aligned; units as launch.cuh's PW_VEC says. */
 
 static __device__ __forceinline__ unsigned int gelu_pair(unsigned int w)
 {
-    return (unsigned int)pw_bf16_bits(gelu_of(pw_bf16_float(w & 0xffffu))) |
-           (unsigned int)pw_bf16_bits(gelu_of(pw_bf16_float(w >> 16))) << 16;
+    return pw_bf16_pair(gelu_of(pw_bf16_lo(w)), gelu_of(pw_bf16_hi(w)));
 }
 
 __global__ void gelu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *inp16, size_t n)
 {
-    size_t n8 = n / GELU_VEC, units = n8 + n % GELU_VEC;
+    size_t n8 = n / PW_VEC, units = n8 + n % PW_VEC;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
          i += (size_t)gridDim.x * blockDim.x) {
         if (i >= n8) {
-            size_t k = n8 * GELU_VEC + (i - n8);
+            size_t k = n8 * PW_VEC + (i - n8);
             out16[k] = pw_bf16_bits(gelu_of(pw_bf16_float(inp16[k])));
             continue;
         }
@@ -88,18 +86,17 @@ __global__ void gelu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *in
 
 static __device__ __forceinline__ unsigned int gelu_grad_pair(unsigned int w, float d0, float d1)
 {
-    return (unsigned int)pw_bf16_bits_on_zero(gelu_grad(pw_bf16_float(w & 0xffffu), d0)) |
-           (unsigned int)pw_bf16_bits_on_zero(gelu_grad(pw_bf16_float(w >> 16), d1)) << 16;
+    return pw_bf16_pair_on_zero(gelu_grad(pw_bf16_lo(w), d0), gelu_grad(pw_bf16_hi(w), d1));
 }
 
 __global__ void gelu_backward_bf16_vec_kernel(uint16_t *dinp16, const uint16_t *inp16,
                                               const float *dout, size_t n)
 {
-    size_t n8 = n / GELU_VEC, units = n8 + n % GELU_VEC;
+    size_t n8 = n / PW_VEC, units = n8 + n % PW_VEC;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
          i += (size_t)gridDim.x * blockDim.x) {
         if (i >= n8) {
-            size_t k = n8 * GELU_VEC + (i - n8);
+            size_t k = n8 * PW_VEC + (i - n8);
             dinp16[k] = pw_bf16_bits_on_zero(gelu_grad(pw_bf16_float(inp16[k]), dout[k]));
             continue;
         }

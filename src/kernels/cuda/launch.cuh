@@ -43,6 +43,14 @@ static inline int pw_colsum_chunk_rows(int N)
  * kept whole in the lane's registers by the forward norms: one read and one write of it */
 #define PW_ROW_KEEP 32
 
+/* The elementwise bf16 kernels' 8-a-thread forms (GELU, the float32 -> bfloat16 conversion;
+ * SwiGLU 8 columns a thread): 16 bytes of bfloat16 a load and a store, where one element a
+ * thread had 2 bytes in flight. A unit is a group of PW_VEC below n / PW_VEC, then one element
+ * of the tail each: pw_vec_units of them for n elements. */
+#define PW_VEC 8
+
+static inline size_t pw_vec_units(size_t n) { return n / PW_VEC + n % PW_VEC; }
+
 static inline unsigned int pw_row_blocks(size_t rows)
 {
     return (unsigned int)((rows + PW_ROW_WARPS - 1) / PW_ROW_WARPS);

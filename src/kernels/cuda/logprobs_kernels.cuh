@@ -251,10 +251,8 @@ __global__ void logprobs_backward_bf16_kernel(uint16_t *dx16, const float *logit
                 /* two 4-byte stores of two halves each (the row's halves are 8-byte aligned
                  * here), the lower column in the lower half */
                 unsigned int *w = (unsigned int *)(dx + 4 * q);
-                w[0] = (unsigned int)pw_bf16_bits(d[k].x * mul) |
-                       (unsigned int)pw_bf16_bits(d[k].y * mul) << 16;
-                w[1] = (unsigned int)pw_bf16_bits(d[k].z * mul) |
-                       (unsigned int)pw_bf16_bits(d[k].w * mul) << 16;
+                w[0] = pw_bf16_pair(d[k].x * mul, d[k].y * mul);
+                w[1] = pw_bf16_pair(d[k].z * mul, d[k].w * mul);
             }
         }
         return;

@@ -127,8 +127,8 @@ extern "C" void pw_f32_to_bf16_cuda(pw_bf16 *out, const float *inp, size_t n, cu
 {
     if (n == 0) return;
     if ((((size_t)out | (size_t)inp) & 15) == 0) /* 8 a thread (matmul_kernels.cuh) */
-        f32_to_bf16_vec_kernel<<<pw_ew_blocks(n / TO_BF16_VEC + n % TO_BF16_VEC), PW_EW_THREADS,
-                                 0, stream>>>(out, inp, n);
+        f32_to_bf16_vec_kernel<<<pw_ew_blocks(pw_vec_units(n)), PW_EW_THREADS, 0, stream>>>(
+            out, inp, n);
     else
         f32_to_bf16_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, inp, n);
     PW_CUDA_CHECK(cudaGetLastError());

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bf16.cuh"
+#include "launch.cuh"
 
 /* every row of out(N,OC) starts as the bias, and the GEMM adds onto it (beta = 1), as the CPU */
 __global__ void bias_seed_kernel(float *out, const float *bias, int N, int OC)
@@ -29,28 +30,22 @@ __global__ void f32_to_bf16_kernel(uint16_t *out, const float *inp, size_t n)
 
 /* The same 8 elements a thread where the pointers are 16-byte aligned (matmul.cu checks): two
  * 16-byte loads and one store, where a thread of the kernel above has 4 bytes in flight (the
- * bf16 copy of the parameters after every update: 744 MB moved for GPT-2 124M). A unit is a
- * group of 8 below n / 8 and one element of the tail after it. */
-#define TO_BF16_VEC 8
-
-static __device__ __forceinline__ unsigned int bf16_pair(float lo, float hi)
-{
-    return (unsigned int)pw_bf16_bits(lo) | (unsigned int)pw_bf16_bits(hi) << 16;
-}
+ * bf16 copy of the parameters after every update: 744 MB moved for GPT-2 124M); units as
+ * launch.cuh's PW_VEC says. */
 
 __global__ void f32_to_bf16_vec_kernel(uint16_t *out, const float *inp, size_t n)
 {
-    size_t n8 = n / TO_BF16_VEC, units = n8 + n % TO_BF16_VEC;
+    size_t n8 = n / PW_VEC, units = n8 + n % PW_VEC;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
          i += (size_t)gridDim.x * blockDim.x) {
         if (i >= n8) {
-            size_t k = n8 * TO_BF16_VEC + (i - n8);
+            size_t k = n8 * PW_VEC + (i - n8);
             out[k] = pw_bf16_bits(inp[k]);
             continue;
         }
         float4 a = ((const float4 *)inp)[2 * i], b = ((const float4 *)inp)[2 * i + 1];
-        ((uint4 *)out)[i] = make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w),
-                                       bf16_pair(b.x, b.y), bf16_pair(b.z, b.w));
+        ((uint4 *)out)[i] = make_uint4(pw_bf16_pair(a.x, a.y), pw_bf16_pair(a.z, a.w),
+                                       pw_bf16_pair(b.x, b.y), pw_bf16_pair(b.z, b.w));
     }
 }
 

@@ -10,7 +10,7 @@ static void forward(float *out, pw_bf16 *out16, const float *gate_up, pw_bf16 *g
     size_t n = (size_t)N * F;
     if (n == 0) return;
     if (!out && !gate_up && swiglu_vec_ok(F, out16, gu16, NULL)) /* bfloat16 in and out */
-        swiglu_forward_bf16_vec_kernel<<<pw_ew_blocks(n / SWIGLU_VEC), PW_EW_THREADS, 0,
+        swiglu_forward_bf16_vec_kernel<<<pw_ew_blocks(n / PW_VEC), PW_EW_THREADS, 0,
                                          stream>>>(out16, gu16, F, n);
     else
         swiglu_forward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, out16, gate_up,
@@ -25,7 +25,7 @@ static void backward(float *dgate_up, pw_bf16 *dgu16, const float *gate_up, cons
     if (n == 0) return;
     /* the bf16 form sets dgate_up rounded, the float32 one adds to it (pw_ops.h) */
     if (!dgate_up && !gate_up && swiglu_vec_ok(F, dgu16, gu16, dout))
-        swiglu_backward_bf16_vec_kernel<<<pw_ew_blocks(n / SWIGLU_VEC), PW_EW_THREADS, 0,
+        swiglu_backward_bf16_vec_kernel<<<pw_ew_blocks(n / PW_VEC), PW_EW_THREADS, 0,
                                           stream>>>(dgu16, gu16, dout, F, n);
     else
         swiglu_backward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "bf16.cuh"
+#include "launch.cuh"
 #include "warp.cuh"
 
 /* 1 / (1 + e^-g): e^-g overflows to inf for very negative g, which still gives the right 0 */
@@ -74,24 +75,21 @@ __global__ void swiglu_backward_kernel(float *dgate_up, uint16_t *dgu16, const f
 /* The bf16 model's forms (bfloat16 [gate | up] in, bfloat16 out), 8 columns a thread: 16-byte
  * loads and stores where the kernels above move 2 bytes an element (gelu_kernels.cuh says why).
  * Rows of F a multiple of 8 and 16-byte aligned pointers only (swiglu.cu checks); the same
- * operations, the same bits. Unit j is columns 8j.. of the (N, F) output. */
-#define SWIGLU_VEC 8
+ * operations, the same bits. Unit j is columns 8j.. of the (N, F) output (PW_VEC, launch.cuh). */
 
 static __device__ __forceinline__ unsigned int swiglu_pair(unsigned int g, unsigned int u)
 {
-    return (unsigned int)pw_bf16_bits(
-               swiglu_of(pw_bf16_float(g & 0xffffu), pw_bf16_float(u & 0xffffu))) |
-           (unsigned int)pw_bf16_bits(swiglu_of(pw_bf16_float(g >> 16), pw_bf16_float(u >> 16)))
-               << 16;
+    return pw_bf16_pair(swiglu_of(pw_bf16_lo(g), pw_bf16_lo(u)),
+                        swiglu_of(pw_bf16_hi(g), pw_bf16_hi(u)));
 }
 
 __global__ void swiglu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *gu16, int F,
                                                size_t n)
 {
-    size_t units = n / SWIGLU_VEC;
+    size_t units = n / PW_VEC;
     for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
          j += (size_t)gridDim.x * blockDim.x) {
-        size_t e = j * SWIGLU_VEC, at = (e / F) * 2 * F + e % F;
+        size_t e = j * PW_VEC, at = (e / F) * 2 * F + e % F;
         uint4 g = *(const uint4 *)(gu16 + at), u = *(const uint4 *)(gu16 + at + F);
         *(uint4 *)(out16 + e) = make_uint4(swiglu_pair(g.x, u.x), swiglu_pair(g.y, u.y),
                                            swiglu_pair(g.z, u.z), swiglu_pair(g.w, u.w));
@@ -104,19 +102,19 @@ static __device__ __forceinline__ void swiglu_grad_pair(unsigned int g, unsigned
                                                         unsigned int *du)
 {
     float g0, u0, g1, u1;
-    swiglu_grad(pw_bf16_float(g & 0xffffu), pw_bf16_float(u & 0xffffu), d0, &g0, &u0);
-    swiglu_grad(pw_bf16_float(g >> 16), pw_bf16_float(u >> 16), d1, &g1, &u1);
-    *dg = (unsigned int)pw_bf16_bits_on_zero(g0) | (unsigned int)pw_bf16_bits_on_zero(g1) << 16;
-    *du = (unsigned int)pw_bf16_bits_on_zero(u0) | (unsigned int)pw_bf16_bits_on_zero(u1) << 16;
+    swiglu_grad(pw_bf16_lo(g), pw_bf16_lo(u), d0, &g0, &u0);
+    swiglu_grad(pw_bf16_hi(g), pw_bf16_hi(u), d1, &g1, &u1);
+    *dg = pw_bf16_pair_on_zero(g0, g1);
+    *du = pw_bf16_pair_on_zero(u0, u1);
 }
 
 __global__ void swiglu_backward_bf16_vec_kernel(uint16_t *dgu16, const uint16_t *gu16,
                                                 const float *dout, int F, size_t n)
 {
-    size_t units = n / SWIGLU_VEC;
+    size_t units = n / PW_VEC;
     for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
          j += (size_t)gridDim.x * blockDim.x) {
-        size_t e = j * SWIGLU_VEC, at = (e / F) * 2 * F + e % F;
+        size_t e = j * PW_VEC, at = (e / F) * 2 * F + e % F;
         uint4 g = *(const uint4 *)(gu16 + at), u = *(const uint4 *)(gu16 + at + F);
         float4 a = *(const float4 *)(dout + e), b = *(const float4 *)(dout + e + 4);
         uint4 dg, du;
@@ -132,7 +130,7 @@ __global__ void swiglu_backward_bf16_vec_kernel(uint16_t *dgu16, const uint16_t 
 /* whether the vector forms may take rows of F and these pointers; on the host */
 static inline int swiglu_vec_ok(int F, const void *a, const void *b, const void *c)
 {
-    return F % SWIGLU_VEC == 0 && (((size_t)a | (size_t)b | (size_t)c) & 15) == 0;
+    return F % PW_VEC == 0 && (((size_t)a | (size_t)b | (size_t)c) & 15) == 0;
 }
 
 #endif
