@@ -29,11 +29,10 @@ struct PwOps {
     void *(*alloc)(const PwOps *o, size_t bytes);
     void (*free)(const PwOps *o, void *p);
     void (*copy)(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind);
-    /* device to device, queued on the table's stream like a kernel and not waited for (sync
-     * or copy waits): many copies pay one wait, not one each (a weights payload's tensors) */
-    void (*copy_queued)(const PwOps *o, void *dst, const void *src, size_t bytes);
-    /* n such copies (zeros where src[i] is NULL), queued together: on a GPU one launch for all
-     * of them where copy_queued makes one each (each costs a few microseconds however small) */
+    /* n copies device to device (zeros where src[i] is NULL), queued on the table's stream like
+     * a kernel and not waited for (sync or copy waits): many copies pay one wait, not one each
+     * (a weights payload's tensors), and on a GPU one launch for all of them, where a
+     * cudaMemcpyAsync each costs a few microseconds however small */
     void (*copy_batch)(const PwOps *o, void *const *dst, const void *const *src,
                        const size_t *bytes, int n);
     void (*zero)(const PwOps *o, void *p, size_t bytes);

@@ -36,11 +36,6 @@ static void p_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwC
           kinds[kind]);
     pw_prof_resolve(o);
 }
-static void p_copy_queued(const PwOps *o, void *dst, const void *src, size_t bytes)
-{
-    TIMED(o, I(o)->copy_queued(I(o), dst, src, bytes), "copy_queued", 0, (double)bytes, "%s",
-          "D2D");
-}
 static void p_copy_batch(const PwOps *o, void *const *dst, const void *const *src,
                          const size_t *bytes, int n)
 {
@@ -397,7 +392,6 @@ void pw_prof_fill(PwOps *o, const PwOps *inner)
         .alloc = p_alloc,
         .free = p_free,
         .copy = p_copy,
-        .copy_queued = p_copy_queued,
         .copy_batch = p_copy_batch,
         .zero = p_zero,
         .sync = p_sync,

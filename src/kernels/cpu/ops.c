@@ -44,10 +44,6 @@ static void cpu_copy(const PwOps *o, void *dst, const void *src, size_t bytes, P
     (void)o, (void)kind;
     if (bytes && dst != src) memmove(dst, src, bytes);
 }
-static void cpu_copy_queued(const PwOps *o, void *dst, const void *src, size_t bytes)
-{
-    cpu_copy(o, dst, src, bytes, PW_COPY_D2D);
-}
 static void cpu_copy_batch(const PwOps *o, void *const *dst, const void *const *src,
                            const size_t *bytes, int n)
 {
@@ -454,7 +450,6 @@ static const PwOps cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,
-    .copy_queued = cpu_copy_queued,
     .copy_batch = cpu_copy_batch,
     .zero = cpu_zero,
     .sync = cpu_sync,

@@ -111,10 +111,6 @@ static void cuda_copy(const PwOps *o, void *dst, const void *src, size_t bytes, 
     CHECK(cudaMemcpyAsync(dst, src, bytes, kinds[kind], S(o)));
     CHECK(cudaStreamSynchronize(S(o)));
 }
-static void cuda_copy_queued(const PwOps *o, void *dst, const void *src, size_t bytes)
-{
-    if (bytes) CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(o)));
-}
 static void cuda_copy_batch(const PwOps *o, void *const *dst, const void *const *src,
                             const size_t *bytes, int n)
 {
@@ -528,7 +524,6 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
         .alloc = cuda_alloc,
         .free = cuda_free,
         .copy = cuda_copy,
-        .copy_queued = cuda_copy_queued,
         .copy_batch = cuda_copy_batch,
         .zero = cuda_zero,
         .sync = cuda_sync,
