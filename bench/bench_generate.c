@@ -152,7 +152,8 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * batch's decode: PW_PROFILE_OPS, docs/performance.md). The decode's products with a bias go
  * through cuBLASLt's epilogue: BENCH_LT_TUNE=1 times the heuristic's algorithms on each shape's
  * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the
- * best), BENCH_LT_BIAS16=0 keeps their bias float32 (pw_cuda_set_lt_bias16). Without a GPU it
+ * best), BENCH_LT_BIAS16=0 keeps their bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1
+ * takes GPT-2's GELU in the MLP product's epilogue (pw_cuda_set_lt_gelu). Without a GPU it
  * stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
@@ -172,9 +173,12 @@ static int bench_gpu(PwPrecision prec, int llama)
     }
     const char *tune = getenv("BENCH_LT_TUNE"), *b16 = getenv("BENCH_LT_BIAS16");
     int lt_tune = tune && atoi(tune) > 0, lt_bias16 = !(b16 && *b16 && atoi(b16) == 0);
+    const char *ge = getenv("BENCH_LT_GELU");
+    int lt_gelu = ge && atoi(ge) > 0;
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_lt_tune(lt_tune);
     pw_cuda_set_lt_bias16(lt_bias16);
+    pw_cuda_set_lt_gelu(lt_gelu);
 #endif
     const PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
     const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
@@ -195,10 +199,11 @@ static int bench_gpu(PwPrecision prec, int llama)
     const double kv_width = (double)kv_heads * (arch.n_embd / arch.n_head);
     printf("generation on cuda:0 at %s, KV cache %s: %s, prompt %d tokens, %d new tokens "
            "per row, temperature 1, no stop token; device copy %.0f GB/s (read + write); bias "
-           "products: %s, bias %s\n%6s %10s %12s %14s %9s\n", pw_precision_name(prec),
+           "products: %s, bias %s, GELU %s\n%6s %10s %12s %14s %9s\n", pw_precision_name(prec),
            prec == PW_PRECISION_BF16 ? "bf16" : "fp32", name, GP, GR, gbs,
            lt_tune ? "algorithms timed" : "the heuristic's first", lt_bias16 ? "bf16" : "float32",
-           "B", "seconds", "tokens/s", "roofline tok/s", "fraction");
+           lt_gelu ? "in the epilogue" : "a kernel", "B", "seconds", "tokens/s",
+           "roofline tok/s", "fraction");
     for (int bi = 0; bi < nb; bi++) {
         int Bn = batches[bi];
         PwGen *g = pw_gen_create(m, Bn, GP + GR, &err);
@@ -264,8 +269,8 @@ static int bench_gpu(PwPrecision prec, int llama)
     pw_model_free(m);
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
-               "copy_gbs=%.0f\n", llama ? "qwen2.5-0.5b" : "gpt2-124m", batches[0], tps[0],
-               batches[0], roof[0], gbs);
+               "copy_gbs=%.0f lt_gelu=%d\n", llama ? "qwen2.5-0.5b" : "gpt2-124m", batches[0],
+               tps[0], batches[0], roof[0], gbs, lt_gelu);
         return 0;
     }
     if (llama) {
@@ -280,8 +285,8 @@ static int bench_gpu(PwPrecision prec, int llama)
     printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
-           "cache_tiles=%.0f fp32_cache=%.0f\n", tps[0], tps[1], roof[0], roof[1], gbs, ck[0],
-           ck[1], ck[2], ck[3], ck[4], f32);
+           "cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d\n", tps[0], tps[1], roof[0], roof[1],
+           gbs, ck[0], ck[1], ck[2], ck[3], ck[4], f32, lt_gelu);
     return 0;
 }
 

@@ -319,6 +319,28 @@ static void gelu16_bwd_one(void)
 {
     pw_gelu_backward_bf16_cuda(g.fc16 + 1, (const pw_bf16 *)g.dfc + 1, g.fc + 1, NG, 0);
 }
+/* GPT-2's MLP at bf16 as the model runs it (pw_matmul_gelu_forward_bf16_cuda and the
+ * down-projection's backward through GELU), GELU as kernels of its own or in cuBLASLt's
+ * epilogues (pw_cuda_set_lt_gelu): out in dfc's first half (as bfloat16), GELU's input kept in
+ * fc16; the backward's dout x16, its input (GELU's output) dfc's second half, dpre its first */
+static void mlp_fwd(int gelu)
+{
+    pw_cuda_set_lt_gelu(gelu);
+    pw_matmul_gelu_forward_bf16_cuda((pw_bf16 *)g.dfc, g.fc16, NULL, g.x16, g.w16, g.bias, N, C,
+                                     4 * C, 0);
+    pw_cuda_set_lt_gelu(0);
+}
+static void mlp_bwd(int gelu)
+{
+    pw_cuda_set_lt_gelu(gelu);
+    pw_matmul_backward_gelu_bf16_cuda((pw_bf16 *)g.dfc, g.fc16, g.fc, g.dw, g.dbias, g.x16, C,
+                                      (pw_bf16 *)g.dfc + (size_t)N * 4 * C, g.w16, N, 4 * C, C, 0);
+    pw_cuda_set_lt_gelu(0);
+}
+static void mlp_fwd_kernels(void) { mlp_fwd(0); }
+static void mlp_fwd_epilogue(void) { mlp_fwd(1); }
+static void mlp_bwd_kernels(void) { mlp_bwd(0); }
+static void mlp_bwd_epilogue(void) { mlp_bwd(1); }
 static void to16(void) { pw_f32_to_bf16_cuda((pw_bf16 *)g.grads, g.params, NPARAMS - 8, 0); }
 static void to16_one(void)
 {
@@ -510,6 +532,10 @@ int main(int argc, char **argv)
         {"decode attention, bf16 cache", decode16, 2.0 * DB * DK * C * 2, 0, BW},
         {"decode attention, fp32, tiles", decode32_tiles, 2.0 * DB * DK * C * 4, 0, BW},
         {"decode attention, bf16, tiles", decode16_tiles, 2.0 * DB * DK * C * 2, 0, BW},
+        {"bf16 MLP up + GELU, kernels", mlp_fwd_kernels, 0, 2 * NC * 4 * C, BF16},
+        {"bf16 MLP up + GELU, epilogue", mlp_fwd_epilogue, 0, 2 * NC * 4 * C, BF16},
+        {"bf16 MLP down bwd + dGELU, kernels", mlp_bwd_kernels, 0, 4 * NC * 4 * C, BF16},
+        {"bf16 MLP down bwd + dGELU, epilogue", mlp_bwd_epilogue, 0, 4 * NC * 4 * C, BF16},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
         {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
         {"gelu fwd bf16 (8 a thread)", gelu16_fwd, 4.0 * NG, 0, BW},
@@ -547,6 +573,9 @@ int main(int argc, char **argv)
     double gatt_f = 0.0, gatt_b = 0.0, tatt_f = 0.0, tatt_b = 0.0, fc16[4] = {0, 0, 0, 0};
     double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0}, fc16b = 0.0, pack[2] = {0, 0};
     double vec[6] = {0, 0, 0, 0, 0, 0}; /* gelu fwd, bwd, to_bf16: 8 a thread, then 1 */
+    double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
+    unsigned long gelu0 = 0, gelu1 = 0;
+    pw_cuda_gelu_epilogue_calls(&gelu0, NULL);
     unsigned long out_fused[2] = {0, 0}; /* the bf16-output rows' calls the epilogue took */
     for (int i = 0; i < nrows; i++) {
         Row *r = &rows[i];
@@ -587,6 +616,10 @@ int main(int argc, char **argv)
         if (r->fn == gelu16_fwd_one) vec[1] = ms;
         if (r->fn == gelu16_bwd) vec[2] = ms;
         if (r->fn == gelu16_bwd_one) vec[3] = ms;
+        if (r->fn == mlp_fwd_kernels) mlp[0] = ms;
+        if (r->fn == mlp_fwd_epilogue) mlp[1] = ms;
+        if (r->fn == mlp_bwd_kernels) mlp[2] = ms;
+        if (r->fn == mlp_bwd_epilogue) mlp[3] = ms;
         if (r->fn == to16) vec[4] = ms;
         if (r->fn == to16_one) vec[5] = ms;
         if (r->fn == pack_batch) pack[1] = ms;
@@ -601,6 +634,8 @@ int main(int argc, char **argv)
     printf("\nbias epilogue: %lu forwards fused in cuBLASLt, %lu seeded; of the bf16-output fc "
            "rows' calls, %lu (float32 bias) and %lu (bf16 bias) fused\n", fused, seeded,
            out_fused[0], out_fused[1]);
+    pw_cuda_gelu_epilogue_calls(&gelu1, NULL);
+    printf("GELU epilogues: %lu of the MLP rows' calls fused in cuBLASLt\n", gelu1 - gelu0);
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
@@ -613,10 +648,13 @@ int main(int argc, char **argv)
            "fc_bf16_out_bias16_fused=%lu logprobs_fwd_padded_ms=%.3f logprobs_bwd16_kept_ms=%.3f "
            "logprobs_bwd16_made_ms=%.3f pack_each_ms=%.4f pack_batch_ms=%.4f "
            "gelu16_fwd_ms=%.3f gelu16_fwd_one_ms=%.3f gelu16_bwd_ms=%.3f gelu16_bwd_one_ms=%.3f "
-           "to_bf16_ms=%.3f to_bf16_one_ms=%.3f total_ms=%.2f\n",
+           "to_bf16_ms=%.3f to_bf16_one_ms=%.3f mlp_fwd_kernels_ms=%.3f "
+           "mlp_fwd_epilogue_ms=%.3f mlp_bwd_kernels_ms=%.3f mlp_bwd_epilogue_ms=%.3f "
+           "gelu_epilogue_fused=%lu total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
-           pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], total);
+           pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
+           mlp[2], mlp[3], gelu1 - gelu0, total);
     return 0;
 }

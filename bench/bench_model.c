@@ -194,13 +194,15 @@ static int env_int(const char *name, int dflt)
     return v && atoi(v) > 0 ? atoi(v) : dflt;
 }
 
-/* the bias products cuBLASLt's epilogue has taken and not taken so far (none without CUDA) */
-static void epilogue_calls(unsigned long *fused, unsigned long *unfused)
+/* the bias products cuBLASLt's epilogue has taken and not taken so far, and the MLP products
+ * its GELU epilogues have taken (none without CUDA) */
+static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigned long *gelu)
 {
 #ifdef PW_HAVE_CUDA
     pw_cuda_epilogue_calls(fused, unfused);
+    pw_cuda_gelu_epilogue_calls(gelu, NULL);
 #else
-    *fused = *unfused = 0;
+    *fused = *unfused = *gelu = 0;
 #endif
 }
 
@@ -211,9 +213,11 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused)
  * tensor-core attention's build for BENCH_FLASH_BLOCKS blocks an SM (2, the default, or 3:
  * pw_cuda_set_flash_blocks), the bias-epilogue products' algorithms timed on first use with
  * BENCH_LT_TUNE=1 (pw_cuda_set_lt_tune), the bf16-output ones' bias kept in float32 with
- * BENCH_LT_BIAS16=0 (pw_cuda_set_lt_bias16; rounded to bfloat16 by default); MFU with the model's flops per token (6 x
- * matmul parameters + 12 L C T) over the bf16 peak. The RESULT line counts the timed steps'
- * bias products that cuBLASLt's epilogue took and those it did not. A profile (PW_PROFILE_OPS)
+ * BENCH_LT_BIAS16=0 (pw_cuda_set_lt_bias16; rounded to bfloat16 by default), GPT-2's GELU in
+ * the MLP products' epilogues with BENCH_LT_GELU=1 (pw_cuda_set_lt_gelu; off by default); MFU
+ * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
+ * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
+ * did not, and the MLP products its GELU epilogues took. A profile (PW_PROFILE_OPS)
  * leaves the warm-up out. Without a GPU it stops at the model's creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
@@ -228,10 +232,12 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int tune = env_int("BENCH_LT_TUNE", 0);
     const char *b16 = getenv("BENCH_LT_BIAS16"); /* 0 turns the default bf16 bias off */
     int bias16 = b16 && *b16 ? atoi(b16) != 0 : 1;
+    int gelu = env_int("BENCH_LT_GELU", 0);
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_blocks(blocks);
     pw_cuda_set_lt_tune(tune);
     pw_cuda_set_lt_bias16(bias16);
+    pw_cuda_set_lt_gelu(gelu);
 #endif
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .device = PW_DEVICE_CUDA,
                      .precision = prec, .lm_chunk = chunk > 0 ? chunk : 0};
@@ -243,7 +249,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     PwAdamWConfig opt = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f, .grad_clip = 1.0f};
     double sec = 1e30, loss = 0.0;
-    unsigned long fused0 = 0, unfused0 = 0, fused1 = 0, unfused1 = 0;
+    unsigned long fused0 = 0, unfused0 = 0, fused1 = 0, unfused1 = 0, gelu0 = 0, gelu1 = 0;
     for (int i = 0; i <= iters; i++) { /* i = 0: the warm-up */
         double t0 = bench_now();
         loss = step(m, bt.inp, bt.targets, bt.w, bt.logp, bt.dlogp);
@@ -253,23 +259,24 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
         double t = bench_now() - t0;
         if (i > 0 && t < sec) sec = t;
         if (i == 0) pw_ops_profile_reset(); /* a profile (PW_PROFILE_OPS) of the timed steps */
-        if (i == 0) epilogue_calls(&fused0, &unfused0);
+        if (i == 0) epilogue_calls(&fused0, &unfused0, &gelu0);
     }
-    epilogue_calls(&fused1, &unfused1);
+    epilogue_calls(&fused1, &unfused1, &gelu1);
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
     printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
            "attention built for %d blocks an SM, epilogue products %s, bf16-output ones with a "
-           "%s bias, best of %d after one warm-up (loss %.4f)\n\n",
+           "%s bias, GELU %s, best of %d after one warm-up (loss %.4f)\n\n",
            name, pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T,
            blocks, tune ? "timed on first use" : "the heuristic's first",
-           bias16 ? "bfloat16" : "float32", iters, loss);
+           bias16 ? "bfloat16" : "float32", gelu ? "in the epilogues" : "in kernels", iters,
+           loss);
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
-           "epilogue_fused=%lu epilogue_unfused=%lu\n",
+           "lt_gelu=%d epilogue_fused=%lu epilogue_unfused=%lu gelu_fused=%lu\n",
            tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m", tune,
-           bias16, fused1 - fused0, unfused1 - unfused0);
+           bias16, gelu, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

@@ -74,6 +74,17 @@ int pw_cuda_get_lt_tune(void);
  * later calls. */
 void pw_cuda_set_lt_bias16(int enable);
 int pw_cuda_get_lt_bias16(void);
+/* GPT-2's MLP at bf16 with GELU in cuBLASLt's epilogues (pw_matmul_gelu_forward_bf16_cuda,
+ * pw_matmul_backward_gelu_bf16_cuda): off (the default until a GPU has timed it against the
+ * kernels: bench_model's BENCH_LT_GELU=1), GELU and its gradient are kernels of their own after
+ * the products; on, the up-projection writes GELU's output and input in one pass and the
+ * down-projection's input gradient comes out multiplied by GELU's derivative, in bfloat16, its
+ * float32 form never stored. cuBLASLt's GELU is of the float32 sum, before any rounding: the
+ * result differs from the kernels' (GELU of the rounded sum) within bfloat16's rounding. Applies
+ * to later calls; the counts are the calls that took each path (process-wide). */
+void pw_cuda_set_lt_gelu(int enable);
+int pw_cuda_get_lt_gelu(void);
+void pw_cuda_gelu_epilogue_calls(unsigned long *fused, unsigned long *unfused);
 /* The blocks an SM the tensor-core attention's kernels for heads of 33 to 64 are built for: 2
  * (the default: tiles of 64 rows, 180 to 255 registers as ptxas chooses) or 3 (a second build
  * with tiles of 32 held to 168 registers, a few bytes spilled off their loops' fast path: 12
@@ -313,6 +324,24 @@ void pw_matmul_forward_bf16_cuda(float *out, const pw_bf16 *inp, const pw_bf16 *
 void pw_matmul_forward_bf16_out_cuda(pw_bf16 *out, const pw_bf16 *inp, const pw_bf16 *weight,
                                      const float *bias, int N, int C, int OC,
                                      cudaStream_t stream);
+/* The MLP's up-projection and GELU (GPT-2, bf16): out = GELU(inp . weight^T + bias) rounded to
+ * bfloat16; pre (NULL: none) the sum rounded (what the backward reads); pre32 (NULL: none) N x
+ * OC floats the unfused path may use when pre is NULL (else it takes a scratch). Through
+ * cuBLASLt's GELU epilogue when pw_cuda_set_lt_gelu is on and it applies, else the product and
+ * pw_gelu_forward_bf16_cuda. */
+void pw_matmul_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *pre, float *pre32,
+                                      const pw_bf16 *inp, const pw_bf16 *weight,
+                                      const float *bias, int N, int C, int OC,
+                                      cudaStream_t stream);
+/* The down-projection's backward through the GELU before it: dpre (N x C) SET to GELU'(pre) .
+ * (dout . weight), rounded to bfloat16; dweight and dbias (NULL: none) accumulate as in
+ * pw_matmul_backward_bf16_cuda. dinp32 (NULL: none): N x C floats the unfused path may use for
+ * dout . weight (else it takes a scratch). Through cuBLASLt's DGELU epilogue when
+ * pw_cuda_set_lt_gelu is on and it applies, else the product and pw_gelu_backward_bf16_cuda. */
+void pw_matmul_backward_gelu_bf16_cuda(pw_bf16 *dpre, const pw_bf16 *pre, float *dinp32,
+                                       float *dweight, float *dbias, const pw_bf16 *dout, int ldo,
+                                       const pw_bf16 *inp, const pw_bf16 *weight, int N, int C,
+                                       int OC, cudaStream_t stream);
 /* dout's rows ldo apart (OC: dense; the LM head's bf16 dlogits lie over its logits, 2 ld) */
 void pw_matmul_backward_bf16_cuda(float *dinp, float *dweight, float *dbias, const pw_bf16 *dout,
                                   int ldo, const pw_bf16 *inp, const pw_bf16 *weight, int N,

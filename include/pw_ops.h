@@ -138,6 +138,30 @@ struct PwOps {
                                const float *dout, size_t N);
     void (*swiglu_backward_bf16)(const PwOps *o, uint16_t *dgate_up, const uint16_t *gate_up,
                                  const float *dout, int N, int F);
+    /* GPT-2's MLP at bf16, each product with the GELU beside it in one entry, so that the GPU
+     * may fuse the two (cuBLASLt's GELU epilogues, pw_cuda_set_lt_gelu). Operands as
+     * matmul_forward_bf16's and matmul_backward_bf16's.
+     * matmul_gelu_forward_bf16: out16 = GELU(inp . W^T + bias) in bfloat16; pre16 (NULL: none)
+     * takes the sum rounded to bfloat16 (what the backward reads); pre (NULL: none) is N x OC
+     * floats the table may use for the sum when pre16 is NULL (a cache pass's). The CPU's value
+     * is matmul_forward_bf16 into pre16 (or pre), then gelu_forward_bf16 of it: bit for bit the
+     * two entries. The GPU's, fused, is GELU of the float32 sum rounded once (the sum unrounded:
+     * within bfloat16's rounding of the CPU's); not fused, the CPU's.
+     * matmul_backward_gelu_bf16 (the down-projection, whose input is GELU's output): dpre16
+     * (N x C) is SET to GELU'(pre16) . (dout . W) rounded to bfloat16, gelu_backward_bf16 of
+     * matmul_backward_bf16's dinp (the product's float32 result multiplied once, on the GPU
+     * fused); dweight and dbias (NULL: none) accumulate as in matmul_backward_bf16; dinp_scratch
+     * (NULL: none) is N x C floats the table may use for dout . W. */
+    void (*matmul_gelu_forward_bf16)(const PwOps *o, uint16_t *out16, uint16_t *pre16,
+                                     float *pre, const float *inp, const uint16_t *inp_bf16,
+                                     const float *weight, const uint16_t *weight_bf16,
+                                     const float *bias, int N, int C, int OC);
+    void (*matmul_backward_gelu_bf16)(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
+                                      float *dinp_scratch, float *dweight, float *dbias,
+                                      const float *dout, const uint16_t *dout_bf16,
+                                      size_t dout_ld, const float *inp, const uint16_t *inp_bf16,
+                                      const float *weight, const uint16_t *weight_bf16, int N,
+                                      int C, int OC);
     void (*attention_forward)(const PwOps *o, float *out, float *lse, const float *qkv,
                               const int *mask, int B, int T, int C, int NH);
     void (*attention_backward)(const PwOps *o, float *dqkv, const float *dout, const float *qkv,

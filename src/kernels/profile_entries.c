@@ -198,6 +198,29 @@ static void swiglu_bwd_bf16(const PwOps *o, uint16_t *dgate_up, const uint16_t *
     TIMED(o, I(o)->swiglu_backward_bf16(I(o), dgate_up, gate_up, dout, N, F),
           "swiglu_backward_bf16", 0, 0, "N=%d F=%d", N, F);
 }
+static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre16, float *pre,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, const float *bias, int N, int C,
+                                 int OC)
+{
+    TIMED(o,
+          I(o)->matmul_gelu_forward_bf16(I(o), out16, pre16, pre, inp, inp_bf16, weight,
+                                         weight_bf16, bias, N, C, OC),
+          "matmul_gelu_forward_bf16", MM(N, C, OC), 0, "N=%d C=%d OC=%d", N, C, OC);
+}
+static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
+                                 float *dinp_scratch, float *dweight, float *dbias,
+                                 const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, int N, int C, int OC)
+{
+    TIMED(o,
+          I(o)->matmul_backward_gelu_bf16(I(o), dpre16, pre16, dinp_scratch, dweight, dbias,
+                                          dout, dout_bf16, dout_ld, inp, inp_bf16, weight,
+                                          weight_bf16, N, C, OC),
+          "matmul_backward_gelu_bf16", MM(N, C, OC) * (1 + (dweight != NULL)), 0,
+          "N=%d C=%d OC=%d%s", N, C, OC, dweight ? " dweight" : "");
+}
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {

@@ -394,13 +394,16 @@ static void block_forward(const PwModel *m, const PwGPT2Params *p, int l, const 
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes fch rounded and keeps it for the backward (fch_16, fch NULL); a cache pass
-     * makes it in float32 and the GELU rounds it as it reads it */
-    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, w.fc,
-                                p->fcb + 4 * lC, N, C, 4 * C);
-    if (k->fchg_16)
-        o->gelu_forward_bf16(o, k->fchg_16, k->fch_16, k->fch, (size_t)N * 4 * C);
-    else
+     * makes it in float32 and the GELU rounds it as it reads it. The product and its GELU are
+     * one entry at bf16 (the GPU may fuse them: pw_ops.h) */
+    if (k->fchg_16) {
+        o->matmul_gelu_forward_bf16(o, k->fchg_16, k->fch_16, k->fch, k->ln2, k->ln2_16, w.fc.f,
+                                    w.fc.h, p->fcb + 4 * lC, N, C, 4 * C);
+    } else {
+        pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, w.fc,
+                                    p->fcb + 4 * lC, N, C, 4 * C);
         o->gelu_forward(o, k->fch_gelu, k->fch, (size_t)N * 4 * C);
+    }
     pw_model_matmul_forward(m, k->fcproj, k->fch_gelu, k->fchg_16, w.fcproj,
                             p->fcprojb + lC, N, 4 * C, C);
     residual_norm(o, k->out, k->res2, k->fcproj, next, N, C);
@@ -537,15 +540,19 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
          * into the one set, its first LayerNorm included (the forward's came fused with the
          * layer below: the same numbers from the same input) */
         if (m->acts == PW_ACTS_RECOMPUTE) block_forward(m, &p, l, &k, BT, &at, 0, NULL);
-        /* the layer's input gradients of the products are set, not added to (set_dinp) */
-        pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l, gr.fcprojb + lC,
-                                        dres, dres16, k.fch_gelu, k.fchg_16,
-                                        w.fcproj, BT, 4 * C, C, 1);
-        /* bf16: dfch set rounded, the product's dout as it reads it */
+        /* the layer's input gradients of the products are set, not added to (set_dinp). bf16:
+         * the down-projection's and the GELU's backward in one entry (the GPU may fuse them),
+         * dfch set rounded, the up-projection's dout as it reads it */
         uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
         if (dfch16) {
-            o->gelu_backward_bf16(o, dfch16, k.fch_16, dfch_gelu, 4 * nBTC);
+            o->matmul_backward_gelu_bf16(o, dfch16, k.fch_16, dfch_gelu, gr.fcprojw + 4 * CC * l,
+                                         gr.fcprojb + lC, dres16 ? NULL : dres, dres16,
+                                         (size_t)C, k.fch_gelu, k.fchg_16, w.fcproj.f,
+                                         w.fcproj.h, BT, 4 * C, C);
         } else {
+            pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l,
+                                            gr.fcprojb + lC, dres, dres16, k.fch_gelu,
+                                            k.fchg_16, w.fcproj, BT, 4 * C, C, 1);
             o->zero(o, dfch, 4 * fBTC);
             o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         }

@@ -173,6 +173,10 @@ for p in "${parts[@]}"; do
         fi
         step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
+        # GPT-2's GELU in the MLP products' epilogues (pw_cuda_set_lt_gelu, off by default)
+        step bench_model_gelu env BENCH_LT_GELU=1 "$BUILD/bench/bench_model" 10 gpu
+        step bench_generate_gelu env BENCH_LT_GELU=1 BENCH_GEN_BATCH=256 \
+            "$BUILD/bench/bench_generate" gpu
         step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
         step bench_generate_lt_tune env BENCH_LT_TUNE=1 "$BUILD/bench/bench_generate" gpu
         step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama

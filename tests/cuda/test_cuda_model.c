@@ -4,7 +4,8 @@
  * one forward with every head, one backward, one AdamW step (on the CPU's gradients) and a
  * KV-cache prefill and decode agree to 1e-5; generation gives the CPU's tokens (and the same
  * with its decode step as a CUDA graph); a GPU model saves, offloads its moments and loads back
- * unchanged; at precision bf16 forward and gradients agree to 1e-2, and so do the logits over
+ * unchanged; at precision bf16 forward and gradients agree to 1e-2 (GPT-2's also with GELU in
+ * cuBLASLt's epilogues), and so do the logits over
  * each model's bfloat16 KV cache; with the LM head in chunks of 5 rows, at fp32 and bf16; and
  * with the forward keeping only the layers' inputs (recompute) or one layer (none). */
 #include <sys/stat.h>
@@ -476,6 +477,15 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
         pw_model_free(back);
     }
     check_bf16(arch, tok, tgt, &g);
+    if (arch->family == PW_FAMILY_GPT2) { /* again, GELU in cuBLASLt's epilogues */
+        unsigned long f0, f1;
+        pw_cuda_gelu_epilogue_calls(&f0, NULL);
+        pw_cuda_set_lt_gelu(1);
+        check_bf16(arch, tok, tgt, &g);
+        pw_cuda_set_lt_gelu(0);
+        pw_cuda_gelu_epilogue_calls(&f1, NULL);
+        printf("  bf16 with GELU in the epilogues: %lu calls fused\n", f1 - f0);
+    }
     check_chunked(arch, tok, tgt, &g);
     check_acts(arch, tok, tgt, &g);
     pw_model_free(cpu);

@@ -1,8 +1,9 @@
 /* test_cuda_switches.c: the CUDA backend's process-wide switches (pw_kernels_cuda.h) hold what
  * they were set to and start at their documented defaults: the fused attention and the cache
- * attention's split kernel on, its group kernel and the epilogue products' timing off (until a
- * GPU has timed them), the bf16-output products' bf16 bias on (measured), the tensor-core attention's build for two blocks an SM, where any value
- * but 3 is taken as 2. Host state only: no GPU. */
+ * attention's split kernel on, its group kernel, the epilogue products' timing and the GELU
+ * epilogues off (until a GPU has timed them), the bf16-output products' bf16 bias on
+ * (measured), the tensor-core attention's build for two blocks an SM, where any value but 3 is
+ * taken as 2. Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -19,6 +20,11 @@ int main(void)
     pw_cuda_set_lt_tune(2);
     CHECK(pw_cuda_get_lt_tune() == 1, "epilogue tuning: non-zero is on");
     pw_cuda_set_lt_tune(0);
+    CHECK(pw_cuda_get_lt_gelu() == 0, "GELU in the epilogues off by default");
+    pw_cuda_set_lt_gelu(7);
+    CHECK(pw_cuda_get_lt_gelu() == 1, "GELU epilogues: non-zero is on");
+    pw_cuda_set_lt_gelu(0);
+    CHECK(pw_cuda_get_lt_gelu() == 0, "GELU epilogues: off when set off");
     CHECK(pw_cuda_get_lt_bias16() == 1, "bf16-output products take a bf16 bias by default");
     pw_cuda_set_lt_bias16(0);
     CHECK(pw_cuda_get_lt_bias16() == 0, "bf16 bias: off when set off");

@@ -281,6 +281,32 @@ static void swiglu_bwd_bf16(const PwOps *o, uint16_t *dgate_up, const uint16_t *
     produce_end(dgate_up, d, n);
     free(x);
 }
+/* GPT-2's MLP products with their GELU: the two entries of each pair, one after the other
+ * (nothing on the CPU to fuse that would not change a bit) */
+static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre16, float *pre,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, const float *bias, int N, int C,
+                                 int OC)
+{
+    size_t n = (size_t)N * OC;
+    float *f = pre16 ? NULL : pre ? pre : floats_or_die(n);
+    matmul_fwd_bf16(o, f, pre16, inp, inp_bf16, weight, weight_bf16, bias, N, C, OC);
+    gelu_fwd_bf16(o, out16, pre16, f, n); /* reads pre16 when f is NULL */
+    if (!pre16 && !pre) free(f);
+}
+static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
+                                 float *dinp_scratch, float *dweight, float *dbias,
+                                 const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, int N, int C, int OC)
+{
+    size_t n = (size_t)N * C;
+    float *f = dinp_scratch ? dinp_scratch : floats_or_die(n);
+    matmul_bwd_bf16(o, f, dweight, dbias, dout, dout_bf16, dout_ld, inp, inp_bf16, weight,
+                    weight_bf16, N, C, OC, 1);
+    gelu_bwd_bf16(o, dpre16, pre16, f, n);
+    if (!dinp_scratch) free(f);
+}
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {

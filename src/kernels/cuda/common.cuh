@@ -11,6 +11,7 @@
 
 #include "launch.cuh"
 #include "pw_cuda_check.h"
+#include "pw_kernels_cuda.h" /* pw_bf16 */
 #include "warp.cuh"
 
 /* Loop unrolling for the kernel headers written in C-subset CUDA (flash_kernels.cuh,
@@ -30,6 +31,16 @@ cublasComputeType_t pw_cuda_f32_compute(void);
 int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
                          const float *bias, int N, int C, int OC, cudaDataType_t ab,
                          cublasComputeType_t compute, cudaStream_t stream);
+/* GPT-2's MLP products with GELU in cuBLASLt's epilogue, in bfloat16 (lt.cu; pw_cuda_set_lt_gelu).
+ * pw_lt_gelu_forward: out(N,OC) = GELU(inp . weight^T + bias), aux (NULL: none) the sum before
+ * GELU (GELU_AUX_BIAS; GELU_BIAS without aux). pw_lt_dgelu: dinp(N,C) = (dout . weight) times
+ * GELU'(aux) element by element (DGELU), aux (N,C) the forward's GELU input, dout's rows ldo
+ * apart. Each returns 1 when queued; 0, having queued nothing, when the switch is off, the
+ * shape or alignment does not suit the epilogue, or cuBLASLt has no algorithm for it. */
+int pw_lt_gelu_forward(pw_bf16 *out, pw_bf16 *aux, const pw_bf16 *inp, const pw_bf16 *weight,
+                       const float *bias, int N, int C, int OC, cudaStream_t stream);
+int pw_lt_dgelu(pw_bf16 *dinp, const pw_bf16 *aux, const pw_bf16 *dout, int ldo,
+                const pw_bf16 *weight, int N, int C, int OC, cudaStream_t stream);
 /* frees the cuBLASLt handles and workspaces (called by pw_cuda_release) */
 void pw_lt_release(void);
 

@@ -1,7 +1,8 @@
 /* matmul.cu: the linear layer on the GPU through cuBLAS, out = inp . weight^T + bias, in fp32
  * (twin of cpu/matmul.c) and with bf16 operands accumulated in fp32. A forward with a bias
  * goes through lt.cu (cuBLASLt, the bias in the epilogue) where cuBLASLt has an algorithm for
- * it; the rest, and every backward product, through cublasGemmEx. */
+ * it, and so may GPT-2's MLP products with GELU; the rest, and every other backward product,
+ * through cublasGemmEx. */
 #include <cuda_bf16.h>
 
 #include "common.cuh"
@@ -116,6 +117,46 @@ extern "C" void pw_matmul_forward_bf16_out_cuda(pw_bf16 *out, const pw_bf16 *inp
     linear_forward(f, inp, weight, bias, N, C, OC, CUDA_R_16BF, CUBLAS_COMPUTE_32F, stream);
     pw_f32_to_bf16_cuda(out, f, n, stream);
     pw_cuda_scratch_free(f, stream);
+}
+
+/* GPT-2's MLP with GELU in the products' epilogues where lt.cu takes it (pw_cuda_set_lt_gelu),
+ * else the product and GELU's own kernel: the very calls the model made before this entry */
+extern "C" void pw_matmul_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *pre, float *pre32,
+                                                 const pw_bf16 *inp, const pw_bf16 *weight,
+                                                 const float *bias, int N, int C, int OC,
+                                                 cudaStream_t stream)
+{
+    if (N <= 0 || OC <= 0) return;
+    if (pw_lt_gelu_forward(out, pre, inp, weight, bias, N, C, OC, stream)) return;
+    size_t n = (size_t)N * OC;
+    if (pre) {
+        pw_matmul_forward_bf16_out_cuda(pre, inp, weight, bias, N, C, OC, stream);
+        pw_gelu_forward_bf16_cuda(out, pre, NULL, n, stream);
+        return;
+    }
+    float *f = pre32 ? pre32 : (float *)pw_cuda_scratch(sizeof(float) * n, stream);
+    pw_matmul_forward_bf16_cuda(f, inp, weight, bias, N, C, OC, stream);
+    pw_gelu_forward_bf16_cuda(out, NULL, f, n, stream);
+    if (!pre32) pw_cuda_scratch_free(f, stream);
+}
+
+extern "C" void pw_matmul_backward_gelu_bf16_cuda(pw_bf16 *dpre, const pw_bf16 *pre, float *dinp32,
+                                                  float *dweight, float *dbias,
+                                                  const pw_bf16 *dout, int ldo,
+                                                  const pw_bf16 *inp, const pw_bf16 *weight,
+                                                  int N, int C, int OC, cudaStream_t stream)
+{
+    if (N <= 0 || C <= 0) return;
+    if (!pw_lt_dgelu(dpre, pre, dout, ldo, weight, N, C, OC, stream)) {
+        size_t n = (size_t)N * C;
+        float *f = dinp32 ? dinp32 : (float *)pw_cuda_scratch(sizeof(float) * n, stream);
+        pw_matmul_backward_bf16_cuda(f, NULL, NULL, dout, ldo, inp, weight, N, C, OC, 1, stream);
+        pw_gelu_backward_bf16_cuda(dpre, pre, f, n, stream);
+        if (!dinp32) pw_cuda_scratch_free(f, stream);
+    }
+    if (dweight || dbias)
+        pw_matmul_backward_bf16_cuda(NULL, dweight, dbias, dout, ldo, inp, weight, N, C, OC, 0,
+                                     stream);
 }
 
 /* ---- conversions */

@@ -346,6 +346,35 @@ static void swiglu_bwd_bf16(const PwOps *o, uint16_t *dgate_up, const uint16_t *
 {
     pw_swiglu_backward_bf16_cuda(dgate_up, gate_up, dout, N, F, S(o));
 }
+static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre16, float *pre,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, const float *bias, int N, int C,
+                                 int OC)
+{
+    pw_bf16 *b[2];
+    const float *x[2] = {inp_bf16 ? NULL : inp, weight_bf16 ? NULL : weight};
+    const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
+    to_bf16(o, b, x, n, 2);
+    pw_matmul_gelu_forward_bf16_cuda(out16, pre16, pre, inp_bf16 ? inp_bf16 : b[0],
+                                     weight_bf16 ? weight_bf16 : b[1], bias, N, C, OC, S(o));
+}
+static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
+                                 float *dinp_scratch, float *dweight, float *dbias,
+                                 const float *dout, const uint16_t *dout_bf16, size_t dout_ld,
+                                 const float *inp, const uint16_t *inp_bf16, const float *weight,
+                                 const uint16_t *weight_bf16, int N, int C, int OC)
+{
+    pw_bf16 *b[3];
+    const float *x[3] = {dout_bf16 ? NULL : dout, dweight && !inp_bf16 ? inp : NULL,
+                         weight_bf16 ? NULL : weight};
+    const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
+    to_bf16(o, b, x, n, 3);
+    pw_matmul_backward_gelu_bf16_cuda(dpre16, pre16, dinp_scratch, dweight, dbias,
+                                      dout_bf16 ? dout_bf16 : b[0],
+                                      dout_bf16 ? (int)dout_ld : OC,
+                                      dweight && inp_bf16 ? inp_bf16 : b[1],
+                                      weight_bf16 ? weight_bf16 : b[2], N, C, OC, S(o));
+}
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
 {
