@@ -236,6 +236,19 @@ static void att_bwd_tc3(void)
     att_bwd_tc();
     pw_cuda_set_flash_blocks(2);
 }
+/* the backward with dq made by the dk/dv kernel (pw_cuda_set_flash_fused_bwd), both builds */
+static void att_bwd_fused(void)
+{
+    pw_cuda_set_flash_fused_bwd(1);
+    att_bwd_tc();
+    pw_cuda_set_flash_fused_bwd(0);
+}
+static void att_bwd_fused3(void)
+{
+    pw_cuda_set_flash_blocks(3);
+    att_bwd_fused();
+    pw_cuda_set_flash_blocks(2);
+}
 /* the same calls on the GEMM path (pw_cuda_set_flash(0)), the fused kernels' comparison */
 static void att_fwd_gemm(void)
 {
@@ -525,6 +538,8 @@ int main(int argc, char **argv)
         {"attention backward (bf16 tensor)", att_bwd_tc, 0, 4 * 2 * TT * hs, BF16},
         {"attention fwd (bf16, 3 blocks/SM)", att_fwd_tc3, 0, 2 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, 3 blocks/SM)", att_bwd_tc3, 0, 4 * 2 * TT * hs, BF16},
+        {"attention bwd (bf16, fused dq)", att_bwd_fused, 0, 4 * 2 * TT * hs, BF16},
+        {"attention bwd (bf16, fused dq, 3/SM)", att_bwd_fused3, 0, 4 * 2 * TT * hs, BF16},
         {"attention forward (GEMMs)", att_fwd_gemm, 0, 2 * 2 * TT * hs, F32},
         {"attention backward (GEMMs)", att_bwd_gemm, 0, 4 * 2 * TT * hs, F32},
         /* the keys and values every row reads: what a decode step's attention waits for */
@@ -574,6 +589,7 @@ int main(int argc, char **argv)
     double tatt3_f = 0.0, tatt3_b = 0.0, lp16[3] = {0, 0, 0}, fc16b = 0.0, pack[2] = {0, 0};
     double vec[6] = {0, 0, 0, 0, 0, 0}; /* gelu fwd, bwd, to_bf16: 8 a thread, then 1 */
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
+    double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
     unsigned long gelu0 = 0, gelu1 = 0;
     pw_cuda_gelu_epilogue_calls(&gelu0, NULL);
     unsigned long out_fused[2] = {0, 0}; /* the bf16-output rows' calls the epilogue took */
@@ -616,6 +632,8 @@ int main(int argc, char **argv)
         if (r->fn == gelu16_fwd_one) vec[1] = ms;
         if (r->fn == gelu16_bwd) vec[2] = ms;
         if (r->fn == gelu16_bwd_one) vec[3] = ms;
+        if (r->fn == att_bwd_fused) fused_b[0] = ms;
+        if (r->fn == att_bwd_fused3) fused_b[1] = ms;
         if (r->fn == mlp_fwd_kernels) mlp[0] = ms;
         if (r->fn == mlp_fwd_epilogue) mlp[1] = ms;
         if (r->fn == mlp_bwd_kernels) mlp[2] = ms;
@@ -650,11 +668,12 @@ int main(int argc, char **argv)
            "gelu16_fwd_ms=%.3f gelu16_fwd_one_ms=%.3f gelu16_bwd_ms=%.3f gelu16_bwd_one_ms=%.3f "
            "to_bf16_ms=%.3f to_bf16_one_ms=%.3f mlp_fwd_kernels_ms=%.3f "
            "mlp_fwd_epilogue_ms=%.3f mlp_bwd_kernels_ms=%.3f mlp_bwd_epilogue_ms=%.3f "
-           "gelu_epilogue_fused=%lu total_ms=%.2f\n",
+           "gelu_epilogue_fused=%lu attention_bf16_fused_bwd_ms=%.3f "
+           "attention_bf16_fused_bwd_3blocks_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
            pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
-           mlp[2], mlp[3], gelu1 - gelu0, total);
+           mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], total);
     return 0;
 }

@@ -93,6 +93,15 @@ void pw_cuda_gelu_epilogue_calls(unsigned long *fused, unsigned long *unfused);
  * after it. */
 void pw_cuda_set_flash_blocks(int per_sm);
 int pw_cuda_get_flash_blocks(void);
+/* The tensor-core attention's backward as one kernel over each block of keys that makes dq
+ * too (FlashAttention-2's way: dS . K added atomically into a float32 dq, then written out),
+ * where two kernels (dq's, dk and dv's) make the scores and dS twice: 5 products a tile pair
+ * instead of 7, for 16 KB of atomic adds a pair and a zeroed 4-byte dq of (B,T,NH,hs). Off (the
+ * default until a GPU has timed it: bench_kernels_cuda's "fused dq" row, bench_model's
+ * BENCH_FLASH_FUSED_BWD=1); on, dq's last bits vary from run to run (the atomics' order).
+ * Applies to calls made after it. */
+void pw_cuda_set_flash_fused_bwd(int enable);
+int pw_cuda_get_flash_fused_bwd(void);
 /* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
  * by a kernel and read back by the GEMM: on by default; where cuBLASLt has no algorithm for the
  * operands (their alignment) or the bias is not 16-byte aligned, that call takes the plain path.

@@ -8,7 +8,9 @@
  * (for the kernels), poisoned outputs; with the fused kernels switched off, and for heads over
  * 128, the float32 path stands in (within bf16's 1e-2 of the twin); the 64 bucket again built
  * for three blocks an SM. The backward's bf16 form (dqkv set rounded) bit for bit the rounding
- * of its float32 form. */
+ * of its float32 form. All of it again with dq fused into the dk/dv kernel
+ * (pw_cuda_set_flash_fused_bwd: dq summed atomically, so its bf16 form within 1e-2 of the twin
+ * instead of bit for bit). */
 #include "cutest.h"
 
 #define TOL_LSE 1e-5
@@ -73,7 +75,13 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     cu_poison(d_dqkv16, sizeof(uint16_t) * nqkv);
     pw_attention_gqa_backward_bf16_cuda(NULL, d_dqkv16, d_dout, d_qkv, d_outc, d_lsec, d_mask, B,
                                         T, NH, NKV, hs, 0);
-    cu_compare_bf16("backward dqkv in bfloat16", d_dqkv16, d_dqkv, nqkv);
+    if (!pw_cuda_get_flash_fused_bwd()) {
+        cu_compare_bf16("backward dqkv in bfloat16", d_dqkv16, d_dqkv, nqkv);
+    } else { /* dq summed atomically: another run, other last bits; the twin's bound */
+        float *d_wide = cu_dev(sizeof(float) * nqkv);
+        pw_bf16_to_f32_cuda(d_wide, d_dqkv16, nqkv, 0);
+        cu_compare("backward dqkv in bfloat16 (fused dq)", d_wide, dqkv, nqkv, CU_TOL_BF16);
+    }
     cu_release();
 }
 
@@ -104,6 +112,20 @@ int main(void)
     run(3, 150, 3, 3, 48, pads, 5, 1, TOL_TC, &rng);
     run(2, 1024, 4, 2, 64, long_pads, 2, 1, TOL_TC, &rng);
     pw_cuda_set_flash_blocks(2);
+    /* the backward with dq made by the dk/dv kernel (pw_cuda_set_flash_fused_bwd), every bucket
+     * and the three-block build */
+    pw_cuda_set_flash_fused_bwd(1);
+    printf("tensor-core backward with dq fused\n");
+    run(2, 16, 6, 2, 5, pads, 5, 0, TOL_TC, &rng);
+    run(5, 64, 6, 2, 16, pads, 5, 1, TOL_TC, &rng);
+    run(2, 64, 4, 1, 32, all_pad, 2, 1, TOL_TC, &rng);
+    run(3, 150, 3, 3, 48, pads, 5, 1, TOL_TC, &rng);
+    run(2, 1024, 4, 2, 64, long_pads, 2, 1, TOL_TC, &rng);
+    run(2, 300, 4, 1, 128, long_pads, 2, 1, TOL_TC, &rng);
+    pw_cuda_set_flash_blocks(3);
+    run(2, 1024, 4, 2, 64, long_pads, 2, 1, TOL_TC, &rng);
+    pw_cuda_set_flash_blocks(2);
+    pw_cuda_set_flash_fused_bwd(0);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_bf16");
 }

@@ -1,9 +1,9 @@
 /* test_cuda_switches.c: the CUDA backend's process-wide switches (pw_kernels_cuda.h) hold what
  * they were set to and start at their documented defaults: the fused attention and the cache
- * attention's split kernel on, its group kernel, the epilogue products' timing and the GELU
- * epilogues off (until a GPU has timed them), the bf16-output products' bf16 bias on
- * (measured), the tensor-core attention's build for two blocks an SM, where any value but 3 is
- * taken as 2. Host state only: no GPU. */
+ * attention's split kernel on, its group kernel, the epilogue products' timing, the GELU
+ * epilogues and the attention's fused backward off (until a GPU has timed them), the
+ * bf16-output products' bf16 bias on (measured), the tensor-core attention's build for two
+ * blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -20,6 +20,11 @@ int main(void)
     pw_cuda_set_lt_tune(2);
     CHECK(pw_cuda_get_lt_tune() == 1, "epilogue tuning: non-zero is on");
     pw_cuda_set_lt_tune(0);
+    CHECK(pw_cuda_get_flash_fused_bwd() == 0, "the attention's fused backward off by default");
+    pw_cuda_set_flash_fused_bwd(9);
+    CHECK(pw_cuda_get_flash_fused_bwd() == 1, "fused backward: non-zero is on");
+    pw_cuda_set_flash_fused_bwd(0);
+    CHECK(pw_cuda_get_flash_fused_bwd() == 0, "fused backward: off when set off");
     CHECK(pw_cuda_get_lt_gelu() == 0, "GELU in the epilogues off by default");
     pw_cuda_set_lt_gelu(7);
     CHECK(pw_cuda_get_lt_gelu() == 1, "GELU epilogues: non-zero is on");

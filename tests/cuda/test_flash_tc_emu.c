@@ -15,7 +15,8 @@
  * mask, T not a multiple of any tile, NaN in the left padding (never read: zeroed in shared
  * memory), heads that are a multiple of 8 (16-byte asynchronous copies) and one that is not (5:
  * copies a half at a time), and the launch geometry of attention_bf16.cu
- * (tests/cuda/flash_case.h). */
+ * (tests/cuda/flash_case.h). The fused backward (dkvq and the store of its dq) against the same
+ * twin, with its dynamic shared memory poisoned at each block. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 
 typedef struct Args {
     float *out, *lse, *dqkv, *drow;
+    float *dq32; /* the fused backward's dq sums (B,T,NH,hs), zeroed before it */
     uint16_t *dout16, *dqkv16; /* dqkv16: the backward's rounded output instead, or NULL */
     uint16_t *out16;           /* the forward's output rounded as well, or NULL */
     const uint16_t *qkv;
@@ -63,9 +65,41 @@ typedef struct Args {
         pw_flash_tc_dkv_##HS(a->dqkv, a->dqkv16, a->drow, a->dout16, a->qkv, a->lse, a->mask,   \
                              a->T, a->NH, a->NKV, a->hs, a->scale);                              \
     }
+#define TC_FUSED(TAG)                                                                            \
+    static void dkvq_##TAG(void *p)                                                              \
+    {                                                                                            \
+        Args *a = p;                                                                             \
+        pw_flash_tc_dkvq_##TAG(a->dqkv, a->dqkv16, a->dq32, a->drow, a->dout16, a->qkv, a->lse, \
+                               a->mask, a->T, a->NH, a->NKV, a->hs, a->scale);                   \
+    }
 TC_WRAPPERS(32)
 TC_WRAPPERS(64)
 TC_WRAPPERS(128)
+TC_FUSED(32)
+TC_FUSED(64)
+TC_FUSED(64x3)
+TC_FUSED(128)
+
+static void dq_store_k(void *p)
+{
+    Args *a = p;
+    pw_flash_tc_dq_store(a->dqkv, a->dqkv16, a->dq32, a->B, a->T, a->NH, a->NKV, a->hs);
+}
+
+/* The fused backward (dkvq, then the store of dq) into a poisoned dqkv (or dqkv16): the grid of
+ * dkv, the dynamic shared memory its build asks for, dq's sums from zeros */
+static void fused(Args *a, void (*k)(void *), size_t smem, size_t nqkv)
+{
+    size_t nq = (size_t)a->B * a->T * a->NH * a->hs;
+    a->dq32 = calloc(nq, sizeof(float));
+    if (a->dqkv)
+        for (size_t i = 0; i < nqkv; i++) a->dqkv[i] = NAN;
+    EmuDim3 gk = {(unsigned)((a->T + TC_ROWS - 1) / TC_ROWS), (unsigned)a->NKV, (unsigned)a->B};
+    emu_launch_smem(gk, d1(TC_THREADS), smem, k, a);
+    emu_launch(d1((unsigned)((nq + 255) / 256)), d1(256), dq_store_k, a);
+    free(a->dq32);
+    a->dq32 = NULL;
+}
 
 static void prep_k(void *p)
 {
@@ -122,8 +156,8 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     for (size_t i = 0; i < nout; i++) edout16[i] = 0x7fc1;
     for (size_t i = 0; i < nlse; i++) elsev[i] = edrow[i] = NAN;
     for (size_t i = 0; i < nqkv; i++) edqkv[i] = NAN;
-    Args a = {eout, elsev, edqkv, edrow, edout16, NULL, eout16, qkv, dout, out16, mask, B, T, NH,
-              NKV, hs, 1.0f / sqrtf((float)hs)};
+    Args a = {eout, elsev, edqkv, edrow, NULL, edout16, NULL, eout16, qkv, dout, out16, mask, B,
+              T, NH, NKV, hs, 1.0f / sqrtf((float)hs)};
     void (*fwd)(void *) = hs <= 32 ? fwd_32 : hs <= 64 ? fwd_64 : fwd_128;
     void (*dq)(void *) = hs <= 32 ? dq_32 : hs <= 64 ? dq_64 : dq_128;
     void (*dkv)(void *) = hs <= 32 ? dkv_32 : hs <= 64 ? dkv_64 : dkv_128;
@@ -158,6 +192,45 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
         emu_check_bf16("backward: dqkv in bfloat16", e16, edqkv, nqkv);
         free(e16);
     }
+    /* the fused backward (pw_cuda_set_flash_fused_bwd): dk, dv and dq in one kernel, dq summed
+     * atomically (here in one order); against the twin, and in bfloat16 on the first shape of
+     * each bucket, bit for bit its float32 form rounded; heads of 64 also in the three-block
+     * build (tiles of 32 queries) */
+    float *fq = malloc(sizeof(float) * nqkv);
+    Args f = a;
+    f.dqkv = fq;
+    void (*dkvq)(void *) = hs <= 32 ? dkvq_32 : hs <= 64 ? dkvq_64 : dkvq_128;
+    size_t smem = hs <= 32   ? pw_flash_tc_dkvq_bytes_32
+                  : hs <= 64 ? pw_flash_tc_dkvq_bytes_64
+                             : pw_flash_tc_dkvq_bytes_128;
+    fused(&f, dkvq, smem, nqkv);
+    emu_check("backward fused: dqkv", fq, dqkv, nqkv, TOL);
+    /* dq on its own (the part the fused kernel makes its own way), against the largest dq */
+    size_t nq = (size_t)B * T * NH * hs, W = (size_t)(NH + 2 * NKV) * hs;
+    float *got_q = malloc(sizeof(float) * nq), *want_q = malloc(sizeof(float) * nq);
+    for (size_t i = 0; i < nq; i++) {
+        size_t at = i / ((size_t)NH * hs) * W + i % ((size_t)NH * hs);
+        got_q[i] = fq[at];
+        want_q[i] = dqkv[at];
+    }
+    emu_check("backward fused: dq", got_q, want_q, nq, TOL);
+    free(got_q);
+    free(want_q);
+    static int seen_fused[3];
+    if (!seen_fused[bucket]++) {
+        uint16_t *e16 = malloc(sizeof(uint16_t) * nqkv);
+        for (size_t i = 0; i < nqkv; i++) e16[i] = 0x7fc1;
+        Args r = f;
+        r.dqkv = NULL, r.dqkv16 = e16;
+        fused(&r, dkvq, smem, nqkv);
+        emu_check_bf16("backward fused: dqkv in bfloat16", e16, fq, nqkv);
+        free(e16);
+        if (HS == 64) {
+            fused(&f, dkvq_64x3, pw_flash_tc_dkvq_bytes_64x3, nqkv);
+            emu_check("backward fused, 3 blocks/SM build: dqkv", fq, dqkv, nqkv, TOL);
+        }
+    }
+    free(fq);
 
     flash_case_free(&fc);
     free(widened);

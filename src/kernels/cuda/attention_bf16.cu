@@ -15,6 +15,7 @@
 
 #include "cp_async.cuh"
 #include "mma.cuh"
+#define PW_DYN_SMEM(type, name) extern __shared__ __align__(16) type name[]
 #include "flash_tc.cuh"
 
 #define TC_LAUNCH(name, HS, grid, ...)                                                            \
@@ -29,6 +30,32 @@
             pw_flash_tc_##name##_128<<<grid, TC_THREADS, 0, stream>>>(__VA_ARGS__);              \
         PW_CUDA_CHECK(cudaGetLastError());                                                       \
     } while (0)
+
+/* The fused backward's kernel for bucket HS (pw_cuda_set_flash_fused_bwd): dynamic shared
+ * memory over 48 KiB for heads of 64 and 128, so the build's limit is raised before each launch
+ * (a kernel attribute of the current device, set on the host: no stream work) */
+typedef void (*DkvqFn)(float *, uint16_t *, float *, const float *, const uint16_t *,
+                       const uint16_t *, const float *, const int *, int, int, int, int, float);
+static void dkvq_launch(int HS, dim3 grid, cudaStream_t stream, float *dqkv, uint16_t *dqkv16,
+                        float *dq32, const float *drow, const uint16_t *dout16,
+                        const uint16_t *qkv, const float *lse, const int *mask, int T, int NH,
+                        int NKV, int hs, float scale)
+{
+    int three = HS == 64 && pw_cuda_get_flash_blocks() == 3;
+    DkvqFn fn = HS == 32 ? pw_flash_tc_dkvq_32
+                : three  ? pw_flash_tc_dkvq_64x3
+                : HS == 64 ? pw_flash_tc_dkvq_64
+                           : pw_flash_tc_dkvq_128;
+    size_t bytes = HS == 32 ? pw_flash_tc_dkvq_bytes_32
+                   : three  ? pw_flash_tc_dkvq_bytes_64x3
+                   : HS == 64 ? pw_flash_tc_dkvq_bytes_64
+                              : pw_flash_tc_dkvq_bytes_128;
+    PW_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    fn<<<grid, TC_THREADS, bytes, stream>>>(dqkv, dqkv16, dq32, drow, dout16, qkv, lse, mask, T,
+                                            NH, NKV, hs, scale);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
 
 /* heads the tensor-core kernels do not take: q, k and v widened into float32 scratch, for the
  * float32 path */
@@ -97,8 +124,20 @@ extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16
     dim3 gq((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
     dim3 gk((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B);
     float *d32 = dqkv16 ? NULL : dqkv; /* one of the two */
-    TC_LAUNCH(dq, HS, gq, d32, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
-    TC_LAUNCH(dkv, HS, gk, d32, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    if (pw_cuda_get_flash_fused_bwd()) {
+        size_t nq = (size_t)B * T * NH * hs;
+        float *dq32 = (float *)pw_cuda_scratch(sizeof(float) * nq, stream);
+        PW_CUDA_CHECK(cudaMemsetAsync(dq32, 0, sizeof(float) * nq, stream));
+        dkvq_launch(HS, gk, stream, d32, dqkv16, dq32, drow, dout16, qkv, lse, mask, T, NH, NKV,
+                    hs, scale);
+        pw_flash_tc_dq_store<<<pw_ew_blocks(nq), PW_EW_THREADS, 0, stream>>>(d32, dqkv16, dq32,
+                                                                             B, T, NH, NKV, hs);
+        PW_CUDA_CHECK(cudaGetLastError());
+        pw_cuda_scratch_free(dq32, stream);
+    } else {
+        TC_LAUNCH(dq, HS, gq, d32, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+        TC_LAUNCH(dkv, HS, gk, d32, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    }
     pw_cuda_scratch_free(dout16, stream);
     pw_cuda_scratch_free(drow, stream);
 }

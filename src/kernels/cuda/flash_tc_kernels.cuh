@@ -12,6 +12,11 @@
  * includer, this one needs mma.cuh's and cp_async.cuh's functions (emu.h's on the host),
  * __syncthreads_or, __shfl_xor_sync of a float and uint16_t / uint32_t.
  *
+ * dkvq (a build of dkv's body, not the default: pw_cuda_set_flash_fused_bwd) makes dq in the
+ * same pass, FlashAttention-2's way: each tile's dS^T goes through shared memory, dS . K is
+ * added atomically into a float32 dq that pw_flash_tc_dq_store writes out; 5 products a tile
+ * pair where dq's kernel and dkv's make 7, for atomics and their order.
+ *
  * Work split: a block is 4 warps, each warp owns 16 rows (queries in fwd and dq, keys in dkv;
  * TC_FWD_MT row tiles of 16 in fwd) and computes 16 x 8 tiles with pw_mma_bf16; its own
  * operand (q, or k and v) stays in A fragments in registers for the whole kernel, the other
@@ -175,6 +180,21 @@ __global__ void pw_flash_tc_prep(float *drow, uint16_t *dout16, const float *dou
     PW_UNROLL
     for (int o = 16; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
     if (lane == 0) drow[i] = d;
+}
+
+/* After dkvq (the backward with dq fused): dq, summed into dq32 ((B,T,NH,hs) floats), into the
+ * q part of dqkv (float32) or of dqkv16 (rounded to bfloat16), one element a thread: every q
+ * element of a row before T set, as dq's kernel sets it (padding queries' sums are zeros: each
+ * of their dS was) */
+__global__ void pw_flash_tc_dq_store(float *dqkv, uint16_t *dqkv16, const float *dq32, int B,
+                                     int T, int NH, int NKV, int hs)
+{
+    size_t n = (size_t)B * T * NH * hs, i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    size_t r = i / hs, bt = r / NH;
+    size_t at = bt * (size_t)(NH + 2 * NKV) * hs + (r % NH) * hs + i % hs; /* flash_at's q */
+    if (dqkv) dqkv[at] = dq32[i];
+    if (dqkv16) dqkv16[at] = pw_bf16_bits(dq32[i]);
 }
 
 #endif /* PW_FLASH_TC_CUH_COMMON */
@@ -564,15 +584,85 @@ __global__ void TC_BOUNDS
                       r0, T, dq[0], 1.0f, 1.0f, hs);
 }
 
-__global__ void TC_BOUNDS
-    TC_FN(dkv)(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
-               const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
-               int hs, float scale)
+/* dkvq's part of dq for one query tile (queries t0.., head h): this warp's dS^T (16 keys x
+ * TC_BT queries, D fragments after the mask) rounded into dst, a barrier, then each warp takes
+ * one row tile of 16 queries and TC_DQ_COLS of the head's 8-column tiles: dq += dS . K over the
+ * block's TC_ROWS keys, A fragments of dS from dst (stored as its transpose: ldmatrix .trans;
+ * matrix i of lane 8i + j is keys (i / 2) * 8 + j, queries (i % 2) * 8, so that r[i] is the A
+ * register i of the PTX table), B fragments of K from ks (as TC_MMA_PX's), then atomically added
+ * into dq32 ((B,T,NH,hs) floats), rows past T and columns past hs left out. The caller's barrier
+ * after it frees dst for the next tile. */
+#define TC_DQ_RT (TC_BT / 16)                  /* row tiles of a query tile */
+#define TC_DQ_COLS (TC_NS * TC_DQ_RT / TC_WARPS) /* 8-column tiles a warp takes (even) */
+static __device__ __forceinline__ void TC_FN(dq_tile)(uint16_t (*dst)[TC_BT + 8],
+                                                      uint16_t (*ks)[TC_LD],
+                                                      float dp[TC_BT / 8][4], float *dq32, int b,
+                                                      int h, int t0, int T, int NH, int hs)
+{
+    int l = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), g = l / 4, c = l % 4;
+    PW_UNROLL
+    for (int n = 0; n < TC_BT / 8; n++) {
+        *(uint32_t *)&dst[w * 16 + g][n * 8 + 2 * c] = pw_bf16x2(dp[n][0], dp[n][1]);
+        *(uint32_t *)&dst[w * 16 + g + 8][n * 8 + 2 * c] = pw_bf16x2(dp[n][2], dp[n][3]);
+    }
+    __syncthreads();
+    int rt = w % TC_DQ_RT, c0 = w / TC_DQ_RT * TC_DQ_COLS, r_ = (l >> 3 & 1) * 8 + (l & 7);
+    float acc[TC_DQ_COLS][4];
+    PW_UNROLL
+    for (int n = 0; n < TC_DQ_COLS; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    PW_UNROLL
+    for (int kk = 0; kk < TC_ROWS / 16; kk++) {
+        uint32_t a[4];
+        pw_ldsm_x4_t(a, &dst[kk * 16 + (l >> 4) * 8 + (l & 7)][rt * 16 + (l >> 3 & 1) * 8]);
+        PW_UNROLL
+        for (int n = 0; n < TC_DQ_COLS; n += 2) {
+            uint32_t bf[4];
+            pw_ldsm_x4_t(bf, &ks[kk * 16 + r_][(c0 + n + (l >> 4)) * 8]);
+            pw_mma_bf16(acc[n], a, bf);
+            pw_mma_bf16(acc[n + 1], a, bf + 2);
+        }
+    }
+    int r0 = t0 + rt * 16 + g;
+    float *q0 = dq32 + (((size_t)b * T + r0) * NH + h) * hs, *q8 = q0 + (size_t)8 * NH * hs;
+    PW_UNROLL
+    for (int n = 0; n < TC_DQ_COLS; n++)
+        PW_UNROLL
+        for (int i = 0; i < 4; i++) {
+            int d = (c0 + n) * 8 + 2 * c + (i & 1), row = r0 + (i < 2 ? 0 : 8);
+            if (row < T && d < hs) atomicAdd((i < 2 ? q0 : q8) + d, acc[n][i]);
+        }
+}
+
+/* The shared memory of dkv and dkvq: two buffers of query tiles, their dout rows, lse, D and
+ * mask flags; with dq fused (dkvq), dS^T of the block's keys over a query tile (dst, the keys'
+ * rows TC_BT + 8 halves apart: 16-byte aligned rows, 8 rows in 8 distinct groups of banks) and
+ * the block's own keys (ks) */
+typedef struct TC_FN(Smem) {
+    uint16_t (*qs)[TC_BT][TC_LD], (*os)[TC_BT][TC_LD];
+    float (*Ls)[TC_BT], (*Ds)[TC_BT];
+    int (*qm)[TC_BT];
+    uint16_t (*dst)[TC_BT + 8], (*ks)[TC_LD];
+} TC_FN(Smem);
+
+/* dkvq's dynamic shared memory, in bytes, and its carving (16-byte aligned pieces first) */
+#define TC_DKVQ_BYTES                                                                            \
+    (2 * (size_t)2 * TC_BT * TC_LD * 2 + (size_t)TC_ROWS * (TC_BT + 8) * 2 +                     \
+     (size_t)TC_ROWS * TC_LD * 2 + (size_t)3 * 2 * TC_BT * 4)
+static const size_t TC_FN(dkvq_bytes) = TC_DKVQ_BYTES;
+
+/* dk and dv of the block's keys (grid as dkv's), and with fuse their part of dq added into dq32
+ * ((B,T,NH,hs) floats, zeroed before): after dk and dv, a tile's dS^T goes to shared memory and
+ * the block's 4 warps share dq's tile (16 queries and a part of the head each) = dS . K over the
+ * block's 64 keys, atomically added. fuse is a constant at each call: the kernel built for it. */
+static __device__ __forceinline__ void TC_FN(dkv_body)(
+    float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16, const uint16_t *qkv,
+    const float *lse, const int *mask, int T, int NH, int NKV, int hs, float scale,
+    const TC_FN(Smem) * sm, int fuse, float *dq32)
 {
     const int BQ = TC_BT;
-    __shared__ __align__(16) uint16_t qs[2][TC_BT][TC_LD], os[2][TC_BT][TC_LD];
-    __shared__ float Ls[2][TC_BT], Ds[2][TC_BT];
-    __shared__ int qm[2][TC_BT];
+    uint16_t (*qs)[TC_BT][TC_LD] = sm->qs, (*os)[TC_BT][TC_LD] = sm->os;
+    float (*Ls)[TC_BT] = sm->Ls, (*Ds)[TC_BT] = sm->Ds;
+    int (*qm)[TC_BT] = sm->qm;
     int b = blockIdx.z, kv = blockIdx.y, G = NH / NKV, k0 = blockIdx.x * TC_ROWS;
     int c = (int)(threadIdx.x % 32) % 4;
     const float sl2 = scale * TC_LOG2E;
@@ -580,6 +670,7 @@ __global__ void TC_BOUNDS
     size_t ld = (size_t)NH * hs;
     const uint16_t *dO = dout16 + (size_t)b * T * ld;
     int vq = tc_vec(qkv, hs), vo = tc_vec(dout16, hs);
+    FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
     /* the tiles: every query head of the group, for each the queries from k0 on; the next to
      * issue is head kv G + nh, queries from nq (counted along: no division a tile) */
     int per = (T - k0 + BQ - 1) / BQ, nt = G * per, nh = 0, nq = k0;
@@ -599,11 +690,12 @@ __global__ void TC_BOUNDS
         tc_issue_row4(Ds[buf], drow + row_, t_, BQ, T);                                          \
         pw_cp_commit();                                                                          \
     } while (0)
+    /* dq's keys: the block's own, in the first group of copies */
+    if (fuse) TC_FN(issue_tile)(sm->ks, qkv + a0.k, (size_t)a0.W, k0, TC_ROWS, T, hs, vq);
     TC_DKV_ISSUE(0);
     int s0 = tc_row0(k0, 0, 1), s8 = s0 + 8, wlast = k0 + (int)(threadIdx.x / 32) * 16 + 15;
     int ok0 = s0 < T && flash_real(m, s0), ok8 = s8 < T && flash_real(m, s8);
     int key_pad = __any_sync(0xffffffffu, !(ok0 && ok8)); /* a key of the warp not real */
-    FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
     uint32_t ka[1][TC_KS][4], va[1][TC_KS][4]; /* one row tile */
     TC_FN(load_a)(ka[0], qkv + a0.k, (size_t)a0.W, s0, ok0, ok8, hs);
     TC_FN(load_a)(va[0], qkv + a0.v, (size_t)a0.W, s0, ok0, ok8, hs);
@@ -613,7 +705,9 @@ __global__ void TC_BOUNDS
         PW_UNROLL
         for (int i = 0; i < 4; i++) dk[0][n][i] = dv[0][n][i] = 0.0f;
 
-    for (int it = 0, t0 = k0; it < nt; it++, t0 = t0 + BQ < T ? t0 + BQ : k0) {
+    /* hq: the head of the tile in hand (t0 wraps to k0 at each new head) */
+    for (int it = 0, t0 = k0, hq = kv * G; it < nt;
+         it++, hq += t0 + BQ >= T, t0 = t0 + BQ < T ? t0 + BQ : k0) {
         int cur = it & 1;
         if (it + 1 < nt) {
             TC_DKV_ISSUE(cur ^ 1);
@@ -622,6 +716,12 @@ __global__ void TC_BOUNDS
             pw_cp_wait_all();
         }
         int pad = TC_FN(land)(qs[cur], os[cur], qm[cur], t0, BQ, T);
+        if (fuse && it == 0) /* padding keys' rows of ks zeroed (NaN may live there), made the
+                                block's by the barrier before dq's products */
+            for (int i = threadIdx.x; i < TC_ROWS * (FLASH_HS / 2); i += TC_THREADS) {
+                int j = i / (FLASH_HS / 2), d = i % (FLASH_HS / 2) * 2;
+                if (k0 + j < T && !flash_real(m, k0 + j)) *(uint32_t *)&sm->ks[j][d] = 0u;
+            }
         /* every query of the tile real and at or after the warp's last key: no mask */
         int masked = pad || t0 < wlast || t0 + BQ > T;
         float s[1][TC_BT / 8][4], dp[1][TC_BT / 8][4];
@@ -651,6 +751,7 @@ __global__ void TC_BOUNDS
         }
         TC_MMA_PX(dv, s, BQ, os[cur], 1);
         TC_MMA_PX(dk, dp, BQ, qs[cur], 1);
+        if (fuse) TC_FN(dq_tile)(sm->dst, sm->ks, dp[0], dq32, b, hq, t0, T, NH, hs);
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
 #undef TC_DKV_ISSUE
@@ -661,6 +762,51 @@ __global__ void TC_BOUNDS
                       s0, T, dv[0], 1.0f, 1.0f, hs);
 }
 
+__global__ void TC_BOUNDS
+    TC_FN(dkv)(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
+               const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,
+               int hs, float scale)
+{
+    __shared__ __align__(16) uint16_t qs[2][TC_BT][TC_LD], os[2][TC_BT][TC_LD];
+    __shared__ float Ls[2][TC_BT], Ds[2][TC_BT];
+    __shared__ int qm[2][TC_BT];
+    TC_FN(Smem) sm = {qs, os, Ls, Ds, qm, NULL, NULL};
+    TC_FN(dkv_body)(dqkv, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale, &sm, 0,
+                    NULL);
+}
+
+/* dkv with dq fused: dk and dv set as dkv sets them (dqkv or dqkv16), dq added into dq32, which
+ * pw_flash_tc_dq_store then writes as dq's kernel would. dS . K is made once a tile where dq's
+ * kernel made S, dP and dS again: 5 products a (key, query) tile pair instead of 7. The sums
+ * into dq32 are atomic: their order, and so dq's last bits, vary from run to run. Dynamic
+ * shared memory of TC_FN(dkvq_bytes) (over 48 KiB for heads of 64 and 128: the launch raises
+ * the kernel's limit). */
+__global__ void TC_BOUNDS
+    TC_FN(dkvq)(float *dqkv, uint16_t *dqkv16, float *dq32, const float *drow,
+                const uint16_t *dout16, const uint16_t *qkv, const float *lse, const int *mask,
+                int T, int NH, int NKV, int hs, float scale)
+{
+    PW_DYN_SMEM(uint16_t, tc_smem);
+    uint16_t *p = tc_smem;
+    TC_FN(Smem) sm;
+    sm.qs = (uint16_t (*)[TC_BT][TC_LD])p;
+    p += 2 * TC_BT * TC_LD;
+    sm.os = (uint16_t (*)[TC_BT][TC_LD])p;
+    p += 2 * TC_BT * TC_LD;
+    sm.dst = (uint16_t (*)[TC_BT + 8])p;
+    p += TC_ROWS * (TC_BT + 8);
+    sm.ks = (uint16_t (*)[TC_LD])p;
+    p += TC_ROWS * TC_LD;
+    sm.Ls = (float (*)[TC_BT])p;
+    sm.Ds = sm.Ls + 2;
+    sm.qm = (int (*)[TC_BT])(sm.Ds + 2);
+    TC_FN(dkv_body)(dqkv, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale, &sm, 1,
+                    dq32);
+}
+
+#undef TC_DQ_RT
+#undef TC_DQ_COLS
+#undef TC_DKVQ_BYTES
 #undef TC_FN
 #undef TC_BT
 #undef TC_TILE_ROWS
