@@ -8,9 +8,10 @@
  * order-preserving integer key of the logit, found bit by bit from the top (the k-th largest logit
  * for top-k; for top-p the largest probability whose tokens at least as probable hold the mass p),
  * so the kept sets are the CPU's: neither separates equal logits. The draw walks token ids in
- * order like the CPU: the warps' chunks' masses say which chunk holds the uniform, and its warp
- * walks it. Sums are in double as on the CPU; their order differs, so a draw within rounding
- * (1e-16) of a boundary could fall the other way. */
+ * order like the CPU: the warps' chunks' masses say which chunk holds the uniform, that chunk's
+ * parts' masses (a part a warp) which part, and the part's warp walks it. Sums are in double as
+ * on the CPU; their order differs, so a draw within rounding (1e-16) of a boundary could fall
+ * the other way. */
 #ifndef PW_SAMPLE_KERNEL_CUH
 #define PW_SAMPLE_KERNEL_CUH
 
@@ -193,8 +194,9 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
     }
 
     /* The draw walks ids in order, as the CPU walks the row: the chunks' masses say which chunk
-     * holds u, and that chunk's warp walks it 32 ids a step, each step's running sum a scan of
-     * its lanes (butterfly shuffles: a lane adds the lower half's total at each level). */
+     * holds u, its parts' masses which part (below), and that part's warp walks it 32 ids a
+     * step, each step's running sum a scan of its lanes (butterfly shuffles: a lane adds the
+     * lower half's total at each level). */
     if (tid == 0) {
         s_u = uniform_of(&rng[rows[blockIdx.x]]);
         s_pick = -1;
@@ -209,12 +211,47 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
         else if (W < 0) before += mw;
         lastk = last[w] > lastk ? last[w] : lastk;
     }
-    if (warp == W) { /* the whole warp, the same trip count on every lane */
-        double cum = before;
+    /* Chunk W in SAMPLE_WARPS parts, one a warp: each part's mass (chunk W's exps made again,
+     * by every thread, a few each), then the warp of the part that holds u walks that part
+     * alone. A step of the walk is a chain (a double exp, a division, ten shuffles of the scan
+     * and five of the vote), so one warp walking the whole chunk waited 99 of them for GPT-2's
+     * vocabulary and 297 for Qwen2.5's; a part is 7 and 19. A part's start is the masses
+     * before it summed in part order: the same sums in another grouping (within 1e-16), as the
+     * chunks' masses already are against the CPU's one running sum. */
+    const int p0 = W < 0 ? 0 : W * chunk < V ? W * chunk : V; /* chunk W: [p0, p1) */
+    const int p1 = W < 0 ? 0 : p0 + chunk < V ? p0 + chunk : V;
+    const int part = (p1 - p0 + SAMPLE_WARPS - 1) / SAMPLE_WARPS;
+    const int q0 = p0 + warp * part < p1 ? p0 + warp * part : p1; /* this warp's part */
+    const int q1 = q0 + part < p1 ? q0 + part : p1;
+    double zp = 0.0;
+    for (int v = q0 + lane; v < q1; v += PW_WARP) zp += prob_of(x[v], kmin, T, m);
+    zp = pw_warp_sum_d(zp);
+    __syncthreads(); /* the chunks' masses were read above */
+    if (lane == 0) mass[warp] = zp;
+    __syncthreads();
+    /* W2: the part that holds u, starting at before2; u past the parts' sum (rounding: they
+     * are chunk W's mass summed another way) takes the last part with mass */
+    int W2 = -1, lastp = -1;
+    double before2 = before, lastb = before;
+    for (int w = 0; w < SAMPLE_WARPS && W >= 0 && W2 < 0; w++) {
+        double mw = mass[w] / zsum;
+        if (mass[w] > 0.0) {
+            lastp = w;
+            lastb = before2;
+        }
+        if (mass[w] > 0.0 && u < before2 + mw) W2 = w;
+        else before2 += mw;
+    }
+    if (W2 < 0) {
+        W2 = lastp;
+        before2 = lastb;
+    }
+    if (warp == W2) { /* the whole warp, the same trip count on every lane */
+        double cum = before2;
         int pick = -1;
-        for (int b = c0; b < c1 && pick < 0; b += PW_WARP) {
+        for (int b = q0; b < q1 && pick < 0; b += PW_WARP) {
             int v = b + lane;
-            double p = v < c1 ? prob_of(x[v], kmin, T, m) / zsum : 0.0, inc = p, tot = p;
+            double p = v < q1 ? prob_of(x[v], kmin, T, m) / zsum : 0.0, inc = p, tot = p;
             for (int off = 1; off < PW_WARP; off <<= 1) {
                 double o = __shfl_xor_sync(0xffffffffu, tot, off);
                 if (lane & off) inc += o;
