@@ -122,6 +122,19 @@ static __device__ __forceinline__ float tc_quad_sum(float x)
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/* p[0] += a and p[1] += b, each atomically (p 8-byte aligned): one 8-byte reduction where the
+ * GPU has it (sm_90's vector atomicAdd on global memory), else two; the fused backward's sums
+ * into dq take half the instructions and transactions so */
+static __device__ __forceinline__ void tc_atomic_add2(float *p, float a, float b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd((float2 *)p, make_float2(a, b));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+#endif
+}
+
 /* Issue the copies of n values of a row vector from r0 on (4 bytes each: mask flags, lse or D)
  * into dst, zeros past T; src NULL: 1 before T (no mask). Thread i takes i, i + TC_THREADS, ...,
  * the entries tc_padded reads back. */
@@ -627,9 +640,16 @@ static __device__ __forceinline__ void TC_FN(dq_tile)(uint16_t (*dst)[TC_BT + 8]
     PW_UNROLL
     for (int n = 0; n < TC_DQ_COLS; n++)
         PW_UNROLL
-        for (int i = 0; i < 4; i++) {
-            int d = (c0 + n) * 8 + 2 * c + (i & 1), row = r0 + (i < 2 ? 0 : 8);
-            if (row < T && d < hs) atomicAdd((i < 2 ? q0 : q8) + d, acc[n][i]);
+        for (int i = 0; i < 4; i += 2) { /* a lane's two adjacent columns of a row */
+            int d = (c0 + n) * 8 + 2 * c, row = r0 + (i < 2 ? 0 : 8);
+            float *at = (i < 2 ? q0 : q8) + d;
+            if (row >= T || d >= hs) continue;
+            if (d + 1 < hs && ((uintptr_t)at & 7) == 0) { /* hs even: always */
+                tc_atomic_add2(at, acc[n][i], acc[n][i + 1]);
+            } else {
+                atomicAdd(at, acc[n][i]);
+                if (d + 1 < hs) atomicAdd(at + 1, acc[n][i + 1]);
+            }
         }
 }
 
