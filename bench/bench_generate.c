@@ -282,11 +282,15 @@ static int bench_gpu(PwPrecision prec, int llama)
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
     double f32 = prec == PW_PRECISION_BF16 ? fp32_cache_tps(&arch, &o, GP, GR, 256) : 0.0;
+    /* the graph row's fraction of batch 256's roofline: the generator role's own decode (it
+     * captures each step as a graph by default) */
+    double graph_roof = tps[1] > 0 ? ck[3] * roof[1] / tps[1] : 0.0;
     printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
-           "cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d\n", tps[0], tps[1], roof[0], roof[1],
-           gbs, ck[0], ck[1], ck[2], ck[3], ck[4], f32, lt_gelu);
+           "roofline_fraction_graph=%.3f cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d\n", tps[0],
+           tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32,
+           lt_gelu);
     return 0;
 }
 
