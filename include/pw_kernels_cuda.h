@@ -53,11 +53,11 @@ int pw_cuda_get_flash(void);
  * Applies to calls made after it. */
 void pw_cuda_set_cache_split(int enable);
 int pw_cuda_get_cache_split(void);
-/* The KV-cache attention's group kernel (a block per token and key/value head, scoring the 2 to
- * 8 query heads that share it from one load of each key; heads the split kernel takes): off by
- * default until a GPU has timed it against the split kernel (bench_generate gpu llama's
- * "group kernel" row); on, it takes grouped-query heads before the split kernel. Applies to
- * calls made after it. */
+/* The KV-cache attention's group kernel (a block per token and key/value head, a warp per each
+ * of the 2 to 8 query heads that share it, reading each tile of keys and values into shared
+ * memory once; heads the split kernel takes): off by default until a GPU has timed it against
+ * the split kernel (bench_generate gpu llama's "group kernel" row); on, it takes grouped-query
+ * heads before the split kernel. Applies to calls made after it. */
 void pw_cuda_set_cache_group(int enable);
 int pw_cuda_get_cache_group(void);
 /* cuBLASLt's bias-epilogue products (lt.cu): off (the default), each shape takes the

@@ -163,7 +163,8 @@ for p in "${parts[@]}"; do
         ;;
     waiting)
         step waiting_twins "${mtest[@]}" cuda_matmul cuda_model cuda_layernorm cuda_gelu \
-            cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16
+            cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16 \
+            cuda_attention_gqa
         step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
         if [ -n "${BASE:-}" ] && [ -x "$BASE/bench/bench_generate" ]; then
             for r in 1 2; do
@@ -179,6 +180,8 @@ for p in "${parts[@]}"; do
             "$BUILD/bench/bench_generate" gpu
         # the attention's backward with dq fused (pw_cuda_set_flash_fused_bwd, off by default)
         step bench_model_fused_bwd env BENCH_FLASH_FUSED_BWD=1 "$BUILD/bench/bench_model" 10 gpu
+        # the Llama shape's decode with its group row (the cache attention's group kernel)
+        step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
         step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
         step bench_generate_lt_tune env BENCH_LT_TUNE=1 "$BUILD/bench/bench_generate" gpu
         step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama

@@ -116,8 +116,11 @@ static void run(int NH, int NKV, int hs, int bf16, int lng, unsigned long long *
     for (a.kind = 0; a.kind <= 2; a.kind++) {
         if ((a.kind == 1 && !lanes) || (a.kind == 2 && !G)) continue;
         EmuDim3 grid = {(unsigned)(a.kind == 2 ? N * NKV : N * NH), 1, 1};
-        EmuDim3 block = {a.kind ? CACHE_SPLIT_THREADS : threads, 1, 1};
-        size_t smem = a.kind == 2 ? cache_group_smem_bytes(hs, G)
+        EmuDim3 block = {a.kind == 2 ? (unsigned)cache_group_threads(G)
+                         : a.kind    ? CACHE_SPLIT_THREADS
+                                     : threads,
+                         1, 1};
+        size_t smem = a.kind == 2 ? cache_group_smem_bytes(hs, bf16 ? 2 : 4)
                       : a.kind   ? cache_split_smem_bytes(hs)
                                  : cache_smem_bytes(hs, (int)threads);
         for (int i = 0; i < N * C; i++) eout[i] = NAN;

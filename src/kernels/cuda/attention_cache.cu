@@ -7,7 +7,8 @@
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
-#define PW_DYN_SMEM(type, name) extern __shared__ type name[]
+#define PW_DYN_SMEM(type, name) extern __shared__ __align__(16) type name[]
+#include "cp_async.cuh"
 #include "attention_cache.cuh"
 
 /* The launches of one slot type (VEC slots in 16 bytes): the store, then the group kernel (a
@@ -25,8 +26,8 @@
         float scale = 1.0f / sqrtf((float)hs);                                                    \
         int G = pw_cuda_get_cache_group() ? cache_group_size(NH, NKV, hs, VEC) : 0;              \
         if (G) {                                                                                  \
-            pw_cache_attend_group_##SFX<<<(unsigned)((size_t)N * NKV), CACHE_SPLIT_THREADS,      \
-                                          cache_group_smem_bytes(hs, G), stream>>>(              \
+            pw_cache_attend_group_##SFX<<<(unsigned)((size_t)N * NKV), cache_group_threads(G),   \
+                                          cache_group_smem_bytes(hs, 16 / VEC), stream>>>(       \
                 out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
                 NKV, hs, scale);                                                                  \
         } else if (pw_cuda_get_cache_split() && cache_split_lanes(hs, VEC)) {                     \

@@ -40,20 +40,32 @@ static inline size_t cache_split_smem_bytes(int hs)
     return (size_t)(CACHE_SPLIT_THREADS / PW_WARP) * (2 + hs) * sizeof(float);
 }
 
-/* the group kernel (attention_cache_kernels.cuh): the query heads a block serves at most, the
- * keys each lane group loads before it multiplies (fewer than the split kernel's: it holds G
- * heads' queries and sums in registers), the group size where it applies (0: it does not) and
- * its shared memory (each warp's maximum, sum and hs channels, per query head) */
+/* the group kernel (attention_cache_kernels.cuh): the query heads a block serves at most (a
+ * warp each), the group size where it applies (0: it does not), its threads, the keys of a
+ * shared-memory tile (16 KiB of keys and values at most: a power of two from 8 to 64, a multiple
+ * of any group of lanes' keys a step) and its shared memory (two tiles' keys and values) */
 #define CACHE_GROUP_MAX 8
-#define CACHE_GROUP_UNROLL 2
 static inline int cache_group_size(int NH, int NKV, int hs, int vec)
 {
     int G = NKV > 0 && NH % NKV == 0 ? NH / NKV : 0;
     return G > 1 && G <= CACHE_GROUP_MAX && cache_split_lanes(hs, vec) ? G : 0;
 }
-static inline size_t cache_group_smem_bytes(int hs, int G)
+static inline int cache_group_threads(int G) { return G * PW_WARP; }
+/* the kernel asks it too */
+#ifdef __CUDACC__
+#define CACHE_HOST_DEVICE __host__ __device__
+#else
+#define CACHE_HOST_DEVICE
+#endif
+static inline CACHE_HOST_DEVICE int cache_group_tile(int hs, int slot_bytes)
 {
-    return (size_t)(CACHE_SPLIT_THREADS / PW_WARP) * G * (2 + hs) * sizeof(float);
+    int tk = 64;
+    while (tk > 8 && 2 * tk * hs * slot_bytes > 16384) tk /= 2;
+    return tk;
+}
+static inline size_t cache_group_smem_bytes(int hs, int slot_bytes)
+{
+    return (size_t)4 * cache_group_tile(hs, slot_bytes) * hs * slot_bytes;
 }
 
 #define CACHE_S float

@@ -229,7 +229,7 @@ static __device__ __forceinline__ void CACHE_FN(attend_query)(float *o, uint16_t
 }
 
 /* The k and v of keys t0 + u NG + g, u < n (a compile-time count: inlined, the arrays stay in
- * registers), that a lane group of the split and group kernels loads before it multiplies: 16
+ * registers), that a lane group of the split kernel loads before it multiplies: 16
  * bytes of each at channels c0.., zeros past the last key. */
 static __device__ __forceinline__ void CACHE_FN(load_keys)(uint4 *kr, uint4 *vr,
                                                            const CACHE_S *K, const CACHE_S *V,
@@ -245,6 +245,47 @@ static __device__ __forceinline__ void CACHE_FN(load_keys)(uint4 *kr, uint4 *vr,
         } else {
             kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
         }
+    }
+}
+
+/* One key of a lane group's online softmax (split and group kernels): the key's score, this
+ * lane's 16 bytes of it (kx, as loaded) against its channels of q, summed over the group's LK
+ * lanes by shuffles (every lane of the warp must call it), then, where ok, the running max m,
+ * sum z and this lane's channels of the weighted sum of values updated with the key's value
+ * chunk vx. */
+static __device__ __forceinline__ void CACHE_FN(online_key)(float *m, float *z, float *acc,
+                                                            const float *q, uint4 kx, uint4 vx,
+                                                            int LK, float scale, int ok)
+{
+    float x[CACHE_VEC], d = 0.0f;
+    CACHE_FN(widen)(x, kx);
+    PW_UNROLL
+    for (int i = 0; i < CACHE_VEC; i++) d += q[i] * x[i];
+    for (int off = LK / 2; off > 0; off >>= 1) d += __shfl_xor_sync(0xffffffffu, d, off);
+    if (ok) {
+        float sc = d * scale, mn = fmaxf(*m, sc);
+        float r = cache_weight(*m, mn), p = expf(sc - mn);
+        *z = *z * r + p;
+        CACHE_FN(widen)(x, vx);
+        PW_UNROLL
+        for (int i = 0; i < CACHE_VEC; i++) acc[i] = acc[i] * r + p * x[i];
+        *m = mn;
+    }
+}
+
+/* The lane groups of a warp merged by shuffles (lane l and lane l ^ off hold the same channels
+ * of two groups): every lane ends with the warp's m, z and its channels' sums */
+static __device__ __forceinline__ void CACHE_FN(merge_groups)(float *m, float *z, float *acc,
+                                                              int LK)
+{
+    for (int off = LK; off < PW_WARP; off <<= 1) {
+        float mo = __shfl_xor_sync(0xffffffffu, *m, off), zo = __shfl_xor_sync(0xffffffffu, *z, off);
+        float mn = fmaxf(*m, mo), wa = cache_weight(*m, mn), wb = cache_weight(mo, mn);
+        *z = *z * wa + zo * wb;
+        PW_UNROLL
+        for (int i = 0; i < CACHE_VEC; i++)
+            acc[i] = acc[i] * wa + __shfl_xor_sync(0xffffffffu, acc[i], off) * wb;
+        *m = mn;
     }
 }
 
@@ -280,34 +321,10 @@ static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, uint16_t 
         uint4 kr[CACHE_SPLIT_UNROLL], vr[CACHE_SPLIT_UNROLL]; /* 16 bytes each, as loaded */
         CACHE_FN(load_keys)(kr, vr, K, V, t0, NG, g, keys, hs, c0, CACHE_SPLIT_UNROLL);
         PW_UNROLL
-        for (int u = 0; u < CACHE_SPLIT_UNROLL; u++) {
-            int t = t0 + u * NG + g;
-            float x[CACHE_VEC], d = 0.0f;
-            CACHE_FN(widen)(x, kr[u]);
-            PW_UNROLL
-            for (int i = 0; i < CACHE_VEC; i++) d += q[i] * x[i];
-            for (int off = LK / 2; off > 0; off >>= 1) d += __shfl_xor_sync(0xffffffffu, d, off);
-            if (t < keys) {
-                float sc = d * scale, mn = fmaxf(m, sc);
-                float r = cache_weight(m, mn), p = expf(sc - mn);
-                z = z * r + p;
-                CACHE_FN(widen)(x, vr[u]);
-                PW_UNROLL
-                for (int i = 0; i < CACHE_VEC; i++) acc[i] = acc[i] * r + p * x[i];
-                m = mn;
-            }
-        }
+        for (int u = 0; u < CACHE_SPLIT_UNROLL; u++)
+            CACHE_FN(online_key)(&m, &z, acc, q, kr[u], vr[u], LK, scale, t0 + u * NG + g < keys);
     }
-    /* the warp's groups: lane l and lane l ^ off hold the same channels of two groups */
-    for (int off = LK; off < PW_WARP; off <<= 1) {
-        float mo = __shfl_xor_sync(0xffffffffu, m, off), zo = __shfl_xor_sync(0xffffffffu, z, off);
-        float mn = fmaxf(m, mo), wa = cache_weight(m, mn), wb = cache_weight(mo, mn);
-        z = z * wa + zo * wb;
-        PW_UNROLL
-        for (int i = 0; i < CACHE_VEC; i++)
-            acc[i] = acc[i] * wa + __shfl_xor_sync(0xffffffffu, acc[i], off) * wb;
-        m = mn;
-    }
+    CACHE_FN(merge_groups)(&m, &z, acc, LK); /* the warp's groups */
     /* the warps: (m, z, hs channels) each in shared memory, merged channel by channel */
     const int nw = (int)(blockDim.x / PW_WARP), stride = 2 + hs;
     if (lane < LK) {
@@ -332,15 +349,19 @@ static __device__ __forceinline__ void CACHE_FN(split_query)(float *o, uint16_t 
     }
 }
 
-/* The group kernel (cache_group_size != 0): one block of CACHE_SPLIT_THREADS per (token,
- * key/value head), for the G = NH / NKV query heads that share it (G <= CACHE_GROUP_MAX). Each
- * key and value that the split kernel's lane groups load serves all G queries, where the split
- * kernel's G blocks each load it: a decode step at Qwen2.5-0.5B's shape (14 heads over 2) took
- * 59 us a layer for keys and values the copy bandwidth reads in 14 (PW_PROFILE_OPS on an H100),
- * every one read seven times from L2. Lanes, loads and merges are the split kernel's, for each
- * query head: m[h], z[h] and acc[h] are its online softmax, q[h] its channels c0.. of the query.
- * The query heads are unrolled to CACHE_GROUP_MAX so that the arrays stay in registers; a head
- * past G is skipped by every lane alike. Equal to the CPU to rounding, as the split kernel. */
+/* The group kernel (cache_group_size != 0): one block per (token, key/value head), a warp for
+ * each of the G = NH / NKV query heads that share it (G <= CACHE_GROUP_MAX). The split kernel's
+ * G blocks of a group each read the group's keys and values: a decode step at Qwen2.5-0.5B's
+ * shape (14 heads over 2) took 59 us a layer for keys and values the copy bandwidth reads in 14
+ * (PW_PROFILE_OPS on an H100), every byte read seven times from L2, about 294 MB a layer. Here
+ * the block copies a tile of cache_group_tile keys and their values into shared memory once
+ * (cp.async, all threads, 16 bytes each, the next tile in flight while this one is used; keys
+ * past the last zero-filled, never read from memory), and each warp runs the split kernel's
+ * lane groups over the tile for its own query (online_key: LK lanes a key, 32 / LK keys a step,
+ * an online softmax a group), merging its groups by shuffles at the end: a warp is a head, so
+ * no merge through shared memory. (An earlier group kernel held all G queries' sums in each
+ * lane's registers, 202 of them, two blocks an SM: 0.90x the split kernel.) Equal to the CPU
+ * to rounding, as the split kernel. */
 __global__ void CACHE_FN(cache_attend_group)(float *out, uint16_t *out16, const CACHE_S *kcache,
                                              const CACHE_S *vcache, const float *qkv,
                                              const int *seg_row, const int *seg_off,
@@ -348,94 +369,64 @@ __global__ void CACHE_FN(cache_attend_group)(float *out, uint16_t *out16, const 
                                              int NKV, int hs, float scale)
 {
     PW_DYN_SMEM(float, sh);
+    CACHE_S *tiles = (CACHE_S *)sh; /* [2 buffers][keys, values][TK][hs] */
     const int G = NH / NKV, n = (int)(blockIdx.x / NKV), kv = (int)(blockIdx.x % NKV);
     const int sg = segment_of(seg_off, nseg, n);
     const int keys = seg_slot0[sg] + n - seg_off[sg] + 1;
     const size_t head = ((size_t)seg_row[sg] * NKV + kv) * maxT * hs;
     const CACHE_S *K = kcache + head, *V = vcache + head;
-    const float *qrow = qkv + (size_t)n * (NH + 2 * NKV) * hs + (size_t)kv * G * hs;
-    const size_t o0 = (size_t)n * NH * hs + (size_t)kv * G * hs;
-    const int LK = hs / CACHE_VEC, lane = threadIdx.x % PW_WARP, warp = threadIdx.x / PW_WARP;
-    const int GPW = PW_WARP / LK, NG = (int)(blockDim.x / PW_WARP) * GPW;
-    const int c0 = (lane % LK) * CACHE_VEC, g = warp * GPW + lane / LK;
-    float q[CACHE_GROUP_MAX][CACHE_VEC], acc[CACHE_GROUP_MAX][CACHE_VEC];
-    float m[CACHE_GROUP_MAX], z[CACHE_GROUP_MAX];
+    const int h = (int)(threadIdx.x / PW_WARP), lane = (int)(threadIdx.x % PW_WARP);
+    const int LK = hs / CACHE_VEC, GPW = PW_WARP / LK, c0 = (lane % LK) * CACHE_VEC;
+    const int grp = lane / LK, TK = cache_group_tile(hs, (int)sizeof(CACHE_S));
+    const size_t tile = (size_t)TK * hs; /* slots of a tile of keys (or values) */
+    const int chunks = (int)(tile / CACHE_VEC), nt = (keys + TK - 1) / TK;
+    const float *qrow = qkv + (size_t)n * (NH + 2 * NKV) * hs + (size_t)(kv * G + h) * hs;
+    float q[CACHE_VEC], acc[CACHE_VEC], m = -INFINITY, z = 0.0f;
     PW_UNROLL
-    for (int h = 0; h < CACHE_GROUP_MAX; h++) {
-        m[h] = -INFINITY;
-        z[h] = 0.0f;
+    for (int i = 0; i < CACHE_VEC; i++) {
+        q[i] = qrow[c0 + i];
+        acc[i] = 0.0f;
+    }
+    /* tile it's keys and values into buffer it % 2: 16 bytes a copy, zeros past the last key */
+#define CACHE_GROUP_ISSUE(it)                                                                    \
+    do {                                                                                         \
+        CACHE_S *kt_ = tiles + (size_t)((it) & 1) * 2 * tile, *vt_ = kt_ + tile;                 \
+        size_t at_ = (size_t)(it) * tile;                                                        \
+        for (int c_ = (int)threadIdx.x; c_ < chunks; c_ += (int)blockDim.x) {                    \
+            size_t e_ = (size_t)c_ * CACHE_VEC;                                                  \
+            int ok_ = (int)((at_ + e_) / hs) < keys;                                             \
+            pw_cp_async16(pw_smem(kt_ + e_), ok_ ? K + at_ + e_ : K, ok_ ? 16 : 0);              \
+            pw_cp_async16(pw_smem(vt_ + e_), ok_ ? V + at_ + e_ : V, ok_ ? 16 : 0);              \
+        }                                                                                        \
+        pw_cp_commit();                                                                          \
+    } while (0)
+    CACHE_GROUP_ISSUE(0);
+    for (int it = 0; it < nt; it++) {
+        if (it + 1 < nt) {
+            CACHE_GROUP_ISSUE(it + 1);
+            pw_cp_wait_but_one();
+        } else {
+            pw_cp_wait_all();
+        }
+        __syncthreads(); /* the tile is the block's */
+        const CACHE_S *kt = tiles + (size_t)(it & 1) * 2 * tile, *vt = kt + tile;
+        int kn = keys - it * TK < TK ? keys - it * TK : TK;
+        /* the trip count is the warp's, so every lane reaches every shuffle */
+        for (int j0 = 0; j0 < kn; j0 += GPW) {
+            int j = j0 + grp; /* < TK: TK is a multiple of GPW */
+            const CACHE_S *kr = kt + (size_t)j * hs + c0, *vr = vt + (size_t)j * hs + c0;
+            CACHE_FN(online_key)(&m, &z, acc, q, *(const uint4 *)kr, *(const uint4 *)vr, LK,
+                                 scale, j < kn);
+        }
+        __syncthreads(); /* everyone is done with this buffer before it is refilled */
+    }
+#undef CACHE_GROUP_ISSUE
+    CACHE_FN(merge_groups)(&m, &z, acc, LK);
+    if (lane < LK) {
+        size_t o0 = (size_t)n * NH * hs + (size_t)(kv * G + h) * hs + c0;
         PW_UNROLL
-        for (int i = 0; i < CACHE_VEC; i++) {
-            q[h][i] = h < G ? qrow[(size_t)h * hs + c0 + i] : 0.0f;
-            acc[h][i] = 0.0f;
-        }
-    }
-    for (int t0 = 0; t0 < keys; t0 += NG * CACHE_GROUP_UNROLL) {
-        uint4 kr[CACHE_GROUP_UNROLL], vr[CACHE_GROUP_UNROLL];
-        CACHE_FN(load_keys)(kr, vr, K, V, t0, NG, g, keys, hs, c0, CACHE_GROUP_UNROLL);
-        PW_UNROLL
-        for (int u = 0; u < CACHE_GROUP_UNROLL; u++) {
-            int t = t0 + u * NG + g;
-            float x[CACHE_VEC], xv[CACHE_VEC];
-            CACHE_FN(widen)(x, kr[u]);
-            CACHE_FN(widen)(xv, vr[u]);
-            PW_UNROLL
-            for (int h = 0; h < CACHE_GROUP_MAX; h++) {
-                if (h >= G) break;
-                float d = 0.0f;
-                PW_UNROLL
-                for (int i = 0; i < CACHE_VEC; i++) d += q[h][i] * x[i];
-                for (int off = LK / 2; off > 0; off >>= 1)
-                    d += __shfl_xor_sync(0xffffffffu, d, off);
-                if (t < keys) {
-                    float sc = d * scale, mn = fmaxf(m[h], sc);
-                    float r = cache_weight(m[h], mn), p = expf(sc - mn);
-                    z[h] = z[h] * r + p;
-                    PW_UNROLL
-                    for (int i = 0; i < CACHE_VEC; i++) acc[h][i] = acc[h][i] * r + p * xv[i];
-                    m[h] = mn;
-                }
-            }
-        }
-    }
-    /* the warp's groups, then the warps through shared memory: (m, z, hs channels) per warp and
-     * query head */
-    const int nw = (int)(blockDim.x / PW_WARP), stride = 2 + hs;
-    PW_UNROLL
-    for (int h = 0; h < CACHE_GROUP_MAX; h++) {
-        if (h >= G) break;
-        for (int off = LK; off < PW_WARP; off <<= 1) {
-            float mo = __shfl_xor_sync(0xffffffffu, m[h], off);
-            float zo = __shfl_xor_sync(0xffffffffu, z[h], off);
-            float mn = fmaxf(m[h], mo), wa = cache_weight(m[h], mn), wb = cache_weight(mo, mn);
-            z[h] = z[h] * wa + zo * wb;
-            PW_UNROLL
-            for (int i = 0; i < CACHE_VEC; i++)
-                acc[h][i] = acc[h][i] * wa + __shfl_xor_sync(0xffffffffu, acc[h][i], off) * wb;
-            m[h] = mn;
-        }
-        float *w = sh + (size_t)(warp * G + h) * stride;
-        if (lane < LK) {
-            PW_UNROLL
-            for (int i = 0; i < CACHE_VEC; i++) w[2 + c0 + i] = acc[h][i];
-        }
-        if (lane == 0) {
-            w[0] = m[h];
-            w[1] = z[h];
-        }
-    }
-    __syncthreads();
-    for (int idx = (int)threadIdx.x; idx < G * hs; idx += (int)blockDim.x) {
-        int h = idx / hs, ch = idx % hs;
-        float M = -INFINITY, zs = 0.0f, a = 0.0f;
-        for (int w = 0; w < nw; w++) M = fmaxf(M, sh[(size_t)(w * G + h) * stride]);
-        for (int w = 0; w < nw; w++) {
-            const float *r = sh + (size_t)(w * G + h) * stride;
-            float wt = cache_weight(r[0], M);
-            zs += r[1] * wt;
-            a += r[2 + ch] * wt;
-        }
-        cache_out(out ? out + o0 : NULL, out16 ? out16 + o0 : NULL, idx, a / zs);
+        for (int i = 0; i < CACHE_VEC; i++)
+            cache_out(out ? out + o0 : NULL, out16 ? out16 + o0 : NULL, i, acc[i] / z);
     }
 }
 
