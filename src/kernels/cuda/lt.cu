@@ -19,7 +19,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include <cublasLt.h>
 
@@ -145,8 +144,12 @@ static int alignment(const void *p)
 
 static int same_key(const LtKey *a, const LtKey *b)
 {
-    return memcmp(a, b, sizeof *a) == 0; /* keys are zeroed before they are filled: no padding
-                                            bytes differ */
+    return a->device == b->device && a->ta == b->ta && a->m == b->m && a->n == b->n &&
+           a->k == b->k && a->lda == b->lda && a->ldb == b->ldb && a->ldd == b->ldd &&
+           a->ab == b->ab && a->compute == b->compute && a->dtype == b->dtype &&
+           a->epi == b->epi && a->bias_type == b->bias_type && a->align_a == b->align_a &&
+           a->align_b == b->align_b && a->align_d == b->align_d && a->align_aux == b->align_aux &&
+           a->workspace == b->workspace;
 }
 
 /* the handle of the current device, this stream's workspace (NULL while the stream is being
@@ -366,8 +369,7 @@ static int lt_run(LtOp *p, int kind, cudaStream_t stream)
     LtDescs s = {};
     cublasStatus_t st = make_descs(&s, p);
     pthread_mutex_lock(&lt_lock);
-    LtKey key;
-    memset(&key, 0, sizeof key);
+    LtKey key = {};
     key.device = device;
     key.ta = p->ta;
     key.m = p->m;
