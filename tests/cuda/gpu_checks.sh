@@ -180,6 +180,8 @@ for p in "${parts[@]}"; do
             "$BUILD/bench/bench_generate" gpu
         # the attention's backward with dq fused (pw_cuda_set_flash_fused_bwd, off by default)
         step bench_model_fused_bwd env BENCH_FLASH_FUSED_BWD=1 "$BUILD/bench/bench_model" 10 gpu
+        step bench_model_gelu_fused_bwd env BENCH_LT_GELU=1 BENCH_FLASH_FUSED_BWD=1 \
+            "$BUILD/bench/bench_model" 10 gpu
         # the Llama shape's decode with its group row (the cache attention's group kernel)
         step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
         step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
