@@ -7,29 +7,26 @@
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
+/* a switch that is off by default: off at the start, any non-zero value sets it on (1), 0 off
+ * again */
+static void off_by_default(const char *what, void (*set)(int), int (*get)(void))
+{
+    CHECK(get() == 0, "%s: off by default, got %d", what, get());
+    set(7);
+    CHECK(get() == 1, "%s: non-zero is on, got %d", what, get());
+    set(0);
+    CHECK(get() == 0, "%s: off when set off, got %d", what, get());
+}
+
 int main(void)
 {
     CHECK(pw_cuda_get_flash() == 1, "fused attention on by default");
     CHECK(pw_cuda_get_cache_split() == 1, "split cache kernel on by default");
-    CHECK(pw_cuda_get_cache_group() == 0, "group cache kernel off by default");
-    pw_cuda_set_cache_group(5);
-    CHECK(pw_cuda_get_cache_group() == 1, "group cache kernel: non-zero is on");
-    pw_cuda_set_cache_group(0);
-    CHECK(pw_cuda_get_cache_group() == 0, "group cache kernel: off when set off");
-    CHECK(pw_cuda_get_lt_tune() == 0, "epilogue products untimed by default");
-    pw_cuda_set_lt_tune(2);
-    CHECK(pw_cuda_get_lt_tune() == 1, "epilogue tuning: non-zero is on");
-    pw_cuda_set_lt_tune(0);
-    CHECK(pw_cuda_get_flash_fused_bwd() == 0, "the attention's fused backward off by default");
-    pw_cuda_set_flash_fused_bwd(9);
-    CHECK(pw_cuda_get_flash_fused_bwd() == 1, "fused backward: non-zero is on");
-    pw_cuda_set_flash_fused_bwd(0);
-    CHECK(pw_cuda_get_flash_fused_bwd() == 0, "fused backward: off when set off");
-    CHECK(pw_cuda_get_lt_gelu() == 0, "GELU in the epilogues off by default");
-    pw_cuda_set_lt_gelu(7);
-    CHECK(pw_cuda_get_lt_gelu() == 1, "GELU epilogues: non-zero is on");
-    pw_cuda_set_lt_gelu(0);
-    CHECK(pw_cuda_get_lt_gelu() == 0, "GELU epilogues: off when set off");
+    off_by_default("group cache kernel", pw_cuda_set_cache_group, pw_cuda_get_cache_group);
+    off_by_default("epilogue products timed", pw_cuda_set_lt_tune, pw_cuda_get_lt_tune);
+    off_by_default("attention's fused backward", pw_cuda_set_flash_fused_bwd,
+                   pw_cuda_get_flash_fused_bwd);
+    off_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
     CHECK(pw_cuda_get_lt_bias16() == 1, "bf16-output products take a bf16 bias by default");
     pw_cuda_set_lt_bias16(0);
     CHECK(pw_cuda_get_lt_bias16() == 0, "bf16 bias: off when set off");

@@ -261,16 +261,45 @@ static void to_bf16(const PwOps *o, pw_bf16 **out, const float *const *x, const 
     }
 }
 
+/* A bf16 forward product's operands in bfloat16: what comes so already (a mirror, a kept
+ * activation) as it is, the rest converted into the workspace */
+static void fwd_operands(const PwOps *o, const float *inp, const uint16_t *inp_bf16,
+                         const float *weight, const uint16_t *weight_bf16, int N, int C, int OC,
+                         const pw_bf16 **i16, const pw_bf16 **w16)
+{
+    pw_bf16 *b[2];
+    const float *x[2] = {inp_bf16 ? NULL : inp, weight_bf16 ? NULL : weight};
+    const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
+    to_bf16(o, b, x, n, 2);
+    *i16 = inp_bf16 ? inp_bf16 : b[0];
+    *w16 = weight_bf16 ? weight_bf16 : b[1];
+}
+
+/* The same for a backward: dout (rows *ldo apart), inp where dweight is made, the weight where
+ * an input gradient is (need_w) */
+static void bwd_operands(const PwOps *o, const float *dout, const uint16_t *dout_bf16,
+                         size_t dout_ld, const float *inp, const uint16_t *inp_bf16,
+                         const float *weight, const uint16_t *weight_bf16, int need_inp,
+                         int need_w, int N, int C, int OC, const pw_bf16 **d16, int *ldo,
+                         const pw_bf16 **i16, const pw_bf16 **w16)
+{
+    pw_bf16 *b[3];
+    const float *x[3] = {dout_bf16 ? NULL : dout, need_inp && !inp_bf16 ? inp : NULL,
+                         need_w && !weight_bf16 ? weight : NULL};
+    const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
+    to_bf16(o, b, x, n, 3);
+    *d16 = dout_bf16 ? dout_bf16 : b[0];
+    *ldo = dout_bf16 ? (int)dout_ld : OC;
+    *i16 = need_inp && inp_bf16 ? inp_bf16 : b[1];
+    *w16 = need_w && weight_bf16 ? weight_bf16 : b[2];
+}
+
 static void matmul_fwd_bf16(const PwOps *o, float *out, uint16_t *out_bf16, const float *inp,
                             const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, const float *bias, int N, int C, int OC)
 {
-    pw_bf16 *b[2];
-    /* what comes in bfloat16 already (a mirror, a kept activation) is not converted */
-    const float *x[2] = {inp_bf16 ? NULL : inp, weight_bf16 ? NULL : weight};
-    const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
-    to_bf16(o, b, x, n, 2);
-    const pw_bf16 *i16 = inp_bf16 ? inp_bf16 : b[0], *w16 = weight_bf16 ? weight_bf16 : b[1];
+    const pw_bf16 *i16, *w16;
+    fwd_operands(o, inp, inp_bf16, weight, weight_bf16, N, C, OC, &i16, &w16);
     if (out_bf16)
         pw_matmul_forward_bf16_out_cuda(out_bf16, i16, w16, bias, N, C, OC, S(o));
     else
@@ -281,15 +310,11 @@ static void matmul_bwd_bf16(const PwOps *o, float *dinp, float *dweight, float *
                             const float *inp, const uint16_t *inp_bf16, const float *weight,
                             const uint16_t *weight_bf16, int N, int C, int OC, int set_dinp)
 {
-    pw_bf16 *b[3];
-    const float *x[3] = {dout_bf16 ? NULL : dout, dweight && !inp_bf16 ? inp : NULL,
-                         dinp && !weight_bf16 ? weight : NULL};
-    const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
-    to_bf16(o, b, x, n, 3);
-    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, dout_bf16 ? dout_bf16 : b[0],
-                                 dout_bf16 ? (int)dout_ld : OC,
-                                 dweight && inp_bf16 ? inp_bf16 : b[1],
-                                 dinp && weight_bf16 ? weight_bf16 : b[2], N, C, OC, set_dinp,
+    const pw_bf16 *d16, *i16, *w16;
+    int ldo;
+    bwd_operands(o, dout, dout_bf16, dout_ld, inp, inp_bf16, weight, weight_bf16,
+                 dweight != NULL, dinp != NULL, N, C, OC, &d16, &ldo, &i16, &w16);
+    pw_matmul_backward_bf16_cuda(dinp, dweight, dbias, d16, ldo, i16, w16, N, C, OC, set_dinp,
                                  S(o));
 }
 static void to_bf16_entry(const PwOps *o, uint16_t *dst, const float *src, size_t n)
@@ -351,12 +376,9 @@ static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre1
                                  const uint16_t *weight_bf16, const float *bias, int N, int C,
                                  int OC)
 {
-    pw_bf16 *b[2];
-    const float *x[2] = {inp_bf16 ? NULL : inp, weight_bf16 ? NULL : weight};
-    const size_t n[2] = {(size_t)N * C, (size_t)OC * C};
-    to_bf16(o, b, x, n, 2);
-    pw_matmul_gelu_forward_bf16_cuda(out16, pre16, pre, inp_bf16 ? inp_bf16 : b[0],
-                                     weight_bf16 ? weight_bf16 : b[1], bias, N, C, OC, S(o));
+    const pw_bf16 *i16, *w16;
+    fwd_operands(o, inp, inp_bf16, weight, weight_bf16, N, C, OC, &i16, &w16);
+    pw_matmul_gelu_forward_bf16_cuda(out16, pre16, pre, i16, w16, bias, N, C, OC, S(o));
 }
 static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
                                  float *dinp_scratch, float *dweight, float *dbias,
@@ -364,16 +386,12 @@ static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_
                                  const float *inp, const uint16_t *inp_bf16, const float *weight,
                                  const uint16_t *weight_bf16, int N, int C, int OC)
 {
-    pw_bf16 *b[3];
-    const float *x[3] = {dout_bf16 ? NULL : dout, dweight && !inp_bf16 ? inp : NULL,
-                         weight_bf16 ? NULL : weight};
-    const size_t n[3] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C};
-    to_bf16(o, b, x, n, 3);
-    pw_matmul_backward_gelu_bf16_cuda(dpre16, pre16, dinp_scratch, dweight, dbias,
-                                      dout_bf16 ? dout_bf16 : b[0],
-                                      dout_bf16 ? (int)dout_ld : OC,
-                                      dweight && inp_bf16 ? inp_bf16 : b[1],
-                                      weight_bf16 ? weight_bf16 : b[2], N, C, OC, S(o));
+    const pw_bf16 *d16, *i16, *w16;
+    int ldo;
+    bwd_operands(o, dout, dout_bf16, dout_ld, inp, inp_bf16, weight, weight_bf16,
+                 dweight != NULL, 1, N, C, OC, &d16, &ldo, &i16, &w16);
+    pw_matmul_backward_gelu_bf16_cuda(dpre16, pre16, dinp_scratch, dweight, dbias, d16, ldo, i16,
+                                      w16, N, C, OC, S(o));
 }
 static void attention_fwd(const PwOps *o, float *out, float *lse, const float *qkv,
                           const int *mask, int B, int T, int C, int NH)
