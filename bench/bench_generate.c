@@ -152,7 +152,7 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * batch's decode: PW_PROFILE_OPS, docs/performance.md). The decode's products with a bias go
  * through cuBLASLt's epilogue: BENCH_LT_TUNE=1 times the heuristic's algorithms on each shape's
  * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the
- * best), BENCH_LT_BIAS16=0 keeps their bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1
+ * best; batch 256 is run that way, and with K split in 4, in any case), BENCH_LT_BIAS16=0 keeps their bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1
  * takes GPT-2's GELU in the MLP product's epilogue (pw_cuda_set_lt_gelu). Without a GPU it
  * stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
@@ -189,7 +189,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (!m) die(name, &err);
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
-    double group_tps = 0.0;
+    double group_tps = 0.0, prod_tps[2] = {0, 0}; /* the products timed; split in 4 */
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (a key and a value of each key/value head and layer per cached
      * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
@@ -241,6 +241,23 @@ static int bench_gpu(PwPrecision prec, int llama)
             printf("%6d %10.3f %12.0f   (the cache attention's group kernel: a block per "
                    "key/value head)\n", Bn, t, group_tps);
         }
+        /* the products' algorithms timed on each shape's first call, split forms among them
+         * (the decode's products have a few dozen tiles for 132 SMs), and K split in 4 on the
+         * heuristic's first: a warm-up run makes the timed plans, then one run each */
+        for (int k = 0; bi == 1 && nb == 2 && k < 2; k++) {
+            pw_cuda_set_lt_tune(k == 0 ? 1 : lt_tune);
+            pw_cuda_set_lt_split(k == 1 ? 4 : 0);
+            if (k == 0 && pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err))
+                die("generate", &err);
+            double t0 = bench_now();
+            if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
+            double t = bench_now() - t0;
+            pw_cuda_set_lt_tune(lt_tune);
+            pw_cuda_set_lt_split(0);
+            prod_tps[k] = (double)Bn * GR / t;
+            printf("%6d %10.3f %12.0f   (the products: %s)\n", Bn, t, prod_tps[k],
+                   k == 0 ? "algorithms timed, split forms among them" : "K split in 4");
+        }
 #endif
         for (int k = 0; bi == 1 && nb == 2 && !llama && k < 5; k++) {
             const int every[5] = {1, 4, 64, 16, 16}, graph[5] = {0, 0, 0, 1, 0};
@@ -267,6 +284,10 @@ static int bench_gpu(PwPrecision prec, int llama)
         pw_gen_free(g);
     }
     pw_model_free(m);
+    unsigned long plans = 0, split = 0;
+#ifdef PW_HAVE_CUDA
+    pw_cuda_lt_plans(&plans, &split);
+#endif
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
                "copy_gbs=%.0f lt_gelu=%d\n", llama ? "qwen2.5-0.5b" : "gpt2-124m", batches[0],
@@ -276,8 +297,9 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (llama) {
         printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
-               "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f\n", tps[0], tps[1],
-               roof[0], roof[1], gbs, group_tps);
+               "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
+               "b256_split4=%.0f lt_plans=%lu lt_plans_split=%lu\n", tps[0], tps[1], roof[0],
+               roof[1], gbs, group_tps, prod_tps[0], prod_tps[1], plans, split);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
@@ -288,9 +310,10 @@ static int bench_gpu(PwPrecision prec, int llama)
     printf("RESULT gpu_gen_tokens_per_s_b64=%.0f gpu_gen_tokens_per_s_b256=%.0f "
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
-           "roofline_fraction_graph=%.3f cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d\n", tps[0],
-           tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32,
-           lt_gelu);
+           "roofline_fraction_graph=%.3f cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d "
+           "b256_timed=%.0f b256_split4=%.0f lt_plans=%lu lt_plans_split=%lu\n", tps[0], tps[1],
+           roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32, lt_gelu,
+           prod_tps[0], prod_tps[1], plans, split);
     return 0;
 }
 

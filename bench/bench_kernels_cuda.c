@@ -359,6 +359,47 @@ static void to16_one(void)
 {
     pw_f32_to_bf16_cuda((pw_bf16 *)g.grads + 1, g.params + 1, NPARAMS - 8, 0);
 }
+/* A decode step's products at DR rows, bf16 in and out: GPT-2's four a layer with their biases,
+ * and Qwen2.5-0.5B's down-projection (no bias; 14 tiles of 128 x 128 walking K = 4864); as the
+ * heuristic picks, with K split in 4 (pw_cuda_set_lt_split) and with the algorithms timed, split
+ * forms among them (pw_cuda_set_lt_tune, which takes the product without a bias through
+ * cuBLASLt too). Counted against the copy: the bytes of weights, inputs and outputs. */
+enum { DR = 256, QC = 896, QF = 4864 };
+static void dec_products(void)
+{
+    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, DR, C, 3 * C, 0);
+    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, DR, C, C, 0);
+    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, DR, C, 4 * C, 0);
+    pw_matmul_forward_bf16_out_cuda(g.fc16, g.qkv16, g.w16, g.bias, DR, 4 * C, C, 0);
+}
+static void dec_down(void)
+{
+    pw_matmul_forward_bf16_out_cuda(g.fc16, g.qkv16, g.w16, NULL, DR, QF, QC, 0);
+}
+static void dec_products_split(void)
+{
+    pw_cuda_set_lt_split(4);
+    dec_products();
+    pw_cuda_set_lt_split(0);
+}
+static void dec_products_timed(void)
+{
+    pw_cuda_set_lt_tune(1);
+    dec_products();
+    pw_cuda_set_lt_tune(0);
+}
+static void dec_down_split(void)
+{
+    pw_cuda_set_lt_split(4);
+    dec_down();
+    pw_cuda_set_lt_split(0);
+}
+static void dec_down_timed(void)
+{
+    pw_cuda_set_lt_tune(1);
+    dec_down();
+    pw_cuda_set_lt_tune(0);
+}
 static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
 static void res_bwd(void) { pw_residual_backward_cuda(g.dx, g.x, g.dy, (size_t)N * C, 0); }
 static void lp_fwd(void)
@@ -509,6 +550,10 @@ int main(int argc, char **argv)
     payload_setup();
     const double f = 4.0, NC = (double)N * C, NV = (double)N * V, NP = (double)NPARAMS;
     const double TT = (double)B * NH * T * T, hs = C / NH;
+    /* a decode step's products: bf16 weights (12 C^2 a GPT-2 layer), inputs (7 C a row) and
+     * outputs (9 C a row) */
+    const double dec_bytes = 2.0 * (12.0 * C * C + DR * 16.0 * C);
+    const double down_bytes = 2.0 * ((double)QF * QC + DR * (double)(QF + QC));
     Row rows[] = {
         {"encoder forward", encoder_fwd, 3 * NC * f, 0, BW},
         {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},
@@ -551,6 +596,12 @@ int main(int argc, char **argv)
         {"bf16 MLP up + GELU, epilogue", mlp_fwd_epilogue, 0, 2 * NC * 4 * C, BF16},
         {"bf16 MLP down bwd + dGELU, kernels", mlp_bwd_kernels, 0, 4 * NC * 4 * C, BF16},
         {"bf16 MLP down bwd + dGELU, epilogue", mlp_bwd_epilogue, 0, 4 * NC * 4 * C, BF16},
+        {"decode products (GPT-2, 256 rows)", dec_products, dec_bytes, 0, BW},
+        {"decode products, K split in 4", dec_products_split, dec_bytes, 0, BW},
+        {"decode products, timed", dec_products_timed, dec_bytes, 0, BW},
+        {"decode down-proj (Qwen, 256 rows)", dec_down, down_bytes, 0, BW},
+        {"decode down-proj, K split in 4", dec_down_split, down_bytes, 0, BW},
+        {"decode down-proj, timed", dec_down_timed, down_bytes, 0, BW},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
         {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
         {"gelu fwd bf16 (8 a thread)", gelu16_fwd, 4.0 * NG, 0, BW},
@@ -590,6 +641,9 @@ int main(int argc, char **argv)
     double vec[6] = {0, 0, 0, 0, 0, 0}; /* gelu fwd, bwd, to_bf16: 8 a thread, then 1 */
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
+    double decp[6] = {0, 0, 0, 0, 0, 0}; /* decode products: plain, split 4, timed; down alike */
+    unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
+    pw_cuda_lt_plans(&plans0, &split0);
     unsigned long gelu0 = 0, gelu1 = 0;
     pw_cuda_gelu_epilogue_calls(&gelu0, NULL);
     unsigned long out_fused[2] = {0, 0}; /* the bf16-output rows' calls the epilogue took */
@@ -639,6 +693,12 @@ int main(int argc, char **argv)
         if (r->fn == mlp_bwd_kernels) mlp[2] = ms;
         if (r->fn == mlp_bwd_epilogue) mlp[3] = ms;
         if (r->fn == to16) vec[4] = ms;
+        if (r->fn == dec_products) decp[0] = ms;
+        if (r->fn == dec_products_split) decp[1] = ms;
+        if (r->fn == dec_products_timed) decp[2] = ms;
+        if (r->fn == dec_down) decp[3] = ms;
+        if (r->fn == dec_down_split) decp[4] = ms;
+        if (r->fn == dec_down_timed) decp[5] = ms;
         if (r->fn == to16_one) vec[5] = ms;
         if (r->fn == pack_batch) pack[1] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
@@ -654,6 +714,8 @@ int main(int argc, char **argv)
            out_fused[0], out_fused[1]);
     pw_cuda_gelu_epilogue_calls(&gelu1, NULL);
     printf("GELU epilogues: %lu of the MLP rows' calls fused in cuBLASLt\n", gelu1 - gelu0);
+    pw_cuda_lt_plans(&plans1, &split1);
+    printf("cuBLASLt plans: %lu made, %lu of them split K\n", plans1 - plans0, split1 - split0);
     pw_cuda_release();
     printf("\nRESULT copy_gbs=%.0f fp32_gemm_tflops=%.1f bf16_gemm_tflops=%.1f qkv_fwd_tflops=%.2f "
            "attention_fwd_ms=%.3f attention_bwd_ms=%.3f attention_gemm_fwd_ms=%.3f "
@@ -669,11 +731,15 @@ int main(int argc, char **argv)
            "to_bf16_ms=%.3f to_bf16_one_ms=%.3f mlp_fwd_kernels_ms=%.3f "
            "mlp_fwd_epilogue_ms=%.3f mlp_bwd_kernels_ms=%.3f mlp_bwd_epilogue_ms=%.3f "
            "gelu_epilogue_fused=%lu attention_bf16_fused_bwd_ms=%.3f "
-           "attention_bf16_fused_bwd_3blocks_ms=%.3f total_ms=%.2f\n",
+           "attention_bf16_fused_bwd_3blocks_ms=%.3f decode_products_ms=%.4f "
+           "decode_products_split4_ms=%.4f decode_products_timed_ms=%.4f decode_down_ms=%.4f "
+           "decode_down_split4_ms=%.4f decode_down_timed_ms=%.4f lt_plans=%lu "
+           "lt_plans_split=%lu total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
            pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
-           mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], total);
+           mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], decp[0], decp[1], decp[2],
+           decp[3], decp[4], decp[5], plans1 - plans0, split1 - split0, total);
     return 0;
 }

@@ -203,9 +203,13 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
      * when none is, and plans the pass again without the rows that stopped. Until then those
      * rows stay in the pass, drawn from but recording nothing, so every check_every gives the
      * same tokens. With cfg->graph, a step's device work is captured once per planned pass and
-     * replayed (a table without graphs, the CPU's, returns none: the step is then launched). */
+     * replayed (a table without graphs, the CPU's, returns none: the step is then launched). The
+     * pass's first step is launched and the capture made at its second, so that what a call
+     * makes on its first use (cuBLASLt's plans, chosen by timing where asked, which a capture
+     * cannot do) is made outside the capture; the same kernels either way. */
     Step st = {g, &cfg->sample, NULL};
     void *graph = NULL; /* the captured step of the pass as planned; NULL: none (yet) */
+    int launched = 0;   /* a step of the pass as planned has been launched */
     for (int r = 0; r < R; r++) {
         if (r == 0) {
             draw(g, g->d_first, V, B, g->d_rows, &cfg->sample, NULL);
@@ -214,9 +218,10 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
                 o->graph_free(o, graph);
                 return -1;
             }
-            if (cfg->graph && !graph) graph = o->graph_capture(o, decode_step, &st);
+            if (cfg->graph && !graph && launched) graph = o->graph_capture(o, decode_step, &st);
             if (graph) o->graph_run(o, graph);
             else decode_step(&st);
+            launched = 1;
             pw_kv_decode_done(c, st.head);
         }
         if (r == R - 1 || r % every) continue;
@@ -227,6 +232,7 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
         if (r == 0 || nlive < c->nseg) {
             o->graph_free(o, graph); /* the pass changes: its graph with it */
             graph = NULL;
+            launched = 0;
             if (pw_kv_decode_plan(c, g->next, g->live, B, err)) return -1;
         }
     }

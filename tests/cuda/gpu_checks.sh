@@ -185,7 +185,11 @@ for p in "${parts[@]}"; do
         # the Llama shape's decode with its group row (the cache attention's group kernel)
         step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
         step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
-        step bench_generate_lt_tune env BENCH_LT_TUNE=1 "$BUILD/bench/bench_generate" gpu
+        # the decode with its products timed and split (rows of its own; the ab steps above
+        # run it where BASE is given)
+        if [ -z "${BASE:-}" ] || [ ! -x "$BASE/bench/bench_generate" ]; then
+            step bench_generate "$BUILD/bench/bench_generate" gpu
+        fi
         step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 3 \
             --epochs-list 1,4

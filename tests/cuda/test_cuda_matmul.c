@@ -3,7 +3,8 @@
  * a kernel, the accumulating backward with every NULL gradient, the bf16 path (conversions,
  * forward, backward, its dout also in rows 2 OC apart); and that the epilogue is taken where the
  * operands are aligned; GPT-2's MLP entries (a product with GELU beside it) with GELU in
- * cuBLASLt's epilogues and without, against the CPU table's. */
+ * cuBLASLt's epilogues and without, against the CPU table's; a decode step's products with K
+ * split and with their algorithms timed. */
 #include "cutest.h"
 #include "pw_ops.h"
 
@@ -293,6 +294,54 @@ static unsigned long mlp(int N, int C, int F, int gelu, unsigned long long *rng)
     return f1 - f0;
 }
 
+/* A decode step's products (a few hundred rows, bf16 in and out, with a bias and without) with
+ * K split (pw_cuda_set_lt_split, the hook) and with the algorithms timed (pw_cuda_set_lt_tune,
+ * whose candidates include split forms, and which takes the products without a bias through
+ * cuBLASLt too): each against the CPU on the same rounded operands, each twice for the same
+ * bits (a split's parts are summed in a fixed order). Every setting makes a plan of its own.
+ * Returns the plans that split K: cuBLASLt may refuse a split for a shape, and then the
+ * product runs whole, which the comparison covers alike. */
+static unsigned long decode_products(int N, int C, int OC, unsigned long long *rng)
+{
+    printf("decode products N=%d C=%d OC=%d\n", N, C, OC);
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    float *x = cu_randn(NC, 1.0, rng), *w = cu_randn(OCC, 0.1, rng), *bias = cu_randn(OC, 0.5, rng);
+    float *xr = cu_host(sizeof(float) * NC), *wr = cu_host(sizeof(float) * OCC);
+    uint16_t *x16 = cu_bf16_of(x, NC, xr), *w16 = cu_bf16_of(w, OCC, wr);
+    pw_bf16 *d_x = cu_upload(x16, 2 * NC), *d_w = cu_upload(w16, 2 * OCC);
+    float *d_bias = cu_upload(bias, sizeof(float) * OC);
+    float *ref[2] = {cu_host(sizeof(float) * NO), cu_host(sizeof(float) * NO)};
+    pw_matmul_forward(ref[0], xr, wr, bias, N, C, OC);
+    pw_matmul_forward(ref[1], xr, wr, NULL, N, C, OC);
+    pw_bf16 *d_out = cu_dev(2 * NO);
+    uint16_t *first = cu_host(2 * NO), *again = cu_host(2 * NO);
+    unsigned long p0, s0, p1, s1;
+    pw_cuda_lt_plans(&p0, &s0);
+    const int split[3] = {4, 16, 0}; /* 0: the algorithms timed */
+    for (int i = 0; i < 3; i++)
+        for (int nb = 0; nb < 2; nb++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s%.0d, %s", split[i] ? "K split in " : "timed",
+                     split[i], nb ? "no bias" : "bias");
+            for (int r = 0; r < 2; r++) {
+                pw_cuda_set_lt_split(split[i]);
+                pw_cuda_set_lt_tune(!split[i]);
+                cu_poison(d_out, 2 * NO);
+                pw_matmul_forward_bf16_out_cuda(d_out, d_x, d_w, nb ? NULL : d_bias, N, C, OC, 0);
+                pw_cuda_set_lt_split(0);
+                pw_cuda_set_lt_tune(0);
+                cu_download(r ? again : first, d_out, 2 * NO);
+            }
+            cu_comparef(widened_dev(d_out, NO), ref[nb], NO, CU_TOL_BF16, "%s", what);
+            CHECK(!memcmp(first, again, 2 * NO), "%s: a second call gave other bits", what);
+        }
+    pw_cuda_lt_plans(&p1, &s1);
+    printf("  %lu plans made, %lu of them split K\n", p1 - p0, s1 - s0);
+    CHECK(p1 - p0 == 6, "each setting and bias makes its own plan: %lu plans, 6 wanted", p1 - p0);
+    cu_release();
+    return s1 - s0;
+}
+
 int main(void)
 {
     cu_require_gpu("test_cuda_matmul");
@@ -317,6 +366,13 @@ int main(void)
     CHECK(fused == 5, "GELU epilogue took %lu of 5 calls on aligned operands", fused);
     mlp(64, 768, 3072, 1, &rng);
     CHECK(mlp(37, 70, 140 + 2, 1, &rng) == 0, "F = 142 (not a multiple of 8) took the epilogue");
+    /* GPT-2's projections at a decode step of 256 rows (12 tiles of 128 x 128 walking K = 3072
+     * whole), Qwen2.5-0.5B's down-projection at 64, and odd sizes */
+    unsigned long split = decode_products(256, 3072, 768, &rng);
+    split += decode_products(256, 768, 768, &rng);
+    split += decode_products(64, 4864, 896, &rng);
+    decode_products(37, 70, 129, &rng);
+    printf("decode products: %lu plans split K\n", split);
     pw_cuda_release();
     return pw_test_done("test_cuda_matmul");
 }

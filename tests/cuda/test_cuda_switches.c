@@ -2,8 +2,9 @@
  * they were set to and start at their documented defaults: the fused attention and the cache
  * attention's split kernel on, its group kernel, the epilogue products' timing, the GELU
  * epilogues and the attention's fused backward off (until a GPU has timed them), the
- * bf16-output products' bf16 bias on (measured), the tensor-core attention's build for two
- * blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
+ * bf16-output products' bf16 bias on (measured), the products' forced split-K none (a hook:
+ * 2 to 64 parts kept, more taken as 64, 1 and below as none), the tensor-core attention's
+ * build for two blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -32,6 +33,18 @@ int main(void)
     CHECK(pw_cuda_get_lt_bias16() == 0, "bf16 bias: off when set off");
     pw_cuda_set_lt_bias16(3);
     CHECK(pw_cuda_get_lt_bias16() == 1, "bf16 bias: non-zero is on");
+    CHECK(pw_cuda_get_lt_split() == 0, "no forced split-K by default, got %d",
+          pw_cuda_get_lt_split());
+    const int parts[][2] = {{4, 4}, {2, 2}, {64, 64}, {65, 64}, {1000, 64}, {1, 0}, {-2, 0},
+                            {0, 0}};
+    for (int i = 0; i < 8; i++) {
+        pw_cuda_set_lt_split(parts[i][0]);
+        CHECK(pw_cuda_get_lt_split() == parts[i][1], "split-K %d taken as %d, got %d",
+              parts[i][0], parts[i][1], pw_cuda_get_lt_split());
+    }
+    unsigned long plans = 1, split = 1;
+    pw_cuda_lt_plans(&plans, &split);
+    CHECK(plans == 0 && split == 0, "no product, no plan: %lu plans, %lu split", plans, split);
     CHECK(pw_cuda_get_flash_blocks() == 2, "two blocks an SM by default, got %d",
           pw_cuda_get_flash_blocks());
     pw_cuda_set_flash_blocks(3);

@@ -52,6 +52,7 @@ typedef struct LtKey {
     int ab, compute, dtype, epi, bias_type;
     int align_a, align_b, align_d, align_aux;
     size_t workspace;
+    int tune, split; /* the switches a plan was made under: a switch applies to the next call */
 } LtKey;
 
 typedef struct LtPlan {
@@ -86,11 +87,30 @@ enum { LT_F32, LT_BF16, LT_GELU, LT_KINDS };
 static int lt_enabled = 1, lt_broken[LT_KINDS];
 static unsigned long lt_fused, lt_unfused, lt_gelu_fused, lt_gelu_unfused;
 
-/* 1: a shape's first call times the heuristic's first LT_TUNE_CANDIDATES algorithms on its own
- * operands and keeps the fastest (pw_cuda_set_lt_tune) */
+/* 1: a shape's first call times the heuristic's first LT_TUNE_CANDIDATES algorithms, and split-K
+ * forms of its first LT_SPLIT_BASES (below), on its own operands and keeps the fastest
+ * (pw_cuda_set_lt_tune) */
 static int lt_tune;
 #define LT_TUNE_CANDIDATES 8
-#define LT_TUNE_REPS 3
+#define LT_TUNE_REPS 5
+
+/* Split-K. A decode step's products have 64 to 256 rows: in tiles of 128 x 128, GPT-2's
+ * projection back to 768 channels at 256 rows is 12 tiles for 132 SMs, each walking K = 3072
+ * alone (the profile by entry: 8 to 16 us a product on an H100, a third of the bandwidth its
+ * weights need), and Qwen2.5-0.5B's down-projection 14 tiles walking K = 4864. Split in s parts
+ * along K the product is s times as many blocks, their float32 parts summed by a second pass
+ * (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: in the workspace, in float32, in a fixed order, so
+ * the same bits run to run, which INPLACE's additions in the output's type would not give).
+ * Tuning times these forms beside the heuristic's own; pw_cuda_set_lt_split forces one split
+ * on the heuristic's first where cuBLASLt accepts it (a test and benchmark hook: 0, none, is the
+ * default). Whether the heuristic itself chose a split is read from each plan's algorithm and
+ * counted (pw_cuda_lt_plans). */
+static int lt_split;
+static const int lt_splits[] = {2, 4, 8, 16};
+#define LT_NSPLITS ((int)(sizeof lt_splits / sizeof lt_splits[0]))
+#define LT_SPLIT_BASES 2
+#define LT_SPLIT_MAX 64
+static unsigned long lt_nplans_made, lt_nplans_split;
 
 /* 1 (the default): a bfloat16-output product takes its bias in bfloat16, rounded into a scratch
  * on each call (pw_cuda_set_lt_bias16). cuBLASLt takes a float32 bias with a bfloat16 output,
@@ -113,24 +133,36 @@ extern "C" int pw_cuda_get_lt_bias16(void) { return lt_bias16; }
 static int lt_gelu;
 extern "C" void pw_cuda_set_lt_gelu(int enable) { lt_gelu = enable != 0; }
 extern "C" int pw_cuda_get_lt_gelu(void) { return lt_gelu; }
-extern "C" void pw_cuda_gelu_epilogue_calls(unsigned long *fused, unsigned long *unfused)
+/* two of the counters read together, under lt_lock (either destination may be NULL) */
+static void counters(const unsigned long *a, const unsigned long *b, unsigned long *to_a,
+                     unsigned long *to_b)
 {
     pthread_mutex_lock(&lt_lock);
-    if (fused) *fused = lt_gelu_fused;
-    if (unfused) *unfused = lt_gelu_unfused;
+    if (to_a) *to_a = *a;
+    if (to_b) *to_b = *b;
     pthread_mutex_unlock(&lt_lock);
+}
+extern "C" void pw_cuda_gelu_epilogue_calls(unsigned long *fused, unsigned long *unfused)
+{
+    counters(&lt_gelu_fused, &lt_gelu_unfused, fused, unfused);
 }
 
 extern "C" void pw_cuda_set_lt_tune(int enable) { lt_tune = enable != 0; }
 extern "C" int pw_cuda_get_lt_tune(void) { return lt_tune; }
+extern "C" void pw_cuda_set_lt_split(int parts)
+{
+    lt_split = parts > 1 ? (parts < LT_SPLIT_MAX ? parts : LT_SPLIT_MAX) : 0;
+}
+extern "C" int pw_cuda_get_lt_split(void) { return lt_split; }
+extern "C" void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split)
+{
+    counters(&lt_nplans_made, &lt_nplans_split, plans, split);
+}
 extern "C" void pw_cuda_set_epilogue(int enable) { lt_enabled = enable != 0; }
 extern "C" int pw_cuda_get_epilogue(void) { return lt_enabled && !lt_broken[LT_F32]; }
 extern "C" void pw_cuda_epilogue_calls(unsigned long *fused, unsigned long *unfused)
 {
-    pthread_mutex_lock(&lt_lock);
-    if (fused) *fused = lt_fused;
-    if (unfused) *unfused = lt_unfused;
-    pthread_mutex_unlock(&lt_lock);
+    counters(&lt_fused, &lt_unfused, fused, unfused);
 }
 
 /* the largest power of two up to 256 that divides the address: what cuBLASLt may assume */
@@ -149,7 +181,7 @@ static int same_key(const LtKey *a, const LtKey *b)
            a->ab == b->ab && a->compute == b->compute && a->dtype == b->dtype &&
            a->epi == b->epi && a->bias_type == b->bias_type && a->align_a == b->align_a &&
            a->align_b == b->align_b && a->align_d == b->align_d && a->align_aux == b->align_aux &&
-           a->workspace == b->workspace;
+           a->workspace == b->workspace && a->tune == b->tune && a->split == b->split;
 }
 
 /* the handle of the current device, this stream's workspace (NULL while the stream is being
@@ -253,19 +285,25 @@ typedef struct LtCall {
     cudaStream_t stream;
 } LtCall;
 
-/* Of the heuristic's n candidates, the fastest on the call's own operands (each run once to
- * warm, then LT_TUNE_REPS times between two events; each run writes the same product, and the
- * same aux, which the call then writes again; a DGELU reads its aux only); -1 when none runs. A
- * stream being captured into a graph cannot be timed: 0, the heuristic's first. Under lt_lock. */
+/* 1 while stream is being captured into a graph (nothing queued on it runs until the graph
+ * does, so nothing on it can be timed) */
+static int capturing(cudaStream_t stream)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* Of the n candidates, the fastest on the call's own operands (each run once to warm, then
+ * LT_TUNE_REPS times between two events; each run writes the same product, and the same aux,
+ * which the call then writes again; a DGELU reads its aux only); -1 when none runs. Under
+ * lt_lock, on a stream not being captured. */
 static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeuristicResult_t *res,
                    int n, const LtCall *c)
 {
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(c->stream, &cs) != cudaSuccess ||
-        cs != cudaStreamCaptureStatusNone) {
-        (void)cudaGetLastError();
-        return 0;
-    }
     cudaEvent_t e0, e1;
     PW_CUDA_CHECK(cudaEventCreate(&e0));
     PW_CUDA_CHECK(cudaEventCreate(&e1));
@@ -296,18 +334,70 @@ static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeu
     return pick;
 }
 
+/* The parts along K algo's configuration asks for (1: none). */
+static int split_of(const cublasLtMatmulAlgo_t *algo)
+{
+    int32_t parts = 1;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts,
+                                             sizeof parts, &w) != CUBLAS_STATUS_SUCCESS)
+        return 1;
+    return parts > 1 ? parts : 1;
+}
+
+/* *out: algo with K in `parts` parts summed in float32 in the workspace (above); 0 where the
+ * algorithm has no split-K, cuBLASLt's check refuses the form for this call, or it needs more
+ * workspace than ws_bytes. */
+static int with_split(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulAlgo_t *algo,
+                      int parts, size_t ws_bytes, cublasLtMatmulHeuristicResult_t *out)
+{
+    int32_t can = 0, n = parts;
+    uint32_t schemes = 0, scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can,
+                                          sizeof can, &w) != CUBLAS_STATUS_SUCCESS ||
+        !can)
+        return 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                          &schemes, sizeof schemes,
+                                          &w) != CUBLAS_STATUS_SUCCESS ||
+        !(schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+        return 0;
+    cublasLtMatmulHeuristicResult_t r = {};
+    r.algo = *algo;
+    if (cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n,
+                                             sizeof n) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &scheme, sizeof scheme) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    cublasLtMatmulHeuristicResult_t check = {};
+    if (cublasLtMatmulAlgoCheck(h, s->op, s->a, s->b, s->d, s->d, &r.algo, &check) !=
+            CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > ws_bytes)
+        return 0;
+    r.workspaceSize = check.workspaceSize;
+    r.state = CUBLAS_STATUS_SUCCESS;
+    *out = r;
+    return 1;
+}
+
 /* the algorithm for this key, asking the heuristic the first time (and, with lt_tune, timing
- * its candidates on the call's operands). Under lt_lock. */
+ * its candidates and their split-K forms on the call's operands; with lt_split, that split of
+ * its first). A tuned plan asked for while the stream is being captured is not kept: the call
+ * takes the heuristic's first, and the shape's next call outside a capture is timed. Under
+ * lt_lock. */
 static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
                               const LtCall *call)
 {
+    static LtPlan unkept;
     for (int i = 0; i < lt_nplans; i++)
         if (same_key(&lt_plans[i].key, key)) return &lt_plans[i];
     LtPlan plan = {};
     plan.key = *key;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES] = {};
-    int nres = 0, want = lt_tune ? LT_TUNE_CANDIDATES : 1;
+    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES + LT_SPLIT_BASES * LT_NSPLITS] = {};
+    int tune = key->tune && !capturing(call->stream);
+    int nres = 0, want = tune ? LT_TUNE_CANDIDATES : 1;
     uint32_t al[3] = {(uint32_t)key->align_a, (uint32_t)key->align_b, (uint32_t)key->align_d};
     cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -329,10 +419,24 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
         st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, want, res,
                                             &nres);
     if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
-    int pick = st == CUBLAS_STATUS_SUCCESS && nres > 0 ? 0 : -1;
-    if (pick == 0 && nres > 1) pick = fastest(h, s, res, nres, call);
+    if (st != CUBLAS_STATUS_SUCCESS || res[0].state != CUBLAS_STATUS_SUCCESS) nres = 0;
+    int n = nres;
+    if (tune) /* the split-K forms of the heuristic's first few, beside them */
+        for (int b = 0; b < nres && b < LT_SPLIT_BASES; b++)
+            for (int j = 0; j < LT_NSPLITS; j++)
+                n += with_split(h, s, &res[b].algo, lt_splits[j], key->workspace, &res[n]);
+    else if (nres > 0 && key->split > 1)
+        (void)with_split(h, s, &res[0].algo, key->split, key->workspace, &res[0]);
+    int pick = n > 0 ? 0 : -1;
+    if (tune && n > 1) pick = fastest(h, s, res, n, call);
     plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
     if (plan.found) plan.algo = res[pick].algo;
+    if (key->tune && !tune) { /* captured: the heuristic's first, this once */
+        unkept = plan;
+        return &unkept;
+    }
+    lt_nplans_made++;
+    lt_nplans_split += plan.found && split_of(&plan.algo) > 1;
     /* a full table forgets its entries in turn: a run uses a few dozen shapes */
     int slot = lt_nplans < LT_MAX_PLANS ? lt_nplans++ : lt_next_evict++ % LT_MAX_PLANS;
     lt_plans[slot] = plan;
@@ -388,6 +492,8 @@ static int lt_run(LtOp *p, int kind, cudaStream_t stream)
     key.align_d = alignment(p->d);
     key.align_aux = p->aux ? alignment(p->aux) : 0;
     key.workspace = ws_bytes;
+    key.tune = lt_tune;
+    key.split = lt_tune ? 0 : lt_split;
     LtCall call = {p, ws, ws_bytes, stream};
     const LtPlan *plan = st == CUBLAS_STATUS_SUCCESS ? plan_for(h, &key, &s, &call) : NULL;
     cublasLtMatmulAlgo_t algo = {};
@@ -426,21 +532,25 @@ static void lt_count(int gelu, int fused)
     pthread_mutex_unlock(&lt_lock);
 }
 
+/* A product without a bias comes here only while its algorithm is chosen by timing or a split
+ * is forced (cublasGemmEx takes it otherwise, matmul.cu): those are the decode's products of the
+ * Llama family, which has no biases. It is not counted among the epilogue's calls. */
 int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
                          const float *bias, int N, int C, int OC, cudaDataType_t ab,
                          cublasComputeType_t compute, cudaStream_t stream)
 {
     int kind = dtype != CUDA_R_32F ? LT_BF16 : LT_F32;
-    if (!lt_enabled || lt_broken[kind] || !bias || alignment(bias) < 16 || N <= 0 || OC <= 0 ||
-        C <= 0) {
+    if (!lt_enabled || lt_broken[kind] || (bias && alignment(bias) < 16) ||
+        (!bias && !lt_tune && !lt_split) || N <= 0 || OC <= 0 || C <= 0) {
         if (bias) lt_count(0, 0);
         return 0;
     }
-    /* out^T(OC,N) = W^T(OC,C) . inp(C,N) + bias: W is (C, OC) column-major */
+    /* out^T(OC,N) = W^T(OC,C) . inp(C,N) (+ bias): W is (C, OC) column-major */
     LtOp p = {CUBLAS_OP_T, OC, N, C, C, C, OC, (int)ab, (int)compute, (int)dtype,
-              CUBLASLT_EPILOGUE_BIAS, bias, CUDA_R_32F, NULL, 0, weight, inp, out};
+              bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias, CUDA_R_32F, NULL,
+              0, weight, inp, out};
     int found = lt_run(&p, kind, stream);
-    lt_count(0, found);
+    if (bias) lt_count(0, found);
     return found;
 }
 

@@ -28,9 +28,9 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
                            cudaStream_t stream)
 {
     if (N <= 0 || OC <= 0) return;
-    /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below */
-    if (bias &&
-        pw_lt_linear_forward(out, CUDA_R_32F, inp, weight, bias, N, C, OC, ab, compute, stream))
+    /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below
+     * (without a bias lt.cu takes it only while its algorithm is timed or split) */
+    if (pw_lt_linear_forward(out, CUDA_R_32F, inp, weight, bias, N, C, OC, ab, compute, stream))
         return;
     float alpha = 1.0f, beta = seed_bias(out, bias, N, OC, stream);
     /* out^T(OC,N) = W^T . inp: W is (C,OC) column-major, transposed; inp is (C,N) */
@@ -101,8 +101,8 @@ extern "C" void pw_matmul_forward_bf16_out_cuda(pw_bf16 *out, const pw_bf16 *inp
                                                 int C, int OC, cudaStream_t stream)
 {
     if (N <= 0 || OC <= 0) return;
-    if (bias && pw_lt_linear_forward(out, CUDA_R_16BF, inp, weight, bias, N, C, OC, CUDA_R_16BF,
-                                     CUBLAS_COMPUTE_32F, stream))
+    if (pw_lt_linear_forward(out, CUDA_R_16BF, inp, weight, bias, N, C, OC, CUDA_R_16BF,
+                             CUBLAS_COMPUTE_32F, stream))
         return;
     if (!bias) {
         float alpha = 1.0f, beta = 0.0f;
