@@ -1,7 +1,8 @@
 /* test_gen_generate.c: pw_generate as callers see it: the same seed gives the same tokens,
  * a prompt's response does not depend on its batch, the draws on the model's device equal the
  * host's row by row, the host's looks at the rows every check_every steps change nothing, stop
- * and max_new_tokens, errors. */
+ * and max_new_tokens, errors; and its decode steps as graphs, through a kernel table that
+ * stands in for CUDA's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "pw_model.h"
 #include "pw_test.h"
 #include "gen_model.h"
+#include "model_internal.h" /* the model's kernel table, swapped for the graph stand-in */
 
 enum { B = 5, P = 6, R = 8, W = P + R, V = 50, PAD = 0 };
 
@@ -232,6 +234,94 @@ static void test_check_every(PwGen *g)
           strstr(err.msg, "check_every must be >= 0"), "check_every -1 accepted");
 }
 
+/* A kernel table with graphs, standing in for CUDA's on the CPU table: a capture keeps fn and
+ * arg without running them (as CUDA records without running), a run calls fn(arg). It counts the
+ * draws made outside a graph since the pass was last planned (generate frees its graph, or
+ * NULL, each time it plans a pass), and at each capture how many there were: the generator
+ * launches a pass's first decode step and captures its second, so every capture finds at least
+ * two (the prefill's draw or a launched step, then a launched step). */
+typedef struct Graph {
+    void (*fn)(void *);
+    void *arg;
+} Graph;
+static PwOps graph_ops;
+static int in_graph, launched_draws, graph_draws, captures, early_captures;
+static void stand_in_sample(const PwOps *o, const float *logits, int ld, int n, int V,
+                            const int *rows, const PwSampleConfig *sc, uint64_t *rng, int *token,
+                            float *logp, float *logp_full)
+{
+    pw_ops_cpu()->sample(o, logits, ld, n, V, rows, sc, rng, token, logp, logp_full);
+    if (in_graph) graph_draws++;
+    else launched_draws++;
+}
+static void *stand_in_capture(const PwOps *o, void (*fn)(void *), void *arg)
+{
+    (void)o;
+    Graph *gr = malloc(sizeof *gr);
+    if (!gr) return NULL;
+    *gr = (Graph){fn, arg};
+    captures++;
+    early_captures += launched_draws < 1;
+    return gr;
+}
+static void stand_in_run(const PwOps *o, void *graph)
+{
+    (void)o;
+    Graph *gr = graph;
+    in_graph = 1;
+    gr->fn(gr->arg);
+    in_graph = 0;
+}
+static void stand_in_free(const PwOps *o, void *graph)
+{
+    (void)o;
+    free(graph);
+    launched_draws = 0; /* a pass is planned (or generation ends) */
+}
+
+/* With the stand-in table and graph = 1: the same output bit for bit as launched, each pass's
+ * graph captured only after one of its steps was launched, and replayed for the rest. */
+static void test_graphs(PwModel *m, PwGen *g)
+{
+    int prompt[B * P], mask[B * P];
+    make_prompts(prompt, mask);
+    PwErr err;
+    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
+                       .sample = {.temperature = 1.2f, .top_k = 0, .top_p = 1.0f}, .seed = 5};
+    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+    cfg.stop_token = g->tokens[2 * R + 1]; /* row 2 stops at its second token: a pass replanned */
+    static Out base, got;
+    for (int every = 1; every <= 4; every += 3) {
+        cfg.check_every = every;
+        cfg.graph = 0;
+        CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+        keep(&base, g, 0, B);
+        const PwOps *own = m->ops;
+        graph_ops = *own;
+        graph_ops.sample = stand_in_sample;
+        graph_ops.graph_capture = stand_in_capture;
+        graph_ops.graph_run = stand_in_run;
+        graph_ops.graph_free = stand_in_free;
+        m->ops = &graph_ops;
+        launched_draws = graph_draws = captures = early_captures = 0;
+        cfg.graph = 1;
+        CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
+        m->ops = own;
+        keep(&got, g, 0, B);
+        char what[48];
+        snprintf(what, sizeof what, "graphs, check_every %d", every);
+        for (int b = 0; b < B; b++) same_row(&got, b, &base, b, what);
+        CHECK(captures >= 1 && graph_draws >= 1, "%s: %d captures, %d draws in graphs", what,
+              captures, graph_draws);
+        CHECK(early_captures == 0, "%s: %d of %d captures before a step of the pass was "
+              "launched", what, early_captures, captures);
+        printf("%s: the same responses, %d captures, %d draws in graphs\n", what, captures,
+               graph_draws);
+    }
+    cfg.graph = 0;
+    cfg.check_every = 0;
+}
+
 static void test_max_new_tokens(PwGen *g)
 {
     int prompt[B * P], mask[B * P];
@@ -379,6 +469,7 @@ int main(void)
     test_determinism_and_batches(g);
     test_against_host_rows(m, g);
     test_check_every(g);
+    test_graphs(m, g);
     test_max_new_tokens(g);
     test_errors(m, g);
     test_forced_stop(m, g);
