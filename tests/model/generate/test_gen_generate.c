@@ -183,15 +183,23 @@ static void test_against_host_rows(PwModel *m, PwGen *g)
  * log-probs, lengths and stops bit for bit (the rows' streams are their own, and a row's logits
  * do not depend on the other rows of the pass up to float rounding: compared to 1e-5 where a
  * pass holds other rows), and the streams of the rows that never stopped are the same. */
-static void test_check_every(PwGen *g)
+/* the prompts and a config under which row 2 stops at its second token, the others later */
+static PwGenConfig row2_stops(PwGen *g, int *prompt, int *mask)
 {
-    int prompt[B * P], mask[B * P];
     make_prompts(prompt, mask);
     PwErr err;
     PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
                        .sample = {.temperature = 1.2f, .top_k = 0, .top_p = 1.0f}, .seed = 5};
     CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
-    cfg.stop_token = g->tokens[2 * R + 1]; /* row 2 stops at its second token, others later */
+    cfg.stop_token = g->tokens[2 * R + 1];
+    return cfg;
+}
+
+static void test_check_every(PwGen *g)
+{
+    int prompt[B * P], mask[B * P];
+    PwGenConfig cfg = row2_stops(g, prompt, mask);
+    PwErr err;
     static Out base, got;
     uint64_t rng0[B];
     cfg.check_every = 1;
@@ -284,12 +292,8 @@ static void stand_in_free(const PwOps *o, void *graph)
 static void test_graphs(PwModel *m, PwGen *g)
 {
     int prompt[B * P], mask[B * P];
-    make_prompts(prompt, mask);
+    PwGenConfig cfg = row2_stops(g, prompt, mask); /* a pass replanned when row 2 stops */
     PwErr err;
-    PwGenConfig cfg = {.max_new_tokens = R, .stop_token = -1, .pad_token = PAD,
-                       .sample = {.temperature = 1.2f, .top_k = 0, .top_p = 1.0f}, .seed = 5};
-    CHECK(pw_generate(g, prompt, mask, B, P, NULL, &cfg, &err) == 0, "%s", err.msg);
-    cfg.stop_token = g->tokens[2 * R + 1]; /* row 2 stops at its second token: a pass replanned */
     static Out base, got;
     for (int every = 1; every <= 4; every += 3) {
         cfg.check_every = every;
