@@ -359,22 +359,23 @@ static void to16_one(void)
 {
     pw_f32_to_bf16_cuda((pw_bf16 *)g.grads + 1, g.params + 1, NPARAMS - 8, 0);
 }
-/* A decode step's products at DR rows, bf16 in and out: GPT-2's four a layer with their biases,
- * and Qwen2.5-0.5B's down-projection (no bias; 14 tiles of 128 x 128 walking K = 4864); as the
- * heuristic picks, with K split in 4 (pw_cuda_set_lt_split) and with the algorithms timed, split
- * forms among them (pw_cuda_set_lt_tune, which takes the product without a bias through
- * cuBLASLt too). Counted against the copy: the bytes of weights, inputs and outputs. */
+/* A decode step's products at DR rows as a cache pass makes them, bf16 operands and float32
+ * results: GPT-2's four a layer with their biases, and Qwen2.5-0.5B's down-projection (no bias;
+ * 14 tiles of 128 x 128 walking K = 4864); as the heuristic picks, with K split in 4
+ * (pw_cuda_set_lt_split) and with the algorithms timed, split forms among them
+ * (pw_cuda_set_lt_tune, which takes the product without a bias through cuBLASLt too). Counted
+ * against the copy: the bytes of weights, inputs and outputs. */
 enum { DR = 256, QC = 896, QF = 4864 };
 static void dec_products(void)
 {
-    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, DR, C, 3 * C, 0);
-    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, DR, C, C, 0);
-    pw_matmul_forward_bf16_out_cuda(g.fc16, g.x16, g.w16, g.bias, DR, C, 4 * C, 0);
-    pw_matmul_forward_bf16_out_cuda(g.fc16, g.qkv16, g.w16, g.bias, DR, 4 * C, C, 0);
+    pw_matmul_forward_bf16_cuda(g.fc, g.x16, g.w16, g.bias, DR, C, 3 * C, 0);
+    pw_matmul_forward_bf16_cuda(g.fc, g.x16, g.w16, g.bias, DR, C, C, 0);
+    pw_matmul_forward_bf16_cuda(g.fc, g.x16, g.w16, g.bias, DR, C, 4 * C, 0);
+    pw_matmul_forward_bf16_cuda(g.fc, g.qkv16, g.w16, g.bias, DR, 4 * C, C, 0);
 }
 static void dec_down(void)
 {
-    pw_matmul_forward_bf16_out_cuda(g.fc16, g.qkv16, g.w16, NULL, DR, QF, QC, 0);
+    pw_matmul_forward_bf16_cuda(g.fc, g.qkv16, g.w16, NULL, DR, QF, QC, 0);
 }
 static void dec_products_split(void)
 {
@@ -550,10 +551,10 @@ int main(int argc, char **argv)
     payload_setup();
     const double f = 4.0, NC = (double)N * C, NV = (double)N * V, NP = (double)NPARAMS;
     const double TT = (double)B * NH * T * T, hs = C / NH;
-    /* a decode step's products: bf16 weights (12 C^2 a GPT-2 layer), inputs (7 C a row) and
-     * outputs (9 C a row) */
-    const double dec_bytes = 2.0 * (12.0 * C * C + DR * 16.0 * C);
-    const double down_bytes = 2.0 * ((double)QF * QC + DR * (double)(QF + QC));
+    /* a decode step's products: bf16 weights (12 C^2 a GPT-2 layer) and inputs (7 C a row),
+     * float32 outputs (9 C a row) */
+    const double dec_bytes = 2.0 * (12.0 * C * C + DR * 7.0 * C) + 4.0 * DR * 9.0 * C;
+    const double down_bytes = 2.0 * ((double)QF * QC + DR * (double)QF) + 4.0 * DR * QC;
     Row rows[] = {
         {"encoder forward", encoder_fwd, 3 * NC * f, 0, BW},
         {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},

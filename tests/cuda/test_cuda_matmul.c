@@ -294,13 +294,15 @@ static unsigned long mlp(int N, int C, int F, int gelu, unsigned long long *rng)
     return f1 - f0;
 }
 
-/* A decode step's products (a few hundred rows, bf16 in and out, with a bias and without) with
- * K split (pw_cuda_set_lt_split, the hook) and with the algorithms timed (pw_cuda_set_lt_tune,
- * whose candidates include split forms, and which takes the products without a bias through
- * cuBLASLt too): each against the CPU on the same rounded operands, each twice for the same
- * bits (a split's parts are summed in a fixed order). Every setting makes a plan of its own.
- * Returns the plans that split K: cuBLASLt may refuse a split for a shape, and then the
- * product runs whole, which the comparison covers alike. */
+/* A decode step's products (a few hundred rows, bf16 operands, float32 results as a cache pass
+ * makes them and bfloat16 ones, with a bias and without) with K split (pw_cuda_set_lt_split,
+ * the hook) and with the algorithms timed (pw_cuda_set_lt_tune, whose candidates include split
+ * forms, summed apart or in a float32 output itself, and which takes the products without a
+ * bias through cuBLASLt too): each against the CPU on the same rounded operands (float32
+ * results within float32's bound), each twice for the same bits (a split's parts are summed in
+ * a fixed order). Every setting makes a plan of its own. Returns the plans that split K:
+ * cuBLASLt may refuse a split for a shape, and then the product runs whole, which the
+ * comparison covers alike. */
 static unsigned long decode_products(int N, int C, int OC, unsigned long long *rng)
 {
     printf("decode products N=%d C=%d OC=%d\n", N, C, OC);
@@ -313,31 +315,41 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
     float *ref[2] = {cu_host(sizeof(float) * NO), cu_host(sizeof(float) * NO)};
     pw_matmul_forward(ref[0], xr, wr, bias, N, C, OC);
     pw_matmul_forward(ref[1], xr, wr, NULL, N, C, OC);
-    pw_bf16 *d_out = cu_dev(2 * NO);
-    uint16_t *first = cu_host(2 * NO), *again = cu_host(2 * NO);
+    float *d_out = cu_dev(sizeof(float) * NO);
+    pw_bf16 *d_out16 = cu_dev(2 * NO);
+    char *first = cu_host(sizeof(float) * NO), *again = cu_host(sizeof(float) * NO);
     unsigned long p0, s0, p1, s1;
     pw_cuda_lt_plans(&p0, &s0);
     const int split[3] = {4, 16, 0}; /* 0: the algorithms timed */
     for (int i = 0; i < 3; i++)
-        for (int nb = 0; nb < 2; nb++) {
-            char what[64];
-            snprintf(what, sizeof what, "%s%.0d, %s", split[i] ? "K split in " : "timed",
-                     split[i], nb ? "no bias" : "bias");
-            for (int r = 0; r < 2; r++) {
-                pw_cuda_set_lt_split(split[i]);
-                pw_cuda_set_lt_tune(!split[i]);
-                cu_poison(d_out, 2 * NO);
-                pw_matmul_forward_bf16_out_cuda(d_out, d_x, d_w, nb ? NULL : d_bias, N, C, OC, 0);
-                pw_cuda_set_lt_split(0);
-                pw_cuda_set_lt_tune(0);
-                cu_download(r ? again : first, d_out, 2 * NO);
+        for (int nb = 0; nb < 2; nb++)
+            for (int o16 = 0; o16 < 2; o16++) {
+                char what[64];
+                snprintf(what, sizeof what, "%s%.0d, %s, %s out", split[i] ? "K split in " : "timed",
+                         split[i], nb ? "no bias" : "bias", o16 ? "bf16" : "float32");
+                const float *bb = nb ? NULL : d_bias;
+                size_t bytes = o16 ? 2 * NO : sizeof(float) * NO;
+                for (int r = 0; r < 2; r++) {
+                    pw_cuda_set_lt_split(split[i]);
+                    pw_cuda_set_lt_tune(!split[i]);
+                    cu_poison(o16 ? (void *)d_out16 : (void *)d_out, bytes);
+                    if (o16)
+                        pw_matmul_forward_bf16_out_cuda(d_out16, d_x, d_w, bb, N, C, OC, 0);
+                    else
+                        pw_matmul_forward_bf16_cuda(d_out, d_x, d_w, bb, N, C, OC, 0);
+                    pw_cuda_set_lt_split(0);
+                    pw_cuda_set_lt_tune(0);
+                    cu_download(r ? again : first, o16 ? (void *)d_out16 : (void *)d_out, bytes);
+                }
+                cu_comparef(o16 ? widened_dev(d_out16, NO) : d_out, ref[nb], NO,
+                            o16 ? CU_TOL_BF16 : CU_TOL_F32, "%s", what);
+                CHECK(!memcmp(first, again, bytes), "%s: a second call gave other bits", what);
             }
-            cu_comparef(widened_dev(d_out, NO), ref[nb], NO, CU_TOL_BF16, "%s", what);
-            CHECK(!memcmp(first, again, 2 * NO), "%s: a second call gave other bits", what);
-        }
     pw_cuda_lt_plans(&p1, &s1);
     printf("  %lu plans made, %lu of them split K\n", p1 - p0, s1 - s0);
-    CHECK(p1 - p0 == 6, "each setting and bias makes its own plan: %lu plans, 6 wanted", p1 - p0);
+    /* 12 keys; a bfloat16 product cuBLASLt has no algorithm for goes the float32 way, a 13th */
+    CHECK(p1 - p0 >= 12, "each setting, bias and output makes its own plan: %lu plans, 12 wanted",
+          p1 - p0);
     cu_release();
     return s1 - s0;
 }

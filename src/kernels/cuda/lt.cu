@@ -100,8 +100,11 @@ static int lt_tune;
  * weights need), and Qwen2.5-0.5B's down-projection 14 tiles walking K = 4864. Split in s parts
  * along K the product is s times as many blocks, their float32 parts summed by a second pass
  * (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: in the workspace, in float32, in a fixed order, so
- * the same bits run to run, which INPLACE's additions in the output's type would not give).
- * Tuning times these forms beside the heuristic's own; pw_cuda_set_lt_split forces one split
+ * the same bits run to run). Where the output is float32 (every product of a decode step but
+ * GPT-2's MLP with GELU in its epilogue) the parts may instead be added in the output itself (INPLACE: float32 additions in an order counters in the workspace fix, and no
+ * second kernel, which at these sizes costs about what a product does); with a bfloat16 output
+ * that would round every partial sum, so it is not tried there. Tuning times these forms
+ * beside the heuristic's own; pw_cuda_set_lt_split forces one split (COMPUTE_TYPE)
  * on the heuristic's first where cuBLASLt accepts it (a test and benchmark hook: 0, none, is the
  * default). Whether the heuristic itself chose a split is read from each plan's algorithm and
  * counted (pw_cuda_lt_plans). */
@@ -345,14 +348,15 @@ static int split_of(const cublasLtMatmulAlgo_t *algo)
     return parts > 1 ? parts : 1;
 }
 
-/* *out: algo with K in `parts` parts summed in float32 in the workspace (above); 0 where the
- * algorithm has no split-K, cuBLASLt's check refuses the form for this call, or it needs more
- * workspace than ws_bytes. */
+/* *out: algo with K in `parts` parts summed by `scheme` (a cublasLtReductionScheme_t, above);
+ * 0 where the algorithm has no split-K or not that scheme, cuBLASLt's check refuses the form
+ * for this call, or it needs more workspace than ws_bytes. */
 static int with_split(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulAlgo_t *algo,
-                      int parts, size_t ws_bytes, cublasLtMatmulHeuristicResult_t *out)
+                      int parts, uint32_t scheme, size_t ws_bytes,
+                      cublasLtMatmulHeuristicResult_t *out)
 {
     int32_t can = 0, n = parts;
-    uint32_t schemes = 0, scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    uint32_t schemes = 0;
     size_t w = 0;
     if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can,
                                           sizeof can, &w) != CUBLAS_STATUS_SUCCESS ||
@@ -361,7 +365,7 @@ static int with_split(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmul
     if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
                                           &schemes, sizeof schemes,
                                           &w) != CUBLAS_STATUS_SUCCESS ||
-        !(schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+        !(schemes & scheme))
         return 0;
     cublasLtMatmulHeuristicResult_t r = {};
     r.algo = *algo;
@@ -395,7 +399,10 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
     LtPlan plan = {};
     plan.key = *key;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES + LT_SPLIT_BASES * LT_NSPLITS] = {};
+    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES + 2 * LT_SPLIT_BASES * LT_NSPLITS] =
+        {};
+    const uint32_t sum_apart = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+                   sum_in_place = CUBLASLT_REDUCTION_SCHEME_INPLACE;
     int tune = key->tune && !capturing(call->stream);
     int nres = 0, want = tune ? LT_TUNE_CANDIDATES : 1;
     uint32_t al[3] = {(uint32_t)key->align_a, (uint32_t)key->align_b, (uint32_t)key->align_d};
@@ -423,10 +430,15 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
     int n = nres;
     if (tune) /* the split-K forms of the heuristic's first few, beside them */
         for (int b = 0; b < nres && b < LT_SPLIT_BASES; b++)
-            for (int j = 0; j < LT_NSPLITS; j++)
-                n += with_split(h, s, &res[b].algo, lt_splits[j], key->workspace, &res[n]);
+            for (int j = 0; j < LT_NSPLITS; j++) {
+                n += with_split(h, s, &res[b].algo, lt_splits[j], sum_apart, key->workspace,
+                                &res[n]);
+                if (key->dtype == CUDA_R_32F)
+                    n += with_split(h, s, &res[b].algo, lt_splits[j], sum_in_place,
+                                    key->workspace, &res[n]);
+            }
     else if (nres > 0 && key->split > 1)
-        (void)with_split(h, s, &res[0].algo, key->split, key->workspace, &res[0]);
+        (void)with_split(h, s, &res[0].algo, key->split, sum_apart, key->workspace, &res[0]);
     int pick = n > 0 ? 0 : -1;
     if (tune && n > 1) pick = fastest(h, s, res, n, call);
     plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
