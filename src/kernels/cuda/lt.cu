@@ -101,13 +101,14 @@ static int lt_tune;
  * along K the product is s times as many blocks, their float32 parts summed by a second pass
  * (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: in the workspace, in float32, in a fixed order, so
  * the same bits run to run). Where the output is float32 (every product of a decode step but
- * GPT-2's MLP with GELU in its epilogue) the parts may instead be added in the output itself (INPLACE: float32 additions in an order counters in the workspace fix, and no
- * second kernel, which at these sizes costs about what a product does); with a bfloat16 output
- * that would round every partial sum, so it is not tried there. Tuning times these forms
- * beside the heuristic's own; pw_cuda_set_lt_split forces one split (COMPUTE_TYPE)
- * on the heuristic's first where cuBLASLt accepts it (a test and benchmark hook: 0, none, is the
- * default). Whether the heuristic itself chose a split is read from each plan's algorithm and
- * counted (pw_cuda_lt_plans). */
+ * GPT-2's MLP with GELU in its epilogue) the parts may instead be added in the output itself
+ * (INPLACE: float32 additions in an order counters in the workspace fix, and no second kernel,
+ * which each of a decode step's products would add); with a bfloat16 output that would round
+ * every partial sum, so it is not tried there. Tuning times these forms beside the heuristic's
+ * own; pw_cuda_set_lt_split forces one split (COMPUTE_TYPE) on the heuristic's first where
+ * cuBLASLt accepts it (a test and benchmark hook: 0, none, is the default). Whether the
+ * heuristic itself chose a split is read from each plan's algorithm and counted
+ * (pw_cuda_lt_plans). */
 static int lt_split;
 static const int lt_splits[] = {2, 4, 8, 16};
 #define LT_NSPLITS ((int)(sizeof lt_splits / sizeof lt_splits[0]))
