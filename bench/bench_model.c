@@ -219,7 +219,8 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * (pw_cuda_set_flash_fused_bwd; off by default); MFU
  * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
- * did not, and the MLP products its GELU epilogues took. A profile (PW_PROFILE_OPS)
+ * did not, the MLP products its GELU epilogues took, and cuBLASLt's plans (with
+ * BENCH_LT_TUNE=1 split-K forms are among the timed ones) and those that split K. A profile (PW_PROFILE_OPS)
  * leaves the warm-up out. Without a GPU it stops at the model's creation, with its message. */
 static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
@@ -266,6 +267,10 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
         if (i == 0) epilogue_calls(&fused0, &unfused0, &gelu0);
     }
     epilogue_calls(&fused1, &unfused1, &gelu1);
+    unsigned long plans = 0, split = 0; /* cuBLASLt's plans, and those that split K */
+#ifdef PW_HAVE_CUDA
+    pw_cuda_lt_plans(&plans, &split);
+#endif
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
     printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
            "attention built for %d blocks an SM, epilogue products %s, bf16-output ones with a "
@@ -280,9 +285,10 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
            100.0 * tflops / GPU_PEAK_TFLOPS);
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
            "lt_gelu=%d flash_fused_bwd=%d epilogue_fused=%lu epilogue_unfused=%lu "
-           "gelu_fused=%lu\n",
+           "gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu\n",
            tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m", tune,
-           bias16, gelu, fused_bwd, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0);
+           bias16, gelu, fused_bwd, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0, plans,
+           split);
     free_batch(&bt);
     pw_model_free(m);
     return 0;
