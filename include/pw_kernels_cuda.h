@@ -73,8 +73,9 @@ int pw_cuda_get_cache_group(void);
  * takes the heuristic's first, and the shape's next call outside a capture is timed). */
 void pw_cuda_set_lt_tune(int enable);
 int pw_cuda_get_lt_tune(void);
-/* The same products with K split in `parts` parts (2 to 64; 0 or 1: none, the default) on the
- * heuristic's first algorithm, where cuBLASLt accepts that form for the shape, the parts summed in
+/* The same products with K split in `parts` parts (2 to 16, more taken as 16; 0 or 1: none, the
+ * default) on the heuristic's first algorithm, where K is a multiple of 16 (lt.cu says why) and
+ * cuBLASLt accepts that form for the shape, the parts summed in
  * float32 in the workspace in a fixed order (a test and benchmark hook; ignored while the
  * algorithms are timed, which try splits of their own). Applies to the next call. */
 void pw_cuda_set_lt_split(int parts);

@@ -384,6 +384,9 @@ int main(void)
     split += decode_products(256, 768, 768, &rng);
     split += decode_products(64, 4864, 896, &rng);
     decode_products(37, 70, 129, &rng);
+    /* K = 11528, 8 past a multiple of 64: where cuBLASLt's heuristic has been reported to split
+     * K in 9 and leave the 8 out (lt.cu); lt.cu asks it for no split there and offers none */
+    decode_products(8, 11528, 8, &rng);
     printf("decode products: %lu plans split K\n", split);
     pw_cuda_release();
     return pw_test_done("test_cuda_matmul");

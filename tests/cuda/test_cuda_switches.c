@@ -3,7 +3,7 @@
  * attention's split kernel on, its group kernel, the epilogue products' timing, the GELU
  * epilogues and the attention's fused backward off (until a GPU has timed them), the
  * bf16-output products' bf16 bias on (measured), the products' forced split-K none (a hook:
- * 2 to 64 parts kept, more taken as 64, 1 and below as none), the tensor-core attention's
+ * 2 to 16 parts kept, more taken as 16, 1 and below as none), the tensor-core attention's
  * build for two blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
@@ -35,7 +35,7 @@ int main(void)
     CHECK(pw_cuda_get_lt_bias16() == 1, "bf16 bias: non-zero is on");
     CHECK(pw_cuda_get_lt_split() == 0, "no forced split-K by default, got %d",
           pw_cuda_get_lt_split());
-    const int parts[][2] = {{4, 4}, {2, 2}, {64, 64}, {65, 64}, {1000, 64}, {1, 0}, {-2, 0},
+    const int parts[][2] = {{4, 4}, {2, 2}, {16, 16}, {17, 16}, {1000, 16}, {1, 0}, {-2, 0},
                             {0, 0}};
     for (int i = 0; i < 8; i++) {
         pw_cuda_set_lt_split(parts[i][0]);

@@ -113,7 +113,17 @@ static int lt_split;
 static const int lt_splits[] = {2, 4, 8, 16};
 #define LT_NSPLITS ((int)(sizeof lt_splits / sizeof lt_splits[0]))
 #define LT_SPLIT_BASES 2
-#define LT_SPLIT_MAX 64
+#define LT_SPLIT_MAX 16
+/* cuBLASLt's split-K has been reported to leave the last K mod 64 values of k out of the sum on
+ * H100s (one kernel family whose parts take whole k-steps of 64, so that a tail belongs to
+ * none) where K is not a multiple of 64, the parts divide the whole steps evenly and there are
+ * more parts than the tail has values; its heuristic chose such splits itself (9 parts at
+ * K = 11528). So: where K is not a multiple of 64 the heuristic is asked for algorithms without
+ * a split (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), and the split forms here are
+ * offered only where K is a multiple of 16, at most 16 parts: a tail then has 16 values or
+ * more, never fewer than the parts. */
+#define LT_SPLIT_K_STEP 16
+#define LT_SPLIT_SAFE_K 64
 static unsigned long lt_nplans_made, lt_nplans_split;
 
 /* 1 (the default): a bfloat16-output product takes its bias in bfloat16, rounded into a scratch
@@ -423,13 +433,18 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceSetAttribute(
             pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]);
+    uint32_t whole = CUBLASLT_REDUCTION_SCHEME_NONE; /* no split: LT_SPLIT_SAFE_K above */
+    if (st == CUBLAS_STATUS_SUCCESS && key->k % LT_SPLIT_SAFE_K)
+        st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &whole, sizeof whole);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, want, res,
                                             &nres);
     if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || res[0].state != CUBLAS_STATUS_SUCCESS) nres = 0;
     int n = nres;
-    if (tune) /* the split-K forms of the heuristic's first few, beside them */
+    int splittable = key->k % LT_SPLIT_K_STEP == 0;
+    if (tune && splittable) /* the split-K forms of the heuristic's first few, beside them */
         for (int b = 0; b < nres && b < LT_SPLIT_BASES; b++)
             for (int j = 0; j < LT_NSPLITS; j++) {
                 n += with_split(h, s, &res[b].algo, lt_splits[j], sum_apart, key->workspace,
@@ -438,7 +453,7 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
                     n += with_split(h, s, &res[b].algo, lt_splits[j], sum_in_place,
                                     key->workspace, &res[n]);
             }
-    else if (nres > 0 && key->split > 1)
+    else if (nres > 0 && key->split > 1 && splittable)
         (void)with_split(h, s, &res[0].algo, key->split, sum_apart, key->workspace, &res[0]);
     int pick = n > 0 ? 0 : -1;
     if (tune && n > 1) pick = fastest(h, s, res, n, call);
