@@ -4,7 +4,7 @@
  * forward, backward, its dout also in rows 2 OC apart); and that the epilogue is taken where the
  * operands are aligned; GPT-2's MLP entries (a product with GELU beside it) with GELU in
  * cuBLASLt's epilogues and without, against the CPU table's; a decode step's products with K
- * split and with their algorithms timed. */
+ * split and with their algorithms timed; sums over lengths just past a multiple of 64 exact. */
 #include "cutest.h"
 #include "pw_ops.h"
 
@@ -354,6 +354,59 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
     return s1 - s0;
 }
 
+/* The largest shortfall of n device floats below `want` (0: every one is exactly want). */
+static double short_of(const float *d, size_t n, double want)
+{
+    float *h = cu_host(sizeof(float) * n);
+    cu_download(h, d, sizeof(float) * n);
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double gap = h[i] == h[i] ? want - h[i] : want; /* NaN: as if nothing was summed */
+        if (gap < 0.0) gap = -gap;
+        if (gap > worst) worst = gap;
+    }
+    return worst;
+}
+
+/* Sums whose length leaves a tail past a multiple of 64: all-ones bfloat16 operands, so every
+ * result is exactly the length (float32 holds these whole numbers exactly), and a product that
+ * left values of k out comes back short by a whole number. cuBLASLt's split-K has been reported
+ * to drop the last K mod 64 values at K = 8648, 11528 and 57608 on H100s for shapes its own
+ * heuristic splits (lt.cu): here the bf16 forward over C = K (no bias: cublasGemmEx; a zero
+ * bias: cuBLASLt) and the weight gradient over N = K rows, to 1 and 8 outputs, 8 rows. */
+static void k_tails(void)
+{
+    enum { R = 8, KMAX = 57608 };
+    const int Ks[3] = {8648, 11528, KMAX};
+    uint16_t *h = cu_host(sizeof(uint16_t) * R * KMAX);
+    for (size_t i = 0; i < (size_t)R * KMAX; i++) h[i] = 0x3f80; /* 1.0 in bfloat16 */
+    pw_bf16 *ones = cu_upload(h, sizeof(uint16_t) * R * KMAX);
+    float *zero = cu_dev(sizeof(float) * R), *out = cu_dev(sizeof(float) * R * R);
+    PW_CUDA_CHECK(cudaMemset(zero, 0, sizeof(float) * R));
+    double worst = 0.0;
+    for (int i = 0; i < 3; i++)
+        for (int w = 1; w <= R; w += R - 1) {
+            const int K = Ks[i];
+            for (int b = 0; b < 2; b++) {
+                cu_poison(out, sizeof(float) * R * w);
+                pw_matmul_forward_bf16_cuda(out, ones, ones, b ? zero : NULL, R, K, w, 0);
+                double gap = short_of(out, (size_t)R * w, K);
+                worst = gap > worst ? gap : worst;
+                CHECK(gap == 0.0, "forward over K = %d to %d outputs (%s): short by up to %g",
+                      K, w, b ? "zero bias" : "no bias", gap);
+            }
+            PW_CUDA_CHECK(cudaMemset(out, 0, sizeof(float) * R * w));
+            pw_matmul_backward_bf16_cuda(NULL, out, NULL, ones, w, ones, ones, K, R, w, 0, 0);
+            double gap = short_of(out, (size_t)R * w, K);
+            worst = gap > worst ? gap : worst;
+            CHECK(gap == 0.0, "weight gradient over N = %d rows to %d x %d: short by up to %g", K,
+                  w, R, gap);
+        }
+    printf("sums over K = 8648, 11528, 57608 (forward, bias or not, and weight gradient): "
+           "largest shortfall %g\n", worst);
+    cu_release();
+}
+
 int main(void)
 {
     cu_require_gpu("test_cuda_matmul");
@@ -387,6 +440,7 @@ int main(void)
     /* K = 11528, 8 past a multiple of 64: where cuBLASLt's heuristic has been reported to split
      * K in 9 and leave the 8 out (lt.cu); lt.cu asks it for no split there and offers none */
     decode_products(8, 11528, 8, &rng);
+    k_tails();
     printf("decode products: %lu plans split K\n", split);
     pw_cuda_release();
     return pw_test_done("test_cuda_matmul");
