@@ -24,10 +24,21 @@
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
 
-/* out(N,OC) = inp . weight^T + bias (bias not NULL, float32) with the bias added in cuBLASLt's
- * epilogue (lt.cu); out of type dtype (CUDA_R_32F, or CUDA_R_16BF: the float32 result rounded
- * once). Returns 1 when queued; 0, having queued nothing, when the fused path is off or has no
- * algorithm for these operands: the caller then runs its own. */
+/* A product whose reduction length is not a multiple of this goes to cuBLASLt asked for no
+ * split-K (lt.cu says why), where cuBLASLt has an algorithm for it. */
+#define PW_SPLIT_SAFE_K 64
+/* The column-major product d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1) with
+ * ta, tb cublasOperation_t, through cuBLASLt with no split of k; 1 when queued, 0 (nothing
+ * queued) when cuBLASLt is off or has no algorithm: the caller then runs cublasGemmEx. */
+int pw_lt_gemm_unsplit(int ta, int tb, int m, int n, int k, const void *a, int lda,
+                       const void *b, int ldb, float beta, float *d, int ldd, cudaDataType_t ab,
+                       cublasComputeType_t compute, cudaStream_t stream);
+/* out(N,OC) = inp . weight^T + bias (float32) with the bias added in cuBLASLt's epilogue
+ * (lt.cu); out of type dtype (CUDA_R_32F, or CUDA_R_16BF: the float32 result rounded once).
+ * Without a bias (NULL) it takes the product only while the algorithms are timed or a split
+ * forced, or where C is not a multiple of PW_SPLIT_SAFE_K. Returns 1 when queued; 0, having
+ * queued nothing, when the fused path is off or has no algorithm for these operands: the caller
+ * then runs its own. */
 int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
                          const float *bias, int N, int C, int OC, cudaDataType_t ab,
                          cublasComputeType_t compute, cudaStream_t stream);

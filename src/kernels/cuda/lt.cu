@@ -45,12 +45,15 @@ typedef struct LtOp {
     int64_t aux_ld;
     const void *a, *b;
     void *d;
+    int tb;     /* cublasOperation_t of B: CUBLAS_OP_N but for a weight gradient (B stored n x k) */
+    float beta; /* 0: D is written; 1: added to (a gradient's accumulation) */
 } LtOp;
 
 typedef struct LtKey {
     int device, ta, m, n, k, lda, ldb, ldd;
     int ab, compute, dtype, epi, bias_type;
     int align_a, align_b, align_d, align_aux;
+    int tb, accumulate;
     size_t workspace;
     int tune, split; /* the switches a plan was made under: a switch applies to the next call */
 } LtKey;
@@ -123,7 +126,7 @@ static const int lt_splits[] = {2, 4, 8, 16};
  * offered only where K is a multiple of 16, at most 16 parts: a tail then has 16 values or
  * more, never fewer than the parts. */
 #define LT_SPLIT_K_STEP 16
-#define LT_SPLIT_SAFE_K 64
+#define LT_SPLIT_SAFE_K PW_SPLIT_SAFE_K
 static unsigned long lt_nplans_made, lt_nplans_split;
 
 /* 1 (the default): a bfloat16-output product takes its bias in bfloat16, rounded into a scratch
@@ -195,7 +198,8 @@ static int same_key(const LtKey *a, const LtKey *b)
            a->ab == b->ab && a->compute == b->compute && a->dtype == b->dtype &&
            a->epi == b->epi && a->bias_type == b->bias_type && a->align_a == b->align_a &&
            a->align_b == b->align_b && a->align_d == b->align_d && a->align_aux == b->align_aux &&
-           a->workspace == b->workspace && a->tune == b->tune && a->split == b->split;
+           a->workspace == b->workspace && a->tune == b->tune && a->split == b->split &&
+           a->tb == b->tb && a->accumulate == b->accumulate;
 }
 
 /* the handle of the current device, this stream's workspace (NULL while the stream is being
@@ -255,7 +259,7 @@ static cublasStatus_t make_descs(LtDescs *s, const LtOp *p)
 {
     cublasStatus_t st = cublasLtMatmulDescCreate(&s->op, (cublasComputeType_t)p->compute,
                                                  CUDA_R_32F);
-    cublasOperation_t ta = (cublasOperation_t)p->ta, tb = CUBLAS_OP_N;
+    cublasOperation_t ta = (cublasOperation_t)p->ta, tb = (cublasOperation_t)p->tb;
     cublasLtEpilogue_t epi = (cublasLtEpilogue_t)p->epi;
     cudaDataType_t bt = (cudaDataType_t)p->bias_type;
     st = set_attr(st, s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
@@ -276,8 +280,9 @@ static cublasStatus_t make_descs(LtDescs *s, const LtOp *p)
     int ar = p->ta == CUBLAS_OP_T ? p->k : p->m, ac = p->ta == CUBLAS_OP_T ? p->m : p->k;
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutCreate(&s->a, (cudaDataType_t)p->ab, ar, ac, p->lda);
+    int br = p->tb == CUBLAS_OP_T ? p->n : p->k, bc = p->tb == CUBLAS_OP_T ? p->k : p->n;
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&s->b, (cudaDataType_t)p->ab, p->k, p->n, p->ldb);
+        st = cublasLtMatrixLayoutCreate(&s->b, (cudaDataType_t)p->ab, br, bc, p->ldb);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutCreate(&s->d, (cudaDataType_t)p->dtype, p->m, p->n, p->ldd);
     return st;
@@ -520,7 +525,10 @@ static int lt_run(LtOp *p, int kind, cudaStream_t stream)
     key.align_d = alignment(p->d);
     key.align_aux = p->aux ? alignment(p->aux) : 0;
     key.workspace = ws_bytes;
-    key.tune = lt_tune;
+    key.tb = p->tb;
+    key.accumulate = p->beta != 0.0f;
+    /* timing runs the candidates on the call's own output, which an accumulation cannot take */
+    key.tune = lt_tune && !key.accumulate;
     key.split = lt_tune ? 0 : lt_split;
     LtCall call = {p, ws, ws_bytes, stream};
     const LtPlan *plan = st == CUBLAS_STATUS_SUCCESS ? plan_for(h, &key, &s, &call) : NULL;
@@ -529,7 +537,7 @@ static int lt_run(LtOp *p, int kind, cudaStream_t stream)
     if (found) algo = plan->algo;
     pthread_mutex_unlock(&lt_lock);
     if (found) {
-        float alpha = 1.0f, beta = 0.0f;
+        float alpha = 1.0f, beta = p->beta;
         st = cublasLtMatmul(h, s.op, &alpha, p->a, s.a, p->b, s.b, &beta, p->d, s.d, p->d, s.d,
                             &algo, ws, ws_bytes, stream);
         if (st != CUBLAS_STATUS_SUCCESS) {
@@ -561,25 +569,37 @@ static void lt_count(int gelu, int fused)
 }
 
 /* A product without a bias comes here only while its algorithm is chosen by timing or a split
- * is forced (cublasGemmEx takes it otherwise, matmul.cu): those are the decode's products of the
- * Llama family, which has no biases. It is not counted among the epilogue's calls. */
+ * is forced (those are the decode's products of the Llama family, which has no biases), or where
+ * C is not a multiple of PW_SPLIT_SAFE_K (no split, above); cublasGemmEx takes it otherwise
+ * (matmul.cu). It is not counted among the epilogue's calls. */
 int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
                          const float *bias, int N, int C, int OC, cudaDataType_t ab,
                          cublasComputeType_t compute, cudaStream_t stream)
 {
     int kind = dtype != CUDA_R_32F ? LT_BF16 : LT_F32;
+    int whole_k = C % LT_SPLIT_SAFE_K == 0; /* else kept from the heuristic's splits, above */
     if (!lt_enabled || lt_broken[kind] || (bias && alignment(bias) < 16) ||
-        (!bias && !lt_tune && !lt_split) || N <= 0 || OC <= 0 || C <= 0) {
+        (!bias && !lt_tune && !lt_split && whole_k) || N <= 0 || OC <= 0 || C <= 0) {
         if (bias) lt_count(0, 0);
         return 0;
     }
     /* out^T(OC,N) = W^T(OC,C) . inp(C,N) (+ bias): W is (C, OC) column-major */
     LtOp p = {CUBLAS_OP_T, OC, N, C, C, C, OC, (int)ab, (int)compute, (int)dtype,
               bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias, CUDA_R_32F, NULL,
-              0, weight, inp, out};
+              0, weight, inp, out, CUBLAS_OP_N, 0.0f};
     int found = lt_run(&p, kind, stream);
     if (bias) lt_count(0, found);
     return found;
+}
+
+int pw_lt_gemm_unsplit(int ta, int tb, int m, int n, int k, const void *a, int lda,
+                       const void *b, int ldb, float beta, float *d, int ldd, cudaDataType_t ab,
+                       cublasComputeType_t compute, cudaStream_t stream)
+{
+    if (!lt_enabled || lt_broken[LT_F32] || m <= 0 || n <= 0 || k <= 0) return 0;
+    LtOp p = {ta, m, n, k, lda, ldb, ldd, (int)ab, (int)compute, CUDA_R_32F,
+              CUBLASLT_EPILOGUE_DEFAULT, NULL, CUDA_R_32F, NULL, 0, a, b, d, tb, beta};
+    return lt_run(&p, LT_F32, stream);
 }
 
 /* GELU's epilogues: the bfloat16 products of a bf16 model, GELU's input (aux) of OC (forward)
@@ -601,7 +621,7 @@ int pw_lt_gelu_forward(pw_bf16 *out, pw_bf16 *aux, const pw_bf16 *inp, const pw_
     /* as pw_lt_linear_forward, then GELU; with aux, GELU's input written there too */
     LtOp p = {CUBLAS_OP_T, OC, N, C, C, C, OC, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_16BF,
               aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS, bias,
-              CUDA_R_32F, aux, OC, weight, inp, out};
+              CUDA_R_32F, aux, OC, weight, inp, out, CUBLAS_OP_N, 0.0f};
     int found = lt_run(&p, LT_GELU, stream);
     lt_count(1, found);
     return found;
@@ -617,7 +637,8 @@ int pw_lt_dgelu(pw_bf16 *dinp, const pw_bf16 *aux, const pw_bf16 *dout, int ldo,
     /* dinp^T(C,N) = W(C,OC) . dout^T(OC,N), times GELU'(aux) element by element: W as stored
      * (OC rows of C: (C, OC) column-major), dout's rows ldo apart */
     LtOp p = {CUBLAS_OP_N, C, N, OC, C, ldo, C, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_16BF,
-              CUBLASLT_EPILOGUE_DGELU, NULL, CUDA_R_32F, (void *)aux, C, weight, dout, dinp};
+              CUBLASLT_EPILOGUE_DGELU, NULL, CUDA_R_32F, (void *)aux, C, weight, dout, dinp,
+              CUBLAS_OP_N, 0.0f};
     int found = lt_run(&p, LT_GELU, stream);
     lt_count(1, found);
     return found;

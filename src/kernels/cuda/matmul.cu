@@ -2,7 +2,8 @@
  * (twin of cpu/matmul.c) and with bf16 operands accumulated in fp32. A forward with a bias
  * goes through lt.cu (cuBLASLt, the bias in the epilogue) where cuBLASLt has an algorithm for
  * it, and so may GPT-2's MLP products with GELU; the rest, and every other backward product,
- * through cublasGemmEx. */
+ * through cublasGemmEx, but where their reduction length is not a multiple of 64 (gemm,
+ * below). */
 #include <cuda_bf16.h>
 
 #include "common.cuh"
@@ -22,6 +23,22 @@ static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_
     return 1.0f;
 }
 
+/* d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1): cublasGemmEx, or, where k is
+ * not a multiple of PW_SPLIT_SAFE_K, cuBLASLt asked for no split-K (lt.cu: a split there has
+ * been reported to drop the tail of k; a weight gradient's k is the batch's rows) */
+static void gemm(cudaStream_t stream, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                 int k, const void *a, int lda, const void *b, int ldb, float beta, float *d,
+                 int ldd, cudaDataType_t ab, cublasComputeType_t compute)
+{
+    if (k % PW_SPLIT_SAFE_K &&
+        pw_lt_gemm_unsplit(ta, tb, m, n, k, a, lda, b, ldb, beta, d, ldd, ab, compute, stream))
+        return;
+    float alpha = 1.0f;
+    PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), ta, tb, m, n, k, &alpha, a, ab, lda, b,
+                                 ab, ldb, &beta, d, CUDA_R_32F, ldd, compute,
+                                 CUBLAS_GEMM_DEFAULT));
+}
+
 /* The three products of a linear layer for operands of type ab (fp32 or bf16), results fp32. */
 static void linear_forward(float *out, const void *inp, const void *weight, const float *bias,
                            int N, int C, int OC, cudaDataType_t ab, cublasComputeType_t compute,
@@ -32,11 +49,10 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
      * (without a bias lt.cu takes it only while its algorithm is timed or split) */
     if (pw_lt_linear_forward(out, CUDA_R_32F, inp, weight, bias, N, C, OC, ab, compute, stream))
         return;
-    float alpha = 1.0f, beta = seed_bias(out, bias, N, OC, stream);
+    float beta = seed_bias(out, bias, N, OC, stream);
     /* out^T(OC,N) = W^T . inp: W is (C,OC) column-major, transposed; inp is (C,N) */
-    PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,
-                                 &alpha, weight, ab, C, inp, ab, C, &beta, out, CUDA_R_32F, OC,
-                                 compute, CUBLAS_GEMM_DEFAULT));
+    gemm(stream, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, C, inp, C, beta, out, OC, ab,
+         compute);
 }
 
 /* dout's rows are ldo elements apart (OC where dense) */
@@ -45,17 +61,14 @@ static void linear_backward_products(float *dinp, float *dweight, const void *do
                                      cudaDataType_t ab, cublasComputeType_t compute, int set_dinp,
                                      cudaStream_t stream)
 {
-    float one = 1.0f, beta_in = set_dinp ? 0.0f : 1.0f;
     /* dinp(N,C) (+)= dout(N,OC) W(OC,C): dinp^T(C,N) (+)= W(C,OC) . dout^T(OC,N) */
     if (dinp && N > 0 && C > 0)
-        PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC,
-                                     &one, weight, ab, C, dout, ab, ldo, &beta_in, dinp,
-                                     CUDA_R_32F, C, compute, CUBLAS_GEMM_DEFAULT));
+        gemm(stream, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, C, dout, ldo,
+             set_dinp ? 0.0f : 1.0f, dinp, C, ab, compute);
     /* dweight(OC,C) += dout^T(OC,N) inp(N,C): dweight^T(C,OC) += inp^T(C,N) . dout(N,OC) */
     if (dweight && OC > 0 && C > 0)
-        PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N,
-                                     &one, inp, ab, C, dout, ab, ldo, &one, dweight, CUDA_R_32F,
-                                     C, compute, CUBLAS_GEMM_DEFAULT));
+        gemm(stream, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, ldo, 1.0f, dweight, C, ab,
+             compute);
 }
 
 extern "C" void pw_matmul_forward_cuda(float *out, const float *inp, const float *weight,
