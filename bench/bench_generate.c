@@ -189,7 +189,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (!m) die(name, &err);
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
-    double group_tps = 0.0, prod_tps[2] = {0, 0}; /* the products timed; split in 4 */
+    double group_tps = 0.0, prod_tps[3] = {0, 0, 0}; /* the products timed, split, graphed */
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (a key and a value of each key/value head and layer per cached
      * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
@@ -242,11 +242,14 @@ static int bench_gpu(PwPrecision prec, int llama)
                    "key/value head)\n", Bn, t, group_tps);
         }
         /* the products' algorithms timed on each shape's first call, split forms among them
-         * (the decode's products have a few dozen tiles for 132 SMs), and K split in 4 on the
-         * heuristic's first: a warm-up run makes the timed plans, then one run each */
-        for (int k = 0; bi == 1 && nb == 2 && k < 2; k++) {
-            pw_cuda_set_lt_tune(k == 0 ? 1 : lt_tune);
+         * (the decode's products have a few dozen tiles for 132 SMs), K split in 4 on the
+         * heuristic's first, and timed again with each step a CUDA graph (the generator role's
+         * way: its plans made by the first row): a warm-up run makes the timed plans, then one
+         * run each */
+        for (int k = 0; bi == 1 && nb == 2 && k < 3; k++) {
+            pw_cuda_set_lt_tune(k != 1 ? 1 : lt_tune);
             pw_cuda_set_lt_split(k == 1 ? 4 : 0);
+            cfg.graph = k == 2;
             if (k == 0 && pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err))
                 die("generate", &err);
             double t0 = bench_now();
@@ -254,9 +257,12 @@ static int bench_gpu(PwPrecision prec, int llama)
             double t = bench_now() - t0;
             pw_cuda_set_lt_tune(lt_tune);
             pw_cuda_set_lt_split(0);
+            cfg.graph = 0;
             prod_tps[k] = (double)Bn * GR / t;
             printf("%6d %10.3f %12.0f   (the products: %s)\n", Bn, t, prod_tps[k],
-                   k == 0 ? "algorithms timed, split forms among them" : "K split in 4");
+                   k == 0   ? "algorithms timed, split forms among them"
+                   : k == 1 ? "K split in 4"
+                            : "algorithms timed; each step a CUDA graph");
         }
 #endif
         for (int k = 0; bi == 1 && nb == 2 && !llama && k < 5; k++) {
@@ -298,8 +304,9 @@ static int bench_gpu(PwPrecision prec, int llama)
         printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
                "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
-               "b256_split4=%.0f lt_plans=%lu lt_plans_split=%lu\n", tps[0], tps[1], roof[0],
-               roof[1], gbs, group_tps, prod_tps[0], prod_tps[1], plans, split);
+               "b256_split4=%.0f b256_timed_graph=%.0f lt_plans=%lu lt_plans_split=%lu\n",
+               tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
+               prod_tps[2], plans, split);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
@@ -311,9 +318,11 @@ static int bench_gpu(PwPrecision prec, int llama)
            "roofline_fraction_b64=%.3f roofline_fraction_b256=%.3f copy_gbs=%.0f "
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
            "roofline_fraction_graph=%.3f cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d "
-           "b256_timed=%.0f b256_split4=%.0f lt_plans=%lu lt_plans_split=%lu\n", tps[0], tps[1],
-           roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32, lt_gelu,
-           prod_tps[0], prod_tps[1], plans, split);
+           "b256_timed=%.0f b256_split4=%.0f b256_timed_graph=%.0f "
+           "roofline_fraction_timed_graph=%.3f lt_plans=%lu lt_plans_split=%lu\n", tps[0],
+           tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32,
+           lt_gelu, prod_tps[0], prod_tps[1], prod_tps[2],
+           tps[1] > 0 ? prod_tps[2] * roof[1] / tps[1] : 0.0, plans, split);
     return 0;
 }
 
