@@ -7,7 +7,8 @@
  * cuBLASLt asks more of its caller than cublasGemmEx: a workspace (one per stream here, made
  * on the stream's first call), pointer alignments it may rely on (taken from the pointers, so
  * the slices of the model's buffers at any offset are described truly), and an algorithm from
- * its heuristic, which costs host time, so the answer is kept per shape and alignment. Where
+ * its heuristic, which costs host time, so the answer is kept per shape and alignment (the
+ * choice and the plans kept: lt_plan.cu). Where
  * it has no algorithm (or the bias is not 16-byte aligned, which its epilogue needs), the
  * caller runs its own path; a cuBLASLt call that fails turns the fused path off for the
  * process and says so once, rather than ending a run that the plain path can finish. The output
@@ -15,7 +16,8 @@
  * the float32 result with its bias, rounded once, without writing the float32 result and
  * reading it back to convert it; the bias then goes in bfloat16 (lt_bias16, below). The same
  * machinery serves GPT-2's MLP with GELU in the epilogue (lt_gelu, below): the up-projection
- * with GELU_AUX_BIAS, the down-projection's input gradient with DGELU. */
+ * with GELU_AUX_BIAS, the down-projection's input gradient with DGELU; and the products whose
+ * reduction length is not a multiple of PW_SPLIT_SAFE_K, asked for no split-K (matmul.cu). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,45 +26,12 @@
 
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
+#include "lt.cuh"
 
 /* NVIDIA's guidance for Hopper's cuBLASLt workspace */
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
 #define LT_MAX_DEVICES 64
 #define LT_MAX_STREAMS 64
-#define LT_MAX_PLANS 256
-
-/* One cuBLASLt product in column-major views (matmul.cu's): D (m x n, ldd) = op(A) (m x k) . B
- * (k x n, ldb), A stored k x m (lda) when transposed, m x k when not; the epilogue adds the bias
- * (bias_type; NULL: none) and / or applies GELU or its gradient with aux (aux_ld; NULL: none) */
-typedef struct LtOp {
-    int ta; /* cublasOperation_t of A: CUBLAS_OP_T for a forward, CUBLAS_OP_N for an input grad */
-    int m, n, k, lda, ldb, ldd;
-    int ab, compute, dtype;        /* cudaDataType_t, cublasComputeType_t, D's type */
-    int epi;                       /* cublasLtEpilogue_t */
-    const void *bias;
-    int bias_type;                 /* cudaDataType_t of the bias */
-    void *aux;                     /* GELU's input: written by GELU_AUX_BIAS, read by DGELU */
-    int64_t aux_ld;
-    const void *a, *b;
-    void *d;
-    int tb;     /* cublasOperation_t of B: CUBLAS_OP_N but for a weight gradient (B stored n x k) */
-    float beta; /* 0: D is written; 1: added to (a gradient's accumulation) */
-} LtOp;
-
-typedef struct LtKey {
-    int device, ta, m, n, k, lda, ldb, ldd;
-    int ab, compute, dtype, epi, bias_type;
-    int align_a, align_b, align_d, align_aux;
-    int tb, accumulate;
-    size_t workspace;
-    int tune, split; /* the switches a plan was made under: a switch applies to the next call */
-} LtKey;
-
-typedef struct LtPlan {
-    LtKey key;
-    int found; /* 0: cuBLASLt has no algorithm for it */
-    cublasLtMatmulAlgo_t algo;
-} LtPlan;
 
 /* The bf16 bias of a stream's products is made in a buffer the stream keeps (lt_bias16): a
  * product's conversion and the product are in stream order, so the next conversion cannot
@@ -81,53 +50,12 @@ static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
 static cublasLtHandle_t lt_handles[LT_MAX_DEVICES];
 static LtStream lt_streams[LT_MAX_STREAMS];
 static int lt_nstreams;
-static LtPlan lt_plans[LT_MAX_PLANS];
-static int lt_nplans, lt_next_evict;
 static size_t lt_workspace_total, lt_workspace_peak;
 /* lt_broken[LT_F32]: a float32-output bias call failed, [LT_BF16]: a bfloat16-output one,
  * [LT_GELU]: a GELU one (each turns off its own kind only) */
 enum { LT_F32, LT_BF16, LT_GELU, LT_KINDS };
 static int lt_enabled = 1, lt_broken[LT_KINDS];
 static unsigned long lt_fused, lt_unfused, lt_gelu_fused, lt_gelu_unfused;
-
-/* 1: a shape's first call times the heuristic's first LT_TUNE_CANDIDATES algorithms, and split-K
- * forms of its first LT_SPLIT_BASES (below), on its own operands and keeps the fastest
- * (pw_cuda_set_lt_tune) */
-static int lt_tune;
-#define LT_TUNE_CANDIDATES 8
-#define LT_TUNE_REPS 5
-
-/* Split-K. A decode step's products have 64 to 256 rows: in tiles of 128 x 128, GPT-2's
- * projection back to 768 channels at 256 rows is 12 tiles for 132 SMs, each walking K = 3072
- * alone (the profile by entry: 8 to 16 us a product on an H100, a third of the bandwidth its
- * weights need), and Qwen2.5-0.5B's down-projection 14 tiles walking K = 4864. Split in s parts
- * along K the product is s times as many blocks, their float32 parts summed by a second pass
- * (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: in the workspace, in float32, in a fixed order, so
- * the same bits run to run). Where the output is float32 (every product of a decode step but
- * GPT-2's MLP with GELU in its epilogue) the parts may instead be added in the output itself
- * (INPLACE: float32 additions in an order counters in the workspace fix, and no second kernel,
- * which each of a decode step's products would add); with a bfloat16 output that would round
- * every partial sum, so it is not tried there. Tuning times these forms beside the heuristic's
- * own; pw_cuda_set_lt_split forces one split (COMPUTE_TYPE) on the heuristic's first where
- * cuBLASLt accepts it (a test and benchmark hook: 0, none, is the default). Whether the
- * heuristic itself chose a split is read from each plan's algorithm and counted
- * (pw_cuda_lt_plans). */
-static int lt_split;
-static const int lt_splits[] = {2, 4, 8, 16};
-#define LT_NSPLITS ((int)(sizeof lt_splits / sizeof lt_splits[0]))
-#define LT_SPLIT_BASES 2
-#define LT_SPLIT_MAX 16
-/* cuBLASLt's split-K has been reported to leave the last K mod 64 values of k out of the sum on
- * H100s (one kernel family whose parts take whole k-steps of 64, so that a tail belongs to
- * none) where K is not a multiple of 64, the parts divide the whole steps evenly and there are
- * more parts than the tail has values; its heuristic chose such splits itself (9 parts at
- * K = 11528). So: where K is not a multiple of 64 the heuristic is asked for algorithms without
- * a split (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), and the split forms here are
- * offered only where K is a multiple of 16, at most 16 parts: a tail then has 16 values or
- * more, never fewer than the parts. */
-#define LT_SPLIT_K_STEP 16
-#define LT_SPLIT_SAFE_K PW_SPLIT_SAFE_K
-static unsigned long lt_nplans_made, lt_nplans_split;
 
 /* 1 (the default): a bfloat16-output product takes its bias in bfloat16, rounded into a scratch
  * on each call (pw_cuda_set_lt_bias16). cuBLASLt takes a float32 bias with a bfloat16 output,
@@ -164,17 +92,6 @@ extern "C" void pw_cuda_gelu_epilogue_calls(unsigned long *fused, unsigned long 
     counters(&lt_gelu_fused, &lt_gelu_unfused, fused, unfused);
 }
 
-extern "C" void pw_cuda_set_lt_tune(int enable) { lt_tune = enable != 0; }
-extern "C" int pw_cuda_get_lt_tune(void) { return lt_tune; }
-extern "C" void pw_cuda_set_lt_split(int parts)
-{
-    lt_split = parts > 1 ? (parts < LT_SPLIT_MAX ? parts : LT_SPLIT_MAX) : 0;
-}
-extern "C" int pw_cuda_get_lt_split(void) { return lt_split; }
-extern "C" void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split)
-{
-    counters(&lt_nplans_made, &lt_nplans_split, plans, split);
-}
 extern "C" void pw_cuda_set_epilogue(int enable) { lt_enabled = enable != 0; }
 extern "C" int pw_cuda_get_epilogue(void) { return lt_enabled && !lt_broken[LT_F32]; }
 extern "C" void pw_cuda_epilogue_calls(unsigned long *fused, unsigned long *unfused)
@@ -189,17 +106,6 @@ static int alignment(const void *p)
     int k = 256;
     while (k > 1 && a % (uintptr_t)k) k >>= 1;
     return k;
-}
-
-static int same_key(const LtKey *a, const LtKey *b)
-{
-    return a->device == b->device && a->ta == b->ta && a->m == b->m && a->n == b->n &&
-           a->k == b->k && a->lda == b->lda && a->ldb == b->ldb && a->ldd == b->ldd &&
-           a->ab == b->ab && a->compute == b->compute && a->dtype == b->dtype &&
-           a->epi == b->epi && a->bias_type == b->bias_type && a->align_a == b->align_a &&
-           a->align_b == b->align_b && a->align_d == b->align_d && a->align_aux == b->align_aux &&
-           a->workspace == b->workspace && a->tune == b->tune && a->split == b->split &&
-           a->tb == b->tb && a->accumulate == b->accumulate;
 }
 
 /* the handle of the current device, this stream's workspace (NULL while the stream is being
@@ -241,13 +147,6 @@ static cublasLtHandle_t handle_and_workspace(int device, cudaStream_t stream, vo
     *ws_bytes = LT_WORKSPACE_BYTES;
     return lt_handles[device];
 }
-
-/* The descriptors of one LtOp, made per call: they are cheap host structures and the bias and
- * aux pointers are per call. */
-typedef struct LtDescs {
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t a, b, d;
-} LtDescs;
 
 static cublasStatus_t set_attr(cublasStatus_t st, cublasLtMatmulDesc_t op,
                                cublasLtMatmulDescAttributes_t attr, const void *v, size_t n)
@@ -296,186 +195,6 @@ static void free_descs(LtDescs *s)
     if (s->op) (void)cublasLtMatmulDescDestroy(s->op);
 }
 
-/* The operands of the call that makes a plan: what tuning runs the candidates on. */
-typedef struct LtCall {
-    const LtOp *op;
-    void *ws;
-    size_t ws_bytes;
-    cudaStream_t stream;
-} LtCall;
-
-/* 1 while stream is being captured into a graph (nothing queued on it runs until the graph
- * does, so nothing on it can be timed) */
-static int capturing(cudaStream_t stream)
-{
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 1;
-    }
-    return cs != cudaStreamCaptureStatusNone;
-}
-
-/* Of the n candidates, the fastest on the call's own operands (each run once to warm, then
- * LT_TUNE_REPS times between two events; each run writes the same product, and the same aux,
- * which the call then writes again; a DGELU reads its aux only); -1 when none runs. Under
- * lt_lock, on a stream not being captured. */
-static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeuristicResult_t *res,
-                   int n, const LtCall *c)
-{
-    cudaEvent_t e0, e1;
-    PW_CUDA_CHECK(cudaEventCreate(&e0));
-    PW_CUDA_CHECK(cudaEventCreate(&e1));
-    float alpha = 1.0f, beta = 0.0f, best = 0.0f;
-    int pick = -1;
-    const LtOp *p = c->op;
-    for (int i = 0; i < n; i++) {
-        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
-        int ok = 1;
-        for (int r = 0; r <= LT_TUNE_REPS && ok; r++) {
-            if (r == 1) PW_CUDA_CHECK(cudaEventRecord(e0, c->stream));
-            ok = cublasLtMatmul(h, s->op, &alpha, p->a, s->a, p->b, s->b, &beta, p->d, s->d,
-                                p->d, s->d, &res[i].algo, c->ws, c->ws_bytes,
-                                c->stream) == CUBLAS_STATUS_SUCCESS;
-        }
-        if (!ok) continue; /* a candidate that does not run here is not kept */
-        PW_CUDA_CHECK(cudaEventRecord(e1, c->stream));
-        PW_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0.0f;
-        PW_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (pick < 0 || ms < best) {
-            pick = i;
-            best = ms;
-        }
-    }
-    PW_CUDA_CHECK(cudaEventDestroy(e0));
-    PW_CUDA_CHECK(cudaEventDestroy(e1));
-    return pick;
-}
-
-/* The parts along K algo's configuration asks for (1: none). */
-static int split_of(const cublasLtMatmulAlgo_t *algo)
-{
-    int32_t parts = 1;
-    size_t w = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts,
-                                             sizeof parts, &w) != CUBLAS_STATUS_SUCCESS)
-        return 1;
-    return parts > 1 ? parts : 1;
-}
-
-/* *out: algo with K in `parts` parts summed by `scheme` (a cublasLtReductionScheme_t, above);
- * 0 where the algorithm has no split-K or not that scheme, cuBLASLt's check refuses the form
- * for this call, or it needs more workspace than ws_bytes. */
-static int with_split(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulAlgo_t *algo,
-                      int parts, uint32_t scheme, size_t ws_bytes,
-                      cublasLtMatmulHeuristicResult_t *out)
-{
-    int32_t can = 0, n = parts;
-    uint32_t schemes = 0;
-    size_t w = 0;
-    if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can,
-                                          sizeof can, &w) != CUBLAS_STATUS_SUCCESS ||
-        !can)
-        return 0;
-    if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
-                                          &schemes, sizeof schemes,
-                                          &w) != CUBLAS_STATUS_SUCCESS ||
-        !(schemes & scheme))
-        return 0;
-    cublasLtMatmulHeuristicResult_t r = {};
-    r.algo = *algo;
-    if (cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n,
-                                             sizeof n) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                             &scheme, sizeof scheme) != CUBLAS_STATUS_SUCCESS)
-        return 0;
-    cublasLtMatmulHeuristicResult_t check = {};
-    if (cublasLtMatmulAlgoCheck(h, s->op, s->a, s->b, s->d, s->d, &r.algo, &check) !=
-            CUBLAS_STATUS_SUCCESS ||
-        check.workspaceSize > ws_bytes)
-        return 0;
-    r.workspaceSize = check.workspaceSize;
-    r.state = CUBLAS_STATUS_SUCCESS;
-    *out = r;
-    return 1;
-}
-
-/* the algorithm for this key, asking the heuristic the first time (and, with lt_tune, timing
- * its candidates and their split-K forms on the call's operands; with lt_split, that split of
- * its first). A tuned plan asked for while the stream is being captured is not kept: the call
- * takes the heuristic's first, and the shape's next call outside a capture is timed. Under
- * lt_lock. */
-static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
-                              const LtCall *call)
-{
-    static LtPlan unkept;
-    for (int i = 0; i < lt_nplans; i++)
-        if (same_key(&lt_plans[i].key, key)) return &lt_plans[i];
-    LtPlan plan = {};
-    plan.key = *key;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES + 2 * LT_SPLIT_BASES * LT_NSPLITS] =
-        {};
-    const uint32_t sum_apart = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
-                   sum_in_place = CUBLASLT_REDUCTION_SCHEME_INPLACE;
-    int tune = key->tune && !capturing(call->stream);
-    int nres = 0, want = tune ? LT_TUNE_CANDIDATES : 1;
-    uint32_t al[3] = {(uint32_t)key->align_a, (uint32_t)key->align_b, (uint32_t)key->align_d};
-    cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &key->workspace, sizeof key->workspace);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], sizeof al[0]);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], sizeof al[1]);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof al[2]);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]);
-    uint32_t whole = CUBLASLT_REDUCTION_SCHEME_NONE; /* no split: LT_SPLIT_SAFE_K above */
-    if (st == CUBLAS_STATUS_SUCCESS && key->k % LT_SPLIT_SAFE_K)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &whole, sizeof whole);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, want, res,
-                                            &nres);
-    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || res[0].state != CUBLAS_STATUS_SUCCESS) nres = 0;
-    int n = nres;
-    int splittable = key->k % LT_SPLIT_K_STEP == 0;
-    if (tune && splittable) /* the split-K forms of the heuristic's first few, beside them */
-        for (int b = 0; b < nres && b < LT_SPLIT_BASES; b++)
-            for (int j = 0; j < LT_NSPLITS; j++) {
-                n += with_split(h, s, &res[b].algo, lt_splits[j], sum_apart, key->workspace,
-                                &res[n]);
-                if (key->dtype == CUDA_R_32F)
-                    n += with_split(h, s, &res[b].algo, lt_splits[j], sum_in_place,
-                                    key->workspace, &res[n]);
-            }
-    else if (nres > 0 && key->split > 1 && splittable)
-        (void)with_split(h, s, &res[0].algo, key->split, sum_apart, key->workspace, &res[0]);
-    int pick = n > 0 ? 0 : -1;
-    if (tune && n > 1) pick = fastest(h, s, res, n, call);
-    plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
-    if (plan.found) plan.algo = res[pick].algo;
-    if (key->tune && !tune) { /* captured: the heuristic's first, this once */
-        unkept = plan;
-        return &unkept;
-    }
-    lt_nplans_made++;
-    lt_nplans_split += plan.found && split_of(&plan.algo) > 1;
-    /* a full table forgets its entries in turn: a run uses a few dozen shapes */
-    int slot = lt_nplans < LT_MAX_PLANS ? lt_nplans++ : lt_next_evict++ % LT_MAX_PLANS;
-    lt_plans[slot] = plan;
-    return &lt_plans[slot];
-}
-
 static const char *const lt_kind_off[LT_KINDS] = {
     "the bias epilogue with a float32 output is off for this process, the bias is added by its "
     "own kernel",
@@ -505,7 +224,6 @@ static int lt_run(LtOp *p, int kind, cudaStream_t stream)
     }
     LtDescs s = {};
     cublasStatus_t st = make_descs(&s, p);
-    pthread_mutex_lock(&lt_lock);
     LtKey key = {};
     key.device = device;
     key.ta = p->ta;
@@ -527,15 +245,9 @@ static int lt_run(LtOp *p, int kind, cudaStream_t stream)
     key.workspace = ws_bytes;
     key.tb = p->tb;
     key.accumulate = p->beta != 0.0f;
-    /* timing runs the candidates on the call's own output, which an accumulation cannot take */
-    key.tune = lt_tune && !key.accumulate;
-    key.split = lt_tune ? 0 : lt_split;
-    LtCall call = {p, ws, ws_bytes, stream};
-    const LtPlan *plan = st == CUBLAS_STATUS_SUCCESS ? plan_for(h, &key, &s, &call) : NULL;
     cublasLtMatmulAlgo_t algo = {};
-    int found = plan && plan->found;
-    if (found) algo = plan->algo;
-    pthread_mutex_unlock(&lt_lock);
+    int found = st == CUBLAS_STATUS_SUCCESS && lt_choose(h, &key, &s, p, ws, ws_bytes, stream,
+                                                         &algo);
     if (found) {
         float alpha = 1.0f, beta = p->beta;
         st = cublasLtMatmul(h, s.op, &alpha, p->a, s.a, p->b, s.b, &beta, p->d, s.d, p->d, s.d,
@@ -570,16 +282,17 @@ static void lt_count(int gelu, int fused)
 
 /* A product without a bias comes here only while its algorithm is chosen by timing or a split
  * is forced (those are the decode's products of the Llama family, which has no biases), or where
- * C is not a multiple of PW_SPLIT_SAFE_K (no split, above); cublasGemmEx takes it otherwise
+ * C is not a multiple of PW_SPLIT_SAFE_K (no split: lt_plan.cu); cublasGemmEx takes it otherwise
  * (matmul.cu). It is not counted among the epilogue's calls. */
 int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const void *weight,
                          const float *bias, int N, int C, int OC, cudaDataType_t ab,
                          cublasComputeType_t compute, cudaStream_t stream)
 {
     int kind = dtype != CUDA_R_32F ? LT_BF16 : LT_F32;
-    int whole_k = C % LT_SPLIT_SAFE_K == 0; /* else kept from the heuristic's splits, above */
+    int whole_k = C % PW_SPLIT_SAFE_K == 0; /* else kept from the heuristic's splits (lt_plan.cu) */
     if (!lt_enabled || lt_broken[kind] || (bias && alignment(bias) < 16) ||
-        (!bias && !lt_tune && !lt_split && whole_k) || N <= 0 || OC <= 0 || C <= 0) {
+        (!bias && !pw_cuda_get_lt_tune() && !pw_cuda_get_lt_split() && whole_k) || N <= 0 ||
+        OC <= 0 || C <= 0) {
         if (bias) lt_count(0, 0);
         return 0;
     }
@@ -670,7 +383,7 @@ void pw_lt_release(void)
             PW_CUBLAS_CHECK(cublasLtDestroy(lt_handles[d]));
             lt_handles[d] = NULL;
         }
-    lt_nplans = lt_next_evict = 0; /* an algorithm belongs to the handles it was found with */
+    lt_forget_plans(); /* an algorithm belongs to the handles it was found with */
     PW_CUDA_CHECK(cudaSetDevice(current));
     pthread_mutex_unlock(&lt_lock);
 }

@@ -1,0 +1,293 @@
+/* lt_plan.cu: which algorithm each of cuBLASLt's products runs (lt.cu makes the products). The
+ * heuristic's answer costs host time, so it is kept per key (shape, types, alignments,
+ * workspace and the switches below), a plan a key; the switches choose how a plan is made: the
+ * heuristic's first (the default), the fastest of its candidates and their split-K forms timed
+ * on the call's own operands (pw_cuda_set_lt_tune), or a forced split (pw_cuda_set_lt_split, a
+ * hook for tests and benchmarks). */
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cublasLt.h>
+
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+#include "lt.cuh"
+
+#define LT_MAX_PLANS 256
+
+typedef struct LtPlan {
+    LtKey key;
+    int found; /* 0: cuBLASLt has no algorithm for it */
+    cublasLtMatmulAlgo_t algo;
+} LtPlan;
+
+static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+static LtPlan lt_plans[LT_MAX_PLANS];
+static int lt_nplans, lt_next_evict;
+
+/* 1: a shape's first call times the heuristic's first LT_TUNE_CANDIDATES algorithms, and split-K
+ * forms of its first LT_SPLIT_BASES (below), on its own operands and keeps the fastest
+ * (pw_cuda_set_lt_tune) */
+static int lt_tune;
+#define LT_TUNE_CANDIDATES 8
+#define LT_TUNE_REPS 5
+
+/* Split-K. A decode step's products have 64 to 256 rows: in tiles of 128 x 128, GPT-2's
+ * projection back to 768 channels at 256 rows is 12 tiles for 132 SMs, each walking K = 3072
+ * alone (the profile by entry: 8 to 16 us a product on an H100, a third of the bandwidth its
+ * weights need), and Qwen2.5-0.5B's down-projection 14 tiles walking K = 4864. Split in s parts
+ * along K the product is s times as many blocks, their float32 parts summed by a second pass
+ * (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: in the workspace, in float32, in a fixed order, so
+ * the same bits run to run). Where the output is float32 (every product of a decode step but
+ * GPT-2's MLP with GELU in its epilogue) the parts may instead be added in the output itself
+ * (INPLACE: float32 additions in an order counters in the workspace fix, and no second kernel,
+ * which each of a decode step's products would add); with a bfloat16 output that would round
+ * every partial sum, so it is not tried there. Tuning times these forms beside the heuristic's
+ * own; pw_cuda_set_lt_split forces one split (COMPUTE_TYPE) on the heuristic's first where
+ * cuBLASLt accepts it (a test and benchmark hook: 0, none, is the default). Whether the
+ * heuristic itself chose a split is read from each plan's algorithm and counted
+ * (pw_cuda_lt_plans). */
+static int lt_split;
+static const int lt_splits[] = {2, 4, 8, 16};
+#define LT_NSPLITS ((int)(sizeof lt_splits / sizeof lt_splits[0]))
+#define LT_SPLIT_BASES 2
+#define LT_SPLIT_MAX 16
+/* cuBLASLt's split-K has been reported to leave the last K mod 64 values of k out of the sum on
+ * H100s (one kernel family whose parts take whole k-steps of 64, so that a tail belongs to
+ * none) where K is not a multiple of 64, the parts divide the whole steps evenly and there are
+ * more parts than the tail has values; its heuristic chose such splits itself (9 parts at
+ * K = 11528). So: where K is not a multiple of 64 the heuristic is asked for algorithms without
+ * a split (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), and the split forms here are
+ * offered only where K is a multiple of 16, at most 16 parts: a tail then has 16 values or
+ * more, never fewer than the parts. */
+#define LT_SPLIT_K_STEP 16
+#define LT_SPLIT_SAFE_K PW_SPLIT_SAFE_K
+static unsigned long lt_nplans_made, lt_nplans_split;
+
+extern "C" void pw_cuda_set_lt_tune(int enable) { lt_tune = enable != 0; }
+extern "C" int pw_cuda_get_lt_tune(void) { return lt_tune; }
+extern "C" void pw_cuda_set_lt_split(int parts)
+{
+    lt_split = parts > 1 ? (parts < LT_SPLIT_MAX ? parts : LT_SPLIT_MAX) : 0;
+}
+extern "C" int pw_cuda_get_lt_split(void) { return lt_split; }
+extern "C" void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split)
+{
+    pthread_mutex_lock(&plan_lock);
+    if (plans) *plans = lt_nplans_made;
+    if (split) *split = lt_nplans_split;
+    pthread_mutex_unlock(&plan_lock);
+}
+
+static int same_key(const LtKey *a, const LtKey *b)
+{
+    return a->device == b->device && a->ta == b->ta && a->m == b->m && a->n == b->n &&
+           a->k == b->k && a->lda == b->lda && a->ldb == b->ldb && a->ldd == b->ldd &&
+           a->ab == b->ab && a->compute == b->compute && a->dtype == b->dtype &&
+           a->epi == b->epi && a->bias_type == b->bias_type && a->align_a == b->align_a &&
+           a->align_b == b->align_b && a->align_d == b->align_d && a->align_aux == b->align_aux &&
+           a->workspace == b->workspace && a->tune == b->tune && a->split == b->split &&
+           a->tb == b->tb && a->accumulate == b->accumulate;
+}
+
+/* The operands of the call that makes a plan: what tuning runs the candidates on. */
+typedef struct LtCall {
+    const LtOp *op;
+    void *ws;
+    size_t ws_bytes;
+    cudaStream_t stream;
+} LtCall;
+
+/* 1 while stream is being captured into a graph (nothing queued on it runs until the graph
+ * does, so nothing on it can be timed) */
+static int capturing(cudaStream_t stream)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* Of the n candidates, the fastest on the call's own operands (each run once to warm, then
+ * LT_TUNE_REPS times between two events; each run writes the same product, and the same aux,
+ * which the call then writes again; a DGELU reads its aux only); -1 when none runs. Under
+ * plan_lock, on a stream not being captured. */
+static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeuristicResult_t *res,
+                   int n, const LtCall *c)
+{
+    cudaEvent_t e0, e1;
+    PW_CUDA_CHECK(cudaEventCreate(&e0));
+    PW_CUDA_CHECK(cudaEventCreate(&e1));
+    float alpha = 1.0f, beta = 0.0f, best = 0.0f;
+    int pick = -1;
+    const LtOp *p = c->op;
+    for (int i = 0; i < n; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        int ok = 1;
+        for (int r = 0; r <= LT_TUNE_REPS && ok; r++) {
+            if (r == 1) PW_CUDA_CHECK(cudaEventRecord(e0, c->stream));
+            ok = cublasLtMatmul(h, s->op, &alpha, p->a, s->a, p->b, s->b, &beta, p->d, s->d,
+                                p->d, s->d, &res[i].algo, c->ws, c->ws_bytes,
+                                c->stream) == CUBLAS_STATUS_SUCCESS;
+        }
+        if (!ok) continue; /* a candidate that does not run here is not kept */
+        PW_CUDA_CHECK(cudaEventRecord(e1, c->stream));
+        PW_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        PW_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (pick < 0 || ms < best) {
+            pick = i;
+            best = ms;
+        }
+    }
+    PW_CUDA_CHECK(cudaEventDestroy(e0));
+    PW_CUDA_CHECK(cudaEventDestroy(e1));
+    return pick;
+}
+
+/* The parts along K algo's configuration asks for (1: none). */
+static int split_of(const cublasLtMatmulAlgo_t *algo)
+{
+    int32_t parts = 1;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts,
+                                             sizeof parts, &w) != CUBLAS_STATUS_SUCCESS)
+        return 1;
+    return parts > 1 ? parts : 1;
+}
+
+/* *out: algo with K in `parts` parts summed by `scheme` (a cublasLtReductionScheme_t, above);
+ * 0 where the algorithm has no split-K or not that scheme, cuBLASLt's check refuses the form
+ * for this call, or it needs more workspace than ws_bytes. */
+static int with_split(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulAlgo_t *algo,
+                      int parts, uint32_t scheme, size_t ws_bytes,
+                      cublasLtMatmulHeuristicResult_t *out)
+{
+    int32_t can = 0, n = parts;
+    uint32_t schemes = 0;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can,
+                                          sizeof can, &w) != CUBLAS_STATUS_SUCCESS ||
+        !can)
+        return 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                          &schemes, sizeof schemes,
+                                          &w) != CUBLAS_STATUS_SUCCESS ||
+        !(schemes & scheme))
+        return 0;
+    cublasLtMatmulHeuristicResult_t r = {};
+    r.algo = *algo;
+    if (cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n,
+                                             sizeof n) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &scheme, sizeof scheme) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    cublasLtMatmulHeuristicResult_t check = {};
+    if (cublasLtMatmulAlgoCheck(h, s->op, s->a, s->b, s->d, s->d, &r.algo, &check) !=
+            CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > ws_bytes)
+        return 0;
+    r.workspaceSize = check.workspaceSize;
+    r.state = CUBLAS_STATUS_SUCCESS;
+    *out = r;
+    return 1;
+}
+
+/* the algorithm for this key, asking the heuristic the first time (and, with lt_tune, timing
+ * its candidates and their split-K forms on the call's operands; with lt_split, that split of
+ * its first). A tuned plan asked for while the stream is being captured is not kept: the call
+ * takes the heuristic's first, and the shape's next call outside a capture is timed. Under
+ * plan_lock. */
+static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
+                              const LtCall *call)
+{
+    static LtPlan unkept;
+    for (int i = 0; i < lt_nplans; i++)
+        if (same_key(&lt_plans[i].key, key)) return &lt_plans[i];
+    LtPlan plan = {};
+    plan.key = *key;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES + 2 * LT_SPLIT_BASES * LT_NSPLITS] =
+        {};
+    const uint32_t sum_apart = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+                   sum_in_place = CUBLASLT_REDUCTION_SCHEME_INPLACE;
+    int tune = key->tune && !capturing(call->stream);
+    int nres = 0, want = tune ? LT_TUNE_CANDIDATES : 1;
+    uint32_t al[3] = {(uint32_t)key->align_a, (uint32_t)key->align_b, (uint32_t)key->align_d};
+    cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &key->workspace, sizeof key->workspace);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], sizeof al[0]);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], sizeof al[1]);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof al[2]);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]);
+    uint32_t whole = CUBLASLT_REDUCTION_SCHEME_NONE; /* no split: LT_SPLIT_SAFE_K above */
+    if (st == CUBLAS_STATUS_SUCCESS && key->k % LT_SPLIT_SAFE_K)
+        st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &whole, sizeof whole);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, want, res,
+                                            &nres);
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || res[0].state != CUBLAS_STATUS_SUCCESS) nres = 0;
+    int n = nres;
+    int splittable = key->k % LT_SPLIT_K_STEP == 0;
+    if (tune && splittable) /* the split-K forms of the heuristic's first few, beside them */
+        for (int b = 0; b < nres && b < LT_SPLIT_BASES; b++)
+            for (int j = 0; j < LT_NSPLITS; j++) {
+                n += with_split(h, s, &res[b].algo, lt_splits[j], sum_apart, key->workspace,
+                                &res[n]);
+                if (key->dtype == CUDA_R_32F)
+                    n += with_split(h, s, &res[b].algo, lt_splits[j], sum_in_place,
+                                    key->workspace, &res[n]);
+            }
+    else if (nres > 0 && key->split > 1 && splittable)
+        (void)with_split(h, s, &res[0].algo, key->split, sum_apart, key->workspace, &res[0]);
+    int pick = n > 0 ? 0 : -1;
+    if (tune && n > 1) pick = fastest(h, s, res, n, call);
+    plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
+    if (plan.found) plan.algo = res[pick].algo;
+    if (key->tune && !tune) { /* captured: the heuristic's first, this once */
+        unkept = plan;
+        return &unkept;
+    }
+    lt_nplans_made++;
+    lt_nplans_split += plan.found && split_of(&plan.algo) > 1;
+    /* a full table forgets its entries in turn: a run uses a few dozen shapes */
+    int slot = lt_nplans < LT_MAX_PLANS ? lt_nplans++ : lt_next_evict++ % LT_MAX_PLANS;
+    lt_plans[slot] = plan;
+    return &lt_plans[slot];
+}
+
+int lt_choose(cublasLtHandle_t h, LtKey *key, const LtDescs *s, const LtOp *op, void *ws,
+              size_t ws_bytes, cudaStream_t stream, cublasLtMatmulAlgo_t *algo)
+{
+    pthread_mutex_lock(&plan_lock);
+    /* timing runs the candidates on the call's own output, which an accumulation cannot take */
+    key->tune = lt_tune && !key->accumulate;
+    key->split = lt_tune ? 0 : lt_split;
+    LtCall call = {op, ws, ws_bytes, stream};
+    const LtPlan *plan = plan_for(h, key, s, &call);
+    int found = plan->found;
+    if (found) *algo = plan->algo;
+    pthread_mutex_unlock(&plan_lock);
+    return found;
+}
+
+void lt_forget_plans(void)
+{
+    pthread_mutex_lock(&plan_lock);
+    lt_nplans = lt_next_evict = 0;
+    pthread_mutex_unlock(&plan_lock);
+}
