@@ -401,6 +401,16 @@ static void dec_down_timed(void)
     dec_down();
     pw_cuda_set_lt_tune(0);
 }
+/* A weight gradient (768 x 768) summed over the batch's rows: 10240 (a multiple of 64: cuBLAS's
+ * own choice, split or not) and 10248 (8 past: cuBLASLt asked for no split, matmul.cu's gemm),
+ * the price of that guard */
+enum { WG_ROWS = 10240 };
+static void wgrad_rows(int rows)
+{
+    pw_matmul_backward_bf16_cuda(NULL, g.dw, NULL, g.x16, C, g.x16, g.w16, rows, C, C, 0, 0);
+}
+static void wgrad_whole(void) { wgrad_rows(WG_ROWS); }
+static void wgrad_tail(void) { wgrad_rows(WG_ROWS + 8); }
 static void res_fwd(void) { pw_residual_forward_cuda(g.y, g.x, g.dx, (size_t)N * C, 0); }
 static void res_bwd(void) { pw_residual_backward_cuda(g.dx, g.x, g.dy, (size_t)N * C, 0); }
 static void lp_fwd(void)
@@ -603,6 +613,8 @@ int main(int argc, char **argv)
         {"decode down-proj (Qwen, 256 rows)", dec_down, down_bytes, 0, BW},
         {"decode down-proj, K split in 4", dec_down_split, down_bytes, 0, BW},
         {"decode down-proj, timed", dec_down_timed, down_bytes, 0, BW},
+        {"weight grad C x C, 10240 rows", wgrad_whole, 0, 2.0 * WG_ROWS * C * C, BF16},
+        {"weight grad C x C, 10248 rows", wgrad_tail, 0, 2.0 * (WG_ROWS + 8) * C * C, BF16},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
         {"gelu backward", gelu_bwd, 4 * 4 * NC * f, 0, BW},
         {"gelu fwd bf16 (8 a thread)", gelu16_fwd, 4.0 * NG, 0, BW},
@@ -643,6 +655,7 @@ int main(int argc, char **argv)
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
     double decp[6] = {0, 0, 0, 0, 0, 0}; /* decode products: plain, split 4, timed; down alike */
+    double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
     unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
     pw_cuda_lt_plans(&plans0, &split0);
     unsigned long gelu0 = 0, gelu1 = 0;
@@ -694,6 +707,8 @@ int main(int argc, char **argv)
         if (r->fn == mlp_bwd_kernels) mlp[2] = ms;
         if (r->fn == mlp_bwd_epilogue) mlp[3] = ms;
         if (r->fn == to16) vec[4] = ms;
+        if (r->fn == wgrad_whole) wgrad[0] = ms;
+        if (r->fn == wgrad_tail) wgrad[1] = ms;
         if (r->fn == dec_products) decp[0] = ms;
         if (r->fn == dec_products_split) decp[1] = ms;
         if (r->fn == dec_products_timed) decp[2] = ms;
@@ -735,12 +750,13 @@ int main(int argc, char **argv)
            "attention_bf16_fused_bwd_3blocks_ms=%.3f decode_products_ms=%.4f "
            "decode_products_split4_ms=%.4f decode_products_timed_ms=%.4f decode_down_ms=%.4f "
            "decode_down_split4_ms=%.4f decode_down_timed_ms=%.4f lt_plans=%lu "
-           "lt_plans_split=%lu total_ms=%.2f\n",
+           "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
            pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
            mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], decp[0], decp[1], decp[2],
-           decp[3], decp[4], decp[5], plans1 - plans0, split1 - split0, total);
+           decp[3], decp[4], decp[5], plans1 - plans0, split1 - split0, wgrad[0], wgrad[1],
+           total);
     return 0;
 }
