@@ -60,24 +60,24 @@ int pw_cuda_get_cache_split(void);
  * heads before the split kernel. Applies to calls made after it. */
 void pw_cuda_set_cache_group(int enable);
 int pw_cuda_get_cache_group(void);
-/* cuBLASLt's forward products (lt.cu): off (the default), each shape takes the heuristic's first
- * algorithm; on, a shape's first call times the heuristic's first 8, and forms of its first 2
- * with K split in 2, 4, 8 and 16 parts, on its own operands and keeps the fastest; the products
- * without a bias go through cuBLASLt too while it is on. The profile by entry found the
- * bf16-output forward products at half the rate of the same shapes' backward, and a decode
- * step's products (64 to 256 rows: a few dozen tiles for 132 SMs) at a third of the bandwidth
- * their weights need; whether another algorithm or a split closes it, and whether the choice
- * then varies between runs (it may: timings decide), a GPU says (bench_generate's "timed" row,
- * bench_model's BENCH_LT_TUNE=1). A plan made under one setting is not used under another: it
- * applies to the next call. A call on a stream being captured into a graph is not timed (it
+/* cuBLASLt's forward products (lt.cu, lt_plan.cu): off (the default), each shape takes the
+ * heuristic's first algorithm; on, a shape's first call times the heuristic's first 8, and forms
+ * of its first 2 with K split in 2, 4, 8 and 16 parts, on its own operands and keeps the
+ * fastest; the products without a bias go through cuBLASLt too while it is on. The profile by
+ * entry found the bf16-output forward products at half the rate of the same shapes' backward,
+ * and a decode step's products (64 to 256 rows: a few dozen tiles for 132 SMs) at a third of the
+ * bandwidth their weights need; whether another algorithm or a split closes it, and whether the
+ * choice then varies between runs (it may: timings decide), a GPU says (bench_generate's "timed"
+ * row, bench_model's BENCH_LT_TUNE=1). A plan made under one setting is not used under another:
+ * it applies to the next call. A call on a stream being captured into a graph is not timed (it
  * takes the heuristic's first, and the shape's next call outside a capture is timed). */
 void pw_cuda_set_lt_tune(int enable);
 int pw_cuda_get_lt_tune(void);
 /* The same products with K split in `parts` parts (2 to 16, more taken as 16; 0 or 1: none, the
- * default) on the heuristic's first algorithm, where K is a multiple of 16 (lt.cu says why) and
- * cuBLASLt accepts that form for the shape, the parts summed in
- * float32 in the workspace in a fixed order (a test and benchmark hook; ignored while the
- * algorithms are timed, which try splits of their own). Applies to the next call. */
+ * default) on the heuristic's first algorithm, where K is a multiple of 16 (lt_plan.cu says why)
+ * and cuBLASLt accepts that form for the shape, the parts summed in float32 in the workspace in
+ * a fixed order (a test and benchmark hook; ignored while the algorithms are timed, which try
+ * splits of their own). Applies to the next call. */
 void pw_cuda_set_lt_split(int parts);
 int pw_cuda_get_lt_split(void);
 /* the plans (a shape and setting's algorithm) cuBLASLt's products have made in this process, and

@@ -325,8 +325,9 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
         for (int nb = 0; nb < 2; nb++)
             for (int o16 = 0; o16 < 2; o16++) {
                 char what[64];
-                snprintf(what, sizeof what, "%s%.0d, %s, %s out", split[i] ? "K split in " : "timed",
-                         split[i], nb ? "no bias" : "bias", o16 ? "bf16" : "float32");
+                snprintf(what, sizeof what, "%s%.0d, %s, %s out",
+                         split[i] ? "K split in " : "timed", split[i], nb ? "no bias" : "bias",
+                         o16 ? "bf16" : "float32");
                 const float *bb = nb ? NULL : d_bias;
                 size_t bytes = o16 ? 2 * NO : sizeof(float) * NO;
                 for (int r = 0; r < 2; r++) {
@@ -372,7 +373,7 @@ static double short_of(const float *d, size_t n, double want)
  * result is exactly the length (float32 holds these whole numbers exactly), and a product that
  * left values of k out comes back short by a whole number. cuBLASLt's split-K has been reported
  * to drop the last K mod 64 values at K = 8648, 11528 and 57608 on H100s for shapes its own
- * heuristic splits (lt.cu): here the bf16 forward over C = K (no bias: cublasGemmEx; a zero
+ * heuristic splits (lt_plan.cu): here the bf16 forward over C = K (no bias: cublasGemmEx; a zero
  * bias: cuBLASLt) and the weight gradient over N = K rows, to 1 and 8 outputs, 8 rows. */
 static void k_tails(void)
 {
@@ -438,7 +439,8 @@ int main(void)
     split += decode_products(64, 4864, 896, &rng);
     decode_products(37, 70, 129, &rng);
     /* K = 11528, 8 past a multiple of 64: where cuBLASLt's heuristic has been reported to split
-     * K in 9 and leave the 8 out (lt.cu); lt.cu asks it for no split there and offers none */
+     * K in 9 and leave the 8 out (lt_plan.cu), which asks it for no split there and offers
+     * none */
     decode_products(8, 11528, 8, &rng);
     k_tails();
     printf("decode products: %lu plans split K\n", split);

@@ -25,7 +25,7 @@ cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
 
 /* A product whose reduction length is not a multiple of this goes to cuBLASLt asked for no
- * split-K (lt.cu says why), where cuBLASLt has an algorithm for it. */
+ * split-K (lt_plan.cu says why), where cuBLASLt has an algorithm for it. */
 #define PW_SPLIT_SAFE_K 64
 /* The column-major product d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1) with
  * ta, tb cublasOperation_t, through cuBLASLt with no split of k; 1 when queued, 0 (nothing

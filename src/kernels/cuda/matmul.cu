@@ -24,7 +24,7 @@ static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_
 }
 
 /* d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1): cublasGemmEx, or, where k is
- * not a multiple of PW_SPLIT_SAFE_K, cuBLASLt asked for no split-K (lt.cu: a split there has
+ * not a multiple of PW_SPLIT_SAFE_K, cuBLASLt asked for no split-K (lt_plan.cu: a split there has
  * been reported to drop the tail of k; a weight gradient's k is the batch's rows) */
 static void gemm(cudaStream_t stream, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                  int k, const void *a, int lda, const void *b, int ldb, float beta, float *d,
@@ -46,7 +46,8 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
 {
     if (N <= 0 || OC <= 0) return;
     /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below
-     * (without a bias lt.cu takes it only while its algorithm is timed or split) */
+     * (without a bias lt.cu takes it only while its algorithm is timed or split, or where C is
+     * not a multiple of PW_SPLIT_SAFE_K) */
     if (pw_lt_linear_forward(out, CUDA_R_32F, inp, weight, bias, N, C, OC, ab, compute, stream))
         return;
     float beta = seed_bias(out, bias, N, OC, stream);
