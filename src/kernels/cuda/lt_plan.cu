@@ -195,47 +195,39 @@ static int with_split(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmul
     return 1;
 }
 
-/* the algorithm for this key, asking the heuristic the first time (and, with lt_tune, timing
- * its candidates and their split-K forms on the call's operands; with lt_split, that split of
- * its first). A tuned plan asked for while the stream is being captured is not kept: the call
- * takes the heuristic's first, and the shape's next call outside a capture is timed. Under
- * plan_lock. */
-static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
-                              const LtCall *call)
+static cublasStatus_t pref_attr(cublasStatus_t st, cublasLtMatmulPreference_t pref,
+                                cublasLtMatmulPreferenceAttributes_t attr, const void *v,
+                                size_t n)
 {
-    static LtPlan unkept;
-    for (int i = 0; i < lt_nplans; i++)
-        if (same_key(&lt_plans[i].key, key)) return &lt_plans[i];
+    return st == CUBLAS_STATUS_SUCCESS ? cublasLtMatmulPreferenceSetAttribute(pref, attr, v, n)
+                                       : st;
+}
+
+/* A plan for this key: the heuristic's first algorithm, or with tune its candidates and their
+ * split-K forms timed on the call's operands, or with key->split that split of its first. */
+static LtPlan make_plan(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
+                        const LtCall *call, int tune)
+{
     LtPlan plan = {};
     plan.key = *key;
-    cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res[LT_TUNE_CANDIDATES + 2 * LT_SPLIT_BASES * LT_NSPLITS] =
         {};
     const uint32_t sum_apart = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
-                   sum_in_place = CUBLASLT_REDUCTION_SCHEME_INPLACE;
-    int tune = key->tune && !capturing(call->stream);
+                   sum_in_place = CUBLASLT_REDUCTION_SCHEME_INPLACE,
+                   whole = CUBLASLT_REDUCTION_SCHEME_NONE;
     int nres = 0, want = tune ? LT_TUNE_CANDIDATES : 1;
     uint32_t al[3] = {(uint32_t)key->align_a, (uint32_t)key->align_b, (uint32_t)key->align_d};
+    cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &key->workspace, sizeof key->workspace);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], sizeof al[0]);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], sizeof al[1]);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof al[2]);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]);
-    uint32_t whole = CUBLASLT_REDUCTION_SCHEME_NONE; /* no split: LT_SPLIT_SAFE_K above */
-    if (st == CUBLAS_STATUS_SUCCESS && key->k % LT_SPLIT_SAFE_K)
-        st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &whole, sizeof whole);
+    st = pref_attr(st, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &key->workspace,
+                   sizeof key->workspace);
+    st = pref_attr(st, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], sizeof al[0]);
+    st = pref_attr(st, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], sizeof al[1]);
+    st = pref_attr(st, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof al[2]);
+    st = pref_attr(st, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]);
+    if (key->k % LT_SPLIT_SAFE_K) /* no split: LT_SPLIT_SAFE_K above */
+        st = pref_attr(st, pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &whole,
+                       sizeof whole);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(h, s->op, s->a, s->b, s->d, s->d, pref, want, res,
                                             &nres);
@@ -258,16 +250,25 @@ static const LtPlan *plan_for(cublasLtHandle_t h, const LtKey *key, const LtDesc
     if (tune && n > 1) pick = fastest(h, s, res, n, call);
     plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
     if (plan.found) plan.algo = res[pick].algo;
-    if (key->tune && !tune) { /* captured: the heuristic's first, this once */
-        unkept = plan;
-        return &unkept;
-    }
+    return plan;
+}
+
+/* the plan kept for key, NULL when none is. Under plan_lock. */
+static const LtPlan *kept_plan(const LtKey *key)
+{
+    for (int i = 0; i < lt_nplans; i++)
+        if (same_key(&lt_plans[i].key, key)) return &lt_plans[i];
+    return NULL;
+}
+
+/* keeps plan, counted; a full table forgets its entries in turn (a run uses a few dozen
+ * shapes). Under plan_lock. */
+static void keep_plan(const LtPlan *plan)
+{
     lt_nplans_made++;
-    lt_nplans_split += plan.found && split_of(&plan.algo) > 1;
-    /* a full table forgets its entries in turn: a run uses a few dozen shapes */
+    lt_nplans_split += plan->found && split_of(&plan->algo) > 1;
     int slot = lt_nplans < LT_MAX_PLANS ? lt_nplans++ : lt_next_evict++ % LT_MAX_PLANS;
-    lt_plans[slot] = plan;
-    return &lt_plans[slot];
+    lt_plans[slot] = *plan;
 }
 
 int lt_choose(cublasLtHandle_t h, LtKey *key, const LtDescs *s, const LtOp *op, void *ws,
@@ -277,10 +278,20 @@ int lt_choose(cublasLtHandle_t h, LtKey *key, const LtDescs *s, const LtOp *op, 
     /* timing runs the candidates on the call's own output, which an accumulation cannot take */
     key->tune = lt_tune && !key->accumulate;
     key->split = lt_tune ? 0 : lt_split;
-    LtCall call = {op, ws, ws_bytes, stream};
-    const LtPlan *plan = plan_for(h, key, s, &call);
-    int found = plan->found;
-    if (found) *algo = plan->algo;
+    const LtPlan *kept = kept_plan(key);
+    LtPlan plan;
+    if (kept) {
+        plan = *kept;
+    } else {
+        /* a stream being captured cannot be timed: the heuristic's first, this once, unkept,
+         * and the shape's next call outside a capture makes the timed plan */
+        int tune = key->tune && !capturing(stream);
+        LtCall call = {op, ws, ws_bytes, stream};
+        plan = make_plan(h, key, s, &call, tune);
+        if (tune == key->tune) keep_plan(&plan);
+    }
+    int found = plan.found;
+    if (found) *algo = plan.algo;
     pthread_mutex_unlock(&plan_lock);
     return found;
 }
