@@ -377,30 +377,19 @@ static void dec_down(void)
 {
     pw_matmul_forward_bf16_cuda(g.fc, g.qkv16, g.w16, NULL, DR, QF, QC, 0);
 }
-static void dec_products_split(void)
+/* fn with the products timed (tune) or split in `split` parts, then the defaults again */
+static void under(int tune, int split, void (*fn)(void))
 {
-    pw_cuda_set_lt_split(4);
-    dec_products();
+    pw_cuda_set_lt_tune(tune);
+    pw_cuda_set_lt_split(split);
+    fn();
+    pw_cuda_set_lt_tune(0);
     pw_cuda_set_lt_split(0);
 }
-static void dec_products_timed(void)
-{
-    pw_cuda_set_lt_tune(1);
-    dec_products();
-    pw_cuda_set_lt_tune(0);
-}
-static void dec_down_split(void)
-{
-    pw_cuda_set_lt_split(4);
-    dec_down();
-    pw_cuda_set_lt_split(0);
-}
-static void dec_down_timed(void)
-{
-    pw_cuda_set_lt_tune(1);
-    dec_down();
-    pw_cuda_set_lt_tune(0);
-}
+static void dec_products_split(void) { under(0, 4, dec_products); }
+static void dec_products_timed(void) { under(1, 0, dec_products); }
+static void dec_down_split(void) { under(0, 4, dec_down); }
+static void dec_down_timed(void) { under(1, 0, dec_down); }
 /* A weight gradient (768 x 768) summed over the batch's rows: 10240 (a multiple of 64: cuBLAS's
  * own choice, split or not) and 10248 (8 past: cuBLASLt asked for no split, matmul.cu's gemm),
  * the price of that guard */
