@@ -152,9 +152,11 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * batch's decode: PW_PROFILE_OPS, docs/performance.md). The decode's products with a bias go
  * through cuBLASLt's epilogue: BENCH_LT_TUNE=1 times the heuristic's algorithms on each shape's
  * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the
- * best; batch 256 is run that way, and with K split in 4, in any case), BENCH_LT_BIAS16=0 keeps their bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1
- * takes GPT-2's GELU in the MLP product's epilogue (pw_cuda_set_lt_gelu). Without a GPU it
- * stops at the model's creation. */
+ * best; batch 256 is run that way, and with K split in 4, in any case), BENCH_LT_BIAS16=0
+ * keeps their bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1 takes GPT-2's GELU in the
+ * MLP product's epilogue (pw_cuda_set_lt_gelu), BENCH_SKINNY=1 takes the products of at most
+ * 256 rows through the few-row kernel of our own (pw_cuda_set_skinny; batch 256 is run that
+ * way, launched and as graphs, in any case). Without a GPU it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
     enum { GP = 64, GR = 512 };
@@ -175,7 +177,10 @@ static int bench_gpu(PwPrecision prec, int llama)
     int lt_tune = tune && atoi(tune) > 0, lt_bias16 = !(b16 && *b16 && atoi(b16) == 0);
     const char *ge = getenv("BENCH_LT_GELU");
     int lt_gelu = ge && atoi(ge) > 0;
+    const char *sk = getenv("BENCH_SKINNY");
+    int skinny = sk && atoi(sk) > 0;
 #ifdef PW_HAVE_CUDA
+    pw_cuda_set_skinny(skinny);
     pw_cuda_set_lt_tune(lt_tune);
     pw_cuda_set_lt_bias16(lt_bias16);
     pw_cuda_set_lt_gelu(lt_gelu);
@@ -189,7 +194,8 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (!m) die(name, &err);
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
-    double group_tps = 0.0, prod_tps[3] = {0, 0, 0}; /* the products timed, split, graphed */
+    /* the products timed, split, timed and graphed; the few-row kernel, and graphed */
+    double group_tps = 0.0, prod_tps[5] = {0, 0, 0, 0, 0};
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (a key and a value of each key/value head and layer per cached
      * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
@@ -199,10 +205,12 @@ static int bench_gpu(PwPrecision prec, int llama)
     const double kv_width = (double)kv_heads * (arch.n_embd / arch.n_head);
     printf("generation on cuda:0 at %s, KV cache %s: %s, prompt %d tokens, %d new tokens "
            "per row, temperature 1, no stop token; device copy %.0f GB/s (read + write); bias "
-           "products: %s, bias %s, GELU %s\n%6s %10s %12s %14s %9s\n", pw_precision_name(prec),
+           "products: %s, bias %s, GELU %s, few-row products %s\n%6s %10s %12s %14s %9s\n",
+           pw_precision_name(prec),
            prec == PW_PRECISION_BF16 ? "bf16" : "fp32", name, GP, GR, gbs,
            lt_tune ? "algorithms timed" : "the heuristic's first", lt_bias16 ? "bf16" : "float32",
-           lt_gelu ? "in the epilogue" : "a kernel", "B", "seconds", "tokens/s",
+           lt_gelu ? "in the epilogue" : "a kernel", skinny ? "our kernel" : "cuBLAS", "B",
+           "seconds", "tokens/s",
            "roofline tok/s", "fraction");
     for (int bi = 0; bi < nb; bi++) {
         int Bn = batches[bi];
@@ -245,11 +253,13 @@ static int bench_gpu(PwPrecision prec, int llama)
          * (the decode's products have a few dozen tiles for 132 SMs), K split in 4 on the
          * heuristic's first, and timed again with each step a CUDA graph (the generator role's
          * way: its plans made by the first row): a warm-up run makes the timed plans, then one
-         * run each */
-        for (int k = 0; bi == 1 && nb == 2 && k < 3; k++) {
-            pw_cuda_set_lt_tune(k != 1 ? 1 : lt_tune);
+         * run each; then the few-row products' kernel of our own (pw_cuda_set_skinny: K split
+         * in parts summed in the same launch), launched and as graphs */
+        for (int k = 0; bi == 1 && nb == 2 && k < 5; k++) {
+            pw_cuda_set_lt_tune(k == 0 || k == 2 ? 1 : lt_tune);
             pw_cuda_set_lt_split(k == 1 ? 4 : 0);
-            cfg.graph = k == 2;
+            pw_cuda_set_skinny(k >= 3 ? 1 : skinny);
+            cfg.graph = k == 2 || k == 4;
             if (k == 0 && pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err))
                 die("generate", &err);
             double t0 = bench_now();
@@ -257,12 +267,14 @@ static int bench_gpu(PwPrecision prec, int llama)
             double t = bench_now() - t0;
             pw_cuda_set_lt_tune(lt_tune);
             pw_cuda_set_lt_split(0);
+            pw_cuda_set_skinny(skinny);
             cfg.graph = 0;
             prod_tps[k] = (double)Bn * GR / t;
-            printf("%6d %10.3f %12.0f   (the products: %s)\n", Bn, t, prod_tps[k],
-                   k == 0   ? "algorithms timed, split forms among them"
-                   : k == 1 ? "K split in 4"
-                            : "algorithms timed; each step a CUDA graph");
+            static const char *const what[5] = {
+                "algorithms timed, split forms among them", "K split in 4",
+                "algorithms timed; each step a CUDA graph", "the few-row kernel of our own",
+                "the few-row kernel; each step a CUDA graph"};
+            printf("%6d %10.3f %12.0f   (the products: %s)\n", Bn, t, prod_tps[k], what[k]);
         }
 #endif
         for (int k = 0; bi == 1 && nb == 2 && !llama && k < 5; k++) {
@@ -290,9 +302,10 @@ static int bench_gpu(PwPrecision prec, int llama)
         pw_gen_free(g);
     }
     pw_model_free(m);
-    unsigned long plans = 0, split = 0;
+    unsigned long plans = 0, split = 0, sk_calls = 0;
 #ifdef PW_HAVE_CUDA
     pw_cuda_lt_plans(&plans, &split);
+    sk_calls = pw_cuda_skinny_calls();
 #endif
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
@@ -304,9 +317,10 @@ static int bench_gpu(PwPrecision prec, int llama)
         printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
                "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
-               "b256_split4=%.0f b256_timed_graph=%.0f lt_plans=%lu lt_plans_split=%lu\n",
+               "b256_split4=%.0f b256_timed_graph=%.0f b256_skinny=%.0f b256_skinny_graph=%.0f "
+               "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu\n",
                tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
-               prod_tps[2], plans, split);
+               prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
@@ -319,10 +333,12 @@ static int bench_gpu(PwPrecision prec, int llama)
            "b256_tokens_per_s_check1=%.0f check4=%.0f check64=%.0f graph=%.0f "
            "roofline_fraction_graph=%.3f cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d "
            "b256_timed=%.0f b256_split4=%.0f b256_timed_graph=%.0f "
-           "roofline_fraction_timed_graph=%.3f lt_plans=%lu lt_plans_split=%lu\n", tps[0],
-           tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32,
-           lt_gelu, prod_tps[0], prod_tps[1], prod_tps[2],
-           tps[1] > 0 ? prod_tps[2] * roof[1] / tps[1] : 0.0, plans, split);
+           "roofline_fraction_timed_graph=%.3f b256_skinny=%.0f b256_skinny_graph=%.0f "
+           "roofline_fraction_skinny_graph=%.3f lt_plans=%lu lt_plans_split=%lu "
+           "skinny_calls=%lu\n", tps[0], tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2],
+           ck[3], graph_roof, ck[4], f32, lt_gelu, prod_tps[0], prod_tps[1], prod_tps[2],
+           tps[1] > 0 ? prod_tps[2] * roof[1] / tps[1] : 0.0, prod_tps[3], prod_tps[4],
+           tps[1] > 0 ? prod_tps[4] * roof[1] / tps[1] : 0.0, plans, split, sk_calls);
     return 0;
 }
 

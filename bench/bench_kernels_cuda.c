@@ -390,6 +390,16 @@ static void dec_products_split(void) { under(0, 4, dec_products); }
 static void dec_products_timed(void) { under(1, 0, dec_products); }
 static void dec_down_split(void) { under(0, 4, dec_down); }
 static void dec_down_timed(void) { under(1, 0, dec_down); }
+/* the same through the few-row kernel of our own (pw_cuda_set_skinny: K split in parts summed
+ * in the same launch, skinny_kernels.cuh) */
+static void skinny(void (*fn)(void))
+{
+    pw_cuda_set_skinny(1);
+    fn();
+    pw_cuda_set_skinny(0);
+}
+static void dec_products_skinny(void) { skinny(dec_products); }
+static void dec_down_skinny(void) { skinny(dec_down); }
 /* A weight gradient (768 x 768) summed over the batch's rows: 10240 (a multiple of 64: cuBLAS's
  * own choice, split or not) and 10248 (8 past: cuBLASLt asked for no split, matmul.cu's gemm),
  * the price of that guard */
@@ -599,9 +609,11 @@ int main(int argc, char **argv)
         {"decode products (GPT-2, 256 rows)", dec_products, dec_bytes, 0, BW},
         {"decode products, K split in 4", dec_products_split, dec_bytes, 0, BW},
         {"decode products, timed", dec_products_timed, dec_bytes, 0, BW},
+        {"decode products, few-row kernel", dec_products_skinny, dec_bytes, 0, BW},
         {"decode down-proj (Qwen, 256 rows)", dec_down, down_bytes, 0, BW},
         {"decode down-proj, K split in 4", dec_down_split, down_bytes, 0, BW},
         {"decode down-proj, timed", dec_down_timed, down_bytes, 0, BW},
+        {"decode down-proj, few-row kernel", dec_down_skinny, down_bytes, 0, BW},
         {"weight grad C x C, 10240 rows", wgrad_whole, 0, 2.0 * WG_ROWS * C * C, BF16},
         {"weight grad C x C, 10248 rows", wgrad_tail, 0, 2.0 * (WG_ROWS + 8) * C * C, BF16},
         {"gelu forward (N x 4C)", gelu_fwd, 2 * 4 * NC * f, 0, BW},
@@ -643,7 +655,8 @@ int main(int argc, char **argv)
     double vec[6] = {0, 0, 0, 0, 0, 0}; /* gelu fwd, bwd, to_bf16: 8 a thread, then 1 */
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
-    double decp[6] = {0, 0, 0, 0, 0, 0}; /* decode products: plain, split 4, timed; down alike */
+    /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
+    double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
     unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
     pw_cuda_lt_plans(&plans0, &split0);
@@ -701,9 +714,11 @@ int main(int argc, char **argv)
         if (r->fn == dec_products) decp[0] = ms;
         if (r->fn == dec_products_split) decp[1] = ms;
         if (r->fn == dec_products_timed) decp[2] = ms;
-        if (r->fn == dec_down) decp[3] = ms;
-        if (r->fn == dec_down_split) decp[4] = ms;
-        if (r->fn == dec_down_timed) decp[5] = ms;
+        if (r->fn == dec_products_skinny) decp[3] = ms;
+        if (r->fn == dec_down) decp[4] = ms;
+        if (r->fn == dec_down_split) decp[5] = ms;
+        if (r->fn == dec_down_timed) decp[6] = ms;
+        if (r->fn == dec_down_skinny) decp[7] = ms;
         if (r->fn == to16_one) vec[5] = ms;
         if (r->fn == pack_batch) pack[1] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
@@ -737,15 +752,17 @@ int main(int argc, char **argv)
            "mlp_fwd_epilogue_ms=%.3f mlp_bwd_kernels_ms=%.3f mlp_bwd_epilogue_ms=%.3f "
            "gelu_epilogue_fused=%lu attention_bf16_fused_bwd_ms=%.3f "
            "attention_bf16_fused_bwd_3blocks_ms=%.3f decode_products_ms=%.4f "
-           "decode_products_split4_ms=%.4f decode_products_timed_ms=%.4f decode_down_ms=%.4f "
-           "decode_down_split4_ms=%.4f decode_down_timed_ms=%.4f lt_plans=%lu "
+           "decode_products_split4_ms=%.4f decode_products_timed_ms=%.4f "
+           "decode_products_skinny_ms=%.4f decode_down_ms=%.4f decode_down_split4_ms=%.4f "
+           "decode_down_timed_ms=%.4f decode_down_skinny_ms=%.4f skinny_calls=%lu lt_plans=%lu "
            "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
            pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
            mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], decp[0], decp[1], decp[2],
-           decp[3], decp[4], decp[5], plans1 - plans0, split1 - split0, wgrad[0], wgrad[1],
+           decp[3], decp[4], decp[5], decp[6], decp[7], pw_cuda_skinny_calls(), plans1 - plans0,
+           split1 - split0, wgrad[0], wgrad[1],
            total);
     return 0;
 }

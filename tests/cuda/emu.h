@@ -6,8 +6,9 @@
  * block's threads that have not returned, as the hardware counts them); __shfl_xor_sync of a
  * float or a double over a whole warp (each lane posts its value, the warp meets, each reads
  * its partner's, the warp meets again) and __any_sync the same way; atomicMin and atomicMax
- * of an int, atomicAdd of a float; __float_as_uint and __uint_as_float; uint4, float4,
- * make_uint4 and make_float4; dynamic shared memory (PW_DYN_SMEM); __align__;
+ * of an int, atomicAdd of a float or an int; __threadfence and __ldcg; __float_as_uint and
+ * __uint_as_float; uint4, float4, make_uint4 and make_float4; dynamic shared memory
+ * (PW_DYN_SMEM); __align__;
  * __syncthreads_or; the tensor-core product and shared loads of src/kernels/cuda/mma.cuh
  * (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and pw_bf16x2); the asynchronous
  * copies of src/kernels/cuda/cp_async.cuh (done at once); and a launch over a grid. No other
@@ -328,12 +329,26 @@ static inline int atomicMin(int *p, int v)
     return old;
 }
 
-static inline float atomicAdd(float *p, float v)
+static inline float emu_atomic_add_f(float *p, float v)
 {
     float old = *p;
     *p = old + v;
     return old;
 }
+
+static inline int emu_atomic_add_i(int *p, int v)
+{
+    int old = *p;
+    *p = old + v;
+    return old;
+}
+
+#define atomicAdd(p, v) _Generic((p), float *: emu_atomic_add_f, int *: emu_atomic_add_i)(p, v)
+
+/* one thread runs at a time: every store is seen by the next reader without a fence, and a
+ * load that bypasses L1 (__ldcg) is a load */
+static inline void __threadfence(void) {}
+#define __ldcg(p) (*(p))
 
 static inline uint32_t __float_as_uint(float x)
 {

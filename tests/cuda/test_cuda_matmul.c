@@ -303,18 +303,41 @@ static unsigned long mlp(int N, int C, int F, int gelu, unsigned long long *rng)
  * a fixed order). Every setting makes a plan of its own. Returns the plans that split K:
  * cuBLASLt may refuse a split for a shape, and then the product runs whole, which the
  * comparison covers alike. */
+/* A decode product's operands: random input (N x C) and weights (OC x C) rounded to bfloat16,
+ * a float32 bias, on the host (the rounded values widened) and on the device; and the CPU's
+ * results on the rounded operands, ref[0] with the bias, ref[1] without. */
+typedef struct DecOps {
+    float *xr, *wr, *bias, *ref[2];
+    pw_bf16 *d_x, *d_w;
+    float *d_bias;
+} DecOps;
+
+static DecOps dec_ops(int N, int C, int OC, unsigned long long *rng)
+{
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    DecOps o;
+    float *x = cu_randn(NC, 1.0, rng), *w = cu_randn(OCC, 0.1, rng);
+    o.bias = cu_randn(OC, 0.5, rng);
+    o.xr = cu_host(sizeof(float) * NC);
+    o.wr = cu_host(sizeof(float) * OCC);
+    uint16_t *x16 = cu_bf16_of(x, NC, o.xr), *w16 = cu_bf16_of(w, OCC, o.wr);
+    o.d_x = cu_upload(x16, 2 * NC);
+    o.d_w = cu_upload(w16, 2 * OCC);
+    o.d_bias = cu_upload(o.bias, sizeof(float) * OC);
+    for (int nb = 0; nb < 2; nb++) {
+        o.ref[nb] = cu_host(sizeof(float) * NO);
+        pw_matmul_forward(o.ref[nb], o.xr, o.wr, nb ? NULL : o.bias, N, C, OC);
+    }
+    return o;
+}
+
 static unsigned long decode_products(int N, int C, int OC, unsigned long long *rng)
 {
     printf("decode products N=%d C=%d OC=%d\n", N, C, OC);
-    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
-    float *x = cu_randn(NC, 1.0, rng), *w = cu_randn(OCC, 0.1, rng), *bias = cu_randn(OC, 0.5, rng);
-    float *xr = cu_host(sizeof(float) * NC), *wr = cu_host(sizeof(float) * OCC);
-    uint16_t *x16 = cu_bf16_of(x, NC, xr), *w16 = cu_bf16_of(w, OCC, wr);
-    pw_bf16 *d_x = cu_upload(x16, 2 * NC), *d_w = cu_upload(w16, 2 * OCC);
-    float *d_bias = cu_upload(bias, sizeof(float) * OC);
-    float *ref[2] = {cu_host(sizeof(float) * NO), cu_host(sizeof(float) * NO)};
-    pw_matmul_forward(ref[0], xr, wr, bias, N, C, OC);
-    pw_matmul_forward(ref[1], xr, wr, NULL, N, C, OC);
+    size_t NO = (size_t)N * OC;
+    DecOps op = dec_ops(N, C, OC, rng);
+    pw_bf16 *d_x = op.d_x, *d_w = op.d_w;
+    float *d_bias = op.d_bias, **ref = op.ref;
     float *d_out = cu_dev(sizeof(float) * NO);
     pw_bf16 *d_out16 = cu_dev(2 * NO);
     char *first = cu_host(sizeof(float) * NO), *again = cu_host(sizeof(float) * NO);
@@ -353,6 +376,37 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
           p1 - p0);
     cu_release();
     return s1 - s0;
+}
+
+/* The same products through the few-row kernel of our own (pw_cuda_set_skinny,
+ * skinny_kernels.cuh: K split in parts summed in part order by the last block of each tile),
+ * float32 out, with a bias and without: against the CPU within float32's bound, twice for the
+ * same bits (the tiles' counters back at zero after each launch). Returns the calls it took. */
+static unsigned long skinny_products(int N, int C, int OC, unsigned long long *rng)
+{
+    printf("few-row kernel N=%d C=%d OC=%d\n", N, C, OC);
+    size_t NO = (size_t)N * OC;
+    DecOps op = dec_ops(N, C, OC, rng);
+    float *d_out = cu_dev(sizeof(float) * NO);
+    char *first = cu_host(sizeof(float) * NO), *again = cu_host(sizeof(float) * NO);
+    unsigned long c0 = pw_cuda_skinny_calls();
+    for (int nb = 0; nb < 2; nb++) {
+        for (int r = 0; r < 2; r++) {
+            pw_cuda_set_skinny(1);
+            cu_poison(d_out, sizeof(float) * NO);
+            pw_matmul_forward_bf16_cuda(d_out, op.d_x, op.d_w, nb ? NULL : op.d_bias, N, C, OC, 0);
+            pw_cuda_set_skinny(0);
+            cu_download(r ? again : first, d_out, sizeof(float) * NO);
+        }
+        cu_comparef(d_out, op.ref[nb], NO, CU_TOL_F32, "few-row kernel, %s",
+                    nb ? "no bias" : "bias");
+        CHECK(!memcmp(first, again, sizeof(float) * NO), "few-row kernel, %s: a second call "
+              "gave other bits", nb ? "no bias" : "bias");
+    }
+    unsigned long c1 = pw_cuda_skinny_calls();
+    printf("  %lu of 4 calls took the kernel\n", c1 - c0);
+    cu_release();
+    return c1 - c0;
 }
 
 /* The largest shortfall of n device floats below `want` (0: every one is exactly want). */
@@ -444,6 +498,15 @@ int main(void)
     decode_products(8, 11528, 8, &rng);
     k_tails();
     printf("decode products: %lu plans split K\n", split);
+    /* GPT-2's four decode products at 256 rows (K in 8, 6, 4 and 3 parts on an H100), Qwen's
+     * down-projection at 64, rows and outputs off the tile; C = 70 and the LM head are cuBLAS's */
+    const int sk[6][3] = {{256, 3072, 768}, {256, 768, 768}, {256, 768, 2304},
+                          {256, 768, 3072}, {64, 4864, 896}, {37, 96, 132}};
+    for (int i = 0; i < 6; i++)
+        CHECK(skinny_products(sk[i][0], sk[i][1], sk[i][2], &rng) == 4,
+              "the few-row kernel did not take N=%d C=%d OC=%d", sk[i][0], sk[i][1], sk[i][2]);
+    CHECK(skinny_products(37, 70, 132, &rng) == 0, "the few-row kernel took C = 70");
+    CHECK(skinny_products(256, 768, 50304, &rng) == 0, "the few-row kernel took an LM head");
     pw_cuda_release();
     return pw_test_done("test_cuda_matmul");
 }

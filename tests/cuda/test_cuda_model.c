@@ -336,15 +336,21 @@ static void generate(PwGen *g, const int *prompt, const int *pm, PwGenConfig *cf
     memcpy(o->logp_full, g->logp_full, sizeof o->logp_full);
 }
 
-static void check_generate(PwModel *cpu, PwModel *gpu)
+/* the 6 prompts: row b left-padded by b % 4 */
+static void gen_prompts(int *prompt, int *pm)
 {
-    int prompt[GB * GP], pm[GB * GP];
     unsigned long long rng = 31;
     for (int b = 0; b < GB; b++)
         for (int t = 0; t < GP; t++) {
             pm[b * GP + t] = t >= b % 4;
             prompt[b * GP + t] = pm[b * GP + t] ? (int)(pw_test_uniform(&rng) * V) : 0;
         }
+}
+
+static void check_generate(PwModel *cpu, PwModel *gpu)
+{
+    int prompt[GB * GP], pm[GB * GP];
+    gen_prompts(prompt, pm);
     PwErr err;
     PwGen *gc = pw_gen_create(cpu, GB, GP + GR, &err), *gg = pw_gen_create(gpu, GB, GP + GR, &err);
     CHECK(gc && gg, "generators: %s", err.msg);
@@ -373,6 +379,43 @@ static void check_generate(PwModel *cpu, PwModel *gpu)
     printf("generation: cuda = cpu (%d rows stopped), graph = launched\n", nstop);
     pw_gen_free(gc);
     pw_gen_free(gg);
+}
+
+/* A bf16 GPU model's generation with the few-row products of our own kernel
+ * (pw_cuda_set_skinny: every product of a cache pass but the LM head's has 6 rows here) launched
+ * and captured as CUDA graphs: the graph's run bit for bit the launched one's, whose first
+ * decode step made the kernel's workspace and counters (a graph replays counters the kernel
+ * set back to zero); and the bf16 model's forward, backward and cache against the CPU with it
+ * (check_bf16). */
+static void check_skinny(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
+{
+    unsigned long c0 = pw_cuda_skinny_calls();
+    pw_cuda_set_skinny(1);
+    check_bf16(a, tok, tgt, g);
+    PwModel *gpu = make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16);
+    int prompt[GB * GP], pm[GB * GP];
+    gen_prompts(prompt, pm);
+    PwErr err;
+    PwGen *gg = pw_gen_create(gpu, GB, GP + GR, &err);
+    CHECK(gg != NULL, "generator: %s", err.msg);
+    if (gg) {
+        PwGenConfig cfg = {.max_new_tokens = GR, .stop_token = -1, .pad_token = 0,
+                           .sample = {.temperature = 1.0f, .top_k = 20, .top_p = 1.0f},
+                           .seed = 3};
+        static GenOut launched, graphed;
+        generate(gg, prompt, pm, &cfg, &launched);
+        cfg.graph = 1;
+        generate(gg, prompt, pm, &cfg, &graphed);
+        CHECK(!memcmp(&graphed, &launched, sizeof launched), "the few-row products' decode as a "
+              "CUDA graph: another output than launched kernel by kernel");
+        pw_gen_free(gg);
+    }
+    pw_model_free(gpu);
+    pw_cuda_set_skinny(0);
+    unsigned long c1 = pw_cuda_skinny_calls();
+    printf("  bf16 with the few-row products' kernel: %lu calls took it\n", c1 - c0);
+    CHECK(c1 > c0, "the few-row products' kernel took no call of a bf16 model with C = %d",
+          a->n_embd);
 }
 
 /* Everything above for one architecture: its models on both devices, fp32 then bf16; the
@@ -486,6 +529,7 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
         pw_cuda_gelu_epilogue_calls(&f1, NULL);
         printf("  bf16 with GELU in the epilogues: %lu calls fused\n", f1 - f0);
     }
+    check_skinny(arch, tok, tgt, &g);
     check_chunked(arch, tok, tgt, &g);
     check_acts(arch, tok, tgt, &g);
     pw_model_free(cpu);

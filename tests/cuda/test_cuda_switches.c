@@ -1,10 +1,11 @@
 /* test_cuda_switches.c: the CUDA backend's process-wide switches (pw_kernels_cuda.h) hold what
  * they were set to and start at their documented defaults: the fused attention and the cache
  * attention's split kernel on, its group kernel, the epilogue products' timing, the GELU
- * epilogues and the attention's fused backward off (until a GPU has timed them), the
- * bf16-output products' bf16 bias on (measured), the products' forced split-K none (a hook:
- * 2 to 16 parts kept, more taken as 16, 1 and below as none), the tensor-core attention's
- * build for two blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
+ * epilogues, the few-row products' kernel and the attention's fused backward off (until a GPU
+ * has timed them), the bf16-output products' bf16 bias on (measured), the products' forced
+ * split-K none (a hook: 2 to 16 parts kept, more taken as 16, 1 and below as none), the
+ * tensor-core attention's build for two blocks an SM, where any value but 3 is taken as 2. Host
+ * state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -28,6 +29,7 @@ int main(void)
     off_by_default("attention's fused backward", pw_cuda_set_flash_fused_bwd,
                    pw_cuda_get_flash_fused_bwd);
     off_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
+    off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);
     CHECK(pw_cuda_get_lt_bias16() == 1, "bf16-output products take a bf16 bias by default");
     pw_cuda_set_lt_bias16(0);
     CHECK(pw_cuda_get_lt_bias16() == 0, "bf16 bias: off when set off");

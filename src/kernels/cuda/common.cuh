@@ -54,6 +54,14 @@ int pw_lt_dgelu(pw_bf16 *dinp, const pw_bf16 *aux, const pw_bf16 *dout, int ldo,
                 const pw_bf16 *weight, int N, int C, int OC, cudaStream_t stream);
 /* frees the cuBLASLt handles and workspaces (called by pw_cuda_release) */
 void pw_lt_release(void);
+/* out(N,OC) = inp . weight^T + bias (float32; bias may be NULL) for a product of a few rows
+ * through skinny_kernels.cuh (skinny.cu), where pw_cuda_set_skinny asks for it and the shape
+ * and alignments suit it. Returns 1 when queued; 0, having queued nothing, otherwise: the
+ * caller then runs its own. */
+int pw_skinny_forward(float *out, const pw_bf16 *inp, const pw_bf16 *weight, const float *bias,
+                      int N, int C, int OC, cudaStream_t stream);
+/* frees the few-row products' workspaces and counters (called by pw_cuda_release) */
+void pw_skinny_release(void);
 
 /* The head-size bucket (32, 64 or 128) whose fused attention kernels, float32 or tensor-core,
  * run a head of hs floats; 0 when none does (hs over 128, or pw_cuda_set_flash(0)): the GEMM

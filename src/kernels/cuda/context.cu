@@ -87,6 +87,7 @@ extern "C" void pw_cuda_release(void)
     PW_CUDA_CHECK(cudaSetDevice(current));
     pthread_mutex_unlock(&handles_lock);
     pw_lt_release();
+    pw_skinny_release();
 }
 
 /* Scratch comes from the device's default pool in stream order. The pool's release threshold

@@ -93,4 +93,46 @@ static inline int pw_lnb_one_pass(int C) { return C <= PW_ROW_KEEP * 32; }
 /* the finish's blocks (of PW_ROW_THREADS) for C columns: 32 columns a block */
 static inline unsigned int pw_lnb_finish_blocks(int C) { return (unsigned int)((C + 31) / 32); }
 
+/* The few-row products (skinny_kernels.cuh: a decode step's, 256 rows or fewer, bf16 operands,
+ * float32 out): a block of PW_SK_THREADS threads makes a tile of PW_SK_BM rows by PW_SK_BN
+ * outputs over one part of K, walked PW_SK_BK at a time. At GPT-2's 256 rows its projections
+ * back to 768 channels are 24 such tiles for an H100's 132 SMs, so K is split in parts until the
+ * grid is about PW_SK_PER_SM blocks an SM: each part walks at least PW_SK_MIN_STEPS steps of
+ * PW_SK_BK, there are at most PW_SK_MAX_PARTS, and a stream's workspace holds PW_SK_WS_TILES
+ * tiles' partial sums (tiles times parts; 16 MiB). A product of more than PW_SK_PER_TILE_SM
+ * tiles an SM fills the device without a split (an LM head: 1572 tiles at 256 rows) and is left
+ * to cuBLAS, as is one of more than PW_SK_MAX_ROWS rows or whose C is not a multiple of
+ * PW_SK_BK. */
+#define PW_SK_BM 64
+#define PW_SK_BN 128
+#define PW_SK_BK 32
+#define PW_SK_THREADS 256
+#define PW_SK_MAX_ROWS 256
+#define PW_SK_PER_SM 2
+#define PW_SK_PER_TILE_SM 4
+#define PW_SK_MIN_STEPS 4
+#define PW_SK_MAX_PARTS 8
+#define PW_SK_WS_TILES 512
+#define PW_SK_MAX_TILES 1024 /* a stream's counters, one a tile */
+
+static inline int pw_sk_tiles(int N, int OC)
+{
+    return ((N + PW_SK_BM - 1) / PW_SK_BM) * ((OC + PW_SK_BN - 1) / PW_SK_BN);
+}
+
+/* the parts K is split in for a product of N rows of C to OC outputs on a device of sms SMs;
+ * 0: not a product for these kernels */
+static inline int pw_sk_parts(int N, int C, int OC, int sms)
+{
+    if (N < 1 || N > PW_SK_MAX_ROWS || OC < 1 || C < PW_SK_BK || C % PW_SK_BK || sms < 1)
+        return 0;
+    int tiles = pw_sk_tiles(N, OC), steps = C / PW_SK_BK, want = PW_SK_PER_SM * sms;
+    if (tiles > PW_SK_PER_TILE_SM * sms || tiles > PW_SK_MAX_TILES) return 0;
+    int parts = (want + tiles - 1) / tiles;
+    if (parts > steps / PW_SK_MIN_STEPS) parts = steps / PW_SK_MIN_STEPS;
+    if (parts > PW_SK_MAX_PARTS) parts = PW_SK_MAX_PARTS;
+    if (parts * tiles > PW_SK_WS_TILES) parts = PW_SK_WS_TILES / tiles;
+    return parts < 1 ? 1 : parts;
+}
+
 #endif

@@ -45,6 +45,11 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
                            cudaStream_t stream)
 {
     if (N <= 0 || OC <= 0) return;
+    /* a decode step's few rows through a kernel of our own, where switched on (skinny.cu) */
+    if (ab == CUDA_R_16BF &&
+        pw_skinny_forward(out, (const pw_bf16 *)inp, (const pw_bf16 *)weight, bias, N, C, OC,
+                          stream))
+        return;
     /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below
      * (without a bias lt.cu takes it only while its algorithm is timed or split, or where C is
      * not a multiple of PW_SPLIT_SAFE_K) */

@@ -1,0 +1,108 @@
+/* skinny.cu: the few-row products of a decode step through a kernel of our own
+ * (skinny_kernels.cuh, which says why), where pw_cuda_set_skinny asks for it: the bf16 forward
+ * with a float32 output (matmul.cu's linear_forward) of at most PW_SK_MAX_ROWS rows whose tiles
+ * do not fill the device (launch.cuh's pw_sk_parts). Each (device, stream) keeps its own
+ * workspace for the parts' sums and its own tile counters, made on its first call and zeroed
+ * then; the kernel's last block of each tile sets its counter back to zero, so no call needs a
+ * memset, and a decode step captured as a CUDA graph replays as it ran. A first call on a
+ * stream being captured finds no buffers and goes to cuBLAS (the generator launches each pass's
+ * first decode step before it captures one: generate.c). */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common.cuh"
+#include "pw_kernels_cuda.h"
+
+#include "cp_async.cuh"
+#include "mma.cuh"
+#include "skinny_kernels.cuh"
+
+#define SK_MAX_STREAMS 64
+
+typedef struct SkStream {
+    int device, sms;
+    cudaStream_t stream;
+    float *ws;     /* PW_SK_WS_TILES partial tiles */
+    int *counters; /* PW_SK_MAX_TILES, zero between launches */
+} SkStream;
+
+static pthread_mutex_t sk_lock = PTHREAD_MUTEX_INITIALIZER;
+static SkStream sk_streams[SK_MAX_STREAMS];
+static int sk_nstreams;
+static int sk_enabled; /* off until a GPU has timed it against cuBLAS (bench_generate) */
+static unsigned long sk_calls;
+
+extern "C" void pw_cuda_set_skinny(int enable) { sk_enabled = enable != 0; }
+extern "C" int pw_cuda_get_skinny(void) { return sk_enabled; }
+extern "C" unsigned long pw_cuda_skinny_calls(void)
+{
+    pthread_mutex_lock(&sk_lock);
+    unsigned long n = sk_calls;
+    pthread_mutex_unlock(&sk_lock);
+    return n;
+}
+
+/* this stream's buffers, made on its first call; NULL when they cannot be (the stream is being
+ * captured, the table is full, or the device is short of memory): the caller goes to cuBLAS.
+ * Under sk_lock. */
+static const SkStream *stream_state(cudaStream_t stream)
+{
+    int device = 0;
+    PW_CUDA_CHECK(cudaGetDevice(&device));
+    for (int i = 0; i < sk_nstreams; i++)
+        if (sk_streams[i].device == device && sk_streams[i].stream == stream)
+            return &sk_streams[i];
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    PW_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone || sk_nstreams == SK_MAX_STREAMS) return NULL;
+    SkStream s = {device, 0, stream, NULL, NULL};
+    PW_CUDA_CHECK(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, device));
+    size_t ws_bytes = sizeof(float) * (size_t)PW_SK_WS_TILES * PW_SK_BM * PW_SK_BN;
+    if (cudaMalloc((void **)&s.ws, ws_bytes) != cudaSuccess ||
+        cudaMalloc((void **)&s.counters, sizeof(int) * PW_SK_MAX_TILES) != cudaSuccess) {
+        (void)cudaGetLastError(); /* short of memory: cuBLAS takes these products */
+        if (s.ws) PW_CUDA_CHECK(cudaFree(s.ws));
+        return NULL;
+    }
+    PW_CUDA_CHECK(cudaMemsetAsync(s.counters, 0, sizeof(int) * PW_SK_MAX_TILES, stream));
+    sk_streams[sk_nstreams] = s;
+    return &sk_streams[sk_nstreams++];
+}
+
+static int aligned(const void *p, uintptr_t bytes) { return (uintptr_t)p % bytes == 0; }
+
+int pw_skinny_forward(float *out, const pw_bf16 *inp, const pw_bf16 *weight, const float *bias,
+                      int N, int C, int OC, cudaStream_t stream)
+{
+    if (!sk_enabled || N < 1 || N > PW_SK_MAX_ROWS || OC % 4 || C % PW_SK_BK ||
+        !aligned(inp, 16) || !aligned(weight, 16) || !aligned(out, 16) || !aligned(bias, 4))
+        return 0;
+    pthread_mutex_lock(&sk_lock);
+    const SkStream *s = stream_state(stream);
+    int parts = s ? pw_sk_parts(N, C, OC, s->sms) : 0;
+    sk_calls += parts > 0;
+    pthread_mutex_unlock(&sk_lock);
+    if (!parts) return 0;
+    dim3 grid((N + PW_SK_BM - 1) / PW_SK_BM, (OC + PW_SK_BN - 1) / PW_SK_BN, parts);
+    pw_skinny_kernel<<<grid, PW_SK_THREADS, 0, stream>>>(out, s->ws, s->counters,
+                                                         (const uint16_t *)inp,
+                                                         (const uint16_t *)weight, bias, N, C,
+                                                         OC);
+    PW_CUDA_CHECK(cudaGetLastError());
+    return 1;
+}
+
+void pw_skinny_release(void)
+{
+    pthread_mutex_lock(&sk_lock);
+    int current = 0;
+    PW_CUDA_CHECK(cudaGetDevice(&current));
+    for (int i = 0; i < sk_nstreams; i++) {
+        PW_CUDA_CHECK(cudaSetDevice(sk_streams[i].device));
+        PW_CUDA_CHECK(cudaFree(sk_streams[i].ws));
+        PW_CUDA_CHECK(cudaFree(sk_streams[i].counters));
+    }
+    sk_nstreams = 0;
+    PW_CUDA_CHECK(cudaSetDevice(current));
+    pthread_mutex_unlock(&sk_lock);
+}
