@@ -190,6 +190,10 @@ for p in "${parts[@]}"; do
         if [ -z "${BASE:-}" ] || [ ! -x "$BASE/bench/bench_generate" ]; then
             step bench_generate "$BUILD/bench/bench_generate" gpu
         fi
+        # one batch's decode by entry with the few-row kernel (pw_cuda_set_skinny): its
+        # products' time a call against the latest profile's 0.65 ms a step
+        step ops_decode_skinny env PW_PROFILE_OPS="$OUT/ops_decode_skinny.txt" BENCH_SKINNY=1 \
+            BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
         step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 3 \
             --epochs-list 1,4
