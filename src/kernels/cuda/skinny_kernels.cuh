@@ -146,20 +146,28 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
     if (!last) return;
     __threadfence();
     /* the tile's parts in part order, 4 columns a thread; read through L2 (__ldcg), where the
-     * other blocks' stores are */
+     * other blocks' stores are. The loop over parts is unrolled to PW_SK_MAX_PARTS, so that
+     * every part's load of a position is in flight at once (this is the product's tail: one
+     * block of each tile, a round trip to L2 per position a thread takes, 8 of them) */
     const float *parts0 = ws + (size_t)tile * parts * SK_TILE;
     for (int e = tid * 4; e < SK_TILE; e += PW_SK_THREADS * 4) {
         int row = m0 + e / PW_SK_BN, col = n0 + e % PW_SK_BN;
         if (row >= N) break; /* e only grows: the rows past N are all that is left */
         if (col >= OC) continue;  /* OC is a multiple of 4: col + 3 < OC too */
-        float4 s = __ldcg((const float4 *)(parts0 + e));
-        for (int p = 1; p < parts; p++) {
-            float4 v = __ldcg((const float4 *)(parts0 + (size_t)p * SK_TILE + e));
-            s.x += v.x;
-            s.y += v.y;
-            s.z += v.z;
-            s.w += v.w;
-        }
+        float4 v[PW_SK_MAX_PARTS];
+        PW_UNROLL
+        for (int p = 0; p < PW_SK_MAX_PARTS; p++)
+            v[p] = p < parts ? __ldcg((const float4 *)(parts0 + (size_t)p * SK_TILE + e))
+                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float4 s = v[0];
+        PW_UNROLL
+        for (int p = 1; p < PW_SK_MAX_PARTS; p++)
+            if (p < parts) {
+                s.x += v[p].x;
+                s.y += v[p].y;
+                s.z += v[p].z;
+                s.w += v[p].w;
+            }
         if (bias) {
             s.x += bias[col];
             s.y += bias[col + 1];
