@@ -400,6 +400,15 @@ static void skinny(void (*fn)(void))
 }
 static void dec_products_skinny(void) { skinny(dec_products); }
 static void dec_down_skinny(void) { skinny(dec_down); }
+/* and with its grid aimed at 1 and 4 blocks an SM instead of 2 (pw_cuda_set_skinny_blocks) */
+static void dec_products_skinny_aim(int per_sm)
+{
+    pw_cuda_set_skinny_blocks(per_sm);
+    skinny(dec_products);
+    pw_cuda_set_skinny_blocks(0);
+}
+static void dec_products_skinny1(void) { dec_products_skinny_aim(1); }
+static void dec_products_skinny4(void) { dec_products_skinny_aim(4); }
 /* A weight gradient (768 x 768) summed over the batch's rows: 10240 (a multiple of 64: cuBLAS's
  * own choice, split or not) and 10248 (8 past: cuBLASLt asked for no split, matmul.cu's gemm),
  * the price of that guard */
@@ -610,6 +619,8 @@ int main(int argc, char **argv)
         {"decode products, K split in 4", dec_products_split, dec_bytes, 0, BW},
         {"decode products, timed", dec_products_timed, dec_bytes, 0, BW},
         {"decode products, few-row kernel", dec_products_skinny, dec_bytes, 0, BW},
+        {"decode products, few-row, 1/SM", dec_products_skinny1, dec_bytes, 0, BW},
+        {"decode products, few-row, 4/SM", dec_products_skinny4, dec_bytes, 0, BW},
         {"decode down-proj (Qwen, 256 rows)", dec_down, down_bytes, 0, BW},
         {"decode down-proj, K split in 4", dec_down_split, down_bytes, 0, BW},
         {"decode down-proj, timed", dec_down_timed, down_bytes, 0, BW},
@@ -656,7 +667,7 @@ int main(int argc, char **argv)
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
     /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
-    double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
     double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
     unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
     pw_cuda_lt_plans(&plans0, &split0);
@@ -715,6 +726,8 @@ int main(int argc, char **argv)
         if (r->fn == dec_products_split) decp[1] = ms;
         if (r->fn == dec_products_timed) decp[2] = ms;
         if (r->fn == dec_products_skinny) decp[3] = ms;
+        if (r->fn == dec_products_skinny1) aim[0] = ms;
+        if (r->fn == dec_products_skinny4) aim[1] = ms;
         if (r->fn == dec_down) decp[4] = ms;
         if (r->fn == dec_down_split) decp[5] = ms;
         if (r->fn == dec_down_timed) decp[6] = ms;
@@ -753,7 +766,8 @@ int main(int argc, char **argv)
            "gelu_epilogue_fused=%lu attention_bf16_fused_bwd_ms=%.3f "
            "attention_bf16_fused_bwd_3blocks_ms=%.3f decode_products_ms=%.4f "
            "decode_products_split4_ms=%.4f decode_products_timed_ms=%.4f "
-           "decode_products_skinny_ms=%.4f decode_down_ms=%.4f decode_down_split4_ms=%.4f "
+           "decode_products_skinny_ms=%.4f decode_products_skinny_1sm_ms=%.4f "
+           "decode_products_skinny_4sm_ms=%.4f decode_down_ms=%.4f decode_down_split4_ms=%.4f "
            "decode_down_timed_ms=%.4f decode_down_skinny_ms=%.4f skinny_calls=%lu lt_plans=%lu "
            "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
@@ -761,8 +775,7 @@ int main(int argc, char **argv)
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
            pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
            mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], decp[0], decp[1], decp[2],
-           decp[3], decp[4], decp[5], decp[6], decp[7], pw_cuda_skinny_calls(), plans1 - plans0,
-           split1 - split0, wgrad[0], wgrad[1],
-           total);
+           decp[3], aim[0], aim[1], decp[4], decp[5], decp[6], decp[7], pw_cuda_skinny_calls(),
+           plans1 - plans0, split1 - split0, wgrad[0], wgrad[1], total);
     return 0;
 }

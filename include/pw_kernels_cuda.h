@@ -92,6 +92,10 @@ void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split);
 void pw_cuda_set_skinny(int enable);
 int pw_cuda_get_skinny(void);
 unsigned long pw_cuda_skinny_calls(void);
+/* the blocks an SM its grid aims at, K split in parts until it has them (2 by default; 1 to 8,
+ * 0 and below taken as the default, more as 8): a benchmark hook. Applies to later calls. */
+void pw_cuda_set_skinny_blocks(int per_sm);
+int pw_cuda_get_skinny_blocks(void);
 /* The same products with a bfloat16 output: on (the default), their bias is rounded to
  * bfloat16 on each call, the combination cuBLASLt serves with its fast kernels (2.4x on GPT-2's
  * MLP product, lt.cu); off, it stays float32 (bench_model's BENCH_LT_BIAS16=0). Applies to

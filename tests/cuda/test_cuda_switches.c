@@ -30,6 +30,15 @@ int main(void)
                    pw_cuda_get_flash_fused_bwd);
     off_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
     off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);
+    /* its grid's aim: 2 blocks an SM by default, 1 to 8 kept, 0 and below the default, more 8 */
+    CHECK(pw_cuda_get_skinny_blocks() == 2, "few-row kernel: 2 blocks an SM by default, got %d",
+          pw_cuda_get_skinny_blocks());
+    const int aims[5][2] = {{1, 1}, {4, 4}, {8, 8}, {9, 8}, {0, 2}};
+    for (int i = 0; i < 5; i++) {
+        pw_cuda_set_skinny_blocks(aims[i][0]);
+        CHECK(pw_cuda_get_skinny_blocks() == aims[i][1], "few-row kernel: %d blocks an SM taken "
+              "as %d, got %d", aims[i][0], aims[i][1], pw_cuda_get_skinny_blocks());
+    }
     CHECK(pw_cuda_get_lt_bias16() == 1, "bf16-output products take a bf16 bias by default");
     pw_cuda_set_lt_bias16(0);
     CHECK(pw_cuda_get_lt_bias16() == 0, "bf16 bias: off when set off");

@@ -105,11 +105,20 @@ static void parts_rule(void)
         {8, 32, 128, 1, "one step of K: one part"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int got = pw_sk_parts(cases[i].N, cases[i].C, cases[i].OC, 132);
+        int got = pw_sk_parts(cases[i].N, cases[i].C, cases[i].OC, 132, PW_SK_PER_SM);
         printf("  parts %d (want %d): %s\n", got, cases[i].parts, cases[i].what);
         CHECK(got == cases[i].parts, "pw_sk_parts(%d, %d, %d, 132) = %d, want %d", cases[i].N,
               cases[i].C, cases[i].OC, got, cases[i].parts);
     }
+    /* the benchmark's other aims: GPT-2's qkv and MLP up-projection at 1 and 4 blocks an SM
+     * (132 / 72 and 132 / 96 rounded up; 528 / 72 and 528 / 96, bound at 6 by the steps, the
+     * up-projection's then at 5 by the workspace: 6 x 96 tiles is more than 512) */
+    CHECK(pw_sk_parts(256, 768, 2304, 132, 1) == 2 && pw_sk_parts(256, 768, 3072, 132, 1) == 2,
+          "one block an SM: qkv %d, up %d parts, 2 and 2 wanted",
+          pw_sk_parts(256, 768, 2304, 132, 1), pw_sk_parts(256, 768, 3072, 132, 1));
+    CHECK(pw_sk_parts(256, 768, 2304, 132, 4) == 6 && pw_sk_parts(256, 768, 3072, 132, 4) == 5,
+          "four blocks an SM: qkv %d, up %d parts, 6 and 5 wanted",
+          pw_sk_parts(256, 768, 2304, 132, 4), pw_sk_parts(256, 768, 3072, 132, 4));
 }
 
 int main(void)

@@ -120,13 +120,15 @@ static inline int pw_sk_tiles(int N, int OC)
     return ((N + PW_SK_BM - 1) / PW_SK_BM) * ((OC + PW_SK_BN - 1) / PW_SK_BN);
 }
 
-/* the parts K is split in for a product of N rows of C to OC outputs on a device of sms SMs;
+/* the parts K is split in for a product of N rows of C to OC outputs on a device of sms SMs,
+ * for a grid of about per_sm blocks an SM (PW_SK_PER_SM unless a benchmark asks otherwise);
  * 0: not a product for these kernels */
-static inline int pw_sk_parts(int N, int C, int OC, int sms)
+static inline int pw_sk_parts(int N, int C, int OC, int sms, int per_sm)
 {
-    if (N < 1 || N > PW_SK_MAX_ROWS || OC < 1 || C < PW_SK_BK || C % PW_SK_BK || sms < 1)
+    if (N < 1 || N > PW_SK_MAX_ROWS || OC < 1 || C < PW_SK_BK || C % PW_SK_BK || sms < 1 ||
+        per_sm < 1)
         return 0;
-    int tiles = pw_sk_tiles(N, OC), steps = C / PW_SK_BK, want = PW_SK_PER_SM * sms;
+    int tiles = pw_sk_tiles(N, OC), steps = C / PW_SK_BK, want = per_sm * sms;
     if (tiles > PW_SK_PER_TILE_SM * sms || tiles > PW_SK_MAX_TILES) return 0;
     int parts = (want + tiles - 1) / tiles;
     if (parts > steps / PW_SK_MIN_STEPS) parts = steps / PW_SK_MIN_STEPS;

@@ -30,10 +30,16 @@ static pthread_mutex_t sk_lock = PTHREAD_MUTEX_INITIALIZER;
 static SkStream sk_streams[SK_MAX_STREAMS];
 static int sk_nstreams;
 static int sk_enabled; /* off until a GPU has timed it against cuBLAS (bench_generate) */
+static int sk_per_sm = PW_SK_PER_SM;
 static unsigned long sk_calls;
 
 extern "C" void pw_cuda_set_skinny(int enable) { sk_enabled = enable != 0; }
 extern "C" int pw_cuda_get_skinny(void) { return sk_enabled; }
+extern "C" void pw_cuda_set_skinny_blocks(int per_sm)
+{
+    sk_per_sm = per_sm < 1 ? PW_SK_PER_SM : per_sm > 8 ? 8 : per_sm;
+}
+extern "C" int pw_cuda_get_skinny_blocks(void) { return sk_per_sm; }
 extern "C" unsigned long pw_cuda_skinny_calls(void)
 {
     pthread_mutex_lock(&sk_lock);
@@ -79,7 +85,7 @@ int pw_skinny_forward(float *out, const pw_bf16 *inp, const pw_bf16 *weight, con
         return 0;
     pthread_mutex_lock(&sk_lock);
     const SkStream *s = stream_state(stream);
-    int parts = s ? pw_sk_parts(N, C, OC, s->sms) : 0;
+    int parts = s ? pw_sk_parts(N, C, OC, s->sms, sk_per_sm) : 0;
     sk_calls += parts > 0;
     pthread_mutex_unlock(&sk_lock);
     if (!parts) return 0;
