@@ -7,7 +7,8 @@
  * orders). Shapes: rows and outputs that are not a multiple of the tile (rows past N and
  * outputs past OC zero-filled by the copies, never stored), K in 1 to 8 parts (the grid's z, as
  * skinny.cu launches pw_sk_parts of them), uneven parts (K's steps not a multiple of the
- * parts), a bias and none. After each launch every tile's counter is back at zero (the next
+ * parts), a bias and none, and GPT-2's attention projection at 256 rows in 6 parts (full
+ * tiles, four of rows). After each launch every tile's counter is back at zero (the next
  * launch needs no memset) and the output's neighbours are untouched; two launches give the
  * same bits. pw_sk_parts (launch.cuh) is checked on the decode shapes by hand-worked numbers.
  * Needs no GPU. */
@@ -133,5 +134,7 @@ int main(void)
     /* a few rows and outputs, one step a part; one whole tile of each */
     run(5, 96, 8, 3, 1, &rng);
     run(64, 64, 128, 2, 0, &rng);
+    /* GPT-2's attention projection at a decode step of 256 rows, as an H100 splits it */
+    run(256, 768, 768, 6, 1, &rng);
     return pw_test_done("test_skinny_emu");
 }
