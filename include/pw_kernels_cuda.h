@@ -83,12 +83,13 @@ int pw_cuda_get_lt_split(void);
 /* the plans (a shape and setting's algorithm) cuBLASLt's products have made in this process, and
  * how many of them split K, whether the heuristic or a timing or a forced split chose it */
 void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split);
-/* A decode step's products (bf16 operands, float32 output, at most 256 rows, too few tiles to
- * fill the device: launch.cuh's pw_sk_parts) through a kernel of our own that splits K in parts
- * and sums them in a fixed order in the same launch (skinny_kernels.cuh): off (the default
- * until a GPU has timed it against cuBLAS: bench_generate's "skinny" rows, bench_kernels_cuda's
- * decode products); on, it takes those products before cuBLASLt and cuBLAS. Applies to later
- * calls; the count is the calls it took (process-wide). */
+/* A decode step's products (bf16 operands, float32 output, at most 256 rows and at most 4 of
+ * its tiles an SM, which an LM head exceeds: launch.cuh's pw_sk_parts) through a kernel of our
+ * own that splits K in parts and sums them in a fixed order in the same launch
+ * (skinny_kernels.cuh): off (the default until a GPU has timed it against cuBLAS:
+ * bench_generate's "skinny" rows, bench_kernels_cuda's decode products); on, it takes those
+ * products before cuBLASLt and cuBLAS. Applies to later calls; the count is the calls it took
+ * (process-wide). */
 void pw_cuda_set_skinny(int enable);
 int pw_cuda_get_skinny(void);
 unsigned long pw_cuda_skinny_calls(void);

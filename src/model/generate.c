@@ -206,7 +206,8 @@ int pw_generate(PwGen *g, const int *prompt, const int *mask, int B, int P,
      * replayed (a table without graphs, the CPU's, returns none: the step is then launched). The
      * pass's first step is launched and the capture made at its second, so that what a call
      * makes on its first use (cuBLASLt's plans, chosen by timing where asked, which a capture
-     * cannot do) is made outside the capture; the same kernels either way. */
+     * cannot do; the few-row kernel's buffers, zeroed by a memset) is made outside the capture;
+     * the same kernels either way. */
     Step st = {g, &cfg->sample, NULL};
     void *graph = NULL; /* the captured step of the pass as planned; NULL: none (yet) */
     int launched = 0;   /* a step of the pass as planned has been launched */

@@ -336,6 +336,13 @@ static void generate(PwGen *g, const int *prompt, const int *pm, PwGenConfig *cf
     memcpy(o->logp_full, g->logp_full, sizeof o->logp_full);
 }
 
+/* 16 new tokens, temperature 1, top-k 20, no stop token (yet), seed 3 */
+static PwGenConfig gen_config(void)
+{
+    return (PwGenConfig){.max_new_tokens = GR, .stop_token = -1, .pad_token = 0,
+                         .sample = {.temperature = 1.0f, .top_k = 20, .top_p = 1.0f}, .seed = 3};
+}
+
 /* the 6 prompts: row b left-padded by b % 4 */
 static void gen_prompts(int *prompt, int *pm)
 {
@@ -355,8 +362,7 @@ static void check_generate(PwModel *cpu, PwModel *gpu)
     PwGen *gc = pw_gen_create(cpu, GB, GP + GR, &err), *gg = pw_gen_create(gpu, GB, GP + GR, &err);
     CHECK(gc && gg, "generators: %s", err.msg);
     if (!gc || !gg) return;
-    PwGenConfig cfg = {.max_new_tokens = GR, .stop_token = -1, .pad_token = 0,
-                       .sample = {.temperature = 1.0f, .top_k = 20, .top_p = 1.0f}, .seed = 3};
+    PwGenConfig cfg = gen_config();
     static GenOut want, got, graphed;
     generate(gc, prompt, pm, &cfg, &want);
     cfg.stop_token = want.tokens[1 * GR + 3];
@@ -399,9 +405,7 @@ static void check_skinny(const PwArch *a, const int *tok, const int *tgt, const 
     PwGen *gg = pw_gen_create(gpu, GB, GP + GR, &err);
     CHECK(gg != NULL, "generator: %s", err.msg);
     if (gg) {
-        PwGenConfig cfg = {.max_new_tokens = GR, .stop_token = -1, .pad_token = 0,
-                           .sample = {.temperature = 1.0f, .top_k = 20, .top_p = 1.0f},
-                           .seed = 3};
+        PwGenConfig cfg = gen_config();
         static GenOut launched, graphed;
         generate(gg, prompt, pm, &cfg, &launched);
         cfg.graph = 1;

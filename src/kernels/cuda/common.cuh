@@ -23,6 +23,9 @@
 /* The handle bound to this stream (context.cu), and the compute type of the fp32 GEMMs. */
 cublasHandle_t pw_cuda_cublas(cudaStream_t stream);
 cublasComputeType_t pw_cuda_f32_compute(void);
+/* 1 while stream is being captured into a graph (nothing queued on it runs until the graph
+ * does: it can be neither timed nor given buffers by a memset), or when the query fails */
+int pw_cuda_capturing(cudaStream_t stream);
 
 /* A product whose reduction length is not a multiple of this goes to cuBLASLt asked for no
  * split-K (lt_plan.cu says why), where cuBLASLt has an algorithm for it. */

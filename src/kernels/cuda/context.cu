@@ -90,6 +90,16 @@ extern "C" void pw_cuda_release(void)
     pw_skinny_release();
 }
 
+int pw_cuda_capturing(cudaStream_t stream)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
 /* Scratch comes from the device's default pool in stream order. The pool's release threshold
  * is raised once per device so that freed scratch stays in the pool: with the default (0) it
  * would go back to the driver at every synchronisation and be mapped again on the next call. */

@@ -98,18 +98,6 @@ typedef struct LtCall {
     cudaStream_t stream;
 } LtCall;
 
-/* 1 while stream is being captured into a graph (nothing queued on it runs until the graph
- * does, so nothing on it can be timed) */
-static int capturing(cudaStream_t stream)
-{
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 1;
-    }
-    return cs != cudaStreamCaptureStatusNone;
-}
-
 /* Of the n candidates, the fastest on the call's own operands (each run once to warm, then
  * LT_TUNE_REPS times between two events; each run writes the same product, and the same aux,
  * which the call then writes again; a DGELU reads its aux only); -1 when none runs. Under
@@ -285,7 +273,7 @@ int lt_choose(cublasLtHandle_t h, LtKey *key, const LtDescs *s, const LtOp *op, 
     } else {
         /* a stream being captured cannot be timed: the heuristic's first, this once, unkept,
          * and the shape's next call outside a capture makes the timed plan */
-        int tune = key->tune && !capturing(stream);
+        int tune = key->tune && !pw_cuda_capturing(stream);
         LtCall call = {op, ws, ws_bytes, stream};
         plan = make_plan(h, key, s, &call, tune);
         if (tune == key->tune) keep_plan(&plan);

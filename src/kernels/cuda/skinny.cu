@@ -1,7 +1,7 @@
 /* skinny.cu: the few-row products of a decode step through a kernel of our own
  * (skinny_kernels.cuh, which says why), where pw_cuda_set_skinny asks for it: the bf16 forward
- * with a float32 output (matmul.cu's linear_forward) of at most PW_SK_MAX_ROWS rows whose tiles
- * do not fill the device (launch.cuh's pw_sk_parts). Each (device, stream) keeps its own
+ * with a float32 output (matmul.cu's linear_forward) of at most PW_SK_MAX_ROWS rows and at most
+ * PW_SK_PER_TILE_SM of its tiles an SM (launch.cuh's pw_sk_parts: an LM head has more). Each (device, stream) keeps its own
  * workspace for the parts' sums and its own tile counters, made on its first call and zeroed
  * then; the kernel's last block of each tile sets its counter back to zero, so no call needs a
  * memset, and a decode step captured as a CUDA graph replays as it ran. A first call on a
@@ -58,9 +58,7 @@ static const SkStream *stream_state(cudaStream_t stream)
     for (int i = 0; i < sk_nstreams; i++)
         if (sk_streams[i].device == device && sk_streams[i].stream == stream)
             return &sk_streams[i];
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    PW_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone || sk_nstreams == SK_MAX_STREAMS) return NULL;
+    if (pw_cuda_capturing(stream) || sk_nstreams == SK_MAX_STREAMS) return NULL;
     SkStream s = {device, 0, stream, NULL, NULL};
     PW_CUDA_CHECK(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, device));
     size_t ws_bytes = sizeof(float) * (size_t)PW_SK_WS_TILES * PW_SK_BM * PW_SK_BN;
@@ -80,6 +78,8 @@ static int aligned(const void *p, uintptr_t bytes) { return (uintptr_t)p % bytes
 int pw_skinny_forward(float *out, const pw_bf16 *inp, const pw_bf16 *weight, const float *bias,
                       int N, int C, int OC, cudaStream_t stream)
 {
+    /* what the kernel needs of its operands; the rows and C looked at first too (pw_sk_parts
+     * decides), so that a training product never takes the lock */
     if (!sk_enabled || N < 1 || N > PW_SK_MAX_ROWS || OC % 4 || C % PW_SK_BK ||
         !aligned(inp, 16) || !aligned(weight, 16) || !aligned(out, 16) || !aligned(bias, 4))
         return 0;
