@@ -15,8 +15,10 @@
  * intrinsics, no streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
- * under it are small; it checks what a kernel computes, never how fast. A race the barriers do
- * not order cannot show: the threads run one at a time, in a fixed order.
+ * under it are small; it checks what a kernel computes, never how fast. The threads run one at a
+ * time, in a fixed order, so a race the barriers do not order cannot change what it computes;
+ * built with -DEMU_RACE and -fsanitize=thread, it checks every access to shared memory for such
+ * races between the threads of a block instead (emu_race.h), whatever the order.
  *
  * Include it before the kernel source, in one translation unit. */
 #ifndef PW_TEST_CUDA_EMU_H
@@ -43,7 +45,11 @@ static unsigned int emu_tid; /* the running thread's rank in its block */
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#ifdef EMU_RACE /* emu_race.h: shared variables in a section of their own, for their bounds */
+#define __shared__ static __attribute__((section("emu_smem")))
+#else
 #define __shared__ static
+#endif
 #define __align__(n) _Alignas(n)
 #define __launch_bounds__(...)
 #define PW_UNROLL
@@ -125,6 +131,14 @@ static inline void emu_barrier_leave(EmuBarrier *b)
 }
 
 static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
+
+#ifdef EMU_RACE
+#include "emu_race.h"
+/* atomic operations are not races, and an asynchronous copy is checked as one (emu_race.h) */
+#define EMU_NOT_LOADS EMU_UNCHECKED
+#else
+#define EMU_NOT_LOADS
+#endif
 
 /* the threads of warp w in a block of n: 32, or fewer in a last partial warp */
 static inline int emu_warp_size(unsigned int w, unsigned int n)
@@ -286,8 +300,11 @@ static inline int __syncthreads_or(int pred)
 /* cp_async.cuh's copies, done at once (one of the orders the hardware may take: a kernel whose
  * barriers and waits are right reads the same either way); the alignment the hardware needs is
  * checked, as a misaligned address faults there */
-static inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
+static EMU_NOT_LOADS inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
 {
+#ifdef EMU_RACE
+    emu_race_copy(dst, size, __builtin_return_address(0));
+#endif
     if ((uintptr_t)dst % (unsigned)size || (bytes && (uintptr_t)src % (unsigned)size)) {
         fprintf(stderr, "emu: cp.async of %d bytes at %p <- %p: not aligned\n", size, dst, src);
         exit(1);
@@ -310,33 +327,42 @@ static inline void pw_cp_async4(void *dst, const void *src, int bytes)
 {
     emu_cp_async(dst, src, bytes, 4);
 }
+#ifdef EMU_RACE
+static EMU_UNCHECKED void pw_cp_commit(void) { emu_race_commit(); }
+static EMU_UNCHECKED void pw_cp_wait_all(void) { emu_race_wait(0, __builtin_return_address(0)); }
+static EMU_UNCHECKED void pw_cp_wait_but_one(void)
+{
+    emu_race_wait(1, __builtin_return_address(0));
+}
+#else
 static inline void pw_cp_commit(void) {}
 static inline void pw_cp_wait_all(void) {}
 static inline void pw_cp_wait_but_one(void) {}
+#endif
 
 /* one thread runs at a time and none is switched inside these: they are atomic as written */
-static inline int atomicMax(int *p, int v)
+static EMU_NOT_LOADS inline int atomicMax(int *p, int v)
 {
     int old = *p;
     if (v > old) *p = v;
     return old;
 }
 
-static inline int atomicMin(int *p, int v)
+static EMU_NOT_LOADS inline int atomicMin(int *p, int v)
 {
     int old = *p;
     if (v < old) *p = v;
     return old;
 }
 
-static inline float emu_atomic_add_f(float *p, float v)
+static EMU_NOT_LOADS inline float emu_atomic_add_f(float *p, float v)
 {
     float old = *p;
     *p = old + v;
     return old;
 }
 
-static inline int emu_atomic_add_i(int *p, int v)
+static EMU_NOT_LOADS inline int emu_atomic_add_i(int *p, int v)
 {
     int old = *p;
     *p = old + v;
@@ -369,6 +395,9 @@ static inline float __uint_as_float(uint32_t u)
 static void emu_entry(void)
 {
     emu_body(emu_arg);
+#ifdef EMU_RACE
+    emu_race_thread_end();
+#endif
     emu_barrier_leave(&emu_block_bar);
     emu_barrier_leave(&emu_warp_bar[emu_tid / 32]);
     emu_threads[emu_tid].done = 1;
@@ -404,10 +433,16 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
         exit(1);
     }
     unsigned long nblocks = (unsigned long)grid.x * grid.y * grid.z;
+#ifdef EMU_RACE
+    emu_race_launch(n, smem);
+#endif
     for (unsigned long i = 0; i < nblocks; i++) {
         blockIdx = (EmuDim3){(unsigned int)(i % grid.x), (unsigned int)(i / grid.x % grid.y),
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
         memset(emu_dyn_smem, 0xff, smem);
+#ifdef EMU_RACE
+        emu_race_block(n);
+#endif
         emu_block_bar = (EmuBarrier){(int)n, 0, 0};
         emu_or_gen = (unsigned long)-1; /* no stamp of an earlier block's */
         for (unsigned int w = 0; w * 32 < n; w++)
@@ -434,6 +469,10 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     free(stacks);
     free(emu_threads);
     free(emu_dyn_smem);
+#ifdef EMU_RACE
+    emu_dyn_smem = NULL;
+    emu_race_end();
+#endif
 }
 
 static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)
