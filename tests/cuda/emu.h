@@ -427,7 +427,11 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     emu_arg = arg;
     emu_threads = calloc(n, sizeof(EmuThread));
     char *stacks = malloc((size_t)n * EMU_STACK);
+#ifdef EMU_RACE
+    emu_dyn_smem = emu_race_dyn_alloc(smem);
+#else
     emu_dyn_smem = malloc(smem ? smem : 1);
+#endif
     if (!emu_threads || !stacks || !emu_dyn_smem) {
         fprintf(stderr, "emu_launch: out of memory for %u threads\n", n);
         exit(1);
@@ -468,10 +472,12 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     }
     free(stacks);
     free(emu_threads);
-    free(emu_dyn_smem);
 #ifdef EMU_RACE
+    emu_race_dyn_free(emu_dyn_smem);
     emu_dyn_smem = NULL;
     emu_race_end();
+#else
+    free(emu_dyn_smem);
 #endif
 }
 

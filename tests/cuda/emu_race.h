@@ -20,8 +20,12 @@
  * pw_cp_wait_but_one: all but the newest; a copy not yet committed is retired by neither, as
  * cp.async.wait_group does); in between its bytes are in flight, and any access to them, the
  * copying thread's own included, is a race (COPY). A thread that returns with copies not retired
- * is reported too (UNWAITED). Atomic operations are not recorded. Global memory is not checked:
- * the blocks of a launch run one after another here.
+ * is reported too (UNWAITED). Two more checks come with the shadow: a read of a byte the block
+ * has not written (UNINIT: the emulator's one copy of a __shared__ variable would hand it what
+ * the block before left, the GPU anything), and an access within EMU_GUARD bytes before or past
+ * the launch's dynamic shared memory (PAST; an overrun of a __shared__ variable into the next is
+ * not seen). Atomic operations are not recorded. Global memory is not checked: the blocks of a
+ * launch run one after another here.
  *
  * Each race found is counted (once an access, and again by its racing bytes) and the first few
  * are printed with the block, the two threads, the interval, and the code addresses of the two
@@ -35,10 +39,11 @@
 /* the hooks and what they call are not themselves instrumented (nor inlined into code that is) */
 #define EMU_UNCHECKED __attribute__((no_sanitize_thread, unused))
 
-enum { EMU_RAW, EMU_WAR, EMU_WAW, EMU_COPY, EMU_UNWAITED, EMU_RACE_KINDS };
+enum { EMU_RAW, EMU_WAR, EMU_WAW, EMU_COPY, EMU_UNWAITED, EMU_UNINIT, EMU_PAST, EMU_RACE_KINDS };
 static const char *const emu_race_names[EMU_RACE_KINDS] = {
     "read after write", "write after read", "write after write", "access to a copy in flight",
-    "return with copies not waited for"};
+    "return with copies not waited for", "read of a byte the block has not written",
+    "access past the dynamic shared memory"};
 
 static unsigned long emu_races[EMU_RACE_KINDS];      /* racing accesses, by kind, since a reset */
 static unsigned long emu_race_bytes[EMU_RACE_KINDS]; /* and their racing bytes */
@@ -61,6 +66,8 @@ typedef struct EmuShadow {
 extern char __start_emu_smem[] __attribute__((weak));
 extern char __stop_emu_smem[] __attribute__((weak));
 extern char __executable_start[] __attribute__((weak));
+
+#define EMU_GUARD 4096 /* bytes each side of the dynamic shared memory that no access may touch */
 
 static EmuShadow *emu_shadow_static, *emu_shadow_dyn;
 static size_t emu_shadow_dyn_n;
@@ -108,18 +115,26 @@ static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p)
 }
 
 /* print the first few races: a kind, a byte, the two threads and their code */
+/* whether p is in the guard bytes around the dynamic shared memory */
+static EMU_UNCHECKED int emu_in_guard(const char *p)
+{
+    const char *d = (const char *)emu_dyn_smem;
+    return d && ((p >= d - EMU_GUARD && p < d) ||
+                 (p >= d + emu_dyn_bytes && p < d + emu_dyn_bytes + EMU_GUARD));
+}
+
 static EMU_UNCHECKED void emu_race_report(int kind, const char *p, unsigned int other,
                                           const void *pc, const void *other_pc)
 {
     if (emu_race_shown++ >= 8) return;
     const char *region = "__shared__";
-    size_t off = (size_t)(p - __start_emu_smem);
+    long off = (long)(p - __start_emu_smem);
     if (!(__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem)) {
         region = "dynamic shared memory";
-        off = (size_t)(p - (const char *)emu_dyn_smem);
+        off = (long)(p - (const char *)emu_dyn_smem);
     }
     uintptr_t base = (uintptr_t)__executable_start;
-    fprintf(stderr, "emu race: %s at byte %zu of %s, block (%u,%u,%u), thread %u, interval %lu",
+    fprintf(stderr, "emu race: %s at byte %ld of %s, block (%u,%u,%u), thread %u, interval %lu",
             emu_race_names[kind], off, region, blockIdx.x, blockIdx.y, blockIdx.z, emu_tid,
             emu_block_bar.gen);
     if (pc) fprintf(stderr, "; code 0x%lx", (unsigned long)((uintptr_t)pc - base));
@@ -135,6 +150,13 @@ static EMU_UNCHECKED void emu_race_report(int kind, const char *p, unsigned int 
 static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, const void *pc)
 {
     const char *b = (const char *)p;
+    if (emu_in_guard(b) || emu_in_guard(b + n - 1)) {
+        emu_races[EMU_PAST]++;
+        for (size_t i = 0; i < n; i++)
+            emu_race_bytes[EMU_PAST] += (unsigned long)emu_in_guard(b + i);
+        emu_race_report(EMU_PAST, emu_in_guard(b) ? b : b + n - 1, EMU_MANY + 1u, pc, NULL);
+        return;
+    }
     if (!emu_shadow_of(b) && !emu_shadow_of(b + n - 1)) return;
     uint64_t now = emu_interval();
     uint16_t me = (uint16_t)emu_tid;
@@ -147,6 +169,8 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
         const void *other_pc = NULL;
         if (s->copy_block == emu_block_serial) {
             kind = EMU_COPY;
+        } else if (!write && (uint32_t)(s->w_when >> 32) != emu_block_serial) {
+            kind = EMU_UNINIT;
         } else if (s->w_when == now && s->writer != me) {
             kind = write ? EMU_WAW : EMU_RAW;
             other = s->writer;
@@ -259,6 +283,18 @@ static EMU_UNCHECKED void emu_race_wait(unsigned long keep, const void *pc)
         }
     }
     c->n = kept;
+}
+
+/* a launch's dynamic shared memory, with EMU_GUARD bytes each side, and its release */
+static EMU_UNCHECKED void *emu_race_dyn_alloc(size_t smem)
+{
+    char *p = malloc(smem + 2 * EMU_GUARD);
+    return p ? p + EMU_GUARD : NULL;
+}
+
+static EMU_UNCHECKED void emu_race_dyn_free(void *p)
+{
+    if (p) free((char *)p - EMU_GUARD);
 }
 
 /* a launch of n threads a block with `smem` bytes of dynamic shared memory begins */

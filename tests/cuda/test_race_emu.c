@@ -23,8 +23,9 @@ typedef struct Args {
 } Args;
 
 /* Each thread writes its slot, then reads its neighbour's: without a barrier between them
- * (mode 0) thread t >= 1 writes a slot thread t - 1 has read (WAR: 63 x 4 bytes) and thread 63
- * reads slot 0, which thread 0 wrote (RAW: 4 bytes); mode 1 has the barrier. */
+ * (mode 0) threads 0 to 62 read a slot not yet written (UNINIT: 63 x 4 bytes), thread t >= 1
+ * writes a slot thread t - 1 has read (WAR: 63 x 4) and thread 63 reads slot 0, which thread 0
+ * wrote (RAW: 4); mode 1 has the barrier. */
 __global__ void k_neighbour(float *out, int sync)
 {
     __shared__ float s[NT];
@@ -41,6 +42,30 @@ __global__ void k_neighbour_dyn(float *out, int sync)
     int t = threadIdx.x;
     s[t] = (float)t;
     if (sync) __syncthreads();
+    out[t] = s[(t + 1) % NT];
+}
+
+/* Each thread reads the slot `off` past its own in dynamic shared memory of NT floats: at off =
+ * 1 thread 63 reads the 4 bytes past the end (PAST), at off = -1 thread 0 the 4 before it;
+ * off = 0 stays inside */
+__global__ void k_past(float *out, int off)
+{
+    PW_DYN_SMEM(float, s);
+    int t = threadIdx.x;
+    s[t] = (float)t;
+    __syncthreads();
+    out[t] = s[t + off];
+}
+
+/* A slot written by the block before but not by this one: block 1 reads what block 0 left
+ * (mode 0: 64 x 4 bytes; the emulator's one copy of __shared__ would hand it block 0's values,
+ * the GPU anything); mode 1 has every block write its slots. */
+__global__ void k_stale(float *out, int every_block)
+{
+    __shared__ float s[NT];
+    int t = threadIdx.x;
+    if (blockIdx.x == 0 || every_block) s[t] = (float)t;
+    __syncthreads();
     out[t] = s[(t + 1) % NT];
 }
 
@@ -86,7 +111,8 @@ __global__ void k_many_readers(float *out, int unused)
  *   1: commit, no wait, barrier, read: each thread reads a slot in flight (COPY, 64 x 4 bytes)
  *      and returns with its copy not waited for (64 x 16 bytes).
  *   2: commit, wait, no barrier: as k_neighbour without its barrier, a copy being the write
- *      (WAR where the copy is issued over the 4 bytes thread t - 1 read of it: 63 x 4; RAW 4).
+ *      (UNINIT 63 x 4; WAR where the copy is issued over the 4 bytes thread t - 1 read of it:
+ *      63 x 4; RAW 4).
  *   3: no commit, wait, barrier: the wait leaves an uncommitted copy in flight (COPY 64 x 4,
  *      and 64 x 16 not waited for).
  *   4: two groups (slots a, then b), wait for all but the newest, barrier, read the neighbour's
@@ -142,6 +168,16 @@ static void body_neighbour_dyn(void *p)
     Args *a = p;
     k_neighbour_dyn(a->out, a->mode);
 }
+static void body_past(void *p)
+{
+    Args *a = p;
+    k_past(a->out, a->mode);
+}
+static void body_stale(void *p)
+{
+    Args *a = p;
+    k_stale(a->out, a->mode);
+}
 static void body_refill(void *p)
 {
     Args *a = p;
@@ -163,33 +199,46 @@ static void body_ldsm(void *p)
     k_ldsm(a->out, a->mode);
 }
 
-/* run one launch and compare the racing bytes by kind with want[RAW, WAR, WAW, COPY,
- * UNWAITED] */
-static void expect(const char *what, void (*body)(void *), unsigned threads, size_t smem, int mode,
-                   const unsigned long want[EMU_RACE_KINDS])
+/* run one launch of `blocks` blocks and compare the racing bytes by kind with want[RAW, WAR,
+ * WAW, COPY, UNWAITED, UNINIT, PAST] */
+static void expect_grid(const char *what, void (*body)(void *), unsigned blocks, unsigned threads,
+                        size_t smem, int mode, const unsigned long want[EMU_RACE_KINDS])
 {
     static float out[NT], in[8 * NT];
     for (int i = 0; i < 8 * NT; i++) in[i] = (float)i;
     Args a = {out, in, mode};
     emu_race_reset();
-    emu_launch_smem(d1(1), d1(threads), smem, body, &a);
+    emu_launch_smem(d1(blocks), d1(threads), smem, body, &a);
     printf("  %-44s", what);
     for (int k = 0; k < EMU_RACE_KINDS; k++) printf(" %lu", emu_race_bytes[k]);
-    printf("  (bytes: RAW WAR WAW COPY UNWAITED)\n");
+    printf("  (bytes: RAW WAR WAW COPY UNWAITED UNINIT PAST)\n");
     for (int k = 0; k < EMU_RACE_KINDS; k++)
         CHECK(emu_race_bytes[k] == want[k], "%s: %lu bytes %s, want %lu", what,
               emu_race_bytes[k], emu_race_names[k], want[k]);
+}
+
+static void expect(const char *what, void (*body)(void *), unsigned threads, size_t smem, int mode,
+                   const unsigned long want[EMU_RACE_KINDS])
+{
+    expect_grid(what, body, 1, threads, smem, mode, want);
 }
 
 int main(void)
 {
     emu_race_fatal = 0;
     static const unsigned long none[EMU_RACE_KINDS] = {0};
-    const unsigned long neighbour[EMU_RACE_KINDS] = {4, 63 * 4, 0, 0, 0};
+    const unsigned long neighbour[EMU_RACE_KINDS] = {4, 63 * 4, 0, 0, 0, 63 * 4};
     expect("neighbour, no barrier", body_neighbour, NT, 0, 0, neighbour);
     expect("neighbour, barrier", body_neighbour, NT, 0, 1, none);
     expect("neighbour in dynamic smem, no barrier", body_neighbour_dyn, NT, NT * 4, 0, neighbour);
     expect("neighbour in dynamic smem, barrier", body_neighbour_dyn, NT, NT * 4, 1, none);
+    const unsigned long past[EMU_RACE_KINDS] = {0, 0, 0, 0, 0, 0, 4};
+    expect("a slot past the dynamic shared memory", body_past, NT, NT * 4, 1, past);
+    expect("a slot before the dynamic shared memory", body_past, NT, NT * 4, -1, past);
+    expect("slots inside the dynamic shared memory", body_past, NT, NT * 4, 0, none);
+    const unsigned long stale[EMU_RACE_KINDS] = {0, 0, 0, 0, 0, NT * 4};
+    expect_grid("a slot only the block before wrote", body_stale, 2, NT, 0, 0, stale);
+    expect_grid("a slot every block writes", body_stale, 2, NT, 0, 1, none);
     const unsigned long refill[EMU_RACE_KINDS] = {4, 63 * 4, 0, 0, 0};
     expect("refill, no barrier after the reads", body_refill, NT, 0, 0, refill);
     expect("refill, barrier after the reads", body_refill, NT, 0, 1, none);
@@ -199,7 +248,7 @@ int main(void)
     expect("copy, wait, barrier", body_copy, NT, 0, 0, none);
     const unsigned long unwaited[EMU_RACE_KINDS] = {0, 0, 0, NT * 4, NT * 16};
     expect("copy, no wait, barrier", body_copy, NT, 0, 1, unwaited);
-    const unsigned long no_bar[EMU_RACE_KINDS] = {4, 63 * 4, 0, 0, 0};
+    const unsigned long no_bar[EMU_RACE_KINDS] = {4, 63 * 4, 0, 0, 0, 63 * 4};
     expect("copy, wait, no barrier", body_copy, NT, 0, 2, no_bar);
     expect("copy not committed, wait, barrier", body_copy, NT, 0, 3, unwaited);
     expect("two groups, wait but one, read the first", body_copy, NT, 0, 4, none);
