@@ -302,10 +302,11 @@ static int bench_gpu(PwPrecision prec, int llama)
         pw_gen_free(g);
     }
     pw_model_free(m);
-    unsigned long plans = 0, split = 0, sk_calls = 0;
+    unsigned long plans = 0, split = 0, sk_calls = 0, sk_gelu = 0;
 #ifdef PW_HAVE_CUDA
     pw_cuda_lt_plans(&plans, &split);
     sk_calls = pw_cuda_skinny_calls();
+    sk_gelu = pw_cuda_skinny_gelu_calls(); /* GPT-2's MLP up-projection with GELU fused */
 #endif
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
@@ -335,10 +336,11 @@ static int bench_gpu(PwPrecision prec, int llama)
            "b256_timed=%.0f b256_split4=%.0f b256_timed_graph=%.0f "
            "roofline_fraction_timed_graph=%.3f b256_skinny=%.0f b256_skinny_graph=%.0f "
            "roofline_fraction_skinny_graph=%.3f lt_plans=%lu lt_plans_split=%lu "
-           "skinny_calls=%lu\n", tps[0], tps[1], roof[0], roof[1], gbs, ck[0], ck[1], ck[2],
-           ck[3], graph_roof, ck[4], f32, lt_gelu, prod_tps[0], prod_tps[1], prod_tps[2],
+           "skinny_calls=%lu skinny_gelu_calls=%lu\n", tps[0], tps[1], roof[0], roof[1], gbs,
+           ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32, lt_gelu, prod_tps[0], prod_tps[1],
+           prod_tps[2],
            tps[1] > 0 ? prod_tps[2] * roof[1] / tps[1] : 0.0, prod_tps[3], prod_tps[4],
-           tps[1] > 0 ? prod_tps[4] * roof[1] / tps[1] : 0.0, plans, split, sk_calls);
+           tps[1] > 0 ? prod_tps[4] * roof[1] / tps[1] : 0.0, plans, split, sk_calls, sk_gelu);
     return 0;
 }
 

@@ -407,6 +407,21 @@ static void dec_products_skinny_aim(int per_sm)
     skinny(dec_products);
     pw_cuda_set_skinny_blocks(0);
 }
+/* GPT-2's MLP up-projection of a decode step with its GELU (a cache pass's call: no
+ * pre-activation kept, g.fc the float32 scratch): cuBLAS's product and GELU's kernel; the
+ * few-row kernel's product and GELU's kernel; the few-row kernel with GELU in its epilogue */
+static void dec_up_gelu(void)
+{
+    pw_matmul_gelu_forward_bf16_cuda(g.fc16, NULL, g.fc, g.x16, g.w16, g.bias, DR, C, 4 * C, 0);
+}
+static void dec_up_gelu_apart(void)
+{
+    pw_cuda_set_skinny(1);
+    pw_matmul_forward_bf16_cuda(g.fc, g.x16, g.w16, g.bias, DR, C, 4 * C, 0);
+    pw_cuda_set_skinny(0);
+    pw_gelu_forward_bf16_cuda(g.fc16, NULL, g.fc, (size_t)DR * 4 * C, 0);
+}
+static void dec_up_gelu_fused(void) { skinny(dec_up_gelu); }
 static void dec_products_skinny1(void) { dec_products_skinny_aim(1); }
 static void dec_products_skinny4(void) { dec_products_skinny_aim(4); }
 /* A weight gradient (768 x 768) summed over the batch's rows: 10240 (a multiple of 64: cuBLAS's
@@ -573,6 +588,8 @@ int main(int argc, char **argv)
      * float32 outputs (9 C a row) */
     const double dec_bytes = 2.0 * (12.0 * C * C + DR * 7.0 * C) + 4.0 * DR * 9.0 * C;
     const double down_bytes = 2.0 * ((double)QF * QC + DR * (double)QF) + 4.0 * DR * QC;
+    /* the up-projection's weights, input and bfloat16 activation: what the fused form moves */
+    const double up_bytes = 2.0 * (4.0 * C * C + DR * 5.0 * C);
     Row rows[] = {
         {"encoder forward", encoder_fwd, 3 * NC * f, 0, BW},
         {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},
@@ -621,6 +638,9 @@ int main(int argc, char **argv)
         {"decode products, few-row kernel", dec_products_skinny, dec_bytes, 0, BW},
         {"decode products, few-row, 1/SM", dec_products_skinny1, dec_bytes, 0, BW},
         {"decode products, few-row, 4/SM", dec_products_skinny4, dec_bytes, 0, BW},
+        {"decode MLP up + GELU (GPT-2, 256)", dec_up_gelu, up_bytes, 0, BW},
+        {"decode up + GELU, few-row + kernel", dec_up_gelu_apart, up_bytes, 0, BW},
+        {"decode up + GELU, few-row epilogue", dec_up_gelu_fused, up_bytes, 0, BW},
         {"decode down-proj (Qwen, 256 rows)", dec_down, down_bytes, 0, BW},
         {"decode down-proj, K split in 4", dec_down_split, down_bytes, 0, BW},
         {"decode down-proj, timed", dec_down_timed, down_bytes, 0, BW},
@@ -669,6 +689,7 @@ int main(int argc, char **argv)
     /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
     double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
     double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
+    double upg[3] = {0, 0, 0}; /* decode up + GELU: cuBLAS, few-row apart, few-row fused */
     unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
     pw_cuda_lt_plans(&plans0, &split0);
     unsigned long gelu0 = 0, gelu1 = 0;
@@ -728,6 +749,9 @@ int main(int argc, char **argv)
         if (r->fn == dec_products_skinny) decp[3] = ms;
         if (r->fn == dec_products_skinny1) aim[0] = ms;
         if (r->fn == dec_products_skinny4) aim[1] = ms;
+        if (r->fn == dec_up_gelu) upg[0] = ms;
+        if (r->fn == dec_up_gelu_apart) upg[1] = ms;
+        if (r->fn == dec_up_gelu_fused) upg[2] = ms;
         if (r->fn == dec_down) decp[4] = ms;
         if (r->fn == dec_down_split) decp[5] = ms;
         if (r->fn == dec_down_timed) decp[6] = ms;
@@ -768,14 +792,17 @@ int main(int argc, char **argv)
            "decode_products_split4_ms=%.4f decode_products_timed_ms=%.4f "
            "decode_products_skinny_ms=%.4f decode_products_skinny_1sm_ms=%.4f "
            "decode_products_skinny_4sm_ms=%.4f decode_down_ms=%.4f decode_down_split4_ms=%.4f "
-           "decode_down_timed_ms=%.4f decode_down_skinny_ms=%.4f skinny_calls=%lu lt_plans=%lu "
+           "decode_down_timed_ms=%.4f decode_down_skinny_ms=%.4f decode_up_gelu_ms=%.4f "
+           "decode_up_gelu_skinny_apart_ms=%.4f decode_up_gelu_skinny_fused_ms=%.4f "
+           "skinny_calls=%lu skinny_gelu_calls=%lu lt_plans=%lu "
            "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
            pack[0], pack[1], vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], mlp[0], mlp[1],
            mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], decp[0], decp[1], decp[2],
-           decp[3], aim[0], aim[1], decp[4], decp[5], decp[6], decp[7], pw_cuda_skinny_calls(),
-           plans1 - plans0, split1 - split0, wgrad[0], wgrad[1], total);
+           decp[3], aim[0], aim[1], decp[4], decp[5], decp[6], decp[7], upg[0], upg[1], upg[2],
+           pw_cuda_skinny_calls(), pw_cuda_skinny_gelu_calls(), plans1 - plans0,
+           split1 - split0, wgrad[0], wgrad[1], total);
     return 0;
 }

@@ -93,6 +93,9 @@ void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split);
 void pw_cuda_set_skinny(int enable);
 int pw_cuda_get_skinny(void);
 unsigned long pw_cuda_skinny_calls(void);
+/* of those, the calls with GELU in the epilogue (GPT-2's MLP up-projection in a cache pass:
+ * GELU of the sum rounded to bfloat16 into the activation, no float32 sum written) */
+unsigned long pw_cuda_skinny_gelu_calls(void);
 /* the blocks an SM its grid aims at, K split in parts until it has them (2 by default; 1 to 8,
  * 0 and below taken as the default, more as 8): a benchmark hook. Applies to later calls. */
 void pw_cuda_set_skinny_blocks(int per_sm);

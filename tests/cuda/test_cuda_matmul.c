@@ -381,7 +381,10 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
 /* The same products through the few-row kernel of our own (pw_cuda_set_skinny,
  * skinny_kernels.cuh: K split in parts summed in part order by the last block of each tile),
  * float32 out, with a bias and without: against the CPU within float32's bound, twice for the
- * same bits (the tiles' counters back at zero after each launch). Returns the calls it took. */
+ * same bits (the tiles' counters back at zero after each launch). Returns the calls it took.
+ * Where it took them, GPT-2's MLP entry with GELU (no pre-activation kept, as a cache pass
+ * calls it) goes through the kernel's GELU epilogue: bit for bit GELU's own kernel on the
+ * kernel's float32 output. */
 static unsigned long skinny_products(int N, int C, int OC, unsigned long long *rng)
 {
     printf("few-row kernel N=%d C=%d OC=%d\n", N, C, OC);
@@ -405,6 +408,27 @@ static unsigned long skinny_products(int N, int C, int OC, unsigned long long *r
     }
     unsigned long c1 = pw_cuda_skinny_calls();
     printf("  %lu of 4 calls took the kernel\n", c1 - c0);
+    if (c1 - c0 == 4) {
+        pw_bf16 *d_act = cu_dev(2 * NO), *d_want = cu_dev(2 * NO);
+        unsigned long g0 = pw_cuda_skinny_gelu_calls();
+        pw_cuda_set_skinny(1);
+        pw_matmul_forward_bf16_cuda(d_out, op.d_x, op.d_w, op.d_bias, N, C, OC, 0);
+        pw_gelu_forward_bf16_cuda(d_want, NULL, d_out, NO, 0);
+        cu_poison(d_act, 2 * NO);
+        pw_matmul_gelu_forward_bf16_cuda(d_act, NULL, NULL, op.d_x, op.d_w, op.d_bias, N, C, OC,
+                                         0);
+        pw_cuda_set_skinny(0);
+        uint16_t *got = cu_host(2 * NO), *want = cu_host(2 * NO);
+        cu_download(got, d_act, 2 * NO);
+        cu_download(want, d_want, 2 * NO);
+        size_t bad = 0;
+        for (size_t i = 0; i < NO; i++) bad += got[i] != want[i];
+        unsigned long g1 = pw_cuda_skinny_gelu_calls();
+        printf("  GELU epilogue: %zu of %zu differ from GELU's kernel (%lu call took it)\n", bad,
+               NO, g1 - g0);
+        CHECK(bad == 0 && g1 - g0 == 1, "few-row kernel's GELU epilogue: %zu of %zu differ, "
+              "%lu calls took it", bad, NO, g1 - g0);
+    }
     cu_release();
     return c1 - c0;
 }

@@ -29,7 +29,9 @@
 #define GUARD 64 /* floats each side of the output that must stay as they were */
 
 typedef struct Args {
-    float *out, *ws;
+    float *out;
+    uint16_t *act16;
+    float *ws;
     int *counters;
     const uint16_t *inp, *w;
     const float *bias;
@@ -39,10 +41,40 @@ typedef struct Args {
 static void body(void *p)
 {
     Args *a = p;
-    pw_skinny_kernel(a->out, a->ws, a->counters, a->inp, a->w, a->bias, a->N, a->C, a->OC);
+    pw_skinny_kernel(a->out, a->act16, a->ws, a->counters, a->inp, a->w, a->bias, a->N, a->C,
+                     a->OC);
 }
 
-static void run(int N, int C, int OC, int parts, int with_bias, unsigned long long *rng)
+/* The GELU epilogue (act16): a third launch of the same product, whose bfloat16 output must be
+ * bit for bit what the separate GELU kernel makes of the float32 output `f` (gelu_kernels.cuh's
+ * gelu_forward_kernel with `round`: the sum rounded, its GELU rounded), with nothing written
+ * beside it and the counters back at zero */
+static void run_gelu(const char *what, Args a, EmuDim3 grid, const float *f, int tiles)
+{
+    size_t NO = (size_t)a.N * a.OC;
+    uint16_t *guarded = malloc(sizeof(uint16_t) * (NO + 2 * GUARD)), *act = guarded + GUARD;
+    for (size_t i = 0; i < NO + 2 * GUARD; i++) guarded[i] = 0xffff;
+    a.out = NULL;
+    a.act16 = act;
+    emu_launch(grid, d1(PW_SK_THREADS), body, &a);
+    size_t bad = 0, first = NO;
+    for (size_t i = 0; i < NO; i++) {
+        uint16_t want = pw_bf16_from_f32(gelu_of(pw_bf16_to_f32(pw_bf16_from_f32(f[i]))));
+        if (act[i] != want && bad++ == 0) first = i;
+    }
+    int touched = 0, left = 0;
+    for (int i = 0; i < GUARD; i++) touched += (guarded[i] != 0xffff) + (act[NO + i] != 0xffff);
+    for (int t = 0; t <= tiles; t++) left += a.counters[t] != 0;
+    printf("  %-30s GELU epilogue: %zu of %zu differ from GELU of the float32 output\n", what,
+           bad, NO);
+    CHECK(bad == 0, "%s: GELU epilogue differs at %zu values, first at %zu", what, bad, first);
+    CHECK(touched == 0 && left == 0, "%s: GELU epilogue wrote %d beside, left %d counters up",
+          what, touched, left);
+    free(guarded);
+}
+
+static void run(int N, int C, int OC, int parts, int with_bias, int gelu,
+                unsigned long long *rng)
 {
     char what[96];
     snprintf(what, sizeof what, "N=%d C=%d OC=%d, %d part%s, %s", N, C, OC, parts,
@@ -60,7 +92,7 @@ static void run(int N, int C, int OC, int parts, int with_bias, unsigned long lo
     float *ws = malloc(sizeof(float) * (size_t)tiles * parts * SK_TILE);
     int *counters = calloc((size_t)tiles + 1, sizeof(int));
     float *first = malloc(sizeof(float) * NO);
-    Args a = {out, ws, counters, x16, w16, bias, N, C, OC};
+    Args a = {out, NULL, ws, counters, x16, w16, bias, N, C, OC};
     EmuDim3 grid = {(unsigned)((N + PW_SK_BM - 1) / PW_SK_BM),
                     (unsigned)((OC + PW_SK_BN - 1) / PW_SK_BN), (unsigned)parts};
     for (int r = 0; r < 2; r++) {
@@ -81,6 +113,7 @@ static void run(int N, int C, int OC, int parts, int with_bias, unsigned long lo
                   what);
         }
     }
+    if (gelu) run_gelu(what, a, grid, first, tiles);
     free(x), free(w), free(bias), free(xr), free(wr), free(x16), free(w16), free(ref);
     free(guarded), free(ws), free(counters), free(first);
 }
@@ -129,12 +162,13 @@ int main(void)
     /* two row tiles (70 rows: the second 6 of 64), two output tiles (200: the second 72 of
      * 128), 8 steps of K in 1, 2, 3 (uneven: 2, 3, 3) and 8 parts */
     const int parts[4] = {1, 2, 3, 8};
-    for (int i = 0; i < 4; i++) run(70, 256, 200, parts[i], 1, &rng);
-    run(70, 256, 200, 3, 0, &rng);
+    for (int i = 0; i < 4; i++)
+        run(70, 256, 200, parts[i], 1, parts[i] == 1 || parts[i] == 8, &rng); /* GELU: 1, 8 */
+    run(70, 256, 200, 3, 0, 0, &rng);
     /* a few rows and outputs, one step a part; one whole tile of each */
-    run(5, 96, 8, 3, 1, &rng);
-    run(64, 64, 128, 2, 0, &rng);
+    run(5, 96, 8, 3, 1, 1, &rng);
+    run(64, 64, 128, 2, 0, 0, &rng);
     /* GPT-2's attention projection at a decode step of 256 rows, as an H100 splits it */
-    run(256, 768, 768, 6, 1, &rng);
+    run(256, 768, 768, 6, 1, 0, &rng);
     return pw_test_done("test_skinny_emu");
 }

@@ -59,10 +59,11 @@ int pw_lt_dgelu(pw_bf16 *dinp, const pw_bf16 *aux, const pw_bf16 *dout, int ldo,
 void pw_lt_release(void);
 /* out(N,OC) = inp . weight^T + bias (float32; bias may be NULL) for a product of a few rows
  * through skinny_kernels.cuh (skinny.cu), where pw_cuda_set_skinny asks for it and the shape
- * and alignments suit it. Returns 1 when queued; 0, having queued nothing, otherwise: the
- * caller then runs its own. */
-int pw_skinny_forward(float *out, const pw_bf16 *inp, const pw_bf16 *weight, const float *bias,
-                      int N, int C, int OC, cudaStream_t stream);
+ * and alignments suit it; with act16 set, act16 = GELU of that sum in bfloat16 instead (out
+ * unused): the product into float32 and then pw_gelu_forward_bf16_cuda, bit for bit. Returns 1
+ * when queued; 0, having queued nothing, otherwise: the caller then runs its own. */
+int pw_skinny_forward(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight,
+                      const float *bias, int N, int C, int OC, cudaStream_t stream);
 /* frees the few-row products' workspaces and counters (called by pw_cuda_release) */
 void pw_skinny_release(void);
 

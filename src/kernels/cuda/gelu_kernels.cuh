@@ -9,19 +9,9 @@
 #include <stddef.h>
 
 #include "bf16.cuh"
+#include "gelu.cuh"
 #include "launch.cuh"
 #include "warp.cuh"
-
-#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_A 0.044715f
-
-/* 0.5 x (1 + tanh u) = x sigmoid(2u): the negative tail keeps its relative accuracy */
-static __device__ __forceinline__ float sigmoid2u(float x)
-{
-    return 1.0f / (1.0f + expf(-2.0f * GELU_K * (x + GELU_A * x * x * x)));
-}
-
-static __device__ __forceinline__ float gelu_of(float x) { return x * sigmoid2u(x); }
 
 /* d gelu(x) / dx times d */
 static __device__ __forceinline__ float gelu_grad(float x, float d)

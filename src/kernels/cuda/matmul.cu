@@ -48,8 +48,8 @@ static void linear_forward(float *out, const void *inp, const void *weight, cons
     if (N <= 0 || OC <= 0) return;
     /* a decode step's few rows through a kernel of our own, where switched on (skinny.cu) */
     if (ab == CUDA_R_16BF &&
-        pw_skinny_forward(out, (const pw_bf16 *)inp, (const pw_bf16 *)weight, bias, N, C, OC,
-                          stream))
+        pw_skinny_forward(out, NULL, (const pw_bf16 *)inp, (const pw_bf16 *)weight, bias, N, C,
+                          OC, stream))
         return;
     /* the bias in cuBLASLt's epilogue (lt.cu) where it has an algorithm; else seeded below
      * (without a bias lt.cu takes it only while its algorithm is timed or split, or where C is
@@ -139,8 +139,10 @@ extern "C" void pw_matmul_forward_bf16_out_cuda(pw_bf16 *out, const pw_bf16 *inp
     pw_cuda_scratch_free(f, stream);
 }
 
-/* GPT-2's MLP with GELU in the products' epilogues where lt.cu takes it (pw_cuda_set_lt_gelu),
- * else the product and GELU's own kernel: the very calls the model made before this entry */
+/* GPT-2's MLP with GELU in the products' epilogues where lt.cu takes it (pw_cuda_set_lt_gelu);
+ * a cache pass's (no pre-activation kept) with GELU in the few-row kernel's epilogue where
+ * skinny.cu takes it (the same bits as the two calls below); else the product and GELU's own
+ * kernel: the very calls the model made before this entry */
 extern "C" void pw_matmul_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *pre, float *pre32,
                                                  const pw_bf16 *inp, const pw_bf16 *weight,
                                                  const float *bias, int N, int C, int OC,
@@ -148,6 +150,7 @@ extern "C" void pw_matmul_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *pre, flo
 {
     if (N <= 0 || OC <= 0) return;
     if (pw_lt_gelu_forward(out, pre, inp, weight, bias, N, C, OC, stream)) return;
+    if (!pre && pw_skinny_forward(NULL, out, inp, weight, bias, N, C, OC, stream)) return;
     size_t n = (size_t)N * OC;
     if (pre) {
         pw_matmul_forward_bf16_out_cuda(pre, inp, weight, bias, N, C, OC, stream);

@@ -34,6 +34,9 @@
 #ifndef PW_CUDA_SKINNY_KERNELS_CUH
 #define PW_CUDA_SKINNY_KERNELS_CUH
 
+#include "bf16.cuh"
+#include "gelu.cuh"
+
 #define SK_STAGES 3
 #define SK_LD (PW_SK_BK + 8)
 #define SK_TILE (PW_SK_BM * PW_SK_BN) /* floats of a partial tile in the workspace */
@@ -55,9 +58,23 @@ static __device__ __forceinline__ void sk_load(uint16_t *sa, uint16_t *sb, const
     }
 }
 
+/* GELU's epilogue: the sum rounded to bfloat16 (as the separate GELU kernel reads a float32
+ * input at bf16: bf16.cuh's pw_input_at), its GELU rounded, two a 32-bit store */
+static __device__ __forceinline__ float sk_rounded(float x)
+{
+    return pw_bf16_float(pw_bf16_bits(x));
+}
+static __device__ __forceinline__ uint32_t sk_gelu_pair(float a, float b)
+{
+    return pw_bf16_pair(gelu_of(sk_rounded(a)), gelu_of(sk_rounded(b)));
+}
+
+/* act16 NULL: out = the product and bias (float32). act16 set: act16 = GELU of it in bfloat16
+ * (GPT-2's MLP up-projection in a cache pass: what the product into float32 and then
+ * gelu_forward_kernel with `round` give, bit for bit), out not written. */
 __global__ void __launch_bounds__(PW_SK_THREADS)
-    pw_skinny_kernel(float *out, float *ws, int *counters, const uint16_t *inp, const uint16_t *w,
-                     const float *bias, int N, int C, int OC)
+    pw_skinny_kernel(float *out, uint16_t *act16, float *ws, int *counters, const uint16_t *inp,
+                     const uint16_t *w, const float *bias, int N, int C, int OC)
 {
     __shared__ __align__(16) uint16_t sa[SK_STAGES][PW_SK_BM * SK_LD];
     __shared__ __align__(16) uint16_t sb[SK_STAGES][PW_SK_BN * SK_LD];
@@ -120,7 +137,8 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
     const int g = lane / 4, c2 = (lane % 4) * 2, tile = blockIdx.y * gridDim.x + blockIdx.x;
     const int whole = parts == 1, ld = whole ? OC : PW_SK_BN;
     const int rows = whole ? N - m0 : PW_SK_BM, cols = whole ? OC - n0 : PW_SK_BN;
-    float *dst = whole ? out + (size_t)m0 * OC + n0 : ws + ((size_t)tile * parts + part) * SK_TILE;
+    float *dst = whole ? (act16 ? NULL : out + (size_t)m0 * OC + n0)
+                       : ws + ((size_t)tile * parts + part) * SK_TILE;
     const float *b = whole && bias ? bias + n0 : NULL;
     PW_UNROLL
     for (int mt = 0; mt < 2; mt++)
@@ -130,9 +148,14 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
             for (int h = 0; h < 2; h++) {
                 int r = wm * 32 + mt * 16 + g + 8 * h, lc = wn * 32 + nt * 8 + c2;
                 if (r >= rows || lc >= cols) continue; /* OC is even: lc + 1 < cols too */
-                float *o = dst + (size_t)r * ld + lc;
-                o[0] = acc[mt][nt][2 * h] + (b ? b[lc] : 0.0f);
-                o[1] = acc[mt][nt][2 * h + 1] + (b ? b[lc + 1] : 0.0f);
+                float v0 = acc[mt][nt][2 * h] + (b ? b[lc] : 0.0f);
+                float v1 = acc[mt][nt][2 * h + 1] + (b ? b[lc + 1] : 0.0f);
+                if (dst) {
+                    dst[(size_t)r * ld + lc] = v0;
+                    dst[(size_t)r * ld + lc + 1] = v1;
+                } else { /* one part, GELU's output: lc even, so 4-byte aligned */
+                    *(uint32_t *)(act16 + (size_t)(m0 + r) * OC + n0 + lc) = sk_gelu_pair(v0, v1);
+                }
             }
     if (whole) return;
     /* the partial stored and made visible device-wide before the block counts itself */
@@ -174,7 +197,13 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
             s.z += bias[col + 2];
             s.w += bias[col + 3];
         }
-        *(float4 *)(out + (size_t)row * OC + col) = s;
+        if (act16) { /* OC a multiple of 4: two 4-byte aligned pairs */
+            uint32_t *a = (uint32_t *)(act16 + (size_t)row * OC + col);
+            a[0] = sk_gelu_pair(s.x, s.y);
+            a[1] = sk_gelu_pair(s.z, s.w);
+        } else {
+            *(float4 *)(out + (size_t)row * OC + col) = s;
+        }
     }
 }
 
