@@ -145,8 +145,9 @@ struct PwOps {
      * takes the sum rounded to bfloat16 (what the backward reads); pre (NULL: none) is N x OC
      * floats the table may use for the sum when pre16 is NULL (a cache pass's). The CPU's value
      * is matmul_forward_bf16 into pre16 (or pre), then gelu_forward_bf16 of it: bit for bit the
-     * two entries. The GPU's, fused, is GELU of the float32 sum rounded once (the sum unrounded:
-     * within bfloat16's rounding of the CPU's); not fused, the CPU's.
+     * two entries. The GPU's, fused in cuBLASLt's epilogue, is GELU of the float32 sum rounded
+     * once (the sum unrounded: within bfloat16's rounding of the CPU's); fused in the few-row
+     * kernel's epilogue (a cache pass), or not fused, the CPU's.
      * matmul_backward_gelu_bf16 (the down-projection, whose input is GELU's output): dpre16
      * (N x C) is SET to GELU'(pre16) . (dout . W) rounded to bfloat16, gelu_backward_bf16 of
      * matmul_backward_bf16's dinp (the product's float32 result multiplied once, on the GPU
