@@ -62,7 +62,9 @@ PwSample pw_sample_row(double *prob, int *work, const float *logits, int V,
 /* n rows at once: row i of logits at logits + i * ld (V <= ld columns read), drawn from the
  * stream rng[rows[i]] (one uniform), into token[i], logp[i] and logp_full[i]: pw_sample_row for
  * each. The kernel table's `sample` entry on the CPU; the CUDA twin (pw_kernels_cuda.h) takes
- * the same arguments in device memory and draws the same tokens, up to the order of its sums. */
+ * the same arguments in device memory and draws the same tokens, up to the order of its sums.
+ * The rows[i] of a call are distinct: the GPU draws all rows at once, so two rows of one stream
+ * would race on it (the generator gives each row its own). */
 void pw_sample_rows(const float *logits, int ld, int n, int V, const int *rows,
                     const PwSampleConfig *sc, uint64_t *rng, int *token, float *logp,
                     float *logp_full);

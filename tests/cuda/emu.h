@@ -18,7 +18,8 @@
  * under it are small; it checks what a kernel computes, never how fast. The threads run one at a
  * time, in a fixed order, so a race the barriers do not order cannot change what it computes;
  * built with -DEMU_RACE and -fsanitize=thread, it checks every access to shared memory for such
- * races between the threads of a block instead (emu_race.h), whatever the order.
+ * races between the threads of a block instead (emu_race.h), whatever the order, and global
+ * memory's between threads and between the blocks of a launch.
  *
  * Include it before the kernel source, in one translation unit. */
 #ifndef PW_TEST_CUDA_EMU_H
@@ -134,10 +135,11 @@ static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
 
 #ifdef EMU_RACE
 #include "emu_race.h"
-/* atomic operations are not races, and an asynchronous copy is checked as one (emu_race.h) */
-#define EMU_NOT_LOADS EMU_UNCHECKED
+/* what the hardware or the emulator does, not the kernel's own loads and stores, is not checked
+ * as those: atomic operations, asynchronous copies (checked as such), a thread's bookkeeping */
+#define EMU_HW EMU_UNCHECKED
 #else
-#define EMU_NOT_LOADS
+#define EMU_HW
 #endif
 
 /* the threads of warp w in a block of n: 32, or fewer in a last partial warp */
@@ -300,7 +302,7 @@ static inline int __syncthreads_or(int pred)
 /* cp_async.cuh's copies, done at once (one of the orders the hardware may take: a kernel whose
  * barriers and waits are right reads the same either way); the alignment the hardware needs is
  * checked, as a misaligned address faults there */
-static EMU_NOT_LOADS inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
+static EMU_HW inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
 {
 #ifdef EMU_RACE
     emu_race_copy(dst, size, __builtin_return_address(0));
@@ -340,31 +342,41 @@ static inline void pw_cp_wait_all(void) {}
 static inline void pw_cp_wait_but_one(void) {}
 #endif
 
-/* one thread runs at a time and none is switched inside these: they are atomic as written */
-static EMU_NOT_LOADS inline int atomicMax(int *p, int v)
+/* one thread runs at a time and none is switched inside these: they are atomic as written (the
+ * race check counts them: an atomic orders global memory between blocks, emu_race.h) */
+#ifdef EMU_RACE
+#define EMU_ATOMIC_OP() emu_race_atomic()
+#else
+#define EMU_ATOMIC_OP()
+#endif
+static EMU_HW inline int atomicMax(int *p, int v)
 {
     int old = *p;
+    EMU_ATOMIC_OP();
     if (v > old) *p = v;
     return old;
 }
 
-static EMU_NOT_LOADS inline int atomicMin(int *p, int v)
+static EMU_HW inline int atomicMin(int *p, int v)
 {
     int old = *p;
+    EMU_ATOMIC_OP();
     if (v < old) *p = v;
     return old;
 }
 
-static EMU_NOT_LOADS inline float emu_atomic_add_f(float *p, float v)
+static EMU_HW inline float emu_atomic_add_f(float *p, float v)
 {
     float old = *p;
+    EMU_ATOMIC_OP();
     *p = old + v;
     return old;
 }
 
-static EMU_NOT_LOADS inline int emu_atomic_add_i(int *p, int v)
+static EMU_HW inline int emu_atomic_add_i(int *p, int v)
 {
     int old = *p;
+    EMU_ATOMIC_OP();
     *p = old + v;
     return old;
 }
@@ -372,9 +384,26 @@ static EMU_NOT_LOADS inline int emu_atomic_add_i(int *p, int v)
 #define atomicAdd(p, v) _Generic((p), float *: emu_atomic_add_f, int *: emu_atomic_add_i)(p, v)
 
 /* one thread runs at a time: every store is seen by the next reader without a fence, and a
- * load that bypasses L1 (__ldcg) is a load */
+ * load that bypasses L1 (__ldcg) is a load; the race check counts both (emu_race.h) */
+#ifdef EMU_RACE
+static EMU_UNCHECKED void __threadfence(void) { emu_race_fence(); }
+static EMU_UNCHECKED float4 emu_ldcg_f4(const float4 *p)
+{
+    emu_race_ldcg(p, sizeof *p, __builtin_return_address(0));
+    return *p;
+}
+static EMU_UNCHECKED float emu_ldcg_f(const float *p)
+{
+    emu_race_ldcg(p, sizeof *p, __builtin_return_address(0));
+    return *p;
+}
+#define __ldcg(p)                                                                                \
+    _Generic((p), const float4 *: emu_ldcg_f4, float4 *: emu_ldcg_f4, const float *: emu_ldcg_f, \
+             float *: emu_ldcg_f)(p)
+#else
 static inline void __threadfence(void) {}
 #define __ldcg(p) (*(p))
+#endif
 
 static inline uint32_t __float_as_uint(float x)
 {
@@ -392,7 +421,7 @@ static inline float __uint_as_float(uint32_t u)
 
 /* a thread's life: the kernel, then out of the block's barriers; returning resumes the
  * scheduler (uc_link) */
-static void emu_entry(void)
+static EMU_HW void emu_entry(void)
 {
     emu_body(emu_arg);
 #ifdef EMU_RACE
@@ -438,14 +467,14 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     }
     unsigned long nblocks = (unsigned long)grid.x * grid.y * grid.z;
 #ifdef EMU_RACE
-    emu_race_launch(n, smem);
+    emu_race_launch(n, smem, nblocks, (uintptr_t)stacks, (size_t)n * EMU_STACK);
 #endif
     for (unsigned long i = 0; i < nblocks; i++) {
         blockIdx = (EmuDim3){(unsigned int)(i % grid.x), (unsigned int)(i / grid.x % grid.y),
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
         memset(emu_dyn_smem, 0xff, smem);
 #ifdef EMU_RACE
-        emu_race_block(n);
+        emu_race_block(n, i);
 #endif
         emu_block_bar = (EmuBarrier){(int)n, 0, 0};
         emu_or_gen = (unsigned long)-1; /* no stamp of an earlier block's */
@@ -465,7 +494,13 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
             for (unsigned int t = 0; t < n; t++) {
                 if (emu_threads[t].done) continue;
                 emu_set_thread(t);
+#ifdef EMU_RACE
+                emu_race_in_thread(1);
+#endif
                 swapcontext(&emu_sched, &emu_threads[t].ctx);
+#ifdef EMU_RACE
+                emu_race_in_thread(0);
+#endif
                 left += !emu_threads[t].done;
             }
         }
@@ -475,6 +510,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
 #ifdef EMU_RACE
     emu_race_dyn_free(emu_dyn_smem);
     emu_dyn_smem = NULL;
+    emu_race_launch_end();
     emu_race_end();
 #else
     free(emu_dyn_smem);

@@ -1,5 +1,5 @@
-/* emu_race.h: a shared-memory race check for kernels run under emu.h, built when the test is
- * compiled with -DEMU_RACE and the compiler's thread-sanitizer instrumentation
+/* emu_race.h: a race check of shared and global memory for kernels run under emu.h, built when
+ * the test is compiled with -DEMU_RACE and the compiler's thread-sanitizer instrumentation
  * (-fsanitize=thread), but linked without its runtime: the instrumentation calls
  * __tsan_read4(p), __tsan_write16(p), ... before each load and store, and this file defines
  * those functions. Why our own and not the sanitizer's runtime: that runtime knows host threads,
@@ -24,8 +24,21 @@
  * has not written (UNINIT: the emulator's one copy of a __shared__ variable would hand it what
  * the block before left, the GPU anything), and an access within EMU_GUARD bytes before or past
  * the launch's dynamic shared memory (PAST; an overrun of a __shared__ variable into the next is
- * not seen). Atomic operations are not recorded. Global memory is not checked: the blocks of a
- * launch run one after another here.
+ * not seen). Atomic operations are not recorded as accesses.
+ *
+ * Global memory (any address a kernel thread touches that is neither shared memory, nor a
+ * thread's stack, nor the program's own data) is checked too, for one launch at a time, on the
+ * bytes the launch writes. Within a block, the rules above (RAW, WAW between two threads in one
+ * interval). Across blocks, which no barrier orders: two blocks writing one byte (G_WAW); a
+ * plain load of a byte another block wrote (G_PLAIN: its SM's L1 may hold a stale copy; such a
+ * read goes through L2, __ldcg); and such a load before the writer block fenced the byte
+ * (G_UNFENCED: a __threadfence after the write) or by a thread that has not fenced since its
+ * block's latest atomic operation (G_UNACQUIRED: the counter that says the writers are done,
+ * then the fence that orders the reads after it): the protocol the few-row kernel's last block
+ * follows (skinny_kernels.cuh), which no GPU tool checks (compute-sanitizer's racecheck looks at
+ * shared memory only). The blocks run one after another, so a read is checked against the
+ * writes of the blocks before it; a block that reads what a later block writes is not seen (no
+ * read of global memory is recorded).
  *
  * Each race found is counted (once an access, and again by its racing bytes) and the first few
  * are printed with the block, the two threads, the interval, and the code addresses of the two
@@ -39,11 +52,27 @@
 /* the hooks and what they call are not themselves instrumented (nor inlined into code that is) */
 #define EMU_UNCHECKED __attribute__((no_sanitize_thread, unused))
 
-enum { EMU_RAW, EMU_WAR, EMU_WAW, EMU_COPY, EMU_UNWAITED, EMU_UNINIT, EMU_PAST, EMU_RACE_KINDS };
+enum {
+    EMU_RAW,
+    EMU_WAR,
+    EMU_WAW,
+    EMU_COPY,
+    EMU_UNWAITED,
+    EMU_UNINIT,
+    EMU_PAST,
+    EMU_G_WAW,
+    EMU_G_PLAIN,
+    EMU_G_UNFENCED,
+    EMU_G_UNACQUIRED,
+    EMU_RACE_KINDS
+};
 static const char *const emu_race_names[EMU_RACE_KINDS] = {
     "read after write", "write after read", "write after write", "access to a copy in flight",
     "return with copies not waited for", "read of a byte the block has not written",
-    "access past the dynamic shared memory"};
+    "access past the dynamic shared memory", "two blocks writing one global byte",
+    "plain load of another block's global write (read it through __ldcg)",
+    "another block's global write read before that block fenced it",
+    "another block's global write read with no fence since this block's atomic"};
 
 static unsigned long emu_races[EMU_RACE_KINDS];      /* racing accesses, by kind, since a reset */
 static unsigned long emu_race_bytes[EMU_RACE_KINDS]; /* and their racing bytes */
@@ -115,6 +144,85 @@ static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p)
 }
 
 /* print the first few races: a kind, a byte, the two threads and their code */
+/* Global memory, for one launch: the last write of each byte written in it (a page of them
+ * for each 4 KiB touched, in a table by page address; freed when the launch ends), and what
+ * orders one block's writes before another's reads: each block's count of __threadfence and of
+ * atomic operations, and each thread's count of its block's atomics at its latest fence. */
+typedef struct EmuGlobal {
+    uint32_t block;  /* the writer's linear block index + 1 (0: not written in this launch) */
+    uint32_t fences; /* the writer block's fences before the write */
+    uint32_t when;   /* the writer block's barrier generation at the write */
+    uint16_t writer; /* the writer thread */
+} EmuGlobal;
+#define EMU_PAGE 4096
+typedef struct EmuPage {
+    uintptr_t page; /* address / EMU_PAGE; 0: a free slot */
+    EmuGlobal *e;
+} EmuPage;
+static EmuPage *emu_pages;
+static size_t emu_pages_cap, emu_pages_n;
+static uint32_t *emu_block_fences, *emu_block_atomics, *emu_thread_acq;
+static uint32_t emu_block_now;  /* the running block's linear index */
+static int emu_in_thread;       /* a kernel thread runs (not the scheduler or the test) */
+static const char *emu_stacks;  /* the threads' stacks: their local arrays are not global */
+static size_t emu_stacks_bytes;
+extern char _end[] __attribute__((weak)); /* the end of the program's data (ld) */
+
+static EMU_UNCHECKED size_t emu_page_slot(uintptr_t page)
+{
+    return (size_t)((page * 0x9e3779b97f4a7c15ull) >> 20) & (emu_pages_cap - 1);
+}
+
+/* the entries of byte p's page; made when `make`, else NULL where nothing was written */
+static EMU_UNCHECKED EmuGlobal *emu_page_of(const char *p, int make)
+{
+    uintptr_t page = (uintptr_t)p / EMU_PAGE;
+    if (emu_pages_cap) {
+        for (size_t i = emu_page_slot(page);; i = (i + 1) & (emu_pages_cap - 1)) {
+            if (emu_pages[i].page == page) return emu_pages[i].e;
+            if (!emu_pages[i].page) break;
+        }
+    }
+    if (!make) return NULL;
+    if (2 * (emu_pages_n + 1) > emu_pages_cap) { /* grow to keep the table half empty */
+        size_t old = emu_pages_cap;
+        EmuPage *was = emu_pages;
+        emu_pages_cap = old ? 2 * old : 1024;
+        emu_pages = calloc(emu_pages_cap, sizeof(EmuPage));
+        if (!emu_pages) {
+            fprintf(stderr, "emu race: out of memory for global memory's shadow\n");
+            exit(1);
+        }
+        for (size_t j = 0; j < old; j++) {
+            if (!was[j].page) continue;
+            size_t i = emu_page_slot(was[j].page);
+            while (emu_pages[i].page) i = (i + 1) & (emu_pages_cap - 1);
+            emu_pages[i] = was[j];
+        }
+        free(was);
+    }
+    size_t i = emu_page_slot(page);
+    while (emu_pages[i].page) i = (i + 1) & (emu_pages_cap - 1);
+    emu_pages[i].page = page;
+    emu_pages[i].e = calloc(EMU_PAGE, sizeof(EmuGlobal));
+    if (!emu_pages[i].e) {
+        fprintf(stderr, "emu race: out of memory for global memory's shadow\n");
+        exit(1);
+    }
+    emu_pages_n++;
+    return emu_pages[i].e;
+}
+
+/* whether p is global memory as far as the check goes: touched by a kernel thread, and neither
+ * shared memory, nor a thread's stack, nor the program's own data (the emulator's boards) */
+static EMU_UNCHECKED int emu_is_global(const char *p)
+{
+    if (!emu_in_thread) return 0;
+    if (p >= emu_stacks && p < emu_stacks + emu_stacks_bytes) return 0;
+    if (__executable_start && _end && p >= __executable_start && p < _end) return 0;
+    return 1;
+}
+
 /* whether p is in the guard bytes around the dynamic shared memory */
 static EMU_UNCHECKED int emu_in_guard(const char *p)
 {
@@ -127,11 +235,14 @@ static EMU_UNCHECKED void emu_race_report(int kind, const char *p, unsigned int 
                                           const void *pc, const void *other_pc)
 {
     if (emu_race_shown++ >= 8) return;
-    const char *region = "__shared__";
-    long off = (long)(p - __start_emu_smem);
-    if (!(__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem)) {
+    const char *region = "global memory at", *d = (const char *)emu_dyn_smem;
+    long off = (long)(uintptr_t)p;
+    if (__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem) {
+        region = "__shared__";
+        off = (long)(p - __start_emu_smem);
+    } else if (d && (emu_in_guard(p) || (p >= d && p < d + emu_dyn_bytes))) {
         region = "dynamic shared memory";
-        off = (long)(p - (const char *)emu_dyn_smem);
+        off = (long)(p - d);
     }
     uintptr_t base = (uintptr_t)__executable_start;
     fprintf(stderr, "emu race: %s at byte %ld of %s, block (%u,%u,%u), thread %u, interval %lu",
@@ -146,6 +257,67 @@ static EMU_UNCHECKED void emu_race_report(int kind, const char *p, unsigned int 
     fprintf(stderr, "\n");
 }
 
+static EMU_UNCHECKED void emu_race_count(int kind, int *first, const char *p, unsigned int other,
+                                         const void *pc, const void *other_pc)
+{
+    emu_race_bytes[kind]++;
+    if (*first >= 0) return;
+    *first = kind;
+    emu_races[kind]++;
+    emu_race_report(kind, p, other, pc, other_pc);
+}
+
+/* an access of n bytes of global memory at b by the running thread (`coherent`: a load through
+ * L2, __ldcg): within its block the rules of shared memory; across blocks of the launch, a byte
+ * another block wrote may be read only through L2, after that block fenced it and after a fence
+ * of this thread since its block's latest atomic (the counter that says the writer is done) */
+static EMU_UNCHECKED void emu_race_global(const char *b, size_t n, int write, int coherent,
+                                          const void *pc)
+{
+    if (!emu_is_global(b)) return;
+    const uint32_t me_block = emu_block_now + 1, gen = (uint32_t)emu_block_bar.gen;
+    const uint32_t atomics = emu_block_atomics[emu_block_now];
+    const uint16_t me = (uint16_t)emu_tid;
+    EmuGlobal *page = NULL;
+    uintptr_t pg = 0;
+    int first = -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *q = b + i;
+        if (i == 0 || (uintptr_t)q / EMU_PAGE != pg) {
+            pg = (uintptr_t)q / EMU_PAGE;
+            page = emu_page_of(q, write);
+        }
+        if (!page) continue; /* a read of bytes no thread of the launch wrote */
+        EmuGlobal *g = &page[(uintptr_t)q % EMU_PAGE];
+        if (g->block && g->block != me_block) {
+            if (write)
+                emu_race_count(EMU_G_WAW, &first, q, EMU_MANY + 1u, pc, NULL);
+            else if (!coherent)
+                emu_race_count(EMU_G_PLAIN, &first, q, EMU_MANY + 1u, pc, NULL);
+            else if (emu_block_fences[g->block - 1] <= g->fences)
+                emu_race_count(EMU_G_UNFENCED, &first, q, EMU_MANY + 1u, pc, NULL);
+            else if (!atomics || emu_thread_acq[me] != atomics)
+                emu_race_count(EMU_G_UNACQUIRED, &first, q, EMU_MANY + 1u, pc, NULL);
+        } else if (g->block == me_block && g->when == gen && g->writer != me) {
+            emu_race_count(write ? EMU_WAW : EMU_RAW, &first, q, g->writer, pc, NULL);
+        }
+        if (write) *g = (EmuGlobal){me_block, emu_block_fences[emu_block_now], gen, me};
+    }
+}
+
+/* __threadfence by the running thread, and an atomic operation */
+static EMU_UNCHECKED void emu_race_fence(void)
+{
+    if (!emu_in_thread) return;
+    emu_block_fences[emu_block_now]++;
+    emu_thread_acq[emu_tid] = emu_block_atomics[emu_block_now];
+}
+
+static EMU_UNCHECKED void emu_race_atomic(void)
+{
+    if (emu_in_thread) emu_block_atomics[emu_block_now]++;
+}
+
 /* an access of n bytes at p by the running thread, from code at pc */
 static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, const void *pc)
 {
@@ -157,7 +329,10 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
         emu_race_report(EMU_PAST, emu_in_guard(b) ? b : b + n - 1, EMU_MANY + 1u, pc, NULL);
         return;
     }
-    if (!emu_shadow_of(b) && !emu_shadow_of(b + n - 1)) return;
+    if (!emu_shadow_of(b) && !emu_shadow_of(b + n - 1)) {
+        emu_race_global(b, n, write, 0, pc);
+        return;
+    }
     uint64_t now = emu_interval();
     uint16_t me = (uint16_t)emu_tid;
     int first = -1;
@@ -180,14 +355,7 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
             other = s->reader;
             other_pc = s->r_pc;
         }
-        if (kind >= 0) {
-            emu_race_bytes[kind]++;
-            if (first < 0) {
-                first = kind;
-                emu_races[kind]++;
-                emu_race_report(kind, b + i, other, pc, other_pc);
-            }
-        }
+        if (kind >= 0) emu_race_count(kind, &first, b + i, other, pc, other_pc);
         if (write) {
             s->w_when = now;
             s->writer = me;
@@ -234,6 +402,12 @@ EMU_UNCHECKED void __tsan_write_range(void *p, unsigned long n)
     if (n) emu_race_access(p, n, 1, __builtin_return_address(0));
 }
 EMU_UNCHECKED void __tsan_init(void) {}
+
+/* __ldcg of n bytes at p: a load through L2 (emu.h's __ldcg) */
+static EMU_UNCHECKED void emu_race_ldcg(const void *p, size_t n, const void *pc)
+{
+    emu_race_global((const char *)p, n, 0, 1, pc);
+}
 EMU_UNCHECKED void __tsan_func_entry(void *pc) { (void)pc; }
 EMU_UNCHECKED void __tsan_func_exit(void) {}
 
@@ -297,9 +471,20 @@ static EMU_UNCHECKED void emu_race_dyn_free(void *p)
     if (p) free((char *)p - EMU_GUARD);
 }
 
-/* a launch of n threads a block with `smem` bytes of dynamic shared memory begins */
-static EMU_UNCHECKED void emu_race_launch(unsigned int n, size_t smem)
+/* a launch of n threads a block with `smem` bytes of dynamic shared memory, `blocks` blocks and
+ * the threads' stacks at `stacks` begins */
+static EMU_UNCHECKED void emu_race_launch(unsigned int n, size_t smem, unsigned long blocks,
+                                          uintptr_t stacks, size_t stacks_bytes)
 {
+    emu_stacks = (const char *)stacks;
+    emu_stacks_bytes = stacks_bytes;
+    emu_block_fences = calloc(blocks, sizeof(uint32_t));
+    emu_block_atomics = calloc(blocks, sizeof(uint32_t));
+    emu_thread_acq = calloc(n, sizeof(uint32_t));
+    if (!emu_block_fences || !emu_block_atomics || !emu_thread_acq) {
+        fprintf(stderr, "emu race: out of memory for %lu blocks\n", blocks);
+        exit(1);
+    }
     if (smem > emu_shadow_dyn_n) {
         free(emu_shadow_dyn);
         emu_shadow_dyn = calloc(smem, sizeof(EmuShadow));
@@ -321,14 +506,35 @@ static EMU_UNCHECKED void emu_race_launch(unsigned int n, size_t smem)
     }
 }
 
-/* a block begins: a new serial, so that nothing an earlier block did counts; no copies */
-static EMU_UNCHECKED void emu_race_block(unsigned int n)
+/* block `index` (linear) begins: a new serial, so that nothing an earlier block did in shared
+ * memory counts; no copies, no fences */
+static EMU_UNCHECKED void emu_race_block(unsigned int n, unsigned long index)
 {
     emu_block_serial++;
+    emu_block_now = (uint32_t)index;
     for (unsigned int t = 0; t < n; t++) {
         emu_copies[t].n = 0;
         emu_copies[t].committed = 0;
+        emu_thread_acq[t] = 0;
     }
+}
+
+/* the scheduler switches into a kernel thread (1) and back (0) */
+static EMU_UNCHECKED void emu_race_in_thread(int in) { emu_in_thread = in; }
+
+/* a launch ends: its global shadow goes */
+static EMU_UNCHECKED void emu_race_launch_end(void)
+{
+    for (size_t i = 0; i < emu_pages_cap; i++) free(emu_pages[i].e);
+    free(emu_pages);
+    emu_pages = NULL;
+    emu_pages_cap = emu_pages_n = 0;
+    free(emu_block_fences);
+    free(emu_block_atomics);
+    free(emu_thread_acq);
+    emu_block_fences = emu_block_atomics = emu_thread_acq = NULL;
+    emu_stacks = NULL;
+    emu_stacks_bytes = 0;
 }
 
 /* the running thread returns: what it left in flight */
@@ -360,7 +566,7 @@ static EMU_UNCHECKED void emu_race_end(void)
 {
     unsigned long t = emu_race_total();
     if (!t || !emu_race_fatal) return;
-    fprintf(stderr, "emu race: %lu race(s) in shared memory:", t);
+    fprintf(stderr, "emu race: %lu race(s):", t);
     for (int k = 0; k < EMU_RACE_KINDS; k++)
         if (emu_races[k]) fprintf(stderr, " %lu %s;", emu_races[k], emu_race_names[k]);
     fprintf(stderr, "\n");

@@ -37,11 +37,23 @@ static inline void sample_case_logits(float *logits, int n, int V, int ld, unsig
     }
 }
 
-/* the order of the draws (a permutation when gcd(5, n) = 1) and each row's stream */
+/* the order of the draws and each row's stream: a permutation, so that no two rows of a call
+ * draw from one stream (the GPU's blocks run at once and would race on it: the emulated race
+ * check found all five rows of n = 5 on stream 3 when the step was 5 for every n) */
 static inline void sample_case_rows(int *rows, uint64_t *streams, int n)
 {
+    int step = 5; /* the first step from 5 that shares no factor with n */
+    for (;;) {
+        int a = step, b = n;
+        while (b) {
+            int r = a % b;
+            a = b, b = r;
+        }
+        if (a == 1) break;
+        step++;
+    }
     for (int i = 0; i < n; i++) {
-        rows[i] = (i * 5 + 3) % n;
+        rows[i] = (i * step + 3) % n;
         streams[i] = pw_sample_stream(99, (uint64_t)i);
     }
 }

@@ -20,6 +20,8 @@ typedef struct Args {
     float *out;
     const float *in;
     int mode;
+    float *g;     /* global memory (the heap: the program's own data is not checked as such) */
+    int *counter; /* a global counter, at zero */
 } Args;
 
 /* Each thread writes its slot, then reads its neighbour's: without a barrier between them
@@ -158,6 +160,57 @@ __global__ void k_ldsm(float *out, int sync)
     out[l] = (float)(r[0] + r[1] + r[2] + r[3]);
 }
 
+/* Global memory. Each thread writes its float, then reads its neighbour's: without a barrier
+ * thread 63 reads what thread 0 wrote in the same interval (RAW: 4 bytes; a global byte not yet
+ * written is not tracked, so the other reads find nothing); mode 1 has the barrier. */
+__global__ void k_global_neighbour(float *g, int sync)
+{
+    int t = threadIdx.x;
+    g[t] = (float)t;
+    if (sync) __syncthreads();
+    g[NT + t] = g[(t + 1) % NT];
+}
+
+/* Two blocks write the same floats (mode 0: block 1's 32 x 4 bytes race), or each its own */
+__global__ void k_overlap(float *g, int own)
+{
+    g[(own ? 32 * blockIdx.x : 0) + threadIdx.x] = (float)blockIdx.x;
+}
+
+/* The last of two blocks sums both blocks' parts, as the few-row kernel's tiles do: each block
+ * writes its 32 floats, fences, counts itself; the last fences again and reads both parts
+ * through L2. Mode 0 as written: no race. Mode 1 without the writers' fence, 2 without the
+ * reader's, 3 with plain loads: each time block 1 reads block 0's 32 x 4 bytes wrongly. */
+__global__ void k_publish(float *g, int *counter, int mode)
+{
+    __shared__ int last;
+    int t = threadIdx.x;
+    g[32 * blockIdx.x + t] = (float)(100 * blockIdx.x + t);
+    if (mode != 1) __threadfence();
+    __syncthreads();
+    if (t == 0) last = atomicAdd(counter, 1) == 1;
+    __syncthreads();
+    if (!last) return;
+    if (mode != 2) __threadfence();
+    float s = mode == 3 ? g[t] + g[32 + t] : __ldcg(&g[t]) + __ldcg(&g[32 + t]);
+    g[64 + t] = s;
+}
+
+static void body_global_neighbour(void *p)
+{
+    Args *a = p;
+    k_global_neighbour(a->g, a->mode);
+}
+static void body_overlap(void *p)
+{
+    Args *a = p;
+    k_overlap(a->g, a->mode);
+}
+static void body_publish(void *p)
+{
+    Args *a = p;
+    k_publish(a->g, a->counter, a->mode);
+}
 static void body_neighbour(void *p)
 {
     Args *a = p;
@@ -206,15 +259,20 @@ static void expect_grid(const char *what, void (*body)(void *), unsigned blocks,
 {
     static float out[NT], in[8 * NT];
     for (int i = 0; i < 8 * NT; i++) in[i] = (float)i;
-    Args a = {out, in, mode};
+    float *g = calloc(4 * NT, sizeof(float));
+    int *counter = calloc(1, sizeof(int));
+    Args a = {out, in, mode, g, counter};
     emu_race_reset();
     emu_launch_smem(d1(blocks), d1(threads), smem, body, &a);
     printf("  %-44s", what);
     for (int k = 0; k < EMU_RACE_KINDS; k++) printf(" %lu", emu_race_bytes[k]);
-    printf("  (bytes: RAW WAR WAW COPY UNWAITED UNINIT PAST)\n");
+    printf("  (bytes: RAW WAR WAW COPY UNWAITED UNINIT PAST, global: WAW PLAIN UNFENCED "
+           "UNACQUIRED)\n");
     for (int k = 0; k < EMU_RACE_KINDS; k++)
         CHECK(emu_race_bytes[k] == want[k], "%s: %lu bytes %s, want %lu", what,
               emu_race_bytes[k], emu_race_names[k], want[k]);
+    free(g);
+    free(counter);
 }
 
 static void expect(const char *what, void (*body)(void *), unsigned threads, size_t smem, int mode,
@@ -258,5 +316,19 @@ int main(void)
     const unsigned long ldsm[EMU_RACE_KINDS] = {28 * 16 + 4 * 12, 0, 0, 0, 0};
     expect("ldmatrix of rows lanes wrote, no barrier", body_ldsm, 32, 0, 0, ldsm);
     expect("ldmatrix of rows lanes wrote, barrier", body_ldsm, 32, 0, 1, none);
+
+    const unsigned long gneighbour[EMU_RACE_KINDS] = {4};
+    expect("global: neighbour, no barrier", body_global_neighbour, NT, 0, 0, gneighbour);
+    expect("global: neighbour, barrier", body_global_neighbour, NT, 0, 1, none);
+    const unsigned long overlap[EMU_RACE_KINDS] = {[EMU_G_WAW] = 32 * 4};
+    expect_grid("global: two blocks, one output", body_overlap, 2, 32, 0, 0, overlap);
+    expect_grid("global: two blocks, each its own", body_overlap, 2, 32, 0, 1, none);
+    expect_grid("global: the last block sums the parts", body_publish, 2, 32, 0, 0, none);
+    const unsigned long unfenced[EMU_RACE_KINDS] = {[EMU_G_UNFENCED] = 32 * 4};
+    expect_grid("global: no fence after the parts", body_publish, 2, 32, 0, 1, unfenced);
+    const unsigned long unacquired[EMU_RACE_KINDS] = {[EMU_G_UNACQUIRED] = 32 * 4};
+    expect_grid("global: no fence after the count", body_publish, 2, 32, 0, 2, unacquired);
+    const unsigned long plain[EMU_RACE_KINDS] = {[EMU_G_PLAIN] = 32 * 4};
+    expect_grid("global: parts read with plain loads", body_publish, 2, 32, 0, 3, plain);
     return pw_test_done("test_race_emu");
 }
