@@ -83,6 +83,7 @@ static int emu_race_shown;                           /* reports printed since a 
  * of its last write, the interval of its reads and their reader (or EMU_MANY), and, while an
  * asynchronous copy is in flight to it, the block serial it was issued in. */
 #define EMU_MANY 0xffffu
+#define EMU_NOBODY 0x10000u /* a race with no other thread to name (a copy in flight, ...) */
 typedef struct EmuShadow {
     uint64_t w_when, r_when;
     const void *w_pc, *r_pc;
@@ -235,25 +236,25 @@ static EMU_UNCHECKED void emu_race_report(int kind, const char *p, unsigned int 
                                           const void *pc, const void *other_pc)
 {
     if (emu_race_shown++ >= 8) return;
-    const char *region = "global memory at", *d = (const char *)emu_dyn_smem;
-    long off = (long)(uintptr_t)p;
-    if (__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem) {
-        region = "__shared__";
-        off = (long)(p - __start_emu_smem);
-    } else if (d && (emu_in_guard(p) || (p >= d && p < d + emu_dyn_bytes))) {
-        region = "dynamic shared memory";
-        off = (long)(p - d);
-    }
+    const char *d = (const char *)emu_dyn_smem;
     uintptr_t base = (uintptr_t)__executable_start;
-    fprintf(stderr, "emu race: %s at byte %ld of %s, block (%u,%u,%u), thread %u, interval %lu",
-            emu_race_names[kind], off, region, blockIdx.x, blockIdx.y, blockIdx.z, emu_tid,
-            emu_block_bar.gen);
+    fprintf(stderr, "emu race: %s ", emu_race_names[kind]);
+    if (__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem)
+        fprintf(stderr, "at byte %ld of __shared__", (long)(p - __start_emu_smem));
+    else if (d && (emu_in_guard(p) || (p >= d && p < d + emu_dyn_bytes)))
+        fprintf(stderr, "at byte %ld of dynamic shared memory", (long)(p - d));
+    else
+        fprintf(stderr, "at global address %p", (const void *)p);
+    fprintf(stderr, ", block (%u,%u,%u), thread %u, interval %lu", blockIdx.x, blockIdx.y,
+            blockIdx.z, emu_tid, emu_block_bar.gen);
     if (pc) fprintf(stderr, "; code 0x%lx", (unsigned long)((uintptr_t)pc - base));
-    if (other != EMU_MANY && other_pc)
-        fprintf(stderr, ", against thread %u at code 0x%lx", other,
-                (unsigned long)((uintptr_t)other_pc - base));
-    else if (other == EMU_MANY)
+    if (other < EMU_MANY) {
+        fprintf(stderr, ", against thread %u", other);
+        if (other_pc)
+            fprintf(stderr, " at code 0x%lx", (unsigned long)((uintptr_t)other_pc - base));
+    } else if (other == EMU_MANY) {
         fprintf(stderr, ", against several readers");
+    }
     fprintf(stderr, "\n");
 }
 
@@ -291,13 +292,13 @@ static EMU_UNCHECKED void emu_race_global(const char *b, size_t n, int write, in
         EmuGlobal *g = &page[(uintptr_t)q % EMU_PAGE];
         if (g->block && g->block != me_block) {
             if (write)
-                emu_race_count(EMU_G_WAW, &first, q, EMU_MANY + 1u, pc, NULL);
+                emu_race_count(EMU_G_WAW, &first, q, EMU_NOBODY, pc, NULL);
             else if (!coherent)
-                emu_race_count(EMU_G_PLAIN, &first, q, EMU_MANY + 1u, pc, NULL);
+                emu_race_count(EMU_G_PLAIN, &first, q, EMU_NOBODY, pc, NULL);
             else if (emu_block_fences[g->block - 1] <= g->fences)
-                emu_race_count(EMU_G_UNFENCED, &first, q, EMU_MANY + 1u, pc, NULL);
+                emu_race_count(EMU_G_UNFENCED, &first, q, EMU_NOBODY, pc, NULL);
             else if (!atomics || emu_thread_acq[me] != atomics)
-                emu_race_count(EMU_G_UNACQUIRED, &first, q, EMU_MANY + 1u, pc, NULL);
+                emu_race_count(EMU_G_UNACQUIRED, &first, q, EMU_NOBODY, pc, NULL);
         } else if (g->block == me_block && g->when == gen && g->writer != me) {
             emu_race_count(write ? EMU_WAW : EMU_RAW, &first, q, g->writer, pc, NULL);
         }
@@ -326,7 +327,7 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
         emu_races[EMU_PAST]++;
         for (size_t i = 0; i < n; i++)
             emu_race_bytes[EMU_PAST] += (unsigned long)emu_in_guard(b + i);
-        emu_race_report(EMU_PAST, emu_in_guard(b) ? b : b + n - 1, EMU_MANY + 1u, pc, NULL);
+        emu_race_report(EMU_PAST, emu_in_guard(b) ? b : b + n - 1, EMU_NOBODY, pc, NULL);
         return;
     }
     if (!emu_shadow_of(b) && !emu_shadow_of(b + n - 1)) {
@@ -340,7 +341,7 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
         EmuShadow *s = emu_shadow_of(b + i);
         if (!s) continue;
         int kind = -1;
-        unsigned int other = EMU_MANY + 1u;
+        unsigned int other = EMU_NOBODY;
         const void *other_pc = NULL;
         if (s->copy_block == emu_block_serial) {
             kind = EMU_COPY;
@@ -544,7 +545,7 @@ static EMU_UNCHECKED void emu_race_thread_end(void)
     if (!c->n) return;
     emu_races[EMU_UNWAITED]++;
     for (int i = 0; i < c->n; i++) emu_race_bytes[EMU_UNWAITED] += (unsigned long)c->v[i].bytes;
-    emu_race_report(EMU_UNWAITED, c->v[0].dst, EMU_MANY + 1u, NULL, NULL);
+    emu_race_report(EMU_UNWAITED, c->v[0].dst, EMU_NOBODY, NULL, NULL);
 }
 
 static EMU_UNCHECKED unsigned long emu_race_total(void)
