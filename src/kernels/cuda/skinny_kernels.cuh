@@ -1,6 +1,7 @@
 /* skinny_kernels.cuh: the few-row product of a decode step on the tensor cores, out(N,OC) =
  * inp(N,C) . w(OC,C)^T + bias, bf16 operands, float32 accumulation and output (what
- * pw_matmul_forward_bf16 computes on the CPU), for N up to PW_SK_MAX_ROWS (launch.cuh).
+ * pw_matmul_forward_bf16 computes on the CPU), for N up to PW_SK_MAX_ROWS (launch.cuh); or,
+ * for GPT-2's MLP up-projection, GELU of it in bfloat16 (act16, below).
  *
  * Why a kernel of our own beside cuBLAS: at a decode step's 256 rows GPT-2's projections back
  * to 768 channels are 12 tiles of 128 x 128 for an H100's 132 SMs, each walking all of K alone;
