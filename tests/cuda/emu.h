@@ -440,8 +440,10 @@ static inline void emu_set_thread(unsigned int tid)
 }
 
 /* Run `body(arg)` (a call of the kernel with its arguments) as a grid of blocks, one block
- * after another, its threads taken in turn until each has returned; smem bytes of dynamic
- * shared memory (PW_DYN_SMEM), poisoned with NaN at each block. */
+ * after another (the first first; in the race-checked build the last first, so that between
+ * the two builds a kernel's results are checked in both orders), its threads taken in turn
+ * until each has returned; smem bytes of dynamic shared memory (PW_DYN_SMEM), poisoned with
+ * NaN at each block. */
 static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
                                    void (*body)(void *), void *arg)
 {
@@ -469,7 +471,11 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
 #ifdef EMU_RACE
     emu_race_launch(n, smem, nblocks, (uintptr_t)stacks, (size_t)n * EMU_STACK);
 #endif
+#ifdef EMU_RACE
+    for (unsigned long i = nblocks; i-- > 0;) { /* the other order: the plain build runs 0 first */
+#else
     for (unsigned long i = 0; i < nblocks; i++) {
+#endif
         blockIdx = (EmuDim3){(unsigned int)(i % grid.x), (unsigned int)(i / grid.x % grid.y),
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
         memset(emu_dyn_smem, 0xff, smem);

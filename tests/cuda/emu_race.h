@@ -36,9 +36,9 @@
  * block's latest atomic operation (G_UNACQUIRED: the counter that says the writers are done,
  * then the fence that orders the reads after it): the protocol the few-row kernel's last block
  * follows (skinny_kernels.cuh), which no GPU tool checks (compute-sanitizer's racecheck looks at
- * shared memory only). The blocks run one after another, so a read is checked against the
- * writes of the blocks before it; a block that reads what a later block writes is not seen (no
- * read of global memory is recorded).
+ * shared memory only). The blocks run one after another (here the last first: emu.h), so a
+ * read is checked against the writes of the blocks run before it; a block that reads what a
+ * block run later writes is not seen (no read of global memory is recorded).
  *
  * Each race found is counted (once an access, and again by its racing bytes) and the first few
  * are printed with the block, the two threads, the interval, and the code addresses of the two
