@@ -221,7 +221,8 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
  * did not, the MLP products its GELU epilogues took, and cuBLASLt's plans (with
  * BENCH_LT_TUNE=1 split-K forms are among the timed ones) and those that split K. A profile
- * (PW_PROFILE_OPS) leaves the warm-up out. Without a GPU it stops at the model's creation, with its message. */
+ * (PW_PROFILE_OPS) leaves the warm-up out. Without a GPU it stops at the model's creation, with
+ * its message. */
 static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
     PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();

@@ -140,6 +140,21 @@ static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
 #define EMU_HW EMU_UNCHECKED
 #else
 #define EMU_HW
+/* without the race check, its hooks are nothing and dynamic shared memory has no guard bytes */
+#define emu_race_copy(dst, bytes, pc) ((void)0)
+#define emu_race_commit() ((void)0)
+#define emu_race_wait(keep, pc) ((void)0)
+#define emu_race_atomic() ((void)0)
+#define emu_race_fence() ((void)0)
+#define emu_race_ldcg(p, bytes, pc) ((void)0)
+#define emu_race_thread_end() ((void)0)
+#define emu_race_launch(n, smem, blocks, stacks, stacks_bytes) ((void)0)
+#define emu_race_block(n, index) ((void)0)
+#define emu_race_in_thread(in) ((void)0)
+#define emu_race_launch_end() ((void)0)
+#define emu_race_end() ((void)0)
+static inline void *emu_race_dyn_alloc(size_t smem) { return malloc(smem ? smem : 1); }
+static inline void emu_race_dyn_free(void *p) { free(p); }
 #endif
 
 /* the threads of warp w in a block of n: 32, or fewer in a last partial warp */
@@ -304,9 +319,7 @@ static inline int __syncthreads_or(int pred)
  * checked, as a misaligned address faults there */
 static EMU_HW inline void emu_cp_async(void *dst, const void *src, int bytes, int size)
 {
-#ifdef EMU_RACE
     emu_race_copy(dst, size, __builtin_return_address(0));
-#endif
     if ((uintptr_t)dst % (unsigned)size || (bytes && (uintptr_t)src % (unsigned)size)) {
         fprintf(stderr, "emu: cp.async of %d bytes at %p <- %p: not aligned\n", size, dst, src);
         exit(1);
@@ -329,30 +342,19 @@ static inline void pw_cp_async4(void *dst, const void *src, int bytes)
 {
     emu_cp_async(dst, src, bytes, 4);
 }
-#ifdef EMU_RACE
-static EMU_UNCHECKED void pw_cp_commit(void) { emu_race_commit(); }
-static EMU_UNCHECKED void pw_cp_wait_all(void) { emu_race_wait(0, __builtin_return_address(0)); }
-static EMU_UNCHECKED void pw_cp_wait_but_one(void)
+static EMU_HW inline void pw_cp_commit(void) { emu_race_commit(); }
+static EMU_HW inline void pw_cp_wait_all(void) { emu_race_wait(0, __builtin_return_address(0)); }
+static EMU_HW inline void pw_cp_wait_but_one(void)
 {
     emu_race_wait(1, __builtin_return_address(0));
 }
-#else
-static inline void pw_cp_commit(void) {}
-static inline void pw_cp_wait_all(void) {}
-static inline void pw_cp_wait_but_one(void) {}
-#endif
 
 /* one thread runs at a time and none is switched inside these: they are atomic as written (the
  * race check counts them: an atomic orders global memory between blocks, emu_race.h) */
-#ifdef EMU_RACE
-#define EMU_ATOMIC_OP() emu_race_atomic()
-#else
-#define EMU_ATOMIC_OP()
-#endif
 static EMU_HW inline int atomicMax(int *p, int v)
 {
     int old = *p;
-    EMU_ATOMIC_OP();
+    emu_race_atomic();
     if (v > old) *p = v;
     return old;
 }
@@ -360,7 +362,7 @@ static EMU_HW inline int atomicMax(int *p, int v)
 static EMU_HW inline int atomicMin(int *p, int v)
 {
     int old = *p;
-    EMU_ATOMIC_OP();
+    emu_race_atomic();
     if (v < old) *p = v;
     return old;
 }
@@ -368,7 +370,7 @@ static EMU_HW inline int atomicMin(int *p, int v)
 static EMU_HW inline float emu_atomic_add_f(float *p, float v)
 {
     float old = *p;
-    EMU_ATOMIC_OP();
+    emu_race_atomic();
     *p = old + v;
     return old;
 }
@@ -376,7 +378,7 @@ static EMU_HW inline float emu_atomic_add_f(float *p, float v)
 static EMU_HW inline int emu_atomic_add_i(int *p, int v)
 {
     int old = *p;
-    EMU_ATOMIC_OP();
+    emu_race_atomic();
     *p = old + v;
     return old;
 }
@@ -385,14 +387,13 @@ static EMU_HW inline int emu_atomic_add_i(int *p, int v)
 
 /* one thread runs at a time: every store is seen by the next reader without a fence, and a
  * load that bypasses L1 (__ldcg) is a load; the race check counts both (emu_race.h) */
-#ifdef EMU_RACE
-static EMU_UNCHECKED void __threadfence(void) { emu_race_fence(); }
-static EMU_UNCHECKED float4 emu_ldcg_f4(const float4 *p)
+static EMU_HW inline void __threadfence(void) { emu_race_fence(); }
+static EMU_HW inline float4 emu_ldcg_f4(const float4 *p)
 {
     emu_race_ldcg(p, sizeof *p, __builtin_return_address(0));
     return *p;
 }
-static EMU_UNCHECKED float emu_ldcg_f(const float *p)
+static EMU_HW inline float emu_ldcg_f(const float *p)
 {
     emu_race_ldcg(p, sizeof *p, __builtin_return_address(0));
     return *p;
@@ -400,10 +401,6 @@ static EMU_UNCHECKED float emu_ldcg_f(const float *p)
 #define __ldcg(p)                                                                                \
     _Generic((p), const float4 *: emu_ldcg_f4, float4 *: emu_ldcg_f4, const float *: emu_ldcg_f, \
              float *: emu_ldcg_f)(p)
-#else
-static inline void __threadfence(void) {}
-#define __ldcg(p) (*(p))
-#endif
 
 static inline uint32_t __float_as_uint(float x)
 {
@@ -424,9 +421,7 @@ static inline float __uint_as_float(uint32_t u)
 static EMU_HW void emu_entry(void)
 {
     emu_body(emu_arg);
-#ifdef EMU_RACE
     emu_race_thread_end();
-#endif
     emu_barrier_leave(&emu_block_bar);
     emu_barrier_leave(&emu_warp_bar[emu_tid / 32]);
     emu_threads[emu_tid].done = 1;
@@ -458,19 +453,13 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     emu_arg = arg;
     emu_threads = calloc(n, sizeof(EmuThread));
     char *stacks = malloc((size_t)n * EMU_STACK);
-#ifdef EMU_RACE
     emu_dyn_smem = emu_race_dyn_alloc(smem);
-#else
-    emu_dyn_smem = malloc(smem ? smem : 1);
-#endif
     if (!emu_threads || !stacks || !emu_dyn_smem) {
         fprintf(stderr, "emu_launch: out of memory for %u threads\n", n);
         exit(1);
     }
     unsigned long nblocks = (unsigned long)grid.x * grid.y * grid.z;
-#ifdef EMU_RACE
     emu_race_launch(n, smem, nblocks, (uintptr_t)stacks, (size_t)n * EMU_STACK);
-#endif
 #ifdef EMU_RACE
     for (unsigned long i = nblocks; i-- > 0;) { /* the other order: the plain build runs 0 first */
 #else
@@ -479,9 +468,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
         blockIdx = (EmuDim3){(unsigned int)(i % grid.x), (unsigned int)(i / grid.x % grid.y),
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
         memset(emu_dyn_smem, 0xff, smem);
-#ifdef EMU_RACE
         emu_race_block(n, i);
-#endif
         emu_block_bar = (EmuBarrier){(int)n, 0, 0};
         emu_or_gen = (unsigned long)-1; /* no stamp of an earlier block's */
         for (unsigned int w = 0; w * 32 < n; w++)
@@ -500,27 +487,19 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
             for (unsigned int t = 0; t < n; t++) {
                 if (emu_threads[t].done) continue;
                 emu_set_thread(t);
-#ifdef EMU_RACE
                 emu_race_in_thread(1);
-#endif
                 swapcontext(&emu_sched, &emu_threads[t].ctx);
-#ifdef EMU_RACE
                 emu_race_in_thread(0);
-#endif
                 left += !emu_threads[t].done;
             }
         }
     }
     free(stacks);
     free(emu_threads);
-#ifdef EMU_RACE
     emu_race_dyn_free(emu_dyn_smem);
     emu_dyn_smem = NULL;
     emu_race_launch_end();
     emu_race_end();
-#else
-    free(emu_dyn_smem);
-#endif
 }
 
 static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)

@@ -52,6 +52,16 @@
 /* the hooks and what they call are not themselves instrumented (nor inlined into code that is) */
 #define EMU_UNCHECKED __attribute__((no_sanitize_thread, unused))
 
+/* p, or the end of the run when an allocation of the check's own failed */
+static EMU_UNCHECKED void *emu_race_got(void *p, const char *what)
+{
+    if (!p) {
+        fprintf(stderr, "emu race: out of memory for %s\n", what);
+        exit(1);
+    }
+    return p;
+}
+
 enum {
     EMU_RAW,
     EMU_WAR,
@@ -129,14 +139,10 @@ static EMU_UNCHECKED uint64_t emu_interval(void)
 static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p)
 {
     if (__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem) {
-        if (!emu_shadow_static) {
-            emu_shadow_static = calloc((size_t)(__stop_emu_smem - __start_emu_smem),
-                                       sizeof(EmuShadow));
-            if (!emu_shadow_static) {
-                fprintf(stderr, "emu race: out of memory for the shadow\n");
-                exit(1);
-            }
-        }
+        if (!emu_shadow_static)
+            emu_shadow_static = emu_race_got(
+                calloc((size_t)(__stop_emu_smem - __start_emu_smem), sizeof(EmuShadow)),
+                "the shadow");
         return &emu_shadow_static[p - __start_emu_smem];
     }
     const char *d = (const char *)emu_dyn_smem;
@@ -144,7 +150,6 @@ static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p)
     return NULL;
 }
 
-/* print the first few races: a kind, a byte, the two threads and their code */
 /* Global memory, for one launch: the last write of each byte written in it (a page of them
  * for each 4 KiB touched, in a table by page address; freed when the launch ends), and what
  * orders one block's writes before another's reads: each block's count of __threadfence and of
@@ -189,11 +194,7 @@ static EMU_UNCHECKED EmuGlobal *emu_page_of(const char *p, int make)
         size_t old = emu_pages_cap;
         EmuPage *was = emu_pages;
         emu_pages_cap = old ? 2 * old : 1024;
-        emu_pages = calloc(emu_pages_cap, sizeof(EmuPage));
-        if (!emu_pages) {
-            fprintf(stderr, "emu race: out of memory for global memory's shadow\n");
-            exit(1);
-        }
+        emu_pages = emu_race_got(calloc(emu_pages_cap, sizeof(EmuPage)), "global memory's shadow");
         for (size_t j = 0; j < old; j++) {
             if (!was[j].page) continue;
             size_t i = emu_page_slot(was[j].page);
@@ -205,11 +206,7 @@ static EMU_UNCHECKED EmuGlobal *emu_page_of(const char *p, int make)
     size_t i = emu_page_slot(page);
     while (emu_pages[i].page) i = (i + 1) & (emu_pages_cap - 1);
     emu_pages[i].page = page;
-    emu_pages[i].e = calloc(EMU_PAGE, sizeof(EmuGlobal));
-    if (!emu_pages[i].e) {
-        fprintf(stderr, "emu race: out of memory for global memory's shadow\n");
-        exit(1);
-    }
+    emu_pages[i].e = emu_race_got(calloc(EMU_PAGE, sizeof(EmuGlobal)), "global memory's shadow");
     emu_pages_n++;
     return emu_pages[i].e;
 }
@@ -232,6 +229,7 @@ static EMU_UNCHECKED int emu_in_guard(const char *p)
                  (p >= d + emu_dyn_bytes && p < d + emu_dyn_bytes + EMU_GUARD));
 }
 
+/* print the first few races: a kind, a byte, the two threads and their code */
 static EMU_UNCHECKED void emu_race_report(int kind, const char *p, unsigned int other,
                                           const void *pc, const void *other_pc)
 {
@@ -306,6 +304,12 @@ static EMU_UNCHECKED void emu_race_global(const char *b, size_t n, int write, in
     }
 }
 
+/* __ldcg of n bytes at p: a load through L2 (emu.h's __ldcg) */
+static EMU_UNCHECKED void emu_race_ldcg(const void *p, size_t n, const void *pc)
+{
+    emu_race_global((const char *)p, n, 0, 1, pc);
+}
+
 /* __threadfence by the running thread, and an atomic operation */
 static EMU_UNCHECKED void emu_race_fence(void)
 {
@@ -324,10 +328,9 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
 {
     const char *b = (const char *)p;
     if (emu_in_guard(b) || emu_in_guard(b + n - 1)) {
-        emu_races[EMU_PAST]++;
+        int first = -1;
         for (size_t i = 0; i < n; i++)
-            emu_race_bytes[EMU_PAST] += (unsigned long)emu_in_guard(b + i);
-        emu_race_report(EMU_PAST, emu_in_guard(b) ? b : b + n - 1, EMU_NOBODY, pc, NULL);
+            if (emu_in_guard(b + i)) emu_race_count(EMU_PAST, &first, b + i, EMU_NOBODY, pc, NULL);
         return;
     }
     if (!emu_shadow_of(b) && !emu_shadow_of(b + n - 1)) {
@@ -403,12 +406,6 @@ EMU_UNCHECKED void __tsan_write_range(void *p, unsigned long n)
     if (n) emu_race_access(p, n, 1, __builtin_return_address(0));
 }
 EMU_UNCHECKED void __tsan_init(void) {}
-
-/* __ldcg of n bytes at p: a load through L2 (emu.h's __ldcg) */
-static EMU_UNCHECKED void emu_race_ldcg(const void *p, size_t n, const void *pc)
-{
-    emu_race_global((const char *)p, n, 0, 1, pc);
-}
 EMU_UNCHECKED void __tsan_func_entry(void *pc) { (void)pc; }
 EMU_UNCHECKED void __tsan_func_exit(void) {}
 
@@ -420,11 +417,8 @@ static EMU_UNCHECKED void emu_race_copy(void *dst, int bytes, const void *pc)
     EmuCopies *c = &emu_copies[emu_tid];
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 16;
-        c->v = realloc(c->v, sizeof(EmuCopy) * (size_t)c->cap);
-        if (!c->v) {
-            fprintf(stderr, "emu race: out of memory for the copies in flight\n");
-            exit(1);
-        }
+        c->v = emu_race_got(realloc(c->v, sizeof(EmuCopy) * (size_t)c->cap),
+                            "the copies in flight");
     }
     c->v[c->n++] = (EmuCopy){(char *)dst, bytes, c->committed};
     for (int i = 0; i < bytes; i++) {
@@ -479,29 +473,17 @@ static EMU_UNCHECKED void emu_race_launch(unsigned int n, size_t smem, unsigned 
 {
     emu_stacks = (const char *)stacks;
     emu_stacks_bytes = stacks_bytes;
-    emu_block_fences = calloc(blocks, sizeof(uint32_t));
-    emu_block_atomics = calloc(blocks, sizeof(uint32_t));
-    emu_thread_acq = calloc(n, sizeof(uint32_t));
-    if (!emu_block_fences || !emu_block_atomics || !emu_thread_acq) {
-        fprintf(stderr, "emu race: out of memory for %lu blocks\n", blocks);
-        exit(1);
-    }
+    emu_block_fences = emu_race_got(calloc(blocks, sizeof(uint32_t)), "the blocks' fences");
+    emu_block_atomics = emu_race_got(calloc(blocks, sizeof(uint32_t)), "the blocks' atomics");
+    emu_thread_acq = emu_race_got(calloc(n, sizeof(uint32_t)), "the threads' fences");
     if (smem > emu_shadow_dyn_n) {
         free(emu_shadow_dyn);
-        emu_shadow_dyn = calloc(smem, sizeof(EmuShadow));
+        emu_shadow_dyn = emu_race_got(calloc(smem, sizeof(EmuShadow)), "the shadow");
         emu_shadow_dyn_n = smem;
-        if (!emu_shadow_dyn) {
-            fprintf(stderr, "emu race: out of memory for the shadow\n");
-            exit(1);
-        }
     }
     emu_dyn_bytes = smem;
     if (n > emu_copies_n) {
-        emu_copies = realloc(emu_copies, sizeof(EmuCopies) * n);
-        if (!emu_copies) {
-            fprintf(stderr, "emu race: out of memory\n");
-            exit(1);
-        }
+        emu_copies = emu_race_got(realloc(emu_copies, sizeof(EmuCopies) * n), "the copies");
         memset(emu_copies + emu_copies_n, 0, sizeof(EmuCopies) * (n - emu_copies_n));
         emu_copies_n = n;
     }

@@ -196,64 +196,27 @@ __global__ void k_publish(float *g, int *counter, int mode)
     g[64 + t] = s;
 }
 
-static void body_global_neighbour(void *p)
-{
-    Args *a = p;
-    k_global_neighbour(a->g, a->mode);
-}
-static void body_overlap(void *p)
-{
-    Args *a = p;
-    k_overlap(a->g, a->mode);
-}
-static void body_publish(void *p)
-{
-    Args *a = p;
-    k_publish(a->g, a->counter, a->mode);
-}
-static void body_neighbour(void *p)
-{
-    Args *a = p;
-    k_neighbour(a->out, a->mode);
-}
-static void body_neighbour_dyn(void *p)
-{
-    Args *a = p;
-    k_neighbour_dyn(a->out, a->mode);
-}
-static void body_past(void *p)
-{
-    Args *a = p;
-    k_past(a->out, a->mode);
-}
-static void body_stale(void *p)
-{
-    Args *a = p;
-    k_stale(a->out, a->mode);
-}
-static void body_refill(void *p)
-{
-    Args *a = p;
-    k_refill(a->out, a->mode);
-}
-static void body_many(void *p)
-{
-    Args *a = p;
-    k_many_readers(a->out, a->mode);
-}
-static void body_copy(void *p)
-{
-    Args *a = p;
-    k_copy(a->out, a->in, a->mode);
-}
-static void body_ldsm(void *p)
-{
-    Args *a = p;
-    k_ldsm(a->out, a->mode);
-}
+/* each launch's body: the kernel called with the arguments it takes from Args */
+#define BODY(name, call)                                                                          \
+    static void name(void *p)                                                                     \
+    {                                                                                             \
+        Args *a = p;                                                                              \
+        call;                                                                                     \
+    }
+BODY(body_global_neighbour, k_global_neighbour(a->g, a->mode))
+BODY(body_overlap, k_overlap(a->g, a->mode))
+BODY(body_publish, k_publish(a->g, a->counter, a->mode))
+BODY(body_neighbour, k_neighbour(a->out, a->mode))
+BODY(body_neighbour_dyn, k_neighbour_dyn(a->out, a->mode))
+BODY(body_past, k_past(a->out, a->mode))
+BODY(body_stale, k_stale(a->out, a->mode))
+BODY(body_refill, k_refill(a->out, a->mode))
+BODY(body_many, k_many_readers(a->out, a->mode))
+BODY(body_copy, k_copy(a->out, a->in, a->mode))
+BODY(body_ldsm, k_ldsm(a->out, a->mode))
 
-/* run one launch of `blocks` blocks and compare the racing bytes by kind with want[RAW, WAR,
- * WAW, COPY, UNWAITED, UNINIT, PAST] */
+/* run one launch of `blocks` blocks and compare the racing bytes by kind with want[kind]
+ * (emu_race.h's kinds, in their order) */
 static void expect_grid(const char *what, void (*body)(void *), unsigned blocks, unsigned threads,
                         size_t smem, int mode, const unsigned long want[EMU_RACE_KINDS])
 {
