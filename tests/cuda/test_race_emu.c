@@ -196,6 +196,12 @@ __global__ void k_publish(float *g, int *counter, int mode)
     g[64 + t] = s;
 }
 
+/* Each block's thread 0 notes its block at the next place: the order the blocks ran in */
+__global__ void k_order(float *g, int *counter)
+{
+    if (threadIdx.x == 0) g[atomicAdd(counter, 1)] = (float)blockIdx.x;
+}
+
 /* each launch's body: the kernel called with the arguments it takes from Args */
 #define BODY(name, call)                                                                          \
     static void name(void *p)                                                                     \
@@ -214,6 +220,7 @@ BODY(body_refill, k_refill(a->out, a->mode))
 BODY(body_many, k_many_readers(a->out, a->mode))
 BODY(body_copy, k_copy(a->out, a->in, a->mode))
 BODY(body_ldsm, k_ldsm(a->out, a->mode))
+BODY(body_order, k_order(a->g, a->counter))
 
 /* run one launch of `blocks` blocks and compare the racing bytes by kind with want[kind]
  * (emu_race.h's kinds, in their order) */
@@ -293,5 +300,18 @@ int main(void)
     expect_grid("global: no fence after the count", body_publish, 2, 32, 0, 2, unacquired);
     const unsigned long plain[EMU_RACE_KINDS] = {[EMU_G_PLAIN] = 32 * 4};
     expect_grid("global: parts read with plain loads", body_publish, 2, 32, 0, 3, plain);
+
+    /* the race-checked build runs a launch's blocks last first (emu.h), the plain one first
+     * first: between the two, each kernel's results are checked in both orders */
+    float *g = calloc(4, sizeof(float));
+    int *counter = calloc(1, sizeof(int));
+    Args a = {NULL, NULL, 0, g, counter};
+    emu_launch(d1(4), d1(32), body_order, &a);
+    printf("  blocks ran in the order %g %g %g %g\n", (double)g[0], (double)g[1], (double)g[2],
+           (double)g[3]);
+    CHECK(g[0] == 3 && g[1] == 2 && g[2] == 1 && g[3] == 0, "blocks ran %g %g %g %g, not last "
+          "first", (double)g[0], (double)g[1], (double)g[2], (double)g[3]);
+    free(g);
+    free(counter);
     return pw_test_done("test_race_emu");
 }
