@@ -134,6 +134,14 @@ int pw_cuda_get_flash_blocks(void);
  * Applies to calls made after it. */
 void pw_cuda_set_flash_fused_bwd(int enable);
 int pw_cuda_get_flash_fused_bwd(void);
+/* Hopper's warpgroup products (wgmma.cu): 1 where this device runs them (compute capability
+ * 9.0 and device code built for sm_90a), asked of the device once. pw_cuda_wgmma_probe: one
+ * 64 x 64 product by form (wgmma_probe_kernels.cuh's PW_WG_PROBE_*: 0 A and B from shared
+ * memory, 1 A from registers, 2 the same with B stored as it is) of the 64 x 64 bfloat16 a and x
+ * into out (64 x 64 float32), queued on stream; 0 (nothing queued) where the device cannot. */
+int pw_cuda_wgmma_ok(void);
+int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
+                        cudaStream_t stream);
 /* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
  * by a kernel and read back by the GEMM: on by default; where cuBLASLt has no algorithm for the
  * operands (their alignment) or the bias is not 16-byte aligned, that call takes the plain path.

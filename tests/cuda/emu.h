@@ -11,7 +11,8 @@
  * (PW_DYN_SMEM); __align__;
  * __syncthreads_or; the tensor-core product and shared loads of src/kernels/cuda/mma.cuh
  * (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and pw_bf16x2); the asynchronous
- * copies of src/kernels/cuda/cp_async.cuh (done at once); and a launch over a grid. No other
+ * copies of src/kernels/cuda/cp_async.cuh (done at once); the warpgroup products of
+ * src/kernels/cuda/wgmma.cuh (emu_wgmma.h); and a launch over a grid. No other
  * intrinsics, no streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
@@ -98,6 +99,7 @@ static ucontext_t emu_sched;
 static EmuThread *emu_threads;
 static void (*emu_body)(void *);
 static void *emu_dyn_smem;
+static size_t emu_dyn_bytes; /* its size */
 static void *emu_arg;
 
 static inline void emu_yield(void) { swapcontext(&emu_threads[emu_tid].ctx, &emu_sched); }
@@ -110,6 +112,7 @@ typedef struct EmuBarrier {
 } EmuBarrier;
 
 static EmuBarrier emu_block_bar, emu_warp_bar[EMU_MAX_WARPS];
+static EmuBarrier emu_wg_bar[EMU_MAX_WARPS / 4]; /* warpgroups of 4 warps (emu_wgmma.h) */
 
 static inline void emu_barrier_wait(EmuBarrier *b)
 {
@@ -153,7 +156,11 @@ static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
 #define emu_race_in_thread(in) ((void)0)
 #define emu_race_launch_end() ((void)0)
 #define emu_race_end() ((void)0)
-static inline void *emu_race_dyn_alloc(size_t smem) { return malloc(smem ? smem : 1); }
+/* 1024-byte aligned, as the warpgroup products' tiles need (emu_wgmma.h) */
+static inline void *emu_race_dyn_alloc(size_t smem)
+{
+    return aligned_alloc(1024, smem ? (smem + 1023) / 1024 * 1024 : 1024);
+}
 static inline void emu_race_dyn_free(void *p) { free(p); }
 #endif
 
@@ -424,6 +431,7 @@ static EMU_HW void emu_entry(void)
     emu_race_thread_end();
     emu_barrier_leave(&emu_block_bar);
     emu_barrier_leave(&emu_warp_bar[emu_tid / 32]);
+    emu_barrier_leave(&emu_wg_bar[emu_tid / 128]);
     emu_threads[emu_tid].done = 1;
 }
 
@@ -454,6 +462,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     emu_threads = calloc(n, sizeof(EmuThread));
     char *stacks = malloc((size_t)n * EMU_STACK);
     emu_dyn_smem = emu_race_dyn_alloc(smem);
+    emu_dyn_bytes = smem;
     if (!emu_threads || !stacks || !emu_dyn_smem) {
         fprintf(stderr, "emu_launch: out of memory for %u threads\n", n);
         exit(1);
@@ -473,6 +482,8 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
         emu_or_gen = (unsigned long)-1; /* no stamp of an earlier block's */
         for (unsigned int w = 0; w * 32 < n; w++)
             emu_warp_bar[w] = (EmuBarrier){emu_warp_size(w, n), 0, 0};
+        for (unsigned int g = 0; g * 128 < n; g++)
+            emu_wg_bar[g] = (EmuBarrier){(int)(n - g * 128 < 128 ? n - g * 128 : 128), 0, 0};
         for (unsigned int t = 0; t < n; t++) {
             EmuThread *th = &emu_threads[t];
             th->done = 0;
@@ -506,5 +517,7 @@ static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *),
 {
     emu_launch_smem(grid, block, 0, body, arg);
 }
+
+#include "emu_wgmma.h"
 
 #endif

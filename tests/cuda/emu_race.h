@@ -457,7 +457,8 @@ static EMU_UNCHECKED void emu_race_wait(unsigned long keep, const void *pc)
 /* a launch's dynamic shared memory, with EMU_GUARD bytes each side, and its release */
 static EMU_UNCHECKED void *emu_race_dyn_alloc(size_t smem)
 {
-    char *p = malloc(smem + 2 * EMU_GUARD);
+    /* 1024-byte aligned, as the warpgroup products' tiles need (emu_wgmma.h): EMU_GUARD is */
+    char *p = aligned_alloc(EMU_GUARD, smem + 2 * EMU_GUARD);
     return p ? p + EMU_GUARD : NULL;
 }
 

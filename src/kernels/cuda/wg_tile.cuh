@@ -1,0 +1,26 @@
+/* wg_tile.cuh: the shared-memory tiles the warpgroup products read (wgmma.cuh says why they are
+ * swizzled and how a descriptor finds an element), for the kernels that use them and for
+ * tests/cuda/emu_wgmma.h, which reads them back the way the hardware does. A tile is rows of 64
+ * bfloat16 (128 bytes), 1024-byte aligned. C subset of CUDA: compiled on the host too. */
+#ifndef PW_CUDA_WG_TILE_CUH
+#define PW_CUDA_WG_TILE_CUH
+
+#include <stdint.h>
+
+#define PW_WG_ROW 128u   /* bytes of a tile row: 64 bfloat16 */
+#define PW_WG_ATOM 1024u /* 8 rows: the swizzle's period, and a tile's alignment */
+
+/* the byte of chunk c (16 bytes, 8 bfloat16) of row r of a tile */
+static __device__ __forceinline__ uint32_t pw_wg_chunk(int r, int c)
+{
+    return (uint32_t)r * PW_WG_ROW + ((uint32_t)(c ^ (r & 7)) << 4);
+}
+
+/* the address bits the hardware swizzles: bits 4-6 XOR bits 7-9 (an offset from a 1024-byte
+ * aligned base; pw_wg_chunk(r, c) == pw_wg_swizzle(r * 128 + c * 16)) */
+static __device__ __forceinline__ uint32_t pw_wg_swizzle(uint32_t off)
+{
+    return off ^ ((off >> 7 & 7u) << 4);
+}
+
+#endif
