@@ -216,7 +216,8 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * BENCH_LT_BIAS16=0 (pw_cuda_set_lt_bias16; rounded to bfloat16 by default), GPT-2's GELU in
  * the MLP products' epilogues with BENCH_LT_GELU=1 (pw_cuda_set_lt_gelu; off by default), the
  * attention's backward with dq fused into its dk/dv kernel with BENCH_FLASH_FUSED_BWD=1
- * (pw_cuda_set_flash_fused_bwd; off by default); MFU
+ * (pw_cuda_set_flash_fused_bwd; off by default), its forward on Hopper's warpgroup products
+ * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default); MFU
  * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
  * did not, the MLP products its GELU epilogues took, and cuBLASLt's plans (with
@@ -238,8 +239,12 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int bias16 = b16 && *b16 ? atoi(b16) != 0 : 1;
     int gelu = env_int("BENCH_LT_GELU", 0);
     int fused_bwd = env_int("BENCH_FLASH_FUSED_BWD", 0);
+    int wgmma = env_int("BENCH_FLASH_WGMMA", 0);
+    unsigned long wg_calls = 0; /* the forwards the warpgroup kernel took */
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_fused_bwd(fused_bwd);
+    pw_cuda_set_flash_wgmma(wgmma);
+    wg_calls = pw_cuda_flash_wgmma_calls();
     pw_cuda_set_flash_blocks(blocks);
     pw_cuda_set_lt_tune(tune);
     pw_cuda_set_lt_bias16(bias16);
@@ -271,25 +276,27 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     unsigned long plans = 0, split = 0; /* cuBLASLt's plans, and those that split K */
 #ifdef PW_HAVE_CUDA
     pw_cuda_lt_plans(&plans, &split);
+    wg_calls = pw_cuda_flash_wgmma_calls() - wg_calls;
 #endif
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
     printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
            "attention built for %d blocks an SM, epilogue products %s, bf16-output ones with a "
-           "%s bias, GELU %s, attention backward %s, best of %d after one warm-up (loss "
-           "%.4f)\n\n",
+           "%s bias, GELU %s, attention backward %s, forward on %s, best of %d after one "
+           "warm-up (loss %.4f)\n\n",
            name, pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T,
            blocks, tune ? "timed on first use" : "the heuristic's first",
            bias16 ? "bfloat16" : "float32", gelu ? "in the epilogues" : "in kernels",
-           fused_bwd ? "with dq fused" : "in two kernels", iters, loss);
+           fused_bwd ? "with dq fused" : "in two kernels",
+           wgmma ? "warpgroup products where the device has them" : "mma.sync", iters, loss);
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
-           "lt_gelu=%d flash_fused_bwd=%d epilogue_fused=%lu epilogue_unfused=%lu "
-           "gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu\n",
+           "lt_gelu=%d flash_fused_bwd=%d flash_wgmma=%d wgmma_calls=%lu epilogue_fused=%lu "
+           "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu\n",
            tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m", tune,
-           bias16, gelu, fused_bwd, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0, plans,
-           split);
+           bias16, gelu, fused_bwd, wgmma, wg_calls, fused1 - fused0, unfused1 - unfused0,
+           gelu1 - gelu0, plans, split);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

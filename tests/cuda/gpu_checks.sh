@@ -162,8 +162,8 @@ for p in "${parts[@]}"; do
         prof ops_ppo "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 2 --epochs-list 1
         ;;
     waiting)
-        step waiting_twins "${mtest[@]}" cuda_matmul cuda_model cuda_layernorm cuda_gelu \
-            cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16 \
+        step waiting_twins "${mtest[@]}" cuda_wgmma cuda_matmul cuda_model cuda_layernorm \
+            cuda_gelu cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16 \
             cuda_attention_gqa
         step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
         if [ -n "${BASE:-}" ] && [ -x "$BASE/bench/bench_generate" ]; then
@@ -182,6 +182,8 @@ for p in "${parts[@]}"; do
         step bench_model_fused_bwd env BENCH_FLASH_FUSED_BWD=1 "$BUILD/bench/bench_model" 10 gpu
         step bench_model_gelu_fused_bwd env BENCH_LT_GELU=1 BENCH_FLASH_FUSED_BWD=1 \
             "$BUILD/bench/bench_model" 10 gpu
+        # the attention's forward on the warpgroup products (pw_cuda_set_flash_wgmma, off)
+        step bench_model_wgmma env BENCH_FLASH_WGMMA=1 "$BUILD/bench/bench_model" 10 gpu
         # the Llama shape's decode with its group row (the cache attention's group kernel)
         step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
         step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu

@@ -29,6 +29,8 @@ int main(void)
     off_by_default("attention's fused backward", pw_cuda_set_flash_fused_bwd,
                    pw_cuda_get_flash_fused_bwd);
     off_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
+    off_by_default("attention forward on wgmma", pw_cuda_set_flash_wgmma,
+                   pw_cuda_get_flash_wgmma);
     off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);
     /* its grid's aim: 2 blocks an SM by default, 1 to 8 kept, 0 and below the default, more 8 */
     CHECK(pw_cuda_get_skinny_blocks() == 2, "few-row kernel: 2 blocks an SM by default, got %d",

@@ -1,7 +1,8 @@
 /* attention_bf16.cu: causal self-attention with a key padding mask on the tensor cores, in
  * bfloat16 with float32 accumulation, forward and backward, grouped-query (twin of
  * pw_attention_gqa_forward_bf16 / _backward_bf16 in cpu/attention.c): the model's attention at
- * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere); heads
+ * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere; the forward
+ * for heads of 64 flash_wg_kernels.cuh's where pw_cuda_set_flash_wgmma asks for it); heads
  * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead on q, k
  * and v widened (its GEMM path; the tests compare that with the twin to the bfloat16
  * tolerance). q, k and v come in bfloat16; the forward writes its output in float32 and / or
@@ -9,14 +10,47 @@
  * keeps it); the backward reads that rounded output and sets dqkv, or its rounding to bfloat16
  * (dqkv16: what the qkv product's backward reads). */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 
 #include "cp_async.cuh"
 #include "mma.cuh"
+#include "wgmma.cuh"
 #define PW_DYN_SMEM(type, name) extern __shared__ __align__(16) type name[]
 #include "flash_tc.cuh"
+#include "flash_wg_kernels.cuh"
+
+static unsigned long wgmma_calls; /* forwards the warpgroup kernel took (under wgmma_lock) */
+static pthread_mutex_t wgmma_lock = PTHREAD_MUTEX_INITIALIZER;
+
+extern "C" unsigned long pw_cuda_flash_wgmma_calls(void)
+{
+    pthread_mutex_lock(&wgmma_lock);
+    unsigned long n = wgmma_calls;
+    pthread_mutex_unlock(&wgmma_lock);
+    return n;
+}
+
+/* the forward on the warpgroup products (pw_cuda_set_flash_wgmma), where it applies: heads of
+ * 64 exactly, 16-byte copies, a device that runs them; 1 when launched */
+static int wgmma_forward(float *out, pw_bf16 *out16, float *lse, const uint16_t *qkv,
+                         const int *mask, int B, int T, int NH, int NKV, int hs,
+                         cudaStream_t stream)
+{
+    if (!pw_cuda_get_flash_wgmma() || hs != 64 || (uintptr_t)qkv % 16 || !pw_cuda_wgmma_ok())
+        return 0;
+    dim3 grid((unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS), (unsigned)NH, (unsigned)B);
+    pw_flash_wg_fwd_64<<<grid, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(
+        out, (uint16_t *)out16, lse, qkv, mask, T, NH, NKV, hs, 1.0f / sqrtf((float)hs));
+    PW_CUDA_CHECK(cudaGetLastError());
+    pthread_mutex_lock(&wgmma_lock);
+    wgmma_calls++;
+    pthread_mutex_unlock(&wgmma_lock);
+    return 1;
+}
 
 #define TC_LAUNCH(name, HS, grid, ...)                                                            \
     do {                                                                                         \
@@ -85,6 +119,7 @@ extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, pw_bf16 *out16, f
         pw_cuda_scratch_free(w, stream);
         return;
     }
+    if (wgmma_forward(out, out16, lse, qkv, mask, B, T, NH, NKV, hs, stream)) return;
     int rows = TC_FWD_ROWS(HS);
     dim3 grid((unsigned)((T + rows - 1) / rows), (unsigned)NH, (unsigned)B);
     TC_LAUNCH(fwd, HS, grid, out, out16, lse, qkv, mask, T, NH, NKV, hs,

@@ -1,0 +1,124 @@
+/* test_flash_wg_emu.c: the attention's forward on the warpgroup products
+ * (src/kernels/cuda/flash_wg_kernels.cuh, the source nvcc compiles) under the host emulation
+ * (emu.h, emu_wgmma.h), against the CPU's bfloat16 twin pw_attention_gqa_forward_bf16 (lse to
+ * 1e-5, out to 2e-3 of its largest value: test_flash_tc_emu.c says why), its bfloat16 output
+ * bit for bit its float32 one rounded, and against the mma.sync forward pw_flash_tc_fwd_64 run
+ * under the same emulation bit for bit: both add each 16-deep slice of a product in the same
+ * order here and round the same values, so any difference is a fragment, a descriptor, a
+ * swizzle, a mask or a rescale of the new kernel's own. On the shapes of flash_case.h with
+ * heads of 64 (padding with NaN in it, groups of 4 and 2, T past several blocks of 128 queries:
+ * the first warpgroup's diagonal tile skipped) and a few of its own: a hole in the mask, a
+ * block whose second warpgroup has one query, a padding-only sequence. The outputs start
+ * poisoned (NaN), and the dynamic shared memory is poisoned at each block. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_test.h"
+#include "flash_case.h"
+
+#include "flash_tc.cuh"
+#include "flash_wg_kernels.cuh"
+
+#include "pw_kernels.h"
+#include "pw_test.h"
+
+#define TOL_LSE 1e-5
+#define TOL 2e-3
+
+typedef struct Args {
+    float *out, *lse;
+    uint16_t *out16;
+    const uint16_t *qkv;
+    const int *mask;
+    int T, NH, NKV, hs;
+    float scale;
+} Args;
+
+static void wg_fwd(void *p)
+{
+    Args *a = p;
+    pw_flash_wg_fwd_64(a->out, a->out16, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV, a->hs,
+                       a->scale);
+}
+
+static void tc_fwd(void *p)
+{
+    Args *a = p;
+    pw_flash_tc_fwd_64(a->out, a->out16, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV, a->hs,
+                       a->scale);
+}
+
+static void poison(Args *a, size_t nout, size_t nlse)
+{
+    for (size_t i = 0; i < nout; i++) a->out[i] = NAN, a->out16[i] = 0x7fc1;
+    for (size_t i = 0; i < nlse; i++) a->lse[i] = NAN;
+}
+
+static void same_bits(const char *what, const void *got, const void *want, size_t bytes)
+{
+    int same = memcmp(got, want, bytes) == 0;
+    printf("  %-30s %s\n", what, same ? "bit for bit" : "DIFFER");
+    CHECK(same, "%s: not bit for bit the mma.sync forward's", what);
+}
+
+static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int hole,
+                int use_mask, unsigned long long *rng)
+{
+    if (hs != 64) return; /* the kernel is for heads of 64 (the dispatch says so) */
+    FlashCase fc = flash_case_make(B, T, NH, NKV, hs, pads, npads, hole, use_mask, rng);
+    size_t nqkv = fc.nqkv, nout = fc.nout, nlse = fc.nlse;
+    float *widened = malloc(sizeof(float) * nqkv);
+    uint16_t *qkv = emu_bf16_of(fc.qkv, nqkv, widened);
+    float *out = malloc(sizeof(float) * nout), *lse = malloc(sizeof(float) * nlse);
+    pw_attention_gqa_forward_bf16(out, lse, qkv, fc.mask, B, T, NH, NKV, hs);
+
+    float scale = 1.0f / sqrtf((float)hs);
+    Args w = {malloc(sizeof(float) * nout), malloc(sizeof(float) * nlse),
+              malloc(sizeof(uint16_t) * nout), qkv, fc.mask, T, NH, NKV, hs, scale};
+    Args r = {malloc(sizeof(float) * nout), malloc(sizeof(float) * nlse),
+              malloc(sizeof(uint16_t) * nout), qkv, fc.mask, T, NH, NKV, hs, scale};
+    poison(&w, nout, nlse);
+    poison(&r, nout, nlse);
+    EmuDim3 gw = {(unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS), (unsigned)NH, (unsigned)B};
+    EmuDim3 gt = {(unsigned)((T + TC_FWD_ROWS(64) - 1) / TC_FWD_ROWS(64)), (unsigned)NH,
+                  (unsigned)B};
+    emu_launch_smem(gw, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_fwd, &w);
+    emu_launch(gt, d1(TC_THREADS), tc_fwd, &r);
+    emu_check("wgmma forward lse", w.lse, lse, nlse, TOL_LSE);
+    emu_check("wgmma forward out", w.out, out, nout, TOL);
+    emu_check_bf16("wgmma forward out in bfloat16", w.out16, w.out, nout);
+    same_bits("out against mma.sync's", w.out, r.out, sizeof(float) * nout);
+    same_bits("lse against mma.sync's", w.lse, r.lse, sizeof(float) * nlse);
+
+    /* out16 alone (out NULL), as the model's bf16 forward asks */
+    Args o = w;
+    o.out = NULL;
+    for (size_t i = 0; i < nout; i++) o.out16[i] = 0x7fc1;
+    emu_launch_smem(gw, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_fwd, &o);
+    emu_check_bf16("out16 alone", o.out16, w.out, nout);
+
+    flash_case_free(&fc);
+    free(widened);
+    free(qkv);
+    free(out);
+    free(lse);
+    free(w.out), free(w.lse), free(w.out16);
+    free(r.out), free(r.lse), free(r.out16);
+}
+
+int main(void)
+{
+    flash_case_shapes(run);
+    unsigned long long rng = 20261128;
+    int pads[] = {0, 3, 129, 200};
+    /* a hole in row 1's mask (at 150 of 260), left padding of 3 in row 1; four blocks */
+    run(2, 260, 3, 3, 64, pads, 2, 260 + 150, 1, &rng);
+    /* a block whose second warpgroup has one query (T = 129), a padding-only sequence (T <= 129
+     * of padding) beside a full one; groups of 2 */
+    run(2, 129, 2, 1, 64, pads + 1, 2, -1, 1, &rng);
+    /* a single block, no mask, one key tile and a part */
+    run(1, 70, 1, 1, 64, pads, 1, -1, 0, &rng);
+    return pw_test_done("flash_wg_emu");
+}
