@@ -236,12 +236,18 @@ static void att_bwd_tc3(void)
     att_bwd_tc();
     pw_cuda_set_flash_blocks(2);
 }
-/* the forward on Hopper's warpgroup products (pw_cuda_set_flash_wgmma; where the device has
- * none, the same call on mma.sync: wgmma_calls in the RESULT line says which ran) */
+/* the attention on Hopper's warpgroup products (pw_cuda_set_flash_wgmma; where the device has
+ * none, the same calls on mma.sync: wgmma_calls in the RESULT line says which ran) */
 static void att_fwd_wg(void)
 {
     pw_cuda_set_flash_wgmma(1);
     att_fwd_tc();
+    pw_cuda_set_flash_wgmma(0);
+}
+static void att_bwd_wg(void)
+{
+    pw_cuda_set_flash_wgmma(1);
+    att_bwd_tc();
     pw_cuda_set_flash_wgmma(0);
 }
 /* the backward with dq made by the dk/dv kernel (pw_cuda_set_flash_fused_bwd), both builds */
@@ -627,6 +633,7 @@ int main(int argc, char **argv)
         {"attention backward (bf16 tensor)", att_bwd_tc, 0, 4 * 2 * TT * hs, BF16},
         {"attention fwd (bf16, 3 blocks/SM)", att_fwd_tc3, 0, 2 * 2 * TT * hs, BF16},
         {"attention fwd (bf16, wgmma)", att_fwd_wg, 0, 2 * 2 * TT * hs, BF16},
+        {"attention bwd (bf16, wgmma)", att_bwd_wg, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, 3 blocks/SM)", att_bwd_tc3, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, fused dq)", att_bwd_fused, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, fused dq, 3/SM)", att_bwd_fused3, 0, 4 * 2 * TT * hs, BF16},
@@ -695,7 +702,7 @@ int main(int argc, char **argv)
     double vec[6] = {0, 0, 0, 0, 0, 0}; /* gelu fwd, bwd, to_bf16: 8 a thread, then 1 */
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
-    double wg_f = 0.0;            /* the attention's forward on the warpgroup products */
+    double wg_f = 0.0, wg_b = 0.0; /* the attention on the warpgroup products */
     unsigned long wg_calls0 = pw_cuda_flash_wgmma_calls();
     /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
     double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
@@ -729,6 +736,7 @@ int main(int argc, char **argv)
         if (r->fn == att_bwd_tc) tatt_b = ms;
         if (r->fn == att_fwd_tc3) tatt3_f = ms;
         if (r->fn == att_fwd_wg) wg_f = ms;
+        if (r->fn == att_bwd_wg) wg_b = ms;
         if (r->fn == att_bwd_tc3) tatt3_b = ms;
         if (r->fn == att_fwd_gemm) gatt_f = ms;
         if (r->fn == att_bwd_gemm) gatt_b = ms;
@@ -808,7 +816,8 @@ int main(int argc, char **argv)
            "decode_up_gelu_skinny_apart_ms=%.4f decode_up_gelu_skinny_fused_ms=%.4f "
            "skinny_calls=%lu skinny_gelu_calls=%lu lt_plans=%lu "
            "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f "
-           "attention_bf16_wgmma_fwd_ms=%.3f wgmma_calls=%lu total_ms=%.2f\n",
+           "attention_bf16_wgmma_fwd_ms=%.3f attention_bf16_wgmma_bwd_ms=%.3f wgmma_calls=%lu "
+           "total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
@@ -816,7 +825,7 @@ int main(int argc, char **argv)
            mlp[2], mlp[3], gelu1 - gelu0, fused_b[0], fused_b[1], decp[0], decp[1], decp[2],
            decp[3], aim[0], aim[1], decp[4], decp[5], decp[6], decp[7], upg[0], upg[1], upg[2],
            pw_cuda_skinny_calls(), pw_cuda_skinny_gelu_calls(), plans1 - plans0,
-           split1 - split0, wgrad[0], wgrad[1], wg_f, pw_cuda_flash_wgmma_calls() - wg_calls0,
+           split1 - split0, wgrad[0], wgrad[1], wg_f, wg_b, pw_cuda_flash_wgmma_calls() - wg_calls0,
            total);
     return 0;
 }

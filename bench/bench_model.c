@@ -216,7 +216,7 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * BENCH_LT_BIAS16=0 (pw_cuda_set_lt_bias16; rounded to bfloat16 by default), GPT-2's GELU in
  * the MLP products' epilogues with BENCH_LT_GELU=1 (pw_cuda_set_lt_gelu; off by default), the
  * attention's backward with dq fused into its dk/dv kernel with BENCH_FLASH_FUSED_BWD=1
- * (pw_cuda_set_flash_fused_bwd; off by default), its forward on Hopper's warpgroup products
+ * (pw_cuda_set_flash_fused_bwd; off by default), the attention on Hopper's warpgroup products
  * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default); MFU
  * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
@@ -240,7 +240,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int gelu = env_int("BENCH_LT_GELU", 0);
     int fused_bwd = env_int("BENCH_FLASH_FUSED_BWD", 0);
     int wgmma = env_int("BENCH_FLASH_WGMMA", 0);
-    unsigned long wg_calls = 0; /* the forwards the warpgroup kernel took */
+    unsigned long wg_calls = 0; /* the attention calls the warpgroup kernels took */
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_fused_bwd(fused_bwd);
     pw_cuda_set_flash_wgmma(wgmma);
@@ -281,7 +281,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     double tflops = pw_model_flops_per_token(m, T) * (double)n / sec * 1e-12;
     printf("%s training step on cuda:0 at %s, B=%d T=%d, LM head %d rows at a time, "
            "attention built for %d blocks an SM, epilogue products %s, bf16-output ones with a "
-           "%s bias, GELU %s, attention backward %s, forward on %s, best of %d after one "
+           "%s bias, GELU %s, attention backward %s, attention on %s, best of %d after one "
            "warm-up (loss %.4f)\n\n",
            name, pw_precision_name(prec), B, T, chunk > 0 && chunk < B * T ? chunk : B * T,
            blocks, tune ? "timed on first use" : "the heuristic's first",

@@ -134,13 +134,14 @@ int pw_cuda_get_flash_blocks(void);
  * Applies to calls made after it. */
 void pw_cuda_set_flash_fused_bwd(int enable);
 int pw_cuda_get_flash_fused_bwd(void);
-/* The tensor-core attention's forward for heads of 64 on Hopper's warpgroup products
- * (flash_wg_kernels.cuh: four warps issue each product, its key and value operands read from
- * swizzled shared tiles) where the device runs them (pw_cuda_wgmma_ok below) and q, k, v are
- * 16-byte aligned: off (the default until a GPU has timed it: bench_kernels_cuda's "wgmma" row,
- * bench_model's BENCH_FLASH_WGMMA=1); on, those forwards take it, the same outputs within the
- * products' order of addition. Applies to calls made after it; the count is the forwards it took
- * (process-wide). */
+/* The tensor-core attention for heads of 64 on Hopper's warpgroup products
+ * (flash_wg_kernels.cuh: four warps issue each product, its second operand read from swizzled
+ * shared tiles), forward and backward (its dq kernel and dk/dv kernel; the fused backward, where
+ * it is on, stays mma.sync's), where the device runs them (pw_cuda_wgmma_ok below) and q, k, v
+ * are 16-byte aligned: off (the default until a GPU has timed it: bench_kernels_cuda's "wgmma"
+ * rows, bench_model's BENCH_FLASH_WGMMA=1); on, those calls take it, the same outputs within the
+ * products' order of addition. Applies to calls made after it; the count is the forwards and
+ * backwards it took (process-wide). */
 void pw_cuda_set_flash_wgmma(int enable);
 int pw_cuda_get_flash_wgmma(void);
 unsigned long pw_cuda_flash_wgmma_calls(void);

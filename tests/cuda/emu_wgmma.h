@@ -25,6 +25,7 @@
 static EMU_HW inline void pw_wg_fence(void) {}
 static EMU_HW inline void pw_wg_commit(void) {}
 #define pw_wg_wait(n) ((void)(n))
+static EMU_HW inline void pw_wg_hold(float d[32]) { (void)d; }
 static EMU_HW inline void pw_wg_proxy_fence(void) {}
 
 static inline uint64_t pw_wg_desc(pw_smem_t addr, uint32_t lbo, uint32_t sbo)

@@ -10,7 +10,7 @@
  * for three blocks an SM. The backward's bf16 form (dqkv set rounded) bit for bit the rounding
  * of its float32 form. All of it again with dq fused into the dk/dv kernel
  * (pw_cuda_set_flash_fused_bwd: dq summed atomically, so its bf16 form within 1e-2 of the twin
- * instead of bit for bit). The forward for heads of 64 on Hopper's warpgroup products
+ * instead of bit for bit). The attention for heads of 64 on Hopper's warpgroup products
  * (pw_cuda_set_flash_wgmma) where the device has them, to the same bounds. */
 #include "cutest.h"
 
@@ -127,23 +127,23 @@ int main(void)
     run(2, 1024, 4, 2, 64, long_pads, 2, 1, TOL_TC, &rng);
     pw_cuda_set_flash_blocks(2);
     pw_cuda_set_flash_fused_bwd(0);
-    /* the forward on the warpgroup products (pw_cuda_set_flash_wgmma) where the device runs
-     * them: heads of 64 take it (each run calls the forward three times: the count), a head of
-     * 48 stays on mma.sync */
+    /* the warpgroup products (pw_cuda_set_flash_wgmma) where the device runs them: heads of 64
+     * take them (each run calls the forward three times and the backward twice: the count), a
+     * head of 48 stays on mma.sync */
     if (pw_cuda_wgmma_ok()) {
         pw_cuda_set_flash_wgmma(1);
-        printf("forward on the warpgroup products\n");
+        printf("attention on the warpgroup products\n");
         unsigned long c0 = pw_cuda_flash_wgmma_calls();
         run(2, 1024, 4, 2, 64, long_pads, 2, 1, TOL_TC, &rng);
         run(3, 130, 4, 1, 64, pads, 5, 1, TOL_TC, &rng);
         run(1, 64, 2, 2, 64, pads, 1, 0, TOL_TC, &rng);
         unsigned long c1 = pw_cuda_flash_wgmma_calls();
         run(3, 150, 3, 3, 48, pads, 5, 1, TOL_TC, &rng);
-        CHECK(c1 - c0 == 9, "warpgroup forward took %lu of the 9 calls", c1 - c0);
-        CHECK(pw_cuda_flash_wgmma_calls() == c1, "a head of 48 went to the warpgroup forward");
+        CHECK(c1 - c0 == 15, "warpgroup kernels took %lu of the 15 calls", c1 - c0);
+        CHECK(pw_cuda_flash_wgmma_calls() == c1, "a head of 48 went to the warpgroup kernels");
         pw_cuda_set_flash_wgmma(0);
     } else {
-        printf("no warpgroup products on this device: their forward not run\n");
+        printf("no warpgroup products on this device: their attention not run\n");
     }
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_bf16");

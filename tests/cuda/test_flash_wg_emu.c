@@ -1,4 +1,4 @@
-/* test_flash_wg_emu.c: the attention's forward on the warpgroup products
+/* test_flash_wg_emu.c: the attention on the warpgroup products, forward and backward
  * (src/kernels/cuda/flash_wg_kernels.cuh, the source nvcc compiles) under the host emulation
  * (emu.h, emu_wgmma.h), against the CPU's bfloat16 twin pw_attention_gqa_forward_bf16 (lse to
  * 1e-5, out to 2e-3 of its largest value: test_flash_tc_emu.c says why), its bfloat16 output
@@ -9,7 +9,10 @@
  * heads of 64 (padding with NaN in it, groups of 4 and 2, T past several blocks of 128 queries:
  * the first warpgroup's diagonal tile skipped) and a few of its own: a hole in the mask, a
  * block whose second warpgroup has one query, a padding-only sequence. The outputs start
- * poisoned (NaN), and the dynamic shared memory is poisoned at each block. */
+ * poisoned (NaN), and the dynamic shared memory is poisoned at each block. The backward (dq's
+ * kernel, then dk and dv's, after the mma.sync backward's prep kernel) likewise: dqkv against
+ * the twin's backward within 2e-3 and against pw_flash_tc_dq_64 and _dkv_64 bit for bit, its
+ * bfloat16 form bit for bit its float32 one rounded. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,53 @@ typedef struct Args {
     int T, NH, NKV, hs;
     float scale;
 } Args;
+
+/* the backward's: its prep's inputs and outputs, the gradients set (dqkv, or dqkv16 rounded) */
+typedef struct Bwd {
+    float *dqkv, *drow;
+    uint16_t *dqkv16, *dout16;
+    const float *dout, *lse;
+    const uint16_t *qkv, *out16;
+    const int *mask;
+    int B, T, NH, NKV, hs;
+    float scale;
+} Bwd;
+
+static void prep_k(void *p)
+{
+    Bwd *a = p;
+    pw_flash_tc_prep(a->drow, a->dout16, a->dout, a->out16, a->mask, a->B, a->T, a->NH, a->hs);
+}
+#define BWD_K(name, fn)                                                                          \
+    static void name(void *p)                                                                    \
+    {                                                                                            \
+        Bwd *a = p;                                                                              \
+        fn(a->dqkv, a->dqkv16, a->drow, a->dout16, a->qkv, a->lse, a->mask, a->T, a->NH,        \
+           a->NKV, a->hs, a->scale);                                                             \
+    }
+BWD_K(wg_dq, pw_flash_wg_dq_64)
+BWD_K(wg_dkv, pw_flash_wg_dkv_64)
+BWD_K(tc_dq, pw_flash_tc_dq_64)
+BWD_K(tc_dkv, pw_flash_tc_dkv_64)
+
+/* the warpgroup backward (dq's kernel, then dk and dv's) or the mma.sync one into a poisoned
+ * dqkv (or dqkv16) */
+static void backward(Bwd *a, int wg, size_t nqkv)
+{
+    if (a->dqkv)
+        for (size_t i = 0; i < nqkv; i++) a->dqkv[i] = NAN;
+    if (a->dqkv16)
+        for (size_t i = 0; i < nqkv; i++) a->dqkv16[i] = 0x7fc1;
+    unsigned rows = wg ? PW_FWG_ROWS : TC_ROWS, bx = (unsigned)((a->T + rows - 1) / rows);
+    EmuDim3 gq = {bx, (unsigned)a->NH, (unsigned)a->B}, gk = {bx, (unsigned)a->NKV, (unsigned)a->B};
+    if (wg) {
+        emu_launch_smem(gq, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_dq, a);
+        emu_launch_smem(gk, d1(PW_FWG_THREADS), PW_FWG_DKV_SMEM, wg_dkv, a);
+    } else {
+        emu_launch(gq, d1(TC_THREADS), tc_dq, a);
+        emu_launch(gk, d1(TC_THREADS), tc_dkv, a);
+    }
+}
 
 static void wg_fwd(void *p)
 {
@@ -98,6 +148,32 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     for (size_t i = 0; i < nout; i++) o.out16[i] = 0x7fc1;
     emu_launch_smem(gw, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_fwd, &o);
     emu_check_bf16("out16 alone", o.out16, w.out, nout);
+
+    /* the backward, on the twin's lse and out (rounded), after the prep kernel (D, dout16) */
+    uint16_t *tout16 = malloc(sizeof(uint16_t) * nout);
+    for (size_t i = 0; i < nout; i++) tout16[i] = pw_bf16_from_f32(out[i]);
+    float *dqkv = malloc(sizeof(float) * nqkv);
+    pw_attention_gqa_backward_bf16(dqkv, fc.dout, qkv, tout16, lse, fc.mask, B, T, NH, NKV, hs);
+    Bwd k = {malloc(sizeof(float) * nqkv), malloc(sizeof(float) * nlse), NULL,
+             malloc(sizeof(uint16_t) * nout), fc.dout, lse, qkv, tout16, fc.mask, B, T, NH, NKV,
+             hs, scale};
+    emu_launch(d1(pw_row_blocks(nlse)), d1(PW_ROW_THREADS), prep_k, &k);
+    Bwd tc = k;
+    tc.dqkv = malloc(sizeof(float) * nqkv);
+    backward(&k, 1, nqkv);
+    backward(&tc, 0, nqkv);
+    emu_check("wgmma backward dqkv", k.dqkv, dqkv, nqkv, TOL);
+    same_bits("dqkv against mma.sync's", k.dqkv, tc.dqkv, sizeof(float) * nqkv);
+    Bwd k16 = k;
+    k16.dqkv = NULL;
+    k16.dqkv16 = malloc(sizeof(uint16_t) * nqkv);
+    backward(&k16, 1, nqkv);
+    emu_check_bf16("wgmma backward dqkv in bfloat16", k16.dqkv16, k.dqkv, nqkv);
+    free(k16.dqkv16);
+    free(tc.dqkv);
+    free(k.dqkv), free(k.drow), free(k.dout16);
+    free(dqkv);
+    free(tout16);
 
     flash_case_free(&fc);
     free(widened);

@@ -1,8 +1,8 @@
 /* attention_bf16.cu: causal self-attention with a key padding mask on the tensor cores, in
  * bfloat16 with float32 accumulation, forward and backward, grouped-query (twin of
  * pw_attention_gqa_forward_bf16 / _backward_bf16 in cpu/attention.c): the model's attention at
- * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere; the forward
- * for heads of 64 flash_wg_kernels.cuh's where pw_cuda_set_flash_wgmma asks for it); heads
+ * precision bf16. The kernels are flash_tc_kernels.cuh's (no T x T matrix anywhere; for heads of
+ * 64 flash_wg_kernels.cuh's where pw_cuda_set_flash_wgmma asks for it); heads
  * larger than 128, and pw_cuda_set_flash(0), take attention.cu's float32 path instead on q, k
  * and v widened (its GEMM path; the tests compare that with the twin to the bfloat16
  * tolerance). q, k and v come in bfloat16; the forward writes its output in float32 and / or
@@ -23,7 +23,8 @@
 #include "flash_tc.cuh"
 #include "flash_wg_kernels.cuh"
 
-static unsigned long wgmma_calls; /* forwards the warpgroup kernel took (under wgmma_lock) */
+/* forwards and backwards the warpgroup kernels took (under wgmma_lock) */
+static unsigned long wgmma_calls;
 static pthread_mutex_t wgmma_lock = PTHREAD_MUTEX_INITIALIZER;
 
 extern "C" unsigned long pw_cuda_flash_wgmma_calls(void)
@@ -102,6 +103,33 @@ static float *widened(const uint16_t *qkv, int B, int T, int NH, int NKV, int hs
     return w;
 }
 
+/* the backward's float32 output: dqkv, where dqkv16 is not asked for (one of the two) */
+static float *d32_of(float *dqkv, pw_bf16 *dqkv16) { return dqkv16 ? NULL : dqkv; }
+
+/* the backward's dq kernel and dk/dv kernel on the warpgroup products (pw_cuda_set_flash_wgmma)
+ * after the prep kernel, where they apply (as wgmma_forward; the fused backward, where it is
+ * asked for, is mma.sync's); 1 when launched */
+static int wgmma_backward(float *d32, pw_bf16 *dqkv16, const float *drow, const uint16_t *dout16,
+                          const uint16_t *qkv, const float *lse, const int *mask, int B, int T,
+                          int NH, int NKV, int hs, float scale, cudaStream_t stream)
+{
+    if (!pw_cuda_get_flash_wgmma() || pw_cuda_get_flash_fused_bwd() || hs != 64 ||
+        (uintptr_t)qkv % 16 || !pw_cuda_wgmma_ok())
+        return 0;
+    unsigned bx = (unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS);
+    dim3 gq(bx, (unsigned)NH, (unsigned)B), gk(bx, (unsigned)NKV, (unsigned)B);
+    pw_flash_wg_dq_64<<<gq, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(
+        d32, (uint16_t *)dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    PW_CUDA_CHECK(cudaGetLastError());
+    pw_flash_wg_dkv_64<<<gk, PW_FWG_THREADS, PW_FWG_DKV_SMEM, stream>>>(
+        d32, (uint16_t *)dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    PW_CUDA_CHECK(cudaGetLastError());
+    pthread_mutex_lock(&wgmma_lock);
+    wgmma_calls++;
+    pthread_mutex_unlock(&wgmma_lock);
+    return 1;
+}
+
 extern "C" void pw_attention_gqa_forward_bf16_cuda(float *out, pw_bf16 *out16, float *lse,
                                                    const uint16_t *qkv, const int *mask, int B,
                                                    int T, int NH, int NKV, int hs,
@@ -156,9 +184,15 @@ extern "C" void pw_attention_gqa_backward_bf16_cuda(float *dqkv, pw_bf16 *dqkv16
                                                                          out16, mask, B, T, NH,
                                                                          hs);
     PW_CUDA_CHECK(cudaGetLastError());
+    if (wgmma_backward(d32_of(dqkv, dqkv16), dqkv16, drow, dout16, qkv, lse, mask, B, T, NH, NKV,
+                       hs, scale, stream)) {
+        pw_cuda_scratch_free(dout16, stream);
+        pw_cuda_scratch_free(drow, stream);
+        return;
+    }
     dim3 gq((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NH, (unsigned)B);
     dim3 gk((unsigned)((T + TC_ROWS - 1) / TC_ROWS), (unsigned)NKV, (unsigned)B);
-    float *d32 = dqkv16 ? NULL : dqkv; /* one of the two */
+    float *d32 = d32_of(dqkv, dqkv16);
     if (pw_cuda_get_flash_fused_bwd()) {
         size_t nq = (size_t)B * T * NH * hs;
         float *dq32 = (float *)pw_cuda_scratch(sizeof(float) * nq, stream);

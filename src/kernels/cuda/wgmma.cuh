@@ -28,7 +28,9 @@
  * Order (the PTX ISA's rules): pw_wg_fence() before the first product of a batch whose
  * accumulators or A registers the threads touched since the last one; pw_wg_commit() closes a
  * batch; pw_wg_wait(n) waits until at most n batches are in flight (n a constant, 0 or 1):
- * only then may the accumulators be read, or the shared operands rewritten. Shared memory
+ * only then may the accumulators be read, or the shared operands rewritten; pw_wg_hold(d) after
+ * the wait and before the fence keeps the compiler's reads and writes of d on their side of them.
+ * Shared memory
  * written by the threads (stores, cp.async) is seen by the products only after
  * pw_wg_proxy_fence() by the writers and then a barrier.
  *
@@ -60,12 +62,22 @@ static __device__ __forceinline__ void pw_wg_commit(void)
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 #define pw_wg_wait(n) asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(n) : "memory")
+/* the compiler sees a product's accumulators written when it is issued, not when it is waited
+ * for: this pins them (an empty asm that reads and writes each) where it stands, so that no
+ * read of them moves above the wait after it is placed, nor a write below the issue before it
+ * (ptxas would otherwise serialize the products to stay correct: its warning C7514) */
+static __device__ __forceinline__ void pw_wg_hold(float d[32])
+{
+#pragma unroll
+    for (int v = 0; v < 32; v++) asm volatile("" : "+f"(d[v])::"memory");
+}
 static __device__ __forceinline__ void pw_wg_proxy_fence(void)
 {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
 /* the 32 accumulators as asm operands %0..%31 */
+
 #define PW_WG_D(d)                                                                               \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),          \
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),  \
@@ -113,6 +125,7 @@ static __device__ __forceinline__ void pw_wg_rs_mn(float d[32], const uint32_t a
 static __device__ __forceinline__ void pw_wg_fence(void) { __trap(); }
 static __device__ __forceinline__ void pw_wg_commit(void) { __trap(); }
 #define pw_wg_wait(n) __trap()
+static __device__ __forceinline__ void pw_wg_hold(float d[32]) { __trap(); }
 static __device__ __forceinline__ void pw_wg_proxy_fence(void) { __trap(); }
 static __device__ __forceinline__ void pw_wg_ss_k(float d[32], uint64_t da, uint64_t db, int acc)
 {

@@ -65,6 +65,7 @@ __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
     for (int v = 0; v < 32; v++) d[v] = NAN;
     uint64_t da = pw_wg_desc(pw_smem(sa), 0, 8 * PW_WG_ROW);
     uint64_t dx = pw_wg_desc(pw_smem(sx), 0, 8 * PW_WG_ROW);
+    pw_wg_hold(d);
     pw_wg_fence();
     for (int s = 0; s < 4; s++) {
         if (form == PW_WG_PROBE_SS)
@@ -76,6 +77,7 @@ __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
     }
     pw_wg_commit();
     pw_wg_wait(0);
+    pw_wg_hold(d);
     for (int v = 0; v < 32; v++) {
         int m = 16 * w + g + 8 * ((v / 2) % 2), n = 8 * (v / 4) + 2 * c + v % 2;
         out[m * 64 + n] = d[v];
