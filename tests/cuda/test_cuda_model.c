@@ -7,7 +7,9 @@
  * unchanged; at precision bf16 forward and gradients agree to 1e-2 (GPT-2's also with GELU in
  * cuBLASLt's epilogues), and so do the logits over
  * each model's bfloat16 KV cache; with the LM head in chunks of 5 rows, at fp32 and bf16; and
- * with the forward keeping only the layers' inputs (recompute) or one layer (none). */
+ * with the forward keeping only the layers' inputs (recompute) or one layer (none); where the
+ * device runs Hopper's warpgroup products, a bf16 GPT-2 with heads of 64 with its attention on
+ * them. */
 #include <sys/stat.h>
 
 #include "cutest.h"
@@ -424,6 +426,40 @@ static void check_skinny(const PwArch *a, const int *tok, const int *tgt, const 
 
 /* Everything above for one architecture: its models on both devices, fp32 then bf16; the
  * checkpoint goes to DIR/cuda_model_<name>. */
+/* The attention on Hopper's warpgroup products (pw_cuda_set_flash_wgmma) inside the bf16 model,
+ * where the device runs them: a GPT-2 with heads of 64 (the kernels' size) through check_bf16
+ * against the CPU's bf16 model, the count saying its attention took them (a forward and a
+ * backward a layer at least) */
+static void check_wgmma(void)
+{
+    if (!pw_cuda_wgmma_ok()) {
+        printf("---- no warpgroup products on this device: their model not run\n");
+        return;
+    }
+    printf("---- gpt2, heads of 64, attention on the warpgroup products\n");
+    PwArch a = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 128,
+                .vocab_size = V, .n_positions = 32};
+    unsigned long long rng = 9;
+    int tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; i++) tok[i] = (int)(pw_test_uniform(&rng) * V);
+    pw_lm_next_token_targets(tgt, tok, mask, B, T);
+    float dlogp[B * T], dent[B * T], dval[B * T], dscore[B];
+    for (int i = 0; i < B * T; i++) {
+        dlogp[i] = tgt[i] >= 0 ? (float)pw_test_normal(&rng) : 0.0f;
+        dent[i] = 0.0f;
+        dval[i] = mask[i] ? (float)pw_test_normal(&rng) : 0.0f;
+    }
+    for (int b = 0; b < B; b++) dscore[b] = (float)pw_test_normal(&rng);
+    PwOutputGrads g = {.dlogp = dlogp, .dentropy = dent, .dvalue = dval, .dscore = dscore};
+    unsigned long c0 = pw_cuda_flash_wgmma_calls();
+    pw_cuda_set_flash_wgmma(1);
+    check_bf16(&a, tok, tgt, &g);
+    pw_cuda_set_flash_wgmma(0);
+    unsigned long n = pw_cuda_flash_wgmma_calls() - c0;
+    printf("  attention calls on the warpgroup products: %lu\n", n);
+    CHECK(n >= 2 * (unsigned long)a.n_layer, "the warpgroup attention took %lu calls", n);
+}
+
 static void check_arch(const char *name, const PwArch *arch, const char *dir)
 {
     /* on both streams: a failure (stderr) is then read under the architecture it is of */
@@ -561,6 +597,7 @@ int main(int argc, char **argv)
     check_arch("gpt2", &gpt2, dir);
     check_arch("qwen2", &qwen2, dir);
     check_arch("llama3", &llama3, dir);
+    check_wgmma();
     check_no_room();
     cu_release();
     return pw_test_done("test_cuda_model");

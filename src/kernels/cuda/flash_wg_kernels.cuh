@@ -245,8 +245,8 @@ static __device__ __forceinline__ FwgKeys fwg_next_keys(const FwgQuery *f, int i
     FwgKeys k;
     k.ok = f->flags + cur * PW_FWG_BK;
     k.pad = fwg_land(kt, kt + PW_FWG_TILE, k.ok, k0, f->src.T);
-    k.dk = pw_wg_desc(pw_smem(kt), 0, 8 * PW_WG_ROW);
-    k.dv = pw_wg_desc(pw_smem(kt + PW_FWG_TILE), 0, 8 * PW_WG_ROW);
+    k.dk = pw_wg_desc(pw_smem(kt), PW_WG_LBO, PW_WG_SBO);
+    k.dv = pw_wg_desc(pw_smem(kt + PW_FWG_TILE), PW_WG_LBO, PW_WG_SBO);
     return k;
 }
 
@@ -446,8 +446,8 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
         }
         int pad = fwg_land(qt, ot, qm, t0, T);
         if (t0 + 63 >= wk0) { /* some query at or after the warpgroup's first key */
-            const uint64_t dq_ = pw_wg_desc(pw_smem(qt), 0, 8 * PW_WG_ROW);
-            const uint64_t do_ = pw_wg_desc(pw_smem(ot), 0, 8 * PW_WG_ROW);
+            const uint64_t dq_ = pw_wg_desc(pw_smem(qt), PW_WG_LBO, PW_WG_SBO);
+            const uint64_t do_ = pw_wg_desc(pw_smem(ot), PW_WG_LBO, PW_WG_SBO);
             fwg_batch(0, s, ka, dq_, dp, va, do_);
             PW_UNROLL
             for (int v = 0; v < 32; v++) {

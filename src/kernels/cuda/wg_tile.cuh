@@ -9,6 +9,12 @@
 
 #define PW_WG_ROW 128u   /* bytes of a tile row: 64 bfloat16 */
 #define PW_WG_ATOM 1024u /* 8 rows: the swizzle's period, and a tile's alignment */
+/* a tile's descriptor offsets (wgmma.cuh): from one 8-row group to the next, SBO = 1024 bytes,
+ * whether the tile is read K-major or MN-major; LBO unused by these shapes (a slice's 16 k of a
+ * K-major row and the 64 n of an MN-major one each lie within one 128-byte row), set to 16 bytes,
+ * the value the swizzled layouts are documented to assume */
+#define PW_WG_LBO 16u
+#define PW_WG_SBO PW_WG_ATOM
 
 /* the byte of chunk c (16 bytes, 8 bfloat16) of row r of a tile */
 static __device__ __forceinline__ uint32_t pw_wg_chunk(int r, int c)

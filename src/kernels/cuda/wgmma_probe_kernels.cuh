@@ -63,8 +63,8 @@ __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
     }
     float d[32];
     for (int v = 0; v < 32; v++) d[v] = NAN;
-    uint64_t da = pw_wg_desc(pw_smem(sa), 0, 8 * PW_WG_ROW);
-    uint64_t dx = pw_wg_desc(pw_smem(sx), 0, 8 * PW_WG_ROW);
+    uint64_t da = pw_wg_desc(pw_smem(sa), PW_WG_LBO, PW_WG_SBO);
+    uint64_t dx = pw_wg_desc(pw_smem(sx), PW_WG_LBO, PW_WG_SBO);
     pw_wg_hold(d);
     pw_wg_fence();
     for (int s = 0; s < 4; s++) {
