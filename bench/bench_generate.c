@@ -302,11 +302,12 @@ static int bench_gpu(PwPrecision prec, int llama)
         pw_gen_free(g);
     }
     pw_model_free(m);
-    unsigned long plans = 0, split = 0, sk_calls = 0, sk_gelu = 0;
+    unsigned long plans = 0, split = 0, sk_calls = 0, sk_gelu = 0, sk_swiglu = 0;
 #ifdef PW_HAVE_CUDA
     pw_cuda_lt_plans(&plans, &split);
     sk_calls = pw_cuda_skinny_calls();
     sk_gelu = pw_cuda_skinny_gelu_calls(); /* GPT-2's MLP up-projection with GELU fused */
+    sk_swiglu = pw_cuda_skinny_swiglu_calls(); /* the Llama family's [gate | up] with SwiGLU */
 #endif
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
@@ -319,9 +320,9 @@ static int bench_gpu(PwPrecision prec, int llama)
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
                "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
                "b256_split4=%.0f b256_timed_graph=%.0f b256_skinny=%.0f b256_skinny_graph=%.0f "
-               "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu\n",
+               "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu skinny_swiglu_calls=%lu\n",
                tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
-               prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls);
+               prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls, sk_swiglu);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */

@@ -436,6 +436,20 @@ static void dec_up_gelu_apart(void)
     pw_gelu_forward_bf16_cuda(g.fc16, NULL, g.fc, (size_t)DR * 4 * C, 0);
 }
 static void dec_up_gelu_fused(void) { skinny(dec_up_gelu); }
+/* the Qwen shape's [gate | up] product of a decode step with its SwiGLU (a cache pass's call,
+ * g.fc the float32 scratch) the same three ways */
+static void dec_gu_swiglu(void)
+{
+    pw_matmul_swiglu_forward_bf16_cuda(g.fc16, g.fc, g.x16, g.w16, DR, QC, QF, 0);
+}
+static void dec_gu_swiglu_apart(void)
+{
+    pw_cuda_set_skinny(1);
+    pw_matmul_forward_bf16_cuda(g.fc, g.x16, g.w16, NULL, DR, QC, 2 * QF, 0);
+    pw_cuda_set_skinny(0);
+    pw_swiglu_forward_bf16_cuda(g.fc16, NULL, g.fc, DR, QF, 0);
+}
+static void dec_gu_swiglu_fused(void) { skinny(dec_gu_swiglu); }
 static void dec_products_skinny1(void) { dec_products_skinny_aim(1); }
 static void dec_products_skinny4(void) { dec_products_skinny_aim(4); }
 /* A weight gradient (768 x 768) summed over the batch's rows: 10240 (a multiple of 64: cuBLAS's
@@ -604,6 +618,8 @@ int main(int argc, char **argv)
     const double down_bytes = 2.0 * ((double)QF * QC + DR * (double)QF) + 4.0 * DR * QC;
     /* the up-projection's weights, input and bfloat16 activation: what the fused form moves */
     const double up_bytes = 2.0 * (4.0 * C * C + DR * 5.0 * C);
+    /* the same of Qwen's [gate | up] product and SwiGLU */
+    const double gu_bytes = 2.0 * (2.0 * QF * QC + DR * (double)(QC + QF));
     Row rows[] = {
         {"encoder forward", encoder_fwd, 3 * NC * f, 0, BW},
         {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},
@@ -657,6 +673,9 @@ int main(int argc, char **argv)
         {"decode MLP up + GELU (GPT-2, 256)", dec_up_gelu, up_bytes, 0, BW},
         {"decode up + GELU, few-row + kernel", dec_up_gelu_apart, up_bytes, 0, BW},
         {"decode up + GELU, few-row epilogue", dec_up_gelu_fused, up_bytes, 0, BW},
+        {"decode gate/up + SwiGLU (Qwen, 256)", dec_gu_swiglu, gu_bytes, 0, BW},
+        {"decode gu + SwiGLU, few-row + kernel", dec_gu_swiglu_apart, gu_bytes, 0, BW},
+        {"decode gu + SwiGLU, few-row epilogue", dec_gu_swiglu_fused, gu_bytes, 0, BW},
         {"decode down-proj (Qwen, 256 rows)", dec_down, down_bytes, 0, BW},
         {"decode down-proj, K split in 4", dec_down_split, down_bytes, 0, BW},
         {"decode down-proj, timed", dec_down_timed, down_bytes, 0, BW},
@@ -708,6 +727,7 @@ int main(int argc, char **argv)
     double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
     double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
     double upg[3] = {0, 0, 0}; /* decode up + GELU: cuBLAS, few-row apart, few-row fused */
+    double gus[3] = {0, 0, 0}; /* decode gate/up + SwiGLU likewise */
     unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
     pw_cuda_lt_plans(&plans0, &split0);
     unsigned long gelu0 = 0, gelu1 = 0;
@@ -772,6 +792,9 @@ int main(int argc, char **argv)
         if (r->fn == dec_up_gelu) upg[0] = ms;
         if (r->fn == dec_up_gelu_apart) upg[1] = ms;
         if (r->fn == dec_up_gelu_fused) upg[2] = ms;
+        if (r->fn == dec_gu_swiglu) gus[0] = ms;
+        if (r->fn == dec_gu_swiglu_apart) gus[1] = ms;
+        if (r->fn == dec_gu_swiglu_fused) gus[2] = ms;
         if (r->fn == dec_down) decp[4] = ms;
         if (r->fn == dec_down_split) decp[5] = ms;
         if (r->fn == dec_down_timed) decp[6] = ms;
@@ -817,7 +840,8 @@ int main(int argc, char **argv)
            "skinny_calls=%lu skinny_gelu_calls=%lu lt_plans=%lu "
            "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f "
            "attention_bf16_wgmma_fwd_ms=%.3f attention_bf16_wgmma_bwd_ms=%.3f wgmma_calls=%lu "
-           "total_ms=%.2f\n",
+           "decode_gu_swiglu_ms=%.4f decode_gu_swiglu_skinny_apart_ms=%.4f "
+           "decode_gu_swiglu_skinny_fused_ms=%.4f skinny_swiglu_calls=%lu total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
@@ -826,6 +850,6 @@ int main(int argc, char **argv)
            decp[3], aim[0], aim[1], decp[4], decp[5], decp[6], decp[7], upg[0], upg[1], upg[2],
            pw_cuda_skinny_calls(), pw_cuda_skinny_gelu_calls(), plans1 - plans0,
            split1 - split0, wgrad[0], wgrad[1], wg_f, wg_b, pw_cuda_flash_wgmma_calls() - wg_calls0,
-           total);
+           gus[0], gus[1], gus[2], pw_cuda_skinny_swiglu_calls(), total);
     return 0;
 }

@@ -96,6 +96,9 @@ unsigned long pw_cuda_skinny_calls(void);
 /* of those, the calls with GELU in the epilogue (GPT-2's MLP up-projection in a cache pass:
  * GELU of the sum rounded to bfloat16 into the activation, no float32 sum written) */
 unsigned long pw_cuda_skinny_gelu_calls(void);
+/* and those with SwiGLU in the epilogue (the Llama family's [gate | up] product in a cache pass:
+ * SwiGLU of the two halves' sums rounded to bfloat16 into the activation) */
+unsigned long pw_cuda_skinny_swiglu_calls(void);
 /* the blocks an SM its grid aims at, K split in parts until it has them (2 by default; 1 to 8,
  * 0 and below taken as the default, more as 8): a benchmark hook. Applies to later calls. */
 void pw_cuda_set_skinny_blocks(int per_sm);
@@ -393,6 +396,14 @@ void pw_matmul_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *pre, float *pre32,
                                       const pw_bf16 *inp, const pw_bf16 *weight,
                                       const float *bias, int N, int C, int OC,
                                       cudaStream_t stream);
+/* The Llama family's [gate | up] product and SwiGLU in a cache pass (bf16): out (N x F) =
+ * SwiGLU of inp . weight^T's halves (weight 2F x C, no bias) rounded to bfloat16; pre32 (NULL:
+ * none) N x 2F floats the unfused path may use (else it takes a scratch). Through the few-row
+ * kernel's SwiGLU epilogue where pw_cuda_set_skinny is on and it applies, else the product and
+ * pw_swiglu_forward_bf16_cuda: the same bits either way. */
+void pw_matmul_swiglu_forward_bf16_cuda(pw_bf16 *out, float *pre32, const pw_bf16 *inp,
+                                        const pw_bf16 *weight, int N, int C, int F,
+                                        cudaStream_t stream);
 /* The down-projection's backward through the GELU before it: dpre (N x C) SET to GELU'(pre) .
  * (dout . weight), rounded to bfloat16; dweight and dbias (NULL: none) accumulate as in
  * pw_matmul_backward_bf16_cuda. dinp32 (NULL: none): N x C floats the unfused path may use for

@@ -157,6 +157,16 @@ struct PwOps {
                                      float *pre, const float *inp, const uint16_t *inp_bf16,
                                      const float *weight, const uint16_t *weight_bf16,
                                      const float *bias, int N, int C, int OC);
+    /* The Llama family's MLP up-projection with its SwiGLU in a cache pass (nothing kept for a
+     * backward): out16 (N x F) = SwiGLU of inp . W^T's [gate | up] halves (W 2F x C, no bias) in
+     * bfloat16; pre (NULL: none) is N x 2F floats the table may use for the sum. The CPU's value
+     * is matmul_forward_bf16 into pre, then swiglu_forward_bf16 of it (rounding as it reads):
+     * bit for bit the two entries; the GPU's the same, in the few-row kernel's epilogue where it
+     * takes the product (pw_cuda_set_skinny). */
+    void (*matmul_swiglu_forward_bf16)(const PwOps *o, uint16_t *out16, float *pre,
+                                       const float *inp, const uint16_t *inp_bf16,
+                                       const float *weight, const uint16_t *weight_bf16, int N,
+                                       int C, int F);
     void (*matmul_backward_gelu_bf16)(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
                                       float *dinp_scratch, float *dweight, float *dbias,
                                       const float *dout, const uint16_t *dout_bf16,

@@ -17,6 +17,7 @@
     .swiglu_backward_bf16 = swiglu_bwd_bf16,                                                 \
     .matmul_gelu_forward_bf16 = matmul_gelu_fwd_bf16,                                        \
     .matmul_backward_gelu_bf16 = matmul_bwd_gelu_bf16,                                       \
+    .matmul_swiglu_forward_bf16 = matmul_swiglu_fwd_bf16,                                    \
     .attention_forward = attention_fwd, .attention_backward = attention_bwd,                 \
     .gelu_forward = gelu_fwd, .gelu_backward = gelu_bwd, .residual_forward = residual_fwd,   \
     .logprobs_forward = logprobs_fwd, .logprobs_backward = logprobs_bwd,                     \

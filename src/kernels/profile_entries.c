@@ -208,6 +208,15 @@ static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre1
                                          weight_bf16, bias, N, C, OC),
           "matmul_gelu_forward_bf16", MM(N, C, OC), 0, "N=%d C=%d OC=%d", N, C, OC);
 }
+static void matmul_swiglu_fwd_bf16(const PwOps *o, uint16_t *out16, float *pre, const float *inp,
+                                   const uint16_t *inp_bf16, const float *weight,
+                                   const uint16_t *weight_bf16, int N, int C, int F)
+{
+    TIMED(o,
+          I(o)->matmul_swiglu_forward_bf16(I(o), out16, pre, inp, inp_bf16, weight, weight_bf16,
+                                           N, C, F),
+          "matmul_swiglu_forward_bf16", MM(N, C, 2 * F), 0, "N=%d C=%d F=%d", N, C, F);
+}
 static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
                                  float *dinp_scratch, float *dweight, float *dbias,
                                  const float *dout, const uint16_t *dout_bf16, size_t dout_ld,

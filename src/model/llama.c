@@ -396,12 +396,17 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes [gate | up] rounded and keeps it for the backward (fch_16, fch NULL); a
      * cache pass makes it in float32 and the SwiGLU rounds it as it reads it */
-    pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, w.fc, NULL, N, C,
-                                2 * F);
-    if (k->fcha_16)
-        o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, k->fch, N, F);
-    else
-        o->swiglu_forward(o, k->fch_act, k->fch, N, F);
+    if (k->fcha_16 && !k->fch_16) { /* a cache pass at bf16: one entry, which the GPU may fuse */
+        o->matmul_swiglu_forward_bf16(o, k->fcha_16, k->fch, k->ln2, k->ln2_16, w.fc.f, w.fc.h, N,
+                                      C, F);
+    } else {
+        pw_model_matmul_forward_out(m, k->fch, k->fch_16, k->ln2, k->ln2_16, w.fc, NULL, N, C,
+                                    2 * F);
+        if (k->fcha_16)
+            o->swiglu_forward_bf16(o, k->fcha_16, k->fch_16, k->fch, N, F);
+        else
+            o->swiglu_forward(o, k->fch_act, k->fch, N, F);
+    }
     pw_model_matmul_forward(m, k->fcproj, k->fch_act, k->fcha_16, w.fcproj, NULL, N, F, C);
     residual_norm(o, k->out, k->res2, k->fcproj, next, N, C, a->norm_eps);
 }

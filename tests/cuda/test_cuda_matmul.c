@@ -384,7 +384,9 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
  * same bits (the tiles' counters back at zero after each launch). Returns the calls it took.
  * Where it took them, GPT-2's MLP entry with GELU (no pre-activation kept, as a cache pass
  * calls it) goes through the kernel's GELU epilogue: bit for bit GELU's own kernel on the
- * kernel's float32 output. */
+ * kernel's float32 output; and the Llama family's entry with SwiGLU (the weight's first OC / 2
+ * rows the gates, the rest the ups; no bias) through its SwiGLU epilogue: bit for bit SwiGLU's
+ * own kernel on the float32 output without a bias. */
 static unsigned long skinny_products(int N, int C, int OC, unsigned long long *rng)
 {
     printf("few-row kernel N=%d C=%d OC=%d\n", N, C, OC);
@@ -428,6 +430,28 @@ static unsigned long skinny_products(int N, int C, int OC, unsigned long long *r
                NO, g1 - g0);
         CHECK(bad == 0 && g1 - g0 == 1, "few-row kernel's GELU epilogue: %zu of %zu differ, "
               "%lu calls took it", bad, NO, g1 - g0);
+    }
+    if (c1 - c0 == 4 && OC % 8 == 0) {
+        int F = OC / 2;
+        size_t NF = (size_t)N * F;
+        pw_bf16 *d_act = cu_dev(2 * NF), *d_want = cu_dev(2 * NF);
+        unsigned long s0 = pw_cuda_skinny_swiglu_calls();
+        pw_cuda_set_skinny(1);
+        pw_matmul_forward_bf16_cuda(d_out, op.d_x, op.d_w, NULL, N, C, OC, 0);
+        pw_swiglu_forward_bf16_cuda(d_want, NULL, d_out, N, F, 0);
+        cu_poison(d_act, 2 * NF);
+        pw_matmul_swiglu_forward_bf16_cuda(d_act, NULL, op.d_x, op.d_w, N, C, F, 0);
+        pw_cuda_set_skinny(0);
+        uint16_t *got = cu_host(2 * NF), *want = cu_host(2 * NF);
+        cu_download(got, d_act, 2 * NF);
+        cu_download(want, d_want, 2 * NF);
+        size_t bad = 0;
+        for (size_t i = 0; i < NF; i++) bad += got[i] != want[i];
+        unsigned long s1 = pw_cuda_skinny_swiglu_calls();
+        printf("  SwiGLU epilogue: %zu of %zu differ from SwiGLU's kernel (%lu call took it)\n",
+               bad, NF, s1 - s0);
+        CHECK(bad == 0 && s1 - s0 == 1, "few-row kernel's SwiGLU epilogue: %zu of %zu differ, "
+              "%lu calls took it", bad, NF, s1 - s0);
     }
     cu_release();
     return c1 - c0;
@@ -523,10 +547,11 @@ int main(void)
     k_tails();
     printf("decode products: %lu plans split K\n", split);
     /* GPT-2's four decode products at 256 rows (K in 8, 6, 4 and 3 parts on an H100), Qwen's
-     * down-projection at 64, rows and outputs off the tile; C = 70 and the LM head are cuBLAS's */
-    const int sk[6][3] = {{256, 3072, 768}, {256, 768, 768}, {256, 768, 2304},
-                          {256, 768, 3072}, {64, 4864, 896}, {37, 96, 132}};
-    for (int i = 0; i < 6; i++)
+     * down-projection at 64 and its [gate | up] at 256 (one part: SwiGLU in the one block's
+     * epilogue), rows and outputs off the tile; C = 70 and the LM head are cuBLAS's */
+    const int sk[7][3] = {{256, 3072, 768}, {256, 768, 768}, {256, 768, 2304},
+                          {256, 768, 3072}, {64, 4864, 896}, {37, 96, 132}, {256, 896, 9728}};
+    for (int i = 0; i < 7; i++)
         CHECK(skinny_products(sk[i][0], sk[i][1], sk[i][2], &rng) == 4,
               "the few-row kernel did not take N=%d C=%d OC=%d", sk[i][0], sk[i][1], sk[i][2]);
     CHECK(skinny_products(37, 70, 132, &rng) == 0, "the few-row kernel took C = 70");

@@ -10,7 +10,8 @@
  * parts), a bias and none, and GPT-2's attention projection at 256 rows in 6 parts (full
  * tiles, four of rows). After each launch every tile's counter is back at zero (the next
  * launch needs no memset) and the output's neighbours are untouched; two launches give the
- * same bits. pw_sk_parts (launch.cuh) is checked on the decode shapes by hand-worked numbers.
+ * same bits. The GELU and SwiGLU epilogues (bfloat16 out) bit for bit the separate kernels on
+ * the float32 output. pw_sk_parts (launch.cuh) is checked on the decode shapes by hand-worked numbers.
  * Needs no GPU. */
 #include <math.h>
 #include <stdint.h>
@@ -35,14 +36,14 @@ typedef struct Args {
     int *counters;
     const uint16_t *inp, *w;
     const float *bias;
-    int N, C, OC;
+    int N, C, OC, act;
 } Args;
 
 static void body(void *p)
 {
     Args *a = p;
     pw_skinny_kernel(a->out, a->act16, a->ws, a->counters, a->inp, a->w, a->bias, a->N, a->C,
-                     a->OC);
+                     a->OC, a->act);
 }
 
 /* The GELU epilogue (act16): a third launch of the same product, whose bfloat16 output must be
@@ -56,6 +57,7 @@ static void run_gelu(const char *what, Args a, EmuDim3 grid, const float *f, int
     for (size_t i = 0; i < NO + 2 * GUARD; i++) guarded[i] = 0xffff;
     a.out = NULL;
     a.act16 = act;
+    a.act = PW_SK_GELU;
     emu_launch(grid, d1(PW_SK_THREADS), body, &a);
     size_t bad = 0, first = NO;
     for (size_t i = 0; i < NO; i++) {
@@ -73,8 +75,41 @@ static void run_gelu(const char *what, Args a, EmuDim3 grid, const float *f, int
     free(guarded);
 }
 
-static void run(int N, int C, int OC, int parts, int with_bias, int gelu,
-                unsigned long long *rng)
+/* The SwiGLU epilogue (no bias): the same product with w's first OC / 2 rows the gates and the
+ * last the ups, its bfloat16 output (N x OC / 2) bit for bit what the separate SwiGLU kernel
+ * makes of the float32 output `f` (swiglu_kernels.cuh's swiglu_forward_kernel with `round`),
+ * nothing written beside it, the counters back at zero */
+static void run_swiglu(const char *what, Args a, EmuDim3 grid, const float *f, int tiles)
+{
+    int F = a.OC / 2;
+    size_t NF = (size_t)a.N * F;
+    uint16_t *guarded = malloc(sizeof(uint16_t) * (NF + 2 * GUARD)), *act = guarded + GUARD;
+    for (size_t i = 0; i < NF + 2 * GUARD; i++) guarded[i] = 0xffff;
+    a.out = NULL;
+    a.act16 = act;
+    a.act = PW_SK_SWIGLU;
+    emu_launch(grid, d1(PW_SK_THREADS), body, &a);
+    size_t bad = 0, first = NF;
+    for (size_t i = 0; i < NF; i++) {
+        size_t r = i / F, j = i % F;
+        float g = pw_bf16_to_f32(pw_bf16_from_f32(f[r * a.OC + j]));
+        float u = pw_bf16_to_f32(pw_bf16_from_f32(f[r * a.OC + F + j]));
+        if (act[i] != pw_bf16_from_f32(swiglu_of(g, u)) && bad++ == 0) first = i;
+    }
+    int touched = 0, left = 0;
+    for (int i = 0; i < GUARD; i++) touched += (guarded[i] != 0xffff) + (act[NF + i] != 0xffff);
+    for (int t = 0; t <= tiles; t++) left += a.counters[t] != 0;
+    printf("  %-30s SwiGLU epilogue: %zu of %zu differ from SwiGLU of the float32 output\n",
+           what, bad, NF);
+    CHECK(bad == 0, "%s: SwiGLU epilogue differs at %zu values, first at %zu", what, bad, first);
+    CHECK(touched == 0 && left == 0, "%s: SwiGLU epilogue wrote %d beside, left %d counters up",
+          what, touched, left);
+    free(guarded);
+}
+
+enum { GELU = 1, SWIGLU = 2 }; /* run's epilogues besides the float32 output */
+
+static void run(int N, int C, int OC, int parts, int with_bias, int epi, unsigned long long *rng)
 {
     char what[96];
     snprintf(what, sizeof what, "N=%d C=%d OC=%d, %d part%s, %s", N, C, OC, parts,
@@ -92,7 +127,7 @@ static void run(int N, int C, int OC, int parts, int with_bias, int gelu,
     float *ws = malloc(sizeof(float) * (size_t)tiles * parts * SK_TILE);
     int *counters = calloc((size_t)tiles + 1, sizeof(int));
     float *first = malloc(sizeof(float) * NO);
-    Args a = {out, NULL, ws, counters, x16, w16, bias, N, C, OC};
+    Args a = {out, NULL, ws, counters, x16, w16, bias, N, C, OC, PW_SK_PLAIN};
     EmuDim3 grid = {(unsigned)((N + PW_SK_BM - 1) / PW_SK_BM),
                     (unsigned)((OC + PW_SK_BN - 1) / PW_SK_BN), (unsigned)parts};
     for (int r = 0; r < 2; r++) {
@@ -113,7 +148,8 @@ static void run(int N, int C, int OC, int parts, int with_bias, int gelu,
                   what);
         }
     }
-    if (gelu) run_gelu(what, a, grid, first, tiles);
+    if (epi & GELU) run_gelu(what, a, grid, first, tiles);
+    if (epi & SWIGLU) run_swiglu(what, a, grid, first, tiles);
     free(x), free(w), free(bias), free(xr), free(wr), free(x16), free(w16), free(ref);
     free(guarded), free(ws), free(counters), free(first);
 }
@@ -163,11 +199,15 @@ int main(void)
      * 128), 8 steps of K in 1, 2, 3 (uneven: 2, 3, 3) and 8 parts */
     const int parts[4] = {1, 2, 3, 8};
     for (int i = 0; i < 4; i++)
-        run(70, 256, 200, parts[i], 1, parts[i] == 1 || parts[i] == 8, &rng); /* GELU: 1, 8 */
-    run(70, 256, 200, 3, 0, 0, &rng);
-    /* a few rows and outputs, one step a part; one whole tile of each */
-    run(5, 96, 8, 3, 1, 1, &rng);
-    run(64, 64, 128, 2, 0, 0, &rng);
+        run(70, 256, 200, parts[i], 1, parts[i] == 1 || parts[i] == 8 ? GELU : 0, &rng);
+    /* no bias: SwiGLU of 100 outputs (the second tile's 36 of 64), in 1, 3 and 8 parts */
+    run(70, 256, 200, 3, 0, SWIGLU, &rng);
+    run(70, 256, 200, 1, 0, SWIGLU, &rng);
+    run(70, 256, 200, 8, 0, SWIGLU, &rng);
+    /* a few rows and outputs, one step a part; one whole tile of each (SwiGLU: 64 outputs) */
+    run(5, 96, 8, 3, 1, GELU, &rng);
+    run(5, 96, 8, 3, 0, SWIGLU, &rng);
+    run(64, 64, 128, 2, 0, SWIGLU, &rng);
     /* GPT-2's attention projection at a decode step of 256 rows, as an H100 splits it */
     run(256, 768, 768, 6, 1, 0, &rng);
     return pw_test_done("test_skinny_emu");

@@ -1,11 +1,14 @@
-/* test_ops_mlp.c: GPT-2's MLP entries of the CPU kernel table (pw_ops.h), each a product with
- * the GELU beside it: matmul_gelu_forward_bf16 gives the bits of matmul_forward_bf16 then
+/* test_ops_mlp.c: the MLP entries of the CPU kernel table (pw_ops.h), each a product with its
+ * activation beside it. GPT-2's, with the GELU: matmul_gelu_forward_bf16 gives the bits of matmul_forward_bf16 then
  * gelu_forward_bf16, whether the sum is kept rounded (pre16), made in a float32 buffer given
  * (pre) or in one of the table's own; matmul_backward_gelu_bf16 gives the bits of
  * matmul_backward_bf16 then gelu_backward_bf16, with dout in float32 or in bfloat16 rows wider
  * than the product, a scratch given or not, dweight and dbias accumulated or NULL. And the
  * values against float64: GELU (tanh form) of the rounded operands' product plus bias, and its
- * derivative at the kept sum times dout . W, within bfloat16's roundings. */
+ * derivative at the kept sum times dout . W, within bfloat16's roundings. The Llama family's
+ * matmul_swiglu_forward_bf16 gives the bits of matmul_forward_bf16 into float32 then
+ * swiglu_forward_bf16 of it, in a buffer given or the table's own, and against float64: silu of
+ * the rounded gate sum times the rounded up sum. */
 #include <math.h>
 
 #include "kref.h"
@@ -113,6 +116,29 @@ int main(void)
         free(dw_a), free(dw_b), free(db_a), free(db_b), free(dpre_a), free(dpre_b), free(dg);
         free(scratch);
     }
+    /* the Llama family's [gate | up] product (W: OC rows, the gates then the ups) and SwiGLU */
+    const int F = OC / 2;
+    const size_t NF = (size_t)N * F;
+    uint16_t *act_a = kref_alloc(NF * 2), *act_b = kref_alloc(NF * 2), *act_c = kref_alloc(NF * 2);
+    float *gu = kref_alloc(NO * 4), *gu_given = kref_alloc(NO * 4);
+    o->matmul_swiglu_forward_bf16(o, act_a, gu_given, NULL, x16, NULL, w16, N, C, F);
+    o->matmul_swiglu_forward_bf16(o, act_c, NULL, x, NULL, w, NULL, N, C, F);
+    o->matmul_forward_bf16(o, gu, NULL, NULL, x16, NULL, w16, NULL, N, C, OC);
+    o->swiglu_forward_bf16(o, act_b, NULL, gu, N, F);
+    SAME(gu_given, gu, NO, "SwiGLU forward: the sum in the buffer given");
+    SAME(act_a, act_b, NF, "SwiGLU forward: out16");
+    SAME(act_c, act_b, NF, "SwiGLU forward: out16 from the table's buffer");
+    for (int i = 0; i < (int)NF; i++) {
+        int n = i / F, j = i % F;
+        double g = 0.0, u = 0.0;
+        for (int k = 0; k < C; k++) {
+            g += r16(x[n * C + k]) * r16(w[j * C + k]);
+            u += r16(x[n * C + k]) * r16(w[(F + j) * C + k]);
+        }
+        double gr = r16((float)g), ur = r16((float)u), want = gr / (1.0 + exp(-gr)) * ur;
+        near(pw_bf16_to_f32(act_a[i]), want, 0.0, "SwiGLU out16 against float64", i);
+    }
+    free(act_a), free(act_b), free(act_c), free(gu), free(gu_given);
     free(x), free(w), free(bias), free(x16), free(w16), free(out_a), free(out_b), free(pre_a);
     free(pre_b), free(pre32), free(sum), free(out_c), free(out_d), free(dout), free(dw0), free(db0);
     free(dout16), free(g16);

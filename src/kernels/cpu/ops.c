@@ -294,6 +294,16 @@ static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre1
     gelu_fwd_bf16(o, out16, pre16, f, n); /* reads pre16 when f is NULL */
     if (!pre16 && !pre) free(f);
 }
+/* the Llama family's up-projection and SwiGLU in a cache pass: the two entries likewise */
+static void matmul_swiglu_fwd_bf16(const PwOps *o, uint16_t *out16, float *pre, const float *inp,
+                                   const uint16_t *inp_bf16, const float *weight,
+                                   const uint16_t *weight_bf16, int N, int C, int F)
+{
+    float *f = pre ? pre : floats_or_die((size_t)N * 2 * F);
+    matmul_fwd_bf16(o, f, NULL, inp, inp_bf16, weight, weight_bf16, NULL, N, C, 2 * F);
+    swiglu_fwd_bf16(o, out16, NULL, f, N, F);
+    if (!pre) free(f);
+}
 static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
                                  float *dinp_scratch, float *dweight, float *dbias,
                                  const float *dout, const uint16_t *dout_bf16, size_t dout_ld,

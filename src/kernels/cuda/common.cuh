@@ -64,6 +64,11 @@ void pw_lt_release(void);
  * when queued; 0, having queued nothing, otherwise: the caller then runs its own. */
 int pw_skinny_forward(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight,
                       const float *bias, int N, int C, int OC, cudaStream_t stream);
+/* act16 (N x F, bfloat16) = SwiGLU of the product's first F columns (gates) and last F (ups),
+ * weight (2F x C), no bias, the same way: the product into float32 and then
+ * pw_swiglu_forward_bf16_cuda, bit for bit; F a multiple of 4. 1 when queued, else 0. */
+int pw_skinny_swiglu_forward(pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight, int N,
+                             int C, int F, cudaStream_t stream);
 /* frees the few-row products' workspaces and counters (called by pw_cuda_release) */
 void pw_skinny_release(void);
 

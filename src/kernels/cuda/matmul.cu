@@ -163,6 +163,22 @@ extern "C" void pw_matmul_gelu_forward_bf16_cuda(pw_bf16 *out, pw_bf16 *pre, flo
     if (!pre32) pw_cuda_scratch_free(f, stream);
 }
 
+/* the Llama family's up-projection and SwiGLU in a cache pass: the few-row kernel's SwiGLU
+ * epilogue where skinny.cu takes it, else the product into float32 and SwiGLU's kernel (the
+ * very calls the model made before this entry) */
+extern "C" void pw_matmul_swiglu_forward_bf16_cuda(pw_bf16 *out, float *pre32, const pw_bf16 *inp,
+                                                   const pw_bf16 *weight, int N, int C, int F,
+                                                   cudaStream_t stream)
+{
+    if (N <= 0 || F <= 0) return;
+    if (pw_skinny_swiglu_forward(out, inp, weight, N, C, F, stream)) return;
+    size_t n = (size_t)N * 2 * F;
+    float *f = pre32 ? pre32 : (float *)pw_cuda_scratch(sizeof(float) * n, stream);
+    pw_matmul_forward_bf16_cuda(f, inp, weight, NULL, N, C, 2 * F, stream);
+    pw_swiglu_forward_bf16_cuda(out, NULL, f, N, F, stream);
+    if (!pre32) pw_cuda_scratch_free(f, stream);
+}
+
 extern "C" void pw_matmul_backward_gelu_bf16_cuda(pw_bf16 *dpre, const pw_bf16 *pre, float *dinp32,
                                                   float *dweight, float *dbias,
                                                   const pw_bf16 *dout, int ldo,

@@ -380,6 +380,14 @@ static void matmul_gelu_fwd_bf16(const PwOps *o, uint16_t *out16, uint16_t *pre1
     fwd_operands(o, inp, inp_bf16, weight, weight_bf16, N, C, OC, &i16, &w16);
     pw_matmul_gelu_forward_bf16_cuda(out16, pre16, pre, i16, w16, bias, N, C, OC, S(o));
 }
+static void matmul_swiglu_fwd_bf16(const PwOps *o, uint16_t *out16, float *pre, const float *inp,
+                                   const uint16_t *inp_bf16, const float *weight,
+                                   const uint16_t *weight_bf16, int N, int C, int F)
+{
+    const pw_bf16 *i16, *w16;
+    fwd_operands(o, inp, inp_bf16, weight, weight_bf16, N, C, 2 * F, &i16, &w16);
+    pw_matmul_swiglu_forward_bf16_cuda(out16, pre, i16, w16, N, C, F, S(o));
+}
 static void matmul_bwd_gelu_bf16(const PwOps *o, uint16_t *dpre16, const uint16_t *pre16,
                                  float *dinp_scratch, float *dweight, float *dbias,
                                  const float *dout, const uint16_t *dout_bf16, size_t dout_ld,

@@ -1,7 +1,8 @@
 /* skinny.cu: the few-row products of a decode step through a kernel of our own
  * (skinny_kernels.cuh, which says why), where pw_cuda_set_skinny asks for it: the bf16 forward
  * with a float32 output (matmul.cu's linear_forward), or with GELU in its epilogue and a bfloat16
- * output (matmul.cu's GPT-2 MLP entry in a cache pass), of at most PW_SK_MAX_ROWS rows and at most
+ * output (matmul.cu's GPT-2 MLP entry in a cache pass), or SwiGLU of a [gate | up] product the
+ * same way (its Llama-family MLP entry), of at most PW_SK_MAX_ROWS rows and at most
  * PW_SK_PER_TILE_SM of its tiles an SM (launch.cuh's pw_sk_parts: an LM head has more). Each
  * (device, stream) keeps its own workspace for the parts' sums and its own tile counters, made on
  * its first call and zeroed then; the kernel's last block of each tile sets its counter back to
@@ -32,7 +33,7 @@ static SkStream sk_streams[SK_MAX_STREAMS];
 static int sk_nstreams;
 static int sk_enabled; /* off until a GPU has timed it against cuBLAS (bench_generate) */
 static int sk_per_sm = PW_SK_PER_SM;
-static unsigned long sk_calls, sk_gelu_calls;
+static unsigned long sk_calls, sk_gelu_calls, sk_swiglu_calls;
 
 extern "C" void pw_cuda_set_skinny(int enable) { sk_enabled = enable != 0; }
 extern "C" int pw_cuda_get_skinny(void) { return sk_enabled; }
@@ -52,6 +53,13 @@ extern "C" unsigned long pw_cuda_skinny_gelu_calls(void)
 {
     pthread_mutex_lock(&sk_lock);
     unsigned long n = sk_gelu_calls;
+    pthread_mutex_unlock(&sk_lock);
+    return n;
+}
+extern "C" unsigned long pw_cuda_skinny_swiglu_calls(void)
+{
+    pthread_mutex_lock(&sk_lock);
+    unsigned long n = sk_swiglu_calls;
     pthread_mutex_unlock(&sk_lock);
     return n;
 }
@@ -83,12 +91,13 @@ static const SkStream *stream_state(cudaStream_t stream)
 
 static int aligned(const void *p, uintptr_t bytes) { return (uintptr_t)p % bytes == 0; }
 
-int pw_skinny_forward(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight,
-                      const float *bias, int N, int C, int OC, cudaStream_t stream)
+/* the launch behind both entries below; act a PW_SK_* epilogue */
+static int skinny(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight,
+                  const float *bias, int N, int C, int OC, int act, cudaStream_t stream)
 {
     /* what the kernel needs of its operands; the rows and C looked at first too (pw_sk_parts
      * decides), so that a training product never takes the lock */
-    const void *dst = act16 ? (const void *)act16 : (const void *)out;
+    const void *dst = act ? (const void *)act16 : (const void *)out;
     if (!sk_enabled || N < 1 || N > PW_SK_MAX_ROWS || OC % 4 || C % PW_SK_BK ||
         !aligned(inp, 16) || !aligned(weight, 16) || !aligned(dst, 16) || !aligned(bias, 4))
         return 0;
@@ -96,15 +105,30 @@ int pw_skinny_forward(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_b
     const SkStream *s = stream_state(stream);
     int parts = s ? pw_sk_parts(N, C, OC, s->sms, sk_per_sm) : 0;
     sk_calls += parts > 0;
-    sk_gelu_calls += parts > 0 && act16;
+    sk_gelu_calls += parts > 0 && act == PW_SK_GELU;
+    sk_swiglu_calls += parts > 0 && act == PW_SK_SWIGLU;
     pthread_mutex_unlock(&sk_lock);
     if (!parts) return 0;
     dim3 grid((N + PW_SK_BM - 1) / PW_SK_BM, (OC + PW_SK_BN - 1) / PW_SK_BN, parts);
     pw_skinny_kernel<<<grid, PW_SK_THREADS, 0, stream>>>(
-        act16 ? NULL : out, (uint16_t *)act16, s->ws, s->counters, (const uint16_t *)inp,
-        (const uint16_t *)weight, bias, N, C, OC);
+        out, (uint16_t *)act16, s->ws, s->counters, (const uint16_t *)inp,
+        (const uint16_t *)weight, bias, N, C, OC, act);
     PW_CUDA_CHECK(cudaGetLastError());
     return 1;
+}
+
+int pw_skinny_forward(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight,
+                      const float *bias, int N, int C, int OC, cudaStream_t stream)
+{
+    return skinny(act16 ? NULL : out, act16, inp, weight, bias, N, C, OC,
+                  act16 ? PW_SK_GELU : PW_SK_PLAIN, stream);
+}
+
+int pw_skinny_swiglu_forward(pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight, int N,
+                             int C, int F, cudaStream_t stream)
+{
+    if (F % 4) return 0; /* the outputs 4 at a time */
+    return skinny(NULL, act16, inp, weight, NULL, N, C, 2 * F, PW_SK_SWIGLU, stream);
 }
 
 void pw_skinny_release(void)

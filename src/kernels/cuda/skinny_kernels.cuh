@@ -1,7 +1,8 @@
 /* skinny_kernels.cuh: the few-row product of a decode step on the tensor cores, out(N,OC) =
  * inp(N,C) . w(OC,C)^T + bias, bf16 operands, float32 accumulation and output (what
  * pw_matmul_forward_bf16 computes on the CPU), for N up to PW_SK_MAX_ROWS (launch.cuh); or,
- * for GPT-2's MLP up-projection, GELU of it in bfloat16 (act16, below).
+ * for GPT-2's MLP up-projection, GELU of it in bfloat16, or for the Llama family's [gate | up]
+ * product, SwiGLU of its two halves in bfloat16 (act16, below).
  *
  * Why a kernel of our own beside cuBLAS: at a decode step's 256 rows GPT-2's projections back
  * to 768 channels are 12 tiles of 128 x 128 for an H100's 132 SMs, each walking all of K alone;
@@ -37,25 +38,42 @@
 
 #include "bf16.cuh"
 #include "gelu.cuh"
+#include "swiglu.cuh"
+
+/* the epilogues (pw_skinny_kernel's act) */
+#define PW_SK_PLAIN 0  /* out = the product and bias, float32 */
+#define PW_SK_GELU 1   /* act16 = GELU of it, bfloat16 */
+#define PW_SK_SWIGLU 2 /* act16 (N x OC / 2) = SwiGLU of the gate half and the up half, bfloat16 */
 
 #define SK_STAGES 3
 #define SK_LD (PW_SK_BK + 8)
 #define SK_TILE (PW_SK_BM * PW_SK_BN) /* floats of a partial tile in the workspace */
 
+/* The row of w that row rb of the tile's B (its column rb) is, -1 past the output. With
+ * SwiGLU a tile of 128 columns is 64 outputs' gates and ups interleaved by 8: columns 16i..16i+7
+ * the gates of outputs 8i..8i+7 of the tile's 64, columns 16i+8..16i+15 their ups (rows F
+ * further), so that a lane holds each of its outputs' gate and up (D tiles nt and nt + 1). */
+static __device__ __forceinline__ int sk_wrow(int n0, int rb, int OC, int act)
+{
+    if (act != PW_SK_SWIGLU) return n0 + rb < OC ? n0 + rb : -1;
+    int F = OC / 2, j = n0 / 2 + (rb / 16) * 8 + rb % 8;
+    return j < F ? j + (rb / 8 % 2) * F : -1;
+}
+
 /* One step's operands into a buffer: 64 rows of inp (a 16-byte copy a thread) and 128 rows of
  * w (two), PW_SK_BK halves each from column k0 */
 static __device__ __forceinline__ void sk_load(uint16_t *sa, uint16_t *sb, const uint16_t *inp,
                                                const uint16_t *w, int m0, int n0, int k0, int N,
-                                               int C, int OC, int tid)
+                                               int C, int OC, int act, int tid)
 {
     int r = tid / 4, c = (tid % 4) * 8, row = m0 + r;
     pw_cp_async16(pw_smem(sa + r * SK_LD + c), inp + (size_t)(row < N ? row : 0) * C + k0 + c,
                   row < N ? 16 : 0);
     PW_UNROLL
     for (int h = 0; h < 2; h++) {
-        int rb = r + 64 * h, col = n0 + rb;
-        pw_cp_async16(pw_smem(sb + rb * SK_LD + c), w + (size_t)(col < OC ? col : 0) * C + k0 + c,
-                      col < OC ? 16 : 0);
+        int rb = r + 64 * h, wr = sk_wrow(n0, rb, OC, act);
+        pw_cp_async16(pw_smem(sb + rb * SK_LD + c), w + (size_t)(wr >= 0 ? wr : 0) * C + k0 + c,
+                      wr >= 0 ? 16 : 0);
     }
 }
 
@@ -70,12 +88,45 @@ static __device__ __forceinline__ uint32_t sk_gelu_pair(float a, float b)
     return pw_bf16_pair(gelu_of(sk_rounded(a)), gelu_of(sk_rounded(b)));
 }
 
-/* act16 NULL: out = the product and bias (float32). act16 set: act16 = GELU of it in bfloat16
- * (GPT-2's MLP up-projection in a cache pass: what the product into float32 and then
- * gelu_forward_kernel with `round` give, bit for bit), out not written. */
+/* SwiGLU's the same way: the gate and up sums rounded (as the SwiGLU kernel reads a float32
+ * [gate | up] at bf16), SwiGLU of them rounded, two outputs a 32-bit store */
+static __device__ __forceinline__ uint32_t sk_swiglu_pair(float g0, float u0, float g1, float u1)
+{
+    return pw_bf16_pair(swiglu_of(sk_rounded(g0), sk_rounded(u0)),
+                        swiglu_of(sk_rounded(g1), sk_rounded(u1)));
+}
+
+/* position e of a tile summed over its parts in part order, each read through L2 (__ldcg,
+ * where the other blocks' stores are); the loop unrolled to PW_SK_MAX_PARTS, so that every
+ * part's load is in flight at once */
+static __device__ __forceinline__ float4 sk_sum(const float *parts0, int parts, int e)
+{
+    float4 v[PW_SK_MAX_PARTS];
+    PW_UNROLL
+    for (int p = 0; p < PW_SK_MAX_PARTS; p++)
+        v[p] = p < parts ? __ldcg((const float4 *)(parts0 + (size_t)p * SK_TILE + e))
+                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 s = v[0];
+    PW_UNROLL
+    for (int p = 1; p < PW_SK_MAX_PARTS; p++)
+        if (p < parts) {
+            s.x += v[p].x;
+            s.y += v[p].y;
+            s.z += v[p].z;
+            s.w += v[p].w;
+        }
+    return s;
+}
+
+/* act PW_SK_PLAIN: out = the product and bias (float32). PW_SK_GELU: act16 = GELU of it in
+ * bfloat16 (GPT-2's MLP up-projection in a cache pass: what the product into float32 and then
+ * gelu_forward_kernel with `round` give, bit for bit). PW_SK_SWIGLU: act16 (N x F, F = OC / 2)
+ * = SwiGLU of w's first F rows' products (gates) and its last F rows' (ups), no bias (the
+ * Llama family's [gate | up] product in a cache pass: what the product into float32 and then
+ * swiglu_forward_kernel with `round` give, bit for bit); out is not written in either. */
 __global__ void __launch_bounds__(PW_SK_THREADS)
     pw_skinny_kernel(float *out, uint16_t *act16, float *ws, int *counters, const uint16_t *inp,
-                     const uint16_t *w, const float *bias, int N, int C, int OC)
+                     const uint16_t *w, const float *bias, int N, int C, int OC, int act)
 {
     __shared__ __align__(16) uint16_t sa[SK_STAGES][PW_SK_BM * SK_LD];
     __shared__ __align__(16) uint16_t sb[SK_STAGES][PW_SK_BN * SK_LD];
@@ -98,7 +149,7 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
      * "all but the newest" is always the step about to be used */
     for (int p = 0; p < SK_STAGES - 1; p++) {
         if (p < nsteps)
-            sk_load(sa[p], sb[p], inp, w, m0, n0, (k_first + p) * PW_SK_BK, N, C, OC, tid);
+            sk_load(sa[p], sb[p], inp, w, m0, n0, (k_first + p) * PW_SK_BK, N, C, OC, act, tid);
         pw_cp_commit();
     }
     /* ldmatrix's lanes: lane 8i + j gives row j of matrix i. A: matrices (rows 0-7, k 0-7),
@@ -112,7 +163,7 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
         int next = t + SK_STAGES - 1;
         if (next < nsteps)
             sk_load(sa[next % SK_STAGES], sb[next % SK_STAGES], inp, w, m0, n0,
-                    (k_first + next) * PW_SK_BK, N, C, OC, tid);
+                    (k_first + next) * PW_SK_BK, N, C, OC, act, tid);
         pw_cp_commit();
         const uint16_t *A = sa[t % SK_STAGES], *B = sb[t % SK_STAGES];
         PW_UNROLL
@@ -136,9 +187,25 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
     /* a lane's results (mma.cuh's D layout): rows g and g + 8 of each 16, columns 2c, 2c + 1;
      * one part writes the output with its bias, each of several its partial tile */
     const int g = lane / 4, c2 = (lane % 4) * 2, tile = blockIdx.y * gridDim.x + blockIdx.x;
-    const int whole = parts == 1, ld = whole ? OC : PW_SK_BN;
+    const int whole = parts == 1, ld = whole ? OC : PW_SK_BN, F = OC / 2;
+    if (whole && act == PW_SK_SWIGLU) { /* D tiles nt (gates) and nt + 1 (their ups) */
+        PW_UNROLL
+        for (int mt = 0; mt < 2; mt++)
+            PW_UNROLL
+            for (int nt = 0; nt < 4; nt += 2)
+                PW_UNROLL
+                for (int h = 0; h < 2; h++) {
+                    int r = m0 + wm * 32 + mt * 16 + g + 8 * h;
+                    int j = n0 / 2 + (wn * 2 + nt / 2) * 8 + c2; /* F is even: j + 1 < F too */
+                    if (r >= N || j >= F) continue;
+                    *(uint32_t *)(act16 + (size_t)r * F + j) =
+                        sk_swiglu_pair(acc[mt][nt][2 * h], acc[mt][nt + 1][2 * h],
+                                       acc[mt][nt][2 * h + 1], acc[mt][nt + 1][2 * h + 1]);
+                }
+        return;
+    }
     const int rows = whole ? N - m0 : PW_SK_BM, cols = whole ? OC - n0 : PW_SK_BN;
-    float *dst = whole ? (act16 ? NULL : out + (size_t)m0 * OC + n0)
+    float *dst = whole ? (act ? NULL : out + (size_t)m0 * OC + n0)
                        : ws + ((size_t)tile * parts + part) * SK_TILE;
     const float *b = whole && bias ? bias + n0 : NULL;
     PW_UNROLL
@@ -169,36 +236,30 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
     __syncthreads();
     if (!last) return;
     __threadfence();
-    /* the tile's parts in part order, 4 columns a thread; read through L2 (__ldcg), where the
-     * other blocks' stores are. The loop over parts is unrolled to PW_SK_MAX_PARTS, so that
-     * every part's load of a position is in flight at once (this is the product's tail: one
-     * block of each tile, a round trip to L2 per position a thread takes, 8 of them) */
+    /* the tile's parts in part order (sk_sum), 4 columns a thread (this is the product's tail:
+     * one block of each tile, a round trip to L2 per position a thread takes, 8 of them) */
     const float *parts0 = ws + (size_t)tile * parts * SK_TILE;
     for (int e = tid * 4; e < SK_TILE; e += PW_SK_THREADS * 4) {
-        int row = m0 + e / PW_SK_BN, col = n0 + e % PW_SK_BN;
+        int row = m0 + e / PW_SK_BN, lc = e % PW_SK_BN, col = n0 + lc;
         if (row >= N) break; /* e only grows: the rows past N are all that is left */
-        if (col >= OC) continue;  /* OC is a multiple of 4: col + 3 < OC too */
-        float4 v[PW_SK_MAX_PARTS];
-        PW_UNROLL
-        for (int p = 0; p < PW_SK_MAX_PARTS; p++)
-            v[p] = p < parts ? __ldcg((const float4 *)(parts0 + (size_t)p * SK_TILE + e))
-                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        float4 s = v[0];
-        PW_UNROLL
-        for (int p = 1; p < PW_SK_MAX_PARTS; p++)
-            if (p < parts) {
-                s.x += v[p].x;
-                s.y += v[p].y;
-                s.z += v[p].z;
-                s.w += v[p].w;
-            }
+        if (act == PW_SK_SWIGLU) { /* a gate column's thread takes its up too, 8 further */
+            int j = n0 / 2 + (lc / 16) * 8 + lc % 8; /* F a multiple of 4: j + 3 < F too */
+            if (lc / 8 % 2 || j >= F) continue;
+            float4 gs = sk_sum(parts0, parts, e), us = sk_sum(parts0, parts, e + 8);
+            uint32_t *a = (uint32_t *)(act16 + (size_t)row * F + j);
+            a[0] = sk_swiglu_pair(gs.x, us.x, gs.y, us.y);
+            a[1] = sk_swiglu_pair(gs.z, us.z, gs.w, us.w);
+            continue;
+        }
+        if (col >= OC) continue; /* OC is a multiple of 4: col + 3 < OC too */
+        float4 s = sk_sum(parts0, parts, e);
         if (bias) {
             s.x += bias[col];
             s.y += bias[col + 1];
             s.z += bias[col + 2];
             s.w += bias[col + 3];
         }
-        if (act16) { /* OC a multiple of 4: two 4-byte aligned pairs */
+        if (act == PW_SK_GELU) { /* OC a multiple of 4: two 4-byte aligned pairs */
             uint32_t *a = (uint32_t *)(act16 + (size_t)row * OC + col);
             a[0] = sk_gelu_pair(s.x, s.y);
             a[1] = sk_gelu_pair(s.z, s.w);

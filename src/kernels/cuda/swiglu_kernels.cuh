@@ -10,15 +10,9 @@
 
 #include "bf16.cuh"
 #include "launch.cuh"
+#include "swiglu.cuh"
 #include "warp.cuh"
 
-/* 1 / (1 + e^-g): e^-g overflows to inf for very negative g, which still gives the right 0 */
-static __device__ __forceinline__ float swiglu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
-
-static __device__ __forceinline__ float swiglu_of(float g, float u)
-{
-    return g * swiglu_sigmoid(g) * u;
-}
 
 /* the gradients of gate and up for dout d; silu'(g) = s (1 + g (1 - s)) */
 static __device__ __forceinline__ void swiglu_grad(float g, float u, float d, float *dg, float *du)

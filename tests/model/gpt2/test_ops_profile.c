@@ -245,6 +245,7 @@ static pid_t child(const char *env, Out *o, int *status)
                 "layernorm_forward_bf16", "rmsnorm_forward_bf16", "matmul_gelu_forward_bf16",
                 "residual_layernorm_forward", "residual_rmsnorm_forward",
                 "swiglu_forward_bf16", "matmul_backward_gelu_bf16", "swiglu_backward_bf16",
+                "matmul_swiglu_forward_bf16",
                 "gelu_forward", "gelu_backward", "logprobs_forward", "logprobs_backward",
                 "logprobs_backward_bf16", "gather_rows", "adamw_update", "sumsq", "scale",
                 "sample", "record", "rmsnorm_forward", "rmsnorm_backward", "rope_forward",
