@@ -41,7 +41,8 @@ static int wgmma_forward(float *out, pw_bf16 *out16, float *lse, const uint16_t 
                          const int *mask, int B, int T, int NH, int NKV, int hs,
                          cudaStream_t stream)
 {
-    if (!pw_cuda_get_flash_wgmma() || hs != 64 || (uintptr_t)qkv % 16 || !pw_cuda_wgmma_ok())
+    if (!pw_cuda_get_flash_wgmma() || hs != 64 || (uintptr_t)qkv % 16 ||
+        !pw_wgmma_usable(stream))
         return 0;
     dim3 grid((unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS), (unsigned)NH, (unsigned)B);
     pw_flash_wg_fwd_64<<<grid, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(
@@ -114,7 +115,7 @@ static int wgmma_backward(float *d32, pw_bf16 *dqkv16, const float *drow, const 
                           int NH, int NKV, int hs, float scale, cudaStream_t stream)
 {
     if (!pw_cuda_get_flash_wgmma() || pw_cuda_get_flash_fused_bwd() || hs != 64 ||
-        (uintptr_t)qkv % 16 || !pw_cuda_wgmma_ok())
+        (uintptr_t)qkv % 16 || !pw_wgmma_usable(stream))
         return 0;
     unsigned bx = (unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS);
     dim3 gq(bx, (unsigned)NH, (unsigned)B), gk(bx, (unsigned)NKV, (unsigned)B);

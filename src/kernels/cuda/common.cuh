@@ -69,6 +69,11 @@ int pw_skinny_forward(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_b
  * pw_swiglu_forward_bf16_cuda, bit for bit; F a multiple of 4. 1 when queued, else 0. */
 int pw_skinny_swiglu_forward(pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *weight, int N,
                              int C, int F, cudaStream_t stream);
+/* whether the kernels on Hopper's warpgroup products may run for a call on stream: what
+ * pw_cuda_wgmma_ok says, except that while stream is being captured into a graph a device not
+ * yet asked is not asked (its one-thread kernel and copy would break the capture): 0 then, the
+ * call takes the mma.sync kernels (wgmma.cu) */
+int pw_wgmma_usable(cudaStream_t stream);
 /* frees the few-row products' workspaces and counters (called by pw_cuda_release) */
 void pw_skinny_release(void);
 

@@ -44,6 +44,19 @@ extern "C" int pw_cuda_wgmma_ok(void)
     return ok;
 }
 
+int pw_wgmma_usable(cudaStream_t stream)
+{
+    int device = 0, known = 0;
+    PW_CUDA_CHECK(cudaGetDevice(&device));
+    if (device >= 0 && device < WG_MAX_DEVICES) {
+        pthread_mutex_lock(&wg_lock);
+        known = wg_known[device];
+        pthread_mutex_unlock(&wg_lock);
+    }
+    if (!known && pw_cuda_capturing(stream)) return 0; /* asked later, outside the capture */
+    return known ? known > 0 : pw_cuda_wgmma_ok();
+}
+
 extern "C" int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
                                    cudaStream_t stream)
 {
