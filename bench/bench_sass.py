@@ -3,7 +3,7 @@
 
     python3 bench/bench_sass.py OBJ [OBJ_B] [--kernel NAME[:ROWS[,ROWS_B]] ...]
 
-OBJ is an object or shared library built with -gencode sm_90 (the tensor-core attention's is
+OBJ is an object or shared library built with -gencode sm_90a (the tensor-core attention's is
 build/src/kernels/libpw_kernels.so.p/cuda_attention_bf16.cu.o), whose SASS cuobjdump (the
 CUDA toolkit's; $CUOBJDUMP names another) prints, or a file of that text named *.sass. For
 each kernel it finds the main loop (the outermost backward branch whose body holds
