@@ -156,6 +156,10 @@ unsigned long pw_cuda_flash_wgmma_calls(void);
 int pw_cuda_wgmma_ok(void);
 int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
                         cudaStream_t stream);
+/* the same with x's descriptor given other offsets (lbo, sbo) and slices `step` bytes apart: the
+ * search test_cuda_wgmma.c makes when the layouts held right fail */
+int pw_cuda_wgmma_probe_at(float *out, const uint16_t *a, const uint16_t *x, int form, int lbo,
+                           int sbo, int step, cudaStream_t stream);
 /* The bias of a matmul forward added in cuBLASLt's epilogue instead of written into the output
  * by a kernel and read back by the GEMM: on by default; where cuBLASLt has no algorithm for the
  * operands (their alignment) or the bias is not 16-byte aligned, that call takes the plain path.

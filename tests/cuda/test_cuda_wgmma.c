@@ -2,7 +2,10 @@
  * for bit against the reference of wgmma_case.h, each form: what test_wgmma_emu.c checks of the
  * emulator, checked of the hardware, so that where both pass the layouts of wgmma.cuh are the
  * H100's and the emulated kernels built on them compute what the GPU does. On a mismatch the
- * second case (the identity times a position code) prints where each wrong value came from.
+ * second case (the identity times a position code) prints where each wrong value came from, and
+ * the probe is run again with the descriptor's offsets and the slices' step varied (LBO, SBO:
+ * the strides wgmma.cuh holds unused and 1024; the step 32 or 2048 bytes), naming those the
+ * hardware reads the tile by, if any: what to change in wg_tile.cuh or the kernels' steps.
  * Exits 77 without a GPU or on one that is not compute capability 9.0; on a 9.0 device the
  * products must be there (device code built for sm_90a). */
 #include <stdio.h>
@@ -11,6 +14,21 @@
 #include "cutest.h"
 #include "pw_test.h"
 #include "wgmma_case.h"
+
+/* the probe on the GPU with the given offsets and step, its output on the host */
+typedef struct Dev {
+    float *d_out;
+    const uint16_t *d_a, *d_x;
+} Dev;
+
+static void run_at(float *out, int form, int lbo, int sbo, int step, void *ctx)
+{
+    Dev *d = ctx;
+    size_t bytes = sizeof(float) * WG_N * WG_N;
+    PW_CUDA_CHECK(cudaMemset(d->d_out, 0xff, bytes));
+    pw_cuda_wgmma_probe_at(d->d_out, d->d_a, d->d_x, form, lbo, sbo, step, 0);
+    PW_CUDA_CHECK(cudaMemcpy(out, d->d_out, bytes, cudaMemcpyDeviceToHost));
+}
 
 int main(void)
 {
@@ -42,7 +60,10 @@ int main(void)
             CHECK(pw_cuda_wgmma_probe(d_out, d_a, d_x, form, 0), "probe form %d refused", form);
             PW_CUDA_CHECK(cudaMemcpy(out, d_out, nf, cudaMemcpyDeviceToHost));
             wg_reference(want, a, x, form);
-            CHECK(wg_compare(out, want, form, where) == 0, "probe form %d", form);
+            int bad = wg_compare(out, want, form, where);
+            CHECK(bad == 0, "probe form %d", form);
+            Dev dev = {d_out, d_a, d_x};
+            if (bad && !where) wg_search(run_at, &dev, form, want);
         }
     }
     CHECK(!pw_cuda_wgmma_probe(d_out, d_a, d_x, 3, 0), "form 3 taken");

@@ -4,7 +4,9 @@
  * against hand-worked addresses, so that what the emulator holds the layouts to be is written
  * down twice: in its formulas and in numbers worked out from wgmma.cuh's description.
  * test_cuda_wgmma.c runs the same probe on an H100: where both pass, the layouts the kernels
- * build are the ones the hardware reads. */
+ * build are the ones the hardware reads; where it fails there, its search over the descriptor's
+ * offsets and the slices' step (wgmma_case.h) says which the hardware reads by, and that search
+ * is run here too, on the emulator's reading: six matches a form (LBO unused), no other. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +22,22 @@
 typedef struct Args {
     float *out;
     const uint16_t *a, *x;
-    int form;
+    int form, lbo, sbo, step;
 } Args;
 
 static void probe(void *p)
 {
     Args *a = p;
-    pw_wgmma_probe_kernel(a->out, a->a, a->x, a->form);
+    pw_wgmma_probe_kernel(a->out, a->a, a->x, a->form, a->lbo, a->sbo, a->step);
+}
+
+/* wg_search's runner here: the probe under the emulator with the offsets and step given */
+static void run_at(float *out, int form, int lbo, int sbo, int step, void *ctx)
+{
+    Args a = *(Args *)ctx;
+    a.out = out, a.form = form, a.lbo = lbo, a.sbo = sbo, a.step = step;
+    EmuDim3 grid = {1, 1, 1}, block = {PW_WG_PROBE_THREADS, 1, 1};
+    emu_launch_smem(grid, block, PW_WG_PROBE_SMEM, probe, &a);
 }
 
 /* one element's byte in a tile at the start of dynamic shared memory: a value put there by
@@ -51,11 +62,22 @@ int main(void)
     for (int where = 0; where < 2; where++) {
         wg_case(a, x, where);
         for (int form = 0; form < PW_WG_PROBE_FORMS; form++) {
-            Args args = {out, a, x, form};
+            Args args = {out, a, x, form, PW_WG_LBO, PW_WG_SBO, PW_WG_PROBE_STEP(form)};
             wg_reference(want, a, x, form);
             emu_launch_smem(grid, block, PW_WG_PROBE_SMEM, probe, &args);
             CHECK(wg_compare(out, want, form, where) == 0, "probe form %d", form);
         }
+    }
+
+    /* The search test_cuda_wgmma.c makes after a failure, here where nothing fails: LBO is
+     * unused by these shapes, so each of the six values tried matches, with SBO 1024 and each
+     * form's own step (32 bytes a slice K-major, 2048 MN-major), and nothing else does */
+    wg_case(a, x, 0);
+    for (int form = 0; form < PW_WG_PROBE_FORMS; form++) {
+        Args ctx = {NULL, a, x, form, 0, 0, 0};
+        wg_reference(want, a, x, form);
+        int found = wg_search(run_at, &ctx, form, want);
+        CHECK(found == 6, "search, form %d: %d combinations match, 6 wanted", form, found);
     }
 
     /* Hand-worked (wgmma.cuh): K-major (mn, k) at start + (mn % 8) 128 + (mn / 8) SBO + 2k,

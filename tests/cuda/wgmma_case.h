@@ -4,12 +4,14 @@
  * and sum is exact in float32 whatever order the tensor cores add in: the probe must give the
  * reference bit for bit, and a layout wrong anywhere gives a wrong value there. A second pair
  * tells where a wrong layout put things: A the identity, X[r][c] = 16 (r % 16) + c % 16, so that
- * out[m][n] names the element of X it came from. */
+ * out[m][n] names the element of X it came from. And a search over the descriptor's offsets and
+ * the slices' step that says which the hardware reads by, where the ones held right fail. */
 #ifndef PW_TEST_CUDA_WGMMA_CASE_H
 #define PW_TEST_CUDA_WGMMA_CASE_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "pw_bf16.h"
 
@@ -68,6 +70,33 @@ static inline int wg_compare(const float *got, const float *want, int form, int 
     printf("  %-38s %s: %d of %d differ\n", wg_form_name[form], where ? "where" : "values",
            bad, WG_N * WG_N);
     return bad;
+}
+
+/* The probe run with x's descriptor offsets (lbo, sbo) and slices step bytes apart, its output
+ * into out (WG_N x WG_N): on the GPU or under the emulator */
+typedef void (*WgRunAt)(float *out, int form, int lbo, int sbo, int step, void *ctx);
+
+/* After a form's values differ from want: the offsets and steps under which the probe gives
+ * want, printed (the descriptor's fields and the slices' move are where a reading of the
+ * layouts most likely errs); how many did. The first of each list is what wgmma.cuh holds. */
+static inline int wg_search(WgRunAt run, void *ctx, int form, const float *want)
+{
+    static const int lbos[] = {16, 0, 128, 1024, 2048, 8192}, sbos[] = {1024, 128, 2048, 8192};
+    static const int steps[] = {32, 2048, 128, 1024};
+    static float out[WG_N * WG_N];
+    int found = 0;
+    for (size_t i = 0; i < sizeof lbos / sizeof *lbos; i++)
+        for (size_t j = 0; j < sizeof sbos / sizeof *sbos; j++)
+            for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+                run(out, form, lbos[i], sbos[j], steps[k], ctx);
+                if (memcmp(out, want, sizeof out)) continue;
+                found++;
+                printf("    %s gives the reference with LBO %d, SBO %d, slices %d bytes apart\n",
+                       wg_form_name[form], lbos[i], sbos[j], steps[k]);
+            }
+    if (!found) printf("    %s: no LBO, SBO and step tried gives the reference\n",
+                       wg_form_name[form]);
+    return found;
 }
 
 #endif

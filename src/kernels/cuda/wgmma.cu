@@ -60,11 +60,19 @@ int pw_wgmma_usable(cudaStream_t stream)
 extern "C" int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
                                    cudaStream_t stream)
 {
+    return pw_cuda_wgmma_probe_at(out, a, x, form, PW_WG_LBO, PW_WG_SBO,
+                                  form >= 0 ? PW_WG_PROBE_STEP(form) : 0, stream);
+}
+
+extern "C" int pw_cuda_wgmma_probe_at(float *out, const uint16_t *a, const uint16_t *x, int form,
+                                      int lbo, int sbo, int step, cudaStream_t stream)
+{
     if (form < 0 || form >= PW_WG_PROBE_FORMS || !pw_cuda_wgmma_ok()) return 0;
     PW_CUDA_CHECK(cudaFuncSetAttribute((const void *)pw_wgmma_probe_kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        PW_WG_PROBE_SMEM));
-    pw_wgmma_probe_kernel<<<1, PW_WG_PROBE_THREADS, PW_WG_PROBE_SMEM, stream>>>(out, a, x, form);
+    pw_wgmma_probe_kernel<<<1, PW_WG_PROBE_THREADS, PW_WG_PROBE_SMEM, stream>>>(out, a, x, form,
+                                                                               lbo, sbo, step);
     PW_CUDA_CHECK(cudaGetLastError());
     return 1;
 }

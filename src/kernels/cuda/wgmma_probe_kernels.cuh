@@ -7,7 +7,10 @@
  *  - PW_WG_PROBE_RS_MN: A from registers, B[k][n] = X[k][n] (pw_wg_rs_mn, its p v).
  * The accumulators start as NaN and the first slice does not accumulate (its acc 0), the next
  * three do; each slice's descriptors are the first's moved by whole 16-byte units (32 bytes a
- * slice K-major, 2048 MN-major), as the attention moves them. What the GPU computes here
+ * slice K-major, 2048 MN-major: X's by `step` bytes), as the attention moves them. lbo, sbo and
+ * step are the descriptors' offsets and X's move (PW_WG_LBO, PW_WG_SBO and those steps are what
+ * wgmma.cuh holds to be right; test_cuda_wgmma.c tries others when they fail, to say which the
+ * hardware reads). What the GPU computes here
  * against what tests/cuda/emu_wgmma.h computes for the same source (test_wgmma_emu.c) is the
  * check that the layouts written in wgmma.cuh are the hardware's (test_cuda_wgmma.c).
  *
@@ -21,7 +24,13 @@
 enum { PW_WG_PROBE_SS, PW_WG_PROBE_RS_K, PW_WG_PROBE_RS_MN, PW_WG_PROBE_FORMS };
 
 #define PW_WG_PROBE_THREADS 128
-#define PW_WG_PROBE_SMEM (2 * 64 * PW_WG_ROW + PW_WG_ATOM) /* two tiles, and room to align */
+/* zeros after X's tile, so that a search's larger offsets and steps (test_cuda_wgmma.c: SBO up to
+ * 8192, steps up to 2048) read shared memory of the block's, never past it */
+#define PW_WG_PROBE_MARGIN (72u << 10)
+/* two tiles, the margin, and room to align */
+#define PW_WG_PROBE_SMEM (2 * 64 * PW_WG_ROW + PW_WG_PROBE_MARGIN + PW_WG_ATOM)
+/* X's move a slice: 16 k of a K-major row, 16 rows of an MN-major tile */
+#define PW_WG_PROBE_STEP(form) ((form) == PW_WG_PROBE_RS_MN ? 16 * (int)PW_WG_ROW : 32)
 
 /* 1 where the code the device runs was built with the warpgroup products (wgmma.cuh's
  * PW_WGMMA), 0 where it has the trapping bodies; one thread */
@@ -35,7 +44,8 @@ __global__ void pw_wgmma_arch_kernel(int *flag)
 }
 
 __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
-    pw_wgmma_probe_kernel(float *out, const uint16_t *a, const uint16_t *x, int form)
+    pw_wgmma_probe_kernel(float *out, const uint16_t *a, const uint16_t *x, int form, int lbo,
+                          int sbo, int step)
 {
     PW_DYN_SMEM(uint8_t, smem);
     uint8_t *sa = smem + ((PW_WG_ATOM - (uint32_t)(pw_smem(smem) & (PW_WG_ATOM - 1))) &
@@ -47,6 +57,8 @@ __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
         pw_cp_async16(pw_smem(sa) + pw_wg_chunk(r, ch), a + r * 64 + ch * 8, 16);
         pw_cp_async16(pw_smem(sx) + pw_wg_chunk(r, ch), x + r * 64 + ch * 8, 16);
     }
+    for (uint32_t i = (uint32_t)t * 16; i < PW_WG_PROBE_MARGIN; i += PW_WG_PROBE_THREADS * 16)
+        *(uint4 *)(sx + 64 * PW_WG_ROW + i) = make_uint4(0u, 0u, 0u, 0u);
     pw_cp_commit();
     pw_cp_wait_all();
     pw_wg_proxy_fence();
@@ -64,16 +76,17 @@ __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
     float d[32];
     for (int v = 0; v < 32; v++) d[v] = NAN;
     uint64_t da = pw_wg_desc(pw_smem(sa), PW_WG_LBO, PW_WG_SBO);
-    uint64_t dx = pw_wg_desc(pw_smem(sx), PW_WG_LBO, PW_WG_SBO);
+    uint64_t dx = pw_wg_desc(pw_smem(sx), (uint32_t)lbo, (uint32_t)sbo);
     pw_wg_hold(d);
     pw_wg_fence();
     for (int s = 0; s < 4; s++) {
+        uint64_t xs = dx + (uint64_t)(step / 16 * s);
         if (form == PW_WG_PROBE_SS)
-            pw_wg_ss_k(d, da + 2 * s, dx + 2 * s, s > 0);
+            pw_wg_ss_k(d, da + 2 * s, xs, s > 0);
         else if (form == PW_WG_PROBE_RS_K)
-            pw_wg_rs_k(d, af[s], dx + 2 * s, s > 0);
+            pw_wg_rs_k(d, af[s], xs, s > 0);
         else
-            pw_wg_rs_mn(d, af[s], dx + 128 * s, s > 0);
+            pw_wg_rs_mn(d, af[s], xs, s > 0);
     }
     pw_wg_commit();
     pw_wg_wait(0);
