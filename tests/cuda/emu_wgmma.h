@@ -36,8 +36,7 @@ static inline uint64_t pw_wg_desc(pw_smem_t addr, uint32_t lbo, uint32_t sbo)
                 (unsigned long)addr);
         exit(1);
     }
-    return (uint64_t)((off & 0x3ffffu) >> 4) | (uint64_t)((lbo & 0x3ffffu) >> 4) << 16 |
-           (uint64_t)((sbo & 0x3ffffu) >> 4) << 32 | (uint64_t)1 << 62;
+    return pw_wg_pack((uint32_t)off, lbo, sbo);
 }
 
 typedef struct EmuWgPost {

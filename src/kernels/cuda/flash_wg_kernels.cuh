@@ -178,12 +178,6 @@ static __device__ __forceinline__ void fwg_batch(int mn, float x[32], const uint
     if (y) pw_wg_hold(y);
 }
 
-/* the tiles' base: the dynamic shared memory from its first 1024-byte boundary */
-static __device__ __forceinline__ uint8_t *fwg_base(uint8_t *smem)
-{
-    return smem + ((PW_WG_ATOM - (uint32_t)(pw_smem(smem) & (PW_WG_ATOM - 1))) & (PW_WG_ATOM - 1));
-}
-
 /* What fwd and dq share: the block's query rows (the last block first) against key tiles, two
  * buffers of keys, values and flags (buffer i: keys at tile 2i, values at 2i + 1, flags after
  * the four tiles); this lane's rows, whether each is a real query, the warp's first and the
@@ -204,7 +198,7 @@ static __device__ __forceinline__ FwgQuery fwg_query(uint8_t *smem, const uint16
 {
     FwgQuery f;
     const int b = (int)blockIdx.z, q0 = tc_query_block(PW_FWG_ROWS), t = (int)threadIdx.x;
-    f.tiles = fwg_base(smem);
+    f.tiles = pw_wg_base(smem);
     f.flags = (int *)(f.tiles + 4 * PW_FWG_TILE);
     f.at = flash_at(b, (int)blockIdx.y, T, NH, NKV, hs);
     f.m = mask ? mask + (size_t)b * T : 0;
@@ -390,7 +384,7 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
                        int NKV, int hs, float scale)
 {
     PW_DYN_SMEM(uint8_t, smem);
-    uint8_t *tiles = fwg_base(smem);
+    uint8_t *tiles = pw_wg_base(smem);
     /* buffer i: queries at tile 2i, dout at 2i + 1; then flags, lse and D, 64 each a buffer */
     int *flags = (int *)(tiles + 4 * PW_FWG_TILE);
     float *Ls = (float *)(flags + 2 * PW_FWG_BK), *Ds = Ls + 2 * PW_FWG_BK;

@@ -30,8 +30,7 @@
  * batch; pw_wg_wait(n) waits until at most n batches are in flight (n a constant, 0 or 1):
  * only then may the accumulators be read, or the shared operands rewritten; pw_wg_hold(d) after
  * the wait and before the fence keeps the compiler's reads and writes of d on their side of them.
- * Shared memory
- * written by the threads (stores, cp.async) is seen by the products only after
+ * Shared memory written by the threads (stores, cp.async) is seen by the products only after
  * pw_wg_proxy_fence() by the writers and then a barrier.
  *
  * The kernels that use these are compiled for sm_90a only (PW_WGMMA set below); other targets
@@ -42,14 +41,16 @@
 
 #include <stdint.h>
 
+#include "cp_async.cuh"
+#include "wg_tile.cuh"
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PW_WGMMA 1
 #endif
 
 static __device__ __forceinline__ uint64_t pw_wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
 {
-    return (uint64_t)((addr & 0x3ffffu) >> 4) | (uint64_t)((lbo & 0x3ffffu) >> 4) << 16 |
-           (uint64_t)((sbo & 0x3ffffu) >> 4) << 32 | (uint64_t)1 << 62;
+    return pw_wg_pack(addr, lbo, sbo);
 }
 
 #ifdef PW_WGMMA

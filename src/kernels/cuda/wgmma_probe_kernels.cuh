@@ -48,8 +48,7 @@ __global__ void __launch_bounds__(PW_WG_PROBE_THREADS)
                           int sbo, int step)
 {
     PW_DYN_SMEM(uint8_t, smem);
-    uint8_t *sa = smem + ((PW_WG_ATOM - (uint32_t)(pw_smem(smem) & (PW_WG_ATOM - 1))) &
-                          (PW_WG_ATOM - 1));
+    uint8_t *sa = pw_wg_base(smem);
     uint8_t *sx = sa + 64 * PW_WG_ROW;
     const int t = (int)threadIdx.x, w = t / 32, lane = t % 32, g = lane / 4, c = lane % 4;
     for (int i = t; i < 64 * 8; i += PW_WG_PROBE_THREADS) { /* 8 chunks of 16 bytes a row */
