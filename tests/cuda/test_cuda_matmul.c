@@ -378,6 +378,22 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
     return s1 - s0;
 }
 
+/* A few-row epilogue's bfloat16 output (d_act, n values) bit for bit its kernel's (d_want), and
+ * the one call (`calls` taken) that made it through the epilogue */
+static void same_epilogue(const char *name, const pw_bf16 *d_act, const pw_bf16 *d_want, size_t n,
+                          unsigned long calls)
+{
+    uint16_t *got = cu_host(2 * n), *want = cu_host(2 * n);
+    cu_download(got, d_act, 2 * n);
+    cu_download(want, d_want, 2 * n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += got[i] != want[i];
+    printf("  %s epilogue: %zu of %zu differ from %s's kernel (%lu call took it)\n", name, bad, n,
+           name, calls);
+    CHECK(bad == 0 && calls == 1, "few-row kernel's %s epilogue: %zu of %zu differ, %lu calls "
+          "took it", name, bad, n, calls);
+}
+
 /* The same products through the few-row kernel of our own (pw_cuda_set_skinny,
  * skinny_kernels.cuh: K split in parts summed in part order by the last block of each tile),
  * float32 out, with a bias and without: against the CPU within float32's bound, twice for the
@@ -420,16 +436,7 @@ static unsigned long skinny_products(int N, int C, int OC, unsigned long long *r
         pw_matmul_gelu_forward_bf16_cuda(d_act, NULL, NULL, op.d_x, op.d_w, op.d_bias, N, C, OC,
                                          0);
         pw_cuda_set_skinny(0);
-        uint16_t *got = cu_host(2 * NO), *want = cu_host(2 * NO);
-        cu_download(got, d_act, 2 * NO);
-        cu_download(want, d_want, 2 * NO);
-        size_t bad = 0;
-        for (size_t i = 0; i < NO; i++) bad += got[i] != want[i];
-        unsigned long g1 = pw_cuda_skinny_gelu_calls();
-        printf("  GELU epilogue: %zu of %zu differ from GELU's kernel (%lu call took it)\n", bad,
-               NO, g1 - g0);
-        CHECK(bad == 0 && g1 - g0 == 1, "few-row kernel's GELU epilogue: %zu of %zu differ, "
-              "%lu calls took it", bad, NO, g1 - g0);
+        same_epilogue("GELU", d_act, d_want, NO, pw_cuda_skinny_gelu_calls() - g0);
     }
     if (c1 - c0 == 4 && OC % 8 == 0) {
         int F = OC / 2;
@@ -442,16 +449,7 @@ static unsigned long skinny_products(int N, int C, int OC, unsigned long long *r
         cu_poison(d_act, 2 * NF);
         pw_matmul_swiglu_forward_bf16_cuda(d_act, NULL, op.d_x, op.d_w, N, C, F, 0);
         pw_cuda_set_skinny(0);
-        uint16_t *got = cu_host(2 * NF), *want = cu_host(2 * NF);
-        cu_download(got, d_act, 2 * NF);
-        cu_download(want, d_want, 2 * NF);
-        size_t bad = 0;
-        for (size_t i = 0; i < NF; i++) bad += got[i] != want[i];
-        unsigned long s1 = pw_cuda_skinny_swiglu_calls();
-        printf("  SwiGLU epilogue: %zu of %zu differ from SwiGLU's kernel (%lu call took it)\n",
-               bad, NF, s1 - s0);
-        CHECK(bad == 0 && s1 - s0 == 1, "few-row kernel's SwiGLU epilogue: %zu of %zu differ, "
-              "%lu calls took it", bad, NF, s1 - s0);
+        same_epilogue("SwiGLU", d_act, d_want, NF, pw_cuda_skinny_swiglu_calls() - s0);
     }
     cu_release();
     return c1 - c0;

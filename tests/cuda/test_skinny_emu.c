@@ -11,8 +11,8 @@
  * tiles, four of rows). After each launch every tile's counter is back at zero (the next
  * launch needs no memset) and the output's neighbours are untouched; two launches give the
  * same bits. The GELU and SwiGLU epilogues (bfloat16 out) bit for bit the separate kernels on
- * the float32 output. pw_sk_parts (launch.cuh) is checked on the decode shapes by hand-worked numbers.
- * Needs no GPU. */
+ * the float32 output. pw_sk_parts (launch.cuh) is checked on the decode shapes by hand-worked
+ * numbers. Needs no GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,64 +46,45 @@ static void body(void *p)
                      a->OC, a->act);
 }
 
-/* The GELU epilogue (act16): a third launch of the same product, whose bfloat16 output must be
- * bit for bit what the separate GELU kernel makes of the float32 output `f` (gelu_kernels.cuh's
- * gelu_forward_kernel with `round`: the sum rounded, its GELU rounded), with nothing written
- * beside it and the counters back at zero */
-static void run_gelu(const char *what, Args a, EmuDim3 grid, const float *f, int tiles)
+/* What separate kernels make of the float32 output f (N x OC) at output i of an epilogue: GELU
+ * (gelu_kernels.cuh's gelu_forward_kernel with `round`: the sum rounded, its GELU rounded) of
+ * f[i], or SwiGLU (swiglu_kernels.cuh's swiglu_forward_kernel with `round`) of the gate and up
+ * sums of output i of N x OC / 2 (w's first OC / 2 rows the gates, the last the ups) */
+static uint16_t act_want(int act, const float *f, int OC, size_t i)
 {
-    size_t NO = (size_t)a.N * a.OC;
-    uint16_t *guarded = malloc(sizeof(uint16_t) * (NO + 2 * GUARD)), *act = guarded + GUARD;
-    for (size_t i = 0; i < NO + 2 * GUARD; i++) guarded[i] = 0xffff;
-    a.out = NULL;
-    a.act16 = act;
-    a.act = PW_SK_GELU;
-    emu_launch(grid, d1(PW_SK_THREADS), body, &a);
-    size_t bad = 0, first = NO;
-    for (size_t i = 0; i < NO; i++) {
-        uint16_t want = pw_bf16_from_f32(gelu_of(pw_bf16_to_f32(pw_bf16_from_f32(f[i]))));
-        if (act[i] != want && bad++ == 0) first = i;
-    }
-    int touched = 0, left = 0;
-    for (int i = 0; i < GUARD; i++) touched += (guarded[i] != 0xffff) + (act[NO + i] != 0xffff);
-    for (int t = 0; t <= tiles; t++) left += a.counters[t] != 0;
-    printf("  %-30s GELU epilogue: %zu of %zu differ from GELU of the float32 output\n", what,
-           bad, NO);
-    CHECK(bad == 0, "%s: GELU epilogue differs at %zu values, first at %zu", what, bad, first);
-    CHECK(touched == 0 && left == 0, "%s: GELU epilogue wrote %d beside, left %d counters up",
-          what, touched, left);
-    free(guarded);
+    if (act == PW_SK_GELU)
+        return pw_bf16_from_f32(gelu_of(pw_bf16_to_f32(pw_bf16_from_f32(f[i]))));
+    size_t F = (size_t)OC / 2, r = i / F, j = i % F;
+    float g = pw_bf16_to_f32(pw_bf16_from_f32(f[r * OC + j]));
+    float u = pw_bf16_to_f32(pw_bf16_from_f32(f[r * OC + F + j]));
+    return pw_bf16_from_f32(swiglu_of(g, u));
 }
 
-/* The SwiGLU epilogue (no bias): the same product with w's first OC / 2 rows the gates and the
- * last the ups, its bfloat16 output (N x OC / 2) bit for bit what the separate SwiGLU kernel
- * makes of the float32 output `f` (swiglu_kernels.cuh's swiglu_forward_kernel with `round`),
- * nothing written beside it, the counters back at zero */
-static void run_swiglu(const char *what, Args a, EmuDim3 grid, const float *f, int tiles)
+/* An epilogue (act: PW_SK_GELU, or PW_SK_SWIGLU with no bias): another launch of the same
+ * product, whose bfloat16 output must be bit for bit act_want of the float32 output `f`, with
+ * nothing written beside it and the counters back at zero */
+static void run_act(const char *what, Args a, EmuDim3 grid, const float *f, int tiles, int act)
 {
-    int F = a.OC / 2;
-    size_t NF = (size_t)a.N * F;
-    uint16_t *guarded = malloc(sizeof(uint16_t) * (NF + 2 * GUARD)), *act = guarded + GUARD;
-    for (size_t i = 0; i < NF + 2 * GUARD; i++) guarded[i] = 0xffff;
+    const char *name = act == PW_SK_GELU ? "GELU" : "SwiGLU";
+    size_t n = (size_t)a.N * (act == PW_SK_GELU ? a.OC : a.OC / 2);
+    uint16_t *guarded = malloc(sizeof(uint16_t) * (n + 2 * GUARD)), *out = guarded + GUARD;
+    for (size_t i = 0; i < n + 2 * GUARD; i++) guarded[i] = 0xffff;
     a.out = NULL;
-    a.act16 = act;
-    a.act = PW_SK_SWIGLU;
+    a.act16 = out;
+    a.act = act;
     emu_launch(grid, d1(PW_SK_THREADS), body, &a);
-    size_t bad = 0, first = NF;
-    for (size_t i = 0; i < NF; i++) {
-        size_t r = i / F, j = i % F;
-        float g = pw_bf16_to_f32(pw_bf16_from_f32(f[r * a.OC + j]));
-        float u = pw_bf16_to_f32(pw_bf16_from_f32(f[r * a.OC + F + j]));
-        if (act[i] != pw_bf16_from_f32(swiglu_of(g, u)) && bad++ == 0) first = i;
-    }
+    size_t bad = 0, first = n;
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != act_want(act, f, a.OC, i) && bad++ == 0) first = i;
     int touched = 0, left = 0;
-    for (int i = 0; i < GUARD; i++) touched += (guarded[i] != 0xffff) + (act[NF + i] != 0xffff);
+    for (int i = 0; i < GUARD; i++) touched += (guarded[i] != 0xffff) + (out[n + i] != 0xffff);
     for (int t = 0; t <= tiles; t++) left += a.counters[t] != 0;
-    printf("  %-30s SwiGLU epilogue: %zu of %zu differ from SwiGLU of the float32 output\n",
-           what, bad, NF);
-    CHECK(bad == 0, "%s: SwiGLU epilogue differs at %zu values, first at %zu", what, bad, first);
-    CHECK(touched == 0 && left == 0, "%s: SwiGLU epilogue wrote %d beside, left %d counters up",
-          what, touched, left);
+    printf("  %-30s %s epilogue: %zu of %zu differ from %s of the float32 output\n", what, name,
+           bad, n, name);
+    CHECK(bad == 0, "%s: %s epilogue differs at %zu values, first at %zu", what, name, bad,
+          first);
+    CHECK(touched == 0 && left == 0, "%s: %s epilogue wrote %d beside, left %d counters up",
+          what, name, touched, left);
     free(guarded);
 }
 
@@ -148,8 +129,8 @@ static void run(int N, int C, int OC, int parts, int with_bias, int epi, unsigne
                   what);
         }
     }
-    if (epi & GELU) run_gelu(what, a, grid, first, tiles);
-    if (epi & SWIGLU) run_swiglu(what, a, grid, first, tiles);
+    if (epi & GELU) run_act(what, a, grid, first, tiles, PW_SK_GELU);
+    if (epi & SWIGLU) run_act(what, a, grid, first, tiles, PW_SK_SWIGLU);
     free(x), free(w), free(bias), free(xr), free(wr), free(x16), free(w16), free(ref);
     free(guarded), free(ws), free(counters), free(first);
 }
