@@ -7,7 +7,10 @@
  * the strides wgmma.cuh holds unused and 1024; the step 32 or 2048 bytes), naming those the
  * hardware reads the tile by, if any: what to change in wg_tile.cuh or the kernels' steps.
  * Exits 77 without a GPU or on one that is not compute capability 9.0; on a 9.0 device the
- * products must be there (device code built for sm_90a). */
+ * products must be there (device code built for sm_90a). First of all, before anything has asked
+ * the device whether it runs them: an attention call with them switched on, made while its stream
+ * is being captured into a graph, takes mma.sync and leaves the capture whole (asking would have
+ * broken it: pw_wgmma_usable). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,6 +33,39 @@ static void run_at(float *out, int form, int lbo, int sbo, int step, void *ctx)
     PW_CUDA_CHECK(cudaMemcpy(out, d->d_out, bytes, cudaMemcpyDeviceToHost));
 }
 
+/* The attention with the warpgroup kernels on, its first call inside a stream capture: the
+ * capture ends cleanly and the call did not take them (the device not asked yet) */
+static void first_call_captured(void)
+{
+    enum { B = 1, T = 64, NH = 1, W = 3 * 64 };
+    uint16_t *d_qkv = NULL;
+    float *d_lse = NULL;
+    pw_bf16 *d_out16 = NULL;
+    PW_CUDA_CHECK(cudaMalloc((void **)&d_qkv, sizeof(uint16_t) * B * T * W));
+    PW_CUDA_CHECK(cudaMemset(d_qkv, 0, sizeof(uint16_t) * B * T * W));
+    PW_CUDA_CHECK(cudaMalloc((void **)&d_lse, sizeof(float) * B * NH * T));
+    PW_CUDA_CHECK(cudaMalloc((void **)&d_out16, sizeof(pw_bf16) * B * T * 64));
+    cudaStream_t st;
+    PW_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    unsigned long c0 = pw_cuda_flash_wgmma_calls();
+    pw_cuda_set_flash_wgmma(1);
+    PW_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+    pw_attention_gqa_forward_bf16_cuda(NULL, d_out16, d_lse, d_qkv, NULL, B, T, NH, NH, 64, st);
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(st, &graph);
+    pw_cuda_set_flash_wgmma(0);
+    CHECK(e == cudaSuccess, "a first call in a capture broke it: %s", cudaGetErrorString(e));
+    CHECK(pw_cuda_flash_wgmma_calls() == c0, "a first call in a capture took the warpgroup "
+          "kernels before the device was asked");
+    printf("  first call in a capture: %s, warpgroup kernels taken %lu times\n",
+           e == cudaSuccess ? "capture whole" : "capture broken", pw_cuda_flash_wgmma_calls() - c0);
+    if (graph) PW_CUDA_CHECK(cudaGraphDestroy(graph));
+    PW_CUDA_CHECK(cudaStreamDestroy(st));
+    PW_CUDA_CHECK(cudaFree(d_qkv));
+    PW_CUDA_CHECK(cudaFree(d_lse));
+    PW_CUDA_CHECK(cudaFree(d_out16));
+}
+
 int main(void)
 {
     cu_require_gpu("cuda_wgmma");
@@ -41,6 +77,7 @@ int main(void)
                minor);
         return PW_SKIP_CODE;
     }
+    first_call_captured();
     CHECK(pw_cuda_wgmma_ok(), "a 9.0 device without the products: device code not sm_90a");
     if (!pw_cuda_wgmma_ok()) return pw_test_done("test_cuda_wgmma");
     static uint16_t a[WG_N * WG_N], x[WG_N * WG_N];
