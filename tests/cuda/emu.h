@@ -156,6 +156,8 @@ static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
 #define emu_race_in_thread(in) ((void)0)
 #define emu_race_launch_end() ((void)0)
 #define emu_race_end() ((void)0)
+#define emu_race_wg_read(p, at, pc) ((void)0)
+#define emu_race_proxy_fence() ((void)0)
 /* 1024-byte aligned, as the warpgroup products' tiles need (emu_wgmma.h) */
 static inline void *emu_race_dyn_alloc(size_t smem)
 {
@@ -423,12 +425,19 @@ static inline float __uint_as_float(uint32_t u)
     return x;
 }
 
+/* emu_wgmma.h's bookkeeping of the products in flight (defined there): a block begins, a
+ * thread returns, a launch ends */
+static EMU_HW void emu_wg_block(unsigned int n);
+static EMU_HW void emu_wg_thread_end(void);
+static EMU_HW void emu_wg_end(void);
+
 /* a thread's life: the kernel, then out of the block's barriers; returning resumes the
  * scheduler (uc_link) */
 static EMU_HW void emu_entry(void)
 {
     emu_body(emu_arg);
     emu_race_thread_end();
+    emu_wg_thread_end();
     emu_barrier_leave(&emu_block_bar);
     emu_barrier_leave(&emu_warp_bar[emu_tid / 32]);
     emu_barrier_leave(&emu_wg_bar[emu_tid / 128]);
@@ -478,6 +487,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
                              (unsigned int)(i / ((unsigned long)grid.x * grid.y))};
         memset(emu_dyn_smem, 0xff, smem);
         emu_race_block(n, i);
+        emu_wg_block(n);
         emu_block_bar = (EmuBarrier){(int)n, 0, 0};
         emu_or_gen = (unsigned long)-1; /* no stamp of an earlier block's */
         for (unsigned int w = 0; w * 32 < n; w++)
@@ -511,6 +521,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
     emu_dyn_smem = NULL;
     emu_race_launch_end();
     emu_race_end();
+    emu_wg_end();
 }
 
 static inline void emu_launch(EmuDim3 grid, EmuDim3 block, void (*body)(void *), void *arg)

@@ -26,6 +26,13 @@
  * the launch's dynamic shared memory (PAST; an overrun of a __shared__ variable into the next is
  * not seen). Atomic operations are not recorded as accesses.
  *
+ * The warpgroup products (emu_wgmma.h) read shared memory from their issue to the wait that
+ * retires them: their reads are the issuing thread's, at both, and in between a write by any
+ * thread to a byte one of them reads is a race (WG_INFLIGHT), whatever barriers lie between.
+ * They read through the async proxy: a byte a thread wrote (a store, or a copy retired) is
+ * theirs only after that thread's pw_wg_proxy_fence (WG_PROXY where the writer has not fenced
+ * since the write).
+ *
  * Global memory (any address a kernel thread touches that is neither shared memory, nor a
  * thread's stack, nor the program's own data) is checked too, for one launch at a time, on the
  * bytes the launch writes. Within a block, the rules above (RAW, WAW between two threads in one
@@ -74,6 +81,8 @@ enum {
     EMU_G_PLAIN,
     EMU_G_UNFENCED,
     EMU_G_UNACQUIRED,
+    EMU_WG_INFLIGHT,
+    EMU_WG_PROXY,
     EMU_RACE_KINDS
 };
 static const char *const emu_race_names[EMU_RACE_KINDS] = {
@@ -82,7 +91,9 @@ static const char *const emu_race_names[EMU_RACE_KINDS] = {
     "access past the dynamic shared memory", "two blocks writing one global byte",
     "plain load of another block's global write (read it through __ldcg)",
     "another block's global write read before that block fenced it",
-    "another block's global write read with no fence since this block's atomic"};
+    "another block's global write read with no fence since this block's atomic",
+    "write to a byte a warpgroup product in flight reads",
+    "warpgroup product's read of a byte its writer has not proxy-fenced"};
 
 static unsigned long emu_races[EMU_RACE_KINDS];      /* racing accesses, by kind, since a reset */
 static unsigned long emu_race_bytes[EMU_RACE_KINDS]; /* and their racing bytes */
@@ -90,15 +101,17 @@ static int emu_race_fatal = 1;                       /* exit after a launch that
 static int emu_race_shown;                           /* reports printed since a reset */
 
 /* One shared byte's history: the interval (block serial << 32 | barrier generation) and thread
- * of its last write, the interval of its reads and their reader (or EMU_MANY), and, while an
- * asynchronous copy is in flight to it, the block serial it was issued in. */
+ * of its last write, with the writer's count of proxy fences then, the interval of its reads and
+ * their reader (or EMU_MANY), while an asynchronous copy is in flight to it the block serial it
+ * was issued in, and the warpgroup products in flight that read it (wg_reads, counted in block
+ * wg_block). */
 #define EMU_MANY 0xffffu
 #define EMU_NOBODY 0x10000u /* a race with no other thread to name (a copy in flight, ...) */
 typedef struct EmuShadow {
     uint64_t w_when, r_when;
     const void *w_pc, *r_pc;
-    uint32_t copy_block;
-    uint16_t writer, reader;
+    uint32_t copy_block, w_proxy, wg_block;
+    uint16_t writer, reader, wg_reads;
 } EmuShadow;
 
 /* the bounds of section emu_smem, and where the program is mapped (the linker's symbols; weak:
@@ -168,6 +181,7 @@ typedef struct EmuPage {
 static EmuPage *emu_pages;
 static size_t emu_pages_cap, emu_pages_n;
 static uint32_t *emu_block_fences, *emu_block_atomics, *emu_thread_acq;
+static uint32_t *emu_proxy; /* each thread's count of pw_wg_proxy_fence in the block */
 static uint32_t emu_block_now;  /* the running block's linear index */
 static int emu_in_thread;       /* a kernel thread runs (not the scheduler or the test) */
 static const char *emu_stacks;  /* the threads' stacks: their local arrays are not global */
@@ -348,6 +362,8 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
         const void *other_pc = NULL;
         if (s->copy_block == emu_block_serial) {
             kind = EMU_COPY;
+        } else if (write && s->wg_block == emu_block_serial && s->wg_reads) {
+            kind = EMU_WG_INFLIGHT;
         } else if (!write && (uint32_t)(s->w_when >> 32) != emu_block_serial) {
             kind = EMU_UNINIT;
         } else if (s->w_when == now && s->writer != me) {
@@ -364,6 +380,7 @@ static EMU_UNCHECKED void emu_race_access(const void *p, size_t n, int write, co
             s->w_when = now;
             s->writer = me;
             s->w_pc = pc;
+            s->w_proxy = emu_proxy ? emu_proxy[me] : 0; /* none outside a launch */
         } else if (s->r_when != now) {
             s->r_when = now;
             s->reader = me;
@@ -446,12 +463,37 @@ static EMU_UNCHECKED void emu_race_wait(unsigned long keep, const void *pc)
                 s->w_when = emu_interval();
                 s->writer = (uint16_t)emu_tid;
                 s->w_pc = pc;
+                s->w_proxy = emu_proxy[emu_tid];
             }
         } else {
             c->v[kept++] = cp;
         }
     }
     c->n = kept;
+}
+
+/* pw_wg_proxy_fence by the running thread: its writes so far are the async proxy's */
+static EMU_UNCHECKED void emu_race_proxy_fence(void) { emu_proxy[emu_tid]++; }
+
+/* a read of the bfloat16 at p by a warpgroup product of the running thread, at its issue (at
+ * +1) or at the wait that retires it (-1): a read of the thread's, the writer's proxy fence
+ * checked at the issue, and the count of products in flight that read the bytes */
+static EMU_UNCHECKED void emu_race_wg_read(const char *p, int at, const void *pc)
+{
+    emu_race_access(p, 2, 0, pc);
+    int first = -1;
+    for (int i = 0; i < 2; i++) {
+        EmuShadow *s = emu_shadow_of(p + i);
+        if (!s) continue;
+        if (at > 0 && (uint32_t)(s->w_when >> 32) == emu_block_serial &&
+            emu_proxy[s->writer] == s->w_proxy)
+            emu_race_count(EMU_WG_PROXY, &first, p + i, s->writer, pc, s->w_pc);
+        if (s->wg_block != emu_block_serial) {
+            s->wg_block = emu_block_serial;
+            s->wg_reads = 0;
+        }
+        s->wg_reads = (uint16_t)(s->wg_reads + at);
+    }
 }
 
 /* a launch's dynamic shared memory, with EMU_GUARD bytes each side, and its release */
@@ -477,6 +519,7 @@ static EMU_UNCHECKED void emu_race_launch(unsigned int n, size_t smem, unsigned 
     emu_block_fences = emu_race_got(calloc(blocks, sizeof(uint32_t)), "the blocks' fences");
     emu_block_atomics = emu_race_got(calloc(blocks, sizeof(uint32_t)), "the blocks' atomics");
     emu_thread_acq = emu_race_got(calloc(n, sizeof(uint32_t)), "the threads' fences");
+    emu_proxy = emu_race_got(calloc(n, sizeof(uint32_t)), "the threads' proxy fences");
     if (smem > emu_shadow_dyn_n) {
         free(emu_shadow_dyn);
         emu_shadow_dyn = emu_race_got(calloc(smem, sizeof(EmuShadow)), "the shadow");
@@ -500,6 +543,7 @@ static EMU_UNCHECKED void emu_race_block(unsigned int n, unsigned long index)
         emu_copies[t].n = 0;
         emu_copies[t].committed = 0;
         emu_thread_acq[t] = 0;
+        emu_proxy[t] = 0;
     }
 }
 
@@ -516,7 +560,8 @@ static EMU_UNCHECKED void emu_race_launch_end(void)
     free(emu_block_fences);
     free(emu_block_atomics);
     free(emu_thread_acq);
-    emu_block_fences = emu_block_atomics = emu_thread_acq = NULL;
+    free(emu_proxy);
+    emu_block_fences = emu_block_atomics = emu_thread_acq = emu_proxy = NULL;
     emu_stacks = NULL;
     emu_stacks_bytes = 0;
 }

@@ -237,7 +237,7 @@ static void expect_grid(const char *what, void (*body)(void *), unsigned blocks,
     printf("  %-44s", what);
     for (int k = 0; k < EMU_RACE_KINDS; k++) printf(" %lu", emu_race_bytes[k]);
     printf("  (bytes: RAW WAR WAW COPY UNWAITED UNINIT PAST, global: WAW PLAIN UNFENCED "
-           "UNACQUIRED)\n");
+           "UNACQUIRED, products: WG_INFLIGHT WG_PROXY)\n");
     for (int k = 0; k < EMU_RACE_KINDS; k++)
         CHECK(emu_race_bytes[k] == want[k], "%s: %lu bytes %s, want %lu", what,
               emu_race_bytes[k], emu_race_names[k], want[k]);
