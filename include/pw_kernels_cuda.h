@@ -148,12 +148,24 @@ int pw_cuda_get_flash_fused_bwd(void);
 void pw_cuda_set_flash_wgmma(int enable);
 int pw_cuda_get_flash_wgmma(void);
 unsigned long pw_cuda_flash_wgmma_calls(void);
+/* Programmatic dependent launch for the decode step's kernels of our own (pdl.cuh): each placed
+ * on the GPU while the kernel before it runs, waiting at its start for that one's end, so that
+ * no launch gap lies between them; where the device runs code built for sm_90 or later. Off
+ * (the default until a GPU has timed it: bench_generate's "dependent launch" rows, BENCH_PDL=1);
+ * on, the same results. Applies to launches made after it (a CUDA graph keeps how its kernels
+ * were captured); the count is the launches made so (process-wide). */
+void pw_cuda_set_pdl(int enable);
+int pw_cuda_get_pdl(void);
+unsigned long pw_cuda_pdl_launches(void);
 /* Hopper's warpgroup products (wgmma.cu): 1 where this device runs them (compute capability
  * 9.0 and device code built for sm_90a), asked of the device once. pw_cuda_wgmma_probe: one
  * 64 x 64 product by form (wgmma_probe_kernels.cuh's PW_WG_PROBE_*: 0 A and B from shared
  * memory, 1 A from registers, 2 the same with B stored as it is) of the 64 x 64 bfloat16 a and x
  * into out (64 x 64 float32), queued on stream; 0 (nothing queued) where the device cannot. */
 int pw_cuda_wgmma_ok(void);
+/* __CUDA_ARCH__ of the code this device runs (900 for sm_90 and sm_90a: what the driver chose
+ * from the build's device code), asked of the device once (wgmma.cu) */
+int pw_cuda_device_code_arch(void);
 int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
                         cudaStream_t stream);
 /* the same with x's descriptor given other offsets (lbo, sbo) and slices `step` bytes apart: the

@@ -12,7 +12,8 @@
  * __syncthreads_or; the tensor-core product and shared loads of src/kernels/cuda/mma.cuh
  * (pw_mma_bf16 and pw_ldsm_x4 / _t, each from its table, and pw_bf16x2); the asynchronous
  * copies of src/kernels/cuda/cp_async.cuh (done at once); the warpgroup products of
- * src/kernels/cuda/wgmma.cuh (emu_wgmma.h); and a launch over a grid. No other
+ * src/kernels/cuda/wgmma.cuh (emu_wgmma.h); pdl.cuh's pw_pdl_enter (nothing: one launch after
+ * another); and a launch over a grid. No other
  * intrinsics, no streams: a kernel that needs them is not for this harness.
  *
  * It is slow (every barrier switches through every thread of the block), so the shapes run
@@ -135,6 +136,10 @@ static inline void emu_barrier_leave(EmuBarrier *b)
 }
 
 static inline void __syncthreads(void) { emu_barrier_wait(&emu_block_bar); }
+
+/* src/kernels/cuda/pdl.cuh's entry: the launches here run one after another, each kernel's
+ * predecessor done before it starts, as that entry makes them on the GPU */
+static inline void pw_pdl_enter(void) {}
 
 #ifdef EMU_RACE
 #include "emu_race.h"

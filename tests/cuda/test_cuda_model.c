@@ -393,8 +393,10 @@ static void check_generate(PwModel *cpu, PwModel *gpu)
  * (pw_cuda_set_skinny: every product of a cache pass but the LM head's has 6 rows here) launched
  * and captured as CUDA graphs: the graph's run bit for bit the launched one's, whose first
  * decode step made the kernel's workspace and counters (a graph replays counters the kernel
- * set back to zero); and the bf16 model's forward, backward and cache against the CPU with it
- * (check_bf16). */
+ * set back to zero); the same again with programmatic dependent launch (pw_cuda_set_pdl: the
+ * decode's kernels each placed before the one ahead of it ends, pdl.cuh), launched and captured,
+ * bit for bit the plain launches' where the device takes it; and the bf16 model's forward,
+ * backward and cache against the CPU with it (check_bf16). */
 static void check_skinny(const PwArch *a, const int *tok, const int *tgt, const PwOutputGrads *g)
 {
     unsigned long c0 = pw_cuda_skinny_calls();
@@ -414,6 +416,24 @@ static void check_skinny(const PwArch *a, const int *tok, const int *tgt, const 
         generate(gg, prompt, pm, &cfg, &graphed);
         CHECK(!memcmp(&graphed, &launched, sizeof launched), "the few-row products' decode as a "
               "CUDA graph: another output than launched kernel by kernel");
+        static GenOut dep, dep_graphed;
+        unsigned long d0 = pw_cuda_pdl_launches();
+        pw_cuda_set_pdl(1);
+        cfg.graph = 0;
+        generate(gg, prompt, pm, &cfg, &dep);
+        unsigned long d1 = pw_cuda_pdl_launches();
+        cfg.graph = 1;
+        generate(gg, prompt, pm, &cfg, &dep_graphed);
+        pw_cuda_set_pdl(0);
+        CHECK(!memcmp(&dep, &launched, sizeof launched), "the decode with dependent launches: "
+              "another output than launched plainly");
+        CHECK(!memcmp(&dep_graphed, &launched, sizeof launched), "the decode with dependent "
+              "launches as a CUDA graph: another output than launched plainly");
+        int arch = pw_cuda_device_code_arch();
+        printf("  dependent launches: %lu of the decode's kernels (code for sm_%d)\n", d1 - d0,
+               arch / 10);
+        CHECK(arch < 900 || d1 > d0, "dependent launch on: no kernel of the decode launched so on "
+              "code for sm_%d", arch / 10);
         pw_gen_free(gg);
     }
     pw_model_free(gpu);

@@ -19,29 +19,26 @@
     do {                                                                                          \
         if (N <= 0 || nseg <= 0) return;                                                          \
         size_t total = (size_t)N * NKV * hs;                                                      \
-        pw_cache_store_##SFX<<<pw_ew_blocks(total), PW_EW_THREADS, 0, stream>>>(                 \
-            kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);        \
-        PW_CUDA_CHECK(cudaGetLastError());                                                        \
+        pw_launch(pw_cache_store_##SFX, pw_ew_blocks(total), PW_EW_THREADS, 0, stream, kcache,   \
+                  vcache, qkv, seg_row, seg_off, seg_slot0, nseg, N, maxT, NH, NKV, hs);          \
         unsigned blocks = (unsigned)((size_t)N * NH); /* < 2^31: N tokens of a pass, NH heads */ \
         float scale = 1.0f / sqrtf((float)hs);                                                    \
         int G = pw_cuda_get_cache_group() ? cache_group_size(NH, NKV, hs, VEC) : 0;              \
         if (G) {                                                                                  \
-            pw_cache_attend_group_##SFX<<<(unsigned)((size_t)N * NKV), cache_group_threads(G),   \
-                                          cache_group_smem_bytes(hs, 16 / VEC), stream>>>(       \
-                out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
-                NKV, hs, scale);                                                                  \
+            pw_launch(pw_cache_attend_group_##SFX, (unsigned)((size_t)N * NKV),                  \
+                      cache_group_threads(G), cache_group_smem_bytes(hs, 16 / VEC), stream, out,  \
+                      out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,    \
+                      NKV, hs, scale);                                                            \
         } else if (pw_cuda_get_cache_split() && cache_split_lanes(hs, VEC)) {                     \
-            pw_cache_attend_split_##SFX<<<blocks, CACHE_SPLIT_THREADS,                           \
-                                          cache_split_smem_bytes(hs), stream>>>(                 \
-                out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
-                NKV, hs, scale);                                                                  \
+            pw_launch(pw_cache_attend_split_##SFX, blocks, CACHE_SPLIT_THREADS,                  \
+                      cache_split_smem_bytes(hs), stream, out, out16, kcache, vcache, qkv,        \
+                      seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs, scale);               \
         } else {                                                                                  \
             int threads = cache_threads(hs);                                                      \
-            pw_cache_attend_##SFX<<<blocks, threads, cache_smem_bytes(hs, threads), stream>>>(   \
-                out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, maxT, NH,     \
-                NKV, hs, scale);                                                                  \
+            pw_launch(pw_cache_attend_##SFX, blocks, threads, cache_smem_bytes(hs, threads),     \
+                      stream, out, out16, kcache, vcache, qkv, seg_row, seg_off, seg_slot0, nseg, \
+                      maxT, NH, NKV, hs, scale);                                                  \
         }                                                                                         \
-        PW_CUDA_CHECK(cudaGetLastError());                                                        \
     } while (0)
 
 extern "C" void pw_attention_cache_gqa_forward_cuda(float *out, float *kcache, float *vcache,

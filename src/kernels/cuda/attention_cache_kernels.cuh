@@ -135,6 +135,7 @@ __global__ void CACHE_FN(cache_store)(CACHE_S *kcache, CACHE_S *vcache, const fl
                                       const int *seg_slot0, int nseg, int N, int maxT, int NH,
                                       int NKV, int hs)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     int KC = NKV * hs, W = (NH + 2 * NKV) * hs;
     size_t total = (size_t)N * KC;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -368,6 +369,7 @@ __global__ void CACHE_FN(cache_attend_group)(float *out, uint16_t *out16, const 
                                              const int *seg_slot0, int nseg, int maxT, int NH,
                                              int NKV, int hs, float scale)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     PW_DYN_SMEM(float, sh);
     CACHE_S *tiles = (CACHE_S *)sh; /* [2 buffers][keys, values][TK][hs] */
     const int G = NH / NKV, n = (int)(blockIdx.x / NKV), kv = (int)(blockIdx.x % NKV);
@@ -438,6 +440,7 @@ __global__ void CACHE_FN(cache_attend)(float *out, uint16_t *out16, const CACHE_
                                        const int *seg_slot0, int nseg, int maxT, int NH, int NKV,
                                        int hs, float scale)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     PW_DYN_SMEM(float, sh);
     CacheQuery b = cache_query(seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs);
     CACHE_FN(attend_query)(out ? out + b.o : NULL, out16 ? out16 + b.o : NULL, qkv + b.q,
@@ -451,6 +454,7 @@ __global__ void CACHE_FN(cache_attend_split)(float *out, uint16_t *out16, const 
                                              const int *seg_slot0, int nseg, int maxT, int NH,
                                              int NKV, int hs, float scale)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     PW_DYN_SMEM(float, sh);
     CacheQuery b = cache_query(seg_row, seg_off, seg_slot0, nseg, maxT, NH, NKV, hs);
     CACHE_FN(split_query)(out ? out + b.o : NULL, out16 ? out16 + b.o : NULL, qkv + b.q,

@@ -12,6 +12,7 @@
 #include "launch.cuh"
 #include "pw_cuda_check.h"
 #include "pw_kernels_cuda.h" /* pw_bf16 */
+#include "pdl.cuh"
 #include "warp.cuh"
 
 /* Loop unrolling for the kernel headers written in C-subset CUDA (flash_kernels.cuh,
@@ -74,6 +75,9 @@ int pw_skinny_swiglu_forward(pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 *
  * yet asked is not asked (its one-thread kernel and copy would break the capture): 0 then, the
  * call takes the mma.sync kernels (wgmma.cu) */
 int pw_wgmma_usable(cudaStream_t stream);
+/* __CUDA_ARCH__ of the code the current device runs (900 for sm_90 and sm_90a), asked of the
+ * device once (wgmma.cu); 0 while not known, and not asked while stream is being captured */
+int pw_cuda_code_arch(cudaStream_t stream);
 /* frees the few-row products' workspaces and counters (called by pw_cuda_release) */
 void pw_skinny_release(void);
 

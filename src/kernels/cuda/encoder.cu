@@ -19,9 +19,8 @@ extern "C" void pw_encoder_forward_cuda(float *out, const int *inp, const int *p
 {
     size_t n = (size_t)B * T * C;
     if (n == 0) return;
-    encoder_forward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, inp, pos, wte, wpe,
-                                                                          B, T, C);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(encoder_forward_kernel, pw_ew_blocks(n), PW_EW_THREADS, 0, stream, out, inp, pos,
+              wte, wpe, B, T, C);
 }
 
 extern "C" void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *dout,

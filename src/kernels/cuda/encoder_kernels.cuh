@@ -30,6 +30,7 @@ __global__ void positions_kernel(int *pos, const int *mask, int B, int T)
 __global__ void encoder_forward_kernel(float *out, const int *inp, const int *pos, const float *wte,
                                        const float *wpe, int B, int T, int C)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     size_t n = (size_t)B * T * C;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {

@@ -7,7 +7,6 @@ extern "C" void pw_gather_rows_cuda(float *dst, const float *src, const int *row
                                     cudaStream_t stream)
 {
     if (n <= 0 || C <= 0) return;
-    gather_rows_kernel<<<pw_ew_blocks((size_t)n * C), PW_EW_THREADS, 0, stream>>>(dst, src, rows,
-                                                                                  n, C);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(gather_rows_kernel, pw_ew_blocks((size_t)n * C), PW_EW_THREADS, 0, stream, dst, src,
+              rows, n, C);
 }

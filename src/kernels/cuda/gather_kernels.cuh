@@ -12,6 +12,7 @@
 
 __global__ void gather_rows_kernel(float *dst, const float *src, const int *rows, int n, int C)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     size_t total = (size_t)n * C;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {

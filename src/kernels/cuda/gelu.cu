@@ -9,13 +9,12 @@ static void forward(float *out, pw_bf16 *out16, const float *inp, pw_bf16 *inp16
 {
     if (N == 0) return;
     if (!out && !inp && gelu_vec_ok(out16, inp16, NULL)) { /* bfloat16 in and out */
-        gelu_forward_bf16_vec_kernel<<<pw_ew_blocks(pw_vec_units(N)), PW_EW_THREADS, 0, stream>>>(
-            out16, inp16, N);
+        pw_launch(gelu_forward_bf16_vec_kernel, pw_ew_blocks(pw_vec_units(N)), PW_EW_THREADS, 0,
+                  stream, out16, inp16, N);
     } else {
-        gelu_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, out16, inp, inp16,
-                                                                            round, N);
+        pw_launch(gelu_forward_kernel, pw_ew_blocks(N), PW_EW_THREADS, 0, stream, out, out16, inp,
+                  inp16, round, N);
     }
-    PW_CUDA_CHECK(cudaGetLastError());
 }
 
 static void backward(float *dinp, pw_bf16 *dinp16, const float *inp, const pw_bf16 *inp16,

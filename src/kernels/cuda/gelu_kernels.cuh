@@ -25,6 +25,7 @@ static __device__ __forceinline__ float gelu_grad(float x, float d)
 __global__ void gelu_forward_kernel(float *out, uint16_t *out16, const float *inp,
                                     uint16_t *inp16, int round, size_t n)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float y = gelu_of(pw_input_at(inp, inp16, inp16, round, i));
@@ -60,6 +61,7 @@ static __device__ __forceinline__ unsigned int gelu_pair(unsigned int w)
 
 __global__ void gelu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *inp16, size_t n)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     size_t n8 = n / PW_VEC, units = n8 + n % PW_VEC;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
          i += (size_t)gridDim.x * blockDim.x) {

@@ -9,9 +9,8 @@ static void forward(float *out, pw_bf16 *out16, float *mean, float *rstd, float 
                     int N, int C, cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
-    layernorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-        out, out16, mean, rstd, res, inp, inp2, weight, bias, N, C);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(layernorm_forward_kernel, pw_row_blocks(N), PW_ROW_THREADS, 0, stream, out, out16,
+              mean, rstd, res, inp, inp2, weight, bias, N, C);
 }
 
 extern "C" void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float *inp,

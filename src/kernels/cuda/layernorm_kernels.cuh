@@ -58,6 +58,7 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
                                          float *res, const float *inp, const float *inp2,
                                          const float *weight, const float *bias, int N, int C)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */

@@ -10,7 +10,6 @@ void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int
                            int *pass_pos, int *pass_slot0, cudaStream_t stream)
 {
     if (n <= 0) return;
-    record_kernel<<<(n + RECORD_THREADS - 1) / RECORD_THREADS, RECORD_THREADS, 0, stream>>>(
-        *g, n, rows, token, logp, logp_full, pass_tok, pass_pos, pass_slot0);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(record_kernel, (n + RECORD_THREADS - 1) / RECORD_THREADS, RECORD_THREADS, 0, stream,
+              *g, n, rows, token, logp, logp_full, pass_tok, pass_pos, pass_slot0);
 }

@@ -17,6 +17,7 @@ __global__ void record_kernel(PwGenRows g, int n, const int *rows, const int *to
                                      const float *logp, const float *logp_full, int *pass_tok,
                                      int *pass_pos, int *pass_slot0)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const int b = rows[i], t = token[i];

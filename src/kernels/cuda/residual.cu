@@ -8,8 +8,7 @@ extern "C" void pw_residual_forward_cuda(float *out, const float *a, const float
                                          cudaStream_t stream)
 {
     if (N == 0) return;
-    residual_forward_kernel<<<pw_ew_blocks(N), PW_EW_THREADS, 0, stream>>>(out, a, b, N);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(residual_forward_kernel, pw_ew_blocks(N), PW_EW_THREADS, 0, stream, out, a, b, N);
 }
 
 extern "C" void pw_residual_backward_cuda(float *da, float *db, const float *dout, size_t N,

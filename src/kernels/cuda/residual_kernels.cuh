@@ -12,6 +12,7 @@
 
 __global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         out[i] = a[i] + b[i];

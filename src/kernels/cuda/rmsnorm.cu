@@ -9,9 +9,8 @@ static void forward(float *out, pw_bf16 *out16, float *rstd, float *res, const f
                     cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
-    rmsnorm_forward_kernel<<<pw_row_blocks(N), PW_ROW_THREADS, 0, stream>>>(
-        out, out16, rstd, res, inp, inp2, weight, N, C, eps);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(rmsnorm_forward_kernel, pw_row_blocks(N), PW_ROW_THREADS, 0, stream, out, out16,
+              rstd, res, inp, inp2, weight, N, C, eps);
 }
 
 extern "C" void pw_rmsnorm_forward_cuda(float *out, float *rstd, const float *inp,

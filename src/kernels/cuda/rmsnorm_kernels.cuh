@@ -44,6 +44,7 @@ __global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd,
                                        const float *inp, const float *inp2, const float *weight,
                                        int N, int C, float eps)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     int row = blockIdx.x * PW_ROW_WARPS + threadIdx.x / PW_WARP;
     int lane = threadIdx.x % PW_WARP;
     if (row >= N) return; /* a whole warp leaves together: the shuffles below stay full */

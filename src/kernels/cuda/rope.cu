@@ -9,9 +9,8 @@ static void rope_launch(float *x, pw_bf16 *x16, const int *pos, const float *inv
 {
     size_t total = (size_t)N * nheads * (hs / 2) + (x16 ? (size_t)N * (stride - nheads * hs) : 0);
     if (total == 0) return;
-    rope_kernel<<<pw_ew_blocks(total), PW_EW_THREADS, 0, stream>>>(x, x16, pos, inv_freq, N,
-                                                                   nheads, hs, stride, sign);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(rope_kernel, pw_ew_blocks(total), PW_EW_THREADS, 0, stream, x, x16, pos, inv_freq,
+              N, nheads, hs, stride, sign);
 }
 
 extern "C" void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N,

@@ -19,6 +19,7 @@
 __global__ void rope_kernel(float *x, uint16_t *x16, const int *pos, const float *inv_freq,
                             int N, int nheads, int hs, int stride, float sign)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     int half = hs / 2, rot = nheads * hs;
     size_t pairs = (size_t)N * nheads * half;
     size_t total = pairs + (x16 ? (size_t)N * (stride - rot) : 0);

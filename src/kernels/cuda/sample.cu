@@ -9,8 +9,6 @@ void pw_sample_rows_cuda(const float *logits, int ld, int n, int V, const int *r
                          float *logp_full, cudaStream_t stream)
 {
     if (n <= 0) return;
-    sample_kernel<<<n, SAMPLE_THREADS, 0, stream>>>(logits, ld, V, rows, (double)sc->temperature,
-                                                    sc->top_k, (double)sc->top_p, rng, token,
-                                                    logp, logp_full);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(sample_kernel, n, SAMPLE_THREADS, 0, stream, logits, ld, V, rows,
+              (double)sc->temperature, sc->top_k, (double)sc->top_p, rng, token, logp, logp_full);
 }

@@ -108,6 +108,7 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
                               int top_k, double top_p, uint64_t *rng, int *token, float *logp,
                               float *logp_full)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     __shared__ double red[SAMPLE_WARPS], mass[SAMPLE_WARPS];
     __shared__ int last[SAMPLE_WARPS];
     __shared__ double s_u;

@@ -110,10 +110,8 @@ static int skinny(float *out, pw_bf16 *act16, const pw_bf16 *inp, const pw_bf16 
     pthread_mutex_unlock(&sk_lock);
     if (!parts) return 0;
     dim3 grid((N + PW_SK_BM - 1) / PW_SK_BM, (OC + PW_SK_BN - 1) / PW_SK_BN, parts);
-    pw_skinny_kernel<<<grid, PW_SK_THREADS, 0, stream>>>(
-        out, (uint16_t *)act16, s->ws, s->counters, (const uint16_t *)inp,
-        (const uint16_t *)weight, bias, N, C, OC, act);
-    PW_CUDA_CHECK(cudaGetLastError());
+    pw_launch(pw_skinny_kernel, grid, PW_SK_THREADS, 0, stream, out, (uint16_t *)act16, s->ws,
+              s->counters, (const uint16_t *)inp, (const uint16_t *)weight, bias, N, C, OC, act);
     return 1;
 }
 

@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(PW_SK_THREADS)
     pw_skinny_kernel(float *out, uint16_t *act16, float *ws, int *counters, const uint16_t *inp,
                      const uint16_t *w, const float *bias, int N, int C, int OC, int act)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     __shared__ __align__(16) uint16_t sa[SK_STAGES][PW_SK_BM * SK_LD];
     __shared__ __align__(16) uint16_t sb[SK_STAGES][PW_SK_BN * SK_LD];
     __shared__ int last;

@@ -10,12 +10,11 @@ static void forward(float *out, pw_bf16 *out16, const float *gate_up, pw_bf16 *g
     size_t n = (size_t)N * F;
     if (n == 0) return;
     if (!out && !gate_up && swiglu_vec_ok(F, out16, gu16, NULL)) /* bfloat16 in and out */
-        swiglu_forward_bf16_vec_kernel<<<pw_ew_blocks(n / PW_VEC), PW_EW_THREADS, 0,
-                                         stream>>>(out16, gu16, F, n);
+        pw_launch(swiglu_forward_bf16_vec_kernel, pw_ew_blocks(n / PW_VEC), PW_EW_THREADS, 0,
+                  stream, out16, gu16, F, n);
     else
-        swiglu_forward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(out, out16, gate_up,
-                                                                              gu16, round, F, n);
-    PW_CUDA_CHECK(cudaGetLastError());
+        pw_launch(swiglu_forward_kernel, pw_ew_blocks(n), PW_EW_THREADS, 0, stream, out, out16,
+                  gate_up, gu16, round, F, n);
 }
 
 static void backward(float *dgate_up, pw_bf16 *dgu16, const float *gate_up, const pw_bf16 *gu16,

@@ -36,6 +36,7 @@ static __device__ __forceinline__ float swiglu_at(const float *gate_up, const ui
 __global__ void swiglu_forward_kernel(float *out, uint16_t *out16, const float *gate_up,
                                       uint16_t *gu16, int round, int F, size_t n)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
         size_t row = e / F, i = e % F, at = row * 2 * F + i;
@@ -80,6 +81,7 @@ static __device__ __forceinline__ unsigned int swiglu_pair(unsigned int g, unsig
 __global__ void swiglu_forward_bf16_vec_kernel(uint16_t *out16, const uint16_t *gu16, int F,
                                                size_t n)
 {
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
     size_t units = n / PW_VEC;
     for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
          j += (size_t)gridDim.x * blockDim.x) {

@@ -1,8 +1,9 @@
-/* wgmma.cu: whether this device runs the warpgroup products (wgmma.cuh), and the probe of
- * their layouts (wgmma_probe_kernels.cuh) that tests/cuda/test_cuda_wgmma.c runs. The products
- * exist only in code built for sm_90a (meson.build builds the device code so where gpu_arch is
- * 90) and run only on a device of compute capability 9.0; what the driver loaded is asked of
- * the device itself, once per device, by a one-thread kernel. */
+/* wgmma.cu: what the code this device loaded was built for, and from it whether the device runs
+ * the warpgroup products (wgmma.cuh); and the probe of their layouts (wgmma_probe_kernels.cuh)
+ * that tests/cuda/test_cuda_wgmma.c runs. The products exist only in code built for sm_90a
+ * (meson.build builds the device code so where gpu_arch is 90) and run only on a device of
+ * compute capability 9.0; what the driver loaded is asked of the device itself, once per device,
+ * by a one-thread kernel (which also says the code's architecture: pdl.cuh needs 9.0). */
 #include <math.h>
 #include <pthread.h>
 
@@ -16,45 +17,60 @@
 
 #define WG_MAX_DEVICES 64
 
-static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static signed char wg_known[WG_MAX_DEVICES]; /* 0 not asked, 1 yes, -1 no */
+/* What the code this device loaded was built for, asked once per device: __CUDA_ARCH__ of the
+ * code the driver chose (900 and up: Hopper's griddepcontrol, pdl.cuh) and whether it has the
+ * warpgroup products (sm_90a); 0 while not asked. */
+typedef struct CodeArch {
+    int arch, wgmma;
+} CodeArch;
 
-extern "C" int pw_cuda_wgmma_ok(void)
+static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
+static CodeArch wg_code[WG_MAX_DEVICES];
+
+/* the loaded code of the current device, asked of it where not known yet (a one-thread kernel
+ * and a copy back: never while a stream is being captured, `ask` 0) */
+static CodeArch code_arch(int ask)
 {
     int device = 0;
+    CodeArch c = {0, 0};
     PW_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < 0 || device >= WG_MAX_DEVICES) return 0;
+    if (device < 0 || device >= WG_MAX_DEVICES) return c;
     pthread_mutex_lock(&wg_lock);
-    if (!wg_known[device]) {
-        int major = 0, minor = 0, yes = 0;
+    if (!wg_code[device].arch && ask) {
+        int *flag = NULL, got[2] = {0, 0};
+        PW_CUDA_CHECK(cudaMalloc((void **)&flag, sizeof got));
+        pw_wgmma_arch_kernel<<<1, 1>>>(flag);
+        PW_CUDA_CHECK(cudaGetLastError());
+        PW_CUDA_CHECK(cudaMemcpy(got, flag, sizeof got, cudaMemcpyDeviceToHost));
+        PW_CUDA_CHECK(cudaFree(flag));
+        int major = 0, minor = 0;
         PW_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
         PW_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-        if (major == 9 && minor == 0) {
-            int *flag = NULL;
-            PW_CUDA_CHECK(cudaMalloc((void **)&flag, sizeof(int)));
-            pw_wgmma_arch_kernel<<<1, 1>>>(flag);
-            PW_CUDA_CHECK(cudaGetLastError());
-            PW_CUDA_CHECK(cudaMemcpy(&yes, flag, sizeof(int), cudaMemcpyDeviceToHost));
-            PW_CUDA_CHECK(cudaFree(flag));
-        }
-        wg_known[device] = yes ? 1 : -1;
+        wg_code[device].arch = got[0] > 0 ? got[0] : -1;
+        wg_code[device].wgmma = got[1] && major == 9 && minor == 0;
     }
-    int ok = wg_known[device] > 0;
+    c = wg_code[device];
     pthread_mutex_unlock(&wg_lock);
-    return ok;
+    return c;
+}
+
+extern "C" int pw_cuda_wgmma_ok(void) { return code_arch(1).wgmma; }
+
+extern "C" int pw_cuda_device_code_arch(void)
+{
+    CodeArch c = code_arch(1);
+    return c.arch > 0 ? c.arch : 0;
+}
+
+int pw_cuda_code_arch(cudaStream_t stream)
+{
+    CodeArch c = code_arch(!pw_cuda_capturing(stream)); /* asked later, outside a capture */
+    return c.arch > 0 ? c.arch : 0;
 }
 
 int pw_wgmma_usable(cudaStream_t stream)
 {
-    int device = 0, known = 0;
-    PW_CUDA_CHECK(cudaGetDevice(&device));
-    if (device >= 0 && device < WG_MAX_DEVICES) {
-        pthread_mutex_lock(&wg_lock);
-        known = wg_known[device];
-        pthread_mutex_unlock(&wg_lock);
-    }
-    if (!known && pw_cuda_capturing(stream)) return 0; /* asked later, outside the capture */
-    return known ? known > 0 : pw_cuda_wgmma_ok();
+    return pw_cuda_code_arch(stream) && code_arch(0).wgmma;
 }
 
 extern "C" int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,

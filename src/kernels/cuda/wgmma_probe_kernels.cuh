@@ -32,14 +32,20 @@ enum { PW_WG_PROBE_SS, PW_WG_PROBE_RS_K, PW_WG_PROBE_RS_MN, PW_WG_PROBE_FORMS };
 /* X's move a slice: 16 k of a K-major row, 16 rows of an MN-major tile */
 #define PW_WG_PROBE_STEP(form) ((form) == PW_WG_PROBE_RS_MN ? 16 * (int)PW_WG_ROW : 32)
 
-/* 1 where the code the device runs was built with the warpgroup products (wgmma.cuh's
- * PW_WGMMA), 0 where it has the trapping bodies; one thread */
+/* What the code the device runs was built for: flag[0] its __CUDA_ARCH__ (900 for sm_90 and
+ * sm_90a), flag[1] 1 where it has the warpgroup products (wgmma.cuh's PW_WGMMA), 0 where it has
+ * the trapping bodies; one thread */
 __global__ void pw_wgmma_arch_kernel(int *flag)
 {
-#ifdef PW_WGMMA
-    *flag = 1;
+#ifdef __CUDA_ARCH__
+    flag[0] = __CUDA_ARCH__;
 #else
-    *flag = 0;
+    flag[0] = 0;
+#endif
+#ifdef PW_WGMMA
+    flag[1] = 1;
+#else
+    flag[1] = 0;
 #endif
 }
 
