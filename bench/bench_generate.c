@@ -157,9 +157,9 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * MLP product's epilogue (pw_cuda_set_lt_gelu), BENCH_SKINNY=1 takes the products of at most
  * 256 rows through the few-row kernel of our own (pw_cuda_set_skinny; batch 256 is run that
  * way, launched and as graphs, in any case), BENCH_PDL=1 launches the decode's kernels of our
- * own as programmatic dependents (pw_cuda_set_pdl; batch 256 is run that way with the few-row
- * kernel, launched and as graphs, in any case). Without a GPU it stops at the model's
- * creation. */
+ * own as programmatic dependents (pw_cuda_set_pdl: every row of the run; with BENCH_SKINNY=1,
+ * every kernel of a layer is ours; a run of its own, so that a failure of it takes no figure
+ * of the plain run with it). Without a GPU it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
     enum { GP = 64, GR = 512 };
@@ -199,7 +199,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
     /* the products timed, split, timed and graphed; the few-row kernel, and graphed */
-    double group_tps = 0.0, prod_tps[7] = {0, 0, 0, 0, 0, 0, 0};
+    double group_tps = 0.0, prod_tps[5] = {0, 0, 0, 0, 0};
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (a key and a value of each key/value head and layer per cached
      * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
@@ -258,15 +258,12 @@ static int bench_gpu(PwPrecision prec, int llama)
          * heuristic's first, and timed again with each step a CUDA graph (the generator role's
          * way: its plans made by the first row): a warm-up run makes the timed plans, then one
          * run each; then the few-row products' kernel of our own (pw_cuda_set_skinny: K split
-         * in parts summed in the same launch), launched and as graphs; then that with each of
-         * the decode's kernels of our own placed before the one ahead of it ends
-         * (pw_cuda_set_pdl: all of a layer's kernels are ours then), launched and as graphs */
-        for (int k = 0; bi == 1 && nb == 2 && k < 7; k++) {
+         * in parts summed in the same launch), launched and as graphs */
+        for (int k = 0; bi == 1 && nb == 2 && k < 5; k++) {
             pw_cuda_set_lt_tune(k == 0 || k == 2 ? 1 : lt_tune);
             pw_cuda_set_lt_split(k == 1 ? 4 : 0);
             pw_cuda_set_skinny(k >= 3 ? 1 : skinny);
-            pw_cuda_set_pdl(k >= 5 ? 1 : pdl);
-            cfg.graph = k == 2 || k == 4 || k == 6;
+            cfg.graph = k == 2 || k == 4;
             if (k == 0 && pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err))
                 die("generate", &err);
             double t0 = bench_now();
@@ -275,15 +272,12 @@ static int bench_gpu(PwPrecision prec, int llama)
             pw_cuda_set_lt_tune(lt_tune);
             pw_cuda_set_lt_split(0);
             pw_cuda_set_skinny(skinny);
-            pw_cuda_set_pdl(pdl);
             cfg.graph = 0;
             prod_tps[k] = (double)Bn * GR / t;
-            static const char *const what[7] = {
+            static const char *const what[5] = {
                 "algorithms timed, split forms among them", "K split in 4",
                 "algorithms timed; each step a CUDA graph", "the few-row kernel of our own",
-                "the few-row kernel; each step a CUDA graph",
-                "the few-row kernel; dependent launch",
-                "the few-row kernel; dependent launch; each step a CUDA graph"};
+                "the few-row kernel; each step a CUDA graph"};
             printf("%6d %10.3f %12.0f   (the products: %s)\n", Bn, t, prod_tps[k], what[k]);
         }
 #endif
@@ -332,11 +326,11 @@ static int bench_gpu(PwPrecision prec, int llama)
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
                "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
                "b256_split4=%.0f b256_timed_graph=%.0f b256_skinny=%.0f b256_skinny_graph=%.0f "
-               "b256_skinny_pdl=%.0f b256_skinny_pdl_graph=%.0f lt_plans=%lu lt_plans_split=%lu "
-               "skinny_calls=%lu skinny_swiglu_calls=%lu pdl_launches=%lu\n",
+               "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu skinny_swiglu_calls=%lu pdl=%d "
+               "pdl_launches=%lu\n",
                tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
-               prod_tps[2], prod_tps[3], prod_tps[4], prod_tps[5], prod_tps[6], plans, split,
-               sk_calls, sk_swiglu, pdl_n);
+               prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls, sk_swiglu, pdl,
+               pdl_n);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
@@ -350,15 +344,13 @@ static int bench_gpu(PwPrecision prec, int llama)
            "roofline_fraction_graph=%.3f cache_tiles=%.0f fp32_cache=%.0f lt_gelu=%d "
            "b256_timed=%.0f b256_split4=%.0f b256_timed_graph=%.0f "
            "roofline_fraction_timed_graph=%.3f b256_skinny=%.0f b256_skinny_graph=%.0f "
-           "roofline_fraction_skinny_graph=%.3f b256_skinny_pdl=%.0f b256_skinny_pdl_graph=%.0f "
-           "roofline_fraction_skinny_pdl_graph=%.3f lt_plans=%lu lt_plans_split=%lu "
-           "skinny_calls=%lu skinny_gelu_calls=%lu pdl_launches=%lu\n", tps[0], tps[1], roof[0],
-           roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32, lt_gelu,
+           "roofline_fraction_skinny_graph=%.3f lt_plans=%lu lt_plans_split=%lu "
+           "skinny_calls=%lu skinny_gelu_calls=%lu pdl=%d pdl_launches=%lu\n", tps[0], tps[1],
+           roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32, lt_gelu,
            prod_tps[0], prod_tps[1], prod_tps[2],
            tps[1] > 0 ? prod_tps[2] * roof[1] / tps[1] : 0.0, prod_tps[3], prod_tps[4],
-           tps[1] > 0 ? prod_tps[4] * roof[1] / tps[1] : 0.0, prod_tps[5], prod_tps[6],
-           tps[1] > 0 ? prod_tps[6] * roof[1] / tps[1] : 0.0, plans, split, sk_calls, sk_gelu,
-           pdl_n);
+           tps[1] > 0 ? prod_tps[4] * roof[1] / tps[1] : 0.0, plans, split, sk_calls, sk_gelu,
+           pdl, pdl_n);
     return 0;
 }
 

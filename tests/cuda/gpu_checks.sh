@@ -196,6 +196,9 @@ for p in "${parts[@]}"; do
         # products' time a call against the latest profile's 0.65 ms a step
         step ops_decode_skinny env PW_PROFILE_OPS="$OUT/ops_decode_skinny.txt" BENCH_SKINNY=1 \
             BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
+        # the decode with every kernel of a layer ours (the few-row kernel) launched as
+        # programmatic dependents (pw_cuda_set_pdl, off): against the plain run's skinny rows
+        step bench_generate_pdl env BENCH_PDL=1 BENCH_SKINNY=1 "$BUILD/bench/bench_generate" gpu
         step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 3 \
             --epochs-list 1,4
