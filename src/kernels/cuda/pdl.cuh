@@ -31,13 +31,16 @@ static __device__ __forceinline__ void pw_pdl_enter(void)
 #endif
 }
 
-/* whether a launch on stream goes as a programmatic dependent (pdl.cu), and the count of those
- * that did */
+/* whether a launch on stream goes as a programmatic dependent (pdl.cu); the count of those
+ * that did; and a launch so refused (err, outside a capture): the switch off, said once, the
+ * launch to be made plainly (1), or inside a capture, where a refusal has broken it, 0 */
 int pw_pdl_usable(cudaStream_t stream);
 void pw_pdl_launched(void);
+int pw_pdl_refused(cudaError_t err, cudaStream_t stream);
 
 /* kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent where
- * pw_pdl_usable says; the launch's error checked either way */
+ * pw_pdl_usable says (and plainly where the runtime refuses that); the launch's error checked
+ * either way */
 template <typename... P, typename... A>
 static inline void pw_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
                              cudaStream_t stream, A... args)
@@ -57,8 +60,15 @@ static inline void pw_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    PW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
-    pw_pdl_launched();
+    cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, args...);
+    if (err == cudaSuccess) {
+        pw_pdl_launched();
+    } else if (pw_pdl_refused(err, stream)) {
+        kernel<<<grid, block, smem, stream>>>(args...);
+        PW_CUDA_CHECK(cudaGetLastError());
+    } else {
+        PW_CUDA_CHECK(err);
+    }
 }
 
 #endif
