@@ -72,4 +72,20 @@ static __device__ __forceinline__ FlashQuery flash_query(const float *qkv, const
     return q;
 }
 
+/* The dk/dv kernels' walk over their query tiles: every query head of a key/value head's group
+ * (from head h0), for each the queries from the block's first key k0 on, bk at a time, counted
+ * along (no division a tile): the next tile's head into h and first query into t, and the
+ * cursor (nh heads past h0, query nq) moved on. A macro over the kernel's own variables, not a
+ * function over a cursor: the same code as written out in place, which for the dk/dv kernels at
+ * the edge of their 255 registers is what ptxas was measured with. */
+#define FLASH_WALK_NEXT(h, t, nh, nq, h0, k0, bk, T)                                             \
+    do {                                                                                         \
+        (h) = (h0) + (nh);                                                                       \
+        (t) = (nq);                                                                              \
+        if (((nq) += (bk)) >= (T)) {                                                             \
+            (nq) = (k0);                                                                         \
+            (nh)++;                                                                              \
+        }                                                                                        \
+    } while (0)
+
 #endif /* PW_FLASH_CUH_COMMON */

@@ -691,16 +691,12 @@ static __device__ __forceinline__ void TC_FN(dkv_body)(
     const uint16_t *dO = dout16 + (size_t)b * T * ld;
     int vq = tc_vec(qkv, hs), vo = tc_vec(dout16, hs);
     FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
-    /* the tiles: every query head of the group, for each the queries from k0 on; the next to
-     * issue is head kv G + nh, queries from nq (counted along: no division a tile) */
+    /* the tiles: every query head of the group, for each the queries from k0 on */
     int per = (T - k0 + BQ - 1) / BQ, nt = G * per, nh = 0, nq = k0;
 #define TC_DKV_ISSUE(buf)                                                                        \
     do {                                                                                         \
-        int h_ = kv * G + nh, t_ = nq;                                                           \
-        if ((nq += BQ) >= T) {                                                                   \
-            nq = k0;                                                                             \
-            nh++;                                                                                \
-        }                                                                                        \
+        int h_, t_;                                                                              \
+        FLASH_WALK_NEXT(h_, t_, nh, nq, kv * G, k0, BQ, T);                                      \
         size_t row_ = ((size_t)b * NH + h_) * T;                                                 \
         FlashAt a_ = flash_at(b, h_, T, NH, NKV, hs);                                            \
         TC_FN(issue_tile)(qs[buf], qkv + a_.q, (size_t)a_.W, t_, BQ, T, hs, vq);                 \

@@ -396,17 +396,13 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
     const size_t ld = (size_t)NH * hs;
     const uint16_t *dO = dout16 + (size_t)b * T * ld;
     FlashAt a0 = flash_at(b, kv * G, T, NH, NKV, hs);
-    /* the tiles: every query head of the group, for each the queries from k0 on; the next to
-     * issue is head kv G + nh, queries from nq */
+    /* the tiles: every query head of the group, for each the queries from k0 on */
     const int per = (T - k0 + PW_FWG_BK - 1) / PW_FWG_BK, nt = G * per;
     int nh = 0, nq = k0;
 #define FWG_DKV_ISSUE(buf)                                                                       \
     do {                                                                                         \
-        int h_ = kv * G + nh, t_ = nq;                                                           \
-        if ((nq += PW_FWG_BK) >= T) {                                                            \
-            nq = k0;                                                                             \
-            nh++;                                                                                \
-        }                                                                                        \
+        int h_, t_;                                                                              \
+        FLASH_WALK_NEXT(h_, t_, nh, nq, kv * G, k0, PW_FWG_BK, T);                               \
         size_t row_ = ((size_t)b * NH + h_) * T;                                                 \
         FlashAt a_ = flash_at(b, h_, T, NH, NKV, hs);                                            \
         fwg_issue_tile(tiles + 2 * (buf) * PW_FWG_TILE, qkv + a_.q, (size_t)a_.W, t_, T);        \
