@@ -62,16 +62,14 @@ extern "C" int pw_cuda_device_code_arch(void)
     return c.arch > 0 ? c.arch : 0;
 }
 
+/* during a capture of stream, a device not asked yet is asked later, outside it */
 int pw_cuda_code_arch(cudaStream_t stream)
 {
-    CodeArch c = code_arch(!pw_cuda_capturing(stream)); /* asked later, outside a capture */
+    CodeArch c = code_arch(!pw_cuda_capturing(stream));
     return c.arch > 0 ? c.arch : 0;
 }
 
-int pw_wgmma_usable(cudaStream_t stream)
-{
-    return pw_cuda_code_arch(stream) && code_arch(0).wgmma;
-}
+int pw_wgmma_usable(cudaStream_t stream) { return code_arch(!pw_cuda_capturing(stream)).wgmma; }
 
 extern "C" int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
                                    cudaStream_t stream)
