@@ -407,7 +407,10 @@ int main(int argc, char **argv)
     /* the runtime's own check (ppo_world's): cuda roles on a process that sees no GPU */
     char host[256] = "?";
     if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "?");
-    if (pw_placement_check_gpu(&pl, 0, pw_device_count(), host, &err)) {
+    char why[256] = "";
+    int ngpus = pw_device_count();
+    if (ngpus <= 0) pw_device_why_none(why, sizeof why);
+    if (pw_placement_check_gpu(&pl, 0, ngpus, why, host, &err)) {
         char msg[sizeof err.msg + 64];
         snprintf(msg, sizeof msg, "%s (--device cpu runs the benchmark on the CPU)", err.msg);
         die("--device cuda", msg);

@@ -6,6 +6,10 @@
 #include <stddef.h>
 
 int pw_device_count(void);
+/* Why pw_device_count() is 0, in words for an error message ("no GPU found", "no NVIDIA driver
+ * found", the driver's and the runtime's CUDA versions where the driver is too old for this
+ * build, "ppo_world built without CUDA"). */
+void pw_device_why_none(char *buf, size_t n);
 /* The most device memory this process has held (pw_cuda_peak_bytes: the kernel tables' buffers
  * and the scratch pools' high-water marks); 0 without the CUDA backend or before any use. */
 size_t pw_device_peak_bytes(void);

@@ -166,6 +166,9 @@ int pw_cuda_wgmma_ok(void);
 /* __CUDA_ARCH__ of the code this device runs (900 for sm_90 and sm_90a: what the driver chose
  * from the build's device code), asked of the device once (wgmma.cu) */
 int pw_cuda_device_code_arch(void);
+/* Whether the current device can load this build's device code, asked of the driver without a
+ * launch (the attributes of one kernel): NULL where it can, else the driver's reason */
+const char *pw_cuda_code_refused(void);
 int pw_cuda_wgmma_probe(float *out, const uint16_t *a, const uint16_t *x, int form,
                         cudaStream_t stream);
 /* the same with x's descriptor given other offsets (lbo, sbo) and slices `step` bytes apart: the

@@ -45,9 +45,10 @@ void pw_placement_rank_roles(const PwPlacement *p, int rank, char *buf, size_t n
 void pw_placement_rank_models(const PwPlacement *p, int rank, char *buf, size_t n);
 
 /* Checks that depend on the node a rank runs on. Each fills err in the same form as the
- * loader (file:line:col, key, expectation) so the user sees one kind of message. */
-int pw_placement_check_gpu(const PwPlacement *p, int rank, int ngpus, const char *host,
-                           PwErr *err);
+ * loader (file:line:col, key, expectation) so the user sees one kind of message. why_none says
+ * why ngpus is 0 (pw_device_why_none's words, or the topology file's). */
+int pw_placement_check_gpu(const PwPlacement *p, int rank, int ngpus, const char *why_none,
+                           const char *host, PwErr *err);
 int pw_placement_check_cores(const PwPlacement *p, int local_size, int ncores, const char *host,
                              PwErr *err);
 

@@ -292,9 +292,12 @@ static int pick_device(PwTrainer *t, PwErr *err)
     t->gpu = 0;
     if (t->cfg.model.device != PW_DEVICE_CUDA) return 0;
     int n = pw_device_count();
-    if (n <= 0) /* the placement check's words */
-        return pw_errf(err, "model.device: cuda, but this process sees no GPU (none found, or "
-                       "ppo_world built without CUDA); expected cpu");
+    if (n <= 0) { /* the placement check's words */
+        char why[256];
+        pw_device_why_none(why, sizeof why);
+        return pw_errf(err, "model.device: cuda, but this process sees no GPU (%s); expected cpu",
+                       why);
+    }
     t->device = PW_DEVICE_CUDA;
     t->gpu = t->local_rank % n;
     return 0;

@@ -580,7 +580,8 @@ void pw_placement_rank_models(const PwPlacement *p, int rank, char *buf, size_t 
     if (!used) snprintf(buf, n, "-");
 }
 
-int pw_placement_check_gpu(const PwPlacement *p, int rank, int ngpus, const char *host, PwErr *err)
+int pw_placement_check_gpu(const PwPlacement *p, int rank, int ngpus, const char *why_none,
+                           const char *host, PwErr *err)
 {
     if (ngpus > 0) return 0;
     for (int r = 0; r < PW_ROLE_COUNT; r++)
@@ -588,9 +589,9 @@ int pw_placement_check_gpu(const PwPlacement *p, int rank, int ngpus, const char
             return pw_errf(
                 err,
                 "%s:%d:%d: key 'roles.%s.device': device cuda but rank %d on host %s sees no GPU "
-                "(none found, or ppo_world built without CUDA); expected device: cpu",
+                "(%s); expected device: cpu",
                 p->path, p->device_mark[r].line, p->device_mark[r].col, pw_role_name((PwRole)r),
-                rank, host);
+                rank, host, why_none);
     return 0;
 }
 

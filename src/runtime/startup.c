@@ -16,8 +16,11 @@
 static int check_node(PwStartup *s, int rank, int local_size, const char *host, PwErr *err)
 {
     const PwPlacement *p = &s->place;
-    int ngpus = pw_topo_is_this_system(s->topo) ? pw_device_count() : pw_topo_ngpus(s->topo);
-    if (pw_placement_check_gpu(p, rank, ngpus, host, err) ||
+    const int here = pw_topo_is_this_system(s->topo);
+    int ngpus = here ? pw_device_count() : pw_topo_ngpus(s->topo);
+    char why[256] = "the topology file lists none";
+    if (ngpus <= 0 && here) pw_device_why_none(why, sizeof why);
+    if (pw_placement_check_gpu(p, rank, ngpus, why, host, err) ||
         pw_placement_check_cores(p, local_size, pw_topo_ncores(s->topo), host, err))
         return -1;
     return 0;

@@ -30,7 +30,7 @@ static void use(const PwPlacement *p, int world_size)
         (void)pw_placement_rank_threads(p, r);
         pw_placement_rank_roles(p, r, buf, sizeof buf);
         pw_placement_rank_models(p, r, buf, sizeof buf);
-        (void)pw_placement_check_gpu(p, r, 0, "host", &err);
+        (void)pw_placement_check_gpu(p, r, 0, "no GPU found", "host", &err);
         pw_place_row(p, r, &b, &rows[r]);
     }
     (void)pw_placement_check_cores(p, world_size, 1, "host", &err);

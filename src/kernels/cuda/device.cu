@@ -1,5 +1,6 @@
 /* device.cu: the CUDA runtime's view of the GPUs; a machine without a driver or a GPU has 0. */
 #include <cuda_runtime.h>
+#include <stdio.h>
 
 extern "C" int pw_cuda_device_count(void)
 {
@@ -9,6 +10,28 @@ extern "C" int pw_cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+/* Why the count is 0, in words for an error message: no driver, a driver older than this build's
+ * runtime (the same error from the runtime: the versions tell them apart), no GPU, or the
+ * runtime's own reason. */
+extern "C" void pw_cuda_why_none(char *buf, size_t n)
+{
+    int count = 0, driver = 0, runtime = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+        driver > 0 && cudaRuntimeGetVersion(&runtime) == cudaSuccess)
+        snprintf(buf, n, "the NVIDIA driver supports CUDA up to %d.%d and this build's CUDA "
+                         "runtime is %d.%d: update the driver, or build with CUDA %d.%d or older",
+                 driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10,
+                 driver / 1000, driver % 1000 / 10);
+    else if (e == cudaErrorInsufficientDriver)
+        snprintf(buf, n, "no NVIDIA driver found");
+    else if (e == cudaSuccess || e == cudaErrorNoDevice)
+        snprintf(buf, n, "no GPU found");
+    else
+        snprintf(buf, n, "%s", cudaGetErrorString(e));
 }
 
 extern "C" size_t pw_cuda_device_total_bytes(int id)

@@ -62,6 +62,15 @@ extern "C" int pw_cuda_device_code_arch(void)
     return c.arch > 0 ? c.arch : 0;
 }
 
+extern "C" const char *pw_cuda_code_refused(void)
+{
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, (const void *)pw_wgmma_arch_kernel);
+    if (e == cudaSuccess) return NULL;
+    (void)cudaGetLastError();
+    return cudaGetErrorString(e);
+}
+
 /* during a capture of stream, a device not asked yet is asked later, outside it */
 int pw_cuda_code_arch(cudaStream_t stream)
 {
