@@ -53,6 +53,11 @@ fi
 mkdir -p "$OUT"
 summary="$OUT/summary.txt"
 : > "$summary"
+# the device the figures belong to (an H100 and an H200 differ in memory bandwidth by 1.4x)
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+        --format=csv,noheader 2>&1 | sed 's/^/device: /' | tee -a "$summary"
+fi
 failed=0
 
 # step NAME CMD...: runs CMD under the time limit into $OUT/NAME.log, records the verdict.
