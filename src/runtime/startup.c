@@ -121,13 +121,17 @@ static int startup_mpi(const PwStartupOpts *o, PwStartup *s, PwErr *err)
 
     host_name(s->binding.host, sizeof s->binding.host);
     failed = pw_topo_load(&s->topo, err);
-    int system_error = failed; /* hwloc's own failures do not say where they happened */
+    int system_error = failed; /* hwloc's and CUDA's failures do not say where they happened */
     if (!failed) failed = check_node(s, s->rank, local_size, s->binding.host, err);
     if (!failed) {
         failed = plan_rank(s, s->rank, local_rank, local_size, &s->binding, err) ||
                  pw_binding_apply(s->topo, &s->binding, err);
         system_error = failed;
     }
+    /* a GPU the build has no code for: said here, before any rank reads a model */
+    if (!failed && s->binding.gpu >= 0 && pw_topo_is_this_system(s->topo) &&
+        pw_placement_rank_device(&s->place, s->rank) == PW_DEVICE_CUDA)
+        system_error = failed = pw_device_fits(s->binding.gpu, err);
     if (system_error) {
         char tmp[sizeof err->msg];
         snprintf(tmp, sizeof tmp, "%s", err->msg);

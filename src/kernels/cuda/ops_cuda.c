@@ -9,7 +9,6 @@
 
 #include "pw_cuda_check.h"
 #include "pw_device.h"
-#include "pw_gpu_arch.h"
 #include "pw_kernels_cuda.h"
 #include "pw_ops.h"
 #include "../ops_entries.h"
@@ -558,30 +557,6 @@ static void adamw(const PwOps *o, float *params, const float *grads, float *m, f
 static double sumsq(const PwOps *o, const float *x, size_t n) { return pw_sumsq_cuda(x, n, S(o)); }
 static void scale(const PwOps *o, float *x, float s, size_t n) { pw_scale_cuda(x, s, n, S(o)); }
 
-/* The device's compute capability against the build's gpu_arch (pw_gpu_arch.h), then the driver's
- * own word on loading the code; the notice of a PTX-only fit once a process. 0 where it runs. */
-static int fits_device(int device_id, PwErr *err)
-{
-    static int noticed;
-    struct cudaDeviceProp p;
-    char notice[512];
-    char where[32];
-    snprintf(where, sizeof where, "cuda:%d", device_id);
-    CHECK(cudaGetDeviceProperties(&p, device_id));
-    if (pw_gpu_arch_check(pw_gpu_archs(), where, p.name, p.major, p.minor, notice, sizeof notice,
-                          err))
-        return -1;
-    if (notice[0] && !__atomic_exchange_n(&noticed, 1, __ATOMIC_RELAXED))
-        fprintf(stderr, "ppo_world: %s\n", notice);
-    CHECK(cudaSetDevice(device_id));
-    const char *refused = pw_cuda_code_refused();
-    if (refused)
-        return pw_errf(err, "%s (%s, compute capability %d.%d): the driver does not load this "
-                            "build's device code (gpu_arch '%s'): %s",
-                       where, p.name, p.major, p.minor, pw_gpu_archs(), refused);
-    return 0;
-}
-
 PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
 {
     int n = pw_device_count();
@@ -591,7 +566,7 @@ PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
         return pw_errf(err, "cuda:%d: this process sees %d GPU%s%s%s%s", device_id, n,
                        n == 1 ? "" : "s", why[0] ? " (" : "", why, why[0] ? ")" : ""), NULL;
     }
-    if (fits_device(device_id, err)) return NULL;
+    if (pw_device_fits(device_id, err)) return NULL;
     CudaOps *co = calloc(1, sizeof *co);
     if (!co) return pw_errf(err, "cuda:%d: out of host memory", device_id), NULL;
     PwOps *o = &co->ops;
