@@ -4,6 +4,7 @@
 #define PW_DEVICE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "pw_common.h"
 
@@ -19,6 +20,9 @@ void pw_device_why_none(char *buf, size_t n);
  * and, for a job, at startup, before any rank reads anything; GPU id is then the process's
  * current device. 0 without the CUDA backend. */
 int pw_device_fits(int id, PwErr *err);
+/* `ppo_world devices`: the build (CUDA runtime, gpu_arch, NCCL), the driver, and each GPU with
+ * whether it runs the build's code, a line each, to f. */
+void pw_device_report(FILE *f);
 /* The most device memory this process has held (pw_cuda_peak_bytes: the kernel tables' buffers
  * and the scratch pools' high-water marks); 0 without the CUDA backend or before any use. */
 size_t pw_device_peak_bytes(void);

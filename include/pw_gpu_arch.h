@@ -30,6 +30,10 @@ PwArchFit pw_gpu_arch_fit(const char *archs, int major, int minor, int *code);
 int pw_gpu_arch_check(const char *archs, const char *where, const char *name, int major,
                       int minor, char *notice, size_t notice_len, PwErr *err);
 
+/* What a build for `archs` holds, in words: "machine code sm_90a, sm_80; PTX compute_90"; "" where
+ * archs is not a list. */
+void pw_gpu_arch_describe(const char *archs, char *buf, size_t n);
+
 /* The build's gpu_arch (meson.build passes it to the CUDA backend); "" without CUDA. */
 const char *pw_gpu_archs(void);
 

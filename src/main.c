@@ -8,6 +8,7 @@
 #include "pw_cli.h"
 #include "pw_comm.h"
 #include "pw_config.h"
+#include "pw_device.h"
 #include "pw_plan.h"
 #include "pw_report.h"
 #include "pw_roles.h"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
                "                 from run folders: docs/report.md)\n"
                "       ppo_world plan --profile RUN_DIR --placement p.yaml | --search N\n"
                "                 (predicted steps/s of placements: docs/planner.md)\n"
+               "       ppo_world devices  (this build's CUDA and gpu_arch, the driver, each GPU\n"
+               "                 and whether it runs the build: docs/cuda.md)\n"
                "       ppo_world --help\n"
                "\n"
                "  --placement FILE  which ranks hold which roles, devices, threads, binding\n"
@@ -175,12 +178,30 @@ static int train_mode(int argc, char **argv)
     return rc;
 }
 
+/* `ppo_world devices`: no MPI job, no flags */
+static int devices_cmd(int argc, char **argv)
+{
+    if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+        printf("usage: ppo_world devices\n"
+               "  the build (CUDA runtime, gpu_arch, NCCL), the NVIDIA driver, and each GPU this\n"
+               "  process sees with whether it runs the build's code (docs/cuda.md)\n");
+        return 0;
+    }
+    if (argc > 2) {
+        fprintf(stderr, "ppo_world devices: unexpected argument '%s' (it takes none)\n", argv[2]);
+        return 2;
+    }
+    pw_device_report(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* writing data sets is no MPI job: it runs before (and without) MPI_Init */
     if (argc > 1 && !strcmp(argv[1], "gen-task")) return pw_task_gen_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "report")) return pw_report_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "plan")) return pw_plan_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "devices")) return devices_cmd(argc, argv);
     if (argc > 1 && (!strcmp(argv[1], "sft") || !strcmp(argv[1], "rm")))
         return train_mode(argc, argv);
     PwArgs a;

@@ -112,6 +112,19 @@ int pw_gpu_arch_check(const char *archs, const char *where, const char *name, in
                    where, name, major, minor, archs, d, both, archs);
 }
 
+void pw_gpu_arch_describe(const char *archs, char *buf, size_t n)
+{
+    int list[MAX_ARCHS], k = parse(archs, list), ptx = 0;
+    size_t used = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < k && used < n; i++) {
+        used += (size_t)snprintf(buf + used, n - used, "%ssm_%d%s", i ? ", " : "machine code ",
+                                 list[i], list[i] == 90 ? "a" : "");
+        if (list[i] > ptx) ptx = list[i];
+    }
+    if (k > 0 && used < n) snprintf(buf + used, n - used, "; PTX compute_%d", ptx);
+}
+
 const char *pw_gpu_archs(void)
 {
 #ifdef PW_GPU_ARCHS

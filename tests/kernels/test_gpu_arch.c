@@ -91,6 +91,15 @@ int main(void)
           n1);
     words("9O", 9, 0, -1, (const char *const[]){"gpu_arch '9O' is not a list", NULL});
 
+    /* the build in words */
+    char d[128];
+    pw_gpu_arch_describe("90,80", d, sizeof d);
+    CHECK(!strcmp(d, "machine code sm_90a, sm_80; PTX compute_90"), "90,80 described as \"%s\"", d);
+    pw_gpu_arch_describe("100", d, sizeof d);
+    CHECK(!strcmp(d, "machine code sm_100; PTX compute_100"), "100 described as \"%s\"", d);
+    pw_gpu_arch_describe("9O", d, sizeof d);
+    CHECK(!d[0], "9O described as \"%s\"", d);
+
     /* this build's own gpu_arch: empty without CUDA, else a list the check reads */
     const char *mine = pw_gpu_archs();
     int code = 0;
