@@ -168,7 +168,8 @@ for p in "${parts[@]}"; do
         ;;
     waiting)
         # the build against this GPU (ppo_world devices: its line must say machine code)
-        step devices bash tests/runtime/devices/test_devices.sh "$BUILD/src/ppo_world"
+        step devices env NATIVE=1 bash tests/runtime/devices/test_devices.sh \
+            "$BUILD/src/ppo_world"
         step waiting_twins "${mtest[@]}" cuda_wgmma cuda_matmul cuda_model cuda_layernorm \
             cuda_gelu cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16 \
             cuda_attention_gqa

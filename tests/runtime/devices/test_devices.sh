@@ -3,7 +3,9 @@
 # is: the build line in the form of a CUDA build (runtime version, gpu_arch, the machine code and
 # PTX it holds) or a CPU one; then "GPUs: 0 (why)" with one of the reasons the runtime's checks
 # give, or one line a GPU saying whether it runs the build. Its refusal of an argument (exit 2)
-# and its --help (exit 0). Needs no GPU. Usage: test_devices.sh PPO_WORLD
+# and its --help (exit 0). Needs no GPU. Usage: test_devices.sh PPO_WORLD. With NATIVE=1 (a
+# GPU the build is made for: tests/cuda/gpu_checks.sh) there must be a GPU, and each must run
+# the build's machine code.
 set -uo pipefail
 exe=$1
 out=$(mktemp)
@@ -32,6 +34,11 @@ else
     runs='runs this build.s (machine code|PTX)|does not run this build: |the driver does not load'
     k=$(grep -Ec "^GPU [0-9]+: .*, $what: ($runs)" "$out")
     [ "$k" = "$n" ] || fail "devices: $n GPUs but $k lines in the form"
+fi
+if [ "${NATIVE:-0}" = 1 ]; then
+    k=$(grep -Ec "^GPU [0-9]+: .*: runs this build.s machine code" "$out")
+    [ -n "$n" ] && [ "$n" -gt 0 ] && [ "$k" = "$n" ] ||
+        fail "devices: NATIVE=1 but $k of ${n:-no} GPUs run the build's machine code"
 fi
 
 rc=0
