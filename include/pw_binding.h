@@ -19,11 +19,30 @@ typedef struct PwBinding {
     int ncores;       /* cores the rank owns (with bind none: its share of the node's cores) */
     char numa[64];    /* NUMA nodes of those cores, list syntax */
     int threads;      /* OpenBLAS and OpenMP threads */
-    int gpu;          /* index among the node's GPUs in PCI bus order (= CUDA ordinal under
-                       * CUDA_DEVICE_ORDER=PCI_BUS_ID), -1 for none */
+    int gpu;          /* the CUDA ordinal (pw_topo_load: the runtime's devices matched to
+                       * hwloc's by PCI address; else PCI bus order), -1 for none */
     char gpu_name[64];/* "none" or the GPU's PCI address */
 } PwBinding;
 
+/* The PCI address in a binding's gpu_name ("0000:3b:00.0"), "" where it is not known. A GPU's
+ * identity across the ranks of a host: two ranks that CUDA_VISIBLE_DEVICES gives different GPUs
+ * (Slurm's --gpus-per-task) may both call theirs cuda:0. */
+const char *pw_binding_gpu_pci(const PwBinding *b);
+
+/* A GPU's PCI address, without the function (GPUs are function 0). */
+typedef struct PwPciId {
+    unsigned domain, bus, dev;
+} PwPciId;
+
+/* The CUDA runtime's devices among hwloc's PCI GPUs: index[k] = the position in pci[] of CUDA
+ * ordinal k's address (cuda[k]). 0 where every ordinal is found once; -1 where one is not (a
+ * GPU hwloc does not see), leaving index as it was. Pure: pw_topo_load's use of it, tested by
+ * hand (tests/runtime/placement/test_gpu_order.c). */
+int pw_gpu_order(const PwPciId *pci, int npci, const PwPciId *cuda, int ncuda, int *index);
+
+/* The machine as hwloc sees it. Its GPUs are numbered as the CUDA runtime numbers them (which
+ * honours CUDA_VISIBLE_DEVICES, as Slurm sets it, and CUDA_DEVICE_ORDER) where the runtime can
+ * say, each matched to hwloc's by PCI address for its locality; else in PCI bus order. */
 int pw_topo_load(PwTopo **t, PwErr *err);
 void pw_topo_free(PwTopo *t);
 int pw_topo_ncores(const PwTopo *t);

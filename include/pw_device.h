@@ -20,6 +20,10 @@ void pw_device_why_none(char *buf, size_t n);
  * and, for a job, at startup, before any rank reads anything; GPU id is then the process's
  * current device. 0 without the CUDA backend. */
 int pw_device_fits(int id, PwErr *err);
+/* The PCI address of CUDA device `ordinal` (as the runtime numbers them: after
+ * CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER); 0, or -1 where it cannot be asked (no CUDA
+ * backend, no driver, no such device). */
+int pw_device_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev);
 /* `ppo_world devices`: the build (CUDA runtime, gpu_arch, NCCL), the driver, and each GPU with
  * whether it runs the build's code, a line each, to f. */
 void pw_device_report(FILE *f);

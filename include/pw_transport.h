@@ -35,11 +35,14 @@ typedef struct PwTransportOpts {
 /* This build, and cuda_aware as given. */
 PwTransportOpts pw_transport_opts(int cuda_aware);
 
-/* The GPU a rank was given: host name and index among that host's GPUs (-1 for none). Plain
- * characters, so that the ranks can exchange them in one MPI_Allgather. */
+/* The GPU a rank was given: host name, its CUDA ordinal (-1 for none) and PCI address ("" where
+ * not known). Two ranks share a GPU where host and address are the same, or, where an address
+ * is not known, host and ordinal: ranks that CUDA_VISIBLE_DEVICES gives one GPU each may all
+ * call theirs 0. Plain characters, so that the ranks can exchange them in one MPI_Allgather. */
 typedef struct PwRankGpu {
     char host[64];
     int gpu;
+    char pci[24];
 } PwRankGpu;
 
 /* One transfer of the step over one transport: `from` ranks to `to` ranks for a message (the

@@ -15,7 +15,12 @@ size_t pw_cuda_peak_bytes(void);
 size_t pw_cuda_device_total_bytes(int id);
 size_t pw_cuda_device_free_bytes(int id);
 void pw_cuda_why_none(char *buf, size_t n);
+int pw_cuda_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev);
 int pw_device_count(void) { return pw_cuda_device_count(); }
+int pw_device_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev)
+{
+    return pw_cuda_pci_id(ordinal, domain, bus, dev);
+}
 void pw_device_why_none(char *buf, size_t n) { pw_cuda_why_none(buf, n); }
 
 /* The device's compute capability against the build's gpu_arch (pw_gpu_arch.h), then the driver's
@@ -57,6 +62,10 @@ size_t pw_device_free_bytes(int id) { return pw_cuda_device_free_bytes(id); }
 int pw_device_count(void) { return 0; }
 void pw_device_why_none(char *buf, size_t n) { snprintf(buf, n, "ppo_world built without CUDA"); }
 int pw_device_fits(int id, PwErr *err) { return (void)id, (void)err, 0; }
+int pw_device_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev)
+{
+    return (void)ordinal, (void)domain, (void)bus, (void)dev, -1;
+}
 size_t pw_device_peak_bytes(void) { return 0; }
 size_t pw_device_total_bytes(int id) { return (void)id, 0; }
 size_t pw_device_free_bytes(int id) { return (void)id, 0; }

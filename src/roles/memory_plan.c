@@ -144,17 +144,28 @@ static int verdict(FILE *out, const char *what, const char *dev, const char *ran
     return over;
 }
 
-/* The ranks on this host on memory `mem` (-1: the host's; else a GPU), as "0, 3", and the sum
- * of their plans. */
+/* Whether rank r's GPU is this process's device `mem` at PCI address `addr` ("" where not
+ * known): by address where both are known (ranks that CUDA_VISIBLE_DEVICES gives one GPU each
+ * all call theirs 0), else by ordinal. */
+static int on_gpu(const PwBinding *where, int r, int mem, const char *addr)
+{
+    if (!where) return mem == 0;
+    const char *pci = pw_binding_gpu_pci(&where[r]);
+    if (addr[0] && pci[0]) return !strcmp(pci, addr);
+    return (where[r].gpu < 0 ? 0 : where[r].gpu) == mem;
+}
+
+/* The ranks on this host on memory `mem` (-1: the host's; else this process's GPU mem, at PCI
+ * address addr), as "0, 3", and the sum of their plans. */
 static size_t group(const PwPlacement *pl, const PwBinding *where, const char *here,
-                    const size_t *peak, int mem, char *ranks, size_t n)
+                    const size_t *peak, int mem, const char *addr, char *ranks, size_t n)
 {
     size_t sum = 0, len = 0;
     ranks[0] = '\0';
     for (int r = 0; r < pl->map.world_size; r++) {
         PwDevice dev = pw_placement_rank_device(pl, r);
-        int on = dev == PW_DEVICE_CPU ? -1 : where ? (where[r].gpu < 0 ? 0 : where[r].gpu) : 0;
-        if (on != mem || (where && strcmp(where[r].host, here))) continue;
+        int on = dev == PW_DEVICE_CPU ? mem == -1 : mem >= 0 && on_gpu(where, r, mem, addr);
+        if (!on || (where && strcmp(where[r].host, here))) continue;
         sum += peak[r];
         if (len + 16 < n) len += (size_t)snprintf(ranks + len, n - len, "%s%d", len ? ", " : "", r);
     }
@@ -206,7 +217,7 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
     if (gethostname(here, sizeof here - 1)) here[0] = '\0';
     int over = 0;
     PwHostMemory host;
-    size_t sum = group(pl, where, here, peak, -1, ranks, sizeof ranks);
+    size_t sum = group(pl, where, here, peak, -1, "", ranks, sizeof ranks);
     if (ranks[0] && !pw_host_memory("", &host)) {
         char source[200];
         snprintf(source, sizeof source, " available (%s)", host.source);
@@ -214,7 +225,11 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
     }
     int ngpus = pw_device_count();
     for (int g = 0; g < ngpus; g++) {
-        sum = group(pl, where, here, peak, g, ranks, sizeof ranks);
+        char addr[32] = "";
+        unsigned dom, bus, dv;
+        if (!pw_device_pci_id(g, &dom, &bus, &dv))
+            snprintf(addr, sizeof addr, "%04x:%02x:%02x.0", dom, bus, dv);
+        sum = group(pl, where, here, peak, g, addr, ranks, sizeof ranks);
         size_t total = pw_device_total_bytes(g);
         snprintf(what, sizeof what, "cuda:%d here", g);
         if (ranks[0] && total) over |= verdict(out, what, "cuda", ranks, sum, total, "its", "");

@@ -38,14 +38,61 @@ struct PwTopo {
     hwloc_topology_t topo;
     hwloc_obj_type_t core_type; /* CORE, or PU where a virtual machine shows no cores */
     int ngpus;
-    hwloc_obj_t
-        gpus[PW_MAX_GPUS]; /* NVIDIA PCI GPUs in bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID */
+    hwloc_obj_t gpus[PW_MAX_GPUS]; /* by CUDA ordinal (pw_topo_load) */
 };
 
 static int is_nvidia_gpu(hwloc_obj_t o)
 {
     unsigned cls = o->attr->pcidev.class_id >> 8; /* 0x03: display controllers (VGA, 3D) */
     return o->attr->pcidev.vendor_id == 0x10de && cls == 0x03;
+}
+
+const char *pw_binding_gpu_pci(const PwBinding *b)
+{
+    const char *at = strchr(b->gpu_name, '@');
+    if (!at || !strchr("0123456789abcdef", at[1]) || !at[1]) return "";
+    return at + 1;
+}
+
+int pw_gpu_order(const PwPciId *pci, int npci, const PwPciId *cuda, int ncuda, int *index)
+{
+    int found[PW_MAX_GPUS];
+    if (ncuda < 1 || ncuda > PW_MAX_GPUS || npci > PW_MAX_GPUS) return -1;
+    for (int k = 0; k < ncuda; k++) {
+        found[k] = -1;
+        for (int i = 0; i < npci && found[k] < 0; i++)
+            if (pci[i].domain == cuda[k].domain && pci[i].bus == cuda[k].bus &&
+                pci[i].dev == cuda[k].dev)
+                found[k] = i;
+        if (found[k] < 0) return -1;
+        for (int j = 0; j < k; j++)
+            if (found[j] == found[k]) return -1; /* two ordinals, one GPU: not a real runtime */
+    }
+    memcpy(index, found, sizeof found[0] * (size_t)ncuda);
+    return 0;
+}
+
+/* hwloc's PCI GPUs renumbered as the CUDA runtime numbers its devices. hwloc scans the PCI bus
+ * (every GPU of the node, in bus order); the runtime sees those CUDA_VISIBLE_DEVICES leaves it
+ * (Slurm's allocation: "2,3" of 8, or UUIDs), in its own order, so rank 0's "GPU 2" by bus
+ * order would be no device or another one. Where the runtime cannot say (no driver, no CUDA
+ * backend) or sees a GPU hwloc does not, bus order stands. */
+static void order_as_cuda(PwTopo *t)
+{
+    if (t->ngpus == 0) return; /* no NVIDIA GPU on the bus: the runtime is not even asked */
+    int n = pw_device_count(), index[PW_MAX_GPUS];
+    if (n < 1 || n > PW_MAX_GPUS) return;
+    PwPciId pci[PW_MAX_GPUS], cuda[PW_MAX_GPUS];
+    for (int i = 0; i < t->ngpus; i++)
+        pci[i] = (PwPciId){t->gpus[i]->attr->pcidev.domain, t->gpus[i]->attr->pcidev.bus,
+                           t->gpus[i]->attr->pcidev.dev};
+    for (int k = 0; k < n; k++)
+        if (pw_device_pci_id(k, &cuda[k].domain, &cuda[k].bus, &cuda[k].dev)) return;
+    if (pw_gpu_order(pci, t->ngpus, cuda, n, index)) return;
+    hwloc_obj_t by_bus[PW_MAX_GPUS];
+    memcpy(by_bus, t->gpus, sizeof by_bus);
+    for (int k = 0; k < n; k++) t->gpus[k] = by_bus[index[k]];
+    t->ngpus = n;
 }
 
 int pw_topo_load(PwTopo **out, PwErr *err)
@@ -61,6 +108,7 @@ int pw_topo_load(PwTopo **out, PwErr *err)
         hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
     for (hwloc_obj_t o = NULL; (o = hwloc_get_next_pcidev(t->topo, o)) != NULL;)
         if (is_nvidia_gpu(o) && t->ngpus < PW_MAX_GPUS) t->gpus[t->ngpus++] = o;
+    if (hwloc_topology_is_thissystem(t->topo)) order_as_cuda(t);
     return 0;
 }
 

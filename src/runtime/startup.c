@@ -45,6 +45,7 @@ static void rank_gpu(const PwBinding *b, PwRankGpu *g)
 {
     snprintf(g->host, sizeof g->host, "%s", b->host);
     g->gpu = b->gpu;
+    snprintf(g->pci, sizeof g->pci, "%s", pw_binding_gpu_pci(b));
 }
 
 /* The GPU check needs every rank's GPU: each rank gathers them all and reaches the same verdict,

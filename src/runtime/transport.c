@@ -325,15 +325,18 @@ int pw_transport_check(const PwPlacement *p, const PwTransportOpts *o, const PwR
         for (int i = 0; i < rr->nranks; i++)
             for (int j = i + 1; j < rr->nranks; j++) {
                 const PwRankGpu *a = &gpus[rr->ranks[i]], *b = &gpus[rr->ranks[j]];
-                if (a->gpu < 0 || a->gpu != b->gpu || strcmp(a->host, b->host)) continue;
+                int known = a->pci[0] && b->pci[0];
+                if (a->gpu < 0 || b->gpu < 0 || strcmp(a->host, b->host) ||
+                    (known ? strcmp(a->pci, b->pci) != 0 : a->gpu != b->gpu))
+                    continue;
                 return pw_errf(err,
                                "%s:%d:%d: key 'roles.%s.ranks': ranks %d and %d of role %s share "
-                               "GPU cuda:%d on host %s; NCCL refuses two ranks of one "
+                               "GPU cuda:%d%s%s on host %s; NCCL refuses two ranks of one "
                                "communicator on one GPU; expected one rank per GPU for a role "
                                "with more than one rank (or give the role one rank)",
                                p->path, p->ranks_mark[r].line, p->ranks_mark[r].col,
                                pw_role_name(r), rr->ranks[i], rr->ranks[j], pw_role_name(r),
-                               a->gpu, a->host);
+                               a->gpu, known ? "@" : "", known ? a->pci : "", a->host);
             }
     }
     return 0;

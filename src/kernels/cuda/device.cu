@@ -34,6 +34,18 @@ extern "C" void pw_cuda_why_none(char *buf, size_t n)
         snprintf(buf, n, "%s", cudaGetErrorString(e));
 }
 
+/* "0000:3b:00.0" (domain:bus:device.function, hex) of device `ordinal` */
+extern "C" int pw_cuda_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev)
+{
+    char id[32];
+    unsigned fn = 0;
+    if (cudaDeviceGetPCIBusId(id, (int)sizeof id, ordinal) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return sscanf(id, "%x:%x:%x.%x", domain, bus, dev, &fn) == 4 ? 0 : -1;
+}
+
 extern "C" size_t pw_cuda_device_total_bytes(int id)
 {
     cudaDeviceProp p;

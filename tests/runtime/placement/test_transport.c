@@ -66,7 +66,16 @@ static void gpus_on(PwRankGpu *g, int n, const char *const *hosts, const int *id
     for (int i = 0; i < n; i++) {
         snprintf(g[i].host, sizeof g[i].host, "%s", hosts[i]);
         g[i].gpu = ids[i];
+        g[i].pci[0] = '\0';
     }
+}
+
+/* the same with each rank's PCI address: bus 0x10 + addr[i] */
+static void gpus_at(PwRankGpu *g, int n, const char *const *hosts, const int *ids,
+                    const int *addr)
+{
+    gpus_on(g, n, hosts, ids);
+    for (int i = 0; i < n; i++) snprintf(g[i].pci, sizeof g[i].pci, "0000:%02x:00.0", 16 + addr[i]);
 }
 
 static void eight_gpus(void)
@@ -121,6 +130,24 @@ static void eight_gpus(void)
                           "critic share GPU cuda:1 on host n01") != NULL,
           "message: %s", err.msg);
 
+    /* Slurm's --gpus-per-task=1: CUDA_VISIBLE_DEVICES gives each rank one GPU, which every rank
+     * calls cuda:0; the addresses tell them apart, and tell a shared one */
+    int addr[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    gpus_at(g, 8, h, one, addr);
+    CHECK(pw_transport_check(&p, &nccl, g, &err) == 0, "eight GPUs all called cuda:0 refused: %s",
+          err.msg);
+    int shared[8] = {0, 1, 2, 2, 4, 5, 6, 7};
+    gpus_at(g, 8, h, one, shared);
+    CHECK(pw_transport_check(&p, &nccl, g, &err) != 0, "two critic ranks at one address accepted");
+    CHECK(strstr(err.msg, "ranks 2 and 3 of role critic share GPU cuda:0@0000:12:00.0 on host "
+                          "n01") != NULL,
+          "message: %s", err.msg);
+    /* one rank's address unknown: the ordinals decide, as without addresses */
+    gpus_at(g, 8, h, own, shared);
+    g[3].pci[0] = '\0';
+    CHECK(pw_transport_check(&p, &nccl, g, &err) == 0, "an unknown address with apart ordinals "
+          "refused: %s", err.msg);
+
     /* GPU 0 of two hosts is two GPUs */
     const char *two[8] = {"n01", "n02", "n01", "n02", "n01", "n02", "n01", "n02"};
     int pairs[8] = {0, 0, 1, 1, 2, 2, 3, 3};
@@ -152,7 +179,7 @@ static void one_gpu(void)
     EXPECT(&p, o, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "mpi-staged", "0->1");
     EXPECT(&p, o, "evaluate", "scores", PW_ROLE_REWARD, PW_ROLE_ACTOR, "memory", "0->0");
     EXPECT(&p, o, "report", "report", PW_ROLE_GENERATOR, PW_ROLE_ACTOR, "mpi", "1->0");
-    PwRankGpu g[2] = {{"n01", 0}, {"n01", 0}};
+    PwRankGpu g[2] = {{"n01", 0, ""}, {"n01", 0, ""}};
     PwErr err = {{0}};
     CHECK(pw_transport_check(&p, &o, g, &err) == 0, "one GPU, two ranks refused: %s", err.msg);
     pw_placement_free(&p);
