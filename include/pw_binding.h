@@ -28,6 +28,9 @@ typedef struct PwBinding {
  * identity across the ranks of a host: two ranks that CUDA_VISIBLE_DEVICES gives different GPUs
  * (Slurm's --gpus-per-task) may both call theirs cuda:0. */
 const char *pw_binding_gpu_pci(const PwBinding *b);
+/* Whether b's GPU is the device this process calls `ordinal`, at PCI address `addr` ("" where
+ * not known): by address where both are known, else by ordinal. */
+int pw_binding_gpu_is(const PwBinding *b, int ordinal, const char *addr);
 
 /* A GPU's PCI address, without the function (GPUs are function 0). */
 typedef struct PwPciId {

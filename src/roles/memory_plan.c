@@ -144,15 +144,13 @@ static int verdict(FILE *out, const char *what, const char *dev, const char *ran
     return over;
 }
 
-/* Whether rank r's GPU is this process's device `mem` at PCI address `addr` ("" where not
- * known): by address where both are known (ranks that CUDA_VISIBLE_DEVICES gives one GPU each
- * all call theirs 0), else by ordinal. */
+/* Whether rank r's GPU is this process's device `mem` at PCI address `addr` (ranks that
+ * CUDA_VISIBLE_DEVICES gives one GPU each all call theirs 0: pw_binding_gpu_is); a cuda rank
+ * that found none, or no bindings at all (a plan without a job), counts as on GPU 0. */
 static int on_gpu(const PwBinding *where, int r, int mem, const char *addr)
 {
-    if (!where) return mem == 0;
-    const char *pci = pw_binding_gpu_pci(&where[r]);
-    if (addr[0] && pci[0]) return !strcmp(pci, addr);
-    return (where[r].gpu < 0 ? 0 : where[r].gpu) == mem;
+    if (!where || where[r].gpu < 0) return mem == 0;
+    return pw_binding_gpu_is(&where[r], mem, addr);
 }
 
 /* The ranks on this host on memory `mem` (-1: the host's; else this process's GPU mem, at PCI

@@ -54,6 +54,12 @@ const char *pw_binding_gpu_pci(const PwBinding *b)
     return at + 1;
 }
 
+int pw_binding_gpu_is(const PwBinding *b, int ordinal, const char *addr)
+{
+    const char *pci = pw_binding_gpu_pci(b);
+    return addr[0] && pci[0] ? !strcmp(pci, addr) : b->gpu == ordinal;
+}
+
 int pw_gpu_order(const PwPciId *pci, int npci, const PwPciId *cuda, int ncuda, int *index)
 {
     int found[PW_MAX_GPUS];

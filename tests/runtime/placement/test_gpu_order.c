@@ -2,7 +2,9 @@
  * renumbering that makes a rank's `cuda:K` the device the runtime calls K. Cases by hand: a node
  * of 8 GPUs on two PCI domains as hwloc lists them (bus order), and what the runtime sees under
  * CUDA_VISIBLE_DEVICES as Slurm sets it ("2,3", "3,2", "6"), all of them, and a GPU hwloc does
- * not list. No GPU needed. */
+ * not list. Then pw_binding_gpu_is, by which the dry run's memory plan finds the ranks on each
+ * of its GPUs. No GPU needed. */
+#include <stdio.h>
 #include <string.h>
 
 #include "pw_binding.h"
@@ -46,5 +48,22 @@ int main(void)
     /* nothing to order */
     CHECK(pw_gpu_order(node, 8, some, 0, index) == -1, "no device");
     CHECK(pw_gpu_order(NULL, 0, node, 1, index) == -1, "hwloc lists none");
+    /* a rank's GPU against a device of this process: by address where both are known */
+    PwBinding b;
+    memset(&b, 0, sizeof b);
+    b.gpu = 0;
+    snprintf(b.gpu_name, sizeof b.gpu_name, "cuda:0@0000:1b:00.0");
+    CHECK(!strcmp(pw_binding_gpu_pci(&b), "0000:1b:00.0"), "address: '%s'", pw_binding_gpu_pci(&b));
+    CHECK(pw_binding_gpu_is(&b, 0, "0000:1b:00.0"), "the same ordinal and address");
+    CHECK(!pw_binding_gpu_is(&b, 0, "0000:3b:00.0"), "its cuda:0 is not this process's cuda:0");
+    CHECK(pw_binding_gpu_is(&b, 1, "0000:1b:00.0"), "its cuda:0 is this process's cuda:1");
+    CHECK(pw_binding_gpu_is(&b, 0, "") && !pw_binding_gpu_is(&b, 1, ""),
+          "no address here: the ordinal decides");
+    snprintf(b.gpu_name, sizeof b.gpu_name, "cuda:0@unknown-locality");
+    CHECK(!pw_binding_gpu_pci(&b)[0], "unknown locality has no address");
+    CHECK(pw_binding_gpu_is(&b, 0, "0000:3b:00.0") && !pw_binding_gpu_is(&b, 2, "0000:1b:00.0"),
+          "no address there: the ordinal decides");
+    snprintf(b.gpu_name, sizeof b.gpu_name, "none");
+    CHECK(!pw_binding_gpu_pci(&b)[0], "'none' has no address");
     return pw_test_done("gpu_order");
 }
