@@ -193,6 +193,14 @@ void pw_cuda_release(void);
 size_t pw_cuda_peak_bytes(void);
 size_t pw_cuda_scratch_peak_bytes(void);
 
+/* ---- the GPUs (device.cu, ops_cuda.c), behind pw_device.h's functions of the same meaning:
+ * the count (0 where the runtime finds none), why it is 0 in words, a device's PCI address, and
+ * whether a device runs this build's code (pw_device_fits). */
+int pw_cuda_device_count(void);
+void pw_cuda_why_none(char *buf, size_t n);
+int pw_cuda_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev);
+int pw_cuda_device_fits(int id, PwErr *err);
+
 /* ---- embeddings. dwte and dwpe are accumulated with atomicAdd: the order of additions into
  * one row (a repeated token, a shared position) varies between runs, so results agree with the
  * CPU to rounding but are not bitwise reproducible. */

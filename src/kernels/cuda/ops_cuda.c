@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "pw_cuda_check.h"
-#include "pw_device.h"
+#include "pw_gpu_arch.h"
 #include "pw_kernels_cuda.h"
 #include "pw_ops.h"
 #include "../ops_entries.h"
@@ -557,16 +557,49 @@ static void adamw(const PwOps *o, float *params, const float *grads, float *m, f
 static double sumsq(const PwOps *o, const float *x, size_t n) { return pw_sumsq_cuda(x, n, S(o)); }
 static void scale(const PwOps *o, float *x, float s, size_t n) { pw_scale_cuda(x, s, n, S(o)); }
 
+/* The device's compute capability against the build's gpu_arch (pw_gpu_arch.h), then the driver's
+ * own word on loading the code (the attributes of one kernel: no launch); the notice of a
+ * PTX-only fit once a process. GPU id is the current device after it (setting it back would
+ * make a context on the GPU before: since CUDA 12, cudaSetDevice makes one). */
+int pw_cuda_device_fits(int id, PwErr *err)
+{
+    static int noticed;
+    struct cudaDeviceProp p;
+    char notice[512], where[32];
+    snprintf(where, sizeof where, "cuda:%d", id);
+    if (cudaGetDeviceProperties(&p, id) != cudaSuccess) {
+        cudaError_t e = cudaGetLastError();
+        return pw_errf(err, "%s: the CUDA runtime does not describe it: %s", where,
+                       cudaGetErrorString(e));
+    }
+    if (pw_gpu_arch_check(pw_gpu_archs(), where, p.name, p.major, p.minor, notice, sizeof notice,
+                          err))
+        return -1;
+    if (notice[0] && !__atomic_exchange_n(&noticed, 1, __ATOMIC_RELAXED))
+        fprintf(stderr, "ppo_world: %s\n", notice);
+    if (cudaSetDevice(id) != cudaSuccess) {
+        cudaError_t e = cudaGetLastError();
+        return pw_errf(err, "%s (%s): the CUDA runtime does not open it: %s", where, p.name,
+                       cudaGetErrorString(e));
+    }
+    const char *refused = pw_cuda_code_refused();
+    if (refused)
+        return pw_errf(err, "%s (%s, compute capability %d.%d): the driver does not load this "
+                            "build's device code (gpu_arch '%s'): %s",
+                       where, p.name, p.major, p.minor, pw_gpu_archs(), refused);
+    return 0;
+}
+
 PwOps *pw_ops_cuda_open(int device_id, PwErr *err)
 {
-    int n = pw_device_count();
+    int n = pw_cuda_device_count();
     if (device_id < 0 || device_id >= n) {
         char why[256] = "";
-        if (n == 0) pw_device_why_none(why, sizeof why);
+        if (n == 0) pw_cuda_why_none(why, sizeof why);
         return pw_errf(err, "cuda:%d: this process sees %d GPU%s%s%s%s", device_id, n,
                        n == 1 ? "" : "s", why[0] ? " (" : "", why, why[0] ? ")" : ""), NULL;
     }
-    if (pw_device_fits(device_id, err)) return NULL;
+    if (pw_cuda_device_fits(device_id, err)) return NULL;
     CudaOps *co = calloc(1, sizeof *co);
     if (!co) return pw_errf(err, "cuda:%d: out of host memory", device_id), NULL;
     PwOps *o = &co->ops;
