@@ -14,8 +14,6 @@
 #include <nccl.h>
 #endif
 
-const char *pw_cuda_code_refused(void);
-
 /* a CUDA version as the runtime gives it (12040) in words (12.4) */
 static void cuda_version(char *buf, size_t n, int v)
 {
@@ -39,7 +37,8 @@ static void build_line(FILE *f)
     fprintf(f, "\n");
 }
 
-/* one GPU: what it is, and whether it runs the build's code (the startup's check, in full) */
+/* one GPU: what it is, and whether it runs the build's code (the startup's check,
+ * pw_device_fits, whose notice of a PTX-only fit also goes to stderr) */
 static void gpu_line(FILE *f, int id)
 {
     struct cudaDeviceProp p;
@@ -49,25 +48,13 @@ static void gpu_line(FILE *f, int id)
     }
     fprintf(f, "GPU %d: %s, compute capability %d.%d, %d SMs, %.1f GiB: ", id, p.name, p.major,
             p.minor, p.multiProcessorCount, (double)p.totalGlobalMem / (1024.0 * 1024 * 1024));
-    int code = 0;
-    PwArchFit fit = pw_gpu_arch_fit(pw_gpu_archs(), p.major, p.minor, &code);
     PwErr err = {{0}};
-    if (fit == PW_ARCH_NONE || fit == PW_ARCH_BAD) {
-        char notice[8], where[32];
-        snprintf(where, sizeof where, "cuda:%d", id);
-        pw_gpu_arch_check(pw_gpu_archs(), where, p.name, p.major, p.minor, notice, sizeof notice,
-                          &err);
+    if (pw_device_fits(id, &err)) {
         fprintf(f, "does not run this build: %s\n", err.msg);
         return;
     }
-    const char *refused = NULL;
-    if (cudaSetDevice(id) != cudaSuccess)
-        refused = cudaGetErrorString(cudaGetLastError());
-    else
-        refused = pw_cuda_code_refused();
-    if (refused)
-        fprintf(f, "the driver does not load this build's code: %s\n", refused);
-    else if (fit == PW_ARCH_NATIVE)
+    int code = 0;
+    if (pw_gpu_arch_fit(pw_gpu_archs(), p.major, p.minor, &code) == PW_ARCH_NATIVE)
         fprintf(f, "runs this build's machine code (sm_%d%s)\n", code, code == 90 ? "a" : "");
     else
         fprintf(f, "runs this build's PTX (compute_%d), which the driver compiles at first use; "

@@ -4,6 +4,7 @@
 #include "pw_device.h"
 
 #include <cblas.h>
+#include <ctype.h>
 #include <errno.h>
 #include <hwloc.h>
 #include <omp.h>
@@ -50,7 +51,7 @@ static int is_nvidia_gpu(hwloc_obj_t o)
 const char *pw_binding_gpu_pci(const PwBinding *b)
 {
     const char *at = strchr(b->gpu_name, '@');
-    if (!at || !strchr("0123456789abcdef", at[1]) || !at[1]) return "";
+    if (!at || !isxdigit((unsigned char)at[1])) return ""; /* "none", "@unknown-locality" */
     return at + 1;
 }
 

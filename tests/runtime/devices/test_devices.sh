@@ -31,7 +31,7 @@ elif [ "$n" = 0 ]; then
         fail "devices: no GPU, and no reason among those known"
 else
     what='compute capability [0-9]+\.[0-9]+, [0-9]+ SMs, [0-9.]+ GiB'
-    runs='runs this build.s (machine code|PTX)|does not run this build: |the driver does not load'
+    runs='runs this build.s (machine code|PTX)|does not run this build: '
     k=$(grep -Ec "^GPU [0-9]+: .*, $what: ($runs)" "$out")
     [ "$k" = "$n" ] || fail "devices: $n GPUs but $k lines in the form"
 fi
