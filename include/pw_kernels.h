@@ -131,6 +131,19 @@ void pw_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *
 void pw_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                          const float *weight, const float *rstd, int N, int C);
 
+/* ---- Qwen3's q/k norm: RMSNorm over each head of hs floats of the first NH + NKV heads of
+ * each of the N rows of x (row n starts at n * stride floats), IN PLACE: heads 0..NH-1 (the
+ * queries) with wq (hs), heads NH..NH+NKV-1 (the keys) with wk (hs); the rest of the row (the
+ * values) is left alone. raw (N, NH + NKV, hs) receives the heads as they were and rstd
+ * (N, NH + NKV) their statistics, for the backward; both NULL when none follows. The backward
+ * turns the gradient of the normed heads in dx into that of the raw ones, in place, and adds
+ * the weights' gradients into dwq and dwk (NULL: not wanted). */
+void pw_head_rmsnorm_forward(float *x, float *raw, float *rstd, const float *wq, const float *wk,
+                             int N, int NH, int NKV, int hs, int stride, float eps);
+void pw_head_rmsnorm_backward(float *dx, float *dwq, float *dwk, const float *raw,
+                              const float *rstd, const float *wq, const float *wk, int N, int NH,
+                              int NKV, int hs, int stride);
+
 /* ---- rotary position embeddings, Hugging Face's rotate_half convention: in each head of hs
  * floats, the pair (i, i + hs/2) turns by the angle pos[n] * inv_freq[i], i < hs/2. The first
  * nheads heads of each of the N rows (row n starts at n * stride floats) are rotated IN PLACE,

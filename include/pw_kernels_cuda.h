@@ -338,6 +338,13 @@ void pw_residual_rmsnorm_forward_cuda(float *res, float *out, pw_bf16 *out16, fl
 void pw_rmsnorm_backward_cuda(float *dinp, pw_bf16 *dinp16, float *dweight, const float *dout,
                               const float *inp, const float *weight, const float *rstd, int N,
                               int C, cudaStream_t stream);
+/* Qwen3's q/k norm (pw_kernels.h, pw_head_rmsnorm_forward / _backward), in place */
+void pw_head_rmsnorm_forward_cuda(float *x, float *raw, float *rstd, const float *wq,
+                                  const float *wk, int N, int NH, int NKV, int hs, int stride,
+                                  float eps, cudaStream_t stream);
+void pw_head_rmsnorm_backward_cuda(float *dx, float *dwq, float *dwk, const float *raw,
+                                   const float *rstd, const float *wq, const float *wk, int N,
+                                   int NH, int NKV, int hs, int stride, cudaStream_t stream);
 void pw_rope_forward_cuda(float *x, const int *pos, const float *inv_freq, int N, int nheads,
                           int hs, int stride, cudaStream_t stream);
 void pw_rope_backward_cuda(float *dx, const int *pos, const float *inv_freq, int N, int nheads,

@@ -184,6 +184,14 @@ struct PwOps {
     void (*rmsnorm_backward)(const PwOps *o, float *dinp, uint16_t *dinp16, float *dweight,
                              const float *dout, const float *inp, const float *weight,
                              const float *rstd, int N, int C);
+    /* Qwen3's q/k norm over the first NH + NKV heads of x's rows, in place (pw_kernels.h,
+     * pw_head_rmsnorm_forward); raw and rstd NULL in a pass no backward follows */
+    void (*head_rmsnorm_forward)(const PwOps *o, float *x, float *raw, float *rstd,
+                                 const float *wq, const float *wk, int N, int NH, int NKV,
+                                 int hs, int stride, float eps);
+    void (*head_rmsnorm_backward)(const PwOps *o, float *dx, float *dwq, float *dwk,
+                                  const float *raw, const float *rstd, const float *wq,
+                                  const float *wk, int N, int NH, int NKV, int hs, int stride);
     /* x16 (NULL: none, x rotated in place): x is only read, and each whole row (stride values:
      * the rotated heads, then the rest unchanged) goes rounded to bfloat16 into x16 (a bf16
      * Llama's q, k, v for the attention) */

@@ -25,6 +25,7 @@
     .gather_rows = gather, .adamw_update = adamw, .sumsq = sumsq, .scale = scale,          \
     .sample = sample_rows, .record = record_rows,                                            \
     .rmsnorm_forward = rmsnorm_fwd, .rmsnorm_backward = rmsnorm_bwd,                         \
+    .head_rmsnorm_forward = head_rmsnorm_fwd, .head_rmsnorm_backward = head_rmsnorm_bwd,     \
     .rope_forward = rope_fwd, .rope_backward = rope_bwd, .swiglu_forward = swiglu_fwd,       \
     .swiglu_backward = swiglu_bwd, .attention_gqa_forward = attention_gqa_fwd,               \
     .attention_gqa_backward = attention_gqa_bwd,                                             \

@@ -256,6 +256,22 @@ static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dw
     TIMED(o, I(o)->rmsnorm_backward(I(o), dinp, dinp16, dweight, dout, inp, weight, rstd, N, C),
           "rmsnorm_backward", 0, 0, "N=%d C=%d", N, C);
 }
+static void head_rmsnorm_fwd(const PwOps *o, float *x, float *raw, float *rstd,
+                             const float *wq, const float *wk, int N, int NH, int NKV, int hs,
+                             int stride, float eps)
+{
+    TIMED(o, I(o)->head_rmsnorm_forward(I(o), x, raw, rstd, wq, wk, N, NH, NKV, hs, stride, eps),
+          "head_rmsnorm_forward", 0, 0, "N=%d heads=%d+%d hs=%d", N, NH, NKV, hs);
+}
+static void head_rmsnorm_bwd(const PwOps *o, float *dx, float *dwq, float *dwk, const float *raw,
+                             const float *rstd, const float *wq, const float *wk, int N, int NH,
+                             int NKV, int hs, int stride)
+{
+    TIMED(o,
+          I(o)->head_rmsnorm_backward(I(o), dx, dwq, dwk, raw, rstd, wq, wk, N, NH, NKV, hs,
+                                      stride),
+          "head_rmsnorm_backward", 0, 0, "N=%d heads=%d+%d hs=%d", N, NH, NKV, hs);
+}
 static void rope_fwd(const PwOps *o, float *x, uint16_t *x16, const int *pos,
                      const float *inv_freq, int N, int nheads, int hs, int stride)
 {

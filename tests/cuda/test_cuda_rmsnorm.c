@@ -1,6 +1,8 @@
 /* test_cuda_rmsnorm.c: the CUDA RMSNorm against the CPU twin on the same random data: forward
  * (rstd, or NULL), its bf16 form (the float32 result rounded, bit for bit), the accumulating
- * backward with every NULL gradient, and the forward with the residual add fused in. */
+ * backward with every NULL gradient, and the forward with the residual add fused in; Qwen3's
+ * q/k norm over the heads of rows in place, forward (with and without the kept heads) and
+ * backward (each weight's gradient alone, and none). */
 #include "cutest.h"
 
 static void run(int N, int C, float eps, unsigned long long *rng)
@@ -60,6 +62,38 @@ static void run(int N, int C, float eps, unsigned long long *rng)
     cu_release();
 }
 
+/* N rows of `stride` floats, the first NH + NKV heads of hs normed in place */
+static void run_heads(int N, int NH, int NKV, int hs, int stride, unsigned long long *rng)
+{
+    printf("head norm N=%d heads %d+%d hs=%d stride=%d\n", N, NH, NKV, hs, stride);
+    size_t n = (size_t)N * stride, nh = (size_t)N * (NH + NKV);
+    float *x = cu_randn(n, 1.5, rng), *wq = cu_randn(hs, 1.0, rng), *wk = cu_randn(hs, 1.0, rng);
+    float *dy = cu_randn(n, 1.0, rng), *dw0 = cu_randn(2 * (size_t)hs, 1.0, rng);
+    float *d_x = cu_upload(x, sizeof(float) * n), *d_x2 = cu_upload(x, sizeof(float) * n);
+    float *d_wq = cu_upload(wq, sizeof(float) * hs), *d_wk = cu_upload(wk, sizeof(float) * hs);
+    float *raw = cu_host(sizeof(float) * nh * hs), *rstd = cu_host(sizeof(float) * nh);
+    float *d_raw = cu_dev(sizeof(float) * nh * hs), *d_rstd = cu_dev(sizeof(float) * nh);
+    pw_head_rmsnorm_forward(x, raw, rstd, wq, wk, N, NH, NKV, hs, stride, 1e-6f);
+    pw_head_rmsnorm_forward_cuda(d_x, d_raw, d_rstd, d_wq, d_wk, N, NH, NKV, hs, stride, 1e-6f, 0);
+    cu_compare("head norm x (values untouched)", d_x, x, n, CU_TOL_F32);
+    cu_compare("head norm kept heads", d_raw, raw, nh * hs, 0.0);
+    cu_compare("head norm rstd", d_rstd, rstd, nh, CU_TOL_F32);
+    pw_head_rmsnorm_forward_cuda(d_x2, NULL, NULL, d_wq, d_wk, N, NH, NKV, hs, stride, 1e-6f, 0);
+    cu_compare("head norm x (nothing kept)", d_x2, x, n, CU_TOL_F32);
+    for (int sel = 0; sel < 4; sel++) { /* which weights' gradients are wanted */
+        float *dx = cu_copy(dy, n), *dw = cu_copy(dw0, 2 * (size_t)hs);
+        float *d_dx = cu_upload(dy, sizeof(float) * n);
+        float *d_dw = cu_upload(dw0, sizeof(float) * 2 * hs);
+        pw_head_rmsnorm_backward(dx, sel & 1 ? dw : NULL, sel & 2 ? dw + hs : NULL, raw, rstd, wq,
+                                 wk, N, NH, NKV, hs, stride);
+        pw_head_rmsnorm_backward_cuda(d_dx, sel & 1 ? d_dw : NULL, sel & 2 ? d_dw + hs : NULL,
+                                      d_raw, d_rstd, d_wq, d_wk, N, NH, NKV, hs, stride, 0);
+        cu_comparef(d_dx, dx, n, CU_TOL_F32, "head norm dx sel %d", sel);
+        cu_comparef(d_dw, dw, 2 * (size_t)hs, CU_TOL_F32, "head norm dwq, dwk (+=) sel %d", sel);
+    }
+    cu_release();
+}
+
 int main(void)
 {
     cu_require_gpu("test_cuda_rmsnorm");
@@ -67,5 +101,8 @@ int main(void)
     run(7, 576, 1e-5f, &rng);
     run(300, 33, 1e-6f, &rng); /* C not a multiple of the warp, N not of the chunk */
     run(1000, 960, 1e-5f, &rng); /* 16 row chunks in the dweight sum */
+    run_heads(13, 6, 2, 12, (6 + 2 * 2) * 12, &rng);
+    run_heads(1024, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* Qwen3-0.6B's, 1024 tokens */
+    run_heads(37, 4, 1, 64, (4 + 2) * 64 + 7, &rng);       /* a stride with a gap */
     return pw_test_done("test_cuda_rmsnorm");
 }

@@ -8,7 +8,9 @@
  * keeps and the backward given them (bit for bit the one that makes them again), rows read 16
  * bytes at a time and one float at a time (ld not a multiple of 4), cross-entropy; RMSNorm
  * forward and
- * backward (dweight: the kernel's terms, summed here by rows as the column sum does); rotary
+ * backward (dweight: the kernel's terms, summed here by rows as the column sum does); Qwen3's
+ * q/k norm over the heads of rows in place (head_norm_kernels.cuh: the values untouched, the
+ * kept heads and statistics, the backward and both weights' terms); rotary
  * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate (and
  * its bf16 forms 8 columns a thread, bit for bit the one-at-a-time kernels'); the
  * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh); the batched copy
@@ -27,6 +29,7 @@
 
 #include "attention_gemm_kernels.cuh"
 #include "copy_kernels.cuh"
+#include "head_norm_kernels.cuh"
 #include "logprobs_kernels.cuh"
 #include "rmsnorm_kernels.cuh"
 #include "rope_kernels.cuh"
@@ -37,6 +40,89 @@
 
 #define TOL 1e-5
 
+
+/* ---- Qwen3's q/k norm */
+typedef struct HeadArgs {
+    float *x, *raw, *rstd, *terms;
+    const float *wq, *wk;
+    int N, NH, NKV, hs, stride;
+    float eps;
+} HeadArgs;
+
+static void head_fwd(void *p)
+{
+    HeadArgs *a = p;
+    head_rmsnorm_forward_kernel(a->x, a->raw, a->rstd, a->wq, a->wk, a->N, a->NH, a->NKV, a->hs,
+                                a->stride, a->eps);
+}
+
+static void head_terms(void *p)
+{
+    HeadArgs *a = p;
+    head_rmsnorm_dw_terms_kernel(a->terms, a->x, a->raw, a->rstd, a->N, a->NH, a->NKV, a->hs,
+                                 a->stride);
+}
+
+static void head_dinp(void *p)
+{
+    HeadArgs *a = p;
+    head_rmsnorm_dinp_kernel(a->x, a->raw, a->rstd, a->wq, a->wk, a->N, a->NH, a->NKV, a->hs,
+                             a->stride);
+}
+
+/* N rows of `stride` floats whose first NH + NKV heads of hs are normed (the rest, v heads and
+ * any gap, must come out bit for bit as they went in), forward with and without the kept heads,
+ * then the backward in place with the weights' terms summed here by rows as colsum.cu does */
+static void run_head_norm(int N, int NH, int NKV, int hs, int stride, unsigned long long *rng)
+{
+    printf("head norm N=%d heads %d+%d hs=%d stride=%d\n", N, NH, NKV, hs, stride);
+    const int H = NH + NKV;
+    size_t n = (size_t)N * stride, nh = (size_t)N * H;
+    float *x0 = emu_randn(n, 1.5, rng), *wq = emu_randn(hs, 1.0, rng);
+    float *wk = emu_randn(hs, 1.0, rng), *dy = emu_randn(n, 1.0, rng);
+    float *x = emu_copy(x0, n), *ex = emu_copy(x0, n), *ex2 = emu_copy(x0, n);
+    float *raw = malloc(sizeof(float) * nh * hs), *eraw = malloc(sizeof(float) * nh * hs);
+    float *rs = malloc(sizeof(float) * nh), *ers = malloc(sizeof(float) * nh);
+    pw_head_rmsnorm_forward(x, raw, rs, wq, wk, N, NH, NKV, hs, stride, 1e-6f);
+    HeadArgs a = {ex, eraw, ers, NULL, wq, wk, N, NH, NKV, hs, stride, 1e-6f};
+    unsigned blocks = pw_row_blocks(nh);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), head_fwd, &a);
+    emu_check("head norm x", ex, x, n, TOL);
+    emu_check("head norm rstd", ers, rs, nh, TOL);
+    CHECK(!memcmp(eraw, raw, sizeof(float) * nh * hs), "head norm: the kept heads differ");
+    int untouched = 1;
+    for (int r = 0; r < N; r++)
+        for (int c = H * hs; c < stride; c++)
+            untouched &= !memcmp(&ex[(size_t)r * stride + c], &x0[(size_t)r * stride + c], 4);
+    CHECK(untouched, "head norm: a value past the normed heads changed");
+    /* a pass no backward follows: nothing kept, the same heads */
+    a = (HeadArgs){ex2, NULL, NULL, NULL, wq, wk, N, NH, NKV, hs, stride, 1e-6f};
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), head_fwd, &a);
+    CHECK(!memcmp(ex2, ex, sizeof(float) * n), "head norm without raw/rstd: other values");
+    /* backward: dy's heads in place, the weights' gradients added to */
+    float *dx = emu_copy(dy, n), *edx = emu_copy(dy, n);
+    float *dwq = emu_randn(hs, 1.0, rng), *dwk = emu_randn(hs, 1.0, rng);
+    float *edwq = emu_copy(dwq, hs), *edwk = emu_copy(dwk, hs);
+    pw_head_rmsnorm_backward(dx, dwq, dwk, raw, rs, wq, wk, N, NH, NKV, hs, stride);
+    float *terms = malloc(sizeof(float) * nh * hs);
+    a = (HeadArgs){edx, eraw, ers, terms, wq, wk, N, NH, NKV, hs, stride, 0.0f};
+    emu_launch(ew_grid(nh * hs), d1(PW_EW_THREADS), head_terms, &a);
+    emu_launch(d1(blocks), d1(PW_ROW_THREADS), head_dinp, &a);
+    for (size_t r = 0; r < nh; r++) /* query rows first, then key rows */
+        for (int c = 0; c < hs; c++)
+            (r < (size_t)N * NH ? edwq : edwk)[c] += terms[r * hs + c];
+    emu_check("head norm dx", edx, dx, n, TOL);
+    emu_check("head norm dwq (+=)", edwq, dwq, hs, TOL);
+    emu_check("head norm dwk (+=)", edwk, dwk, hs, TOL);
+    untouched = 1;
+    for (int r = 0; r < N; r++)
+        for (int c = H * hs; c < stride; c++)
+            untouched &= !memcmp(&edx[(size_t)r * stride + c], &dy[(size_t)r * stride + c], 4);
+    CHECK(untouched, "head norm backward: a gradient past the normed heads changed");
+    free(x0), free(wq), free(wk), free(dy), free(x), free(ex), free(ex2), free(raw), free(eraw);
+    free(rs), free(ers), free(dx), free(edx), free(dwq), free(dwk), free(edwq), free(edwk);
+    free(terms);
+}
 
 /* ---- log-probs */
 typedef struct LpArgs {
@@ -536,6 +622,9 @@ int main(void)
     run_rmsnorm(21, 33, 1e-5f, &rng); /* a partial block of rows, C not a warp multiple */
     run_rmsnorm(9, 576, 1e-6f, &rng);
     run_rmsnorm(5, 1300, 1e-6f, &rng); /* over PW_ROW_KEEP * 32: the loops that read again */
+    run_head_norm(13, 6, 2, 12, (6 + 2 * 2) * 12, &rng); /* the q, k heads of GQA rows */
+    run_head_norm(1, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* Qwen3-0.6B's, one token */
+    run_head_norm(37, 4, 1, 64, (4 + 2) * 64 + 7, &rng);    /* a stride with a gap */
     run_rope(7, 6, 64, (6 + 2 * 2) * 64, &rng); /* the q and k heads of GQA rows, v untouched */
     run_rope(5, 3, 8, 3 * 8 + 5, &rng);         /* a stride with a gap */
     run_swiglu(5, 37, &rng);

@@ -339,6 +339,18 @@ static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dw
     pw_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
     if (dinp && dinp16) o->to_bf16(o, dinp16, dinp, (size_t)N * C);
 }
+static void head_rmsnorm_fwd(const PwOps *o, float *x, float *raw, float *rstd,
+                             const float *wq, const float *wk, int N, int NH, int NKV, int hs,
+                             int stride, float eps)
+{
+    (void)o, pw_head_rmsnorm_forward(x, raw, rstd, wq, wk, N, NH, NKV, hs, stride, eps);
+}
+static void head_rmsnorm_bwd(const PwOps *o, float *dx, float *dwq, float *dwk, const float *raw,
+                             const float *rstd, const float *wq, const float *wk, int N, int NH,
+                             int NKV, int hs, int stride)
+{
+    (void)o, pw_head_rmsnorm_backward(dx, dwq, dwk, raw, rstd, wq, wk, N, NH, NKV, hs, stride);
+}
 /* The rotation (forward, or backward: by the opposite angle) in place; with x16, x is only read:
  * the rotation in a copy, rounded into x16 */
 static void rope_rotate(float *x, uint16_t *x16, const int *pos, const float *inv_freq, int N,

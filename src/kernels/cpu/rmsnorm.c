@@ -57,3 +57,61 @@ void pw_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const f
         }
     }
 }
+
+/* Qwen3's q/k norm: head h of row n starts at n * stride + h * hs; heads below NH are queries
+ * (wq), the NKV after them keys (wk). Each head is one pw_rmsnorm row, so the statistic and the
+ * output are computed exactly as there. */
+static const float *head_weight(const float *wq, const float *wk, int NH, int h)
+{
+    return h < NH ? wq : wk;
+}
+
+void pw_head_rmsnorm_forward(float *x, float *raw, float *rstd, const float *wq, const float *wk,
+                             int N, int NH, int NKV, int hs, int stride, float eps)
+{
+    const int H = NH + NKV;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N * H; i++) {
+        int n = i / H, h = i % H;
+        float *v = x + (size_t)n * stride + (size_t)h * hs;
+        if (raw)
+            for (int c = 0; c < hs; c++) raw[(size_t)i * hs + c] = v[c];
+        float s;
+        pw_rmsnorm_forward(v, &s, v, head_weight(wq, wk, NH, h), 1, hs, eps);
+        if (rstd) rstd[i] = s;
+    }
+}
+
+void pw_head_rmsnorm_backward(float *dx, float *dwq, float *dwk, const float *raw,
+                              const float *rstd, const float *wq, const float *wk, int N, int NH,
+                              int NKV, int hs, int stride)
+{
+    const int H = NH + NKV;
+    /* the weights' gradients first: they read the normed heads' gradient, which the input's
+     * then replaces; one task per weight, its rows in order (the same sums on any thread count) */
+#pragma omp parallel for schedule(static)
+    for (int w = 0; w < 2; w++) {
+        float *dw = w ? dwk : dwq;
+        if (!dw) continue;
+        for (int i = 0; i < N * H; i++) {
+            int n = i / H, h = i % H;
+            if ((h >= NH) != w) continue;
+            const float *d = dx + (size_t)n * stride + (size_t)h * hs, *r = raw + (size_t)i * hs;
+            float s = rstd[i];
+            for (int c = 0; c < hs; c++) dw[c] += r[c] * s * d[c];
+        }
+    }
+    /* then each head's input gradient in place, pw_rmsnorm_backward's arithmetic: the dot
+     * product is taken before anything is written */
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N * H; i++) {
+        int n = i / H, h = i % H;
+        float *d = dx + (size_t)n * stride + (size_t)h * hs;
+        const float *r = raw + (size_t)i * hs, *w = head_weight(wq, wk, NH, h);
+        float s = rstd[i];
+        double dot = 0.0;
+        for (int c = 0; c < hs; c++) dot += (double)w[c] * d[c] * r[c];
+        float k = (float)(dot / hs) * s * s;
+        for (int c = 0; c < hs; c++) d[c] = s * (w[c] * d[c] - r[c] * k);
+    }
+}

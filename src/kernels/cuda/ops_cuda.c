@@ -423,6 +423,18 @@ static void rmsnorm_bwd(const PwOps *o, float *dinp, uint16_t *dinp16, float *dw
 {
     pw_rmsnorm_backward_cuda(dinp, dinp16, dweight, dout, inp, weight, rstd, N, C, S(o));
 }
+static void head_rmsnorm_fwd(const PwOps *o, float *x, float *raw, float *rstd,
+                             const float *wq, const float *wk, int N, int NH, int NKV, int hs,
+                             int stride, float eps)
+{
+    pw_head_rmsnorm_forward_cuda(x, raw, rstd, wq, wk, N, NH, NKV, hs, stride, eps, S(o));
+}
+static void head_rmsnorm_bwd(const PwOps *o, float *dx, float *dwq, float *dwk, const float *raw,
+                             const float *rstd, const float *wq, const float *wk, int N, int NH,
+                             int NKV, int hs, int stride)
+{
+    pw_head_rmsnorm_backward_cuda(dx, dwq, dwk, raw, rstd, wq, wk, N, NH, NKV, hs, stride, S(o));
+}
 /* forward or backward (by the opposite angle), in place or into rounded rows */
 static void rope_rotate(const PwOps *o, float *x, uint16_t *x16, const int *pos,
                         const float *inv_freq, int N, int nheads, int hs, int stride, int backward)
