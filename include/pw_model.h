@@ -16,7 +16,7 @@ typedef struct PwArch {
     PwFamily family;
     int n_layer;     /* L */
     int n_head;      /* NH */
-    int n_embd;      /* C; n_embd % n_head == 0 */
+    int n_embd;      /* C; n_embd % n_head == 0 unless head_dim is set (the Llama family) */
     int vocab_size;  /* V */
     int n_positions; /* maximum T */
     /* the Llama family (Llama 3, Qwen2, Mistral, SmolLM); GPT-2 leaves them 0 */
@@ -28,9 +28,21 @@ typedef struct PwArch {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max;
     int tied;              /* the LM head is the embedding */
-    int qkv_bias;          /* q, k, v projections have biases (Qwen2) */
-    int hf_type;           /* which model_type wrote it (for saving): 0 llama, 1 qwen2, 2 mistral */
+    int qkv_bias;          /* q, k, v projections have biases (Qwen2; attention_bias) */
+    int o_bias;            /* the attention's output projection has one (attention_bias) */
+    int head_dim;          /* a head's width; 0: n_embd / n_head (pw_arch_head_size) */
+    int qk_norm;           /* an RMSNorm over each query and key head before the rotation
+                            * (Qwen3) */
+    int hf_type;           /* which model_type wrote it (for saving): 0 llama, 1 qwen2, 2 mistral,
+                            * 3 qwen3 */
 } PwArch;
+
+/* A head's width: head_dim where the config sets it, else n_embd / n_head. The attention's width
+ * (q heads, and the output projection's input) is n_head times it, which need not be n_embd. */
+static inline int pw_arch_head_size(const PwArch *a)
+{
+    return a->head_dim > 0 ? a->head_dim : a->n_embd / a->n_head;
+}
 
 /* "gpt2"; "?" for a value outside the enum */
 const char *pw_family_name(PwFamily f);

@@ -106,6 +106,9 @@ int pw_st_set_open(PwStSet **out, const char *dir, PwErr *err);
 void pw_st_set_close(PwStSet *s); /* NULL is fine */
 /* The path messages name for the set as a whole: model.safetensors, or the index. */
 const char *pw_st_set_label(const PwStSet *s);
+/* Its files (one, or the shards in the order the index first names them): i in [0, nfiles) */
+int pw_st_set_nfiles(const PwStSet *s);
+const PwSafetensors *pw_st_set_file(const PwStSet *s, int i);
 /* The tensor `name` and (if file is not NULL) the file that holds it; NULL if the set has none. */
 const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name, const PwSafetensors **file);
 /* Read tensor `name` as float32 into dst after checking it exists with exactly shape[0..ndim):

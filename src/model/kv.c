@@ -28,7 +28,7 @@ static void kv_shape(PwKVCache *c, PwModel *m, int maxB, int maxT)
     c->maxN = (int)(prefill > (size_t)maxB ? prefill : (size_t)maxB);
     /* tok, pos (maxN); seg_row, seg_off (+1), seg_slot0, seg_last (maxB) */
     c->npass = 2 * (size_t)c->maxN + 4 * (size_t)maxB + 1;
-    c->layer_elems = (size_t)maxB * kv_heads(a) * maxT * (a->n_embd / a->n_head);
+    c->layer_elems = (size_t)maxB * kv_heads(a) * maxT * pw_arch_head_size(a);
     c->v_off = (pw_kv_bytes(c) / 2 + 255) / 256 * 256;
 }
 
@@ -88,7 +88,7 @@ void pw_kv_attend(const PwKVCache *c, int l, float *out, uint16_t *out16, const 
 {
     const PwOps *o = c->m->ops;
     const PwArch *a = &c->m->arch;
-    const int NH = a->n_head, NKV = kv_heads(a), hs = a->n_embd / NH;
+    const int NH = a->n_head, NKV = kv_heads(a), hs = pw_arch_head_size(a);
     const size_t at = (size_t)l * c->layer_elems;
     if (c->m->kv_dtype == PW_KV_BF16) {
         uint16_t *k = c->kv, *v = (uint16_t *)((char *)c->kv + c->v_off);

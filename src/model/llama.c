@@ -1,6 +1,7 @@
-/* llama.c: the Llama family (Llama 3, Qwen2, Mistral, SmolLM) on the kernel table (pw_ops.h):
- * RMSNorm, rotary embeddings, grouped-query attention and a SwiGLU MLP, one block for the batch
- * forward and the KV-cache passes, the heads and backward; the same interface as GPT-2. */
+/* llama.c: the Llama family (Llama 3, Qwen2, Qwen3, Mistral, SmolLM) on the kernel table
+ * (pw_ops.h): RMSNorm, rotary embeddings, grouped-query attention (Qwen3: each query and key head
+ * RMS-normed before its rotation) and a SwiGLU MLP, one block for the batch forward and the
+ * KV-cache passes, the heads and backward; the same interface as GPT-2. */
 #include "llama.h"
 
 #include <limits.h>
@@ -16,6 +17,29 @@
 
 static void tensor_sizes(size_t *s, const PwArch *a, int heads, size_t Vp);
 
+/* What each model_type can say (llama_io.c writes hf_type's): transformers gives Llama's and
+ * Qwen3's q, k, v and o_proj a bias together (attention_bias), Qwen2's q, k and v always and its
+ * o_proj never, Mistral's none; only Qwen3 norms its heads. An architecture no config.json could
+ * describe is refused rather than saved as something else. */
+static int hf_consistent(const PwArch *c, PwErr *err)
+{
+    static const char *const types[] = {"llama", "qwen2", "mistral", "qwen3"};
+    if (c->hf_type < 0 || c->hf_type > 3)
+        return pw_errf(err, "hf_type %d is not 0 to 3", c->hf_type);
+    int qkv = c->qkv_bias != 0, o = c->o_bias != 0, norm = c->qk_norm != 0;
+    int ok_bias = c->hf_type == 1 ? qkv && !o : c->hf_type == 2 ? !qkv && !o : qkv == o;
+    if (!ok_bias)
+        return pw_errf(err, "a %s model with%s q/k/v biases and with%s an o_proj bias: %s",
+                       types[c->hf_type], qkv ? "" : "out", o ? "" : "out",
+                       c->hf_type == 1 ? "Qwen2 has q/k/v biases and no o_proj bias"
+                       : c->hf_type == 2 ? "Mistral has no attention biases"
+                                         : "attention_bias gives q, k, v and o_proj one each");
+    if (norm != (c->hf_type == 3))
+        return pw_errf(err, "a %s model %s q/k norms: only qwen3 has them (and always)",
+                       types[c->hf_type], norm ? "with" : "without");
+    return 0;
+}
+
 static int arch_check(const PwArch *c, PwErr *err)
 {
     if (c->n_layer <= 0 || c->n_head <= 0 || c->n_embd <= 0 || c->vocab_size <= 0 ||
@@ -23,15 +47,18 @@ static int arch_check(const PwArch *c, PwErr *err)
         return pw_errf(err, "num_hidden_layers, num_attention_heads, hidden_size, vocab_size, "
                        "max_position_embeddings, num_key_value_heads and intermediate_size must "
                        "be positive");
-    if (c->n_embd % c->n_head)
+    if (c->head_dim < 0)
+        return pw_errf(err, "head_dim must be positive, got %d", c->head_dim);
+    if (!c->head_dim && c->n_embd % c->n_head)
         return pw_errf(err, "hidden_size (%d) is not a multiple of num_attention_heads (%d)",
                        c->n_embd, c->n_head);
     if (c->n_head % c->n_kv_head)
         return pw_errf(err, "num_attention_heads (%d) is not a multiple of num_key_value_heads "
                        "(%d)", c->n_head, c->n_kv_head);
-    if ((c->n_embd / c->n_head) % 2)
+    if (pw_arch_head_size(c) % 2)
         return pw_errf(err, "the head size %d is odd: rotary embeddings turn pairs",
-                       c->n_embd / c->n_head);
+                       pw_arch_head_size(c));
+    if (hf_consistent(c, err)) return -1;
     if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0))
         return pw_errf(err, "rms_norm_eps and rope_theta must be positive");
     char what[200];
@@ -45,17 +72,23 @@ static int arch_check(const PwArch *c, PwErr *err)
     size_t s[PW_LLAMA_NUM_PARAM_TENSORS];
     tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE,
                  (size_t)c->vocab_size + PW_VOCAB_MULTIPLE_MAX);
-    return pw_model_check_size(s, PW_LLAMA_NUM_PARAM_TENSORS, what, err);
+    if (pw_model_check_size(s, PW_LLAMA_NUM_PARAM_TENSORS, what, err)) return -1;
+    /* the kernels take a row of q, k and v heads as an int */
+    if (((double)c->n_head + 2.0 * c->n_kv_head) * pw_arch_head_size(c) > INT_MAX / 2)
+        return pw_errf(err, "num_attention_heads %d, num_key_value_heads %d and head_dim %d: "
+                       "too large (a row of q, k and v heads must stay well inside an int)",
+                       c->n_head, c->n_kv_head, pw_arch_head_size(c));
+    return 0;
 }
 
 static const char *const param_names[PW_LLAMA_NUM_PARAM_TENSORS] = {
     "wte", "ln1w", "qkvw", "qkvb", "attprojw", "ln2w", "fcw", "fcprojw", "lnfw", "lmw",
-    "scorew", "scoreb", "valuew", "valueb",
+    "scorew", "scoreb", "valuew", "valueb", "attprojb", "qnw", "knw",
 };
 
 /* AdamW's weight decay: the 2D tensors (embeddings and Linear weights), as for GPT-2. */
 static const unsigned char param_decays[PW_LLAMA_NUM_PARAM_TENSORS] = {
-    1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 0,
+    1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0,
 };
 
 /* When backward is done with each tensor's gradient (model_internal.h): an LM head of its own
@@ -63,7 +96,8 @@ static const unsigned char param_decays[PW_LLAMA_NUM_PARAM_TENSORS] = {
 static const unsigned char param_ready[PW_LLAMA_NUM_PARAM_TENSORS] = {
     PW_READY_BOTTOM, PW_READY_LAYER, PW_READY_LAYER, PW_READY_LAYER, PW_READY_LAYER,
     PW_READY_LAYER,  PW_READY_LAYER, PW_READY_LAYER, PW_READY_TOP,   PW_READY_TOP,
-    PW_READY_TOP,    PW_READY_TOP,   PW_READY_TOP,   PW_READY_TOP,
+    PW_READY_TOP,    PW_READY_TOP,   PW_READY_TOP,   PW_READY_TOP,   PW_READY_LAYER,
+    PW_READY_LAYER,  PW_READY_LAYER,
 };
 
 /* Read by the products alone, so a frozen bf16 model keeps them in bfloat16 only: the layers'
@@ -75,19 +109,26 @@ static const unsigned char param_bf16_only[PW_LLAMA_NUM_PARAM_TENSORS] = {
 
 static size_t qkv_rows(const PwArch *a)
 {
-    return ((size_t)a->n_head + 2 * (size_t)a->n_kv_head) * (size_t)(a->n_embd / a->n_head);
+    return ((size_t)a->n_head + 2 * (size_t)a->n_kv_head) * (size_t)pw_arch_head_size(a);
+}
+
+/* the attention's width: its output, the projection's input (C unless head_dim says otherwise) */
+static size_t att_width(const PwArch *a)
+{
+    return (size_t)a->n_head * (size_t)pw_arch_head_size(a);
 }
 
 static void tensor_sizes(size_t *s, const PwArch *a, int heads, size_t Vp)
 {
-    size_t L = a->n_layer, C = a->n_embd, F = a->n_inner, Q = qkv_rows(a);
+    size_t L = a->n_layer, C = a->n_embd, F = a->n_inner, Q = qkv_rows(a), A = att_width(a);
+    size_t hs = (size_t)pw_arch_head_size(a);
     s[0] = Vp * C; /* the real rows, then the padding rows */
     s[1] = L * C;
     /* each factor is below 2^33, so L x Q, L x 2 x F and L x C cannot wrap; times C again
      * they may */
     s[2] = pw_size_mul(L * Q, C);
     s[3] = a->qkv_bias ? L * Q : 0;
-    s[4] = pw_size_mul(L * C, C);
+    s[4] = pw_size_mul(L * C, A);
     s[5] = L * C;
     s[6] = pw_size_mul(L * 2 * F, C);
     s[7] = pw_size_mul(L * C, F);
@@ -100,29 +141,32 @@ static void tensor_sizes(size_t *s, const PwArch *a, int heads, size_t Vp)
     s[11] = (heads & PW_HEAD_SCORE) ? 1 : 0;
     s[12] = (heads & PW_HEAD_VALUE) ? C : 0;
     s[13] = (heads & PW_HEAD_VALUE) ? 1 : 0;
+    s[14] = a->o_bias ? L * C : 0;
+    s[15] = a->qk_norm ? L * hs : 0;
+    s[16] = a->qk_norm ? L * hs : 0;
 }
 
 static double flops_per_token(const PwModel *m, int T)
 {
     const PwArch *a = &m->arch;
-    double L = a->n_layer, C = a->n_embd, V = a->vocab_size, F = a->n_inner;
-    double matmul_params = L * ((double)qkv_rows(a) * C + C * C + 3.0 * F * C);
+    double L = a->n_layer, C = a->n_embd, V = a->vocab_size, F = a->n_inner, A = att_width(a);
+    double matmul_params = L * ((double)qkv_rows(a) * C + A * C + 3.0 * F * C);
     if (m->heads & PW_HEAD_LM) matmul_params += V * C;
     /* q.k and att.v: 2*2*T*(NH hs) forward per token and layer, twice that in backward */
-    return 6.0 * matmul_params + 12.0 * L * C * T;
+    return 6.0 * matmul_params + 12.0 * L * A * T;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* activations (allocated by the first forward) and state */
 
-#define NUM_ACTS 28
+#define NUM_ACTS 30
 typedef struct Acts {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C); at bf16 none: made and kept as ln1_16 */
     float *rstd1;     /* (L, B, T) */
     float *qkv;       /* (L, B, T, QKV) after the rotary embedding; at bf16 one layer, kept as
                        * qkv_16 */
-    float *atty;      /* (L, B, T, C); at bf16 none: made and kept as atty_16 */
+    float *atty;      /* (L, B, T, A) A = NH hs; at bf16 none: made and kept as atty_16 */
     float *lse;       /* (L, B, NH, T) each query's log-sum-exp (attention backward) */
     float *attproj;   /* (B, T, C) one layer: added to the residual stream at once and read
                        * by no backward */
@@ -147,9 +191,11 @@ typedef struct Acts {
     float *fch_16;    /* (L, B, T, 2F) bfloat16 at bf16 (the SwiGLU's input), else empty */
     float *qkv_16;    /* (L, B, T, QKV) bfloat16 at bf16 (what the attention reads), else
                        * empty */
-    float *atty_16;   /* (L, B, T, C) bfloat16 at bf16 (the attention's output: what the
+    float *atty_16;   /* (L, B, T, A) bfloat16 at bf16 (the attention's output: what the
                        * projection and the attention's backward read), else empty */
     float *lpstats;   /* (B, T, PW_LP_STATS) the log-softmax statistics the backward reads */
+    float *qkraw;     /* (L, B, T, NH + NKV, hs) Qwen3: q and k heads before their norm */
+    float *qkrstd;    /* (L, B, T, NH + NKV) Qwen3: their norm's statistics */
 } Acts;
 
 enum { SCR_DRES, SCR_DLN, SCR_DATTY, SCR_DQKV, SCR_DFCH, SCR_DFCHA, SCR_DRES16, SCR_COUNT };
@@ -167,7 +213,8 @@ static void act_sizes(size_t *s, const PwModel *m)
     const int heads = m->heads;
     const PwPrecision pr = m->precision;
     const size_t C = c->n_embd, NH = c->n_head, F = c->n_inner, Vp = m->Vp;
-    const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c);
+    const size_t B = m->maxB, T = m->maxT, BT = B * T, Q = qkv_rows(c), A = att_width(c);
+    const size_t QK = c->qk_norm ? (NH + c->n_kv_head) : 0; /* normed heads a token */
     /* L: the layers' slots of what the backward reads (one with recompute or none); Lo: of
      * their outputs */
     const size_t L = pw_model_layer_slots(m), Lo = pw_model_out_slots(m);
@@ -176,7 +223,7 @@ static void act_sizes(size_t *s, const PwModel *m)
      * in float32 before they are rounded, need one float32 layer (L1) */
     const int bf16 = pr == PW_PRECISION_BF16;
     const size_t Lk = bf16 ? 0 : L, L1 = bf16 ? 1 : L;
-    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, Lk * BT * C, L * B * NH * T,
+    size_t v[NUM_ACTS] = {BT * C, Lk * BT * C, L * BT, L1 * BT * Q, Lk * BT * A, L * B * NH * T,
                           BT * C, L * BT * C, Lk * BT * C, L * BT, Lk * BT * 2 * F,
                           Lk * BT * F, BT * C, Lo * BT * C, BT * C, BT,
                           (heads & PW_HEAD_LM) ? (size_t)m->lm_rows * Vp : 0,
@@ -187,8 +234,9 @@ static void act_sizes(size_t *s, const PwModel *m)
                           pw_model_kept_floats(pr, L * BT * F),
                           pw_model_kept_floats(pr, L * BT * 2 * F),
                           pw_model_kept_floats(pr, L * BT * Q),
-                          pw_model_kept_floats(pr, L * BT * C), /* atty_16 */
-                          (heads & PW_HEAD_LM) ? BT * PW_LP_STATS : 0}; /* lpstats */
+                          pw_model_kept_floats(pr, L * BT * A), /* atty_16 */
+                          (heads & PW_HEAD_LM) ? BT * PW_LP_STATS : 0, /* lpstats */
+                          L * BT * QK * (size_t)pw_arch_head_size(c), L * BT * QK};
     memcpy(s, v, sizeof v);
 }
 
@@ -199,7 +247,7 @@ static void scratch_sizes(size_t *s, const PwModel *m)
     size_t BT = (size_t)maxB * maxT, C = c->n_embd, F = c->n_inner;
     s[SCR_DRES] = BT * C;
     s[SCR_DLN] = BT * C;
-    s[SCR_DATTY] = BT * C;
+    s[SCR_DATTY] = BT * att_width(c);
     s[SCR_DQKV] = BT * qkv_rows(c);
     s[SCR_DFCH] = BT * 2 * F;
     s[SCR_DFCHA] = BT * F;
@@ -226,7 +274,7 @@ static size_t forward_bytes(const PwModel *m)
 /* the rotary frequencies, on the device for every pass */
 static size_t attach_bytes(const PwArch *a)
 {
-    return (size_t)(a->n_embd / a->n_head / 2) * sizeof(float);
+    return (size_t)(pw_arch_head_size(a) / 2) * sizeof(float);
 }
 
 static int attach(PwModel *m, PwErr *err)
@@ -234,7 +282,7 @@ static int attach(PwModel *m, PwErr *err)
     Llama *g = calloc(1, sizeof *g);
     if (!(m->fam = g)) return pw_errf(err, "out of host memory");
     const PwArch *a = &m->arch;
-    int hs = a->n_embd / a->n_head;
+    int hs = pw_arch_head_size(a);
     float *h = malloc((size_t)(hs / 2) * sizeof(float));
     if (!h) return pw_errf(err, "out of host memory");
     PwRopeScaling sc = {a->rope_llama3, a->rope_factor, a->rope_low_freq_factor,
@@ -290,6 +338,10 @@ static void init_random(const PwModel *m, float *host, uint64_t seed)
         else if (i == 3) pw_model_fill_const(p[i], n, 0.0f);                /* biases */
         else pw_model_fill_normal(p[i], n, 0.02, seed, i);
     }
+    /* after the heads in the buffer (llama.h): o_proj's bias, and Qwen3's q and k norms */
+    pw_model_fill_const(params.attprojb, m->tensor_size[PW_LLAMA_ATTPROJB], 0.0f);
+    pw_model_fill_const(params.qnw, m->tensor_size[PW_LLAMA_QNW], 1.0f);
+    pw_model_fill_const(params.knw, m->tensor_size[PW_LLAMA_KNW], 1.0f);
     init_heads(m, host, PW_HEAD_SCORE | PW_HEAD_VALUE, seed);
 }
 
@@ -310,6 +362,9 @@ typedef struct Block {
     /* at bf16: the attention's output rounded to bfloat16 instead of atty, all the projection
      * reads (the batch forward keeps it for the attention's and the projection's backward) */
     uint16_t *atty_16;
+    /* Qwen3, the batch forward: q and k heads before their norm, and its statistics (NULL: a
+     * cache pass, which no backward follows) */
+    float *qkraw, *qkrstd;
 } Block;
 
 typedef struct Attend {
@@ -359,9 +414,9 @@ typedef struct LayerW {
 static LayerW layer_weights(const PwModel *m, int l)
 {
     const PwArch *a = &m->arch;
-    const size_t C = a->n_embd, F = a->n_inner, Q = qkv_rows(a);
+    const size_t C = a->n_embd, F = a->n_inner, Q = qkv_rows(a), A = att_width(a);
     return (LayerW){pw_model_weight(m, PW_LLAMA_QKVW, Q * C * l),
-                    pw_model_weight(m, PW_LLAMA_ATTPROJW, C * C * l),
+                    pw_model_weight(m, PW_LLAMA_ATTPROJW, C * A * l),
                     pw_model_weight(m, PW_LLAMA_FCW, 2 * F * C * l),
                     pw_model_weight(m, PW_LLAMA_FCPROJW, C * F * l)};
 }
@@ -375,7 +430,8 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     const PwOps *o = m->ops;
     const Llama *g = m->fam;
     const PwArch *a = &m->arch;
-    const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, hs = C / NH, F = a->n_inner;
+    const int C = a->n_embd, NH = a->n_head, NKV = a->n_kv_head, F = a->n_inner;
+    const int hs = pw_arch_head_size(a), A = (int)att_width(a);
     const size_t Q = qkv_rows(a);
     const LayerW w = layer_weights(m, l);
     const Norm ln1 = ln1_of(p, k, l, C), ln2 = {k->ln2, k->ln2_16, k->rstd2,
@@ -383,6 +439,10 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     if (!ln1_done) rmsnorm(o, &ln1, k->in, N, C, a->norm_eps);
     pw_model_matmul_forward(m, k->qkv, k->ln1, k->ln1_16, w.qkv,
                             p->qkvb ? p->qkvb + Q * l : NULL, N, C, (int)Q);
+    /* Qwen3: each q and k head RMS-normed in place before it turns */
+    if (a->qk_norm)
+        o->head_rmsnorm_forward(o, k->qkv, k->qkraw, k->qkrstd, p->qnw + (size_t)hs * l,
+                                p->knw + (size_t)hs * l, N, NH, NKV, hs, (int)Q, a->norm_eps);
     /* q and k heads are the first NH + NKV heads of each row: rotated in place, or at bf16
      * (qkv_16: all the attention reads) rotated as they are rounded, whole rows */
     o->rope_forward(o, k->qkv, k->qkv_16, at->pos, g->inv_freq, N, NH + NKV, hs, (int)Q);
@@ -391,7 +451,8 @@ static void block_forward(const PwModel *m, const PwLlamaParams *p, int l, const
     else
         pw_model_attention_forward(m, k->atty, k->atty_16, k->lse, k->qkv, k->qkv_16, at->mask,
                                    at->B, at->T, NH, NKV, hs);
-    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, w.proj, NULL, N, C, C);
+    pw_model_matmul_forward(m, k->attproj, k->atty, k->atty_16, w.proj,
+                            p->attprojb ? p->attprojb + (size_t)C * l : NULL, N, A, C);
     residual_norm(o, k->res2, k->in, k->attproj, &ln2, N, C, a->norm_eps);
     /* the MLP's activations in bfloat16 at bf16, as PyTorch's autocast has them: the batch
      * forward makes [gate | up] rounded and keeps it for the backward (fch_16, fch NULL); a
@@ -417,6 +478,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
 {
     const PwArch *c = &m->arch;
     const size_t C = c->n_embd, NH = c->n_head, F = c->n_inner, Q = qkv_rows(c);
+    const size_t A = att_width(c), QK = (NH + c->n_kv_head) * (size_t)pw_arch_head_size(c);
     const size_t BT = (size_t)m->maxB * m->maxT, sBTC = BT * C;
     const size_t sLSE = (size_t)m->maxB * NH * m->maxT;
     const int bf16 = m->precision == PW_PRECISION_BF16;
@@ -424,7 +486,7 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
     return (Block){
         .in = l == 0 ? a->encoded : a->residual3 + pw_model_out_slot(m, l - 1) * sBTC,
         .ln1 = bf16 ? NULL : a->ln1 + j * sBTC, .rstd1 = a->rstd1 + j * BT,
-        .qkv = a->qkv + (bf16 ? 0 : j) * BT * Q, .atty = bf16 ? NULL : a->atty + j * sBTC,
+        .qkv = a->qkv + (bf16 ? 0 : j) * BT * Q, .atty = bf16 ? NULL : a->atty + j * BT * A,
         .lse = a->lse + j * sLSE, .attproj = a->attproj, .res2 = a->residual2 + j * sBTC,
         .ln2 = bf16 ? NULL : a->ln2 + j * sBTC, .rstd2 = a->rstd2 + j * BT,
         .fch = bf16 ? NULL : a->fch + j * BT * 2 * F,
@@ -435,7 +497,9 @@ static Block batch_block(const PwModel *m, const Acts *a, int l)
         .fcha_16 = bf16 ? (uint16_t *)a->fcha_16 + j * BT * F : NULL,
         .fch_16 = bf16 ? (uint16_t *)a->fch_16 + j * BT * 2 * F : NULL,
         .qkv_16 = bf16 ? (uint16_t *)a->qkv_16 + j * BT * Q : NULL,
-        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + j * sBTC : NULL,
+        .atty_16 = bf16 ? (uint16_t *)a->atty_16 + j * BT * A : NULL,
+        .qkraw = c->qk_norm ? a->qkraw + j * BT * QK : NULL,
+        .qkrstd = c->qk_norm ? a->qkrstd + j * BT * (NH + c->n_kv_head) : NULL,
     };
 }
 
@@ -511,9 +575,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const PwOps *o = m->ops;
     const PwArch *c = &m->arch;
     const int L = c->n_layer, C = c->n_embd, NH = c->n_head, NKV = c->n_kv_head;
-    const int hs = C / NH, F = c->n_inner;
+    const int hs = pw_arch_head_size(c), F = c->n_inner, A = (int)att_width(c);
     const int B = m->B, T = m->T, BT = B * T;
-    const size_t Q = qkv_rows(c), CC = (size_t)C * C;
+    const size_t Q = qkv_rows(c), CA = (size_t)C * A;
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
     scratch_sizes(ss, m);
@@ -560,8 +624,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                                         dfch16, k.ln2, k.ln2_16, w.fc, BT, C, 2 * F, 1);
         o->rmsnorm_backward(o, dres, dres16, gr.ln2w + (size_t)l * C, dln, k.res2,
                             p.ln2w + (size_t)l * C, k.rstd2, BT, C);
-        pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, NULL, dres, dres16,
-                                        k.atty, k.atty_16, w.proj, BT, C, C, 1);
+        pw_model_matmul_backward_either(m, datty, gr.attprojw + CA * l,
+                                        gr.attprojb ? gr.attprojb + (size_t)C * l : NULL, dres,
+                                        dres16, k.atty, k.atty_16, w.proj, BT, A, C, 1);
         /* float32: the rotation's backward comes between it and the qkv product */
         pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16, k.lse,
                                     m->d_mask, B, T, NH, NKV, hs);
@@ -569,7 +634,16 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
          * at bf16 written rounded, the product's dout, into the MLP's gradient buffer (read by
          * now; 4F halves a row hold the Q) */
         uint16_t *dqkv16 = dres16 && 4 * (size_t)F >= Q ? (uint16_t *)dfch : NULL;
-        o->rope_backward(o, dqkv, dqkv16, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
+        if (c->qk_norm) {
+            /* Qwen3: turned back in place, then through the heads' norm, then rounded */
+            o->rope_backward(o, dqkv, NULL, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
+            o->head_rmsnorm_backward(o, dqkv, gr.qnw + (size_t)hs * l, gr.knw + (size_t)hs * l,
+                                     k.qkraw, k.qkrstd, p.qnw + (size_t)hs * l,
+                                     p.knw + (size_t)hs * l, BT, NH, NKV, hs, (int)Q);
+            if (dqkv16) o->to_bf16(o, dqkv16, dqkv, (size_t)BT * Q);
+        } else {
+            o->rope_backward(o, dqkv, dqkv16, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
+        }
         pw_model_matmul_backward_either(m, dln, gr.qkvw + Q * C * l,
                                         gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv, dqkv16, k.ln1,
                                         k.ln1_16, w.qkv, BT, C, (int)Q, 1);
@@ -598,11 +672,13 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
 {
     const PwArch *a = &c->m->arch;
     size_t C = a->n_embd, Vp = c->m->Vp, F = a->n_inner, B = c->maxB, N = c->maxN;
+    /* K_ATTY holds the attention's output (A a token), then the final rows (C) */
+    size_t A = att_width(a), W = A > C ? A : C;
     s[K_X] = N * C;
     s[K_LN] = N * C;
     s[K_RSTD] = N;
     s[K_QKV] = N * qkv_rows(a);
-    s[K_ATTY] = N * C;
+    s[K_ATTY] = N * W;
     s[K_PROJ] = N * C;
     s[K_FC] = N * 2 * F;
     s[K_FCA] = N * F;
@@ -611,7 +687,7 @@ static void kv_sizes(size_t *s, const PwKVCache *c)
      * a pass's numbers are the batch forward's: the RMSNorm outputs, the SwiGLU's (on [gate |
      * up] rounded, which a pass does not keep) */
     PwPrecision pr = c->m->precision;
-    s[K_LN16] = pw_model_kept_floats(pr, N * C);
+    s[K_LN16] = pw_model_kept_floats(pr, N * W); /* the RMSNorms' outputs, then atty's */
     s[K_FCA16] = pw_model_kept_floats(pr, N * F);
 }
 
@@ -682,7 +758,7 @@ static const float *kv_pass(PwKVCache *c)
 const PwFamilyImpl pw_llama_family = {
     .family = PW_FAMILY_LLAMA,
     .name = "llama",
-    .model_types = (const char *const[]){"llama", "qwen2", "mistral", NULL},
+    .model_types = (const char *const[]){"llama", "qwen2", "mistral", "qwen3", NULL},
     .ntensors = PW_LLAMA_NUM_PARAM_TENSORS,
     .tensor_names = param_names,
     .tensor_decays = param_decays,

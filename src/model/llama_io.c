@@ -1,4 +1,4 @@
-/* llama_io.c: Llama-family checkpoints as Hugging Face writes them (llama, qwen2, mistral):
+/* llama_io.c: Llama-family checkpoints as Hugging Face writes them (llama, qwen2, mistral, qwen3):
  * config.json, model.* tensor names, q/k/v and gate/up stacked in ours and split in theirs. */
 #include "llama.h"
 
@@ -11,7 +11,8 @@
 
 #include "pw_safetensors.h"
 
-static const char *const hf_types[] = {"llama", "qwen2", "mistral"};
+static const char *const hf_types[] = {"llama", "qwen2", "mistral", "qwen3"};
+enum { HF_LLAMA, HF_QWEN2, HF_MISTRAL, HF_QWEN3, HF_TYPES };
 
 /* ------------------------------------------------------------------------------------------ */
 /* config.json */
@@ -81,7 +82,7 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     const json_t *root = json_root;
     PwArch c = {.family = PW_FAMILY_LLAMA};
     const char *type = json_string_value(json_object_get(root, "model_type"));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < HF_TYPES; i++)
         if (type && !strcmp(type, hf_types[i])) c.hf_type = i;
     double eps = 0, theta = 0;
     if (get_int(root, "num_hidden_layers", -1, path, &c.n_layer, err) ||
@@ -107,28 +108,35 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     c.rope_theta = theta;
     const json_t *tie = json_object_get(root, "tie_word_embeddings");
     c.tied = tie ? json_is_true(tie) : 0; /* transformers' Llama/Qwen2/Mistral default: untied */
-    c.qkv_bias = c.hf_type == 1 || json_is_true(json_object_get(root, "attention_bias"));
-    const json_t *v;
-    /* Kept at JSON's width and compared by division: head_dim * n_head could overflow. */
-    json_int_t head_dim = 0;
-    if ((v = json_object_get(root, "head_dim")) && !json_is_null(v))
-        head_dim = json_is_integer(v) ? json_integer_value(v) : -1;
+    /* transformers: Qwen2's q, k and v always have biases, its o_proj never; Llama's and
+     * Qwen3's attention_bias gives all four one; Mistral's layers have none */
+    int att_bias = json_is_true(json_object_get(root, "attention_bias"));
+    c.qkv_bias = c.hf_type == HF_QWEN2 || (att_bias && c.hf_type != HF_MISTRAL);
+    c.o_bias = att_bias && (c.hf_type == HF_LLAMA || c.hf_type == HF_QWEN3);
+    c.qk_norm = c.hf_type == HF_QWEN3;
+    /* head_dim: absent or null means hidden_size / num_attention_heads, except for Qwen3,
+     * whose config class defaults it to 128 */
+    const json_t *hd = json_object_get(root, "head_dim");
+    if (hd && !json_is_null(hd)) {
+        if (get_int(root, "head_dim", -1, path, &c.head_dim, err)) return -1;
+    } else if (c.hf_type == HF_QWEN3) {
+        c.head_dim = 128;
+    }
     const json_t *sw = json_object_get(root, "sliding_window");
     if (pw_config_need(root, "hidden_act", path,
              json_string_value(json_object_get(root, "hidden_act")) &&
                  !strcmp(json_string_value(json_object_get(root, "hidden_act")), "silu"),
              "\"silu\"", err) ||
-        pw_config_need(root, "mlp_bias", path, !json_is_true(json_object_get(root, "mlp_bias")), "false",
-             err) ||
+        pw_config_need(root, "mlp_bias", path, !json_is_true(json_object_get(root, "mlp_bias")),
+             "false", err) ||
         pw_config_need(root, "use_sliding_window", path,
              !json_is_true(json_object_get(root, "use_sliding_window")), "false", err) ||
         pw_config_need(root, "sliding_window", path,
-             c.hf_type == 1 || json_is_null(sw) ||
+             c.hf_type == HF_QWEN2 || c.hf_type == HF_QWEN3 || json_is_null(sw) ||
                  (json_is_integer(sw) && json_integer_value(sw) >= c.n_positions),
              "null or at least max_position_embeddings", err) ||
-        pw_config_need(root, "head_dim", path,
-             head_dim == 0 || (c.n_embd % c.n_head == 0 && head_dim == c.n_embd / c.n_head),
-             "hidden_size / num_attention_heads", err) ||
+        pw_config_need(root, "head_dim", path, c.head_dim % 2 == 0,
+             "an even number (rotary embeddings turn pairs)", err) ||
         pw_config_need(root, "pretraining_tp", path,
              json_integer_value(json_object_get(root, "pretraining_tp")) == 1, "1", err))
         return -1;
@@ -138,10 +146,10 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
             strcmp(json_string_value(json_array_get(lt, i)), "full_attention"))
             return pw_errf(err, "%s: layer_types[%zu] must be \"full_attention\" (no sliding "
                            "window attention in ppo_world)", path, i);
-    if (c.n_embd % c.n_head || c.n_head % c.n_kv_head)
-        return pw_errf(err, "%s: hidden_size (%d) must be a multiple of num_attention_heads (%d), "
-                       "and that of num_key_value_heads (%d)", path, c.n_embd, c.n_head,
-                       c.n_kv_head);
+    if ((!c.head_dim && c.n_embd % c.n_head) || c.n_head % c.n_kv_head)
+        return pw_errf(err, "%s: hidden_size (%d) must be a multiple of num_attention_heads (%d) "
+                       "unless head_dim is given, and that of num_key_value_heads (%d)", path,
+                       c.n_embd, c.n_head, c.n_kv_head);
     *arch = c;
     return 0;
 }
@@ -161,8 +169,8 @@ static double float_as_written(float x)
 
 static int config_save(const PwArch *c, const char *dtype, const char *path, PwErr *err)
 {
-    static const char *const arch_names[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
-                                             "MistralForCausalLM"};
+    static const char *const arch_names[HF_TYPES] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
+                                                     "MistralForCausalLM", "Qwen3ForCausalLM"};
     json_t *root = json_pack(
         "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:s, s:f, s:s}",
         "model_type", hf_types[c->hf_type], "architectures", arch_names[c->hf_type],
@@ -172,7 +180,9 @@ static int config_save(const PwArch *c, const char *dtype, const char *path, PwE
         "rms_norm_eps", float_as_written(c->norm_eps), "rope_theta", c->rope_theta,
         "tie_word_embeddings", c->tied, "hidden_act", "silu", "initializer_range", 0.02,
         "torch_dtype", dtype);
-    if (root && c->hf_type == 0) json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias));
+    if (root && (c->hf_type == HF_LLAMA || c->hf_type == HF_QWEN3))
+        json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias));
+    if (root && c->head_dim) json_object_set_new(root, "head_dim", json_integer(c->head_dim));
     if (root && c->rope_llama3)
         json_object_set_new(
             root, "rope_scaling",
@@ -203,6 +213,9 @@ static const Part parts[] = {
     {2, "model.layers.%d.self_attn.v_proj.weight", 1, 2},
     {3, "model.layers.%d.self_attn.v_proj.bias", 1, 2},
     {4, "model.layers.%d.self_attn.o_proj.weight", 1, 0},
+    {14, "model.layers.%d.self_attn.o_proj.bias", 1, 0},
+    {15, "model.layers.%d.self_attn.q_norm.weight", 1, 0},
+    {16, "model.layers.%d.self_attn.k_norm.weight", 1, 0},
     {6, "model.layers.%d.mlp.gate_proj.weight", 1, 0},
     {6, "model.layers.%d.mlp.up_proj.weight", 1, 1},
     {7, "model.layers.%d.mlp.down_proj.weight", 1, 0},
@@ -231,7 +244,7 @@ static float *locate(const PwModel *m, float *const *view, const Part *p, int l,
                      int *ndim)
 {
     const PwArch *a = &m->arch;
-    int64_t C = a->n_embd, hs = C / a->n_head, F = a->n_inner;
+    int64_t C = a->n_embd, hs = pw_arch_head_size(a), F = a->n_inner;
     int64_t qrows = a->n_head * hs, kvrows = a->n_kv_head * hs, Q = qrows + 2 * kvrows;
     int64_t rows, cols, row0 = 0, lrows; /* lrows, cols: the whole per-layer tensor */
     switch (p->index) {
@@ -241,7 +254,8 @@ static float *locate(const PwModel *m, float *const *view, const Part *p, int l,
         row0 = p->part == 0 ? 0 : p->part == 1 ? qrows : qrows + kvrows;
         cols = p->index == 2 ? C : 0, lrows = Q;
         break;
-    case 4: rows = C, cols = C, lrows = C; break;
+    case 4: rows = C, cols = qrows, lrows = C; break;
+    case 15: case 16: rows = hs, cols = 0, lrows = hs; break;
     case 6: rows = F, row0 = p->part * F, cols = C, lrows = 2 * F; break;
     case 7: rows = C, cols = F, lrows = C; break;
     case 10: case 12: rows = 1, cols = C, lrows = 1; break;
@@ -297,6 +311,51 @@ done:
     return rc;
 }
 
+/* Whether the file tensor `name` is one this model reads (parts whose tensor it has). */
+static int model_reads(const PwModel *m, float *const *view, const char *name)
+{
+    char want[NAME_LEN];
+    for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
+        if (!view[parts[i].index]) continue;
+        if (!parts[i].per_layer) {
+            if (!strcmp(name, parts[i].fmt)) return 1;
+            continue;
+        }
+        int l;
+        if (sscanf(name, "model.layers.%d.", &l) != 1 || l < 0 || l >= m->arch.n_layer) continue;
+        snprintf(want, sizeof want, parts[i].fmt, l);
+        if (!strcmp(name, want)) return 1;
+    }
+    return 0;
+}
+
+/* A tensor of the trunk ("model.") that this model does not read would be dropped without a
+ * word: a bias or a norm of an architecture config.json does not describe (attention_bias false
+ * over a file with o_proj biases, a Qwen3 file called qwen2), a layer past num_hidden_layers.
+ * Refused, naming it; the rotary frequencies older files kept as a buffer are computed here. */
+static int check_unread(const PwModel *m, float *const *view, const PwStSet *st, PwErr *err)
+{
+    static const char *const rotary = "rotary_emb.inv_freq";
+    for (int f = 0; f < pw_st_set_nfiles(st); f++) {
+        const PwSafetensors *file = pw_st_set_file(st, f);
+        for (int i = 0; i < pw_st_count(file); i++) {
+            const char *name = pw_st_get(file, i)->name;
+            size_t n = strlen(name), r = strlen(rotary);
+            if (strncmp(name, "model.", 6) || (n >= r && !strcmp(name + n - r, rotary)))
+                continue;
+            if (!model_reads(m, view, name))
+                return pw_errf(err, "%s: tensor \"%s\" is not part of the %s model its "
+                               "config.json describes (num_hidden_layers %d%s%s%s): loading would "
+                               "drop it",
+                               pw_st_path(file), name, hf_types[m->arch.hf_type],
+                               m->arch.n_layer, m->arch.qkv_bias ? ", q/k/v biases" : "",
+                               m->arch.o_bias ? ", an o_proj bias" : "",
+                               m->arch.qk_norm ? ", q/k norms" : "");
+        }
+    }
+    return 0;
+}
+
 int pw_llama_load(const PwModel *m, float *host, const char *dir, int value_from_score,
                   int *missing, PwErr *err)
 {
@@ -306,15 +365,18 @@ int pw_llama_load(const PwModel *m, float *host, const char *dir, int value_from
     float *const *v = (float *const *)&view;
     int rc = -1;
     *missing = 0;
+    if (check_unread(m, v, st, err)) goto done;
     /* the files' own order, so that each shard's pages are read front to back */
     for (int s = 0; s < m->arch.n_layer + 2; s++) {
         for (size_t i = 0; i < PW_ARRAY_LEN(parts); i++) {
             Part p = parts[i];
             int l;
             if (!in_slot(i, s, m->arch.n_layer, &l) || !v[p.index]) continue;
-            int head = p.index >= 10, bias = p.index == 11 || p.index == 13;
-            if (value_from_score && p.index >= 12) /* a critic from a reward model */
-                p.fmt = p.index == 12 ? "score.weight" : "score.bias";
+            int head = p.index >= PW_LLAMA_SCOREW && p.index <= PW_LLAMA_VALUEB;
+            int bias = p.index == PW_LLAMA_SCOREB || p.index == PW_LLAMA_VALUEB;
+            /* a critic from a reward model */
+            if (value_from_score && (p.index == PW_LLAMA_VALUEW || p.index == PW_LLAMA_VALUEB))
+                p.fmt = p.index == PW_LLAMA_VALUEW ? "score.weight" : "score.bias";
             if (head && !pw_st_set_find(st, p.fmt, NULL)) {
                 if (bias) { /* LlamaForSequenceClassification's score has no bias: 0 */
                     *locate(m, v, &p, 0, (int64_t[2]){0}, &(int){0}) = 0.0f;

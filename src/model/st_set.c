@@ -176,6 +176,8 @@ int pw_st_set_open(PwStSet **out, const char *dir, PwErr *err)
 }
 
 const char *pw_st_set_label(const PwStSet *s) { return s->label; }
+int pw_st_set_nfiles(const PwStSet *s) { return s->nfiles; }
+const PwSafetensors *pw_st_set_file(const PwStSet *s, int i) { return s->files[i]; }
 
 const PwStTensor *pw_st_set_find(const PwStSet *s, const char *name,
                                  const PwSafetensors **file)

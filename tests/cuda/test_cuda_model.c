@@ -614,9 +614,14 @@ int main(int argc, char **argv)
                      .norm_eps = 1e-5f, .rope_theta = 500000.0, .rope_llama3 = 1,
                      .rope_factor = 8.0, .rope_low_freq_factor = 1.0,
                      .rope_high_freq_factor = 4.0, .rope_original_max = 16, .tied = 1};
+    /* Qwen3's: q/k norms (the head norm kernels), heads of 16 whose 4 make an attention 64
+     * wide over 32 channels, q, k, v and o_proj biases */
+    PwArch qwen3 = qwen2;
+    qwen3.hf_type = 3, qwen3.qk_norm = 1, qwen3.head_dim = 16, qwen3.o_bias = 1;
     check_arch("gpt2", &gpt2, dir);
     check_arch("qwen2", &qwen2, dir);
     check_arch("llama3", &llama3, dir);
+    check_arch("qwen3", &qwen3, dir);
     check_wgmma();
     check_no_room();
     cu_release();

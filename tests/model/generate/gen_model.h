@@ -22,6 +22,7 @@ static void gen_scale_tensor(PwModel *m, const char *name, float s)
 
 /* The family the tests build (a test's main may switch it to the Llama family). */
 static PwFamily gen_family = PW_FAMILY_GPT2;
+static int gen_qwen3; /* the Llama family as Qwen3: q/k norms, heads of 12 over 32 channels */
 
 /* GPT-2's init makes logits and attention nearly uniform; wte_scale spreads the logits (draws
  * then differ from row to row) and qkv_scale sharpens attention (so a wrong key shows). */
@@ -33,7 +34,9 @@ static PwModel *gen_tiny_model(int V, int maxB, int maxT, uint64_t seed, float w
     if (gen_family == PW_FAMILY_LLAMA) /* 4 query heads over 2 key/value heads, untied */
         cfg = (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32,
                        .vocab_size = V, .n_positions = 32, .n_kv_head = 2, .n_inner = 40,
-                       .norm_eps = 1e-5f, .rope_theta = 10000.0, .qkv_bias = 1};
+                       .norm_eps = 1e-5f, .rope_theta = 10000.0, .qkv_bias = 1,
+                       .o_bias = 1};
+    if (gen_qwen3) cfg.hf_type = 3, cfg.qk_norm = 1, cfg.head_dim = 12;
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = maxB, .maxT = maxT};
     PwModel *m = pw_model_create(&cfg, &o, &err);

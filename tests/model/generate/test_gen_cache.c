@@ -164,7 +164,9 @@ static void test_generate_logp_matches_forward(float temperature)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "llama")) gen_family = PW_FAMILY_LLAMA;
+    if (argc > 1 && (!strcmp(argv[1], "llama") || !strcmp(argv[1], "qwen3")))
+        gen_family = PW_FAMILY_LLAMA;
+    gen_qwen3 = argc > 1 && !strcmp(argv[1], "qwen3");
     test_cache_matches_forward();
     test_generate_logp_matches_forward(1.0f);
     test_generate_logp_matches_forward(0.7f);

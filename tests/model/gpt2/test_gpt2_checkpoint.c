@@ -598,7 +598,7 @@ static void test_too_large(void)
     const char *d = dir_of("head_dim_wraps");
     save(llama, d);
     edit_config(d, "head_dim", json_integer(4294967304LL));
-    expect_error(d, "config.json", "key \"head_dim\" must be hidden_size / num_attention_heads",
+    expect_error(d, "config.json", "key \"head_dim\" 4294967304 is too large",
                  "head_dim 2^32 + 8");
     /* the sizes of a model that does fit are left alone */
     PwArch big = {.family = PW_FAMILY_GPT2, .n_layer = 48, .n_head = 25, .n_embd = 1600,
@@ -608,9 +608,49 @@ static void test_too_large(void)
     pw_model_free(gpt2);
 }
 
+/* ---- a trunk tensor the config does not describe is refused, never dropped: a Llama saved with
+ * attention biases read as one without, a Qwen3 file called qwen2, a layer past the count */
+static void test_unread(void)
+{
+    printf("tensors the config does not describe:\n");
+    PwErr err;
+    PwModelOpts o = opts(PW_HEAD_LM, 1);
+    PwArch biased = llama_cfg, qwen3 = llama_cfg;
+    biased.qkv_bias = biased.o_bias = 1;
+    qwen3.hf_type = 3, qwen3.qk_norm = 1, qwen3.head_dim = 10;
+    PwModel *a = pw_model_create(&biased, &o, &err), *b = pw_model_create(&qwen3, &o, &err);
+    CHECK(a && b, "create: %s", err.msg);
+    if (!a || !b) return;
+    pw_model_init_random(a, 3);
+    pw_model_init_random(b, 4);
+    const char *d = dir_of("unread_o_bias");
+    save(a, d);
+    PwModel *m = load(d, PW_HEAD_LM, 0, 0, &err);
+    CHECK(m != NULL, "attention_bias true loads: %s", err.msg);
+    pw_model_free(m);
+    edit_config(d, "attention_bias", json_false());
+    expect_error(d, "model.safetensors", "tensor \"model.layers.0.self_attn.q_proj.bias\" is "
+                 "not part of the llama model its config.json describes "
+                 "(num_hidden_layers 2): loading would drop it",
+                 "attention_bias false over biases");
+    d = dir_of("unread_qwen3");
+    save(b, d);
+    edit_config(d, "model_type", json_string("qwen2"));
+    edit_config(d, "head_dim", json_integer(8));
+    expect_error(d, "model.safetensors", "tensor \"model.layers.0.self_attn.q_norm.weight\" is "
+                 "not part of the qwen2 model", "qwen3 called qwen2");
+    d = dir_of("unread_layers");
+    save(b, d);
+    edit_config(d, "num_hidden_layers", json_integer(1));
+    expect_error(d, "model.safetensors", "tensor \"model.layers.1.", "a layer past the count");
+    pw_model_free(a);
+    pw_model_free(b);
+}
+
 int main(int argc, char **argv)
 {
     root = argc > 1 ? argv[1] : ".";
+    test_unread();
     test_round_trip();
     test_heads();
     test_rewritten(PW_DT_BF16, 0, 0, "bf16");

@@ -84,7 +84,13 @@ int main(int argc, char **argv)
                        .norm_eps = 1e-5f, .rope_theta = 10000.0, .rope_llama3 = 1,
                        .rope_factor = 4.0, .rope_low_freq_factor = 1.0,
                        .rope_high_freq_factor = 4.0, .rope_original_max = 4, .tied = 0,
-                       .qkv_bias = 1};
+                       .qkv_bias = 1, .o_bias = 1};
+    /* Qwen3: q/k norms, and heads of 6 whose 4 make an attention 24 wide over 16 channels */
+    if (argc > 1 && !strcmp(argv[1], "qwen3"))
+        cfg = (PwArch){.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 16,
+                       .vocab_size = 24, .n_positions = 16, .n_kv_head = 2, .n_inner = 20,
+                       .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 1, .qkv_bias = 1,
+                       .o_bias = 1, .head_dim = 6, .qk_norm = 1, .hf_type = 3};
     PwErr err;
     PwModelOpts opts = {.heads = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE, .maxB = B, .maxT = T};
     PwModel *m = pw_model_create(&cfg, &opts, &err);

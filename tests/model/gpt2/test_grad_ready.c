@@ -172,10 +172,13 @@ int main(void)
     check_family("gpt2", &gpt2, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE);
     PwArch llama = {.family = PW_FAMILY_LLAMA, .n_layer = 3, .n_head = 4, .n_embd = 16,
                     .vocab_size = V, .n_positions = 16, .n_kv_head = 2, .n_inner = 24,
-                    .norm_eps = 1e-5f, .rope_theta = 10000.0, .qkv_bias = 1};
-    check_family("llama untied, q/k/v biases", &llama, PW_HEAD_LM | PW_HEAD_VALUE);
+                    .norm_eps = 1e-5f, .rope_theta = 10000.0, .qkv_bias = 1, .o_bias = 1};
+    check_family("llama untied, attention biases", &llama, PW_HEAD_LM | PW_HEAD_VALUE);
     llama.tied = 1;
-    llama.qkv_bias = 0;
+    llama.qkv_bias = llama.o_bias = 0;
     check_family("llama tied", &llama, PW_HEAD_LM | PW_HEAD_SCORE);
+    /* Qwen3: heads wider than hidden_size / heads, q/k norms (tensors after the heads) */
+    llama.hf_type = 3, llama.qk_norm = 1, llama.head_dim = 6;
+    check_family("qwen3, head_dim 6, q/k norms", &llama, PW_HEAD_LM | PW_HEAD_VALUE);
     return pw_test_done("test_grad_ready");
 }

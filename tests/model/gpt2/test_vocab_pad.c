@@ -31,7 +31,7 @@ static const PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2,
 static const PwArch llama = {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 16,
                              .vocab_size = 37, .n_positions = 16, .n_kv_head = 2, .n_inner = 20,
                              .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 0, .qkv_bias = 1,
-                             .hf_type = 0};
+                             .o_bias = 1, .hf_type = 0};
 static const char *root;
 
 static PwModel *make(const PwArch *a, int multiple, int heads)

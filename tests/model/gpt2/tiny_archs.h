@@ -30,6 +30,6 @@ static inline PwModel *tiny_model(const PwArch *a, const PwModelOpts *o, uint64_
 #define TINY_LLAMA(V)                                                                         \
     {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 32, .vocab_size = (V),    \
      .n_positions = 16, .n_kv_head = 2, .n_inner = 40, .norm_eps = 1e-5f, .rope_theta = 10000.0, \
-     .tied = 0, .qkv_bias = 1}
+     .tied = 0, .qkv_bias = 1, .o_bias = 1}
 
 #endif
