@@ -18,6 +18,7 @@ typedef enum PwTrainModelType {
     PW_TRAIN_MODEL_GPT2 = 0,
     PW_TRAIN_MODEL_LLAMA,
     PW_TRAIN_MODEL_QWEN2,
+    PW_TRAIN_MODEL_QWEN3,
 } PwTrainModelType;
 
 typedef struct PwTrainConfig {
@@ -32,7 +33,7 @@ typedef struct PwTrainConfig {
     struct {
         char *init;
         int type; /* PwTrainModelType: the family of a random model */
-        int64_t n_layer, n_head, n_embd, n_positions, n_kv_head, n_inner;
+        int64_t n_layer, n_head, n_embd, n_positions, n_kv_head, n_inner, head_dim;
         double rope_theta;
         PwPrecision precision;
         int64_t lm_head_chunk; /* PwModelOpts.lm_chunk */

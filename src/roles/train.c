@@ -61,7 +61,10 @@ static void random_arch(PwArch *a, const PwTrainConfig *c)
     a->rope_theta = c->model.rope_theta;
     a->tied = 1;
     a->qkv_bias = c->model.type == PW_TRAIN_MODEL_QWEN2;
-    a->hf_type = c->model.type == PW_TRAIN_MODEL_QWEN2 ? 1 : 0;
+    a->head_dim = (int)c->model.head_dim;
+    a->qk_norm = c->model.type == PW_TRAIN_MODEL_QWEN3;
+    a->hf_type = c->model.type == PW_TRAIN_MODEL_QWEN2 ? 1
+                 : c->model.type == PW_TRAIN_MODEL_QWEN3 ? 3 : 0;
 }
 
 static void derive(PwTrainer *t, const char *out)

@@ -15,7 +15,7 @@ _Static_assert(sizeof(PwPrecision) == sizeof(int), "enum field size");
 _Static_assert(sizeof(PwDevice) == sizeof(int), "enum field size");
 
 static const char *const overlong_names[] = {"drop", "error", "truncate", NULL};
-static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", NULL};
+static const char *const model_type_names[] = {"gpt2", "llama", "qwen2", "qwen3", NULL};
 
 #define OFF(field) offsetof(PwTrainConfig, field)
 #define GPT3 "GPT-3 (Brown et al. 2020)"
@@ -70,12 +70,14 @@ static const PwCfgKey keys[] = {
      "ours"},
     {"model.type", PW_CFG_ENUM, OFF(model.type), "gpt2", 0, 0, 0, model_type_names,
      "family of a random model: gpt2, llama (RMSNorm, rotary positions, SwiGLU, grouped-query "
-     "attention, tied embeddings) or qwen2 (llama with q/k/v biases); docs/model.md",
+     "attention, tied embeddings), qwen2 (llama with q/k/v biases) or qwen3 (llama with an "
+     "RMSNorm over each query and key head); docs/model.md",
      "Hugging Face config.json model_type"},
     {"model.n_layer", PW_CFG_INT, OFF(model.n_layer), "2", 1, 64, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "transformer blocks of a random model", TINY},
     {"model.n_head", PW_CFG_INT, OFF(model.n_head), "2", 1, 64, PW_CFG_MIN | PW_CFG_MAX, NULL,
-     "attention heads of a random model; must divide model.n_embd", TINY},
+     "attention heads of a random model; must divide model.n_embd unless model.head_dim is "
+     "set", TINY},
     {"model.n_embd", PW_CFG_INT, OFF(model.n_embd), "64", 1, 8192, PW_CFG_MIN | PW_CFG_MAX, NULL,
      "channels of a random model", TINY},
     {"model.n_positions", PW_CFG_INT, OFF(model.n_positions), "128", 2, 65536,
@@ -87,6 +89,9 @@ static const PwCfgKey keys[] = {
     {"model.n_inner", PW_CFG_INT, OFF(model.n_inner), "0", 0, 1 << 20, PW_CFG_MIN | PW_CFG_MAX,
      NULL, "SwiGLU width of a random llama/qwen2; 0: 4 x model.n_embd (GPT-2's MLP is always "
      "4 x n_embd)", "Hugging Face intermediate_size"},
+    {"model.head_dim", PW_CFG_INT, OFF(model.head_dim), "0", 0, 1024, PW_CFG_MIN | PW_CFG_MAX,
+     NULL, "width of a random llama/qwen2/qwen3's heads, even (the attention is model.n_head "
+     "times it); 0: model.n_embd / model.n_head", "Hugging Face head_dim"},
     {"model.rope_theta", PW_CFG_FLOAT, OFF(model.rope_theta), "10000", 1, 0, PW_CFG_MIN, NULL,
      "rotary base of a random llama/qwen2", "Hugging Face rope_theta (Llama 2, Qwen2 default)"},
     {"model.precision", PW_CFG_ENUM, OFF(model.precision), "fp32", 0, 0, 0, pw_precision_names,

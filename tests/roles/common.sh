@@ -6,7 +6,8 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # Tiny SFT and reward checkpoints (V=64, L=2, C=32) and 8 prompts of 2..6 tokens. TINY_FAMILY=llama
-# makes them of the Llama family (Qwen2 layout: grouped-query attention, q/k/v biases, tied).
+# makes them of the Llama family (Qwen2 layout: grouped-query attention, q/k/v biases, tied);
+# TINY_FAMILY=qwen3 of Qwen3 (heads of 12 over 32 channels, q/k norms, attention biases).
 make_inputs() {
     "$MAKE_TINY" model "$WORK/sft" 11 64 ${TINY_FAMILY:-}
     "$MAKE_TINY" model "$WORK/rm" 22 64 score ${TINY_FAMILY:-}

@@ -1,8 +1,10 @@
 /* make_tiny.c: writes the test inputs of the roles tests: a random tiny checkpoint (GPT-2, or the
  * Llama family; with or without a score head) and a prompts JSONL file, from a seed. Usage:
- *   make_tiny model DIR SEED VOCAB [score] [llama] [fill=X]
- *                                      L=2, C=32, NH=2, n_positions=32 (llama: 4 query over 2
- *                                      key/value heads); fill: every weight X instead, for a
+ *   make_tiny model DIR SEED VOCAB [score] [llama|qwen3] [fill=X]
+ *                                      L=2, C=32, NH=2, n_positions=32 (llama: a Qwen2 of 4
+ *                                      query over 2 key/value heads; qwen3: heads of 12 with
+ *                                      q/k norms and attention biases); fill: every weight X
+ *                                      instead, for a
  *                                      model that is valid (|X| <= 1e16) but whose forward
  *                                      overflows float32; size=L,C,NH,POS: a GPT-2 of
  *                                      that shape instead (the placement experiments' models)
@@ -29,6 +31,7 @@ static int write_model(const char *dir, unsigned long long seed, int vocab, int 
                      .vocab_size = vocab, .n_positions = 32, .n_kv_head = 2, .n_inner = 48,
                      .norm_eps = 1e-5f, .rope_theta = 10000.0, .tied = 1, .qkv_bias = 1,
                      .hf_type = 1};
+    if (llama == 2) c.hf_type = 3, c.o_bias = 1, c.qk_norm = 1, c.head_dim = 12;
     PwModelOpts o = {.heads = PW_HEAD_LM | (score ? PW_HEAD_SCORE : 0), .maxB = 1, .maxT = 8};
     PwModel *m = pw_model_create(&c, &o, &err);
     if (!m) {
@@ -74,7 +77,8 @@ int main(int argc, char **argv)
         const char *fill = NULL, *size = NULL;
         for (int i = 5; i < argc; i++) {
             score |= !strcmp(argv[i], "score");
-            llama |= !strcmp(argv[i], "llama");
+            if (!strcmp(argv[i], "llama")) llama = 1;
+            if (!strcmp(argv[i], "qwen3")) llama = 2;
             if (!strncmp(argv[i], "fill=", 5)) fill = argv[i] + 5;
             if (!strncmp(argv[i], "size=", 5)) size = argv[i] + 5;
         }

@@ -38,6 +38,25 @@ done
 "$WEIGHTS_DIFF" "$WORK/qwen" "$WORK/qwen" lm 0 > /dev/null || fail "qwen2 checkpoint does not load"
 echo "sft qwen2: ok"
 
+# Qwen3: each query and key head RMS-normed, heads of 24 whose two make an attention 48 wide over
+# 32 channels (model.head_dim); config.json says both as transformers' Qwen3Config reads them.
+"$PPO_WORLD" sft --out "$WORK/qwen3" "data.dir=$WORK" train.steps=80 eval.every=40 \
+    train.batch_size=8 model.type=qwen3 model.n_embd=32 model.head_dim=24 model.n_kv_head=1 \
+    model.n_inner=48 optim.lr=3e-3 seed=3 > "$WORK/q3log" ||
+    { cat "$WORK/q3log"; fail "sft qwen3 exited $?"; }
+v0=$(first_metric "$WORK/qwen3/metrics.jsonl" valid/loss)
+v1=$(last_metric "$WORK/qwen3/metrics.jsonl" valid/loss)
+echo "qwen3 valid/loss $v0 -> $v1"
+awk -v a="$v0" -v b="$v1" 'BEGIN { exit !(b < 0.5 * a) }' ||
+    fail "qwen3: valid loss $v0 -> $v1: not halved"
+for want in '"model_type": "qwen3"' '"head_dim": 24' '"attention_bias": false'; do
+    grep -qF "$want" "$WORK/qwen3/config.json" ||
+        { cat "$WORK/qwen3/config.json"; fail "config.json lacks $want"; }
+done
+"$WEIGHTS_DIFF" "$WORK/qwen3" "$WORK/qwen3" lm 0 > /dev/null ||
+    fail "qwen3 checkpoint does not load"
+echo "sft qwen3: ok"
+
 # data.prompt_template reaches the examples: "a+b=" + SEP is 5 tokens, 11 inside "Q: {prompt} A:",
 # so data.max_prompt_len=8 with data.overlong=error fails only with the template.
 "$PPO_WORLD" sft --out "$WORK/tmpl" "data.dir=$WORK" train.steps=1 data.max_prompt_len=8 \
