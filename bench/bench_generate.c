@@ -140,26 +140,27 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
     return (double)Bn * GR / best;
 }
 
-/* `bench_generate gpu [bf16|fp32] [llama]`: the issue's GPU shape, GPT-2 124M on GPU 0 sampling
- * 512 new tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop token),
- * through pw_generate as the generator role runs it; then batch 256 with the host looking at the
- * rows every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with the
- * cache attention's tile kernel, and with a float32 cache. With `llama`, the Llama family at
+/* `bench_generate gpu [bf16|fp32] [llama|qwen3]`: the issue's GPU shape, GPT-2 124M on GPU 0
+ * sampling 512 new tokens after 64-token prompts at batch 64 and 256 (temperature 1, no stop
+ * token), through pw_generate as the generator role runs it; then batch 256 with the host looking
+ * at the rows every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with
+ * the cache attention's tile kernel, and with a float32 cache. With `llama`, the Llama family at
  * Qwen2.5-0.5B's shape instead, batch 64 and 256, then 256 through the cache attention's group
- * kernel (pw_cuda_set_cache_group): its 2 key/value heads make the cache 7
- * times smaller a token than its 14 query heads would, so the weights (1 GB in bfloat16) weigh
- * most. BENCH_GEN_BATCH=N samples at batch N alone, without the variations (a profile of one
+ * kernel (pw_cuda_set_cache_group): its 2 key/value heads make the cache 7 times smaller a token
+ * than its 14 query heads would, so the weights (1 GB in bfloat16) weigh most. With `qwen3`,
+ * Qwen3-0.6B's shape the same way (16 query over 8 key/value heads of 128, each q and k head
+ * normed). BENCH_GEN_BATCH=N samples at batch N alone, without the variations (a profile of one
  * batch's decode: PW_PROFILE_OPS, docs/performance.md). The decode's products with a bias go
  * through cuBLASLt's epilogue: BENCH_LT_TUNE=1 times the heuristic's algorithms on each shape's
- * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the
- * best; batch 256 is run that way, and with K split in 4, in any case), BENCH_LT_BIAS16=0
- * keeps their bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1 takes GPT-2's GELU in the
- * MLP product's epilogue (pw_cuda_set_lt_gelu), BENCH_SKINNY=1 takes the products of at most
- * 256 rows through the few-row kernel of our own (pw_cuda_set_skinny; batch 256 is run that
- * way, launched and as graphs, in any case), BENCH_PDL=1 launches the decode's kernels of our
- * own as programmatic dependents (pw_cuda_set_pdl: every row of the run; with BENCH_SKINNY=1,
- * every kernel of a layer is ours; a run of its own, so that a failure of it takes no figure
- * of the plain run with it). Without a GPU it stops at the model's creation. */
+ * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the best;
+ * batch 256 is run that way, and with K split in 4, in any case), BENCH_LT_BIAS16=0 keeps their
+ * bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1 takes GPT-2's GELU in the MLP product's
+ * epilogue (pw_cuda_set_lt_gelu), BENCH_SKINNY=1 takes the products of at most 256 rows through
+ * the few-row kernel of our own (pw_cuda_set_skinny; batch 256 is run that way, launched and as
+ * graphs, in any case), BENCH_PDL=1 launches the decode's kernels of our own as programmatic
+ * dependents (pw_cuda_set_pdl: every row of the run; with BENCH_SKINNY=1, every kernel of a layer
+ * is ours; a run of its own, so that a failure of it takes no figure of the plain run with it).
+ * Without a GPU it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
     enum { GP = 64, GR = 512 };
@@ -189,8 +190,9 @@ static int bench_gpu(PwPrecision prec, int llama)
     pw_cuda_set_lt_bias16(lt_bias16);
     pw_cuda_set_lt_gelu(lt_gelu);
 #endif
-    const PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
-    const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
+    const PwArch arch = bench_shape(llama);
+    const char *name = bench_shape_name(llama);
+    const char *key = llama == 2 ? "qwen3-0.6b" : llama ? "qwen2.5-0.5b" : "gpt2-124m";
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = GP + GR, .device = PW_DEVICE_CUDA,
                      .precision = prec};
@@ -206,7 +208,7 @@ static int bench_gpu(PwPrecision prec, int llama)
      * B / (bytes per step / bandwidth). */
     const double wbytes = 2.0 * (double)pw_model_num_weights(m);
     const int kv_heads = arch.n_kv_head > 0 ? arch.n_kv_head : arch.n_head;
-    const double kv_width = (double)kv_heads * (arch.n_embd / arch.n_head);
+    const double kv_width = (double)kv_heads * pw_arch_head_size(&arch);
     printf("generation on cuda:0 at %s, KV cache %s: %s, prompt %d tokens, %d new tokens "
            "per row, temperature 1, no stop token; device copy %.0f GB/s (read + write); bias "
            "products: %s, bias %s, GELU %s, few-row products %s\n%6s %10s %12s %14s %9s\n",
@@ -317,18 +319,18 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
                "copy_gbs=%.0f lt_gelu=%d pdl=%d pdl_launches=%lu\n",
-               llama ? "qwen2.5-0.5b" : "gpt2-124m", batches[0], tps[0], batches[0], roof[0],
+               key, batches[0], tps[0], batches[0], roof[0],
                gbs, lt_gelu, pdl, pdl_n);
         return 0;
     }
     if (llama) {
-        printf("RESULT shape=qwen2.5-0.5b gpu_gen_tokens_per_s_b64=%.0f "
+        printf("RESULT shape=%s gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
                "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
                "b256_split4=%.0f b256_timed_graph=%.0f b256_skinny=%.0f b256_skinny_graph=%.0f "
                "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu skinny_swiglu_calls=%lu pdl=%d "
                "pdl_launches=%lu\n",
-               tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
+               key, tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
                prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls, sk_swiglu, pdl,
                pdl_n);
         return 0;

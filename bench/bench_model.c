@@ -226,8 +226,8 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * its message. */
 static int bench_gpu(int iters, PwPrecision prec, int llama)
 {
-    PwArch arch = llama ? bench_qwen_05b() : bench_gpt2_124m();
-    const char *name = llama ? "Qwen2.5-0.5B shape" : "GPT-2 124M";
+    PwArch arch = bench_shape(llama);
+    const char *name = bench_shape_name(llama);
     B = env_int("BENCH_B", llama ? 8 : 16);
     T = env_int("BENCH_T", 1024);
     if (T > arch.n_positions) arch.n_positions = T;
@@ -304,8 +304,9 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
 
 int main(int argc, char **argv)
 {
-    /* [iters] [gpt2|llama]: GPT-2 small and 124M (the default), or the Llama family at
-     * Qwen2.5-0.5B's shape (random weights), alone, so that its peak memory is its own */
+    /* [iters] [gpt2|llama|qwen3]: GPT-2 small and 124M (the default), or the Llama family at
+     * Qwen2.5-0.5B's shape (random weights), alone, so that its peak memory is its own; or at
+     * Qwen3-0.6B's, then the same shape without the q/k norms (what they cost, in one run) */
     int iters = argc > 1 ? atoi(argv[1]) : 3;
     if (iters < 1) iters = 1;
     if (argc > 2 && !strcmp(argv[2], "gpu")) {
@@ -314,7 +315,9 @@ int main(int argc, char **argv)
         if (bench_gpu_args(argc, argv, 3, "bench_model", &prec, &llama)) return 2;
         return bench_gpu(iters, prec, llama);
     }
-    int llama = argc > 2 && !strcmp(argv[2], "llama");
+    int llama = argc > 2 && !strcmp(argv[2], "llama")   ? 1
+                : argc > 2 && !strcmp(argv[2], "qwen3") ? 2
+                                                        : 0;
     const char *threads = getenv("OPENBLAS_NUM_THREADS");
     printf("%s forward+backward, B=%d T=%d, best of %d iterations after one warm-up, "
            "OPENBLAS_NUM_THREADS=%s\n\n", llama ? "Llama family" : "GPT-2", B, T, iters,
@@ -322,7 +325,7 @@ int main(int argc, char **argv)
 
     PwArch small = {.family = PW_FAMILY_GPT2, .n_layer = 4, .n_head = 4, .n_embd = 256,
                     .vocab_size = 50257, .n_positions = 1024};
-    PwArch gpt2 = bench_gpt2_124m(), qwen = bench_qwen_05b();
+    PwArch gpt2 = bench_gpt2_124m(), qwen = bench_shape(llama ? llama : 1);
     /* the LM head's products are as wide as the padded vocabulary (a multiple of 64) */
     int V = llama ? qwen.vocab_size : gpt2.vocab_size;
     warm_openblas((V + PW_VOCAB_MULTIPLE - 1) / PW_VOCAB_MULTIPLE * PW_VOCAB_MULTIPLE,
@@ -330,8 +333,16 @@ int main(int argc, char **argv)
     baseline_mib = rss_now_mib();
     Row rows[3];
     int n = 0;
-    double pad_speedup = 0.0;
-    if (llama) {
+    double pad_speedup = 0.0, norm_cost = 0.0;
+    if (llama == 2) {
+        /* the smaller first: RSS is the process's high-water mark, so the second row's is its
+         * own only when it is the larger */
+        PwArch plain = qwen;
+        plain.qk_norm = 0, plain.hf_type = 0;
+        rows[n++] = bench_model("qwen3 no q/k norms", plain, iters, 0);
+        rows[n++] = bench_model("qwen3-0.6B shape", qwen, iters, 0);
+        norm_cost = rows[1].sec_per_iter / rows[0].sec_per_iter;
+    } else if (llama) {
         rows[n++] = bench_model("qwen2.5-0.5B shape", qwen, iters, 0);
     } else {
         /* the padded vocabulary (50304 rows) against exactly 50257, in the same run */
@@ -357,9 +368,10 @@ int main(int argc, char **argv)
            baseline_mib);
     const Row *r = &rows[n - 1];
     printf("RESULT %s=%.2f sgemm_gflops=%.2f ratio=%.3f rss_mib=%.0f bound_mib=%.0f",
-           llama ? "llama_gflops" : "model_gflops", r->gflops, r->sgemm, r->gflops / r->sgemm,
-           r->rss_mib, r->bound_mib);
+           llama == 2 ? "qwen3_gflops" : llama ? "llama_gflops" : "model_gflops", r->gflops,
+           r->sgemm, r->gflops / r->sgemm, r->rss_mib, r->bound_mib);
     if (pad_speedup > 0.0) printf(" padded_vs_unpadded_small=%.3f", pad_speedup);
+    if (norm_cost > 0.0) printf(" qk_norm_time_ratio=%.3f", norm_cost);
     printf("\n");
     return 0;
 }

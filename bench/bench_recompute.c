@@ -138,13 +138,14 @@ int main(int argc, char **argv)
     PwPrecision prec = PW_PRECISION_FP32;
     const char *where = "the CPU, a GPT-2 of L=4 C=256 V=4096, B=4 T=256, fp32";
     if (gpu) {
-        a = llama ? bench_qwen_05b() : bench_gpt2_124m();
+        a = bench_shape(llama);
         B = llama ? 8 : 16;
         T = 1024;
         dev = PW_DEVICE_CUDA;
         prec = gprec;
-        where = llama ? "cuda:0, Qwen2.5-0.5B's shape, B=8 T=1024"
-                      : "cuda:0, GPT-2 124M, B=16 T=1024";
+        where = llama == 2 ? "cuda:0, Qwen3-0.6B's shape, B=8 T=1024"
+                : llama    ? "cuda:0, Qwen2.5-0.5B's shape, B=8 T=1024"
+                           : "cuda:0, GPT-2 124M, B=16 T=1024";
     }
     double sk, sr, r = time_pairs(a, B, T, dev, prec, iters, &sk, &sr);
     printf("\nforward + backward on %s%s%s: %d pairs after one warm-up, medians\n", where,

@@ -172,7 +172,7 @@ for p in "${parts[@]}"; do
             "$BUILD/src/ppo_world"
         step waiting_twins "${mtest[@]}" cuda_wgmma cuda_matmul cuda_model cuda_layernorm \
             cuda_gelu cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16 \
-            cuda_attention_gqa
+            cuda_attention_gqa cuda_rmsnorm
         step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
         if [ -n "${BASE:-}" ] && [ -x "$BASE/bench/bench_generate" ]; then
             for r in 1 2; do
@@ -211,6 +211,9 @@ for p in "${parts[@]}"; do
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 3 \
             --epochs-list 1,4
         step ops_model env PW_PROFILE_OPS="$OUT/ops_model.txt" "$BUILD/bench/bench_model" 3 gpu
+        # Qwen3-0.6B's shape: q/k norms, heads of 128 (an attention twice the model's width)
+        step bench_model_qwen3 "$BUILD/bench/bench_model" 10 gpu qwen3
+        step bench_generate_qwen3 env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu qwen3
         ;;
     ab)
         # twice each, alternating, so that a drift of the machine shows as itself
