@@ -24,6 +24,7 @@
 enum { B = 3, T = 10, V = 50, ALL = PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE };
 
 static const PwArch gpt2 = TINY_GPT2(V), llama = TINY_LLAMA(V);
+static PwArch qwen3 = TINY_LLAMA(V); /* with Qwen3's q/k norms and heads of 12 (main) */
 
 static PwModel *make_kv(const PwArch *a, PwPrecision p, int heads, PwKVDtype kv)
 {
@@ -351,6 +352,13 @@ int main(void)
     test_training(&llama, "llama");
     test_mirror(&gpt2, "gpt2");
     test_mirror(&llama, "llama");
+    /* Qwen3: the q/k norm between the qkv product and the rotation, in float32 at bf16 too, its
+     * kept heads per layer where q, k, v are one float32 layer */
+    qwen3.hf_type = 3, qwen3.qk_norm = 1, qwen3.head_dim = 12;
+    test_against_fp32(&qwen3, "qwen3");
+    test_cache(&qwen3, "qwen3");
+    test_training(&qwen3, "qwen3");
+    test_mirror(&qwen3, "qwen3");
     PwErr err;
     PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = B, .maxT = T, .precision = (PwPrecision)7};
     CHECK(pw_model_create(&gpt2, &o, &err) == NULL && strstr(err.msg, "precision 7"),
