@@ -104,12 +104,15 @@ static void compare(const char *name, PwArch a, PwPrecision prec, int lm_chunk)
 int main(void)
 {
     const PwArch gpt2 = TINY_GPT2(61), llama = TINY_LLAMA(64);
+    PwArch qwen3 = llama; /* the q/k norm's kept heads and statistics made again too */
+    qwen3.hf_type = 3, qwen3.qk_norm = 1, qwen3.head_dim = 12;
     for (int bf16 = 0; bf16 < 2; bf16++) {
         PwPrecision prec = bf16 ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
         compare("gpt2", gpt2, prec, 0);
         compare("gpt2", gpt2, prec, 7);
         compare("llama", llama, prec, 0);
         compare("llama", llama, prec, 4);
+        compare("qwen3", qwen3, prec, 0);
     }
     PwModelOpts bad = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 4, .acts = PW_ACTS_COUNT};
     PwModelBytes p;
