@@ -41,6 +41,11 @@ static int arch_check(const PwArch *c, PwErr *err)
     if (c->n_embd % c->n_head != 0)
         return pw_errf(err, "n_embd (%d) is not a multiple of n_head (%d)", c->n_embd,
                        c->n_head);
+    /* the Llama family's choices: GPT-2's heads are n_embd / n_head, its blocks fixed */
+    if (c->head_dim || c->qk_norm || c->o_bias || c->qkv_bias)
+        return pw_errf(err, "GPT-2 has no head_dim, q/k norms or separate attention biases "
+                       "(head_dim %d, qk_norm %d, o_bias %d, qkv_bias %d): those are the Llama "
+                       "family's", c->head_dim, c->qk_norm, c->o_bias, c->qkv_bias);
     size_t s[PW_GPT2_NUM_PARAM_TENSORS];
     tensor_sizes(s, c, PW_HEAD_LM | PW_HEAD_SCORE | PW_HEAD_VALUE,
                  (size_t)c->vocab_size + PW_VOCAB_MULTIPLE_MAX);

@@ -75,6 +75,10 @@ static void types(const char *dir)
           "qwen3 without q/k norms: %s", err.msg);
     bad.qk_norm = 1;
     CHECK(pw_arch_check(&bad, &err) == 0, "qwen3 with attention biases: %s", err.msg);
+    PwArch gpt2 = {.family = PW_FAMILY_GPT2, .n_layer = 1, .n_head = 2, .n_embd = 8,
+                   .vocab_size = 5, .n_positions = 16, .head_dim = 8};
+    CHECK(pw_arch_check(&gpt2, &err) == -1 && strstr(err.msg, "the Llama family's"),
+          "gpt2 with a head_dim: %s", err.msg);
 }
 
 int main(int argc, char **argv)
