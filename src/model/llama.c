@@ -63,7 +63,8 @@ static int arch_check(const PwArch *c, PwErr *err)
         return pw_errf(err, "rms_norm_eps and rope_theta must be positive");
     char what[200];
     snprintf(what, sizeof what, "num_hidden_layers %d, hidden_size %d, intermediate_size %d, "
-             "vocab_size %d", c->n_layer, c->n_embd, c->n_inner, c->vocab_size);
+             "vocab_size %d, head_dim %d", c->n_layer, c->n_embd, c->n_inner, c->vocab_size,
+             pw_arch_head_size(c));
     /* the gate and up projections are one matrix of 2 x intermediate_size rows, an int */
     if (c->n_inner > INT_MAX / 2)
         return pw_errf(err, "%s: too large: intermediate_size %d is more than half of the "
