@@ -1,8 +1,8 @@
 /* bench_ppo_gpu.c: one PPO step on one GPU with four GPT-2-124M-shaped models (actor,
  * reference, critic, reward; the generator holds a fifth copy of the policy), or of the Llama
- * family at Qwen2.5-0.5B's shape (--shape qwen2.5-0.5b): seconds per step,
- * each role's busy and idle seconds, peak memory, and the actor -> generator weight transfer
- * against the device's own copy bandwidth; last line RESULT.
+ * family at Qwen2.5-0.5B's or Qwen3-0.6B's shape (--shape qwen2.5-0.5b, qwen3-0.6b): seconds
+ * per step, each role's busy and idle seconds, peak memory, and the actor -> generator weight
+ * transfer against the device's own copy bandwidth; last line RESULT.
  *
  * One process, no mpirun (an MPI singleton): every role on rank 0, computing on the device.
  *   build/bench/bench_ppo_gpu [--device cuda|cpu] [--shape NAME] [--prompts N]
@@ -47,12 +47,19 @@ typedef struct Shape {
 static const Shape shapes[] = {
     {"gpt2-124m", BENCH_GPT2_124M, 64, 256, 128, 32},
     {"qwen2.5-0.5b", BENCH_QWEN_05B, 64, 256, 128, 8},
+    {"qwen3-0.6b", BENCH_QWEN3_06B, 64, 256, 128, 8},
     {"tiny", {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 4, .n_embd = 64,
               .vocab_size = 512, .n_positions = 64}, 16, 16, 16, 4},
     {"tiny-llama", {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 64,
                     .vocab_size = 512, .n_positions = 64, .n_kv_head = 2, .n_inner = 96,
                     .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
                     .hf_type = 1}, 16, 16, 16, 4},
+    /* Qwen3's layout: q/k norms, heads of 24 (an attention of 96 over 64 channels), attention
+     * biases */
+    {"tiny-qwen3", {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 64,
+                    .vocab_size = 512, .n_positions = 64, .n_kv_head = 2, .n_inner = 96,
+                    .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1, .o_bias = 1,
+                    .head_dim = 24, .qk_norm = 1, .hf_type = 3}, 16, 16, 16, 4},
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 #define MINIBATCHES 4
@@ -87,8 +94,8 @@ static void usage(const char *msg)
 {
     fprintf(stderr,
             "bench_ppo_gpu: %s\n"
-            "usage: bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|qwen2.5-0.5b|tiny|"
-            "tiny-llama] [--prompts N] "
+            "usage: bench_ppo_gpu [--device cuda|cpu] [--shape gpt2-124m|qwen2.5-0.5b|qwen3-0.6b|"
+            "tiny|tiny-llama|tiny-qwen3] [--prompts N] "
             "[--steps S] [--precision bf16|fp32] [--epochs-list E1,E2,...] [--micro M] "
             "[--gen-batch G]\n"
             "  one process, no mpirun; N a multiple of %d, S >= 2, each E in 1..1000\n",
@@ -151,7 +158,9 @@ static void parse_args(int argc, char **argv, Opts *o)
     o->shape = NULL;
     for (int s = 0; s < NSHAPES; s++)
         if (!strcmp(shape, shapes[s].name)) o->shape = &shapes[s];
-    if (!o->shape) usage("--shape: expected gpt2-124m, qwen2.5-0.5b, tiny or tiny-llama");
+    if (!o->shape)
+        usage("--shape: expected gpt2-124m, qwen2.5-0.5b, qwen3-0.6b, tiny, tiny-llama or "
+              "tiny-qwen3");
     /* bf16 is the GPU run's arithmetic; on the CPU it is emulated (slower), so fp32 there */
     if (!precision) precision = o->device == PW_DEVICE_CUDA ? "bf16" : "fp32";
     if (!strcmp(precision, "bf16")) o->precision = PW_PRECISION_BF16;

@@ -62,11 +62,21 @@ grep -qF "weight transfer: 379136 bytes" "$work/out" || fail "tiny-llama: not 37
 grep -q '^RESULT device=cpu shape=tiny-llama .* s_per_step_e1=[0-9.]* ' "$work/out" ||
     fail "tiny-llama: no RESULT with its step time"
 
+# Qwen3's tiny shape: as tiny-llama but heads of 24 (q 96 rows, k and v 48 each) with q/k norms
+# and an o_proj bias: per layer 2*64 + q 96*64 + 96, k and v 2*(48*64 + 48), o 64*96 + 64,
+# q_norm and k_norm 2*24, MLP 3*96*64: 37296, twice, 32768 and 64: 107424 floats, 429696 bytes.
+TMPDIR=$work "$BENCH" --device cpu --shape tiny-qwen3 --steps 2 --epochs-list 1 > "$work/out" \
+    2>&1 || fail "the tiny-qwen3 CPU run exited $?"
+grep -qF "weight transfer: 429696 bytes" "$work/out" || fail "tiny-qwen3: not 429696 bytes"
+grep -q '^RESULT device=cpu shape=tiny-qwen3 .* s_per_step_e1=[0-9.]* ' "$work/out" ||
+    fail "tiny-qwen3: no RESULT with its step time"
+
 # Bad options: exit 2 with a message naming the option.
 for bad in "--prompts 6:--prompts: a multiple of 4" "--device gpu:--device: expected cuda or cpu" \
            "--steps 1:--steps: '1' is not a whole number" "--epochs-list 1,x:--epochs-list: 'x'" \
            "--gen-batch 0:--gen-batch: '0' is not a whole number" \
-           "--shape llama:--shape: expected gpt2-124m, qwen2.5-0.5b, tiny or tiny-llama"; do
+           "--shape llama:--shape: expected gpt2-124m, qwen2.5-0.5b, qwen3-0.6b, tiny, tiny-llama" \
+           "--shape qwen3:or tiny-qwen3"; do
     args=${bad%%:*} want=${bad#*:}
     rc=0
     # shellcheck disable=SC2086

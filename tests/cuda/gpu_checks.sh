@@ -142,6 +142,8 @@ for p in "${parts[@]}"; do
         step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
         step bench_ppo_gpu_qwen "$BUILD/bench/bench_ppo_gpu" --shape qwen2.5-0.5b \
             --gen-batch 128 --steps 3
+        step bench_ppo_gpu_qwen3 "$BUILD/bench/bench_ppo_gpu" --shape qwen3-0.6b \
+            --gen-batch 128 --steps 3
         step bench_model_fp32 "$BUILD/bench/bench_model" 10 gpu fp32
         # activation checkpointing: the step with each layer made again in the backward
         step bench_recompute_gpu "$BUILD/bench/bench_recompute" 5 gpu
