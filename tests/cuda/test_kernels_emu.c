@@ -10,7 +10,8 @@
  * forward and
  * backward (dweight: the kernel's terms, summed here by rows as the column sum does); Qwen3's
  * q/k norm over the heads of rows in place (head_norm_kernels.cuh: the values untouched, the
- * kept heads and statistics, the backward and both weights' terms); rotary
+ * kept heads and statistics, the backward and both weights' terms, each weight's gradient NULL
+ * in turn); rotary
  * embeddings of grouped-query rows, forward and backward; SwiGLU with an overflowing gate (and
  * its bf16 forms 8 columns a thread, bit for bit the one-at-a-time kernels'); the
  * attention GEMM path's softmax row kernels (attention_gemm_kernels.cuh); the batched copy
@@ -99,29 +100,36 @@ static void run_head_norm(int N, int NH, int NKV, int hs, int stride, unsigned l
     a = (HeadArgs){ex2, NULL, NULL, NULL, wq, wk, N, NH, NKV, hs, stride, 1e-6f};
     emu_launch(d1(blocks), d1(PW_ROW_THREADS), head_fwd, &a);
     CHECK(!memcmp(ex2, ex, sizeof(float) * n), "head norm without raw/rstd: other values");
-    /* backward: dy's heads in place, the weights' gradients added to */
-    float *dx = emu_copy(dy, n), *edx = emu_copy(dy, n);
-    float *dwq = emu_randn(hs, 1.0, rng), *dwk = emu_randn(hs, 1.0, rng);
-    float *edwq = emu_copy(dwq, hs), *edwk = emu_copy(dwk, hs);
-    pw_head_rmsnorm_backward(dx, dwq, dwk, raw, rs, wq, wk, N, NH, NKV, hs, stride);
-    float *terms = malloc(sizeof(float) * nh * hs);
-    a = (HeadArgs){edx, eraw, ers, terms, wq, wk, N, NH, NKV, hs, stride, 0.0f};
-    emu_launch(ew_grid(nh * hs), d1(PW_EW_THREADS), head_terms, &a);
-    emu_launch(d1(blocks), d1(PW_ROW_THREADS), head_dinp, &a);
-    for (size_t r = 0; r < nh; r++) /* query rows first, then key rows */
-        for (int c = 0; c < hs; c++)
-            (r < (size_t)N * NH ? edwq : edwk)[c] += terms[r * hs + c];
-    emu_check("head norm dx", edx, dx, n, TOL);
-    emu_check("head norm dwq (+=)", edwq, dwq, hs, TOL);
-    emu_check("head norm dwk (+=)", edwk, dwk, hs, TOL);
-    untouched = 1;
-    for (int r = 0; r < N; r++)
-        for (int c = H * hs; c < stride; c++)
-            untouched &= !memcmp(&edx[(size_t)r * stride + c], &dy[(size_t)r * stride + c], 4);
-    CHECK(untouched, "head norm backward: a gradient past the normed heads changed");
+    /* backward: dy's heads in place, the weights' gradients added to; sel says which are wanted
+     * (3 both, 0 none), and as head_norm.cu, no terms at all when neither is */
+    float *dw0 = emu_randn(2 * (size_t)hs, 1.0, rng), *terms = malloc(sizeof(float) * nh * hs);
+    for (int sel = 3; sel >= 0; sel--) {
+        printf("  backward, dwq %s, dwk %s\n", sel & 1 ? "wanted" : "NULL",
+               sel & 2 ? "wanted" : "NULL");
+        float *dx = emu_copy(dy, n), *edx = emu_copy(dy, n);
+        float *dw = emu_copy(dw0, 2 * (size_t)hs), *edw = emu_copy(dw0, 2 * (size_t)hs);
+        pw_head_rmsnorm_backward(dx, sel & 1 ? dw : NULL, sel & 2 ? dw + hs : NULL, raw, rs, wq, wk,
+                                 N, NH, NKV, hs, stride);
+        a = (HeadArgs){edx, eraw, ers, terms, wq, wk, N, NH, NKV, hs, stride, 0.0f};
+        if (sel) emu_launch(ew_grid(nh * hs), d1(PW_EW_THREADS), head_terms, &a);
+        emu_launch(d1(blocks), d1(PW_ROW_THREADS), head_dinp, &a);
+        for (size_t r = 0; sel && r < nh; r++) { /* query rows first, then key rows */
+            int key = r >= (size_t)N * NH;
+            if (sel & (1 << key))
+                for (int c = 0; c < hs; c++) edw[key * hs + c] += terms[r * hs + c];
+        }
+        emu_check("head norm dx", edx, dx, n, TOL);
+        emu_check("head norm dwq (+=)", edw, dw, hs, TOL);
+        emu_check("head norm dwk (+=)", edw + hs, dw + hs, hs, TOL);
+        untouched = 1;
+        for (int r = 0; r < N; r++)
+            for (int c = H * hs; c < stride; c++)
+                untouched &= !memcmp(&edx[(size_t)r * stride + c], &dy[(size_t)r * stride + c], 4);
+        CHECK(untouched, "head norm backward: a gradient past the normed heads changed");
+        free(dx), free(edx), free(dw), free(edw);
+    }
     free(x0), free(wq), free(wk), free(dy), free(x), free(ex), free(ex2), free(raw), free(eraw);
-    free(rs), free(ers), free(dx), free(edx), free(dwq), free(dwk), free(edwq), free(edwk);
-    free(terms);
+    free(rs), free(ers), free(dw0), free(terms);
 }
 
 /* ---- log-probs */
@@ -624,6 +632,7 @@ int main(void)
     run_rmsnorm(5, 1300, 1e-6f, &rng); /* over PW_ROW_KEEP * 32: the loops that read again */
     run_head_norm(13, 6, 2, 12, (6 + 2 * 2) * 12, &rng); /* the q, k heads of GQA rows */
     run_head_norm(1, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* Qwen3-0.6B's, one token */
+    run_head_norm(29, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* and 29 tokens */
     run_head_norm(37, 4, 1, 64, (4 + 2) * 64 + 7, &rng);    /* a stride with a gap */
     run_rope(7, 6, 64, (6 + 2 * 2) * 64, &rng); /* the q and k heads of GQA rows, v untouched */
     run_rope(5, 3, 8, 3 * 8 + 5, &rng);         /* a stride with a gap */
