@@ -4,13 +4,14 @@
 # With --task arithmetic: task data, SFT, then GRPO (or RLOO) against an exact-answer verifier
 # with no reward model and no critic, and the exact-answer rate before and after.
 #
-# Usage: launch/quickstart.sh [--fresh] [--out DIR] [--family gpt2|llama]
+# Usage: launch/quickstart.sh [--fresh] [--out DIR] [--family gpt2|llama|qwen3]
 #                             [--task reverse|arithmetic] [--algorithm ppo|grpo|rloo]
 #                             [--device cpu|cuda] [--precision fp32|bf16]   (docs/quickstart.md)
 #   --out DIR      run folder (default runs/quickstart, runs/quickstart_arithmetic; with
 #                  --device cuda runs/quickstart_cuda, runs/quickstart_arithmetic_cuda)
 #   --family F     the policy's (and so the reward models' and critic's) architecture: gpt2 (the
-#                  default) or llama (configs/quickstart/sft_llama.yaml); reverse only
+#                  default), llama (configs/quickstart/sft_llama.yaml) or qwen3
+#                  (configs/quickstart/sft_qwen3.yaml); reverse only
 #   --task T       reverse (the default: reward models and PPO) or arithmetic (a verifier)
 #   --algorithm A  ppo for reverse; grpo (the default) or rloo for arithmetic
 #   --device D     cpu (the default) or cuda: SFT and the reward models on the GPU
@@ -42,7 +43,8 @@ while [ $# -gt 0 ]; do
             OUT=$2; shift ;;
         --out=*) OUT=${1#--out=} ;;
         --family)
-            [ $# -ge 2 ] || { echo "quickstart: --family needs gpt2 or llama" >&2; exit 2; }
+            [ $# -ge 2 ] ||
+                { echo "quickstart: --family needs gpt2, llama or qwen3" >&2; exit 2; }
             FAMILY=$2; shift ;;
         --family=*) FAMILY=${1#--family=} ;;
         --task)
@@ -118,7 +120,8 @@ TASK_FLAGS=(--seed "$SEED" --n-pairs 16384 --n-valid 1024 --n-eval 1024)
 case $FAMILY in
     gpt2) SFT_CONFIG=configs/quickstart/sft.yaml ;;
     llama) SFT_CONFIG=configs/quickstart/sft_llama.yaml ;;
-    *) echo "quickstart: --family '$FAMILY': expected gpt2 or llama" >&2; exit 2 ;;
+    qwen3) SFT_CONFIG=configs/quickstart/sft_qwen3.yaml ;;
+    *) echo "quickstart: --family '$FAMILY': expected gpt2, llama or qwen3" >&2; exit 2 ;;
 esac
 RM_CONFIG=configs/quickstart/rm.yaml
 if [ "$TASK" = arithmetic ]; then
