@@ -338,7 +338,7 @@ int main(int argc, char **argv)
         /* the smaller first: RSS is the process's high-water mark, so the second row's is its
          * own only when it is the larger */
         PwArch plain = qwen;
-        plain.qk_norm = 0, plain.hf_type = 0;
+        plain.qk_norm = 0, plain.hf_type = PW_HF_LLAMA;
         rows[n++] = bench_model("qwen3 no q/k norms", plain, iters, 0);
         rows[n++] = bench_model("qwen3-0.6B shape", qwen, iters, 0);
         norm_cost = rows[1].sec_per_iter / rows[0].sec_per_iter;

@@ -53,13 +53,13 @@ static const Shape shapes[] = {
     {"tiny-llama", {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 64,
                     .vocab_size = 512, .n_positions = 64, .n_kv_head = 2, .n_inner = 96,
                     .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1,
-                    .hf_type = 1}, 16, 16, 16, 4},
+                    .hf_type = PW_HF_QWEN2}, 16, 16, 16, 4},
     /* Qwen3's layout: q/k norms, heads of 24 (an attention of 96 over 64 channels), attention
      * biases */
     {"tiny-qwen3", {.family = PW_FAMILY_LLAMA, .n_layer = 2, .n_head = 4, .n_embd = 64,
                     .vocab_size = 512, .n_positions = 64, .n_kv_head = 2, .n_inner = 96,
                     .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1, .o_bias = 1,
-                    .head_dim = 24, .qk_norm = 1, .hf_type = 3}, 16, 16, 16, 4},
+                    .head_dim = 24, .qk_norm = 1, .hf_type = PW_HF_QWEN3}, 16, 16, 16, 4},
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 #define MINIBATCHES 4

@@ -19,13 +19,13 @@
 #define BENCH_QWEN_05B                                                                            \
     {.family = PW_FAMILY_LLAMA, .n_layer = 24, .n_head = 14, .n_embd = 896,                      \
      .vocab_size = 151936, .n_positions = 32768, .n_kv_head = 2, .n_inner = 4864,                \
-     .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1, .hf_type = 1}
+     .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .qkv_bias = 1, .hf_type = PW_HF_QWEN2}
 
 #define BENCH_QWEN3_06B                                                                           \
     {.family = PW_FAMILY_LLAMA, .n_layer = 28, .n_head = 16, .n_embd = 1024,                     \
      .vocab_size = 151936, .n_positions = 40960, .n_kv_head = 8, .n_inner = 3072,                \
      .norm_eps = 1e-6f, .rope_theta = 1e6, .tied = 1, .head_dim = 128, .qk_norm = 1,             \
-     .hf_type = 3}
+     .hf_type = PW_HF_QWEN3}
 
 static inline PwArch bench_gpt2_124m(void) { return (PwArch)BENCH_GPT2_124M; }
 static inline PwArch bench_qwen_05b(void) { return (PwArch)BENCH_QWEN_05B; }

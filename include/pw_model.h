@@ -33,9 +33,19 @@ typedef struct PwArch {
     int head_dim;          /* a head's width; 0: n_embd / n_head (pw_arch_head_size) */
     int qk_norm;           /* an RMSNorm over each query and key head before the rotation
                             * (Qwen3) */
-    int hf_type;           /* which model_type wrote it (for saving): 0 llama, 1 qwen2, 2 mistral,
-                            * 3 qwen3 */
+    int hf_type;           /* PwHfType: which model_type wrote it (for saving) */
 } PwArch;
+
+/* The Llama family's Hugging Face model_types (PwArch.hf_type) */
+typedef enum PwHfType {
+    PW_HF_LLAMA = 0,
+    PW_HF_QWEN2,
+    PW_HF_MISTRAL,
+    PW_HF_QWEN3,
+    PW_HF_COUNT
+} PwHfType;
+/* "llama", "qwen2", "mistral", "qwen3"; "?" for a value outside the enum */
+const char *pw_hf_type_name(int t);
 
 /* A head's width: head_dim where the config sets it, else n_embd / n_head. The attention's width
  * (q heads, and the output projection's input) is n_head times it, which need not be n_embd. */

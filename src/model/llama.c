@@ -23,20 +23,20 @@ static void tensor_sizes(size_t *s, const PwArch *a, int heads, size_t Vp);
  * describe is refused rather than saved as something else. */
 static int hf_consistent(const PwArch *c, PwErr *err)
 {
-    static const char *const types[] = {"llama", "qwen2", "mistral", "qwen3"};
-    if (c->hf_type < 0 || c->hf_type > 3)
-        return pw_errf(err, "hf_type %d is not 0 to 3", c->hf_type);
+    const int t = c->hf_type;
+    if (t < 0 || t >= PW_HF_COUNT)
+        return pw_errf(err, "hf_type %d is not 0 to %d", t, PW_HF_COUNT - 1);
     int qkv = c->qkv_bias != 0, o = c->o_bias != 0, norm = c->qk_norm != 0;
-    int ok_bias = c->hf_type == 1 ? qkv && !o : c->hf_type == 2 ? !qkv && !o : qkv == o;
+    int ok_bias = t == PW_HF_QWEN2 ? qkv && !o : t == PW_HF_MISTRAL ? !qkv && !o : qkv == o;
     if (!ok_bias)
         return pw_errf(err, "a %s model with%s q/k/v biases and with%s an o_proj bias: %s",
-                       types[c->hf_type], qkv ? "" : "out", o ? "" : "out",
-                       c->hf_type == 1 ? "Qwen2 has q/k/v biases and no o_proj bias"
-                       : c->hf_type == 2 ? "Mistral has no attention biases"
-                                         : "attention_bias gives q, k, v and o_proj one each");
-    if (norm != (c->hf_type == 3))
+                       pw_hf_type_name(t), qkv ? "" : "out", o ? "" : "out",
+                       t == PW_HF_QWEN2 ? "Qwen2 has q/k/v biases and no o_proj bias"
+                       : t == PW_HF_MISTRAL ? "Mistral has no attention biases"
+                                            : "attention_bias gives q, k, v and o_proj one each");
+    if (norm != (t == PW_HF_QWEN3))
         return pw_errf(err, "a %s model %s q/k norms: only qwen3 has them (and always)",
-                       types[c->hf_type], norm ? "with" : "without");
+                       pw_hf_type_name(t), norm ? "with" : "without");
     return 0;
 }
 

@@ -11,8 +11,9 @@
 
 #include "pw_safetensors.h"
 
-static const char *const hf_types[] = {"llama", "qwen2", "mistral", "qwen3"};
-enum { HF_LLAMA, HF_QWEN2, HF_MISTRAL, HF_QWEN3, HF_TYPES };
+static const char *const hf_types[PW_HF_COUNT] = {"llama", "qwen2", "mistral", "qwen3"};
+
+const char *pw_hf_type_name(int t) { return t >= 0 && t < PW_HF_COUNT ? hf_types[t] : "?"; }
 
 /* ------------------------------------------------------------------------------------------ */
 /* config.json */
@@ -82,7 +83,7 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     const json_t *root = json_root;
     PwArch c = {.family = PW_FAMILY_LLAMA};
     const char *type = json_string_value(json_object_get(root, "model_type"));
-    for (int i = 0; i < HF_TYPES; i++)
+    for (int i = 0; i < PW_HF_COUNT; i++)
         if (type && !strcmp(type, hf_types[i])) c.hf_type = i;
     double eps = 0, theta = 0;
     if (get_int(root, "num_hidden_layers", -1, path, &c.n_layer, err) ||
@@ -111,15 +112,15 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
     /* transformers: Qwen2's q, k and v always have biases, its o_proj never; Llama's and
      * Qwen3's attention_bias gives all four one; Mistral's layers have none */
     int att_bias = json_is_true(json_object_get(root, "attention_bias"));
-    c.qkv_bias = c.hf_type == HF_QWEN2 || (att_bias && c.hf_type != HF_MISTRAL);
-    c.o_bias = att_bias && (c.hf_type == HF_LLAMA || c.hf_type == HF_QWEN3);
-    c.qk_norm = c.hf_type == HF_QWEN3;
+    c.qkv_bias = c.hf_type == PW_HF_QWEN2 || (att_bias && c.hf_type != PW_HF_MISTRAL);
+    c.o_bias = att_bias && (c.hf_type == PW_HF_LLAMA || c.hf_type == PW_HF_QWEN3);
+    c.qk_norm = c.hf_type == PW_HF_QWEN3;
     /* head_dim: absent or null means hidden_size / num_attention_heads, except for Qwen3,
      * whose config class defaults it to 128 */
     const json_t *hd = json_object_get(root, "head_dim");
     if (hd && !json_is_null(hd)) {
         if (get_int(root, "head_dim", -1, path, &c.head_dim, err)) return -1;
-    } else if (c.hf_type == HF_QWEN3) {
+    } else if (c.hf_type == PW_HF_QWEN3) {
         c.head_dim = 128;
     }
     const json_t *sw = json_object_get(root, "sliding_window");
@@ -132,7 +133,7 @@ int pw_llama_arch_from_json(PwArch *arch, const void *json_root, const char *pat
         pw_config_need(root, "use_sliding_window", path,
              !json_is_true(json_object_get(root, "use_sliding_window")), "false", err) ||
         pw_config_need(root, "sliding_window", path,
-             c.hf_type == HF_QWEN2 || c.hf_type == HF_QWEN3 || json_is_null(sw) ||
+             c.hf_type == PW_HF_QWEN2 || c.hf_type == PW_HF_QWEN3 || json_is_null(sw) ||
                  (json_is_integer(sw) && json_integer_value(sw) >= c.n_positions),
              "null or at least max_position_embeddings", err) ||
         pw_config_need(root, "head_dim", path, c.head_dim % 2 == 0,
@@ -169,7 +170,7 @@ static double float_as_written(float x)
 
 static int config_save(const PwArch *c, const char *dtype, const char *path, PwErr *err)
 {
-    static const char *const arch_names[HF_TYPES] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
+    static const char *const arch_names[PW_HF_COUNT] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
                                                      "MistralForCausalLM", "Qwen3ForCausalLM"};
     json_t *root = json_pack(
         "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:s, s:f, s:s}",
@@ -180,7 +181,7 @@ static int config_save(const PwArch *c, const char *dtype, const char *path, PwE
         "rms_norm_eps", float_as_written(c->norm_eps), "rope_theta", c->rope_theta,
         "tie_word_embeddings", c->tied, "hidden_act", "silu", "initializer_range", 0.02,
         "torch_dtype", dtype);
-    if (root && (c->hf_type == HF_LLAMA || c->hf_type == HF_QWEN3))
+    if (root && (c->hf_type == PW_HF_LLAMA || c->hf_type == PW_HF_QWEN3))
         json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias));
     if (root && c->head_dim) json_object_set_new(root, "head_dim", json_integer(c->head_dim));
     if (root && c->rope_llama3)
@@ -347,7 +348,7 @@ static int check_unread(const PwModel *m, float *const *view, const PwStSet *st,
                 return pw_errf(err, "%s: tensor \"%s\" is not part of the %s model its "
                                "config.json describes (num_hidden_layers %d%s%s%s): loading would "
                                "drop it",
-                               pw_st_path(file), name, hf_types[m->arch.hf_type],
+                               pw_st_path(file), name, pw_hf_type_name(m->arch.hf_type),
                                m->arch.n_layer, m->arch.qkv_bias ? ", q/k/v biases" : "",
                                m->arch.o_bias ? ", an o_proj bias" : "",
                                m->arch.qk_norm ? ", q/k norms" : "");

@@ -63,8 +63,9 @@ static void random_arch(PwArch *a, const PwTrainConfig *c)
     a->qkv_bias = c->model.type == PW_TRAIN_MODEL_QWEN2;
     a->head_dim = (int)c->model.head_dim;
     a->qk_norm = c->model.type == PW_TRAIN_MODEL_QWEN3;
-    a->hf_type = c->model.type == PW_TRAIN_MODEL_QWEN2 ? 1
-                 : c->model.type == PW_TRAIN_MODEL_QWEN3 ? 3 : 0;
+    a->hf_type = c->model.type == PW_TRAIN_MODEL_QWEN2   ? PW_HF_QWEN2
+                 : c->model.type == PW_TRAIN_MODEL_QWEN3 ? PW_HF_QWEN3
+                                                         : PW_HF_LLAMA;
 }
 
 static void derive(PwTrainer *t, const char *out)

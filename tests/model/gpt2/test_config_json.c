@@ -57,6 +57,8 @@ static void types(const char *dir)
               a.o_bias, a.qk_norm, pw_arch_head_size(&a), cases[i].qkv_bias, cases[i].o_bias,
               cases[i].qk_norm, cases[i].head_size);
     }
+    CHECK(!strcmp(pw_hf_type_name(PW_HF_QWEN3), "qwen3") && !strcmp(pw_hf_type_name(9), "?") &&
+              !strcmp(pw_hf_type_name(-1), "?"), "pw_hf_type_name");
     /* a model none of the types describes is refused by name, never saved as another */
     PwArch bad = {.family = PW_FAMILY_LLAMA, .n_layer = 1, .n_head = 2, .n_embd = 8,
                   .vocab_size = 5, .n_positions = 16, .n_kv_head = 2, .n_inner = 8,
