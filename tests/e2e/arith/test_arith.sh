@@ -61,4 +61,6 @@ refused "--algorithm 'dpo': expected grpo or rloo" --task arithmetic --algorithm
 refused "ppo only (grpo and rloo run with --task arithmetic)" --algorithm grpo
 refused "its SFT configuration is GPT-2" --task arithmetic --family llama
 refused "--task needs reverse or arithmetic" --task
+refused "--family 'gemma': expected gpt2, llama or qwen3" --family gemma
+refused "--family needs gpt2, llama or qwen3" --family
 echo ok

@@ -57,6 +57,14 @@ done
     fail "qwen3 checkpoint does not load"
 echo "sft qwen3: ok"
 
+# The quickstart's Qwen3 SFT configuration (no e2e test runs --family qwen3) loads and trains.
+"$PPO_WORLD" sft --config "$(dirname "$0")/../../../configs/quickstart/sft_qwen3.yaml" \
+    --out "$WORK/qs_qwen3" "data.dir=$WORK" train.steps=2 eval.every=2 > "$WORK/qslog" 2>&1 ||
+    { cat "$WORK/qslog"; fail "sft with configs/quickstart/sft_qwen3.yaml exited $?"; }
+grep -qF '"head_dim": 32' "$WORK/qs_qwen3/config.json" ||
+    { cat "$WORK/qs_qwen3/config.json"; fail "sft_qwen3.yaml: no head_dim 32 in config.json"; }
+echo "sft quickstart qwen3 config: ok"
+
 # data.prompt_template reaches the examples: "a+b=" + SEP is 5 tokens, 11 inside "Q: {prompt} A:",
 # so data.max_prompt_len=8 with data.overlong=error fails only with the template.
 "$PPO_WORLD" sft --out "$WORK/tmpl" "data.dir=$WORK" train.steps=1 data.max_prompt_len=8 \
