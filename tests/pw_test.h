@@ -52,6 +52,24 @@ static inline double pw_max_rel_err_ff(const float *a, const float *b, size_t n,
     return maxdiff / maxref;
 }
 
+/* A whole file in memory, NUL-terminated (its length in *len, when len is not NULL); NULL when
+ * it cannot be read. The caller frees it. */
+static inline char *pw_test_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!buf) return NULL;
+    buf[got] = '\0';
+    if (len) *len = got;
+    return buf;
+}
+
 /* Close the test: print a one-line tally and return the exit code. */
 static inline int pw_test_done(const char *name)
 {

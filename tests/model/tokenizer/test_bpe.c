@@ -10,19 +10,6 @@
 #include "pw_test.h"
 #include "pw_tokenizer.h"
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
 
 /* The whole held-out text, token for token (the post-processor's prefix, then encode()), then
  * back to the same bytes where the tokenizer keeps the text as it is (bpe_nfc does not). */
@@ -47,7 +34,7 @@ static void check_fixture(const char *fixtures, const char *name, int vocab, int
 
     snprintf(path, sizeof path, "%s/heldout_ids.u16", dir);
     size_t nbytes;
-    unsigned char *raw = (unsigned char *)slurp(path, &nbytes);
+    unsigned char *raw = (unsigned char *)pw_test_slurp(path, &nbytes);
     CHECK(raw != NULL && nbytes % 2 == 0, "%s readable", path);
     if (!raw) return;
     int nref = (int)(nbytes / 2);
@@ -287,7 +274,7 @@ int main(int argc, char **argv)
     char path[4200];
     snprintf(path, sizeof path, "%s/bpe_heldout.txt", argv[1]);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = pw_test_slurp(path, &len);
     CHECK(text != NULL && len >= 100000, "%s: %zu bytes", path, text ? len : 0);
     if (text) {
         /* make_bpe_fixture.py: <|begin_of_text|> is id 4, after the four specials */

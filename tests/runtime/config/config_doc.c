@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pw_config.h"
+#include "pw_test.h"
 #include "pw_train_config.h"
 
 /* A table stands between "<!-- BEGIN generated key table: NAME -->" and the END line. */
@@ -38,28 +39,11 @@ static char *render(const PwCfgSchema *s)
     return table;
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* Every marked table of path checked (write = 0) or regenerated (write = 1); 0 when up to
  * date or written. */
 static int process(const char *path, int write)
 {
-    char *doc = read_all(path);
+    char *doc = pw_test_slurp(path, NULL);
     if (!doc) {
         fprintf(stderr, "config_doc: cannot read %s\n", path);
         return 1;
