@@ -122,6 +122,10 @@ typedef struct PwTraceConfig {
     int64_t steps;
 } PwTraceConfig;
 
+typedef struct PwLogConfig {
+    bool tensorboard; /* metrics as TensorBoard scalars in RUN_DIR/tensorboard (pw_tb.h) */
+} PwLogConfig;
+
 /* "fp32", "bf16", NULL: PwPrecision's names in its order, for model.precision here and in the
  * supervised modes' configuration */
 extern const char *const pw_precision_names[];
@@ -159,6 +163,7 @@ typedef struct PwConfig {
     PwEvalConfig eval;
     PwRuntimeConfig runtime;
     PwTraceConfig trace;
+    PwLogConfig log;
     PwModelConfig model;
     PwDataConfig data;
 } PwConfig;

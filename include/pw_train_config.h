@@ -60,6 +60,9 @@ typedef struct PwTrainConfig {
         double grad_bucket_mb;
         bool check_memory;
     } runtime;
+    struct {
+        bool tensorboard; /* metrics as TensorBoard scalars in out/tensorboard (pw_tb.h) */
+    } log;
 } PwTrainConfig;
 
 /* The schema: give it to pw_cfg_build, pw_cfg_save_yaml, ... with a PwTrainConfig. */

@@ -265,6 +265,7 @@ static void eval_report(PwRun *r, Eval *ev, int64_t step)
     if (line) fprintf(r->eval_file, "%s\n", line);
     fflush(r->eval_file);
     free(line);
+    pw_metrics_tb(r, step, o);
     json_decref(o);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "pw_metrics.h"
+#include "pw_tb.h"
 #include "roles.h"
 
 /* json_real(NaN) is NULL, and setting NULL drops the key: pw_metric_json writes "nan" instead. */
@@ -88,7 +89,18 @@ void pw_metrics_write(PwRun *r, int64_t step)
         fflush(r->metrics);
         free(line);
     }
+    pw_metrics_tb(r, step, o);
     json_decref(o);
+}
+
+void pw_metrics_tb(PwRun *r, int64_t step, const json_t *line)
+{
+    PwErr err;
+    if (!r->tb || !pw_tb_json(r->tb, step + 1, pw_tb_now(), line, &err)) return;
+    fprintf(stderr, "ppo_world: warning: %s; no more TensorBoard events this run (metrics.jsonl "
+            "goes on)\n", err.msg);
+    pw_tb_close(r->tb);
+    r->tb = NULL;
 }
 
 /* "1:05", or "2:03:07" past an hour; a time that is not a number (no rate yet) prints "?". */

@@ -5,6 +5,7 @@
 #ifndef PW_ROLES_INTERNAL_H
 #define PW_ROLES_INTERNAL_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -62,6 +63,7 @@ typedef struct PwSettings {
     int check_memory;                        /* runtime.check_memory */
     const char *trace_path;                  /* trace.path; empty: no trace */
     int64_t trace_steps;
+    int tensorboard;                         /* log.tensorboard */
     int skip_nonfinite;                      /* runtime.on_nonfinite is skip_step */
     int64_t max_skipped;                     /* runtime.max_skipped_steps */
     size_t grad_bucket;                      /* runtime.grad_bucket_mb, in bytes */
@@ -335,6 +337,7 @@ struct PwRun {
     double critic_stats[4]; /* value loss, clipfrac, lr, skipped steps: critic rank 0 to actor 0 */
     int64_t skip_run[PW_ROLE_COUNT]; /* optimiser steps skipped in a row, per trained role */
     FILE *metrics;
+    struct PwTb *tb;     /* RUN_DIR/tensorboard's event file on actor rank 0 (log.tensorboard) */
 };
 
 static inline int pw_member_is_verifier(const PwMember *m)
@@ -402,13 +405,16 @@ int pw_settings_check_saved(const struct PwConfig *cfg, const char *path, PwErr 
 
 /* One PPO step across all roles (ppo_step.c). */
 void pw_ppo_step(PwRun *r, int64_t step);
-/* Async --resume: actor rank 0 posts the weights the generator expects at first_step. */
 /* `role`'s block of the rows of step `step` (its prompts; its width is that step's). */
 void pw_ppo_block_rows(PwRun *r, PwRows *rows, int64_t step, PwRole role);
 /* Async: gives the generator the actor's current weights before an evaluation after `step`. */
 void pw_ppo_weights_for_eval(PwRun *r, int64_t step);
 /* The metrics line of a step (metrics.c); actor rank 0 only. */
 void pw_metrics_write(PwRun *r, int64_t step);
+/* A metrics.jsonl or eval.jsonl line after `step` (-1: before the first) as TensorBoard scalars
+ * at step + 1, the PPO steps done, when log.tensorboard is on; a failed write warns once and
+ * ends the TensorBoard file, not the run (metrics.c). */
+void pw_metrics_tb(PwRun *r, int64_t step, const json_t *line);
 /* The progress line after step `step` on stdout, if runtime.progress_s has passed since the
  * last one or it was the last step (metrics.c); actor rank 0 only. */
 void pw_progress_line(PwRun *r, int64_t step);

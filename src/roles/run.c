@@ -12,6 +12,7 @@
 #include "pw_placement.h"
 #include "pw_safetensors.h"
 #include "pw_roles.h"
+#include "pw_tb.h"
 #include "pw_trace.h"
 #include "roles.h"
 
@@ -414,6 +415,19 @@ static FILE *open_metrics(const char *path, int64_t lines, PwErr *err)
     return f;
 }
 
+/* RUN_DIR/tensorboard: a new event file; a resumed run's first event hides what the earlier
+ * files hold after its checkpoint, as metrics.jsonl keeps only the lines before it. */
+static void open_tb(PwRun *r, const char *out_dir)
+{
+    PwErr err;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/tensorboard", out_dir);
+    double now = pw_tb_now();
+    if (!(r->tb = pw_tb_open(path, now, &err)) ||
+        (r->first_step > 0 && pw_tb_restart(r->tb, r->first_step + 1, now, &err)))
+        pw_comm_fatal(__FILE__, __LINE__, "log.tensorboard: %s", err.msg);
+}
+
 static void free_run(PwRun *r)
 {
     pw_gen_free(r->sampler);
@@ -433,6 +447,7 @@ static void free_run(PwRun *r)
     pw_prompts_free(&r->eval_data);
     if (r->metrics) fclose(r->metrics);
     if (r->eval_file) fclose(r->eval_file);
+    pw_tb_close(r->tb);
 }
 
 PwRun *pw_run_prepare(const struct PwConfig *cfg, const struct PwPlacement *pl, PwErr *err)
@@ -472,6 +487,12 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
     r->gpu = gpu;
     int rc = pw_ckpt_prepare(out_dir, err);
     if (!rc && resume) rc = find_resume(r, cfg, out_dir, err);
+    if (!rc && r->s.tensorboard) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/tensorboard", out_dir);
+        PwErr e;
+        if (pw_tb_check_folder(path, &e)) rc = pw_errf(err, "log.tensorboard: %s", e.msg);
+    }
     double timeout = r->s.timeout_s > 0 ? r->s.timeout_s : 1e9; /* 0: never */
     if (rc || pw_world_init(&r->w, comm, &pl->map, timeout, err)) {
         pw_run_free(r);
@@ -521,6 +542,7 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
             if (!(r->eval_file = open_metrics(path, keep, err)))
                 pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
         }
+        if (r->s.tensorboard) open_tb(r, out_dir);
     }
     /* The policy before any update (the SFT weights), once: a resumed run already has it. */
     if (r->s.eval_every > 0 && r->first_step == 0) pw_eval_run(r, -1);

@@ -76,6 +76,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->check_memory = c->runtime.check_memory;
     s->trace_path = c->trace.path;
     s->trace_steps = c->trace.steps;
+    s->tensorboard = c->log.tensorboard;
     s->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
     s->max_skipped = c->runtime.max_skipped_steps;
     s->grad_bucket = (size_t)(c->runtime.grad_bucket_mb * 1048576.0);

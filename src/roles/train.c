@@ -11,6 +11,7 @@
 #include "pw_device.h"
 #include "pw_memcheck.h"
 #include "pw_metrics.h"
+#include "pw_tb.h"
 #include "train.h"
 
 /* -------------------------------------------------------------------------- configuration */
@@ -338,6 +339,11 @@ static int setup_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
         return pw_errf(err, "--out: cannot create '%s': %s", a->out, strerror(errno));
     if (t->rank == 0) {
         char path[1100];
+        PwErr e;
+        /* first: a bad TensorBoard folder leaves nothing written */
+        snprintf(path, sizeof path, "%s/tensorboard", a->out);
+        if (t->cfg.log.tensorboard && !(t->tb = pw_tb_open(path, pw_tb_now(), &e)))
+            return pw_errf(err, "log.tensorboard: %s", e.msg);
         /* The effective configuration, every key included, as PPO keeps its config.yaml. */
         snprintf(path, sizeof path, "%s/config.yaml", a->out);
         if (pw_cfg_save_yaml(&pw_train_config_schema, &t->cfg, path, err)) return -1;
@@ -403,6 +409,7 @@ int pw_train_open(PwTrainer *t, int argc, char **argv, MPI_Comm comm, int nranks
 void pw_train_end(PwTrainer *t)
 {
     if (t->metrics) fclose(t->metrics);
+    pw_tb_close(t->tb);
     pw_model_free(t->model);
     pw_sampler_free(&t->sampler);
     pw_dataset_free(&t->train);
@@ -481,6 +488,38 @@ int pw_train_optimize(PwTrainer *t, PwGradSync *gs, long step, double loss, cons
     return 0;
 }
 
+/* A value as the line prints it (fmt), read back: the TensorBoard scalars are the line's numbers,
+ * not more precise ones. */
+static double as_written(const char *fmt, double v)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, fmt, v);
+    return strtod(buf, NULL);
+}
+
+/* The line's numbers as TensorBoard scalars at `step` (those that exist); a failed write warns
+ * once and ends the TensorBoard file, not the run. */
+static void train_tb(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
+                     unsigned none, double elapsed)
+{
+    const char *tags[34] = {"examples"};
+    double v[34] = {(double)step * t->a.batch};
+    int m = 1;
+    for (int i = 0; i < n && m < 33; i++)
+        if (!(none & (1u << i))) {
+            tags[m] = keys[i];
+            v[m++] = as_written("%.9g", vals[i]);
+        }
+    tags[m] = "time/elapsed_s";
+    v[m++] = as_written("%.3f", elapsed);
+    PwErr err;
+    if (!pw_tb_scalars(t->tb, step, pw_tb_now(), m, tags, v, &err)) return;
+    fprintf(stderr, "ppo_world %s: warning: %s; no more TensorBoard events this run "
+            "(metrics.jsonl goes on)\n", t->mode, err.msg);
+    pw_tb_close(t->tb);
+    t->tb = NULL;
+}
+
 void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
                   unsigned none)
 {
@@ -498,8 +537,10 @@ void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double
         else
             fprintf(t->metrics, ", \"%s\": %.9g", keys[i], vals[i]);
     }
-    fprintf(t->metrics, ", \"time/elapsed_s\": %.3f}\n", pw_now() - t->t0);
+    double elapsed = pw_now() - t->t0;
+    fprintf(t->metrics, ", \"time/elapsed_s\": %.3f}\n", elapsed);
     fflush(t->metrics);
+    if (t->tb) train_tb(t, step, keys, vals, n, none, elapsed);
 }
 
 void pw_train_save(PwTrainer *t)

@@ -53,6 +53,7 @@ typedef struct PwTrainer {
     int local_max;         /* rows of the largest local block */
     int maxB, maxT;        /* the model's batch capacity: rows (2 local_max for pairs), width */
     FILE *metrics;         /* rank 0 only */
+    struct PwTb *tb;       /* out/tensorboard's event file, rank 0 only (log.tensorboard) */
     double t0;
     long skip_run;         /* steps skipped in a row (runtime.on_nonfinite: skip_step) */
 } PwTrainer;

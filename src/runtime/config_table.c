@@ -324,6 +324,12 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "steps traced, from the first step of the run: bounds the file (each step adds a few "
      "hundred spans per rank)", "ours"},
+    {"log.tensorboard", PW_CFG_BOOL, OFF(log.tensorboard), "false", 0, 0, PW_CFG_FREE, NULL,
+     "also write the numbers of metrics.jsonl and eval.jsonl as TensorBoard scalars, in an "
+     "event file of RUN_DIR/tensorboard/ (`tensorboard --logdir RUN_DIR`; docs/roles.md, "
+     "TensorBoard); a resumed run adds a file that hides the steps after its checkpoint",
+     "OpenRLHF `use_tensorboard`, TRL `report_to: tensorboard`, NeMo-Aligner "
+     "`create_tensorboard_logger`"},
 };
 
 /* ---- rules across keys ---------------------------------------------------------------- */

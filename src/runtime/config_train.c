@@ -175,6 +175,10 @@ static const PwCfgKey keys[] = {
      "AdamW's moments: the memory plan) is more than the memory its ranks share has free: "
      "the host's for the CPU ranks of a node, a GPU's for the ranks on it; false: make it "
      "anyway", "ours (as PPO's runtime.check_memory)"},
+    {"log.tensorboard", PW_CFG_BOOL, OFF(log.tensorboard), "false", 0, 0, PW_CFG_FREE, NULL,
+     "also write the numbers of metrics.jsonl as TensorBoard scalars, in an event file of "
+     "out/tensorboard/ (docs/roles.md, TensorBoard)",
+     "OpenRLHF `use_tensorboard`, TRL `report_to: tensorboard`"},
 };
 
 static int check_rules(const void *any, PwErr *err)

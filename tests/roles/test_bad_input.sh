@@ -3,8 +3,9 @@
 # non-zero exit: a missing checkpoint folder, vocabulary sizes that differ, a reward model or
 # critic folder without its head, an empty prompt file, a prompt longer than the context, paths
 # that are not what their key wants (a loop of links, a device, a FIFO, a folder, a file where
-# the checkpoints go). Each run is bounded by timeout so a hang fails the test. Prompts over
-# data.max_prompt_len are skipped with one warning; data.prompt_template wraps text prompts.
+# the checkpoints or the TensorBoard events go). Each run is bounded by timeout so a hang fails
+# the test. Prompts over data.max_prompt_len are skipped with one warning; data.prompt_template
+# wraps text prompts.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm80" 55 80 score
@@ -67,6 +68,11 @@ expect_error eval_empty "data.eval_prompts: '$WORK/empty.jsonl' holds no prompt"
 mkdir "$WORK/ckpt_file"
 : > "$WORK/ckpt_file/checkpoints"
 expect_error ckpt_file "--out: $WORK/ckpt_file/checkpoints: not a directory (a regular file)"
+# and one where the TensorBoard events go (log.tensorboard): the same, on every rank
+mkdir "$WORK/tb_file"
+: > "$WORK/tb_file/tensorboard"
+expect_error tb_file "log.tensorboard: $WORK/tb_file/tensorboard: exists and is not a folder" \
+    log.tensorboard=true
 
 # Prompts over data.max_prompt_len are skipped, and the start-up says how many, once.
 cat "$WORK/prompts.jsonl" "$WORK/long.jsonl" > "$WORK/mixed.jsonl"

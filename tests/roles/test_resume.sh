@@ -3,7 +3,9 @@
 # (and in async mode the generator's queue of batches sampled ahead) and the run state; --resume
 # from step_2 of a 4-step run gives the metrics of the run that was never interrupted, bit for
 # bit, in sync mode and with async.max_staleness 1 and 2 (a queue of two batches), and at bf16
-# with the moments offloaded.
+# with the moments offloaded. Each run writes TensorBoard events too (log.tensorboard): the
+# uninterrupted run's and the resumed run's, whose second file hides the first file's steps past
+# the checkpoint, hold exactly the numbers of their metrics.jsonl and eval.jsonl (tb_check).
 # checkpoint.keep prunes older checkpoints; a changed configuration, no checkpoint, or a state.json
 # this run could not have written is refused, naming the file and the field; keys that change no
 # number (runtime time limits, progress, tracing) may differ.
@@ -16,8 +18,10 @@ resume_check() {
     mode=$1 k=$2
     shift 2
     set -- episodes=32 checkpoint.every=2 checkpoint.keep=0 ppo.minibatches=2 \
-        ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async.max_staleness=$k "$@"
+        ppo.initial_policy_kl_penalty=0.05 reward.normalize=true async.max_staleness=$k \
+        log.tensorboard=true "$@"
     run_ppo 5 five "full_$mode" "$@"
+    "$TB_CHECK" "$WORK/full_$mode" 1
     for s in 2 4; do
         for f in actor/model.safetensors actor/optimizer.safetensors critic/model.safetensors \
                  critic/optimizer.safetensors state.json; do
@@ -32,12 +36,15 @@ resume_check() {
     cp -r "$WORK/full_$mode/checkpoints/step_2" "$WORK/cut_$mode/checkpoints/"
     cp "$WORK/full_$mode/config.yaml" "$WORK/cut_$mode/"
     head -n 3 "$WORK/full_$mode/metrics.jsonl" > "$WORK/cut_$mode/metrics.jsonl"
+    cp "$WORK/full_$mode/eval.jsonl" "$WORK/cut_$mode/"
+    cp -r "$WORK/full_$mode/tensorboard" "$WORK/cut_$mode/" # its steps 3 and 4 are hidden
     # keys that change no number may differ on resume (a trace of the rest, other time limits)
     "$MPIRUN" -np 5 "$PPO_DRIVER" "$WORK/five.yaml" "$WORK/ppo.yaml" "$WORK/cut_$mode" --resume "$@" \
         "trace.path=$WORK/cut_$mode/trace.json" trace.steps=1 runtime.progress_s=0 \
         runtime.timeout_s=120 runtime.heartbeat_s=5
     test -s "$WORK/cut_$mode/trace.json" || { echo "FAIL: no trace of the resumed run"; exit 1; }
     "$METRICS_CHECK" same "$WORK/full_$mode/metrics.jsonl" "$WORK/cut_$mode/metrics.jsonl"
+    "$TB_CHECK" "$WORK/cut_$mode" 2
 }
 for mode in $modes; do resume_check "$mode" "$mode"; done
 # bf16 products with the moments offloaded between updates: the checkpoint holds all the run

@@ -52,6 +52,18 @@ refused "ppo_world sft: optim.warmup_steps (20) must not exceed train.steps (5)"
 refused "ppo_world sft: unknown flag '--steps'" sft --out "$WORK/c" "data.dir=$WORK" --steps 3
 refused "ppo_world: unknown flag '--bogus'" --placement configs/none.yaml --bogus
 
+# a file where out/tensorboard goes (log.tensorboard): refused before training, nothing written
+mkdir "$WORK/tbf"
+: > "$WORK/tbf/tensorboard"
+timeout 60 "$PPO_WORLD" sft --out "$WORK/tbf" "data.dir=$WORK" train.steps=2 log.tensorboard=true \
+    > /dev/null 2> "$WORK/tbf.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a file at out/tensorboard: exit $rc"
+grep -qF "ppo_world sft: log.tensorboard: $WORK/tbf/tensorboard: exists and is not a folder" \
+    "$WORK/tbf.err" || { cat "$WORK/tbf.err"; fail "a file at out/tensorboard: no message"; }
+[ ! -e "$WORK/tbf/metrics.jsonl" ] && [ ! -e "$WORK/tbf/config.yaml" ] ||
+    fail "a file at out/tensorboard: the refused run wrote its files"
+
 # The same verdict alone (no mpirun): exit 2 exactly.
 "$PPO_WORLD" sft --config "$WORK/bad.yaml" --out "$WORK/c" > /dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad configuration: expected exit 2"

@@ -55,6 +55,7 @@ static void check_full(const PwConfig *c)
               !c->runtime.check_memory &&
               c->runtime.grad_bucket_mb == 4.5, "runtime");
     CHECK(!strcmp(c->trace.path, "run.trace.json") && c->trace.steps == 7, "trace");
+    CHECK(c->log.tensorboard, "log.tensorboard");
     CHECK(c->algorithm == PW_ALGO_RLOO && c->generation.samples_per_prompt == 4 &&
               c->ppo.kl_penalty_in == PW_KL_IN_LOSS && c->ppo.kl_loss_coef == 0.1 &&
               c->ppo.loss_aggregation == PW_AGG_SEQUENCE &&

@@ -22,7 +22,7 @@ static void check_table(void)
             CHECK(k->offset != S->keys[j].offset, "%s and %s share a field", k->name,
                   S->keys[j].name);
     }
-    CHECK(S->nkeys == 43, "%zu keys", S->nkeys);
+    CHECK(S->nkeys == 44, "%zu keys", S->nkeys);
     /* Where sft/rm and PPO share a setting they share its name and type. */
     static const char *const shared[] = {"seed", "optim.lr", "optim.min_lr", "optim.warmup_steps",
                                          "optim.decay", "optim.weight_decay", "optim.beta1",
@@ -30,7 +30,7 @@ static void check_table(void)
                                          "eval.every", "runtime.heartbeat_s",
                                          "runtime.timeout_s", "runtime.on_nonfinite",
                                          "runtime.max_skipped_steps", "runtime.grad_bucket_mb",
-                                         "runtime.check_memory",
+                                         "runtime.check_memory", "log.tensorboard",
                                          "data.tokenizer",
                                          "data.prompt_template",
                                          "data.max_prompt_len", "model.precision",
