@@ -472,8 +472,11 @@ static int quickstart(int argc, char **argv)
     for (int i = 0; i < a.nrms; i++) printf(" %s", fmt(accs[i], 3));
     printf(" (mean %s, %ld pairs, chance 0.5)\n", fmt(rm_acc, 3), n_pairs);
     printf("  PPO: %d steps, last training batch KL %s\n", run.nsteps, fmt(train_kl, 2));
+    struct stat st; /* the TensorBoard folder of log.tensorboard, when the run wrote one */
+    pw_report_join(path, sizeof path, ppo, "tensorboard");
+    int tb = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     printf("  files: %s/ (task, sft, rm_seed*, ppo: metrics.jsonl, eval.jsonl, checkpoints, score.png, "
-           "kl.png, gold.png)\n", a.out);
+           "kl.png, gold.png%s)\n", a.out, tb ? ", tensorboard/" : "");
     printf("RESULT sft_gold=%.4f ppo_gold=%.4f gold_se=%.4f rm_accuracy=%.4f minutes=%.2f\n",
            sft.gold, fin->gold, se, rm_acc, a.minutes);
     rc = 0;

@@ -3,9 +3,9 @@
  * An event file is a stream of records: the data's length (uint64, little-endian), the masked
  * CRC-32C of those 8 bytes, the data, the masked CRC-32C of the data. Each record's data is a
  * serialized protobuf `Event`. Written here by hand, on purpose: Debian has protobuf-c and
- * ISA-L's CRC-32C, but this writer needs three messages with eight fields among them and one
- * checksum, and the libraries would add a code generator to the build and two shared libraries
- * to every machine that runs ppo_world, for about a hundred lines. The test compares what this
+ * ISA-L's CRC-32C, but this writer needs five small messages with eleven fields among them and
+ * one checksum, and the libraries would add a code generator to the build and two shared
+ * libraries to every machine that runs ppo_world, for about a hundred lines. The test compares what this
  * file writes, byte for byte, with files TensorBoard's own writer made
  * (tests/fixtures/tensorboard/, tests/runtime/log/test_tb_events.c).
  *

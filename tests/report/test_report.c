@@ -193,6 +193,7 @@ static void test_quickstart(void)
     CHECK(has(out_text, "  reward models: held-out accuracy 0.700 0.800 (mean 0.750, 4 pairs, chance 0.5)\n"),
           "reward-model line");
     CHECK(has(out_text, "  PPO: 2 steps, last training batch KL 0.25\n"), "steps line");
+    CHECK(has(out_text, "checkpoints, score.png, kl.png, gold.png)\n"), "files line");
     CHECK(has(out_text, "RESULT sft_gold=0.5000 ppo_gold=0.9000 gold_se=0.1166 rm_accuracy=0.7500 "
                         "minutes=1.25\n"),
           "RESULT line");
@@ -209,11 +210,14 @@ static void test_quickstart(void)
         printf("gnuplot not found: the PNG checks are skipped\n");
     }
 
-    /* without gnuplot: said on stderr, no plots, the table all the same */
+    /* without gnuplot: said on stderr, no plots, the table all the same; and a run that wrote
+     * TensorBoard events (log.tensorboard) has its folder in the files line */
+    mkdir(at("qs/ppo/tensorboard"), 0755);
     rc = report(at("no_such_bin"), args);
     CHECK(rc == 0, "quickstart without gnuplot: exit %d: %s", rc, err_text);
     CHECK(has(err_text, "gnuplot not found: no plots"), "missing gnuplot said");
     CHECK(has(out_text, "RESULT sft_gold=0.5000"), "table without gnuplot");
+    CHECK(has(out_text, "gold.png, tensorboard/)\n"), "files line with the TensorBoard folder");
 
     /* no initial evaluation and no --sft-eval: said, with the file */
     make_run("qs2", "{\"step\": 0, \"objective/kl\": 0.1}\n",
