@@ -5,8 +5,8 @@
  * serialized protobuf `Event`. Written here by hand, on purpose: Debian has protobuf-c and
  * ISA-L's CRC-32C, but this writer needs five small messages with eleven fields among them and
  * one checksum, and the libraries would add a code generator to the build and two shared
- * libraries to every machine that runs ppo_world, for about a hundred lines. The test compares what this
- * file writes, byte for byte, with files TensorBoard's own writer made
+ * libraries to every machine that runs ppo_world, for about a hundred lines. The test compares
+ * what this file writes, byte for byte, with files TensorBoard's own writer made
  * (tests/fixtures/tensorboard/, tests/runtime/log/test_tb_events.c).
  *
  * The fields written (TensorBoard's event.proto and summary.proto numbers; proto3, so a field at
