@@ -3,10 +3,13 @@
 #ifndef PW_TEST_H
 #define PW_TEST_H
 
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pw_rng.h"
 
@@ -68,6 +71,27 @@ static inline char *pw_test_slurp(const char *path, size_t *len)
     buf[got] = '\0';
     if (len) *len = got;
     return buf;
+}
+
+/* A full disk under a file this process writes: the descriptor it holds open on `path` (found in
+ * /proc/self/fd) is pointed at /dev/full, so its next flush fails with ENOSPC. 0, or -1 when no
+ * descriptor is open on it. */
+static inline int pw_test_fill_disk(const char *path)
+{
+    char real[PATH_MAX], link[64], target[PATH_MAX];
+    if (!realpath(path, real)) return -1;
+    for (int fd = 3; fd < 1024; fd++) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = '\0';
+        if (strcmp(target, real)) continue;
+        int full = open("/dev/full", O_WRONLY);
+        int rc = full >= 0 && dup2(full, fd) >= 0 ? 0 : -1;
+        if (full >= 0) close(full);
+        return rc;
+    }
+    return -1;
 }
 
 /* Close the test: print a one-line tally and return the exit code. */

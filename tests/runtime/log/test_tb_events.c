@@ -1,7 +1,8 @@
 /* test_tb_events: the TensorBoard writer (src/runtime/tb_events.c) against files TensorBoard's own
  * writer made (tests/fixtures/make_tb_fixture.py): the same events, the same bytes. Also the
  * checksum against its published check value, the JSON path (which keys become scalars, in which
- * order), and the errors a user can cause (a file where the folder should be, no parent).
+ * order), the errors a user can cause (a file where the folder should be, no parent), and a disk
+ * that fills up while the writer writes.
  * Argument: the fixture folder. */
 #include <jansson.h>
 #include <math.h>
@@ -141,6 +142,31 @@ static void test_json_nonfinite(const char *dir)
     free(got);
 }
 
+/* A disk that fills up under a writer (its file's descriptor pointed at /dev/full): the write
+ * fails with the reason, and every later one says an earlier write failed, without writing. */
+static void test_disk_full(const char *dir)
+{
+    PwErr err;
+    PwTb *tb = pw_tb_open(dir, 5.0, &err);
+    CHECK(tb, "open: %s", err.msg);
+    if (!tb) return;
+    const char *a[] = {"a"};
+    scalars(tb, 1, 6.0, 1, a, (double[]){1.0});
+    if (pw_test_fill_disk(pw_tb_path(tb))) {
+        CHECK(0, "the event file's descriptor pointed at /dev/full");
+        pw_tb_close(tb);
+        return;
+    }
+    int rc = pw_tb_scalars(tb, 2, 7.0, 1, a, (double[]){2.0}, &err);
+    CHECK(rc == -1 && strstr(err.msg, ": cannot write: No space left on device"), "%s", err.msg);
+    CHECK(!pw_tb_ok(tb), "the writer says it failed");
+    rc = pw_tb_restart(tb, 3, 8.0, &err);
+    CHECK(rc == -1 && strstr(err.msg, "an earlier write failed"), "%s", err.msg);
+    rc = pw_tb_scalars(tb, 3, 8.0, 1, a, (double[]){3.0}, &err);
+    CHECK(rc == -1 && strstr(err.msg, "an earlier write failed"), "%s", err.msg);
+    pw_tb_close(tb);
+}
+
 static void test_errors(const char *base)
 {
     PwErr err;
@@ -179,6 +205,8 @@ int main(int argc, char **argv)
     test_edge(dir);
     snprintf(dir, sizeof dir, "%s/nonfinite", base);
     test_json_nonfinite(dir);
+    snprintf(dir, sizeof dir, "%s/full", base);
+    test_disk_full(dir);
     test_errors(base);
     char cmd[1300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
