@@ -47,4 +47,11 @@ const PwTokenizer *pw_tokenizer_bytes(void);
  * pointer stays valid; NULL with err naming the file and what was expected otherwise. */
 const PwTokenizer *pw_tokenizer_get(const char *name, PwErr *err);
 
+/* Copies the tokenizer `name` names into the model folder `dir`, so the folder loads in
+ * transformers (AutoTokenizer) and vLLM with its tokenizer: for a Hugging Face folder,
+ * tokenizer.json, and tokenizer_config.json, special_tokens_map.json and chat_template.jinja
+ * where the folder has them, byte for byte, each replaced atomically; nothing for "bytes" or an
+ * empty name. 0, or -1 with `err` naming the file. */
+int pw_tokenizer_save(const char *name, const char *dir, PwErr *err);
+
 #endif

@@ -547,6 +547,8 @@ void pw_train_save(PwTrainer *t)
 {
     if (t->rank != 0) return;
     PwErr err;
-    if (pw_model_save(t->model, t->a.out, &err))
+    /* the tokenizer the run read goes with the weights (none for bytes) */
+    if (pw_model_save(t->model, t->a.out, &err) ||
+        pw_tokenizer_save(t->a.tokenizer, t->a.out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
 }

@@ -3,7 +3,9 @@
 # PAD, stop at EOS) next to {"input_ids"} lines; the synthetic task's gold scorer as a reward
 # member ("verifier:task") and as model.gold in eval.jsonl, whose sample responses are decoded
 # text; the same numbers on 1 and 3 ranks; arithmetic prompts with the exact-answer verifier
-# (PPO, and GRPO whose groups all tie: zero advantages move nothing); and the messages when the tokenizer is missing or does not fit the model.
+# (PPO, and GRPO whose groups all tie: zero advantages move nothing); a Hugging Face tokenizer
+# folder's files in every checkpoint; and the messages when the tokenizer is missing or does not
+# fit the model.
 . "$(dirname "$0")/common.sh"
 "$MAKE_TINY" model "$WORK/sft" 11 260
 "$MAKE_TINY" model "$WORK/rm" 22 260 score
@@ -69,6 +71,31 @@ for step in 0 1 2; do
     done
     "$METRICS_CHECK" is "$WORK/tied/metrics.jsonl" $step objective/zero_std_groups 1
 done
+
+# A Hugging Face tokenizer folder (the GPT-2-style fixture: 1200 tokens, <|endoftext|> stops and
+# <|pad|> pads): text prompts through its BPE, and every checkpoint's actor and critic folder
+# carries its files byte for byte, as a folder transformers and vLLM load with its tokenizer.
+fix=$(cd "$(dirname "$0")/../fixtures" && pwd)
+"$MAKE_TINY" model "$WORK/sft_bpe" 11 1200
+"$MAKE_TINY" model "$WORK/rm_bpe" 22 1200 score
+run_ppo 1 single bpe "data.tokenizer=$fix/bpe_gpt2" "model.sft=$WORK/sft_bpe" \
+    "model.reward=[$WORK/rm_bpe]" eval.every=1 eval.num_prompts=2 episodes=16 checkpoint.every=1 \
+    checkpoint.keep=0 generation.temperature=3
+"$METRICS_CHECK" lines "$WORK/bpe/metrics.jsonl" 2
+for s in 1 2; do
+    for m in actor critic; do
+        for f in tokenizer.json tokenizer_config.json; do
+            cmp "$fix/bpe_gpt2/$f" "$WORK/bpe/checkpoints/step_$s/$m/$f" ||
+                { echo "FAIL: step_$s/$m/$f is not the tokenizer's"; exit 1; }
+        done
+    done
+done
+grep -q '"eval/samples":\[{"prompt":"[^"]*","response":"' "$WORK/bpe/eval.jsonl" ||
+    { echo "FAIL: no decoded samples"; head -n 1 "$WORK/bpe/eval.jsonl"; exit 1; }
+# the byte tokenizer has no files: none are written
+[ -f "$WORK/one/checkpoints/step_3/actor/model.safetensors" ] &&
+    [ ! -e "$WORK/one/checkpoints/step_3/actor/tokenizer.json" ] ||
+    { echo "FAIL: a tokenizer.json for bytes"; exit 1; }
 
 expect_error() { # expect_error WHAT PATTERN key=value...
     what=$1 pat=$2; shift 2

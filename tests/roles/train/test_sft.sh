@@ -75,3 +75,17 @@ if "$PPO_WORLD" sft --out "$WORK/tmpl2" "data.dir=$WORK" train.steps=1 data.max_
 fi
 grep -q 'example too long: prompt 11 ' "$WORK/tlog" || { cat "$WORK/tlog"; fail "no 'prompt 11' error"; }
 echo "sft prompt_template: ok"
+
+# With a Hugging Face tokenizer folder (the Llama 3-style fixture, 1500 tokens): the text goes
+# through its BPE, the random model takes its vocabulary, and out/ carries the tokenizer's files
+# byte for byte, so the folder loads in transformers with its tokenizer.
+fix=$(cd "$(dirname "$0")/../../fixtures" && pwd)
+"$PPO_WORLD" sft --out "$WORK/bpe" "data.dir=$WORK" "data.tokenizer=$fix/bpe_llama3" \
+    train.steps=4 eval.every=4 train.batch_size=8 model.n_embd=32 seed=3 > "$WORK/blog" ||
+    { cat "$WORK/blog"; fail "sft with a tokenizer folder exited $?"; }
+grep -qF '"vocab_size": 1500' "$WORK/bpe/config.json" ||
+    fail "the model is not the tokenizer's size"
+for f in tokenizer.json tokenizer_config.json; do
+    cmp "$fix/bpe_llama3/$f" "$WORK/bpe/$f" || fail "out/$f is not the tokenizer's"
+done
+echo "sft with a tokenizer folder: ok"

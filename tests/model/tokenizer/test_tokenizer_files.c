@@ -1,0 +1,103 @@
+/* test_tokenizer_files: pw_tokenizer_save copies a Hugging Face tokenizer folder's files into a
+ * model folder byte for byte (tokenizer.json always; tokenizer_config.json,
+ * special_tokens_map.json and chat_template.jinja where the folder has them, nothing else), writes
+ * nothing for the byte tokenizer, replaces what a folder held before, and names the file when it
+ * cannot. Argument: the fixtures folder. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pw_test.h"
+#include "pw_tokenizer.h"
+
+static int exists(const char *dir, const char *name)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* dir/name holds exactly the bytes of src/name */
+static int same(const char *src, const char *dir, const char *name)
+{
+    char a[1200], b[1200];
+    snprintf(a, sizeof a, "%s/%s", src, name);
+    snprintf(b, sizeof b, "%s/%s", dir, name);
+    size_t na = 0, nb = 0;
+    char *x = pw_test_slurp(a, &na), *y = pw_test_slurp(b, &nb);
+    int ok = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return ok;
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_tokenizer_files FIXTURES\n");
+        return 2;
+    }
+    char base[] = "/tmp/pw_tokfiles_XXXXXX";
+    if (!mkdtemp(base)) return 2;
+    char fix[1200], out[1200], src[1200];
+    snprintf(fix, sizeof fix, "%s/bpe_llama3", argv[1]);
+    PwErr err;
+
+    /* the fixture folder: tokenizer.json and tokenizer_config.json, nothing else of the list */
+    snprintf(out, sizeof out, "%s/a", base);
+    mkdir(out, 0755);
+    put(out, "tokenizer.json", "an older file, replaced");
+    CHECK(pw_tokenizer_save(fix, out, &err) == 0, "%s", err.msg);
+    CHECK(same(fix, out, "tokenizer.json") && same(fix, out, "tokenizer_config.json"),
+          "the two files, byte for byte");
+    CHECK(!exists(out, "special_tokens_map.json") && !exists(out, "chat_template.jinja") &&
+              !exists(out, "heldout_ids.u16"),
+          "only the tokenizer's files");
+
+    /* a folder with the two optional files too */
+    snprintf(src, sizeof src, "%s/src", base);
+    mkdir(src, 0755);
+    put(src, "tokenizer.json", "{\"model\": {}}\n");
+    put(src, "special_tokens_map.json", "{\"eos_token\": \"<|im_end|>\"}\n");
+    put(src, "chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}\n");
+    snprintf(out, sizeof out, "%s/b", base);
+    mkdir(out, 0755);
+    CHECK(pw_tokenizer_save(src, out, &err) == 0, "%s", err.msg);
+    CHECK(same(src, out, "tokenizer.json") && same(src, out, "special_tokens_map.json") &&
+              same(src, out, "chat_template.jinja") && !exists(out, "tokenizer_config.json"),
+          "tokenizer.json and the optional files the folder has");
+
+    /* the byte tokenizer, or none: nothing written */
+    snprintf(out, sizeof out, "%s/c", base);
+    mkdir(out, 0755);
+    CHECK(pw_tokenizer_save("bytes", out, &err) == 0 && pw_tokenizer_save("", out, &err) == 0 &&
+              pw_tokenizer_save(NULL, out, &err) == 0 && !exists(out, "tokenizer.json"),
+          "bytes writes no file");
+
+    /* errors name the file */
+    snprintf(src, sizeof src, "%s/nothing", base);
+    CHECK(pw_tokenizer_save(src, out, &err) == -1 &&
+              strstr(err.msg, "nothing/tokenizer.json: does not exist"), "%s", err.msg);
+    snprintf(src, sizeof src, "%s/src", base);
+    snprintf(out, sizeof out, "%s/no/such/folder", base);
+    CHECK(pw_tokenizer_save(src, out, &err) == -1 && strstr(err.msg, "no/such/folder"), "%s",
+          err.msg);
+
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+    return pw_test_done("tokenizer_files");
+}
