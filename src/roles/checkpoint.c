@@ -48,12 +48,15 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
 }
 
 /* A model folder, with the run's tokenizer beside the weights (data.tokenizer: a folder's files;
- * none for bytes), so it loads in transformers and vLLM as it is. */
-static void save_model(PwModel *m, const char *dir, const char *tokenizer, int with_optimizer)
+ * none for bytes) and, for the policy, the generation_config.json of the model it started from
+ * (gen_from; NULL: none), so it loads and generates in transformers and vLLM as it is. */
+static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
+                       int with_optimizer)
 {
     PwErr err;
     make_dir_or_die(dir);
-    if (pw_model_save(m, dir, &err) || pw_tokenizer_save(tokenizer, dir, &err))
+    if (pw_model_save(m, dir, &err) || pw_tokenizer_save(tokenizer, dir, &err) ||
+        pw_model_copy_generation_config(gen_from, dir, &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
     if (!with_optimizer) return;
     char path[1400];
@@ -277,14 +280,14 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         if (role == PW_ROLE_GENERATOR && !r->async) continue;
         if (role == PW_ROLE_CRITIC) {
             ckpt_path(path, sizeof path, out_dir, done, "critic");
-            save_model(r->critic, path, r->s.tokenizer, 1);
+            save_model(r->critic, path, r->s.tokenizer, NULL, 1);
         }
         PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
         pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_CONTROL, done, &t);
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
         ckpt_path(path, sizeof path, out_dir, done, "actor");
-        save_model(r->actor, path, r->s.tokenizer, 1);
+        save_model(r->actor, path, r->s.tokenizer, r->s.sft, 1);
         for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
             PwRole role = writers[i];
             if (!w->map.role[role].nranks || (role == PW_ROLE_GENERATOR && !r->async)) continue;

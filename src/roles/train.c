@@ -547,8 +547,10 @@ void pw_train_save(PwTrainer *t)
 {
     if (t->rank != 0) return;
     PwErr err;
-    /* the tokenizer the run read goes with the weights (none for bytes) */
+    /* the tokenizer the run read goes with the weights (none for bytes), and an SFT policy keeps
+     * the generation_config.json of model.init (a reward model does not generate) */
     if (pw_model_save(t->model, t->a.out, &err) ||
-        pw_tokenizer_save(t->a.tokenizer, t->a.out, &err))
+        pw_tokenizer_save(t->a.tokenizer, t->a.out, &err) ||
+        (!strcmp(t->mode, "sft") && pw_model_copy_generation_config(t->a.init, t->a.out, &err)))
         pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
 }

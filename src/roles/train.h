@@ -86,8 +86,8 @@ void pw_train_rows(PwTrainer *t, long step, int *rows, int64_t *start, int64_t *
  * string "nan", "inf" or "-inf", pw_metrics.h). */
 void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
                   unsigned none);
-/* Writes out/model.safetensors, out/config.json and the tokenizer's files (rank 0); fatal on
- * failure. */
+/* Writes out/model.safetensors, out/config.json, the tokenizer's files and (sft) model.init's
+ * generation_config.json (rank 0); fatal on failure. */
 void pw_train_save(PwTrainer *t);
 
 #endif

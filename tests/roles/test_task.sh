@@ -74,10 +74,13 @@ done
 
 # A Hugging Face tokenizer folder (the GPT-2-style fixture: 1200 tokens, <|endoftext|> stops and
 # <|pad|> pads): text prompts through its BPE, and every checkpoint's actor and critic folder
-# carries its files byte for byte, as a folder transformers and vLLM load with its tokenizer.
+# carries its files byte for byte, as a folder transformers and vLLM load with its tokenizer;
+# the actor's also model.sft's generation_config.json (the critic does not generate).
 fix=$(cd "$(dirname "$0")/../fixtures" && pwd)
 "$MAKE_TINY" model "$WORK/sft_bpe" 11 1200
 "$MAKE_TINY" model "$WORK/rm_bpe" 22 1200 score
+printf '{"eos_token_id": [0, 3], "do_sample": true, "top_p": 0.9}\n' \
+    > "$WORK/sft_bpe/generation_config.json"
 run_ppo 1 single bpe "data.tokenizer=$fix/bpe_gpt2" "model.sft=$WORK/sft_bpe" \
     "model.reward=[$WORK/rm_bpe]" eval.every=1 eval.num_prompts=2 episodes=16 checkpoint.every=1 \
     checkpoint.keep=0 generation.temperature=3
@@ -89,6 +92,11 @@ for s in 1 2; do
                 { echo "FAIL: step_$s/$m/$f is not the tokenizer's"; exit 1; }
         done
     done
+    cmp "$WORK/sft_bpe/generation_config.json" \
+        "$WORK/bpe/checkpoints/step_$s/actor/generation_config.json" ||
+        { echo "FAIL: step_$s/actor has not model.sft's generation_config.json"; exit 1; }
+    [ ! -e "$WORK/bpe/checkpoints/step_$s/critic/generation_config.json" ] ||
+        { echo "FAIL: a generation_config.json for the critic"; exit 1; }
 done
 grep -q '"eval/samples":\[{"prompt":"[^"]*","response":"' "$WORK/bpe/eval.jsonl" ||
     { echo "FAIL: no decoded samples"; head -n 1 "$WORK/bpe/eval.jsonl"; exit 1; }

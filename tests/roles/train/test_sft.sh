@@ -78,7 +78,8 @@ echo "sft prompt_template: ok"
 
 # With a Hugging Face tokenizer folder (the Llama 3-style fixture, 1500 tokens): the text goes
 # through its BPE, the random model takes its vocabulary, and out/ carries the tokenizer's files
-# byte for byte, so the folder loads in transformers with its tokenizer.
+# byte for byte, so the folder loads in transformers with its tokenizer; and a run started from a
+# folder keeps that folder's generation_config.json.
 fix=$(cd "$(dirname "$0")/../../fixtures" && pwd)
 "$PPO_WORLD" sft --out "$WORK/bpe" "data.dir=$WORK" "data.tokenizer=$fix/bpe_llama3" \
     train.steps=4 eval.every=4 train.batch_size=8 model.n_embd=32 seed=3 > "$WORK/blog" ||
@@ -88,4 +89,11 @@ grep -qF '"vocab_size": 1500' "$WORK/bpe/config.json" ||
 for f in tokenizer.json tokenizer_config.json; do
     cmp "$fix/bpe_llama3/$f" "$WORK/bpe/$f" || fail "out/$f is not the tokenizer's"
 done
+# Started from that folder (model.init) with a generation_config.json: out/ keeps it
+printf '{"eos_token_id": [0, 3], "top_p": 0.9}\n' > "$WORK/bpe/generation_config.json"
+"$PPO_WORLD" sft --out "$WORK/bpe2" "data.dir=$WORK" "data.tokenizer=$fix/bpe_llama3" \
+    "model.init=$WORK/bpe" train.steps=2 eval.every=2 train.batch_size=8 seed=3 > "$WORK/blog2" ||
+    { cat "$WORK/blog2"; fail "sft from a folder exited $?"; }
+cmp "$WORK/bpe/generation_config.json" "$WORK/bpe2/generation_config.json" ||
+    fail "out/ has not model.init's generation_config.json"
 echo "sft with a tokenizer folder: ok"

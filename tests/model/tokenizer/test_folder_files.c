@@ -1,14 +1,17 @@
-/* test_tokenizer_files: pw_tokenizer_save copies a Hugging Face tokenizer folder's files into a
- * model folder byte for byte (tokenizer.json always; tokenizer_config.json,
- * special_tokens_map.json and chat_template.jinja where the folder has them, nothing else), writes
- * nothing for the byte tokenizer, replaces what a folder held before, and names the file when it
- * cannot. Argument: the fixtures folder. */
+/* test_folder_files: what a saved model folder carries besides its weights (folder_files.c).
+ * pw_tokenizer_save copies a Hugging Face tokenizer folder's files into a model folder byte for
+ * byte (tokenizer.json always; tokenizer_config.json, special_tokens_map.json and
+ * chat_template.jinja where the folder has them, nothing else), writes nothing for the byte
+ * tokenizer, replaces what a folder held before, and names the file when it cannot;
+ * pw_model_copy_generation_config copies generation_config.json where the starting folder has
+ * one. Argument: the fixtures folder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pw_model.h"
 #include "pw_test.h"
 #include "pw_tokenizer.h"
 
@@ -52,7 +55,7 @@ int main(int argc, char **argv)
     }
     char base[] = "/tmp/pw_tokfiles_XXXXXX";
     if (!mkdtemp(base)) return 2;
-    char fix[1200], out[1200], src[1200];
+    char fix[1200], out[1200], src[1200], cmd_dir[1300];
     snprintf(fix, sizeof fix, "%s/bpe_llama3", argv[1]);
     PwErr err;
 
@@ -96,8 +99,32 @@ int main(int argc, char **argv)
     CHECK(pw_tokenizer_save(src, out, &err) == -1 && strstr(err.msg, "no/such/folder"), "%s",
           err.msg);
 
+    /* generation_config.json: copied where the starting folder has one, else nothing */
+    snprintf(src, sizeof src, "%s/src", base);
+    put(src, "generation_config.json", "{\"eos_token_id\": [128001, 128009], \"top_p\": 0.9}\n");
+    snprintf(out, sizeof out, "%s/d", base);
+    mkdir(out, 0755);
+    CHECK(pw_model_copy_generation_config(src, out, &err) == 0, "%s", err.msg);
+    CHECK(same(src, out, "generation_config.json"), "generation_config.json byte for byte");
+    snprintf(out, sizeof out, "%s/e", base);
+    mkdir(out, 0755);
+    CHECK(pw_model_copy_generation_config(fix, out, &err) == 0 &&
+              pw_model_copy_generation_config(NULL, out, &err) == 0 &&
+              pw_model_copy_generation_config("", out, &err) == 0 &&
+              !exists(out, "generation_config.json"),
+          "nothing from a folder without one, or none");
+    CHECK(pw_model_copy_generation_config(src, src, &err) == 0 &&
+              same(src, src, "generation_config.json"), "a folder onto itself: left as it is");
+    /* something that is not a file at the name is refused, named */
+    snprintf(src, sizeof src, "%s/dirgen", base);
+    mkdir(src, 0755);
+    snprintf(cmd_dir, sizeof cmd_dir, "%s/generation_config.json", src);
+    mkdir(cmd_dir, 0755);
+    CHECK(pw_model_copy_generation_config(src, out, &err) == -1 &&
+              strstr(err.msg, "dirgen/generation_config.json: is a directory"), "%s", err.msg);
+
     char cmd[1300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
-    return pw_test_done("tokenizer_files");
+    return pw_test_done("folder_files");
 }

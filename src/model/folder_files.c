@@ -1,0 +1,56 @@
+/* folder_files.c: the files a model folder this project writes carries besides its weights and
+ * config.json, copied from the folders the run read, as TRL, OpenRLHF and NeMo-Aligner save them
+ * beside every checkpoint, so that transformers and vLLM load the trained folder alone and
+ * generate as from the model it started from:
+ *   - the tokenizer's files (pw_tokenizer_save, include/pw_tokenizer.h);
+ *   - the starting model's generation_config.json (pw_model_copy_generation_config,
+ *     include/pw_model.h): its stop tokens (Llama 3 Instruct stops on <|eot_id|> through it) and
+ *     sampling defaults, which config.json does not carry.
+ * Files are copied byte for byte, never rewritten: what the run read is what the folder gets. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pw_file.h"
+#include "pw_model.h"
+#include "pw_safetensors.h"
+#include "pw_tokenizer.h"
+
+/* Copies src_dir/name into dst_dir/name, written atomically. An optional file that src_dir does
+ * not have at all is no error (anything else at the name is read, or refused, by pw_file). */
+static int copy_file(const char *src_dir, const char *dst_dir, const char *name, int required,
+                     PwErr *err)
+{
+    char src[4096], dst[4096];
+    snprintf(src, sizeof src, "%s/%s", src_dir, name);
+    struct stat st;
+    if (!required && lstat(src, &st) != 0 && errno == ENOENT) return 0;
+    size_t len = 0;
+    char *buf = pw_file_read(src, PW_FILE_MAX_TOKENIZER, &len, err);
+    if (!buf) return -1;
+    snprintf(dst, sizeof dst, "%s/%s", dst_dir, name);
+    int rc = pw_write_file_atomic(dst, buf, len, err);
+    free(buf);
+    return rc;
+}
+
+/* tokenizer.json is required (the tokenizer cannot be without it); the others are copied where
+ * the folder has them: the special tokens and options, the older transformers' special-token
+ * file, and the chat template newer transformers keep in a file of its own. */
+static const char *const tokenizer_files[] = {"tokenizer.json", "tokenizer_config.json",
+                                              "special_tokens_map.json", "chat_template.jinja"};
+
+int pw_tokenizer_save(const char *name, const char *dir, PwErr *err)
+{
+    if (!name || !*name || !strcmp(name, "bytes")) return 0; /* no files: nothing to copy */
+    for (size_t i = 0; i < sizeof tokenizer_files / sizeof *tokenizer_files; i++)
+        if (copy_file(name, dir, tokenizer_files[i], i == 0, err)) return -1;
+    return 0;
+}
+
+int pw_model_copy_generation_config(const char *src_dir, const char *dst_dir, PwErr *err)
+{
+    if (!src_dir || !*src_dir || !strcmp(src_dir, dst_dir)) return 0;
+    return copy_file(src_dir, dst_dir, "generation_config.json", 0, err);
+}
