@@ -49,15 +49,19 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
 
 /* A model folder, with the run's tokenizer beside the weights (data.tokenizer: a folder's files;
  * none for bytes) and, for the policy, the generation_config.json of the model it started from
- * (gen_from; NULL: none), so it loads and generates in transformers and vLLM as it is. */
+ * (gen_from; NULL: none), so it loads and generates in transformers and vLLM as it is. Those
+ * copies are conveniences: one that fails (a tokenizer folder removed during the run) is a
+ * warning, and the checkpoint, which resumes without them, is kept. */
 static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
                        int with_optimizer)
 {
     PwErr err;
     make_dir_or_die(dir);
-    if (pw_model_save(m, dir, &err) || pw_tokenizer_save(tokenizer, dir, &err) ||
+    if (pw_model_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+    if (pw_tokenizer_save(tokenizer, dir, &err) ||
         pw_model_copy_generation_config(gen_from, dir, &err))
-        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+        fprintf(stderr, "ppo_world: warning: checkpoint %s: %s (the weights are saved)\n", dir,
+                err.msg);
     if (!with_optimizer) return;
     char path[1400];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);

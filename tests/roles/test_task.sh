@@ -100,6 +100,20 @@ for s in 1 2; do
 done
 grep -q '"eval/samples":\[{"prompt":"[^"]*","response":"' "$WORK/bpe/eval.jsonl" ||
     { echo "FAIL: no decoded samples"; head -n 1 "$WORK/bpe/eval.jsonl"; exit 1; }
+# a tokenizer folder whose chat template is a FIFO: loading never reads it, the checkpoint's copy
+# refuses it (never waiting on it) with a warning, and the checkpoint is whole all the same
+mkdir "$WORK/tok_fifo"
+cp "$fix/bpe_gpt2/tokenizer.json" "$fix/bpe_gpt2/tokenizer_config.json" "$WORK/tok_fifo/"
+mkfifo "$WORK/tok_fifo/chat_template.jinja"
+timeout 60 "$MPIRUN" -np 1 "$PPO_DRIVER" "$WORK/single.yaml" "$WORK/ppo.yaml" "$WORK/fifo" \
+    "data.tokenizer=$WORK/tok_fifo" "model.sft=$WORK/sft_bpe" "model.reward=[$WORK/rm_bpe]" \
+    episodes=8 2> "$WORK/fifo.err" || { cat "$WORK/fifo.err"; echo "FAIL: the FIFO run"; exit 1; }
+want="step_1/actor: .*chat_template.jinja: not a regular file (a FIFO) (the weights are saved)"
+grep -q "warning: checkpoint .*$want" \
+    "$WORK/fifo.err" || { cat "$WORK/fifo.err"; echo "FAIL: no warning for the FIFO"; exit 1; }
+[ -f "$WORK/fifo/checkpoints/step_1/state.json" ] &&
+    cmp -s "$fix/bpe_gpt2/tokenizer.json" "$WORK/fifo/checkpoints/step_1/actor/tokenizer.json" ||
+    { echo "FAIL: the checkpoint is not whole"; exit 1; }
 # the byte tokenizer has no files: none are written
 [ -f "$WORK/one/checkpoints/step_3/actor/model.safetensors" ] &&
     [ ! -e "$WORK/one/checkpoints/step_3/actor/tokenizer.json" ] ||
