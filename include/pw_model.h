@@ -185,12 +185,15 @@ typedef struct PwSaveOpts {
  * shard count are removed (pw_st_set_write). */
 int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err);
 void pw_model_free(PwModel *m);
-/* Copies src_dir/generation_config.json (the stop tokens and sampling defaults transformers and
- * vLLM generate with, which config.json does not carry) into the model folder dst_dir, byte for
- * byte and atomically, where src_dir has one: a trained model then stops as the model it started
- * from did. Nothing for an empty src_dir, one without the file, or dst_dir itself. 0, or -1 with
- * `err` naming the file (folder_files.c). */
-int pw_model_copy_generation_config(const char *src_dir, const char *dst_dir, PwErr *err);
+/* The model folder dst_dir's generation_config.json (the stop tokens and sampling defaults
+ * transformers and vLLM generate with, which config.json does not carry), so a trained model
+ * stops as the model it started from did: src_dir's (the starting folder; NULL or "" for a
+ * random model) copied byte for byte where it has one; else one of the tokenizer's bos, eos and
+ * pad ids where `tokenizer` (data.tokenizer) is a Hugging Face folder with an EOS; else none.
+ * Written atomically; src_dir equal to dst_dir is left as it is. 0, or -1 with `err` naming the
+ * file (folder_files.c). */
+int pw_model_generation_config(const char *src_dir, const char *tokenizer, const char *dst_dir,
+                               PwErr *err);
 /* What the model computes for (a role's name), for the profile by kernel-table entry
  * (PW_PROFILE_OPS, pw_ops_profile.h): its lines are then "cuda:0/actor"; nothing otherwise. */
 void pw_model_profile_label(PwModel *m, const char *label);

@@ -3,10 +3,12 @@
  * beside every checkpoint, so that transformers and vLLM load the trained folder alone and
  * generate as from the model it started from:
  *   - the tokenizer's files (pw_tokenizer_save, include/pw_tokenizer.h);
- *   - the starting model's generation_config.json (pw_model_copy_generation_config,
+ *   - the starting model's generation_config.json (pw_model_generation_config,
  *     include/pw_model.h): its stop tokens (Llama 3 Instruct stops on <|eot_id|> through it) and
- *     sampling defaults, which config.json does not carry.
+ *     sampling defaults, which config.json does not carry; for a model that started without one,
+ *     one made of the tokenizer's bos, eos and pad ids, so it stops all the same.
  * Files are copied byte for byte, never rewritten: what the run read is what the folder gets. */
+#include <jansson.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +51,41 @@ int pw_tokenizer_save(const char *name, const char *dir, PwErr *err)
     return 0;
 }
 
-int pw_model_copy_generation_config(const char *src_dir, const char *dst_dir, PwErr *err)
+/* generation_config.json from the tokenizer's special ids, keys sorted as transformers writes
+ * them; nothing for a tokenizer without an EOS, or the byte tokenizer (no Hugging Face model
+ * generates over it). */
+static int write_from_tokenizer(const char *tokenizer, const char *dst_dir, PwErr *err)
 {
-    if (!src_dir || !*src_dir || !strcmp(src_dir, dst_dir)) return 0;
-    return copy_file(src_dir, dst_dir, "generation_config.json", 0, err);
+    if (!tokenizer || !*tokenizer || !strcmp(tokenizer, "bytes")) return 0;
+    const PwTokenizer *t = pw_tokenizer_get(tokenizer, err);
+    if (!t) return -1;
+    if (t->eos_id < 0) return 0;
+    json_t *o = json_object();
+    if (t->bos_id >= 0) json_object_set_new(o, "bos_token_id", json_integer(t->bos_id));
+    json_object_set_new(o, "eos_token_id", json_integer(t->eos_id));
+    if (t->pad_id >= 0) json_object_set_new(o, "pad_token_id", json_integer(t->pad_id));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!text) return pw_errf(err, "%s: out of memory", dst_dir);
+    char dst[4096];
+    snprintf(dst, sizeof dst, "%s/generation_config.json", dst_dir);
+    size_t n = strlen(text);
+    text[n] = '\n'; /* json_dumps leaves room for its NUL: the newline takes it */
+    int rc = pw_write_file_atomic(dst, text, n + 1, err);
+    free(text);
+    return rc;
+}
+
+int pw_model_generation_config(const char *src_dir, const char *tokenizer, const char *dst_dir,
+                               PwErr *err)
+{
+    if (src_dir && *src_dir && strcmp(src_dir, dst_dir)) {
+        char src[4096];
+        struct stat st;
+        snprintf(src, sizeof src, "%s/generation_config.json", src_dir);
+        if (lstat(src, &st) == 0 || errno != ENOENT)
+            return copy_file(src_dir, dst_dir, "generation_config.json", 1, err);
+    }
+    if (src_dir && *src_dir && !strcmp(src_dir, dst_dir)) return 0; /* its own file stays */
+    return write_from_tokenizer(tokenizer, dst_dir, err);
 }

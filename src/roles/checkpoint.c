@@ -49,7 +49,8 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
 
 /* A model folder, with the run's tokenizer beside the weights (data.tokenizer: a folder's files;
  * none for bytes) and, for the policy, the generation_config.json of the model it started from
- * (gen_from; NULL: none), so it loads and generates in transformers and vLLM as it is. Those
+ * (gen_from; NULL: none, for a model that does not generate) or one of the tokenizer's ids, so
+ * it loads and generates in transformers and vLLM as it is. Those
  * copies are conveniences: one that fails (a tokenizer folder removed during the run) is a
  * warning, and the checkpoint, which resumes without them, is kept. */
 static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
@@ -59,7 +60,7 @@ static void save_model(PwModel *m, const char *dir, const char *tokenizer, const
     make_dir_or_die(dir);
     if (pw_model_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
     if (pw_tokenizer_save(tokenizer, dir, &err) ||
-        pw_model_copy_generation_config(gen_from, dir, &err))
+        (gen_from && pw_model_generation_config(gen_from, tokenizer, dir, &err)))
         fprintf(stderr, "ppo_world: warning: checkpoint %s: %s (the weights are saved)\n", dir,
                 err.msg);
     if (!with_optimizer) return;

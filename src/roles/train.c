@@ -550,9 +550,11 @@ void pw_train_save(PwTrainer *t)
     if (pw_model_save(t->model, t->a.out, &err))
         pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
     /* the tokenizer the run read goes with the weights (none for bytes), and an SFT policy keeps
-     * the generation_config.json of model.init (a reward model does not generate); conveniences,
+     * the generation_config.json of model.init, or gets the tokenizer's (a reward model does not
+     * generate); conveniences,
      * so a failed copy is a warning, not the loss of the trained model */
     if (pw_tokenizer_save(t->a.tokenizer, t->a.out, &err) ||
-        (!strcmp(t->mode, "sft") && pw_model_copy_generation_config(t->a.init, t->a.out, &err)))
+        (!strcmp(t->mode, "sft") &&
+         pw_model_generation_config(t->a.init, t->a.tokenizer, t->a.out, &err)))
         fprintf(stderr, "ppo_world %s: warning: %s (the weights are saved)\n", t->mode, err.msg);
 }

@@ -114,9 +114,10 @@ grep -q "warning: checkpoint .*$want" \
 [ -f "$WORK/fifo/checkpoints/step_1/state.json" ] &&
     cmp -s "$fix/bpe_gpt2/tokenizer.json" "$WORK/fifo/checkpoints/step_1/actor/tokenizer.json" ||
     { echo "FAIL: the checkpoint is not whole"; exit 1; }
-# the byte tokenizer has no files: none are written
+# the byte tokenizer has no files, and no Hugging Face model generates over it: none are written
 [ -f "$WORK/one/checkpoints/step_3/actor/model.safetensors" ] &&
-    [ ! -e "$WORK/one/checkpoints/step_3/actor/tokenizer.json" ] ||
+    [ ! -e "$WORK/one/checkpoints/step_3/actor/tokenizer.json" ] &&
+    [ ! -e "$WORK/one/checkpoints/step_3/actor/generation_config.json" ] ||
     { echo "FAIL: a tokenizer.json for bytes"; exit 1; }
 
 expect_error() { # expect_error WHAT PATTERN key=value...

@@ -3,8 +3,8 @@
  * byte (tokenizer.json always; tokenizer_config.json, special_tokens_map.json and
  * chat_template.jinja where the folder has them, nothing else), writes nothing for the byte
  * tokenizer, replaces what a folder held before, and names the file when it cannot;
- * pw_model_copy_generation_config copies generation_config.json where the starting folder has
- * one. Argument: the fixtures folder. */
+ * pw_model_generation_config copies generation_config.json where the starting folder has one and
+ * otherwise writes the tokenizer's ids. Argument: the fixtures folder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,28 +99,45 @@ int main(int argc, char **argv)
     CHECK(pw_tokenizer_save(src, out, &err) == -1 && strstr(err.msg, "no/such/folder"), "%s",
           err.msg);
 
-    /* generation_config.json: copied where the starting folder has one, else nothing */
+    /* generation_config.json: the starting folder's, byte for byte, whatever the tokenizer */
     snprintf(src, sizeof src, "%s/src", base);
     put(src, "generation_config.json", "{\"eos_token_id\": [128001, 128009], \"top_p\": 0.9}\n");
     snprintf(out, sizeof out, "%s/d", base);
     mkdir(out, 0755);
-    CHECK(pw_model_copy_generation_config(src, out, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_generation_config(src, fix, out, &err) == 0, "%s", err.msg);
     CHECK(same(src, out, "generation_config.json"), "generation_config.json byte for byte");
+    CHECK(pw_model_generation_config(src, fix, src, &err) == 0 &&
+              same(src, out, "generation_config.json"), "a folder onto itself: left as it is");
+    /* none to copy: the tokenizer's ids (the Llama 3-style fixture: <|begin_of_text|> 4,
+     * <|endoftext|> 0, <|pad|> 1; the NFC one has no BOS), keys sorted as transformers writes */
     snprintf(out, sizeof out, "%s/e", base);
     mkdir(out, 0755);
-    CHECK(pw_model_copy_generation_config(fix, out, &err) == 0 &&
-              pw_model_copy_generation_config(NULL, out, &err) == 0 &&
-              pw_model_copy_generation_config("", out, &err) == 0 &&
+    CHECK(pw_model_generation_config(NULL, fix, out, &err) == 0, "%s", err.msg);
+    snprintf(cmd_dir, sizeof cmd_dir, "%s/generation_config.json", out);
+    char *text = pw_test_slurp(cmd_dir, NULL);
+    CHECK(text && !strcmp(text, "{\n  \"bos_token_id\": 4,\n  \"eos_token_id\": 0,\n"
+                                "  \"pad_token_id\": 1\n}\n"), "from the tokenizer: %s", text);
+    free(text);
+    char nfc[1300];
+    snprintf(nfc, sizeof nfc, "%s/bpe_nfc", argv[1]);
+    CHECK(pw_model_generation_config(fix, nfc, out, &err) == 0, "%s", err.msg); /* fix has none */
+    text = pw_test_slurp(cmd_dir, NULL);
+    CHECK(text && !strcmp(text, "{\n  \"eos_token_id\": 0,\n  \"pad_token_id\": 1\n}\n"),
+          "no BOS: %s", text);
+    free(text);
+    /* nothing without a tokenizer folder (bytes, none) and no file to copy */
+    snprintf(out, sizeof out, "%s/f", base);
+    mkdir(out, 0755);
+    CHECK(pw_model_generation_config(NULL, "bytes", out, &err) == 0 &&
+              pw_model_generation_config("", NULL, out, &err) == 0 &&
               !exists(out, "generation_config.json"),
-          "nothing from a folder without one, or none");
-    CHECK(pw_model_copy_generation_config(src, src, &err) == 0 &&
-              same(src, src, "generation_config.json"), "a folder onto itself: left as it is");
+          "nothing for bytes or no tokenizer");
     /* something that is not a file at the name is refused, named */
     snprintf(src, sizeof src, "%s/dirgen", base);
     mkdir(src, 0755);
     snprintf(cmd_dir, sizeof cmd_dir, "%s/generation_config.json", src);
     mkdir(cmd_dir, 0755);
-    CHECK(pw_model_copy_generation_config(src, out, &err) == -1 &&
+    CHECK(pw_model_generation_config(src, fix, out, &err) == -1 &&
               strstr(err.msg, "dirgen/generation_config.json: is a directory"), "%s", err.msg);
 
     char cmd[1300];

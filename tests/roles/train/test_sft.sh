@@ -89,7 +89,12 @@ grep -qF '"vocab_size": 1500' "$WORK/bpe/config.json" ||
 for f in tokenizer.json tokenizer_config.json; do
     cmp "$fix/bpe_llama3/$f" "$WORK/bpe/$f" || fail "out/$f is not the tokenizer's"
 done
-# Started from that folder (model.init) with a generation_config.json: out/ keeps it
+# a random model has no generation_config.json to keep: out/ gets the tokenizer's ids (the
+# fixture's <|begin_of_text|> 4, <|endoftext|> 0, <|pad|> 1), so transformers stops on EOS
+tr -d ' \n' < "$WORK/bpe/generation_config.json" |
+    grep -qxF '{"bos_token_id":4,"eos_token_id":0,"pad_token_id":1}' ||
+    { cat "$WORK/bpe/generation_config.json"; fail "out/generation_config.json"; }
+# Started from that folder (model.init) with a generation_config.json of its own: out/ keeps it
 printf '{"eos_token_id": [0, 3], "top_p": 0.9}\n' > "$WORK/bpe/generation_config.json"
 "$PPO_WORLD" sft --out "$WORK/bpe2" "data.dir=$WORK" "data.tokenizer=$fix/bpe_llama3" \
     "model.init=$WORK/bpe" train.steps=2 eval.every=2 train.batch_size=8 seed=3 > "$WORK/blog2" ||
