@@ -34,6 +34,10 @@ const char *pw_tb_path(const PwTb *tb);
  * after a failure the writer writes nothing more (pw_tb_ok says so). */
 int pw_tb_scalars(PwTb *tb, int64_t step, double wall, int n, const char *const *tags,
                   const double *vals, PwErr *err);
+/* One event of a text summary: `text` (markdown, UTF-8) under `tag`, which TensorBoard's text
+ * dashboard draws at `step` (a table, for the evaluation's sample responses). */
+int pw_tb_text(PwTb *tb, int64_t step, double wall, const char *tag, const char *text,
+               PwErr *err);
 /* The numbers of one JSONL line as one event: every key whose value is a number or one of the
  * strings "nan", "inf", "-inf" (pw_metrics.h), in the line's order, except the key "step";
  * null, other strings, arrays and objects are left out. A line with no number writes nothing. */

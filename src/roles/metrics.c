@@ -93,10 +93,70 @@ void pw_metrics_write(PwRun *r, int64_t step)
     json_decref(o);
 }
 
+/* A table cell: the text as markdown shows it literally. HTML's three characters become entities
+ * (TensorBoard's sanitiser would drop "<sep>" as an unknown tag), markdown's markup characters
+ * are escaped, and a line break is <br>, which a table cell allows. */
+static void cell_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '\n': fputs("<br>", f); break;
+        case '\r': break;
+        case '\t': fputc(' ', f); break;
+        case '|': case '\\': case '*': case '_': case '`': case '[': case ']':
+            fputc('\\', f);
+            fputc(*s, f);
+            break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* The evaluation's sample responses (an array of objects, eval.c) as a markdown table: a column
+ * per key of the first object, in its order; numbers as %.4g. NULL when there are none. */
+static char *samples_markdown(const json_t *arr)
+{
+    const json_t *first = json_array_get(arr, 0);
+    if (!json_is_object(first)) return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)first, key, v) fprintf(f, "| %s ", key);
+    fputs("|\n", f);
+    json_object_foreach((json_t *)first, key, v) fputs("|---", f);
+    fputs("|\n", f);
+    size_t i;
+    json_t *row;
+    json_array_foreach(arr, i, row) {
+        json_object_foreach((json_t *)first, key, v) {
+            json_t *c = json_object_get(row, key);
+            fputs("| ", f);
+            if (json_is_string(c)) cell_text(f, json_string_value(c));
+            else if (json_is_number(c)) fprintf(f, "%.4g", json_number_value(c));
+            fputc(' ', f);
+        }
+        fputs("|\n", f);
+    }
+    fclose(f);
+    return text;
+}
+
 void pw_metrics_tb(PwRun *r, int64_t step, const json_t *line)
 {
     PwErr err;
-    if (!r->tb || !pw_tb_json(r->tb, step + 1, pw_tb_now(), line, &err)) return;
+    if (!r->tb) return;
+    int rc = pw_tb_json(r->tb, step + 1, pw_tb_now(), line, &err);
+    const json_t *samples = json_object_get(line, "eval/samples");
+    char *md = !rc && json_array_size(samples) ? samples_markdown(samples) : NULL;
+    if (md) rc = pw_tb_text(r->tb, step + 1, pw_tb_now(), "eval/samples", md, &err);
+    free(md);
+    if (!rc) return;
     fprintf(stderr, "ppo_world: warning: %s; no more TensorBoard events this run (metrics.jsonl "
             "goes on)\n", err.msg);
     pw_tb_close(r->tb);

@@ -412,8 +412,9 @@ void pw_ppo_weights_for_eval(PwRun *r, int64_t step);
 /* The metrics line of a step (metrics.c); actor rank 0 only. */
 void pw_metrics_write(PwRun *r, int64_t step);
 /* A metrics.jsonl or eval.jsonl line after `step` (-1: before the first) as TensorBoard scalars
- * at step + 1, the PPO steps done, when log.tensorboard is on; a failed write warns once and
- * ends the TensorBoard file, not the run (metrics.c). */
+ * at step + 1, the PPO steps done, when log.tensorboard is on, and an evaluation's sample
+ * responses as a table in a text summary; a failed write warns once and ends the TensorBoard
+ * file, not the run (metrics.c). */
 void pw_metrics_tb(PwRun *r, int64_t step, const json_t *line);
 /* The progress line after step `step` on stdout, if runtime.progress_s has passed since the
  * last one or it was the last step (metrics.c); actor rank 0 only. */

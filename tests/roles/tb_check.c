@@ -8,7 +8,8 @@
  * writer's), and drops what a session-start event hides (the events at its step and after, in
  * the files before it), as TensorBoard does. What is left must be, value for value as a float,
  * every number of RUN_DIR/metrics.jsonl and RUN_DIR/eval.jsonl at step + 1 (PPO; --train: sft/rm's
- * metrics.jsonl at its step), every key but "step". Exit 0 when they agree. */
+ * metrics.jsonl at its step), every key but "step", and one text summary (a string tensor for the
+ * text plugin) for each line with sample responses. Exit 0 when they agree. */
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -109,7 +110,7 @@ static void summary(const uint8_t *p, const uint8_t *end, int64_t step, const ch
             fail("a summary field other than value", file);
         const uint8_t *q = val, *qend = val + len, *tag = (const uint8_t *)"";
         size_t tag_len = 0;
-        int have_value = 0;
+        int have_value = 0, text = 0;
         uint32_t bits = 0;
         while (q < qend) {
             uint64_t v;
@@ -121,11 +122,24 @@ static void summary(const uint8_t *p, const uint8_t *end, int64_t step, const ch
             } else if (num == 2 && wire == 5) {
                 bits = (uint32_t)v;
                 have_value = 1;
+            } else if (num == 8 && wire == 2) { /* a text summary's tensor: DT_STRING first */
+                if (v < 2 || b[0] != 0x08 || b[1] != 7) fail("a tensor that is not a string", file);
+                text |= 1;
+            } else if (num == 9 && wire == 2) { /* its metadata: plugin "text" */
+                if (v != 8 || memcmp(b, "\x0a\x06\x0a\x04text", 8))
+                    fail("not the text plugin", file);
+                text |= 2;
             } else {
-                fail("a summary value that is not a tag and a simple_value", file);
+                fail("a summary value that is not a scalar or a text", file);
             }
         }
-        if (!have_value) fail("a summary value without simple_value", file);
+        if (text == 3 && !have_value) { /* counted as "text:TAG", value 0 */
+            char name[200];
+            int n = snprintf(name, sizeof name, "text:%.*s", (int)tag_len, (const char *)tag);
+            add(&got, &ngot, &capgot, step, name, (size_t)n, 0);
+            continue;
+        }
+        if (!have_value || text) fail("a summary value neither a scalar nor a text", file);
         add(&got, &ngot, &capgot, step, (const char *)tag, tag_len, bits);
     }
 }
@@ -215,6 +229,8 @@ static void read_jsonl(const char *path, int offset, int required)
         json_object_foreach(o, key, val)
             if (strcmp(key, "step") && pw_metric_get(val, &v) == 1)
                 add(&want, &nwant, &capwant, step, key, strlen(key), float_bits(v));
+        if (json_array_size(json_object_get(o, "eval/samples"))) /* their table, as text */
+            add(&want, &nwant, &capwant, step, "text:eval/samples", 17, 0);
         json_decref(o);
     }
     free(line);
@@ -277,7 +293,7 @@ int main(int argc, char **argv)
                     (long long)s->step, i < nwant ? "a JSONL value" : "an event's value");
             return 1;
         }
-    printf("tb_check: %s: %d events in %d files, %zu scalars = the JSONL lines' numbers\n", dir,
-           events, n, ngot);
+    printf("tb_check: %s: %d events in %d files, %zu values = the JSONL lines' numbers and "
+           "sample tables\n", dir, events, n, ngot);
     return 0;
 }

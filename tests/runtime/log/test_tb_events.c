@@ -70,6 +70,12 @@ static void test_run(const char *dir)
                         "critic/x", "episode", long_tag};
     scalars(tb, 1, W0 + 2.75, 8, t1,
             (double[]){0.0123, -0.25, 9e-7, NAN, INFINITY, -INFINITY, 64.0, 3.0});
+    /* the fixture's SAMPLES: a markdown table, UTF-8 (e with an acute accent), escapes */
+    const char *samples = "| prompt | response | score |\n|---|---|---|\n"
+                          "| say \\|ab\\| &lt;sep&gt; | "
+                          "caf\xc3\xa9 &amp; th\xc3\xa9<br>next line | 0.5 |\n"
+                          "| 12+30= | 42&lt;eos&gt; | -10 |\n";
+    CHECK(pw_tb_text(tb, 1, W0 + 2.8, "eval/samples", samples, &err) == 0, "text: %s", err.msg);
     const char *t2[] = {"objective/kl"};
     scalars(tb, 2, W0 + 4.0, 1, t2, (double[]){0.02});
     CHECK(pw_tb_restart(tb, 2, W0 + 10.0, &err) == 0, "restart: %s", err.msg);
@@ -111,6 +117,7 @@ static void test_edge(const char *dir)
     line = json_loads("{\"step\": 7, \"mode\": \"sft\", \"valid/loss\": null}", 0, &je);
     CHECK(line && pw_tb_json(tb, 7, 4.0, line, &err) == 0, "json: %s", err.msg);
     json_decref(line);
+    CHECK(pw_tb_text(tb, 6, 4.0, "", "", &err) == 0, "empty text: %s", err.msg);
     same_bytes(tb, "edge.tfevents");
     pw_tb_close(tb);
 }
