@@ -20,13 +20,13 @@
  *   SummaryMetadata: 1 plugin_data: 1 plugin_name ("text")
  *   SessionLog:     1 status (enum, START = 1)    SourceMetadata: 1 writer (string)           */
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "pw_metrics.h"
