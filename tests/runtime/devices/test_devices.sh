@@ -9,12 +9,15 @@
 set -uo pipefail
 exe=$1
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-"$exe" devices > "$out" 2>&1 || fail "devices: exit $?"
-cat "$out"
+# The report is stdout; stderr apart, where a sanitizer build may print its own report at exit
+# (LeakSanitizer's "Suppressions used" table came first once and hid the build line).
+"$exe" devices > "$out" 2> "$err" || fail "devices: exit $?"
+cat "$out" "$err"
 cpu='CPU only \(ppo_world built without CUDA'
 sm='sm_[0-9]+a?'
 code="machine code $sm(, $sm)*; PTX compute_[0-9]+"
