@@ -17,8 +17,9 @@ typedef struct PwTb PwTb;
 /* Seconds since the epoch (the real-time clock): an event's wall_time. */
 double pw_tb_now(void);
 
-/* Whether `dir` can hold the event files: a folder, or nothing yet (pw_tb_open makes it; its
- * parent must exist then). 0, or -1 with `err` naming `dir` and what stands there: checked on
+/* Whether `dir` can hold the event files: a folder this process can write in, or nothing yet
+ * (pw_tb_open makes it; its parent must exist then). 0, or -1 with `err` naming `dir` and what
+ * stands there (pw_dir_check's words, as for the checkpoints' folder): checked on
  * every rank before a model loads, so a bad folder stops the job before it trains. */
 int pw_tb_check_folder(const char *dir, PwErr *err);
 /* Makes the folder `dir` if it is missing (its parent must exist) and a new event file in it,
@@ -47,6 +48,10 @@ int pw_tb_json(PwTb *tb, int64_t step, double wall, const json_t *line, PwErr *e
 int pw_tb_restart(PwTb *tb, int64_t step, double wall, PwErr *err);
 /* 1 while every write so far has succeeded. */
 int pw_tb_ok(const PwTb *tb);
+/* After a failed write: warns once on stderr ("WHO: warning: <err>; no more TensorBoard events
+ * this run (metrics.jsonl goes on)"), closes the writer and sets *tb to NULL, so the run goes on
+ * without it. */
+void pw_tb_give_up(PwTb **tb, const char *who, const PwErr *err);
 /* Closes the file (NULL: nothing). */
 void pw_tb_close(PwTb *tb);
 

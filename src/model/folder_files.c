@@ -19,15 +19,16 @@
 #include "pw_safetensors.h"
 #include "pw_tokenizer.h"
 
-/* Copies src_dir/name into dst_dir/name, written atomically. An optional file that src_dir does
- * not have at all is no error (anything else at the name is read, or refused, by pw_file). */
+/* Copies src_dir/name into dst_dir/name, written atomically: 0. An optional file that src_dir
+ * does not have at all is no error: 1, nothing written (anything else at the name is read, or
+ * refused, by pw_file). -1 with `err` on failure. */
 static int copy_file(const char *src_dir, const char *dst_dir, const char *name, int required,
                      PwErr *err)
 {
     char src[4096], dst[4096];
     snprintf(src, sizeof src, "%s/%s", src_dir, name);
     struct stat st;
-    if (!required && lstat(src, &st) != 0 && errno == ENOENT) return 0;
+    if (!required && lstat(src, &st) != 0 && errno == ENOENT) return 1;
     size_t len = 0;
     char *buf = pw_file_read(src, PW_FILE_MAX_TOKENIZER, &len, err);
     if (!buf) return -1;
@@ -47,7 +48,7 @@ int pw_tokenizer_save(const char *name, const char *dir, PwErr *err)
 {
     if (!name || !*name || !strcmp(name, "bytes")) return 0; /* no files: nothing to copy */
     for (size_t i = 0; i < sizeof tokenizer_files / sizeof *tokenizer_files; i++)
-        if (copy_file(name, dir, tokenizer_files[i], i == 0, err)) return -1;
+        if (copy_file(name, dir, tokenizer_files[i], i == 0, err) < 0) return -1;
     return 0;
 }
 
@@ -79,13 +80,8 @@ static int write_from_tokenizer(const char *tokenizer, const char *dst_dir, PwEr
 int pw_model_generation_config(const char *src_dir, const char *tokenizer, const char *dst_dir,
                                PwErr *err)
 {
-    if (src_dir && *src_dir && strcmp(src_dir, dst_dir)) {
-        char src[4096];
-        struct stat st;
-        snprintf(src, sizeof src, "%s/generation_config.json", src_dir);
-        if (lstat(src, &st) == 0 || errno != ENOENT)
-            return copy_file(src_dir, dst_dir, "generation_config.json", 1, err);
-    }
-    if (src_dir && *src_dir && !strcmp(src_dir, dst_dir)) return 0; /* its own file stays */
-    return write_from_tokenizer(tokenizer, dst_dir, err);
+    if (!src_dir || !*src_dir) return write_from_tokenizer(tokenizer, dst_dir, err);
+    if (!strcmp(src_dir, dst_dir)) return 0; /* its own file stays as it is */
+    int rc = copy_file(src_dir, dst_dir, "generation_config.json", 0, err);
+    return rc == 1 ? write_from_tokenizer(tokenizer, dst_dir, err) : rc;
 }

@@ -156,11 +156,7 @@ void pw_metrics_tb(PwRun *r, int64_t step, const json_t *line)
     char *md = !rc && json_array_size(samples) ? samples_markdown(samples) : NULL;
     if (md) rc = pw_tb_text(r->tb, step + 1, pw_tb_now(), "eval/samples", md, &err);
     free(md);
-    if (!rc) return;
-    fprintf(stderr, "ppo_world: warning: %s; no more TensorBoard events this run (metrics.jsonl "
-            "goes on)\n", err.msg);
-    pw_tb_close(r->tb);
-    r->tb = NULL;
+    if (rc) pw_tb_give_up(&r->tb, "ppo_world", &err);
 }
 
 /* "1:05", or "2:03:07" past an hour; a time that is not a number (no rate yet) prints "?". */

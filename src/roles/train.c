@@ -502,10 +502,11 @@ static double as_written(const char *fmt, double v)
 static void train_tb(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
                      unsigned none, double elapsed)
 {
+    /* examples, at most 32 keys (`none` is a 32-bit mask), time/elapsed_s */
     const char *tags[34] = {"examples"};
     double v[34] = {(double)step * t->a.batch};
     int m = 1;
-    for (int i = 0; i < n && m < 33; i++)
+    for (int i = 0; i < n && i < 32; i++)
         if (!(none & (1u << i))) {
             tags[m] = keys[i];
             v[m++] = as_written("%.9g", vals[i]);
@@ -514,10 +515,9 @@ static void train_tb(PwTrainer *t, long step, const char *const *keys, const dou
     v[m++] = as_written("%.3f", elapsed);
     PwErr err;
     if (!pw_tb_scalars(t->tb, step, pw_tb_now(), m, tags, v, &err)) return;
-    fprintf(stderr, "ppo_world %s: warning: %s; no more TensorBoard events this run "
-            "(metrics.jsonl goes on)\n", t->mode, err.msg);
-    pw_tb_close(t->tb);
-    t->tb = NULL;
+    char who[64];
+    snprintf(who, sizeof who, "ppo_world %s", t->mode);
+    pw_tb_give_up(&t->tb, who, &err);
 }
 
 void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double *vals, int n,
@@ -551,8 +551,7 @@ void pw_train_save(PwTrainer *t)
         pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
     /* the tokenizer the run read goes with the weights (none for bytes), and an SFT policy keeps
      * the generation_config.json of model.init, or gets the tokenizer's (a reward model does not
-     * generate); conveniences,
-     * so a failed copy is a warning, not the loss of the trained model */
+     * generate); conveniences, so a failed copy is a warning, not the loss of the trained model */
     if (pw_tokenizer_save(t->a.tokenizer, t->a.out, &err) ||
         (!strcmp(t->mode, "sft") &&
          pw_model_generation_config(t->a.init, t->a.tokenizer, t->a.out, &err)))

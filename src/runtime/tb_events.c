@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pw_file.h"
 #include "pw_metrics.h"
 #include "pw_tb.h"
 
@@ -193,12 +194,8 @@ double pw_tb_now(void)
 int pw_tb_check_folder(const char *dir, PwErr *err)
 {
     struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (errno == ENOENT) return 0;
-        return pw_errf(err, "%s: cannot look at the TensorBoard folder: %s", dir, strerror(errno));
-    }
-    if (!S_ISDIR(st.st_mode))
-        return pw_errf(err, "%s: exists and is not a folder; expected the TensorBoard folder", dir);
+    if (lstat(dir, &st) != 0 && errno == ENOENT) return 0; /* nothing there yet */
+    if (pw_dir_check(dir, err)) return -1; /* a file, a dangling link, a loop: says which */
     if (access(dir, W_OK | X_OK) != 0)
         return pw_errf(err, "%s: the TensorBoard folder cannot be written: %s", dir,
                        strerror(errno));
@@ -328,6 +325,14 @@ int pw_tb_restart(PwTb *tb, int64_t step, double wall, PwErr *err)
     put_key(&log, 1, WIRE_VARINT);
     put_varint(&log, 1); /* SessionLog.START */
     return write_event(tb, wall, step, 7, &log, err);
+}
+
+void pw_tb_give_up(PwTb **tb, const char *who, const PwErr *err)
+{
+    fprintf(stderr, "%s: warning: %s; no more TensorBoard events this run (metrics.jsonl "
+            "goes on)\n", who, err->msg);
+    pw_tb_close(*tb);
+    *tb = NULL;
 }
 
 void pw_tb_close(PwTb *tb)

@@ -71,7 +71,8 @@ expect_error ckpt_file "--out: $WORK/ckpt_file/checkpoints: not a directory (a r
 # and one where the TensorBoard events go (log.tensorboard): the same, on every rank
 mkdir "$WORK/tb_file"
 : > "$WORK/tb_file/tensorboard"
-expect_error tb_file "log.tensorboard: $WORK/tb_file/tensorboard: exists and is not a folder" \
+expect_error tb_file \
+    "log.tensorboard: $WORK/tb_file/tensorboard: not a directory (a regular file)" \
     log.tensorboard=true
 
 # Prompts over data.max_prompt_len are skipped, and the start-up says how many, once.

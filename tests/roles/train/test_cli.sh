@@ -59,7 +59,7 @@ timeout 60 "$PPO_WORLD" sft --out "$WORK/tbf" "data.dir=$WORK" train.steps=2 log
     > /dev/null 2> "$WORK/tbf.err"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a file at out/tensorboard: exit $rc"
-grep -qF "ppo_world sft: log.tensorboard: $WORK/tbf/tensorboard: exists and is not a folder" \
+grep -qF "ppo_world sft: log.tensorboard: $WORK/tbf/tensorboard: not a directory (a regular file)" \
     "$WORK/tbf.err" || { cat "$WORK/tbf.err"; fail "a file at out/tensorboard: no message"; }
 [ ! -e "$WORK/tbf/metrics.jsonl" ] && [ ! -e "$WORK/tbf/config.yaml" ] ||
     fail "a file at out/tensorboard: the refused run wrote its files"

@@ -182,7 +182,7 @@ static void test_errors(const char *base)
     FILE *f = fopen(path, "w");
     fclose(f);
     PwTb *tb = pw_tb_open(path, 1.0, &err);
-    CHECK(!tb && strstr(err.msg, "plain_file: exists and is not a folder"), "%s", err.msg);
+    CHECK(!tb && strstr(err.msg, "plain_file: not a directory (a regular file)"), "%s", err.msg);
     snprintf(path, sizeof path, "%s/no/such/parent", base);
     tb = pw_tb_open(path, 1.0, &err);
     CHECK(!tb && strstr(err.msg, "no/such/parent: cannot make the TensorBoard folder: No such"),
