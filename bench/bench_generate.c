@@ -8,6 +8,7 @@
 #include "bench_clock.h"
 #include "bench_copy.h"
 #include "bench_shapes.h"
+#include "pw_blas_core.h"
 #include "pw_generate.h"
 #include "pw_model.h"
 #include "pw_ops.h"
@@ -358,6 +359,7 @@ static int bench_gpu(PwPrecision prec, int llama)
 
 int main(int argc, char **argv)
 {
+    pw_blas_core_remedy(argv); /* the OpenBLAS kernels ppo_world runs (docs/kernels.md) */
     if (argc > 1 && !strcmp(argv[1], "gpu")) {
         PwPrecision prec;
         int llama;

@@ -12,6 +12,7 @@
 #include "bench_clock.h"
 #include "bench_rss.h"
 #include "bench_shapes.h"
+#include "pw_blas_core.h"
 #include "pw_model.h"
 #include "pw_ops_profile.h"
 #ifdef PW_HAVE_CUDA
@@ -304,6 +305,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
 
 int main(int argc, char **argv)
 {
+    pw_blas_core_remedy(argv); /* the OpenBLAS kernels ppo_world runs (docs/kernels.md) */
     /* [iters] [gpt2|llama|qwen3]: GPT-2 small and 124M (the default), or the Llama family at
      * Qwen2.5-0.5B's shape (random weights), alone, so that its peak memory is its own; or at
      * Qwen3-0.6B's, then the same shape without the q/k norms (what they cost, in one run) */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench_stats.h"
+#include "pw_blas_core.h"
 #include "pw_config.h"
 #include "pw_model.h"
 #include "pw_placement.h"
@@ -238,6 +239,7 @@ static Samples samples[NCASES][NMODES];
 
 int main(int argc, char **argv)
 {
+    pw_blas_core_remedy(argv); /* the OpenBLAS kernels ppo_world runs (docs/kernels.md) */
     MPI_Init(&argc, &argv);
     int rank, size, steps = 10, rounds = 2;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -16,6 +16,7 @@
 #include "bench_clock.h"
 #include "bench_shapes.h"
 #include "bench_stats.h"
+#include "pw_blas_core.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -102,6 +103,7 @@ static double time_pairs(PwArch a, int B, int T, PwDevice dev, PwPrecision prec,
 
 int main(int argc, char **argv)
 {
+    pw_blas_core_remedy(argv); /* the OpenBLAS kernels ppo_world runs (docs/kernels.md) */
     int iters = argc > 1 ? atoi(argv[1]) : 5;
     if (iters < 1) iters = 1;
     int gpu = argc > 2 && !strcmp(argv[2], "gpu"), llama = 0;

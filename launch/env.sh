@@ -10,10 +10,7 @@ PW_ENV_VARS="OPENBLAS_NUM_THREADS OMP_NUM_THREADS CUDA_DEVICE_ORDER"
 # 6.7-8.0 s of CPU for a forward+backward that needs 4.1-4.3 s (docs/kernels.md).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 PW_ENV_VARS="$PW_ENV_VARS OMP_WAIT_POLICY"
-# OpenBLAS 0.3.21 runs AVX-512 CPUs it does not recognise (newer AMD) on its 256-bit Haswell
-# kernels; naming the core type doubles sgemm there (docs/kernels.md). It is read when the
-# library loads, so only the launcher can set it. A value already set wins.
-if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-    export OPENBLAS_CORETYPE=SkylakeX
-fi
+# OPENBLAS_CORETYPE, where set, reaches every rank as it is. Unset, each rank of ppo_world checks
+# the kernels OpenBLAS picked and, where they are older than the CPU runs, sets it and executes
+# itself again (docs/kernels.md, OpenBLAS's core type).
 if [ -n "${OPENBLAS_CORETYPE:-}" ]; then PW_ENV_VARS="$PW_ENV_VARS OPENBLAS_CORETYPE"; fi

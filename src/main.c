@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_blas_core.h"
 #include "pw_cli.h"
 #include "pw_comm.h"
 #include "pw_config.h"
@@ -197,6 +198,9 @@ static int devices_cmd(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Before MPI or anything else: where OpenBLAS picked kernels older than this CPU runs, this
+     * executes ppo_world again with OPENBLAS_CORETYPE set (docs/kernels.md). */
+    pw_blas_core_remedy(argv);
     /* writing data sets is no MPI job: it runs before (and without) MPI_Init */
     if (argc > 1 && !strcmp(argv[1], "gen-task")) return pw_task_gen_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "report")) return pw_report_main(argc - 1, argv + 1);

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "pw_blas_core.h"
 #include "pw_gpu_arch.h"
 
 #ifdef PW_HAVE_CUDA
@@ -65,6 +66,7 @@ static void gpu_line(FILE *f, int id)
 void pw_device_report(FILE *f)
 {
     build_line(f);
+    pw_blas_core_report(f);
     int driver = 0;
     char dv[16];
     if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
@@ -88,6 +90,7 @@ void pw_device_report(FILE *f)
 {
     fprintf(f, "build: CPU only (ppo_world built without CUDA: nvcc was not found, or "
                "-Dcuda=disabled)\n");
+    pw_blas_core_report(f);
     fprintf(f, "GPUs: 0 (ppo_world built without CUDA)\n");
 }
 #endif
