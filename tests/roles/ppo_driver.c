@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_blas_core.h"
 #include "pw_config.h"
 #include "pw_ops.h"
 #include "pw_placement.h"
@@ -14,6 +15,8 @@
 
 int main(int argc, char **argv)
 {
+    /* the OpenBLAS kernels ppo_world runs, so that the two give the same numbers */
+    pw_blas_core_remedy(argv);
     /* as ppo_world starts MPI: the heartbeat thread calls it beside the main thread */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
