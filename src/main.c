@@ -184,8 +184,10 @@ static int devices_cmd(int argc, char **argv)
 {
     if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
         printf("usage: ppo_world devices\n"
-               "  the build (CUDA runtime, gpu_arch, NCCL), the NVIDIA driver, and each GPU this\n"
-               "  process sees with whether it runs the build's code (docs/cuda.md)\n");
+               "  the build (CUDA runtime, gpu_arch, NCCL), the CPU's instruction set and the\n"
+               "  OpenBLAS kernels in use, the NVIDIA driver, and each GPU this process sees with\n"
+               "  whether it runs the build's code (docs/cuda.md); run folders keep it as\n"
+               "  devices.txt\n");
         return 0;
     }
     if (argc > 2) {

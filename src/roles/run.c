@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "devices_file.h"
 #include "pw_algo.h"
 #include "pw_file.h"
 #include "pw_generate.h"
@@ -532,6 +533,7 @@ int pw_ppo_run(const struct PwConfig *cfg, const struct PwPlacement *pl, MPI_Com
         snprintf(path, sizeof path, "%s/config.yaml", out_dir);
         if (!resume && pw_settings_save_config(cfg, path, err))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);
+        pw_devices_file_write(out_dir, resume ? r->first_step : -1);
         snprintf(path, sizeof path, "%s/metrics.jsonl", out_dir);
         if (!(r->metrics = open_metrics(path, r->first_step, err)))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err->msg);

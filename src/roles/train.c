@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "devices_file.h"
 #include "pw_cli.h"
 #include "pw_collective.h"
 #include "pw_device.h"
@@ -347,6 +348,7 @@ static int setup_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
         /* The effective configuration, every key included, as PPO keeps its config.yaml. */
         snprintf(path, sizeof path, "%s/config.yaml", a->out);
         if (pw_cfg_save_yaml(&pw_train_config_schema, &t->cfg, path, err)) return -1;
+        pw_devices_file_write(a->out, -1);
         snprintf(path, sizeof path, "%s/metrics.jsonl", a->out);
         t->metrics = fopen(path, "w");
         if (!t->metrics) return pw_errf(err, "cannot write '%s': %s", path, strerror(errno));

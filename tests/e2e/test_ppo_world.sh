@@ -13,6 +13,11 @@ set -- ppo.epochs=2 ppo.minibatches=2 ppo.initial_policy_kl_penalty=0.05
 "$METRICS_CHECK" zero "$WORK/bin/metrics.jsonl" 0 objective/kl
 test -s "$WORK/bin/config.yaml"
 test -f "$WORK/bin/checkpoints/step_3/state.json"
+# devices.txt: when and where the run started, then the report of `ppo_world devices`
+head -n 1 "$WORK/bin/devices.txt" | grep -Eq '^# started [0-9T:-]+Z, on ' &&
+    grep -q '^build: ' "$WORK/bin/devices.txt" &&
+    grep -q '^CPU: .*; BLAS: ' "$WORK/bin/devices.txt" &&
+    grep -q '^GPUs: ' "$WORK/bin/devices.txt" || { cat "$WORK/bin/devices.txt"; exit 1; }
 grep -q '"time/step"' "$WORK/bin/metrics.jsonl"
 run_ppo 3 colo drv "$@"
 "$METRICS_CHECK" same "$WORK/drv/metrics.jsonl" "$WORK/bin/metrics.jsonl"

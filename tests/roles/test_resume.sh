@@ -38,6 +38,7 @@ resume_check() {
     head -n 3 "$WORK/full_$mode/metrics.jsonl" > "$WORK/cut_$mode/metrics.jsonl"
     cp "$WORK/full_$mode/eval.jsonl" "$WORK/cut_$mode/"
     cp -r "$WORK/full_$mode/tensorboard" "$WORK/cut_$mode/" # its steps 3 and 4 are hidden
+    cp "$WORK/full_$mode/devices.txt" "$WORK/cut_$mode/"
     # keys that change no number may differ on resume (a trace of the rest, other time limits)
     "$MPIRUN" -np 5 "$PPO_DRIVER" "$WORK/five.yaml" "$WORK/ppo.yaml" "$WORK/cut_$mode" --resume "$@" \
         "trace.path=$WORK/cut_$mode/trace.json" trace.steps=1 runtime.progress_s=0 \
@@ -45,6 +46,12 @@ resume_check() {
     test -s "$WORK/cut_$mode/trace.json" || { echo "FAIL: no trace of the resumed run"; exit 1; }
     "$METRICS_CHECK" same "$WORK/full_$mode/metrics.jsonl" "$WORK/cut_$mode/metrics.jsonl"
     "$TB_CHECK" "$WORK/cut_$mode" 2
+    # devices.txt: the start's report, then the resumption's under its own line
+    heads=$(grep '^# ' "$WORK/cut_$mode/devices.txt" |
+        sed -E 's/^# (started|resumed at step [0-9]+)[ ,].*/\1/' | tr '\n' '|')
+    [ "$heads" = "started|resumed at step 2|" ] &&
+        [ "$(grep -c '^CPU: .*; BLAS: ' "$WORK/cut_$mode/devices.txt")" = 2 ] ||
+        { cat "$WORK/cut_$mode/devices.txt"; echo "FAIL: devices.txt after resuming"; exit 1; }
 }
 for mode in $modes; do resume_check "$mode" "$mode"; done
 # bf16 products with the moments offloaded between updates: the checkpoint holds all the run

@@ -9,9 +9,11 @@ make_sft "$WORK/sft_valid.jsonl" 60 2
     { cat "$WORK/log"; fail "sft exited $?"; }
 cat "$WORK/log"
 grep -q '^ppo_world sft: done: 80 steps' "$WORK/log" || fail "no final line"
-for f in model.safetensors config.json config.yaml metrics.jsonl; do
+for f in model.safetensors config.json config.yaml metrics.jsonl devices.txt; do
     [ -s "$WORK/out/$f" ] || fail "missing out/$f"
 done
+head -n 1 "$WORK/out/devices.txt" | grep -Eq '^# started [0-9T:-]+Z, on ' &&
+    grep -q '^CPU: .*; BLAS: ' "$WORK/out/devices.txt" || fail "out/devices.txt"
 [ "$(wc -l < "$WORK/out/metrics.jsonl")" -eq 3 ] || fail "expected 3 evaluations (0, 40, 80)"
 v0=$(first_metric "$WORK/out/metrics.jsonl" valid/loss)
 v1=$(last_metric "$WORK/out/metrics.jsonl" valid/loss)
@@ -102,3 +104,13 @@ printf '{"eos_token_id": [0, 3], "top_p": 0.9}\n' > "$WORK/bpe/generation_config
 cmp "$WORK/bpe/generation_config.json" "$WORK/bpe2/generation_config.json" ||
     fail "out/ has not model.init's generation_config.json"
 echo "sft with a tokenizer folder: ok"
+# devices.txt that cannot be written (a folder where its temporary file goes): a warning, and
+# the run goes on to its end
+mkdir -p "$WORK/nodev/devices.txt.tmp"
+"$PPO_WORLD" sft --out "$WORK/nodev" "data.dir=$WORK" train.steps=2 eval.every=2 \
+    train.batch_size=8 model.n_embd=32 seed=3 > "$WORK/nodev.log" 2>&1 ||
+    { cat "$WORK/nodev.log"; fail "sft with devices.txt unwritable exited $?"; }
+grep -q "warning: cannot write '.*devices.txt.tmp'.*(the run goes on)" "$WORK/nodev.log" &&
+    [ -s "$WORK/nodev/model.safetensors" ] && ! [ -e "$WORK/nodev/devices.txt" ] ||
+    { cat "$WORK/nodev.log"; fail "devices.txt unwritable"; }
+echo "devices.txt unwritable: ok"

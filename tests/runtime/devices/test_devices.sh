@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_devices.sh: `ppo_world devices` (docs/cuda.md, The architectures) on whatever this machine
 # is: the build line in the form of a CUDA build (runtime version, gpu_arch, the machine code and
-# PTX it holds) or a CPU one; then "GPUs: 0 (why)" with one of the reasons the runtime's checks
+# PTX it holds) or a CPU one; the CPU line (instruction set, OpenBLAS kernels and who chose them);
+# then "GPUs: 0 (why)" with one of the reasons the runtime's checks
 # give, or one line a GPU saying whether it runs the build. Its refusal of an argument (exit 2)
 # and its --help (exit 0). Needs no GPU. Usage: test_devices.sh PPO_WORLD. With NATIVE=1 (a
 # GPU the build is made for: tests/cuda/gpu_checks.sh) there must be a GPU, and each must run
@@ -24,6 +25,13 @@ code="machine code $sm(, $sm)*; PTX compute_[0-9]+"
 cuda="CUDA runtime [0-9]+\\.[0-9]+, gpu_arch [0-9]+(,[0-9]+)* \\($code\\)"
 nccl='(, NCCL [0-9]+\.[0-9]+\.[0-9]+|, no NCCL)'
 head -1 "$out" | grep -Eq "^build: ($cpu|$cuda$nccl)" || fail "devices: the build line"
+# the CPU line: the instruction set, OpenBLAS's version and kernels, and who chose them
+isa='(SSE|AVX|AVX2|AVX-512|not x86-64)'
+set_by='set by ppo_world: OpenBLAS picked [^ ]+ for this CPU'
+who="OPENBLAS_CORETYPE=[^,]+, (from the environment|$set_by)"
+who="($who|OpenBLAS's own pick( for this CPU|, built in))"
+sed -n 2p "$out" | grep -Eq "^CPU: $isa; BLAS: OpenBLAS [0-9.]+, [^ ]+ kernels \($who\)$" ||
+    fail "devices: the CPU line"
 n=$(sed -n 's/^GPUs: \([0-9]*\).*/\1/p' "$out")
 if [ -z "$n" ]; then
     fail "devices: no 'GPUs:' line"

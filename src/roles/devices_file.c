@@ -1,0 +1,55 @@
+/* devices_file.c: devices.txt, the report of `ppo_world devices` (the build, the CPU and the
+ * OpenBLAS kernels, the driver, each GPU) kept in every run folder, so that a run's figures can
+ * be told apart by what made them: one build gives the same figures on the same BLAS kernels
+ * and GPUs, and another rounding gives another trajectory (docs/roles.md, Run folder). */
+#include "devices_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pw_device.h"
+#include "pw_file.h"
+
+void pw_devices_file_write(const char *dir, int64_t resumed_step)
+{
+    char path[1100], tmp[1110], host[256] = "?", when[64] = "?";
+    snprintf(path, sizeof path, "%s/devices.txt", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* a resumption keeps what the file said of the earlier starts; one unreadable is left out */
+    char *old = NULL;
+    size_t old_len = 0;
+    if (resumed_step >= 0) {
+        PwErr e;
+        old = pw_file_read(path, PW_FILE_MAX_YAML, &old_len, &e);
+    }
+    /* written aside and renamed over the name: whatever stood there (a FIFO would block an
+     * open for writing) is replaced, never written through */
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "ppo_world: warning: cannot write '%s': %s (the run goes on)\n", tmp,
+                strerror(errno));
+        free(old);
+        return;
+    }
+    if (old) fwrite(old, 1, old_len, f);
+    if (resumed_step >= 0)
+        fprintf(f, "# resumed at step %lld, %s, on %s\n", (long long)resumed_step, when, host);
+    else
+        fprintf(f, "# started %s, on %s\n", when, host);
+    pw_device_report(f);
+    int bad = ferror(f);
+    if (fclose(f) || bad || rename(tmp, path)) {
+        fprintf(stderr, "ppo_world: warning: cannot write '%s': %s (the run goes on)\n", path,
+                strerror(errno ? errno : EIO));
+        unlink(tmp);
+    }
+    free(old);
+}
