@@ -1,5 +1,5 @@
 /* emu.h: runs CUDA kernels written in the C subset of CUDA (the kernel headers of
- * src/kernels/cuda) on the host, one coroutine (ucontext) per CUDA thread, so that their logic
+ * src/kernels/cuda) on the host, one coroutine (emu_switch.h) per CUDA thread, so that their logic
  * is tested on machines without a GPU. What it emulates, and all it emulates: blockIdx, threadIdx,
  * blockDim and gridDim (x, y, z); __shared__ memory (a function-local static: the blocks of a
  * launch run one after another, so one copy serves them all); __syncthreads (a barrier of the
@@ -33,8 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
 
+#include "emu_switch.h"
 #include "pw_bf16.h"
 
 typedef struct EmuDim3 {
@@ -92,18 +92,18 @@ static inline float4 make_float4(float x, float y, float z, float w)
  * could have to wait for others (a barrier) or when one returns: cheap switches, and the same
  * interleaving on every run. */
 typedef struct EmuThread {
-    ucontext_t ctx;
+    EmuCtx ctx;
     int done;
 } EmuThread;
 
-static ucontext_t emu_sched;
+static EmuCtx emu_sched;
 static EmuThread *emu_threads;
 static void (*emu_body)(void *);
 static void *emu_dyn_smem;
 static size_t emu_dyn_bytes; /* its size */
 static void *emu_arg;
 
-static inline void emu_yield(void) { swapcontext(&emu_threads[emu_tid].ctx, &emu_sched); }
+static inline void emu_yield(void) { emu_ctx_switch(&emu_threads[emu_tid].ctx, &emu_sched); }
 
 /* A barrier over `alive` threads, where a thread that returns from the kernel leaves it (so
  * the others are not kept waiting for it, as on the GPU). */
@@ -436,8 +436,8 @@ static EMU_HW void emu_wg_block(unsigned int n);
 static EMU_HW void emu_wg_thread_end(void);
 static EMU_HW void emu_wg_end(void);
 
-/* a thread's life: the kernel, then out of the block's barriers; returning resumes the
- * scheduler (uc_link) */
+/* a thread's life: the kernel, then out of the block's barriers; then back to the scheduler,
+ * for good (the context is made again for the next block) */
 static EMU_HW void emu_entry(void)
 {
     emu_body(emu_arg);
@@ -447,6 +447,8 @@ static EMU_HW void emu_entry(void)
     emu_barrier_leave(&emu_warp_bar[emu_tid / 32]);
     emu_barrier_leave(&emu_wg_bar[emu_tid / 128]);
     emu_threads[emu_tid].done = 1;
+    emu_ctx_switch(&emu_threads[emu_tid].ctx, &emu_sched);
+    abort(); /* a finished thread is never resumed */
 }
 
 static inline void emu_set_thread(unsigned int tid)
@@ -502,11 +504,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
         for (unsigned int t = 0; t < n; t++) {
             EmuThread *th = &emu_threads[t];
             th->done = 0;
-            getcontext(&th->ctx);
-            th->ctx.uc_stack.ss_sp = stacks + (size_t)t * EMU_STACK;
-            th->ctx.uc_stack.ss_size = EMU_STACK;
-            th->ctx.uc_link = &emu_sched;
-            makecontext(&th->ctx, emu_entry, 0);
+            emu_ctx_make(&th->ctx, stacks + (size_t)t * EMU_STACK, EMU_STACK, emu_entry);
         }
         for (unsigned int left = n; left > 0;) {
             left = 0;
@@ -514,7 +512,7 @@ static inline void emu_launch_smem(EmuDim3 grid, EmuDim3 block, size_t smem,
                 if (emu_threads[t].done) continue;
                 emu_set_thread(t);
                 emu_race_in_thread(1);
-                swapcontext(&emu_sched, &emu_threads[t].ctx);
+                emu_ctx_switch(&emu_sched, &emu_threads[t].ctx);
                 emu_race_in_thread(0);
                 left += !emu_threads[t].done;
             }
