@@ -1,7 +1,8 @@
 /* devices_file.c: devices.txt, the report of `ppo_world devices` (the build, the CPU and the
  * OpenBLAS kernels, the driver, each GPU) kept in every run folder, so that a run's figures can
  * be told apart by what made them: one build gives the same figures on the same BLAS kernels
- * and GPUs, and another rounding gives another trajectory (docs/roles.md, Run folder). */
+ * and GPUs, and another rounding gives another trajectory (docs/roles.md, Checkpoints and
+ * resume). */
 #include "devices_file.h"
 
 #include <errno.h>

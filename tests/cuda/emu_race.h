@@ -148,10 +148,13 @@ static EMU_UNCHECKED uint64_t emu_interval(void)
     return (uint64_t)emu_block_serial << 32 | (uint32_t)emu_block_bar.gen;
 }
 
-/* the shadow of byte p of shared memory, or NULL for any other address */
-static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p)
+/* The shadows of the n bytes at p, consecutive, where all n lie in one of the two shared
+ * regions (static __shared__ and dynamic); NULL where they do not (an access across a region's
+ * end is then looked up byte by byte). Most accesses are 2 to 16 bytes inside one region: one
+ * lookup, not one a byte. */
+static EMU_UNCHECKED EmuShadow *emu_shadow_span(const char *p, size_t n)
 {
-    if (__start_emu_smem && p >= __start_emu_smem && p < __stop_emu_smem) {
+    if (__start_emu_smem && p >= __start_emu_smem && p + n <= __stop_emu_smem) {
         if (!emu_shadow_static)
             emu_shadow_static = emu_race_got(
                 calloc((size_t)(__stop_emu_smem - __start_emu_smem), sizeof(EmuShadow)),
@@ -159,21 +162,12 @@ static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p)
         return &emu_shadow_static[p - __start_emu_smem];
     }
     const char *d = (const char *)emu_dyn_smem;
-    if (d && p >= d && p < d + emu_dyn_bytes) return &emu_shadow_dyn[p - d];
-    return NULL;
-}
-
-/* The shadows of the n bytes at p, consecutive, where all n lie in one of the two shared
- * regions; NULL where they do not (the caller then asks byte by byte). Most accesses are 2 to
- * 16 bytes inside one region: one lookup instead of one a byte. */
-static EMU_UNCHECKED EmuShadow *emu_shadow_span(const char *p, size_t n)
-{
-    if (__start_emu_smem && p >= __start_emu_smem && p + n <= __stop_emu_smem)
-        return emu_shadow_of(p);
-    const char *d = (const char *)emu_dyn_smem;
     if (d && p >= d && p + n <= d + emu_dyn_bytes) return &emu_shadow_dyn[p - d];
     return NULL;
 }
+
+/* the shadow of byte p of shared memory, or NULL for any other address */
+static EMU_UNCHECKED EmuShadow *emu_shadow_of(const char *p) { return emu_shadow_span(p, 1); }
 
 /* Global memory, for one launch: the last write of each byte written in it (a page of them
  * for each 4 KiB touched, in a table by page address; freed when the launch ends), and what
