@@ -122,6 +122,7 @@ static void list_append(char *buf, size_t len, int *shown, int left, const char 
  * PwTransport. */
 static void flush(Out *c, const char *phase, const char *data, PwRole from, PwRole to)
 {
+    if (c->npairs == 0) return; /* nothing collected (pairs may be NULL: qsort may not see it) */
     qsort(c->pairs, (size_t)c->npairs, sizeof *c->pairs, cmp_pair);
     int u = 0;
     for (int i = 0; i < c->npairs; i++)

@@ -23,6 +23,23 @@ static void load(const char *name, int world, PwPlacement *p)
     if (rc) exit(pw_test_done("transport"));
 }
 
+/* A placement from its text (through a temporary file); 0, or -1 after a failed check. */
+static int load_text(const char *yaml, int world, PwPlacement *p)
+{
+    char path[] = "/tmp/pw_transport_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return -1;
+    size_t len = strlen(yaml);
+    CHECK(write(fd, yaml, len) == (ssize_t)len, "write");
+    close(fd);
+    PwErr err = {{0}};
+    int rc = pw_placement_load(path, world, p, &err);
+    unlink(path);
+    CHECK(rc == 0, "%s", err.msg);
+    return rc ? -1 : 0;
+}
+
 /* The row of transfer (phase, data, from) over `transport`, as "ranks", or NULL. */
 static const PwTransfer *find_row(const PwPlacement *p, PwTransportOpts o, const char *phase,
                                   const char *data, PwRole from, PwRole to, const char *transport)
@@ -194,22 +211,15 @@ static void one_gpu(void)
  * 20 reward ranks report to actor rank 0: 16 listed, then how many more. */
 static void mixed_and_long(void)
 {
-    char path[] = "/tmp/pw_transport_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp");
-    if (fd < 0) return;
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "roles:\n  actor: { ranks: [0, 1] }\n  generator: { ranks: [0, 2] }\n"
-               "  critic: { ranks: [1] }\n  reward: { ranks: [");
-    for (int i = 3; i < 23; i++) fprintf(f, "%s%d", i > 3 ? ", " : "", i);
-    fprintf(f, "] }\n");
-    fclose(f);
+    char yaml[400];
+    int n = snprintf(yaml, sizeof yaml, "roles:\n  actor: { ranks: [0, 1] }\n"
+                     "  generator: { ranks: [0, 2] }\n  critic: { ranks: [1] }\n"
+                     "  reward: { ranks: [");
+    for (int i = 3; i < 23; i++)
+        n += snprintf(yaml + n, sizeof yaml - (size_t)n, "%s%d", i > 3 ? ", " : "", i);
+    snprintf(yaml + n, sizeof yaml - (size_t)n, "] }\n");
     PwPlacement p;
-    PwErr err = {{0}};
-    int rc = pw_placement_load(path, 23, &p, &err);
-    unlink(path);
-    CHECK(rc == 0, "%s", err.msg);
-    if (rc) return;
+    if (load_text(yaml, 23, &p)) return;
     PwTransportOpts o = {1, 0};
     EXPECT(&p, o, "generate", "tokens,logp_gen,versions", PW_ROLE_GENERATOR, PW_ROLE_ACTOR,
            "memory", "0->0");
@@ -225,6 +235,21 @@ static void mixed_and_long(void)
     pw_placement_free(&p);
 }
 
+/* No reference and no generator: the transfers those roles would take have no pair of ranks,
+ * and have no row (the sanitizer pass once caught qsort handed a null list of none) */
+static void no_reference_nor_generator(void)
+{
+    PwPlacement p;
+    if (load_text("roles:\n  actor: { ranks: [0] }\n  critic: { ranks: [1] }\n"
+                  "  reward: { ranks: [1] }\n", 2, &p))
+        return;
+    PwTransportOpts o = {0, 0};
+    EXPECT(&p, o, "evaluate", "values", PW_ROLE_CRITIC, PW_ROLE_ACTOR, "mpi", "1->0");
+    CHECK(!find_row(&p, o, "weights", "weights", PW_ROLE_ACTOR, PW_ROLE_GENERATOR, "mpi"),
+          "a weights row with no generator");
+    pw_placement_free(&p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -235,5 +260,6 @@ int main(int argc, char **argv)
     eight_gpus();
     one_gpu();
     mixed_and_long();
+    no_reference_nor_generator();
     return pw_test_done("transport");
 }
