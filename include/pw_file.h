@@ -1,5 +1,6 @@
 /* pw_file.h: reading the files a user names (placements, configurations, data sets, model and
- * tokenizer folders, run folders): each is checked before a byte of it is read. */
+ * tokenizer folders, run folders): each is checked before a byte of it is read; and writing
+ * every file ppo_world makes, whole or not at all (src/common/file_out.c). */
 #ifndef PW_FILE_H
 #define PW_FILE_H
 
@@ -40,5 +41,25 @@ int pw_dir_check(const char *path, PwErr *err);
 /* A JSON file read through pw_file_read and parsed with jansson's `flags`. NULL with `err`
  * holding the file's error, or "PATH:LINE: not valid JSON: <jansson's message>". */
 struct json_t *pw_file_json(const char *path, uint64_t max_bytes, size_t flags, PwErr *err);
+
+/* A file being written: under a temporary name next to `path` (PATH.tmp.XXXXXX, one per
+ * writer), renamed over `path` when it is whole. */
+typedef struct PwFileOut {
+    char *path, *tmp;
+    FILE *f;
+} PwFileOut;
+
+/* Starts writing `path`: the stream to write to, or NULL with "PATH: cannot create a temporary
+ * file next to it: <the system's reason>" in `err`. Whatever stands at `path` (a file, a FIFO, a
+ * link) is replaced at the close, never opened. */
+FILE *pw_file_out_open(PwFileOut *o, const char *path, PwErr *err);
+/* Ends the write. With `failed` 0: flushes and syncs the stream, renames it over `path`, syncs
+ * the folder, and returns 0; or -1 with "PATH: cannot write: <reason>" (an error on the stream
+ * included), "PATH: cannot rename the temporary file over it: <reason>" or "PATH: cannot sync
+ * its folder: <reason>" in `err` (may be NULL). With `failed` 1 (the caller's own error, whose
+ * message `err` keeps): removes the temporary file and returns -1; `path` is untouched. */
+int pw_file_out_close(PwFileOut *o, int failed, PwErr *err);
+/* `path` replaced by buf[0..n) through the two above. */
+int pw_file_write(const char *path, const void *buf, size_t n, PwErr *err);
 
 #endif

@@ -1,5 +1,6 @@
-/* pw_safetensors.h: read and write safetensors files (the Hugging Face tensor container), and
- * write any file atomically. Every check on a file happens in pw_st_open, before a tensor is used. */
+/* pw_safetensors.h: read and write safetensors files (the Hugging Face tensor container), each
+ * written whole or not at all (pw_file.h). Every check on a file happens in pw_st_open, before a
+ * tensor is used. */
 #ifndef PW_SAFETENSORS_H
 #define PW_SAFETENSORS_H
 
@@ -137,8 +138,5 @@ typedef struct PwStSetWriteOpts {
  * to BF16 holds one shard at a time. o NULL = zeroed. */
 int pw_st_set_write(const char *dir, const PwStWriteTensor *t, int n,
                     const char *const *metadata_kv, const PwStSetWriteOpts *o, PwErr *err);
-
-/* Replace the file at path by buf[0..n) atomically, as pw_st_write does. */
-int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err);
 
 #endif

@@ -66,8 +66,9 @@ if [ "$SAN" != 0 ]; then
         if [ "$SAN" = only ] && [ $# -gt 0 ]; then
             set -- --setup san "$@"
         else
-            set -- --setup san --suite kernels --suite algo --suite model --suite data \
-                --suite runtime --suite report --suite san --suite fuzz --no-suite placement --no-suite emu
+            set -- --setup san --suite common --suite kernels --suite algo --suite model \
+                --suite data --suite runtime --suite report --suite san --suite fuzz \
+                --no-suite placement --no-suite emu
         fi
         meson test -C "$SAN_BUILD" --print-errorlogs --num-processes 2 "$@" || rc=1
         logs+=("$SAN_BUILD/meson-logs/testlog-san.json")

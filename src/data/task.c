@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "pw_cli.h"
+#include "pw_file.h"
 #include "pw_generate.h"
 #include "pw_rng.h"
 #include "pw_task.h"
@@ -393,35 +394,13 @@ static int fresh_prompt(const PwTaskSpec *spec, const PromptSet *held, uint64_t 
     return -1;
 }
 
-typedef struct OutFile {
-    FILE *f;
-    char path[1200], tmp[1300];
-} OutFile;
-
-static int out_open(OutFile *o, const char *dir, const char *name, PwErr *err)
+/* Each set is written whole or not at all (pw_file.h): a rerun never reads half a set. */
+static int out_open(PwFileOut *o, const char *dir, const char *name, PwErr *err)
 {
-    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp%ld", o->path, (long)getpid());
-    o->f = fopen(o->tmp, "w");
-    if (!o->f) return pw_errf(err, "cannot create '%s': %s", o->tmp, strerror(errno));
-    return 0;
-}
-
-/* fsync then rename: a reader sees the old file or the whole new one, never half of one. */
-static int out_close(OutFile *o, int failed, PwErr *err)
-{
-    if (!o->f) return failed ? -1 : 0;
-    int bad = failed || fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
-    bad |= fclose(o->f) != 0;
-    o->f = NULL;
-    if (!bad && rename(o->tmp, o->path) != 0) {
-        bad = 1;
-        pw_errf(err, "cannot rename '%s' to '%s': %s", o->tmp, o->path, strerror(errno));
-    } else if (bad && !failed) {
-        pw_errf(err, "cannot write '%s': %s", o->tmp, strerror(errno));
-    }
-    if (bad) remove(o->tmp);
-    return bad ? -1 : 0;
+    char path[1200];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return pw_errf(err, "--out: too long");
+    return pw_file_out_open(o, path, err) ? 0 : -1;
 }
 
 static int make_dirs(const char *dir, PwErr *err)
@@ -441,7 +420,7 @@ static int make_dirs(const char *dir, PwErr *err)
     return 0;
 }
 
-static int write_prompts(OutFile *f, const PwTaskGenOpts *o, PromptSet *held, int set, int n,
+static int write_prompts(PwFileOut *f, const PwTaskGenOpts *o, PromptSet *held, int set, int n,
                          PwErr *err)
 {
     static const char *const keys[] = {"prompt"};
@@ -467,7 +446,7 @@ static int write_prompts(OutFile *f, const PwTaskGenOpts *o, PromptSet *held, in
     return 0;
 }
 
-static int write_sft(OutFile *f, const PwTaskGenOpts *o, const PromptSet *held, int set, int n,
+static int write_sft(PwFileOut *f, const PwTaskGenOpts *o, const PromptSet *held, int set, int n,
                      PwTaskGenStats *st, PwErr *err)
 {
     static const char *const keys[] = {"prompt", "response"};
@@ -506,7 +485,7 @@ static int pair_errors(const PwTaskGenOpts *o, uint64_t *rng)
     return m;
 }
 
-static int write_prefs(OutFile *f, const PwTaskGenOpts *o, const PromptSet *held, int set, int n,
+static int write_prefs(PwFileOut *f, const PwTaskGenOpts *o, const PromptSet *held, int set, int n,
                        PwTaskGenStats *st, PwErr *err)
 {
     static const char *const keys[] = {"prompt", "chosen", "rejected"};
@@ -563,7 +542,7 @@ static int check_opts(const PwTaskGenOpts *o, PwErr *err)
 
 static int write_summary(const PwTaskGenOpts *o, const PwTaskGenStats *st, PwErr *err)
 {
-    OutFile f = {0};
+    PwFileOut f = {0};
     if (out_open(&f, o->out, "task.json", err)) return -1;
     json_t *j = json_pack(
         "{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:i, s:f, s:{s:i, s:i, s:f, "
@@ -578,8 +557,8 @@ static int write_summary(const PwTaskGenOpts *o, const PwTaskGenStats *st, PwErr
     size_t flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10);
     int bad = !j || json_dumpf(j, f.f, flags) != 0 || fputc('\n', f.f) == EOF;
     json_decref(j);
-    if (bad) pw_errf(err, "cannot write '%s'", f.tmp);
-    return out_close(&f, bad, err);
+    if (bad) pw_errf(err, "cannot write '%s'", f.path);
+    return pw_file_out_close(&f, bad, err);
 }
 
 int pw_task_write_sets(const PwTaskGenOpts *o, PwTaskGenStats *stats, PwErr *err)
@@ -598,7 +577,7 @@ int pw_task_write_sets(const PwTaskGenOpts *o, PwTaskGenStats *stats, PwErr *err
     /* the evaluation prompts come first: every other set is drawn around them */
     int rc = 0;
     for (int s = SET_EVAL; s <= SET_PREFS_VALID && !rc; s++) {
-        OutFile f = {0};
+        PwFileOut f = {0};
         if (out_open(&f, o->out, names[s - SET_EVAL], err)) {
             rc = -1;
             break;
@@ -612,7 +591,7 @@ int pw_task_write_sets(const PwTaskGenOpts *o, PwTaskGenStats *stats, PwErr *err
         case SET_PREFS_TRAIN: bad = write_prefs(&f, o, &held, s, o->n_pairs, &st, err); break;
         default: bad = write_prefs(&f, o, &held, s, o->n_valid, &st, err); break;
         }
-        rc = out_close(&f, bad, err);
+        rc = pw_file_out_close(&f, bad, err);
     }
     free(held.slot);
     if (st.sft_total) st.sft_gold_mean /= st.sft_total;

@@ -33,7 +33,7 @@ static int copy_file(const char *src_dir, const char *dst_dir, const char *name,
     char *buf = pw_file_read(src, PW_FILE_MAX_TOKENIZER, &len, err);
     if (!buf) return -1;
     snprintf(dst, sizeof dst, "%s/%s", dst_dir, name);
-    int rc = pw_write_file_atomic(dst, buf, len, err);
+    int rc = pw_file_write(dst, buf, len, err);
     free(buf);
     return rc;
 }
@@ -72,7 +72,7 @@ static int write_from_tokenizer(const char *tokenizer, const char *dst_dir, PwEr
     snprintf(dst, sizeof dst, "%s/generation_config.json", dst_dir);
     size_t n = strlen(text);
     text[n] = '\n'; /* json_dumps leaves room for its NUL: the newline takes it */
-    int rc = pw_write_file_atomic(dst, text, n + 1, err);
+    int rc = pw_file_write(dst, text, n + 1, err);
     free(text);
     return rc;
 }

@@ -65,7 +65,7 @@ int pw_config_write(void *root, const char *path, PwErr *err)
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     json_decref(root);
     if (!text) return pw_errf(err, "%s: cannot serialise the JSON config", path);
-    int rc = pw_write_file_atomic(path, text, strlen(text), err);
+    int rc = pw_file_write(path, text, strlen(text), err);
     free(text);
     return rc;
 }

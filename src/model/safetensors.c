@@ -512,116 +512,6 @@ int pw_st_read_i32(const PwSafetensors *st, const char *name, const int64_t *exp
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* atomic writes                                                                               */
-
-/* A file being written under a temporary name next to its target, so that a crash leaves
- * either the old file or the new one, never half of one. */
-typedef struct {
-    const char *path;
-    char *tmp;
-    FILE *f;
-} AtomicFile;
-
-static int atomic_begin(AtomicFile *a, const char *path, PwErr *err)
-{
-    a->path = path;
-    a->f = NULL;
-    size_t len = strlen(path);
-    a->tmp = malloc(len + 16);
-    if (!a->tmp) return pw_errf(err, "%s: out of memory", path);
-    memcpy(a->tmp, path, len);
-    memcpy(a->tmp + len, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(a->tmp);
-    if (fd < 0) {
-        pw_errf(err, "%s: cannot create a temporary file next to it: %s", path, strerror(errno));
-        free(a->tmp);
-        a->tmp = NULL;
-        return -1;
-    }
-    /* mkstemp makes the file private (0600); checkpoints are meant to be shared like any file. */
-    (void)fchmod(fd, 0644);
-    a->f = fdopen(fd, "wb");
-    if (!a->f) {
-        pw_errf(err, "%s: cannot open %s: %s", path, a->tmp, strerror(errno));
-        close(fd);
-        unlink(a->tmp);
-        free(a->tmp);
-        a->tmp = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-static void atomic_abort(AtomicFile *a)
-{
-    if (a->f) fclose(a->f);
-    if (a->tmp) {
-        unlink(a->tmp);
-        free(a->tmp);
-    }
-    a->f = NULL;
-    a->tmp = NULL;
-}
-
-static int atomic_put(AtomicFile *a, const void *buf, size_t n, PwErr *err)
-{
-    if (n && fwrite(buf, 1, n, a->f) != n) {
-        pw_errf(err, "%s: write to %s failed: %s", a->path, a->tmp, strerror(errno));
-        atomic_abort(a);
-        return -1;
-    }
-    return 0;
-}
-
-/* The rename is durable only once the folder itself is synced. */
-static int fsync_parent(const char *path, PwErr *err)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return pw_errf(err, "%s: out of memory", path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = 0;
-    /* Some file systems cannot sync a folder (EINVAL); the data itself is already synced. */
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        rc = pw_errf(err, "%s: cannot sync folder %s: %s", path, dir, strerror(errno));
-    if (fd >= 0) close(fd);
-    free(dir);
-    return rc;
-}
-
-static int atomic_commit(AtomicFile *a, PwErr *err)
-{
-    if (fflush(a->f) != 0 || fsync(fileno(a->f)) != 0) {
-        pw_errf(err, "%s: cannot flush %s: %s", a->path, a->tmp, strerror(errno));
-        atomic_abort(a);
-        return -1;
-    }
-    int rc = fclose(a->f);
-    a->f = NULL;
-    if (rc != 0) {
-        pw_errf(err, "%s: cannot close %s: %s", a->path, a->tmp, strerror(errno));
-        atomic_abort(a);
-        return -1;
-    }
-    if (rename(a->tmp, a->path) != 0) {
-        pw_errf(err, "%s: cannot rename %s over it: %s", a->path, a->tmp, strerror(errno));
-        atomic_abort(a);
-        return -1;
-    }
-    free(a->tmp);
-    a->tmp = NULL;
-    return fsync_parent(a->path, err);
-}
-
-int pw_write_file_atomic(const char *path, const void *buf, size_t n, PwErr *err)
-{
-    AtomicFile a;
-    if (atomic_begin(&a, path, err) != 0) return -1;
-    if (atomic_put(&a, buf, n, err) != 0) return -1;
-    return atomic_commit(&a, err);
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* writer                                                                                      */
 
 /* Checks t[0..n) and fills nbytes[i]; names are checked for duplicates in build_header. */
@@ -739,14 +629,17 @@ int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     static const char spaces[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-    AtomicFile a;
-    rc = atomic_begin(&a, path, err);
-    if (rc == 0) rc = atomic_put(&a, len8, 8, err);
-    if (rc == 0) rc = atomic_put(&a, hdr, hlen, err);
-    if (rc == 0) rc = atomic_put(&a, spaces, padded - hlen, err);
-    for (int k = 0; rc == 0 && k < n; k++)
-        rc = atomic_put(&a, t[order[k]].data, nbytes[order[k]], err);
-    if (rc == 0) rc = atomic_commit(&a, err);
+    /* written whole or not at all (pw_file.h): a crash leaves the old file in force */
+    PwFileOut o;
+    FILE *f = pw_file_out_open(&o, path, err);
+    if (!f) goto done;
+    int bad = fwrite(len8, 1, 8, f) != 8 || fwrite(hdr, 1, hlen, f) != hlen ||
+              fwrite(spaces, 1, padded - hlen, f) != padded - hlen;
+    for (int k = 0; !bad && k < n; k++)
+        bad = nbytes[order[k]] &&
+              fwrite(t[order[k]].data, 1, nbytes[order[k]], f) != nbytes[order[k]];
+    if (bad) pw_errf(err, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+    rc = pw_file_out_close(&o, bad, err);
 done:
     free(hdr);
     free(order);

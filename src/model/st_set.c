@@ -408,7 +408,7 @@ int pw_st_set_write(const char *dir, const PwStWriteTensor *t, int n,
             pw_errf(err, "%s: cannot build the index", path);
             goto done;
         }
-        rc = pw_write_file_atomic(path, text, strlen(text), err);
+        rc = pw_file_write(path, text, strlen(text), err);
         free(text);
         if (rc) goto done;
         rc = -1;

@@ -11,6 +11,7 @@
 
 #include "pw_cli.h"
 #include "pw_config.h"
+#include "pw_file.h"
 #include "pw_metrics.h"
 #include "pw_placement.h"
 #include "pw_plan.h"
@@ -169,10 +170,11 @@ static int write_gantt(const PlanArgs *a, const PwPlanProfile *p, const PwRoleMa
         pw_report_join(dir, sizeof dir, a->gantt, name);
         if (mkdir(dir, 0755) && errno != EEXIST) return pw_errf(err, "%s: %s", dir, strerror(errno));
         pw_report_join(path, sizeof path, dir, "trace.json");
-        FILE *f = fopen(path, "w");
-        if (!f) return pw_errf(err, "cannot write %s: %s", path, strerror(errno));
+        PwFileOut o;
+        FILE *f = pw_file_out_open(&o, path, err);
+        if (!f) return -1;
         int rc = pw_plan_trace(p, m, &a->hw, async, f, err);
-        if (fclose(f) && !rc) rc = pw_errf(err, "cannot write %s", path);
+        rc = pw_file_out_close(&o, rc != 0, err);
         if (!rc) rc = pw_report_gantt(a->gantt, name, dir, err) < 0 ? -1 : 0;
         if (rc) return -1;
     }

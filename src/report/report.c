@@ -570,17 +570,14 @@ static Objective *objective_of(Objective *objs, int *nobjs, const char *name)
 
 static int write_file(const char *path, const char *text, PwErr *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return pw_errf(err, "cannot write %s: %s", path, strerror(errno));
-    size_t n = strlen(text);
-    if (fwrite(text, 1, n, f) != n || fclose(f)) return pw_errf(err, "cannot write %s", path);
-    return 0;
+    return pw_file_write(path, text, strlen(text), err);
 }
 
 static int write_curve(const char *path, const PwReportPoint *start, const Run *r, PwErr *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return pw_errf(err, "cannot write %s: %s", path, strerror(errno));
+    PwFileOut o;
+    FILE *f = pw_file_out_open(&o, path, err);
+    if (!f) return -1;
     fprintf(f, "# kl gold gold_se proxy updates\n");
     int with_start = start && !r->pts[0].initial;
     for (int i = -with_start; i < r->npts; i++) {
@@ -588,8 +585,7 @@ static int write_curve(const char *path, const PwReportPoint *start, const Run *
         pw_report_dat_values(f, (const double[]){p->kl, p->gold, p->se, p->proxy}, 4);
         fprintf(f, " %ld\n", p->is_start || p->initial ? 0 : p->step + 1);
     }
-    if (ferror(f) | fclose(f)) return pw_errf(err, "cannot write %s", path);
-    return 0;
+    return pw_file_out_close(&o, 0, err); /* a failed write is the stream's error */
 }
 
 /* [--sft-eval DIR] EXP_DIR NAMED...: argv keeps only the operands, in order; 1 after --help. */

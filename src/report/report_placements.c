@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_file.h"
 #include "pw_metrics.h"
 #include "pw_plan.h"
 #include "pw_report.h"
@@ -118,11 +119,11 @@ static int write_file(const char *dir, const char *name, const Run *runs, int n,
 {
     char path[4096];
     pw_report_join(path, sizeof path, dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) return pw_errf(err, "cannot write %s", path);
+    PwFileOut o;
+    FILE *f = pw_file_out_open(&o, path, err);
+    if (!f) return -1;
     write_table(f, runs, n, md);
-    if (fclose(f)) return pw_errf(err, "cannot write %s", path);
-    return 0;
+    return pw_file_out_close(&o, 0, err); /* a failed write is the stream's error */
 }
 
 /* ---- Gantt of one step from a run's Chrome trace (trace.json) ----------------------------- */
@@ -257,16 +258,17 @@ int pw_report_gantt(const char *out, const char *name, const char *dir, PwErr *e
             row[k] = nrow++;
         }
     snprintf(path, sizeof path, "%s/gantt_%s.dat", out, name);
-    FILE *f = fopen(path, "w");
+    PwFileOut o;
+    FILE *f = pw_file_out_open(&o, path, err);
     if (!f) {
         free(bars);
-        return pw_errf(err, "cannot write %s", path);
+        return -1;
     }
     fprintf(f, "# start_ms end_ms track color  (step %ld of %s)\n", step, dir);
     for (size_t b = 0; b < nbar; b++)
         fprintf(f, "%.4f %.4f %d %d\n", bars[b].a, bars[b].b, row[bars[b].k], bars[b].c);
     free(bars);
-    if (fclose(f)) return pw_errf(err, "cannot write %s", path);
+    if (pw_file_out_close(&o, 0, err)) return -1;
     nt = nrow;
     memcpy(tname, rname, sizeof rname);
     /* the script: one bar per event, a track per rank and role, a colour per phase name */
@@ -303,11 +305,12 @@ static int plot_throughput(const char *out, const Run *runs, int n, PwErr *err)
 {
     char path[4096];
     pw_report_join(path, sizeof path, out, "throughput.dat");
-    FILE *f = fopen(path, "w");
-    if (!f) return pw_errf(err, "cannot write %s", path);
+    PwFileOut o;
+    FILE *f = pw_file_out_open(&o, path, err);
+    if (!f) return -1;
     fprintf(f, "# index placement steps_per_s\n");
     for (int i = 0; i < n; i++) fprintf(f, "%d %s %.6f\n", i, runs[i].name, 1 / runs[i].step_s);
-    if (fclose(f)) return pw_errf(err, "cannot write %s", path);
+    if (pw_file_out_close(&o, 0, err)) return -1;
     pw_report_gnuplot(out, "throughput.gp",
                       "set termoption noenhanced\nset output 'throughput.png'\nset title 'PPO steps per second by placement'\n"
                       "set ylabel 'steps/s'\nset yrange [0:*]\nset style fill solid 0.7\n"

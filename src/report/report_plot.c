@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pw_file.h"
 #include "pw_report.h"
 
 void pw_report_dat_value(FILE *f, double v)
@@ -114,9 +115,12 @@ int pw_report_gnuplot(const char *dir, const char *script_name, const char *scri
 
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, script_name);
-    FILE *f = fopen(path, "w");
-    if (!f || fprintf(f, "set terminal %s\n%s", term, script) < 0 || fclose(f)) {
-        fprintf(stderr, "ppo_world report: cannot write %s: %s\n", path, strerror(errno));
+    PwFileOut o;
+    PwErr e;
+    FILE *f = pw_file_out_open(&o, path, &e);
+    if (f) fprintf(f, "set terminal %s\n%s", term, script); /* an error stays on the stream */
+    if (!f || pw_file_out_close(&o, 0, &e)) {
+        fprintf(stderr, "ppo_world report: %s\n", e.msg);
         return -1;
     }
     static char errors[1 << 16];
@@ -130,23 +134,15 @@ int pw_report_gnuplot(const char *dir, const char *script_name, const char *scri
     return 0;
 }
 
-static FILE *open_dat(const char *run, const char *name, const char *header, char *path,
-                      size_t size, PwErr *err)
+/* a data file of the plots, whole or not at all (pw_file.h); pw_file_out_close ends it */
+static FILE *open_dat(PwFileOut *o, const char *run, const char *name, const char *header,
+                      PwErr *err)
 {
-    snprintf(path, size, "%s/%s", run, name);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        pw_errf(err, "cannot write %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    fprintf(f, "# %s\n", header);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", run, name);
+    FILE *f = pw_file_out_open(o, path, err);
+    if (f) fprintf(f, "# %s\n", header);
     return f;
-}
-
-static int close_dat(FILE *f, const char *path, PwErr *err)
-{
-    if (ferror(f) | fclose(f)) return pw_errf(err, "cannot write %s", path);
-    return 0;
 }
 
 /* one eval.dat row: x is the number of updates the evaluated policy has had */
@@ -180,17 +176,17 @@ static const char run_script[] =
 int pw_report_plot_run(const char *run, const PwReportPoint *pts, int npts,
                        const PwReportStep *steps, int nsteps, const PwReportPoint *sft, PwErr *err)
 {
-    char path[4096];
-    FILE *f = open_dat(run, "train.dat", "step score kl rlhf_reward", path, sizeof path, err);
+    PwFileOut o;
+    FILE *f = open_dat(&o, run, "train.dat", "step score kl rlhf_reward", err);
     if (!f) return -1;
     for (int i = 0; i < nsteps; i++) {
         fprintf(f, "%ld ", steps[i].step);
         pw_report_dat_values(f, (const double[]){steps[i].scores, steps[i].kl, steps[i].rlhf_reward}, 3);
         fputc('\n', f);
     }
-    if (close_dat(f, path, err)) return -1;
+    if (pw_file_out_close(&o, 0, err)) return -1;
 
-    f = open_dat(run, "eval.dat", "updates proxy gold gold_se kl", path, sizeof path, err);
+    f = open_dat(&o, run, "eval.dat", "updates proxy gold gold_se kl", err);
     if (!f) return -1;
     if (npts > 0 && !pts[0].initial) {
         PwReportPoint start = *sft;
@@ -198,7 +194,7 @@ int pw_report_plot_run(const char *run, const PwReportPoint *pts, int npts,
         eval_row(f, 0, &start);
     }
     for (int i = 0; i < npts; i++) eval_row(f, pts[i].initial ? 0 : pts[i].step + 1, &pts[i]);
-    if (close_dat(f, path, err)) return -1;
+    if (pw_file_out_close(&o, 0, err)) return -1;
 
     pw_report_gnuplot(run, "plots.gp", run_script);
     return 0;

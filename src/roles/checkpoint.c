@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "pw_file.h"
-#include "pw_safetensors.h" /* pw_write_file_atomic */
+#include "pw_safetensors.h"
 #include "roles.h"
 
 /* Nothing else is needed to continue bit for bit: prompts, sampling streams and minibatches
@@ -311,7 +311,7 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     json_decref(o);
     PwErr err;
     ckpt_path(path, sizeof path, out_dir, done, "state.json");
-    if (!text || pw_write_file_atomic(path, text, strlen(text), &err))
+    if (!text || pw_file_write(path, text, strlen(text), &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", text ? err.msg : "no memory");
     free(text);
     prune(r, out_dir, done);

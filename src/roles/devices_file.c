@@ -5,7 +5,6 @@
  * resume). */
 #include "devices_file.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +16,8 @@
 
 void pw_devices_file_write(const char *dir, int64_t resumed_step)
 {
-    char path[1100], tmp[1110], host[256] = "?", when[64] = "?";
+    char path[1100], host[256] = "?", when[64] = "?";
     snprintf(path, sizeof path, "%s/devices.txt", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     gethostname(host, sizeof host - 1);
     time_t now = time(NULL);
     struct tm tm;
@@ -31,26 +29,21 @@ void pw_devices_file_write(const char *dir, int64_t resumed_step)
         PwErr e;
         old = pw_file_read(path, PW_FILE_MAX_YAML, &old_len, &e);
     }
-    /* written aside and renamed over the name: whatever stood there (a FIFO would block an
-     * open for writing) is replaced, never written through */
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "ppo_world: warning: cannot write '%s': %s (the run goes on)\n", tmp,
-                strerror(errno));
-        free(old);
-        return;
+    /* whole or not at all (pw_file.h); whatever stood at the name (a FIFO would block an open
+     * for writing) is replaced, never written through */
+    PwFileOut o;
+    PwErr e;
+    FILE *f = pw_file_out_open(&o, path, &e);
+    if (f) {
+        if (old) fwrite(old, 1, old_len, f);
+        if (resumed_step >= 0)
+            fprintf(f, "# resumed at step %lld, %s, on %s\n", (long long)resumed_step, when,
+                    host);
+        else
+            fprintf(f, "# started %s, on %s\n", when, host);
+        pw_device_report(f); /* an error stays on the stream: the close says it */
     }
-    if (old) fwrite(old, 1, old_len, f);
-    if (resumed_step >= 0)
-        fprintf(f, "# resumed at step %lld, %s, on %s\n", (long long)resumed_step, when, host);
-    else
-        fprintf(f, "# started %s, on %s\n", when, host);
-    pw_device_report(f);
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, path)) {
-        fprintf(stderr, "ppo_world: warning: cannot write '%s': %s (the run goes on)\n", path,
-                strerror(errno ? errno : EIO));
-        unlink(tmp);
-    }
+    if (!f || pw_file_out_close(&o, 0, &e))
+        fprintf(stderr, "ppo_world: warning: %s (the run goes on)\n", e.msg);
     free(old);
 }

@@ -409,7 +409,7 @@ static FILE *open_metrics(const char *path, int64_t lines, PwErr *err)
         pw_errf(err, "%s: out of memory", path);
         return NULL;
     }
-    int rc = pw_write_file_atomic(path, buf, len, err);
+    int rc = pw_file_write(path, buf, len, err);
     free(buf);
     if (rc) return NULL;
     if (!(f = fopen(path, "a"))) pw_errf(err, "cannot write '%s': %s", path, strerror(errno));

@@ -1,13 +1,12 @@
 /* config_out.c: a configuration of any schema written out: JSON for tools, YAML that the loader
  * reads back (kept in the run folder), the Markdown key reference of the docs, the --help list. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "config_internal.h"
+#include "pw_file.h"
 
 /* "ppo.epochs" -> section "ppo" (length 3), leaf "epochs"; top-level keys have no section. */
 static size_t section_len(const char *name)
@@ -105,19 +104,13 @@ char *pw_cfg_yaml_string(const PwCfgSchema *s, const void *cfg)
 
 int pw_cfg_save_yaml(const PwCfgSchema *s, const void *cfg, const char *path, PwErr *err)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return pw_errf(err, "%s: cannot create: %s", tmp, strerror(errno));
-    int bad = pw_cfg_write_yaml(s, cfg, f) || fflush(f) || fsync(fileno(f));
-    bad |= fclose(f) != 0;
-    /* Rename only a complete file, so a crash leaves the old one or the new one. */
-    if (bad || rename(tmp, path)) {
-        int e = errno;
-        remove(tmp);
-        return pw_errf(err, "%s: cannot write: %s", path, strerror(e));
-    }
-    return 0;
+    /* whole or not at all (pw_file.h): a crash leaves the old file or the new one */
+    PwFileOut o;
+    FILE *f = pw_file_out_open(&o, path, err);
+    if (!f) return -1;
+    /* a failed write leaves the stream's error, which the close reports */
+    pw_cfg_write_yaml(s, cfg, f);
+    return pw_file_out_close(&o, 0, err);
 }
 
 /* Markdown table cells: a '|' would end the cell. */

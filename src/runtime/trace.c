@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pw_file.h"
 #include "pw_trace.h"
 
 /* One span as it travels to rank 0: plain bytes between processes of one build, so names are
@@ -185,28 +186,19 @@ static void add_events(json_t *evs, int rank, const TraceEv *ev, int n, double o
     }
 }
 
+/* whole or not at all (pw_file.h): a reader never loads half a trace */
 static int write_file(const char *path, json_t *root, PwErr *err)
 {
-    size_t n = strlen(path) + 8;
-    char *tmp = malloc(n);
-    if (!tmp) return pw_errf(err, "trace.path: out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = 0;
-    if (!f) {
-        rc = pw_errf(err, "trace.path: cannot write '%s': %s", tmp, strerror(errno));
-    } else {
-        int bad = json_dumpf(root, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-        bad |= fputc('\n', f) == EOF;
-        bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, path) != 0) {
-            rc = pw_errf(err, "trace.path: writing '%s' failed: %s", path, strerror(errno));
-            unlink(tmp);
-        }
+    PwFileOut o;
+    PwErr e;
+    FILE *f = pw_file_out_open(&o, path, &e);
+    if (f) {
+        int bad = json_dumpf(root, f, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                          JSON_REAL_PRECISION(15)) != 0 || fputc('\n', f) == EOF;
+        if (bad) pw_errf(&e, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+        if (!pw_file_out_close(&o, bad, &e)) return 0;
     }
-    free(tmp);
-    return rc;
+    return pw_errf(err, "trace.path: %s", e.msg);
 }
 
 void pw_trace_free(PwWorld *w)

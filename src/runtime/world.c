@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "pw_comm.h"
+#include "pw_file.h"
 #include "pw_message.h"
 #include "pw_trace.h"
 
@@ -117,28 +118,25 @@ void pw_world_describe_rank(const PwWorld *w, int rank, char *buf, size_t len)
 /* A rank killed by a signal (SIGKILL, the kernel's OOM killer) cannot say anything, and mpirun
  * tears the job down at once, naming only the rank's number. launch/run.sh names PW_RANK_ROLES;
  * rank 0 writes there "N rank N (roles)" per rank, so that the launcher can put the roles
- * beside mpirun's number once the job is gone (docs/runtime.md, A killed rank). Written to a
- * temporary name and renamed: the launcher never reads half a map. Best effort: the map only
+ * beside mpirun's number once the job is gone (docs/runtime.md, A killed rank). Written whole or
+ * not at all (pw_file.h): the launcher never reads half a map. Best effort: the map only
  * improves a message, so a file that cannot be written is said once and not fatal. */
 static void write_rank_roles(const PwWorld *w)
 {
     const char *path = getenv("PW_RANK_ROLES");
     if (w->rank != 0 || !path || !*path) return;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return;
-    FILE *f = fopen(tmp, "w");
+    PwFileOut o;
+    PwErr e;
+    FILE *f = pw_file_out_open(&o, path, &e);
     int ok = f != NULL;
     for (int r = 0; ok && r < w->size; r++) {
         char who[200];
         pw_world_describe_rank(w, r, who, sizeof who);
-        ok = fprintf(f, "%d %s\n", r, who) > 0;
+        fprintf(f, "%d %s\n", r, who); /* an error stays on the stream: the close says it */
     }
-    if (f && fclose(f)) ok = 0;
-    if (!ok || rename(tmp, path)) {
-        fprintf(stderr, "[ppo_world] rank 0: cannot write the rank -> roles map to %s; a rank "
-                "killed by a signal will be named by its number only\n", path);
-        remove(tmp);
-    }
+    if (!ok || pw_file_out_close(&o, 0, &e))
+        fprintf(stderr, "[ppo_world] rank 0: cannot write the rank -> roles map (%s); a rank "
+                "killed by a signal will be named by its number only\n", e.msg);
 }
 
 static void describe_init(const void *ctx, char *buf, size_t len)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "pw_model.h"
+#include "pw_file.h"
 #include "pw_safetensors.h"
 #include "pw_test.h"
 
@@ -227,7 +228,7 @@ static void copy_file(const char *from, const char *to)
     size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
     if (f) fclose(f);
     PwErr err;
-    if (!n || pw_write_file_atomic(to, buf, n, &err)) {
+    if (!n || pw_file_write(to, buf, n, &err)) {
         fprintf(stderr, "copy %s -> %s failed\n", from, to);
         exit(1);
     }
@@ -337,7 +338,7 @@ static void edit_config(const char *dir, const char *key, json_t *value)
         json_object_del(rootj, key);
     char *text = json_dumps(rootj, JSON_INDENT(2));
     PwErr err;
-    pw_write_file_atomic(path, text, strlen(text), &err);
+    pw_file_write(path, text, strlen(text), &err);
     free(text);
     json_decref(rootj);
 }
@@ -452,7 +453,7 @@ static void test_errors(void)
         static const char text[] = "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, "
                                    "\"vocab_size\": 24, \"n_positions\": 16, \"n_layer\": 1}";
         PwErr werr;
-        pw_write_file_atomic(cfgpath, text, strlen(text), &werr);
+        pw_file_write(cfgpath, text, strlen(text), &werr);
     }
     expect_error(d, "config.json", "duplicate object key", "key given twice");
 

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "pw_file.h"
 #include "pw_safetensors.h"
 #include "pw_test.h"
 #include "st_tmpdir.h"
@@ -209,8 +210,8 @@ static void test_atomic(const char *dir)
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     PwErr err = {{0}};
-    CHECK(pw_write_file_atomic(path, "{\"a\": 1}", 8, &err) == 0, "%s", err.msg);
-    CHECK(pw_write_file_atomic(path, "{}", 2, &err) == 0, "%s", err.msg);
+    CHECK(pw_file_write(path, "{\"a\": 1}", 8, &err) == 0, "%s", err.msg);
+    CHECK(pw_file_write(path, "{}", 2, &err) == 0, "%s", err.msg);
     unsigned char buf[64];
     long n = slurp(path, buf, sizeof buf);
     CHECK(n == 2 && memcmp(buf, "{}", 2) == 0, "replaced file holds %ld bytes", n);
