@@ -61,5 +61,9 @@ FILE *pw_file_out_open(PwFileOut *o, const char *path, PwErr *err);
 int pw_file_out_close(PwFileOut *o, int failed, PwErr *err);
 /* `path` replaced by buf[0..n) through the two above. */
 int pw_file_write(const char *path, const void *buf, size_t n, PwErr *err);
+/* A file that grows line by line while a run goes on (metrics.jsonl): `path` replaced by
+ * keep[0..n) (what a resumption keeps; n = 0 for a new run) as pw_file_write does, then opened
+ * for appending. NULL with `err` set on failure. */
+FILE *pw_file_append(const char *path, const void *keep, size_t n, PwErr *err);
 
 #endif

@@ -86,6 +86,16 @@ int pw_file_out_close(PwFileOut *o, int failed, PwErr *err)
     return failed || step ? -1 : 0;
 }
 
+FILE *pw_file_append(const char *path, const void *keep, size_t n, PwErr *err)
+{
+    /* the rename puts a regular file at the name first: an open for writing of whatever stood
+     * there (a FIFO) would block */
+    if (pw_file_write(path, keep, n, err)) return NULL;
+    FILE *f = fopen(path, "a");
+    if (!f) pw_errf(err, "%s: cannot open for appending: %s", path, strerror(errno));
+    return f;
+}
+
 int pw_file_write(const char *path, const void *buf, size_t n, PwErr *err)
 {
     PwFileOut o;

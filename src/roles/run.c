@@ -388,8 +388,8 @@ static void warn_skipped(const PwPrompts *d, int max_len)
 }
 
 /* Keeps the first `lines` lines of the metrics file (the steps the checkpoint covers), then
- * opens it for appending. The kept lines are written by rename, so whatever stood at the name
- * (a FIFO would block an open for writing) is replaced by a file before it is opened. */
+ * opens it for appending (pw_file_append: whatever stood at the name, a FIFO included, is
+ * replaced by a file before it is opened). */
 static FILE *open_metrics(const char *path, int64_t lines, PwErr *err)
 {
     FILE *f = NULL;
@@ -409,10 +409,8 @@ static FILE *open_metrics(const char *path, int64_t lines, PwErr *err)
         pw_errf(err, "%s: out of memory", path);
         return NULL;
     }
-    int rc = pw_file_write(path, buf, len, err);
+    f = pw_file_append(path, buf, len, err);
     free(buf);
-    if (rc) return NULL;
-    if (!(f = fopen(path, "a"))) pw_errf(err, "cannot write '%s': %s", path, strerror(errno));
     return f;
 }
 

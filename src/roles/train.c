@@ -10,6 +10,7 @@
 #include "pw_cli.h"
 #include "pw_collective.h"
 #include "pw_device.h"
+#include "pw_file.h"
 #include "pw_memcheck.h"
 #include "pw_metrics.h"
 #include "pw_tb.h"
@@ -350,8 +351,7 @@ static int setup_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
         if (pw_cfg_save_yaml(&pw_train_config_schema, &t->cfg, path, err)) return -1;
         pw_devices_file_write(a->out, -1);
         snprintf(path, sizeof path, "%s/metrics.jsonl", a->out);
-        t->metrics = fopen(path, "w");
-        if (!t->metrics) return pw_errf(err, "cannot write '%s': %s", path, strerror(errno));
+        if (!(t->metrics = pw_file_append(path, "", 0, err))) return -1;
     }
     return 0;
 }

@@ -99,6 +99,19 @@ int main(void)
     CHECK(pw_file_write(fifo, "x\n", 2, &err) == 0, "%s", err.msg);
     alarm(0);
     CHECK(stat(fifo, &st) == 0 && S_ISREG(st.st_mode), "the FIFO was not replaced by a file");
+    /* a file opened for appending (metrics.jsonl): a FIFO there is replaced too, and what a
+     * resumption keeps comes first */
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0644) == 0, "mkfifo: %s", strerror(errno));
+    alarm(20);
+    f = pw_file_append(fifo, "kept\n", 5, &err);
+    alarm(0);
+    CHECK(f != NULL, "%s", err.msg);
+    if (f) {
+        fputs("appended\n", f);
+        fclose(f);
+    }
+    CHECK(!strcmp(text_of(fifo), "kept\nappended\n"), "append: '%s'", text_of(fifo));
 
     /* a folder at the name: the rename cannot replace it */
     char sub[400];
