@@ -2,10 +2,13 @@
  * between two marks, summed by device, entry and shape; the report at exit. The entries' own
  * wrappers are in profile_entries.c. Written here because the GPU machines' runtimes do not all
  * let Nsight read their counters, and its replay takes minutes where the events take seconds. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -329,10 +332,17 @@ static void write_at_exit(void)
         }
     }
     path[k] = '\0';
-    FILE *f = fopen(path, "w");
+    /* opened without blocking and kept only if it is a regular file: a FIFO at the name would
+     * otherwise hold the process at its exit (ENXIO without a reader; refused with one) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st;
+    FILE *f = NULL;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) f = fdopen(fd, "w");
     if (!f) {
-        fprintf(stderr, "ppo_world: %s=%s: cannot write %s; the profile goes to stderr\n",
-                PW_OPS_PROFILE_ENV, dest, path);
+        if (fd >= 0) close(fd);
+        fprintf(stderr, "ppo_world: %s=%s: cannot write %s (%s); the profile goes to stderr\n",
+                PW_OPS_PROFILE_ENV, dest, path,
+                fd < 0 ? strerror(errno) : "not a regular file");
         f = stderr;
     }
     pw_ops_profile_write(f);

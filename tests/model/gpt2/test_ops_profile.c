@@ -11,6 +11,7 @@
  * The table-level behaviour (marks, graphs, flops, bytes, reset) is checked here too, on the
  * CPU table. */
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,9 +274,10 @@ static pid_t child(const char *env, Out *o, int *status)
     return pid;
 }
 
-/* A path that cannot be written: the report goes to stderr instead, after a message naming the
- * variable and the path; the run itself is not stopped. */
-static void check_unwritable(const char *dir)
+/* A path that cannot be written (`value`: a missing folder, a FIFO): the report goes to stderr
+ * instead, after a message naming the variable, the path (`shown`) and why; the run itself is
+ * neither stopped nor held (a FIFO is never waited on: the child has 20 s). */
+static void check_unwritable(const char *dir, const char *value, const char *shown)
 {
     char errpath[4200];
     snprintf(errpath, sizeof errpath, "%s/ops_profile_stderr.txt", dir);
@@ -283,7 +285,8 @@ static void check_unwritable(const char *dir)
     if (pid == 0) {
         FILE *e = freopen(errpath, "w", stderr);
         if (!e) _exit(3);
-        setenv(PW_OPS_PROFILE_ENV, "/nonexistent-dir/ops_%p.txt", 1);
+        alarm(20);
+        setenv(PW_OPS_PROFILE_ENV, value, 1);
         PwErr err;
         const PwOps *o = pw_ops_open(PW_DEVICE_CPU, 0, &err);
         float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, y[4];
@@ -301,9 +304,9 @@ static void check_unwritable(const char *dir)
     size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
     buf[got] = '\0';
     if (f) fclose(f);
-    CHECK(strstr(buf, "PW_PROFILE_OPS=/nonexistent-dir/ops_%p.txt: cannot write "
-                      "/nonexistent-dir/ops_") &&
-              strstr(buf, "the profile goes to stderr") &&
+    char want[4400];
+    snprintf(want, sizeof want, "PW_PROFILE_OPS=%s: cannot write %s", value, shown);
+    CHECK(strstr(buf, want) && strstr(buf, "the profile goes to stderr") &&
               strstr(buf, "matmul_forward N=2 C=2 OC=2\n"),
           "an unwritable path's message and report on stderr:\n%s", buf);
     unlink(errpath);
@@ -322,7 +325,16 @@ int main(int argc, char **argv)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the profiled child failed");
     child("0", off, &st);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child with PW_PROFILE_OPS=0 failed");
-    check_unwritable(dir);
+    check_unwritable(dir, "/nonexistent-dir/ops_%p.txt", "/nonexistent-dir/ops_");
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/ops_profile_fifo", dir);
+    unlink(fifo);
+    if (mkfifo(fifo, 0644) == 0) {
+        char shown[4300];
+        snprintf(shown, sizeof shown, "%s (No such device or address)", fifo);
+        check_unwritable(dir, fifo, shown);
+        unlink(fifo);
+    }
     const char *names[NCASE] = {"gpt2 fp32", "gpt2 bf16", "llama fp32", "llama bf16"};
     for (int c = 0; c < NCASE; c++) {
         CHECK(!memcmp(&plain[c], &timed[c], sizeof plain[c]), "%s: profiled outputs differ",
