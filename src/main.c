@@ -212,6 +212,11 @@ int main(int argc, char **argv)
         return train_mode(argc, argv);
     PwArgs a;
     int rc = parse_args(argc, argv, &a);
+    /* A bad command line is said by rank 0 alone (bad_usage), and only rank 0 fails with it:
+     * mpirun ends the job at the first non-zero exit, and another rank, silent, exiting 2 first
+     * got rank 0 killed before it spoke (the message lost in 9 of 20 jobs of two ranks on a
+     * loaded machine). The job still exits 2, rank 0's code, and mpirun names rank 0. */
+    if (rc == 2 && launcher_rank() > 0) return 0;
     if (rc) return rc == 1 ? 0 : rc;
 
     /* Alone with --dry-run there is no job to join: plan --world-size ranks on this host.

@@ -51,6 +51,16 @@ refused "ppo_world sft: optim.warmup_steps (20) must not exceed train.steps (5)"
     sft --out "$WORK/c" "data.dir=$WORK" train.steps=5 optim.warmup_steps=20
 refused "ppo_world sft: unknown flag '--steps'" sft --out "$WORK/c" "data.dir=$WORK" --steps 3
 refused "ppo_world: unknown flag '--bogus'" --placement configs/none.yaml --bogus
+# ... and only rank 0 fails with it: another rank exiting 2 first would have mpirun kill rank 0
+# before it spoke (src/main.c); seen through the launcher's variable, without a job
+for r in 0 1; do
+    rc=0
+    OMPI_COMM_WORLD_RANK=$r "$PPO_WORLD" --placement configs/none.yaml --bogus > "$WORK/r.out" \
+        2>&1 || rc=$?
+    said=$(grep -c "^ppo_world: unknown flag '--bogus'" "$WORK/r.out" || true)
+    [ "$r:$rc:$said" = 0:2:1 ] || [ "$r:$rc:$(wc -c < "$WORK/r.out")" = 1:0:0 ] ||
+        { cat "$WORK/r.out"; fail "rank $r of a bad command line: exit $rc (0: 2, said; 1: 0)"; }
+done
 
 # a file where out/tensorboard goes (log.tensorboard): refused before training, nothing written
 mkdir "$WORK/tbf"
