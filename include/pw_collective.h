@@ -18,6 +18,22 @@ int pw_broadcast(PwWorld *w, PwRole r, PwTensor *t, int root, PwErr *err);
 /* Returns once every rank of role r has entered it. */
 int pw_barrier(PwWorld *w, PwRole r, PwErr *err);
 
+/* ---- a tensor split in blocks over the ranks of role r: role rank k's block is elements
+ * [starts[k], starts[k + 1]) of it (starts: nranks + 1 non-decreasing offsets, the last within
+ * the tensor), e.g. the weights each rank updates when the AdamW moments are split over them.
+ * Every rank of the role calls these with the same starts; -1 with a message for starts that
+ * are not such offsets or a rank lacking the role. */
+/* Every block to every rank, in place: each rank's own block is read, the others written (an
+ * all-gather of blocks of any sizes). NCCL for GPU tensors of GPU roles (one broadcast per
+ * block, grouped in one launch), MPI otherwise. */
+int pw_allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, PwErr *err);
+/* Every block to role rank `root` alone, over MPI, in host memory: `mine` holds this rank's
+ * block (starts[k + 1] - starts[k] elements of `dtype`); root's `all` (starts[nranks] elements;
+ * NULL on the other ranks) gets every block, its own copied from `mine`. What a checkpoint of
+ * split state needs: only its writer holds the whole. */
+int pw_gather_blocks(PwWorld *w, PwRole r, const void *mine, void *all, PwDtype dtype,
+                     const int64_t *starts, int root, PwErr *err);
+
 /* ---- a model's gradients summed over role r's ranks in buckets, each posted as soon as the
  * backward has finished writing it (pw_model.h, PwGradReady), so that the sum of the upper
  * layers' gradients runs while the lower ones are still in backward (docs/runtime.md, Gradient

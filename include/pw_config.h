@@ -95,6 +95,7 @@ typedef struct PwOptimConfig {
     double eps;
     double grad_clip;
     bool offload_adam_states;
+    int64_t zero_stage;
 } PwOptimConfig;
 
 typedef struct PwCheckpointConfig {

@@ -359,6 +359,25 @@ int pw_model_optimizer_reload(PwModel *m, PwErr *err);
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err);
 int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err);
 
+/* ---- the moments split over the ranks of a role (ZeRO stage 1; docs/model.md, The optimiser's
+ * share): the model keeps and updates the moments of floats [lo, hi) of pw_model_params alone.
+ * Every rank still holds the whole gradient (summed over the ranks) and the whole parameters;
+ * pw_model_adamw_step takes the norm of the whole gradient, clips and updates the share, and
+ * leaves the rest of params as it was: the caller puts the shares together (an all-gather into
+ * pw_model_params). Set before the moments exist; -1 with a message for a range outside the
+ * parameters or moments already made. A load keeps the share of the file's whole moments;
+ * pw_model_optimizer_save refuses a share (one rank cannot write the whole file). */
+int pw_model_optimizer_shard(PwModel *m, size_t lo, size_t hi, PwErr *err);
+void pw_model_optimizer_range(const PwModel *m, size_t *lo, size_t *hi);
+/* The share's moments (hi - lo floats each) into host memory, wherever they are; -1 when no
+ * step made them yet. */
+int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err);
+/* Whole moments (pw_model_num_params floats each, in host memory) as path, as
+ * pw_model_optimizer_save writes them: what a role's first rank writes once it has gathered
+ * every rank's share. */
+int pw_model_optimizer_write(const PwModel *m, const char *path, const float *hm,
+                             const float *hv, PwErr *err);
+
 /* ---- what a weight may hold: a finite value at most PW_WEIGHT_LIMIT in magnitude. Trained
  * weights stay far below it (those of published LLMs below 1e4); a larger value comes from a
  * diverged run or a broken file, and float32 arithmetic overflows on it within a few orders

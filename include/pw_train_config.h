@@ -48,6 +48,7 @@ typedef struct PwTrainConfig {
         int64_t warmup_steps; /* PW_CFG_AUTO_INT: pw_train_config_warmup decides */
         PwLrDecay decay;
         double min_lr, weight_decay, beta1, beta2, eps, grad_clip;
+        int64_t zero_stage;
     } optim;
     struct {
         int64_t every;

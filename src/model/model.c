@@ -442,6 +442,8 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
                                   : m->split_b16 + m->split_off[i];
     }
     m->num_stored = split ? m->split_f32 : m->num_params;
+    m->opt_lo = 0;
+    m->opt_hi = m->num_params;
     return 0;
 }
 
@@ -960,11 +962,16 @@ double pw_model_grad_norm(PwModel *m)
     return sqrt(m->ops->sumsq(m->ops, m->grads, m->num_params));
 }
 
+/* Bytes of one moment: this model's share of the parameters (all of them unless split). */
+static size_t moment_bytes(const PwModel *m) { return (m->opt_hi - m->opt_lo) * sizeof(float); }
+
 static int alloc_moments(PwModel *m, PwErr *err)
 {
-    size_t bytes = m->num_params * sizeof(float);
-    if (!(m->adam_m = m->ops->alloc(m->ops, bytes)) ||
-        !(m->adam_v = m->ops->alloc(m->ops, bytes))) {
+    size_t bytes = moment_bytes(m);
+    /* an empty share (more ranks than blocks of parameters) still gets a float, so that the
+     * moments' pointers say "a step was taken" as they do everywhere else */
+    size_t ab = bytes ? bytes : sizeof(float);
+    if (!(m->adam_m = m->ops->alloc(m->ops, ab)) || !(m->adam_v = m->ops->alloc(m->ops, ab))) {
         m->ops->free(m->ops, m->adam_m);
         m->adam_m = NULL;
         return pw_model_no_room(m, "the AdamW moments", 2 * bytes, err);
@@ -973,6 +980,30 @@ static int alloc_moments(PwModel *m, PwErr *err)
 }
 
 int pw_model_has_optimizer(const PwModel *m) { return m->adam_m || m->h_adam_m; }
+
+int pw_model_optimizer_shard(PwModel *m, size_t lo, size_t hi, PwErr *err)
+{
+    if (lo > hi || hi > m->num_params)
+        return pw_errf(err, "the optimiser's share [%zu, %zu) is not a range of the model's %zu "
+                       "parameters", lo, hi, m->num_params);
+    if (pw_model_has_optimizer(m))
+        return pw_errf(err, "the optimiser's share is set before its moments exist (before the "
+                       "first step or a load of the moments)");
+    m->opt_lo = lo;
+    m->opt_hi = hi;
+    return 0;
+}
+
+void pw_model_optimizer_range(const PwModel *m, size_t *lo, size_t *hi)
+{
+    *lo = m->opt_lo;
+    *hi = m->opt_hi;
+}
+
+static int whole_optimizer(const PwModel *m)
+{
+    return m->opt_lo == 0 && m->opt_hi == m->num_params;
+}
 
 int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *norm_out,
                         PwErr *err)
@@ -987,29 +1018,39 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
     /* The norm is a sum over every gradient, so this one test sees a NaN or infinity anywhere;
      * clipping cannot repair it (inf / inf is NaN), and the moments would keep it for good. */
     if (!isfinite(norm)) return PW_ADAMW_SKIPPED;
-    if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip)
-        o->scale(o, m->grads, (float)(cfg->grad_clip / norm), m->num_params);
-    /* one update per tensor: each tensor is contiguous and decays or not as a whole */
+    /* Only the share is clipped and updated: the other floats of grads are read by nobody
+     * after this (the next backward overwrites them). Each float of the share goes through the
+     * same operations as in an update of the whole, so the shares of N ranks put together are
+     * the whole's update bit for bit. */
+    size_t lo = m->opt_lo, hi = m->opt_hi;
+    if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip && hi > lo)
+        o->scale(o, m->grads + lo, (float)(cfg->grad_clip / norm), hi - lo);
+    /* one update per tensor (the part of it in the share): each tensor is contiguous and
+     * decays or not as a whole */
     for (int i = 0; i < m->ntensors; i++) {
-        size_t n = m->tensor_size[i], off = m->tensor_off[i];
-        if (n)
-            o->adamw_update(o, m->params + off, m->grads + off, m->adam_m + off, m->adam_v + off,
-                            n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
-                            m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
+        size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
+        a = a > lo ? a : lo;
+        b = b < hi ? b : hi;
+        if (a < b)
+            o->adamw_update(o, m->params + a, m->grads + a, m->adam_m + (a - lo),
+                            m->adam_v + (a - lo), b - a, cfg->lr, cfg->beta1, cfg->beta2,
+                            cfg->eps, m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
     }
     /* The bfloat16 copy of the new weights, made now: whatever follows an update reads it (the
      * next minibatch's forward, or the weights handed to the generators), so making it here
-     * costs nothing more, and counts in the update's time, not in the next phase's. */
+     * costs nothing more, and counts in the update's time, not in the next phase's. A share
+     * waits for the other ranks' shares (the caller's all-gather writes them into params
+     * through pw_model_params); the next use makes the copy. */
     m->mirror_stale = 1;
-    pw_model_mirror_refresh(m);
+    if (whole_optimizer(m)) pw_model_mirror_refresh(m);
     return PW_ADAMW_APPLIED;
 }
 
 int pw_model_optimizer_offload(PwModel *m, PwErr *err)
 {
     if (m->ops->device == PW_DEVICE_CPU || !m->adam_m) return 0;
-    size_t bytes = m->num_params * sizeof(float);
-    if (!(m->h_adam_m = malloc(bytes)) || !(m->h_adam_v = malloc(bytes))) {
+    size_t bytes = moment_bytes(m);
+    if (!(m->h_adam_m = malloc(bytes ? bytes : 1)) || !(m->h_adam_v = malloc(bytes ? bytes : 1))) {
         free(m->h_adam_m);
         m->h_adam_m = NULL;
         return pw_errf(err, "out of host memory for the AdamW moments (%.1f MiB)",
@@ -1027,7 +1068,7 @@ int pw_model_optimizer_reload(PwModel *m, PwErr *err)
 {
     if (!m->h_adam_m) return 0;
     if (alloc_moments(m, err)) return -1;
-    size_t bytes = m->num_params * sizeof(float);
+    size_t bytes = moment_bytes(m);
     m->ops->copy(m->ops, m->adam_m, m->h_adam_m, bytes, PW_COPY_H2D);
     m->ops->copy(m->ops, m->adam_v, m->h_adam_v, bytes, PW_COPY_H2D);
     free(m->h_adam_m);
@@ -1045,9 +1086,9 @@ static int host_moments(PwModel *m, float **hm, float **hv, int *copied, PwErr *
         *hv = m->h_adam_v ? m->h_adam_v : m->adam_v;
         return 0;
     }
-    size_t bytes = m->num_params * sizeof(float);
-    *hm = malloc(bytes);
-    *hv = malloc(bytes);
+    size_t bytes = moment_bytes(m);
+    *hm = malloc(bytes ? bytes : 1);
+    *hv = malloc(bytes ? bytes : 1);
     if (!*hm || !*hv) {
         free(*hm);
         free(*hv);
@@ -1099,12 +1140,23 @@ static void unpack_real(const PwModel *m, float *dst, const float *src)
     }
 }
 
-int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
+int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err)
 {
-    if (!pw_model_has_optimizer(m)) return 0;
-    float *hm, *hv;
-    int copied;
-    if (host_moments(m, &hm, &hv, &copied, err)) return -1;
+    if (!pw_model_has_optimizer(m)) return pw_errf(err, "no AdamW moments yet (no step taken)");
+    size_t bytes = moment_bytes(m);
+    if (m->h_adam_m) {
+        memcpy(hm, m->h_adam_m, bytes);
+        memcpy(hv, m->h_adam_v, bytes);
+    } else {
+        m->ops->copy(m->ops, hm, m->adam_m, bytes, PW_COPY_D2H);
+        m->ops->copy(m->ops, hv, m->adam_v, bytes, PW_COPY_D2H);
+    }
+    return 0;
+}
+
+int pw_model_optimizer_write(const PwModel *m, const char *path, const float *hm,
+                             const float *hv, PwErr *err)
+{
     const size_t n = m->num_weights;
     float *pm = malloc(n * sizeof(float)), *pv = malloc(n * sizeof(float));
     int rc = -1;
@@ -1125,6 +1177,20 @@ int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
 done:
     free(pm);
     free(pv);
+    return rc;
+}
+
+int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
+{
+    if (!pw_model_has_optimizer(m)) return 0;
+    if (!whole_optimizer(m))
+        return pw_errf(err, "%s: this model keeps a share of the AdamW moments (floats %zu to "
+                       "%zu of %zu): the file is written from all the shares "
+                       "(pw_model_optimizer_write)", path, m->opt_lo, m->opt_hi, m->num_params);
+    float *hm, *hv;
+    int copied;
+    if (host_moments(m, &hm, &hv, &copied, err)) return -1;
+    int rc = pw_model_optimizer_write(m, path, hm, hv, err);
     if (copied) {
         free(hm);
         free(hv);
@@ -1153,8 +1219,9 @@ int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err)
     free(m->h_adam_v);
     m->h_adam_m = m->h_adam_v = NULL;
     if (!m->adam_m && alloc_moments(m, err)) goto done;
-    m->ops->copy(m->ops, m->adam_m, hm, bytes, PW_COPY_H2D);
-    m->ops->copy(m->ops, m->adam_v, hv, bytes, PW_COPY_H2D);
+    /* the whole file is read; a model with a share keeps its part */
+    m->ops->copy(m->ops, m->adam_m, hm + m->opt_lo, moment_bytes(m), PW_COPY_H2D);
+    m->ops->copy(m->ops, m->adam_v, hv + m->opt_lo, moment_bytes(m), PW_COPY_H2D);
     rc = 0;
 done:
     pw_st_close(st);

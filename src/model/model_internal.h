@@ -48,8 +48,11 @@ struct PwModel {
     size_t mirror_off[PW_MODEL_MAX_TENSORS]; /* tensor i in params_bf16 (tensor_off unsplit) */
     int grads_spent;               /* the gradients' memory holds a payload of weights_out */
     float *grads;                  /* (num_params), NULL until the first zero_grad */
-    float *adam_m, *adam_v;        /* (num_params) each, NULL until the first step */
+    float *adam_m, *adam_v;        /* (opt_hi - opt_lo) each, NULL until the first step */
     float *h_adam_m, *h_adam_v;    /* host copies while offloaded (device ones NULL then) */
+    /* the floats of params whose moments this model keeps and updates: all of them, or its
+     * share when the moments are split over a role's ranks (pw_model_optimizer_shard) */
+    size_t opt_lo, opt_hi;
     /* precision bf16: the parameters rounded to bfloat16, which the products read instead of
      * converting each weight at every call; made again from params, when stale, before a
      * forward, a backward or a cache pass (pw_model_mirror_refresh). Every writer of params

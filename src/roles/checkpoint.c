@@ -13,6 +13,7 @@
 #include "pw_file.h"
 #include "pw_safetensors.h"
 #include "roles.h"
+#include "shard.h"
 
 /* Nothing else is needed to continue bit for bit: prompts, sampling streams and minibatches
  * are functions of (seed, step, row), so the step number is the data position and the RNG. */
@@ -54,7 +55,7 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
  * copies are conveniences: one that fails (a tokenizer folder removed during the run) is a
  * warning, and the checkpoint, which resumes without them, is kept. */
 static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
-                       int with_optimizer)
+                       int with_optimizer, const float *hm, const float *hv)
 {
     PwErr err;
     make_dir_or_die(dir);
@@ -66,7 +67,9 @@ static void save_model(PwModel *m, const char *dir, const char *tokenizer, const
     if (!with_optimizer) return;
     char path[1400];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    if (pw_model_optimizer_save(m, path, &err))
+    /* moments split over the role's ranks (hm, hv: gathered whole) make the same file */
+    if (hm ? pw_model_optimizer_write(m, path, hm, hv, &err)
+           : pw_model_optimizer_save(m, path, &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
 }
 
@@ -278,6 +281,13 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         ckpt_path(path, sizeof path, out_dir, done, "generator");
         save_queue(r, path);
     }
+    /* optim.zero_stage 1: each rank of the actor and of the critic hands its share of the
+     * moments to the role's rank 0, which writes them (critic first, on every rank alike) */
+    float *cm = NULL, *cv = NULL, *am = NULL, *av = NULL;
+    if (pw_world_has_role(w, PW_ROLE_CRITIC))
+        pw_shard_gather_moments(w, PW_ROLE_CRITIC, r->critic, r->shard[PW_ROLE_CRITIC], &cm, &cv);
+    if (pw_world_has_role(w, PW_ROLE_ACTOR))
+        pw_shard_gather_moments(w, PW_ROLE_ACTOR, r->actor, r->shard[PW_ROLE_ACTOR], &am, &av);
     static const PwRole writers[] = {PW_ROLE_CRITIC, PW_ROLE_GENERATOR};
     for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
         PwRole role = writers[i];
@@ -285,14 +295,14 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         if (role == PW_ROLE_GENERATOR && !r->async) continue;
         if (role == PW_ROLE_CRITIC) {
             ckpt_path(path, sizeof path, out_dir, done, "critic");
-            save_model(r->critic, path, r->s.tokenizer, NULL, 1);
+            save_model(r->critic, path, r->s.tokenizer, NULL, 1, cm, cv);
         }
         PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
         pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_CONTROL, done, &t);
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
         ckpt_path(path, sizeof path, out_dir, done, "actor");
-        save_model(r->actor, path, r->s.tokenizer, r->s.sft, 1);
+        save_model(r->actor, path, r->s.tokenizer, r->s.sft, 1, am, av);
         for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
             PwRole role = writers[i];
             if (!w->map.role[role].nranks || (role == PW_ROLE_GENERATOR && !r->async)) continue;
@@ -302,6 +312,10 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     }
     pw_xfer_wait(&x, w);
     pw_xfer_free(&x);
+    free(cm);
+    free(cv);
+    free(am);
+    free(av);
     if (!pw_world_has_role(w, PW_ROLE_ACTOR) || w->role_rank[PW_ROLE_ACTOR] != 0) return;
 
     json_t *o = json_pack("{s:I, s:I, s:f, s:[f, f, f]}", "step", (json_int_t)done, "opt_step",

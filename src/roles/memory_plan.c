@@ -14,6 +14,7 @@
 #include "pw_placement.h"
 #include "pw_roles.h"
 #include "roles.h"
+#include "shard.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -30,7 +31,8 @@ typedef struct Held {
  * train: gradients and moments; the generator only decodes, and never makes the activations of
  * a forward. One row of the table (none without `out`). */
 static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, const char *dir,
-                      int heads, PwDevice dev, int gen_rows, Held *h, FILE *out, PwErr *err)
+                      int heads, PwDevice dev, int gen_rows, int idx, int nranks, Held *h,
+                      FILE *out, PwErr *err)
 {
     PwArch a;
     if (pw_arch_load(&a, dir, err)) return -1;
@@ -44,6 +46,9 @@ static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, 
         (gen_rows > 0 && pw_gen_plan(&a, &o, gen_rows, r->maxT, &gen, &e)))
         return pw_errf(err, "%s '%s': %s", label, dir, e.msg);
     if (decode_only) b.activations = 0;
+    /* optim.zero_stage 1: the share of the moments of this rank (role rank idx; shard.h) */
+    if (trained && r->s.zero_stage)
+        b.moments = 2 * sizeof(float) * pw_shard_size(nranks, b.moments / (2 * sizeof(float)), idx);
     size_t train = trained ? b.backward + b.grads + b.moments : 0;
     size_t weights = b.params + b.params_bf16 + b.buffers;
     if (out)
@@ -69,24 +74,28 @@ static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FI
         if (idx < 0) continue;
         PwDevice dev = map->role[role].device;
         const char *name = pw_role_name(role);
+        const int nr = map->role[role].nranks;
         int rc = 0;
         switch (ri) {
         case PW_ROLE_ACTOR: /* without a generator role the actor samples itself */
             rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, has_gen ? 0 : gen_rows,
-                            h, out, err);
+                            idx, nr, h, out, err);
             break;
         case PW_ROLE_REFERENCE:
-            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, 0, h, out, err);
+            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, 0, idx, nr, h, out,
+                            err);
             break;
         case PW_ROLE_GENERATOR:
-            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, gen_rows, h, out, err);
+            rc = plan_model(r, rank, role, name, s->sft, PW_HEAD_LM, dev, gen_rows, idx, nr, h, out,
+                            err);
             break;
         case PW_ROLE_CRITIC: { /* as load_models starts it: its own folder, the first reward
                                 * model's trunk, or (a verifier) the SFT trunk */
             const char *dir = s->critic && *s->critic                      ? s->critic
                               : !pw_member_is_verifier(&r->member[0]) ? s->reward[0]
                                                                        : s->sft;
-            rc = plan_model(r, rank, role, name, dir, PW_HEAD_VALUE, dev, 0, h, out, err);
+            rc = plan_model(r, rank, role, name, dir, PW_HEAD_VALUE, dev, 0, idx, nr, h, out,
+                            err);
             break;
         }
         case PW_ROLE_REWARD:
@@ -95,14 +104,14 @@ static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FI
                 int serves = 0;
                 for (int i = 0; i < m->nranks; i++) serves |= m->idx[i] == idx;
                 if (serves && !pw_member_is_verifier(m))
-                    rc = plan_model(r, rank, role, name, m->name, PW_HEAD_SCORE, dev, 0, h, out,
-                                    err);
+                    rc = plan_model(r, rank, role, name, m->name, PW_HEAD_SCORE, dev, 0, idx, nr, h,
+                                    out, err);
             }
             /* the gold reward model of the evaluations, on reward rank 0 */
             if (!rc && idx == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task &&
                 r->gold_token < 0)
-                rc = plan_model(r, rank, role, "gold", s->gold, PW_HEAD_SCORE, dev, 0, h, out,
-                                err);
+                rc = plan_model(r, rank, role, "gold", s->gold, PW_HEAD_SCORE, dev, 0, idx, nr, h,
+                                out, err);
             break;
         }
         if (rc) return -1;

@@ -7,6 +7,7 @@
 #include "pw_algo.h"
 #include "pw_collective.h"
 #include "roles.h"
+#include "shard.h"
 
 double pw_roles_lr(const PwSettings *s, double lr, double min_lr, int64_t step)
 {
@@ -105,6 +106,8 @@ int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, PwGradSync *gs, d
                  "optimiser step %lld", name, r->w.map.role[role].nranks, epoch, mb, (long long)t);
         return nonfinite(r, role, "gradient norm", norm, where);
     }
+    /* optim.zero_stage 1: this rank updated its block; the others' come from their ranks */
+    pw_shard_gather_weights(&r->w, role, m, r->shard[role]);
     /* A finite gradient can still make bad weights (a learning rate of 1e30, an eps that is 0
      * in float32); one reduction over the parameters finds them before anything uses or saves
      * them. Nothing undoes an applied update, so this stops the run in either mode. */

@@ -54,6 +54,7 @@ typedef struct PwSettings {
     double penalty, uwo_weight, reward_clip;
     double lr, min_lr, weight_decay, beta1, beta2, eps, grad_clip;
     int offload_adam;        /* optim.offload_adam_states */
+    int zero_stage;          /* optim.zero_stage */
     int64_t warmup;
     int decay;
     int64_t eval_every, eval_num, checkpoint_every, checkpoint_keep;
@@ -336,6 +337,7 @@ struct PwRun {
     double stats[PW_ST_COUNT];
     double critic_stats[4]; /* value loss, clipfrac, lr, skipped steps: critic rank 0 to actor 0 */
     int64_t skip_run[PW_ROLE_COUNT]; /* optimiser steps skipped in a row, per trained role */
+    int64_t *shard[PW_ROLE_COUNT];   /* optim.zero_stage 1: a trained role's shares (shard.h) */
     FILE *metrics;
     struct PwTb *tb;     /* RUN_DIR/tensorboard's event file on actor rank 0 (log.tensorboard) */
 };

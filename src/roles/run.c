@@ -16,6 +16,7 @@
 #include "pw_tb.h"
 #include "pw_trace.h"
 #include "roles.h"
+#include "shard.h"
 
 #define PW_GPT2_PERIOD 13 /* '.' in the GPT-2 byte-level vocabulary */
 
@@ -331,6 +332,7 @@ static void load_models(PwRun *r, const char *out_dir)
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
         r->actor = load_or_die(r, PW_ROLE_ACTOR, "actor", actor_dir, PW_HEAD_LM, 0, 0);
+        r->shard[PW_ROLE_ACTOR] = pw_shard_begin(w, PW_ROLE_ACTOR, r->actor, s->zero_stage);
         if (r->first_step > 0) pw_ckpt_load_optimizer(r->actor, actor_dir);
     }
     if (pw_world_has_role(w, PW_ROLE_REFERENCE))
@@ -340,6 +342,7 @@ static void load_models(PwRun *r, const char *out_dir)
     if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
         if (r->first_step > 0) {
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", critic, PW_HEAD_VALUE, 0, 0);
+            r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage);
             pw_ckpt_load_optimizer(r->critic, critic);
         } else if (s->critic && *s->critic) {
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->critic, PW_HEAD_VALUE, 0, 0);
@@ -350,6 +353,8 @@ static void load_models(PwRun *r, const char *out_dir)
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->sft, PW_HEAD_VALUE, 0,
                                     PW_HEAD_VALUE);
         }
+        if (!r->shard[PW_ROLE_CRITIC]) /* a fresh start: no moments to load */
+            r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage);
     }
     int me = w->role_rank[PW_ROLE_REWARD];
     if (me == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task && r->gold_token < 0)
@@ -440,6 +445,10 @@ static void free_run(PwRun *r)
     pw_model_free(r->ref);
     pw_model_free(r->gen);
     pw_model_free(r->critic);
+    for (int i = 0; i < PW_ROLE_COUNT; i++) {
+        free(r->shard[i]);
+        r->shard[i] = NULL;
+    }
     for (int k = 0; k < r->K; k++) pw_model_free(r->member[k].model);
     pw_model_free(r->gold);
     pw_prompts_free(&r->data);

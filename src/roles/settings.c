@@ -58,6 +58,7 @@ int pw_settings_from_config(PwSettings *s, const PwConfig *c, PwErr *err)
     s->eps = c->optim.eps;
     s->grad_clip = c->optim.grad_clip;
     s->offload_adam = c->optim.offload_adam_states;
+    s->zero_stage = (int)c->optim.zero_stage;
     s->warmup = c->optim.warmup_steps;
     s->decay = (int)c->optim.decay;
     s->eval_every = c->eval.every;

@@ -106,6 +106,7 @@ static void derive(PwTrainer *t, const char *out)
     a->skip_nonfinite = c->runtime.on_nonfinite == PW_NONFINITE_SKIP_STEP;
     a->max_skipped = (long)c->runtime.max_skipped_steps;
     a->grad_bucket = (size_t)(c->runtime.grad_bucket_mb * 1048576.0);
+    a->zero_stage = (int)c->optim.zero_stage;
 }
 
 /* --config FILE, --out DIR, key=value operands: the same configuration on every rank, each
@@ -265,8 +266,13 @@ static int check_memory(PwTrainer *t, const PwArch *cfg, PwErr *err)
     PwModelBytes b;
     int failed = pw_model_plan(cfg, &o, &b, err) ? 1 : 0;
     if (pw_comm_agree(t->w.comm, failed, err)) return -1;
+    /* optim.zero_stage 1: this rank's share of the moments */
+    size_t moments = t->a.zero_stage ? 2 * sizeof(float) *
+                                           pw_shard_size(t->nranks, b.moments / (2 * sizeof(float)),
+                                                         t->rank)
+                                     : b.moments;
     size_t need = b.params + b.params_bf16 + b.buffers + b.activations + b.backward + b.grads +
-                  b.moments;
+                  moments;
     return pw_world_check_memory(&t->w, t->device, t->gpu, need,
                                  "A smaller train.batch_size or more ranks (fewer rows each) make "
                                  "room for the activations; the weights, gradients and AdamW's "
@@ -284,6 +290,7 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
         if (t->model) pw_model_init_random(t->model, t->a.seed);
     }
     if (!t->model) return -1;
+    t->shard = pw_shard_begin(&t->w, t->role, t->model, t->a.zero_stage);
     int V = pw_model_arch(t->model)->vocab_size;
     if (V < t->tok->vocab_size)
         return pw_errf(err, "the model's vocab_size %d is smaller than tokenizer '%s''s %d", V,
@@ -413,6 +420,8 @@ void pw_train_end(PwTrainer *t)
     if (t->metrics) fclose(t->metrics);
     pw_tb_close(t->tb);
     pw_model_free(t->model);
+    free(t->shard);
+    t->shard = NULL;
     pw_sampler_free(&t->sampler);
     pw_dataset_free(&t->train);
     pw_dataset_free(&t->valid);
@@ -476,6 +485,7 @@ int pw_train_optimize(PwTrainer *t, PwGradSync *gs, long step, double loss, cons
     if (rc < 0) pw_comm_fatal(__FILE__, __LINE__, "%s: %s", t->mode, err.msg);
     if (rc == PW_ADAMW_SKIPPED)
         return nonfinite(t, step, "the gradient norm", norm, "summed over the ranks");
+    pw_shard_gather_weights(&t->w, t->role, m, t->shard); /* optim.zero_stage 1 */
     /* A finite gradient can still make bad weights (a learning rate of 1e30); every rank took
      * the same step on the same sum, so every rank finds them. Nothing undoes an update. */
     if (pw_model_check_params(m, &err)) {

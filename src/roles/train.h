@@ -8,6 +8,7 @@
 
 #include "pw_algo.h"
 #include "grads.h"
+#include "shard.h"
 #include "pw_comm.h"
 #include "pw_data.h"
 #include "pw_model.h"
@@ -29,6 +30,7 @@ typedef struct PwTrainArgs {
     int skip_nonfinite;    /* runtime.on_nonfinite is skip_step */
     long max_skipped;      /* runtime.max_skipped_steps */
     size_t grad_bucket;    /* runtime.grad_bucket_mb, in bytes */
+    int zero_stage;        /* optim.zero_stage */
 } PwTrainArgs;
 
 typedef struct PwTrainer {
@@ -56,6 +58,7 @@ typedef struct PwTrainer {
     struct PwTb *tb;       /* out/tensorboard's event file, rank 0 only (log.tensorboard) */
     double t0;
     long skip_run;         /* steps skipped in a row (runtime.on_nonfinite: skip_step) */
+    int64_t *shard;        /* optim.zero_stage 1: the ranks' blocks (shard.h); NULL: none */
 } PwTrainer;
 
 /* Builds the world (every rank holding t->role), reads the flags and the configuration, loads

@@ -1,5 +1,6 @@
-/* collective.c: all-reduce, broadcast and barrier among the ranks of one role. NCCL for GPU
- * tensors of GPU roles (when built), non-blocking MPI otherwise; both waits go to the watchdog. */
+/* collective.c: all-reduce, broadcast, barrier and the gathers of blocks among the ranks of one
+ * role. NCCL for GPU tensors of GPU roles (when built), non-blocking MPI otherwise; both waits go
+ * to the watchdog. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,139 @@ static int barrier(PwWorld *w, PwRole r, PwErr *err)
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Blocks: a tensor split over the role's ranks. */
+
+static int check_blocks(const PwWorld *w, PwRole r, const int64_t *starts, int64_t numel,
+                        PwErr *err)
+{
+    if (pw_coll_check_role(w, r, err)) return -1;
+    int n = w->map.role[r].nranks;
+    for (int k = 0; k < n; k++)
+        if (starts[k] < 0 || starts[k + 1] < starts[k])
+            return pw_errf(err, "%s: blocks of role %s: block %d is [%lld, %lld), not a range",
+                           w->who, pw_role_name(r), k, (long long)starts[k],
+                           (long long)starts[k + 1]);
+    if (starts[n] > numel)
+        return pw_errf(err, "%s: blocks of role %s end at element %lld of a tensor of %lld",
+                       w->who, pw_role_name(r), (long long)starts[n], (long long)numel);
+    return 0;
+}
+
+/* MPI counts and displacements are ints: an element type of the dtype's size counts elements,
+ * not bytes, and larger blocks go in pieces of at most pw_coll_piece_max elements. */
+int64_t pw_coll_piece_max = INT_MAX;
+
+static MPI_Datatype element_type(size_t esize)
+{
+    MPI_Datatype et;
+    PW_MPI_CHECK(MPI_Type_contiguous((int)esize, MPI_BYTE, &et));
+    PW_MPI_CHECK(MPI_Type_commit(&et));
+    return et;
+}
+
+static int allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, PwErr *err)
+{
+    if (check_blocks(w, r, starts, pw_tensor_numel(t), err)) return -1;
+    int n = w->map.role[r].nranks;
+    size_t es = pw_dtype_size(t->dtype);
+    PwCollCtx ctx = {w, r, "all-gather of blocks", t, "MPI"};
+#ifdef PW_HAVE_NCCL
+    if (pw_coll_use_nccl(w, r, t)) {
+        ncclComm_t comm = (ncclComm_t)pw_coll_nccl_comm(w, r);
+        cudaStream_t s = (cudaStream_t)w->nccl_stream[r];
+        ctx.backend = "NCCL";
+        /* NCCL's all-gather wants equal blocks: a broadcast from each block's owner, grouped
+         * so that they run as one operation */
+        PW_NCCL_CHECK(ncclGroupStart());
+        for (int k = 0; k < n; k++) {
+            char *p = (char *)t->data + (size_t)starts[k] * es;
+            size_t bytes = (size_t)(starts[k + 1] - starts[k]) * es;
+            if (bytes) PW_NCCL_CHECK(ncclBroadcast(p, p, bytes, ncclUint8, k, comm, s));
+        }
+        PW_NCCL_CHECK(ncclGroupEnd());
+        pw_coll_nccl_wait(w, r, &ctx);
+        return 0;
+    }
+#endif
+    size_t bytes = (size_t)starts[n] * es;
+    char *h = host_view(w, t, bytes);
+    MPI_Datatype et = element_type(es);
+    int fits = starts[n] <= pw_coll_piece_max;
+    int *counts = malloc((size_t)n * sizeof *counts), *displs = malloc((size_t)n * sizeof *displs);
+    if (!counts || !displs) pw_comm_fatal(__FILE__, __LINE__, "out of memory for an all-gather");
+    for (int k = 0; k < n; k++) {
+        counts[k] = (int)(starts[k + 1] - starts[k]);
+        displs[k] = (int)starts[k];
+    }
+    MPI_Request req;
+    if (fits) {
+        PW_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h, counts, displs, et,
+                                     w->role_comm[r], &req));
+        pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
+    } else { /* each block from its owner, in pieces */
+        const int64_t pm = pw_coll_piece_max;
+        for (int k = 0; k < n; k++)
+            for (int64_t off = starts[k]; off < starts[k + 1]; off += pm) {
+                int64_t c = starts[k + 1] - off < pm ? starts[k + 1] - off : pm;
+                PW_MPI_CHECK(MPI_Ibcast(h + (size_t)off * es, (int)c, et, k, w->role_comm[r],
+                                        &req));
+                pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
+            }
+    }
+    free(counts);
+    free(displs);
+    PW_MPI_CHECK(MPI_Type_free(&et));
+    host_view_done(t, h, bytes, 1);
+    return 0;
+}
+
+enum { GATHER_TAG = 31 }; /* the role's communicator carries no other point-to-point message */
+
+static int gather_blocks(PwWorld *w, PwRole r, const void *mine, void *all, PwDtype dtype,
+                         const int64_t *starts, int root, PwErr *err)
+{
+    if (check_blocks(w, r, starts, INT64_MAX, err)) return -1;
+    int n = w->map.role[r].nranks, me = w->role_rank[r];
+    if (root < 0 || root >= n)
+        return pw_errf(err, "%s: gather root %d is not a rank of role %s (%d ranks)", w->who,
+                       root, pw_role_name(r), n);
+    if (me == root && !all && starts[n] > 0)
+        return pw_errf(err, "%s: gather of role %s: the root has no buffer", w->who,
+                       pw_role_name(r));
+    size_t es = pw_dtype_size(dtype);
+    PwCollCtx ctx = {w, r, "gather of blocks", NULL, "MPI"};
+    MPI_Datatype et = element_type(es);
+    /* pieces of at most pw_coll_piece_max elements: count them first */
+    const int64_t pm = pw_coll_piece_max;
+    int64_t npieces = 0;
+    for (int k = 0; k < n; k++)
+        if (me == root ? k != root : k == me) npieces += (starts[k + 1] - starts[k] + pm - 1) / pm;
+    MPI_Request *req = malloc((size_t)(npieces ? npieces : 1) * sizeof *req);
+    if (!req) pw_comm_fatal(__FILE__, __LINE__, "out of memory for a gather");
+    int nreq = 0;
+    for (int k = 0; k < n; k++) {
+        if (me == root ? k == root : k != me) continue;
+        for (int64_t off = starts[k]; off < starts[k + 1]; off += pm) {
+            int64_t c = starts[k + 1] - off < pm ? starts[k + 1] - off : pm;
+            if (me == root)
+                PW_MPI_CHECK(MPI_Irecv((char *)all + (size_t)off * es, (int)c, et, k, GATHER_TAG,
+                                       w->role_comm[r], &req[nreq++]));
+            else
+                PW_MPI_CHECK(MPI_Isend((const char *)mine + (size_t)(off - starts[k]) * es,
+                                       (int)c, et, root, GATHER_TAG, w->role_comm[r],
+                                       &req[nreq++]));
+        }
+    }
+    if (me == root)
+        memcpy((char *)all + (size_t)starts[me] * es, mine,
+               (size_t)(starts[me + 1] - starts[me]) * es);
+    pw_watchdog_wait(w, nreq, req, pw_coll_describe, &ctx);
+    free(req);
+    PW_MPI_CHECK(MPI_Type_free(&et));
+    return 0;
+}
+
 /* The public forms count the bytes each rank hands in (comm/bytes_collective) and trace the
  * call; the bodies above have several ways out, so the accounting wraps them. */
 void pw_coll_account(PwWorld *w, PwRole r, const char *name, uint64_t bytes, double t0)
@@ -337,5 +471,30 @@ int pw_barrier(PwWorld *w, PwRole r, PwErr *err)
     double t0 = w->trace ? pw_now() : 0.0;
     int rc = barrier(w, r, err);
     if (!rc) pw_coll_account(w, r, "barrier", 0, t0);
+    return rc;
+}
+
+int pw_allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, PwErr *err)
+{
+    double t0 = w->trace ? pw_now() : 0.0;
+    int rc = allgather_blocks(w, r, t, starts, err);
+    if (!rc) {
+        int me = w->role_rank[r];
+        pw_coll_account(w, r, "allgather", (uint64_t)(starts[me + 1] - starts[me]) *
+                        pw_dtype_size(t->dtype), t0);
+    }
+    return rc;
+}
+
+int pw_gather_blocks(PwWorld *w, PwRole r, const void *mine, void *all, PwDtype dtype,
+                     const int64_t *starts, int root, PwErr *err)
+{
+    double t0 = w->trace ? pw_now() : 0.0;
+    int rc = gather_blocks(w, r, mine, all, dtype, starts, root, err);
+    if (!rc) {
+        int me = w->role_rank[r];
+        pw_coll_account(w, r, "gather", (uint64_t)(starts[me + 1] - starts[me]) *
+                        pw_dtype_size(dtype), t0);
+    }
     return rc;
 }

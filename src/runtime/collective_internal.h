@@ -19,6 +19,9 @@ void pw_coll_describe(const void *ctx, char *buf, size_t len); /* a PwDescribeFn
 
 /* 0 when this rank holds role r, else -1 with a message */
 int pw_coll_check_role(const PwWorld *w, PwRole r, PwErr *err);
+/* The most elements one MPI call of the gathers of blocks moves (INT_MAX, MPI's counts being
+ * ints); a test lowers it to run the pieces' path with small tensors. */
+extern int64_t pw_coll_piece_max;
 /* bytes_coll and the trace's span of one collective that began at t0 */
 void pw_coll_account(PwWorld *w, PwRole r, const char *name, uint64_t bytes, double t0);
 

@@ -268,6 +268,12 @@ static const PwCfgKey keys[] = {
      "before the next, leaving their device memory to generation and scoring; on the CPU it "
      "changes nothing",
      NEMO " `offload_adam_states`"},
+    {"optim.zero_stage", PW_CFG_INT, OFF(optim.zero_stage), "0", 0, 1,
+     PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
+     "1: the actor's and the critic's AdamW moments are split over their role's ranks, each "
+     "rank keeping and updating its share of the weights, which an all-gather then hands to "
+     "every rank (docs/model.md, The optimiser's share); 0: each rank keeps all of them",
+     "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
 
     /* ---- checkpoints, evaluation, runtime */
     {"checkpoint.every", PW_CFG_INT, OFF(checkpoint.every), "10", 0, PW_CFG_COUNT_MAX,

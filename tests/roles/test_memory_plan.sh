@@ -2,13 +2,13 @@
 # test_memory_plan.sh: the memory plan (`ppo_world --dry-run --config ...`) is what each rank's
 # kernel table then holds at most, to the byte, on the CPU (which counts its buffers as the GPU's
 # table does): every role on one rank; five roles on three ranks, and with activation
-# checkpointing; no generator (the actor samples) at bf16; a reward ensemble with the gold model
-# of the evaluations. The driver prints the plan, runs two steps and compares each rank's
-# high-water mark with its plan (PPO_DRIVER_MEMORY_PLAN=1). Then ppo_world's dry run prints the
-# same table, and a bad configuration gets the run's own message and exit 1. Last, a policy whose
-# config.json claims 206G parameters (its weights file the tiny one's): the dry run says DOES NOT
-# FIT, and the run on three ranks is refused before anything loads, one message for the three
-# ranks' plans.
+# checkpointing; the moments split over data-parallel ranks (optim.zero_stage 1); no generator
+# (the actor samples) at bf16; a reward ensemble with the gold model of the evaluations. The
+# driver prints the plan, runs two steps and compares each rank's high-water mark with its plan
+# (PPO_DRIVER_MEMORY_PLAN=1). Then ppo_world's dry run prints the same table, and a bad
+# configuration gets the run's own message and exit 1. Last, a policy whose config.json claims
+# 206G parameters (its weights file the tiny one's): the dry run says DOES NOT FIT, and the run
+# on three ranks is refused before anything loads, one message for the three ranks' plans.
 . "$(dirname "$0")/common.sh"
 make_inputs
 "$MAKE_TINY" model "$WORK/rm2" 23 64 score ${TINY_FAMILY:-}
@@ -34,6 +34,11 @@ plan 3 three three
 plan 2 nogen nogen model.precision=bf16
 plan 3 three three16 model.precision=bf16
 plan 3 three ckpt model.activation_checkpointing=true
+# the AdamW moments split over the actor's two ranks and the critic's three (optim.zero_stage 1):
+# each rank plans its own share, the last critic rank's the smallest
+placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' \
+    'critic: { ranks: [0, 1, 2] }' 'reward: { ranks: [2] }' 'generator: { ranks: [1] }'
+plan 3 dp dp optim.zero_stage=1
 plan 1 single ens "model.reward=[$WORK/rm,$WORK/rm2]" model.gold="$WORK/rm2" eval.every=1 \
     eval.num_prompts=4
 grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_dp.sh: data parallel sft and rm equal single-rank training on the global batch: 1, 2 and
 # 3 ranks (3 does not divide the batch of 8) end 6 steps with the same weights to 2e-6 (measured
-# 1.2e-7 for sft and 5.8e-7 for rm on weights of size 1).
+# 1.2e-7 for sft and 5.8e-7 for rm on weights of size 1); the gradients' buckets and the AdamW
+# moments split over the ranks change no weight.
 . "$(dirname "$0")/common.sh"
 make_sft "$WORK/sft_train.jsonl" 100 1
 make_prefs "$WORK/prefs_train.jsonl" 100 1
@@ -45,4 +46,13 @@ done
 timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags train.batch_size=2 runtime.grad_bucket_mb=0.001 \
     runtime.timeout_s=30 --out "$WORK/rm3_small" > "$WORK/rm3_small.log" 2>&1 ||
     { cat "$WORK/rm3_small.log"; fail "rm on 3 ranks with a rank idle, 1 KiB buckets"; }
+# optim.zero_stage 1: each rank keeps the AdamW moments of its block of the weights and an
+# all-gather hands out the updated ones: the same weights bit for bit as whole moments on every
+# rank, for sft on 2 ranks and rm on 3 (docs/model.md, The optimiser's share).
+timeout 120 "$MPIRUN" -np 2 "$PPO_WORLD" sft $flags optim.zero_stage=1 --out "$WORK/sft2_z1" \
+    > "$WORK/sft2_z1.log" 2>&1 || { cat "$WORK/sft2_z1.log"; fail "sft on 2 ranks, zero stage 1"; }
+"$WEIGHTS_DIFF" "$WORK/sft2" "$WORK/sft2_z1" lm 0 || fail "sft: zero stage 1 changes weights"
+timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags optim.zero_stage=1 --out "$WORK/rm3_z1" \
+    > "$WORK/rm3_z1.log" 2>&1 || { cat "$WORK/rm3_z1.log"; fail "rm on 3 ranks, zero stage 1"; }
+"$WEIGHTS_DIFF" "$WORK/rm3" "$WORK/rm3_z1" score 0 || fail "rm: zero stage 1 changes weights"
 echo "dp: ok"

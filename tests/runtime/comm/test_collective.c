@@ -1,8 +1,10 @@
 /* test_collective.c: all-reduce (sum, mean), broadcast and barrier inside roles over MPI: results
- * equal the serial sum over the role's ranks, for roles that span all, some or one rank; and the
+ * equal the serial sum over the role's ranks, for roles that span all, some or one rank; the
+ * gathers of blocks of uneven sizes (one empty), to all and to one, whole and in pieces; and the
  * exchange of a NCCL id from a role's first rank, which is MPI in every build. */
 #include <stdlib.h>
 
+#include "collective_internal.h" /* pw_coll_piece_max */
 #include "comm_test.h"
 #include "pw_collective.h"
 
@@ -46,6 +48,76 @@ static double get(const void *p, PwDtype dt, int i)
     case PW_DTYPE_BF16: return from_bf16(((const uint16_t *)p)[i]);
     default: return 0;
     }
+}
+
+/* The blocks of role rank k: uneven (3 + 5k elements), the second one empty (with 2 ranks or
+ * more). Element i holds 1000 * (its owner + 1) + i in float32, its owner + 1 in bfloat16: exact
+ * either way, so the results compare exactly. */
+static void block_starts(int n, int64_t *starts)
+{
+    starts[0] = 0;
+    for (int k = 0; k < n; k++) starts[k + 1] = starts[k] + (k == 1 ? 0 : 3 + 5 * k);
+}
+
+static void check_blocks(PwWorld *w, PwRole r)
+{
+    int me = w->role_rank[r], n = w->map.role[r].nranks;
+    int64_t starts[65];
+    block_starts(n, starts);
+    int64_t total = starts[n];
+    PwErr err;
+    /* whole (one MPI call), then in pieces of 2 elements (the path of tensors past INT_MAX) */
+    for (int pass = 0; pass < 2; pass++) {
+        pw_coll_piece_max = pass ? 2 : INT_MAX;
+        float f[400];
+        uint16_t h[400];
+        for (int64_t i = 0; i < total; i++) {
+            int own = i >= starts[me] && i < starts[me + 1];
+            f[i] = own ? (float)(1000 * (me + 1) + i) : -1.0f;
+            h[i] = to_bf16(own ? (float)(me + 1) : -1.0f);
+        }
+        f[total] = 7.0f; /* past the blocks: never written */
+        int64_t fl[1] = {total + 1}, hl[1] = {total};
+        PwTensor tf = pw_tensor_host(f, PW_DTYPE_F32, 1, fl);
+        PwTensor th = pw_tensor_host(h, PW_DTYPE_BF16, 1, hl);
+        CHECK(pw_allgather_blocks(w, r, &tf, starts, &err) == 0, "all-gather: %s", err.msg);
+        CHECK(pw_allgather_blocks(w, r, &th, starts, &err) == 0, "all-gather bf16: %s", err.msg);
+        int bad = f[total] != 7.0f;
+        for (int k = 0; k < n; k++)
+            for (int64_t i = starts[k]; i < starts[k + 1]; i++)
+                bad += f[i] != (float)(1000 * (k + 1) + i) || from_bf16(h[i]) != k + 1;
+        CHECK(bad == 0, "role %s (%d ranks) all-gather of blocks, pass %d: %d wrong",
+              pw_role_name(r), n, pass, bad);
+        /* to the last rank alone: each rank hands in its block only */
+        int64_t mine_n = starts[me + 1] - starts[me];
+        float mine[64], all[400];
+        for (int64_t i = 0; i < mine_n; i++) mine[i] = (float)(-(1000 * (me + 1) + starts[me] + i));
+        for (int64_t i = 0; i < total; i++) all[i] = 0.5f;
+        int root = n - 1;
+        CHECK(pw_gather_blocks(w, r, mine, me == root ? all : NULL, PW_DTYPE_F32, starts, root,
+                               &err) == 0, "gather: %s", err.msg);
+        bad = 0;
+        for (int k = 0; me == root && k < n; k++)
+            for (int64_t i = starts[k]; i < starts[k + 1]; i++)
+                bad += all[i] != (float)(-(1000 * (k + 1) + i));
+        CHECK(bad == 0, "role %s (%d ranks) gather of blocks, pass %d: %d wrong",
+              pw_role_name(r), n, pass, bad);
+    }
+    pw_coll_piece_max = INT_MAX;
+    /* refusals, alike on every rank: no collective starts */
+    float f[4];
+    int64_t fl[1] = {4};
+    PwTensor tf = pw_tensor_host(f, PW_DTYPE_F32, 1, fl);
+    CHECK(pw_allgather_blocks(w, r, &tf, starts, &err) == (total > 4 ? -1 : 0) &&
+              (total <= 4 || strstr(err.msg, "of a tensor of 4")),
+          "blocks past the tensor's end: '%s'", err.msg);
+    int64_t back[65];
+    memcpy(back, starts, sizeof back);
+    back[n] = back[n - 1] - 1; /* the last block reversed */
+    CHECK(pw_gather_blocks(w, r, f, f, PW_DTYPE_F32, back, 0, &err) == -1 &&
+              strstr(err.msg, "not a range"), "a reversed block: '%s'", err.msg);
+    CHECK(pw_gather_blocks(w, r, f, f, PW_DTYPE_F32, starts, n, &err) == -1 &&
+              strstr(err.msg, "root"), "gather to a rank outside the role: '%s'", err.msg);
 }
 
 static void check_role(PwWorld *w, PwRole r)
@@ -102,6 +174,8 @@ static void check_role(PwWorld *w, PwRole r)
     CHECK(pw_broadcast(w, r, &tb, n, &err) == -1 && strstr(err.msg, "root"), "bad root: '%s'",
           err.msg);
     CHECK(pw_barrier(w, r, &err) == 0, "barrier: %s", err.msg);
+
+    check_blocks(w, r);
 
     /* a NCCL-sized id (128 bytes) from the role's first rank, as NCCL communicators get theirs */
     unsigned char id[128];

@@ -45,7 +45,8 @@ static void check_full(const PwConfig *c)
               c->reward.clip == 5.0, "reward");
     CHECK(c->optim.lr == 2e-5 && c->optim.warmup_steps == 0 && c->optim.decay == PW_LR_LINEAR &&
               c->optim.min_lr == 0.0 && c->optim.weight_decay == 0.0 && c->optim.beta1 == 0.8 &&
-              c->optim.beta2 == 0.999 && c->optim.eps == 1e-5 && c->optim.grad_clip == 0.5,
+              c->optim.beta2 == 0.999 && c->optim.eps == 1e-5 && c->optim.grad_clip == 0.5 &&
+              c->optim.zero_stage == 1,
           "optim");
     CHECK(c->checkpoint.every == 20 && c->checkpoint.keep == 3, "checkpoint");
     CHECK(c->eval.every == 5 && c->eval.num_prompts == 32, "eval");

@@ -22,11 +22,12 @@ static void check_table(void)
             CHECK(k->offset != S->keys[j].offset, "%s and %s share a field", k->name,
                   S->keys[j].name);
     }
-    CHECK(S->nkeys == 44, "%zu keys", S->nkeys);
+    CHECK(S->nkeys == 45, "%zu keys", S->nkeys);
     /* Where sft/rm and PPO share a setting they share its name and type. */
     static const char *const shared[] = {"seed", "optim.lr", "optim.min_lr", "optim.warmup_steps",
                                          "optim.decay", "optim.weight_decay", "optim.beta1",
                                          "optim.beta2", "optim.eps", "optim.grad_clip",
+                                         "optim.zero_stage",
                                          "eval.every", "runtime.heartbeat_s",
                                          "runtime.timeout_s", "runtime.on_nonfinite",
                                          "runtime.max_skipped_steps", "runtime.grad_bucket_mb",

@@ -1,0 +1,83 @@
+/* shard.c: the AdamW moments split over a role's ranks (shard.h): the blocks, the weights'
+ * all-gather after an update, and the moments gathered for a checkpoint. */
+#include <stdlib.h>
+
+#include "pw_collective.h"
+#include "shard.h"
+
+enum { SHARD_ALIGN = 64 }; /* floats */
+
+/* floats of each block but the last ones: an equal split rounded up to SHARD_ALIGN */
+static size_t block(int nranks, size_t n)
+{
+    size_t per = (n + (size_t)nranks - 1) / (size_t)nranks;
+    return (per + SHARD_ALIGN - 1) / SHARD_ALIGN * SHARD_ALIGN;
+}
+
+void pw_shard_starts(int nranks, size_t n, int64_t *starts)
+{
+    size_t per = block(nranks, n);
+    for (int k = 0; k <= nranks; k++) {
+        size_t s = (size_t)k * per;
+        starts[k] = (int64_t)(s < n ? s : n);
+    }
+}
+
+size_t pw_shard_size(int nranks, size_t n, int k)
+{
+    if (nranks < 2) return n;
+    size_t per = block(nranks, n), lo = (size_t)k * per;
+    return lo >= n ? 0 : n - lo < per ? n - lo : per;
+}
+
+int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
+{
+    int n = w->map.role[role].nranks, me = w->role_rank[role];
+    if (zero_stage < 1 || n < 2) return NULL;
+    int64_t *starts = malloc((size_t)(n + 1) * sizeof *starts);
+    if (!starts) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    pw_shard_starts(n, pw_model_num_params(m), starts);
+    PwErr err;
+    if (pw_model_optimizer_shard(m, (size_t)starts[me], (size_t)starts[me + 1], &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: optim.zero_stage: %s", pw_role_name(role),
+                      err.msg);
+    return starts;
+}
+
+void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts)
+{
+    if (!starts) return;
+    PwTensor p = pw_model_params(m); /* marks the bfloat16 copy stale: the next use makes it */
+    PwErr err;
+    if (pw_allgather_blocks(w, role, &p, starts, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: the weights' all-gather: %s", pw_role_name(role),
+                      err.msg);
+}
+
+void pw_shard_gather_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,
+                             float **hm, float **hv)
+{
+    *hm = *hv = NULL;
+    /* every rank took the same updates, so all of them have moments or none has */
+    if (!starts || !pw_model_has_optimizer(m)) return;
+    int me = w->role_rank[role];
+    size_t P = pw_model_num_params(m), lo, hi;
+    pw_model_optimizer_range(m, &lo, &hi);
+    float *mm = malloc((hi - lo ? hi - lo : 1) * sizeof *mm);
+    float *mv = malloc((hi - lo ? hi - lo : 1) * sizeof *mv);
+    float *am = me == 0 ? malloc(P * sizeof *am) : NULL;
+    float *av = me == 0 ? malloc(P * sizeof *av) : NULL;
+    if (!mm || !mv || (me == 0 && (!am || !av)))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: out of host memory for the %s's AdamW "
+                      "moments", pw_role_name(role));
+    PwErr err;
+    if (pw_model_optimizer_get(m, mm, mv, &err) ||
+        pw_gather_blocks(w, role, mm, am, PW_DTYPE_F32, starts, 0, &err) ||
+        pw_gather_blocks(w, role, mv, av, PW_DTYPE_F32, starts, 0, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: the %s's AdamW moments: %s",
+                      pw_role_name(role), err.msg);
+    free(mm);
+    free(mv);
+    *hm = am;
+    *hv = av;
+}

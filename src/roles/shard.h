@@ -1,0 +1,34 @@
+/* shard.h: the AdamW moments of a trained model split over the ranks of its role
+ * (optim.zero_stage 1, ZeRO stage 1; docs/model.md, The optimiser's share). Each rank keeps
+ * the moments of one block of the parameters and updates those weights alone; the gradient is
+ * still summed whole on every rank (grads.h), and after each update an all-gather hands every
+ * rank the others' blocks. The calls the PPO roles (actor, critic) and the supervised modes
+ * (sft, rm) share. Internal to src/roles. */
+#ifndef PW_ROLES_SHARD_H
+#define PW_ROLES_SHARD_H
+
+#include <stdint.h>
+
+#include "pw_comm.h"
+#include "pw_model.h"
+
+/* The blocks of `nranks` ranks over `n` parameters: starts[k] (nranks + 1 of them, starts[nranks]
+ * = n) at multiples of 64 floats (256 bytes, as the device's kernels align their vectors), the
+ * blocks as equal as that allows, the last ones shorter or empty. */
+void pw_shard_starts(int nranks, size_t n, int64_t *starts);
+/* Floats of block k of those (n when nranks < 2): for the plans of memory. */
+size_t pw_shard_size(int nranks, size_t n, int k);
+/* For a model of role `role` just loaded, before its moments exist: NULL (every rank keeps all
+ * of them) for stage 0 or a role of one rank; else its blocks (malloc'd, free them), this rank's
+ * set on the model. Ends the job on an error. */
+int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage);
+/* After an applied update: every rank's block of the weights to every rank (NULL starts: nothing
+ * to do). Ends the job on an error. */
+void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);
+/* For a checkpoint: the whole moments on the role's rank 0, which gets *hm and *hv (num_params
+ * floats each, malloc'd: free them; NULL on the other ranks, and everywhere when no update made
+ * the moments yet). Every rank of the role calls it. */
+void pw_shard_gather_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,
+                             float **hm, float **hv);
+
+#endif

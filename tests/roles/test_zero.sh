@@ -1,0 +1,51 @@
+#!/bin/sh
+# test_zero.sh: optim.zero_stage 1 (docs/model.md, The optimiser's share). With the actor on
+# two ranks and the critic on two (one rank holding both), each rank keeping the AdamW moments
+# of its block of the weights and an all-gather handing out the updated weights, every number of
+# 4 steps is the run's with whole moments on every rank, bit for bit, at fp32 and at bf16; so are
+# the checkpoints' moments, byte for byte, gathered whole from the shares; and a run resumed
+# from step_2 with the other setting, either way, gives the uninterrupted run's metrics. Also
+# with four ranks in every role and the gradients in 1 KiB buckets.
+. "$(dirname "$0")/common.sh"
+make_inputs
+placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' 'critic: { ranks: [1, 3] }' \
+    'reward: { ranks: [2, 3] }' 'generator: { ranks: [4] }'
+set -- episodes=32 checkpoint.every=2 checkpoint.keep=0 ppo.minibatches=2 \
+    ppo.initial_policy_kl_penalty=0.05
+run_ppo 5 dp z0 "$@" optim.zero_stage=0
+run_ppo 5 dp z1 "$@" optim.zero_stage=1
+"$METRICS_CHECK" lines "$WORK/z1/metrics.jsonl" 4
+"$METRICS_CHECK" same "$WORK/z0/metrics.jsonl" "$WORK/z1/metrics.jsonl"
+for s in 2 4; do
+    for f in actor/optimizer.safetensors critic/optimizer.safetensors actor/model.safetensors \
+             critic/model.safetensors; do
+        cmp "$WORK/z0/checkpoints/step_$s/$f" "$WORK/z1/checkpoints/step_$s/$f" ||
+            { echo "FAIL: step_$s/$f differs with optim.zero_stage 1"; exit 1; }
+    done
+done
+# at bf16 the bfloat16 copy of the gathered weights is made at their next use: the forwards and
+# the weights packed for the generator see the same numbers
+run_ppo 5 dp h0 "$@" model.precision=bf16 checkpoint.every=0
+run_ppo 5 dp h1 "$@" model.precision=bf16 checkpoint.every=0 optim.zero_stage=1
+"$METRICS_CHECK" same "$WORK/h0/metrics.jsonl" "$WORK/h1/metrics.jsonl"
+# resumed from step_2 with the other stage: the moments file is the same either way
+for from in 0 1; do
+    to=$((1 - from))
+    mkdir -p "$WORK/cut$from/checkpoints"
+    cp -r "$WORK/z$from/checkpoints/step_2" "$WORK/cut$from/checkpoints/"
+    cp "$WORK/z$from/config.yaml" "$WORK/z$from/eval.jsonl" "$WORK/cut$from/"
+    head -n 3 "$WORK/z$from/metrics.jsonl" > "$WORK/cut$from/metrics.jsonl"
+    "$MPIRUN" -np 5 "$PPO_DRIVER" "$WORK/dp.yaml" "$WORK/ppo.yaml" "$WORK/cut$from" --resume \
+        "$@" optim.zero_stage=$to
+    "$METRICS_CHECK" same "$WORK/z0/metrics.jsonl" "$WORK/cut$from/metrics.jsonl"
+done
+# four ranks a role, the gradients in 1 KiB buckets
+placement wide 'actor: { ranks: [0, 1, 2, 3] }' 'reference: { ranks: [0, 1, 2, 3] }' \
+    'critic: { ranks: [0, 1, 2, 3] }' 'reward: { ranks: [0, 1, 2, 3] }'
+set -- ppo.num_rollout_samples=4 episodes=12 ppo.rollout_micro_batch_size=1 \
+    runtime.grad_bucket_mb=0.001
+run_ppo 4 wide w0 "$@"
+run_ppo 4 wide w1 "$@" optim.zero_stage=1
+"$METRICS_CHECK" lines "$WORK/w1/metrics.jsonl" 3
+"$METRICS_CHECK" same "$WORK/w0/metrics.jsonl" "$WORK/w1/metrics.jsonl"
+echo "PASS"
