@@ -14,12 +14,14 @@
 #include <string.h>
 
 #include "bench_stats.h"
+#include "bench_world.h"
 #include "pw_collective.h"
 #include "pw_comm.h"
 #include "pw_device.h"
 #include "pw_model.h"
 
 #define MAX_ROUNDS 101
+#define PROG "bench_grad_sync"
 
 enum { MODE_ALONE, MODE_AFTER, MODE_BUCKETS, MODE_COUNT };
 static const char *const mode_names[MODE_COUNT] = {"no sum (each rank alone)",
@@ -65,22 +67,6 @@ static Step trial(PwWorld *w, PwModel *m, const PwModelInput *in, const float *d
     return st;
 }
 
-static int arg_int(int argc, char **argv, int *i, const char *name, int lo, int hi)
-{
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_grad_sync: %s needs a value\n", name);
-        exit(2);
-    }
-    char *end;
-    long v = strtol(argv[++*i], &end, 10);
-    if (*end || v < lo || v > hi) {
-        fprintf(stderr, "bench_grad_sync: %s %s: expected an integer in [%d, %d]\n", name,
-                argv[*i], lo, hi);
-        exit(2);
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -91,12 +77,13 @@ int main(int argc, char **argv)
     double bucket_mb = 25.0;
     PwDevice dev = PW_DEVICE_CPU;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--layers")) L = arg_int(argc, argv, &i, "--layers", 1, 96);
-        else if (!strcmp(argv[i], "--width")) C = arg_int(argc, argv, &i, "--width", 64, 8192);
-        else if (!strcmp(argv[i], "--B")) B = arg_int(argc, argv, &i, "--B", 1, 256);
-        else if (!strcmp(argv[i], "--T")) T = arg_int(argc, argv, &i, "--T", 1, 1024);
-        else if (!strcmp(argv[i], "--rounds"))
-            rounds = arg_int(argc, argv, &i, "--rounds", 1, MAX_ROUNDS);
+        const char *o = argv[i];
+        if (!strcmp(o, "--layers")) L = bench_arg_int(PROG, argc, argv, &i, o, 1, 96);
+        else if (!strcmp(o, "--width")) C = bench_arg_int(PROG, argc, argv, &i, o, 64, 8192);
+        else if (!strcmp(o, "--B")) B = bench_arg_int(PROG, argc, argv, &i, o, 1, 256);
+        else if (!strcmp(o, "--T")) T = bench_arg_int(PROG, argc, argv, &i, o, 1, 1024);
+        else if (!strcmp(o, "--rounds"))
+            rounds = bench_arg_int(PROG, argc, argv, &i, o, 1, MAX_ROUNDS);
         else if (!strcmp(argv[i], "--bucket-mb") && i + 1 < argc) {
             char *end;
             bucket_mb = strtod(argv[++i], &end);
@@ -130,19 +117,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    int ranks[64];
-    if (size > 64) pw_comm_fatal(__FILE__, __LINE__, "at most 64 ranks");
-    for (int i = 0; i < size; i++) ranks[i] = i;
-    PwRoleMap map;
-    memset(&map, 0, sizeof map);
-    map.world_size = size;
-    map.role[PW_ROLE_ACTOR].nranks = size;
-    map.role[PW_ROLE_ACTOR].ranks = ranks;
-    map.role[PW_ROLE_ACTOR].device = dev;
+    int ranks[BENCH_MAX_RANKS];
     PwWorld w;
     PwErr err;
-    if (pw_world_init(&w, MPI_COMM_WORLD, &map, 600.0, &err))
-        pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    bench_actor_world(&w, ranks, dev);
 
     PwArch a = {.family = PW_FAMILY_GPT2, .n_layer = L, .n_head = C / 64, .n_embd = C,
                 .vocab_size = 50257, .n_positions = 1024};

@@ -1,0 +1,171 @@
+/* bench_zero.c: the optimiser step of a data-parallel role on N ranks with the AdamW moments whole
+ * on every rank (optim.zero_stage 0) and split over the ranks (1: each rank updates its block of
+ * the weights, then an all-gather hands out the others'), through the calls the roles make
+ * (src/roles/shard.h). Per rank: the moments' bytes, measured as what the first step made the
+ * CPU kernel table allocate, and the resident memory that step added; and the median time of
+ * the step (the slowest rank's), the all-gather included. The gradient's sum over the ranks,
+ * the same in both, is left out.
+ *   mpirun -np N bench_zero [--shape gpt2-124m|qwen2.5-0.5b] [--layers L] [--width C]
+ *                           [--rounds R]
+ * The default is GPT-2 124M (124.4M weights, 50304 rows of the padded vocabulary), 5 rounds;
+ * --layers replaces the shape's layer count, --width the GPT-2 shape's (a small run). CPU only:
+ * the GPU form needs a GPU per rank. Prints the table, then `RESULT ... moments_ratio=...
+ * step_ratio=...` (stage 1 over stage 0: below 1, stage 1 holds or takes less). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_rss.h"
+#include "bench_shapes.h"
+#include "bench_stats.h"
+#include "bench_world.h"
+#include "pw_comm.h"
+#include "pw_ops.h"
+#include "shard.h"
+
+#define MAX_ROUNDS 101
+#define PROG "bench_zero"
+
+typedef struct Held {
+    double table_mib, rss_mib; /* what the first step added on this rank */
+} Held;
+
+/* The gradient every rank holds after the sum: the same on each, as the all-reduce leaves it. */
+static void fill_grads(PwModel *m)
+{
+    PwErr err;
+    if (pw_model_zero_grad(m, &err)) pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+    float *g = pw_model_grads(m).data;
+    size_t n = pw_model_num_params(m);
+    for (size_t i = 0; i < n; i++) g[i] = 1e-3f * (float)((i * 2654435761u) % 2001) - 1.0f;
+}
+
+/* One step at time step t: the slowest rank's seconds */
+static double step(PwWorld *w, PwModel *m, const int64_t *starts, int t)
+{
+    PwErr err;
+    PwAdamWConfig ac = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    PW_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t0 = pw_now();
+    if (pw_model_adamw_step(m, &ac, t, NULL, &err) != PW_ADAMW_APPLIED)
+        pw_comm_fatal(__FILE__, __LINE__, "the step was not applied: %s", err.msg);
+    pw_shard_gather_weights(w, PW_ROLE_ACTOR, m, starts);
+    double s = pw_now() - t0;
+    PW_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int size, rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int which = 0, layers = 0, width = 0, rounds = 5;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--layers")) layers = bench_arg_int(PROG, argc, argv, &i, o, 1, 96);
+        else if (!strcmp(o, "--width")) width = bench_arg_int(PROG, argc, argv, &i, o, 64, 8192);
+        else if (!strcmp(o, "--rounds"))
+            rounds = bench_arg_int(PROG, argc, argv, &i, o, 1, MAX_ROUNDS);
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            const char *s = argv[++i];
+            if (!strcmp(s, "gpt2-124m")) which = 0;
+            else if (!strcmp(s, "qwen2.5-0.5b")) which = 1;
+            else {
+                if (!rank)
+                    fprintf(stderr, "bench_zero: --shape %s: expected gpt2-124m or "
+                            "qwen2.5-0.5b\n", s);
+                MPI_Finalize();
+                return 2;
+            }
+        } else {
+            if (!rank) fprintf(stderr, "bench_zero: unknown argument '%s'\n", argv[i]);
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (width && (which || width % 64)) {
+        if (!rank)
+            fprintf(stderr, "bench_zero: --width %d: expected a multiple of 64 (heads of 64), "
+                    "with the GPT-2 shape\n", width);
+        MPI_Finalize();
+        return 2;
+    }
+    if (size < 2) {
+        if (!rank) fprintf(stderr, "bench_zero: needs 2 ranks or more (mpirun -np N)\n");
+        MPI_Finalize();
+        return 2;
+    }
+    int ranks[BENCH_MAX_RANKS];
+    PwWorld w;
+    PwErr err;
+    bench_actor_world(&w, ranks, PW_DEVICE_CPU);
+
+    PwArch a = bench_shape(which);
+    if (layers) a.n_layer = layers;
+    if (width) {
+        a.n_embd = width;
+        a.n_head = width / 64;
+    }
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 8, .vocab_multiple = 64};
+    PwModel *m[2];
+    int64_t *starts[2];
+    Held held[2];
+    for (int z = 0; z < 2; z++) { /* one model at a time, so that each first step is its own */
+        if (!(m[z] = pw_model_create(&a, &o, &err)))
+            pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+        pw_model_init_random(m[z], 1);
+        starts[z] = pw_shard_begin(&w, PW_ROLE_ACTOR, m[z], z);
+        fill_grads(m[z]);
+        size_t t0 = pw_cpu_table_bytes();
+        double r0 = rss_now_mib();
+        step(&w, m[z], starts[z], 1); /* makes the moments */
+        held[z].table_mib = (double)(pw_cpu_table_bytes() - t0) / 1048576.0;
+        held[z].rss_mib = rss_now_mib() - r0;
+    }
+    double t[2][MAX_ROUNDS], pair[MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++) {
+        for (int j = 0; j < 2; j++) {
+            int z = (j + r) % 2; /* each first in turn */
+            t[z][r] = step(&w, m[z], starts[z], 2 + r);
+        }
+        pair[r] = t[1][r] / t[0][r];
+    }
+    /* the largest share is rank 0's: every rank's figures to rank 0 */
+    double mine[4] = {held[0].table_mib, held[0].rss_mib, held[1].table_mib, held[1].rss_mib};
+    double *all = rank == 0 ? malloc((size_t)size * sizeof mine) : NULL;
+    PW_MPI_CHECK(MPI_Gather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    if (rank == 0) {
+        size_t np = pw_model_num_params(m[0]);
+        double med[2];
+        for (int z = 0; z < 2; z++) med[z] = bench_median(t[z], rounds);
+        double pm = bench_median(pair, rounds);
+        printf("bench_zero: %d ranks (MPI), %s with %d layers of %d, %zu parameters (%.1f MiB "
+               "of float32), cpu, %d rounds\n", size, bench_shape_name(which), a.n_layer,
+               a.n_embd, np, np * 4.0 / 1048576.0, rounds);
+        printf("%-20s %5s %14s %15s\n", "optim.zero_stage", "rank", "moments MiB",
+               "resident +MiB");
+        for (int z = 0; z < 2; z++)
+            for (int k = 0; k < size; k++)
+                printf("%-20s %5d %14.1f %15.1f\n", z ? "1 (moments split)" : "0 (moments whole)",
+                       k, all[4 * k + 2 * z], all[4 * k + 2 * z + 1]);
+        for (int z = 0; z < 2; z++)
+            printf("stage %d step (AdamW%s), slowest rank, median of %d: %.4f s\n", z,
+                   z ? " on the block + all-gather of the weights" : " on every weight", rounds,
+                   med[z]);
+        printf("moments MiB: what the first step made the CPU kernel table allocate; resident: "
+               "what it added to the process's resident set\n");
+        printf("RESULT ranks=%d params=%zu moments_mib_0=%.1f moments_mib_1=%.1f "
+               "moments_ratio=%.3f step_s_0=%.4f step_s_1=%.4f step_ratio=%.3f\n", size, np,
+               all[0], all[2], all[2] / all[0], med[0], med[1], pm);
+        free(all);
+    }
+    for (int z = 0; z < 2; z++) {
+        free(starts[z]);
+        pw_model_free(m[z]);
+    }
+    pw_world_free(&w);
+    MPI_Finalize();
+    return 0;
+}

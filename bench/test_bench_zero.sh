@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# test_bench_zero.sh: bench_zero at a tiny shape on two ranks (seconds), so that the benchmark
+# of optim.zero_stage is known to run: its table (each stage, each rank), the RESULT line last
+# and naming the run, and its refusals of bad options, each with its message and exit status 2.
+set -euo pipefail
+: "${BENCH:?BENCH must name the bench_zero binary (meson sets it)}"
+: "${MPIRUN:?MPIRUN must name mpirun (meson sets it)}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { cat "$work/out" 2>/dev/null || true; echo "FAIL: $*"; exit 1; }
+
+"$MPIRUN" -np 2 "$BENCH" --layers 1 --width 64 --rounds 1 > "$work/out" 2>&1 ||
+    fail "the tiny run exited $?"
+cat "$work/out"
+for want in '^0 (moments whole) *0 ' '^0 (moments whole) *1 ' '^1 (moments split) *0 ' \
+            '^1 (moments split) *1 ' '^stage 1 step (AdamW on the block + all-gather'; do
+    grep -q "$want" "$work/out" || fail "no line '$want'"
+done
+result=$(grep '^RESULT ' "$work/out" | tail -n 1)
+[ "$(tail -n 1 "$work/out")" = "$result" ] || fail "RESULT is not the last line"
+for kv in ranks=2 params= moments_ratio= step_ratio=; do
+    grep -qF " $kv" <<< "$result" || fail "RESULT lacks $kv: $result"
+done
+
+bad() { # expected message, then the mpirun arguments
+    local want=$1 rc=0
+    shift
+    "$MPIRUN" "$@" > "$work/out" 2>&1 || rc=$?
+    [ "$rc" = 2 ] || fail "'$*' exited $rc, expected 2"
+    grep -qF -- "$want" "$work/out" || fail "'$*' did not say '$want'"
+}
+bad "needs 2 ranks or more" -np 1 "$BENCH" --layers 1
+bad "--shape gpt3: expected gpt2-124m or qwen2.5-0.5b" -np 2 "$BENCH" --shape gpt3
+bad "--rounds 0: expected an integer in [1, 101]" -np 2 "$BENCH" --rounds 0
+bad "unknown argument '--bogus'" -np 2 "$BENCH" --bogus
+bad "--width 100: expected a multiple of 64" -np 2 "$BENCH" --width 100
+echo "bench_zero tiny: ok"
