@@ -204,10 +204,11 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
     const int n = pl->map.world_size;
     size_t *peak = pw_roles_alloc((size_t)n * sizeof *peak);
     fprintf(out, "\nmemory plan (MiB; model.precision %s; models at %d rows x %d tokens, "
-            "generation %d rows; optim.offload_adam_states %s):\n"
+            "generation %d rows; optim.offload_adam_states %s; optim.zero_stage %d):\n"
             " rank  device role         weights  training  activations  generation  model\n",
             pw_precision_name(s->precision), s->micro < s->N ? s->micro : s->N, r->maxT,
-            s->gen_micro < s->N ? s->gen_micro : s->N, s->offload_adam ? "true" : "false");
+            s->gen_micro < s->N ? s->gen_micro : s->N, s->offload_adam ? "true" : "false",
+            s->zero_stage);
     for (int rank = 0; rank < n; rank++) {
         if (rank_peak(r, pl, rank, out, &peak[rank], err)) {
             free(peak);
