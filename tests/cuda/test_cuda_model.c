@@ -480,6 +480,83 @@ static void check_wgmma(void)
     CHECK(n >= 2 * (unsigned long)a.n_layer, "the warpgroup attention took %lu calls", n);
 }
 
+/* Host floats into a model tensor wherever it lives. */
+static void put(PwTensor t, const float *h)
+{
+    size_t bytes = pw_tensor_bytes(&t);
+    if (t.device == PW_DEVICE_CUDA)
+        PW_CUDA_CHECK(cudaMemcpy(t.data, h, bytes, cudaMemcpyHostToDevice));
+    else
+        memcpy(t.data, h, bytes);
+}
+
+/* ---- the optimiser's share (docs/model.md, The optimiser's share): two GPU models that each
+ * update one share of the parameters, cut inside a tensor at a multiple of 64 floats as the
+ * roles cut them, put together after each step as the all-gather does, hold the weights and the
+ * moments of a GPU model that updates all of them, bit for bit: the update is the same kernel on
+ * each float. The second step runs after a share's moments went to the host and back, and a
+ * share loads its part of the whole model's moments file. `grads`: any gradient (the CPU
+ * model's), the same for the three. */
+static void check_shares(const PwArch *a, const float *grads, const char *dir, const char *name)
+{
+    PwErr err;
+    PwModel *whole = make(PW_DEVICE_CUDA, a), *sh[2] = {make(PW_DEVICE_CUDA, a),
+                                                        make(PW_DEVICE_CUDA, a)};
+    size_t P = pw_model_num_params(whole), cut[3] = {0, (P / 2 + 63) / 64 * 64, P};
+    for (int k = 0; k < 2; k++)
+        CHECK(pw_model_optimizer_shard(sh[k], cut[k], cut[k + 1], &err) == 0, "%s", err.msg);
+    PwAdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 0.5f};
+    float *stitched = cu_host(P * sizeof(float));
+    PwModel *all[3] = {whole, sh[0], sh[1]};
+    for (int s = 1; s <= 2; s++) {
+        for (int k = 0; k < 3; k++) {
+            CHECK(pw_model_zero_grad(all[k], &err) == 0, "%s", err.msg);
+            put(pw_model_grads(all[k]), grads);
+        }
+        if (s == 2)
+            CHECK(pw_model_optimizer_offload(sh[1], &err) == 0 &&
+                      pw_model_optimizer_reload(sh[1], &err) == 0, "%s", err.msg);
+        for (int k = 0; k < 3; k++)
+            CHECK(pw_model_adamw_step(all[k], &opt, s, NULL, &err) == PW_ADAMW_APPLIED,
+                  "share step %d: %s", s, err.msg);
+        for (int k = 0; k < 2; k++) {
+            const float *p = host_copy(pw_model_params(sh[k]));
+            memcpy(stitched + cut[k], p + cut[k], (cut[k + 1] - cut[k]) * sizeof(float));
+        }
+        for (int k = 0; k < 2; k++) put(pw_model_params(sh[k]), stitched);
+        CHECK(!memcmp(host_copy(pw_model_params(whole)), stitched, P * sizeof(float)),
+              "step %d: two shares' weights differ from the whole's", s);
+    }
+    float *wm = cu_host(P * sizeof(float)), *wv = cu_host(P * sizeof(float));
+    float *gm = cu_host(P * sizeof(float)), *gv = cu_host(P * sizeof(float));
+    CHECK(pw_model_optimizer_get(whole, wm, wv, &err) == 0, "%s", err.msg);
+    for (int k = 0; k < 2; k++)
+        CHECK(pw_model_optimizer_get(sh[k], gm + cut[k], gv + cut[k], &err) == 0, "%s", err.msg);
+    CHECK(!memcmp(wm, gm, P * sizeof(float)) && !memcmp(wv, gv, P * sizeof(float)),
+          "two shares' moments differ from the whole's");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cuda_model_%s_moments.safetensors", dir, name);
+    CHECK(pw_model_optimizer_save(whole, path, &err) == 0, "%s", err.msg);
+    /* the file has no padding rows, which load as 0: a share gets its part of what a whole
+     * model loads */
+    PwModel *lw = make(PW_DEVICE_CUDA, a), *back = make(PW_DEVICE_CUDA, a);
+    CHECK(pw_model_optimizer_load(lw, path, &err) == 0 &&
+              pw_model_optimizer_get(lw, wm, wv, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_optimizer_shard(back, cut[1], P, &err) == 0 &&
+              pw_model_optimizer_load(back, path, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_optimizer_get(back, gm, gv, &err) == 0, "%s", err.msg);
+    CHECK(!memcmp(gm, wm + cut[1], (P - cut[1]) * sizeof(float)) &&
+              !memcmp(gv, wv + cut[1], (P - cut[1]) * sizeof(float)),
+          "a share's moments loaded from the whole's file differ");
+    printf("  %-44s bit for bit (shares of %zu and %zu)\n", "two optimiser shares, 2 steps",
+           cut[1], P - cut[1]);
+    remove(path);
+    pw_model_free(lw);
+    pw_model_free(back);
+    for (int k = 0; k < 3; k++) pw_model_free(all[k]);
+}
+
 static void check_arch(const char *name, const PwArch *arch, const char *dir)
 {
     /* on both streams: a failure (stderr) is then read under the architecture it is of */
@@ -579,6 +656,7 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
         CHECK(!memcmp(p0, p1, np * sizeof(float)), "a GPU model saved and loaded differs");
         pw_model_free(back);
     }
+    check_shares(arch, host_copy(pw_model_grads(cpu)), dir, name);
     check_bf16(arch, tok, tgt, &g);
     if (arch->family == PW_FAMILY_GPT2) { /* again, GELU in cuBLASLt's epilogues */
         unsigned long f0, f1;
