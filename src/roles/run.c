@@ -342,8 +342,6 @@ static void load_models(PwRun *r, const char *out_dir)
     if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
         if (r->first_step > 0) {
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", critic, PW_HEAD_VALUE, 0, 0);
-            r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage);
-            pw_ckpt_load_optimizer(r->critic, critic);
         } else if (s->critic && *s->critic) {
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->critic, PW_HEAD_VALUE, 0, 0);
         } else if (!pw_member_is_verifier(&r->member[0])) {
@@ -353,8 +351,8 @@ static void load_models(PwRun *r, const char *out_dir)
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->sft, PW_HEAD_VALUE, 0,
                                     PW_HEAD_VALUE);
         }
-        if (!r->shard[PW_ROLE_CRITIC]) /* a fresh start: no moments to load */
-            r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage);
+        r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage);
+        if (r->first_step > 0) pw_ckpt_load_optimizer(r->critic, critic);
     }
     int me = w->role_rank[PW_ROLE_REWARD];
     if (me == 0 && s->eval_every > 0 && s->gold && *s->gold && !r->gold_task && r->gold_token < 0)
