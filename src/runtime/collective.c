@@ -433,9 +433,8 @@ static int gather_blocks(PwWorld *w, PwRole r, const void *mine, void *all, PwDt
                                        &req[nreq++]));
         }
     }
-    if (me == root)
-        memcpy((char *)all + (size_t)starts[me] * es, mine,
-               (size_t)(starts[me + 1] - starts[me]) * es);
+    size_t own = (size_t)(starts[me + 1] - starts[me]) * es;
+    if (me == root && own) memcpy((char *)all + (size_t)starts[me] * es, mine, own);
     pw_watchdog_wait(w, nreq, req, pw_coll_describe, &ctx);
     free(req);
     PW_MPI_CHECK(MPI_Type_free(&et));
