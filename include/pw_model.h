@@ -12,6 +12,8 @@
 /* ---- architecture: what a config.json says that changes the function */
 typedef enum PwFamily { PW_FAMILY_GPT2 = 0, PW_FAMILY_LLAMA, PW_FAMILY_COUNT } PwFamily;
 
+enum { PW_ARCH_MAX_EOS = 8 }; /* ids of config.json's eos_token_id list */
+
 typedef struct PwArch {
     PwFamily family;
     int n_layer;     /* L */
@@ -34,6 +36,12 @@ typedef struct PwArch {
     int qk_norm;           /* an RMSNorm over each query and key head before the rotation
                             * (Qwen3) */
     int hf_type;           /* PwHfType: which model_type wrote it (for saving) */
+    /* config.json's special token ids, carried from the folder read to the folders written
+     * (nothing ppo_world computes reads them: transformers and vLLM do). has_*: 1 given, -1
+     * null, 0 absent (a model made without a config.json has none); eos_token_id holds n_eos
+     * ids, eos_list where the file gave a list */
+    int has_bos, bos_token_id, has_pad, pad_token_id;
+    int has_eos, n_eos, eos_list, eos_token_id[PW_ARCH_MAX_EOS];
 } PwArch;
 
 /* The Llama family's Hugging Face model_types (PwArch.hf_type) */

@@ -5,8 +5,9 @@
  *   - the tokenizer's files (pw_tokenizer_save, include/pw_tokenizer.h);
  *   - the starting model's generation_config.json (pw_model_generation_config,
  *     include/pw_model.h): its stop tokens (Llama 3 Instruct stops on <|eot_id|> through it) and
- *     sampling defaults, which config.json does not carry; for a model that started without one,
- *     one made of the tokenizer's bos, eos and pad ids, so it stops all the same.
+ *     sampling defaults, which generate() reads before config.json's ids (those config.json
+ *     carries as the folder read had them: pw_arch_write_ids); for a model that started without
+ *     one, one made of the tokenizer's bos, eos and pad ids, so it stops all the same.
  * Files are copied byte for byte, never rewritten: what the run read is what the folder gets. */
 #include <jansson.h>
 #include <errno.h>

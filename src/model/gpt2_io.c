@@ -108,6 +108,7 @@ static int config_save(const PwArch *cfg, const char *dtype, const char *path, P
         "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "initializer_range", 0.02,
         "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
         "reorder_and_upcast_attn", 0, "torch_dtype", dtype);
+    pw_arch_write_ids(cfg, root);
     return pw_config_write(root, path, err);
 }
 

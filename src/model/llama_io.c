@@ -191,6 +191,7 @@ static int config_save(const PwArch *c, const char *dtype, const char *path, PwE
                       c->rope_factor, "low_freq_factor", c->rope_low_freq_factor,
                       "high_freq_factor", c->rope_high_freq_factor,
                       "original_max_position_embeddings", c->rope_original_max));
+    pw_arch_write_ids(c, root);
     return pw_config_write(root, path, err);
 }
 

@@ -276,6 +276,78 @@ int pw_arch_check(const PwArch *a, PwErr *err)
     return f ? f->arch_check(a, err) : -1;
 }
 
+/* One of config.json's special token ids into *id: *has 1, or -1 for null, 0 absent; -1 with a
+ * message for anything but an integer of int's range. */
+static int read_id(const json_t *v, const char *key, const char *path, int *has, int *id,
+                   PwErr *err)
+{
+    *has = !v ? 0 : json_is_null(v) ? -1 : 1;
+    if (*has <= 0) return 0;
+    json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
+    if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX)
+        return pw_errf(err, "%s: key \"%s\" must be null or a token id (an integer)%s", path,
+                       key, strcmp(key, "eos_token_id") ? "" : ", or a list of token ids");
+    *id = (int)x;
+    return 0;
+}
+
+/* bos_token_id, eos_token_id (one id or a list of at most PW_ARCH_MAX_EOS) and pad_token_id,
+ * kept as they are, nulls included: a folder ppo_world writes says what the one it read said
+ * (pw_arch_write_ids), and transformers reads a key left out as its class's default (Llama's
+ * bos 1 and eos 2), not as null. */
+static int read_special_ids(PwArch *a, const json_t *root, const char *path, PwErr *err)
+{
+    const json_t *eos = json_object_get(root, "eos_token_id");
+    a->n_eos = a->eos_list = 0;
+    if (read_id(json_object_get(root, "bos_token_id"), "bos_token_id", path, &a->has_bos,
+                &a->bos_token_id, err) ||
+        read_id(json_object_get(root, "pad_token_id"), "pad_token_id", path, &a->has_pad,
+                &a->pad_token_id, err))
+        return -1;
+    if (!json_is_array(eos)) {
+        if (read_id(eos, "eos_token_id", path, &a->has_eos, &a->eos_token_id[0], err)) return -1;
+        a->n_eos = a->has_eos > 0;
+        return 0;
+    }
+    if (json_array_size(eos) > PW_ARCH_MAX_EOS)
+        return pw_errf(err, "%s: key \"eos_token_id\" lists %zu ids: at most %d", path,
+                       json_array_size(eos), PW_ARCH_MAX_EOS);
+    a->has_eos = a->eos_list = 1;
+    for (size_t i = 0; i < json_array_size(eos); i++) {
+        int has;
+        if (read_id(json_array_get(eos, i), "eos_token_id", path, &has,
+                    &a->eos_token_id[a->n_eos], err))
+            return -1;
+        if (has < 0)
+            return pw_errf(err, "%s: key \"eos_token_id\": element %zu is null: expected a "
+                           "token id", path, i);
+        a->n_eos++;
+    }
+    return 0;
+}
+
+/* one id as read_id found it: the id, null, or nothing */
+static void write_id(json_t *root, const char *key, int has, int id)
+{
+    if (has) json_object_set_new(root, key, has > 0 ? json_integer(id) : json_null());
+}
+
+void pw_arch_write_ids(const PwArch *a, void *json_root)
+{
+    json_t *root = json_root;
+    if (!root) return;
+    write_id(root, "bos_token_id", a->has_bos, a->bos_token_id);
+    if (a->eos_list) {
+        json_t *l = json_array();
+        for (int i = 0; i < a->n_eos; i++)
+            json_array_append_new(l, json_integer(a->eos_token_id[i]));
+        json_object_set_new(root, "eos_token_id", l);
+    } else {
+        write_id(root, "eos_token_id", a->has_eos, a->eos_token_id[0]);
+    }
+    write_id(root, "pad_token_id", a->has_pad, a->pad_token_id);
+}
+
 int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
 {
     char path[4096];
@@ -308,6 +380,7 @@ int pw_arch_load(PwArch *a, const char *dir, PwErr *err)
         }
     }
     rc = f->arch_from_json(a, root, path, err);
+    if (rc == 0) rc = read_special_ids(a, root, path, err);
     /* the sizes too, so that whoever reads a config.json refuses an absurd one before it
      * allocates anything sized by it */
     PwErr cerr;

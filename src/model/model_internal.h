@@ -389,5 +389,8 @@ int pw_config_need(const void *root, const char *key, const char *path, int ok, 
  * significant digits: every decimal a config file holds prints as written and reads back as
  * the same double (17 would print 1e-5 as 1.0000000000000001e-05). NULL root: out of memory. */
 int pw_config_write(void *root, const char *path, PwErr *err);
+/* The special token ids pw_arch_load read (bos_token_id, eos_token_id, pad_token_id) into a
+ * config.json being built (a json_t object; NULL: nothing), as the folder read had them. */
+void pw_arch_write_ids(const PwArch *a, void *root);
 
 #endif

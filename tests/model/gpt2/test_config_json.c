@@ -1,6 +1,9 @@
 /* test_config_json.c: a Llama-family config.json with values at the edges of their types:
- * pw_arch_load refuses what would overflow an int instead of computing with it. */
+ * pw_arch_load refuses what would overflow an int instead of computing with it. And the special
+ * token ids (bos_token_id, eos_token_id as one id or a list, pad_token_id) that a folder ppo_world
+ * writes carries from the one it read, for both families; bad ones are refused by key. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -83,6 +86,86 @@ static void types(const char *dir)
           "gpt2 with a head_dim: %s", err.msg);
 }
 
+/* A model of `a` saved to dir/out and its config.json loaded again: the ids come back. */
+static PwArch round_trip(const char *dir, const PwArch *a, char *text, size_t n)
+{
+    PwErr err = {{0}};
+    char out[4200], path[4300];
+    snprintf(out, sizeof out, "%s/out", dir);
+    mkdir(out, 0755);
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 4};
+    PwModel *m = pw_model_create(a, &o, &err);
+    CHECK(m != NULL, "%s", err.msg);
+    if (!m) exit(1);
+    CHECK(pw_model_save(m, out, &err) == 0, "save: %s", err.msg);
+    pw_model_free(m);
+    PwArch b;
+    CHECK(pw_arch_load(&b, out, &err) == 0, "the saved config.json: %s", err.msg);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(text, 1, n - 1, f) : 0;
+    text[got] = '\0';
+    if (f) fclose(f);
+    return b;
+}
+
+static void special_ids(const char *dir)
+{
+    PwArch a, b;
+    PwErr err = {{0}};
+    char text[4096];
+    /* Llama 3 Instruct's shape of them: an eos list; and a pad given as null, which stays null
+     * (left out, transformers would read its class's default) */
+    CHECK(load(dir, "\"bos_token_id\": 3, \"eos_token_id\": [4, 1, 2], \"pad_token_id\": null",
+               &a, &err) == 0, "%s", err.msg);
+    CHECK(a.has_bos == 1 && a.bos_token_id == 3 && a.eos_list && a.n_eos == 3 &&
+              a.eos_token_id[0] == 4 && a.eos_token_id[2] == 2 && a.has_pad == -1,
+          "ids read: bos %d/%d, eos list %d of %d, pad %d", a.has_bos, a.bos_token_id,
+          a.eos_list, a.n_eos, a.has_pad);
+    b = round_trip(dir, &a, text, sizeof text);
+    CHECK(b.has_bos == 1 && b.bos_token_id == 3 && b.eos_list && b.n_eos == 3 &&
+              b.eos_token_id[0] == 4 && b.eos_token_id[1] == 1 && b.eos_token_id[2] == 2 &&
+              b.has_pad == -1 && strstr(text, "\"pad_token_id\": null"),
+          "llama ids after a save (a null kept null): %s", text);
+    /* GPT-2's: one eos id, and a pad */
+    const char *gpt2 = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, "
+                       "\"n_embd\": 8, \"vocab_size\": 5, \"n_positions\": 16, "
+                       "\"bos_token_id\": 4, \"eos_token_id\": 4, \"pad_token_id\": 0}\n";
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(gpt2, f) >= 0, "cannot write %s", path);
+    if (f) fclose(f);
+    CHECK(pw_arch_load(&a, dir, &err) == 0, "%s", err.msg);
+    b = round_trip(dir, &a, text, sizeof text);
+    CHECK(b.family == PW_FAMILY_GPT2 && b.has_bos == 1 && b.bos_token_id == 4 &&
+              !b.eos_list && b.has_eos == 1 && b.n_eos == 1 && b.eos_token_id[0] == 4 &&
+              b.has_pad == 1 && b.pad_token_id == 0,
+          "gpt2 ids after a save: %s", text);
+    /* none given: none written */
+    CHECK(load(dir, "", &a, &err) == 0, "%s", err.msg);
+    b = round_trip(dir, &a, text, sizeof text);
+    CHECK(!b.has_bos && !b.has_eos && !b.n_eos && !b.has_pad && !strstr(text, "token_id"),
+          "no ids, yet the saved config.json has some: %s", text);
+    /* refused, naming the key */
+    static const struct {
+        const char *extra, *want;
+    } bad[] = {
+        {"\"bos_token_id\": \"<s>\"", "key \"bos_token_id\" must be null or a token id"},
+        {"\"pad_token_id\": 1.5", "key \"pad_token_id\" must be null or a token id"},
+        {"\"eos_token_id\": 4294967296", "key \"eos_token_id\" must be null or a token id "
+                                          "(an integer), or a list"},
+        {"\"eos_token_id\": [1, \"x\"]", "key \"eos_token_id\" must be null"},
+        {"\"eos_token_id\": [1, null]", "key \"eos_token_id\": element 1 is null"},
+        {"\"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]", "key \"eos_token_id\" lists 9 ids: "
+                                                       "at most 8"},
+    };
+    for (size_t i = 0; i < PW_ARRAY_LEN(bad); i++)
+        CHECK(load(dir, bad[i].extra, &a, &err) == -1 && strstr(err.msg, bad[i].want) &&
+                  strstr(err.msg, "config.json"),
+              "{%s}: %s", bad[i].extra, err.msg);
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 2, "usage: test_config_json TMP_DIR");
@@ -93,6 +176,7 @@ int main(int argc, char **argv)
     PwArch a;
     PwErr err = {{0}};
     types(dir);
+    special_ids(dir);
 
     CHECK(load(dir, "\"head_dim\": 4", &a, &err) == 0, "head_dim = hidden_size / heads: %s",
           err.msg);
