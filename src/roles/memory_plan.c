@@ -47,8 +47,7 @@ static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, 
         return pw_errf(err, "%s '%s': %s", label, dir, e.msg);
     if (decode_only) b.activations = 0;
     /* optim.zero_stage 1: the share of the moments of this rank (role rank idx; shard.h) */
-    if (trained && r->s.zero_stage)
-        b.moments = 2 * sizeof(float) * pw_shard_size(nranks, b.moments / (2 * sizeof(float)), idx);
+    b.moments = pw_shard_moment_bytes(r->s.zero_stage, nranks, idx, b.moments);
     size_t train = trained ? b.backward + b.grads + b.moments : 0;
     size_t weights = b.params + b.params_bf16 + b.buffers;
     if (out)

@@ -14,7 +14,8 @@ static size_t block(int nranks, size_t n)
     return (per + SHARD_ALIGN - 1) / SHARD_ALIGN * SHARD_ALIGN;
 }
 
-void pw_shard_starts(int nranks, size_t n, int64_t *starts)
+/* starts[k] of the nranks blocks over n floats (nranks + 1 of them, starts[nranks] = n) */
+static void shard_starts(int nranks, size_t n, int64_t *starts)
 {
     size_t per = block(nranks, n);
     for (int k = 0; k <= nranks; k++) {
@@ -23,11 +24,11 @@ void pw_shard_starts(int nranks, size_t n, int64_t *starts)
     }
 }
 
-size_t pw_shard_size(int nranks, size_t n, int k)
+size_t pw_shard_moment_bytes(int zero_stage, int nranks, int k, size_t whole)
 {
-    if (nranks < 2) return n;
-    size_t per = block(nranks, n), lo = (size_t)k * per;
-    return lo >= n ? 0 : n - lo < per ? n - lo : per;
+    if (zero_stage < 1 || nranks < 2) return whole;
+    size_t n = whole / (2 * sizeof(float)), per = block(nranks, n), lo = (size_t)k * per;
+    return 2 * sizeof(float) * (lo >= n ? 0 : n - lo < per ? n - lo : per);
 }
 
 int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
@@ -36,7 +37,7 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
     if (zero_stage < 1 || n < 2) return NULL;
     int64_t *starts = malloc((size_t)(n + 1) * sizeof *starts);
     if (!starts) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
-    pw_shard_starts(n, pw_model_num_params(m), starts);
+    shard_starts(n, pw_model_num_params(m), starts);
     PwErr err;
     if (pw_model_optimizer_shard(m, (size_t)starts[me], (size_t)starts[me + 1], &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s: optim.zero_stage: %s", pw_role_name(role),

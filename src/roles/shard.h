@@ -12,12 +12,12 @@
 #include "pw_comm.h"
 #include "pw_model.h"
 
-/* The blocks of `nranks` ranks over `n` parameters: starts[k] (nranks + 1 of them, starts[nranks]
- * = n) at multiples of 64 floats (256 bytes, as the device's kernels align their vectors), the
- * blocks as equal as that allows, the last ones shorter or empty. */
-void pw_shard_starts(int nranks, size_t n, int64_t *starts);
-/* Floats of block k of those (n when nranks < 2): for the plans of memory. */
-size_t pw_shard_size(int nranks, size_t n, int k);
+/* The blocks: nranks of them over the parameters, each a multiple of 64 floats (256 bytes, as the
+ * device's kernels align their vectors), as equal as that allows, the last ones shorter or empty.
+ * For the plans of memory: the bytes of AdamW moments that rank k of `nranks` keeps at
+ * `zero_stage`, where keeping all of them takes `whole` (pw_model_plan's `moments`): `whole` for
+ * stage 0 or a role of one rank, as pw_shard_begin decides. */
+size_t pw_shard_moment_bytes(int zero_stage, int nranks, int k, size_t whole);
 /* For a model of role `role` just loaded, before its moments exist: NULL (every rank keeps all
  * of them) for stage 0 or a role of one rank; else its blocks (malloc'd, free them), this rank's
  * set on the model. Ends the job on an error. */

@@ -266,13 +266,8 @@ static int check_memory(PwTrainer *t, const PwArch *cfg, PwErr *err)
     PwModelBytes b;
     int failed = pw_model_plan(cfg, &o, &b, err) ? 1 : 0;
     if (pw_comm_agree(t->w.comm, failed, err)) return -1;
-    /* optim.zero_stage 1: this rank's share of the moments */
-    size_t moments = t->a.zero_stage ? 2 * sizeof(float) *
-                                           pw_shard_size(t->nranks, b.moments / (2 * sizeof(float)),
-                                                         t->rank)
-                                     : b.moments;
     size_t need = b.params + b.params_bf16 + b.buffers + b.activations + b.backward + b.grads +
-                  moments;
+                  pw_shard_moment_bytes(t->a.zero_stage, t->nranks, t->rank, b.moments);
     return pw_world_check_memory(&t->w, t->device, t->gpu, need,
                                  "A smaller train.batch_size or more ranks (fewer rows each) make "
                                  "room for the activations; the weights, gradients and AdamW's "
