@@ -39,6 +39,8 @@ plan 3 three ckpt model.activation_checkpointing=true
 placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' \
     'critic: { ranks: [0, 1, 2] }' 'reward: { ranks: [2] }' 'generator: { ranks: [1] }'
 plan 3 dp dp optim.zero_stage=1
+grep -q '^memory plan (MiB; .*; optim.offload_adam_states false; optim.zero_stage 1):$' \
+    "$WORK/dp.log" || { cat "$WORK/dp.log"; echo "FAIL: the plan's header lacks the stage"; exit 1; }
 plan 1 single ens "model.reward=[$WORK/rm,$WORK/rm2]" model.gold="$WORK/rm2" eval.every=1 \
     eval.num_prompts=4
 grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||
@@ -48,6 +50,7 @@ grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||
 "$PPO_WORLD" --placement "$WORK/three.yaml" --dry-run --world-size 3 --config "$WORK/ppo.yaml" \
     > "$WORK/dry.log" 2>&1 || { cat "$WORK/dry.log"; echo "FAIL: the dry run failed"; exit 1; }
 for want in '^memory plan (MiB; model.precision fp32; models at 4 rows x ' \
+            '; optim.offload_adam_states false; optim.zero_stage 0):$' \
             '^    0  cpu    actor  ' '^    1  cpu    generator  ' '^    2  cpu    at most ' \
             '^  this host: cpu ranks 0, 1, 2 at most [0-9.]* MiB together of the .* (.*)$'; do
     grep -q "$want" "$WORK/dry.log" || { cat "$WORK/dry.log"; echo "FAIL: no '$want'"; exit 1; }
