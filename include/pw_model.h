@@ -248,6 +248,11 @@ typedef struct PwModelBytes {
 } PwModelBytes;
 /* 0, or -1 with pw_model_create's message for an architecture or options it would refuse. */
 int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, PwErr *err);
+/* The same for a model given the optimiser's share [lo, hi) of its parameters
+ * (pw_model_optimizer_shard; hi past the end: to the end): its moments are the share's, and at
+ * bf16 a trained model's params are the tensors it keeps whole and the share's master weights. */
+int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
+                        PwModelBytes *b, PwErr *err);
 
 /* ---- parameters and gradients: one contiguous float32 tensor each on the model's device, so
  * all-reduce, weight transfer and checkpoints need no knowledge of the family. The model's
@@ -377,6 +382,35 @@ int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err);
  * pw_model_optimizer_save refuses a share (one rank cannot write the whole file). */
 int pw_model_optimizer_shard(PwModel *m, size_t lo, size_t hi, PwErr *err);
 void pw_model_optimizer_range(const PwModel *m, size_t *lo, size_t *hi);
+
+/* ---- at bf16 the float32 master weights split too: a trained model (neither frozen nor
+ * following) at precision bf16 given a share that is not the whole keeps the float32 of its
+ * products' weights (the layers' matrices, an LM head of its own: the tensors a split model keeps
+ * in bfloat16 alone) for the share's floats alone, as ZeRO stage 1 splits the master weights;
+ * its forward and backward read their bfloat16 copy, which it keeps whole. The share is then set
+ * once. pw_model_params aborts on such a model (its float32 is not all there), and
+ * pw_model_save refuses it: the role's first rank gathers the shares and writes them with
+ * pw_model_save_master. An update writes the share's float32 and its bfloat16 copy (and the
+ * share of the tensors kept whole); the caller's all-gather puts the rest together:
+ *   pw_model_mirror: the bfloat16 copy of every tensor (num_params, the flat layout of
+ *       pw_model_params: the share [lo, hi) is its elements lo .. hi - 1);
+ *   pw_model_kept: the float32 of the tensors kept whole, one after the other in order: the
+ *       share [lo, hi) is its elements lo - pw_model_master_before(lo) ..
+ *       hi - pw_model_master_before(hi) - 1.
+ * Both wait for the model's queued work; writing into them is allowed until the next call. */
+int pw_model_master_split(const PwModel *m);
+/* Floats of the products' weights (those split) before flat float x of the parameters: the
+ * share [lo, hi) is elements master_before(lo) .. master_before(hi) - 1 of all their master
+ * weights, master_before(pw_model_num_params) floats in all. */
+size_t pw_model_master_before(const PwModel *m, size_t x);
+PwTensor pw_model_mirror(PwModel *m);
+PwTensor pw_model_kept(PwModel *m);
+/* The share's master weights (master_before(hi) - master_before(lo) floats) into host memory. */
+int pw_model_master_get(PwModel *m, float *h, PwErr *err);
+/* The model saved as pw_model_save_opts would with hmaster (host memory, all the shares'
+ * master weights put together, master_before(num_params) floats) for the split tensors. */
+int pw_model_save_master(PwModel *m, const char *dir, const float *hmaster,
+                         const PwSaveOpts *opts, PwErr *err);
 /* The share's moments (hi - lo floats each) into host memory, wherever they are; -1 when no
  * step made them yet. */
 int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err);

@@ -138,9 +138,10 @@ int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const 
 void pw_model_mirror_refresh(PwModel *m)
 {
     if (!m->params_bf16 || !m->mirror_stale) return;
-    if (!pw_model_is_split(m)) {
+    if (pw_model_keeps_all(m)) {
         m->ops->to_bf16(m->ops, m->params_bf16, m->params, m->num_params);
-    } else { /* the bf16-only tensors came in bfloat16 (a load or a payload): the others */
+    } else { /* the bf16-only tensors came in bfloat16 (a load, a payload, or each rank's
+              * share of an update and its all-gather): the others */
         for (int i = 0; i < m->ntensors; i++)
             if (m->stored_size[i])
                 m->ops->to_bf16(m->ops, m->params_bf16 + m->mirror_off[i],
@@ -459,6 +460,7 @@ void pw_model_free(PwModel *m)
         if (!pw_model_is_split(m)) /* else inside params' allocation */
             o->free(o, m->params_bf16);
         o->free(o, m->grads);
+        o->free(o, m->master);
         o->free(o, m->adam_m);
         o->free(o, m->adam_v);
         o->free(o, m->d_int);
@@ -531,7 +533,21 @@ static size_t dout_bytes(const PwModelOpts *o)
     return (3 * (size_t)o->maxB * o->maxT + o->maxB) * sizeof(float);
 }
 
+/* Whether a model of these options, given the optimiser's share [lo, hi), keeps the float32
+ * master weights of that share alone (pw_model_master_split) */
+static int splits_master(const PwModel *m, size_t lo, size_t hi)
+{
+    return m->precision == PW_PRECISION_BF16 && !m->frozen && !m->follows &&
+           !(lo == 0 && hi == m->num_params);
+}
+
 int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, PwErr *err)
+{
+    return pw_model_plan_share(arch, opts, 0, (size_t)-1, b, err);
+}
+
+int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
+                        PwModelBytes *b, PwErr *err)
 {
     PwModel *m = calloc(1, sizeof *m);
     if (!m) return pw_errf(err, "out of memory for the model struct");
@@ -541,16 +557,22 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
     }
     const PwFamilyImpl *f = m->impl;
     size_t P = m->num_params;
+    if (hi > P) hi = P;
+    if (lo > hi) lo = hi;
+    size_t kept = pw_model_is_split(m) ? pw_model_split_f32_bytes(m)
+                                       : m->num_stored * sizeof(float);
+    if (splits_master(m, lo, hi)) /* the tensors kept whole, and the share of the others */
+        kept = (m->split_f32 + pw_model_b16_before(m, hi) - pw_model_b16_before(m, lo)) *
+               sizeof(float);
     *b = (PwModelBytes){
-        .params = pw_model_is_split(m) ? pw_model_split_f32_bytes(m)
-                                       : m->num_stored * sizeof(float),
+        .params = kept,
         .params_bf16 = m->precision == PW_PRECISION_BF16 ? P * sizeof(uint16_t) : 0,
         .buffers = int_bytes(opts) + dout_bytes(opts) + (f->attach_bytes ? f->attach_bytes(arch)
                                                                          : 0),
         .activations = f->forward_bytes(m),
         .backward = f->backward_bytes(m),
         .grads = P * sizeof(float),
-        .moments = 2 * P * sizeof(float),
+        .moments = 2 * (hi - lo) * sizeof(float),
         .transfer = pw_model_payload_bytes(m),
     };
     free(m);
@@ -651,8 +673,8 @@ static int split_upload(PwModel *m, const float *h)
  * frees a copy. */
 static float *host_params(PwModel *m, int fetch)
 {
-    if (m->ops->device == PW_DEVICE_CPU && !pw_model_is_split(m)) return m->params;
-    if (fetch && pw_model_is_split(m)) return NULL; /* its float32 is not all there to fetch */
+    if (m->ops->device == PW_DEVICE_CPU && pw_model_keeps_all(m)) return m->params;
+    if (fetch && !pw_model_keeps_all(m)) return NULL; /* its float32 is not all there to fetch */
     /* zeroed: a load fills the real rows only, and the padding rows must upload as 0 */
     float *h = fetch ? malloc(m->num_params * sizeof(float))
                      : calloc(m->num_params, sizeof(float));
@@ -679,6 +701,11 @@ static int host_done(PwModel *m, float *h, int upload)
 
 void pw_model_init_random(PwModel *m, uint64_t seed)
 {
+    if (m->master) { /* its float32 of the other shares is on other ranks: a caller bug */
+        fprintf(stderr, "pw_model_init_random: the model's master weights are split over a "
+                "role's ranks (pw_model_optimizer_shard): initialise it before the split\n");
+        abort();
+    }
     float *h = host_params(m, 0);
     if (!h) {
         fprintf(stderr, "pw_model_init_random: out of host memory\n");
@@ -770,9 +797,57 @@ static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
     return 0;
 }
 
-int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err)
+/* A model with split master weights, in float32 in the full layout on the host: the tensors it
+ * keeps whole from params, the bf16-only ones from hmaster (host floats of the master weights
+ * of flat floats [lo, hi): all of them for a save, the model's share for a check), zeros
+ * elsewhere (a valid weight). NULL: out of host memory. */
+static float *master_host(PwModel *m, const float *hmaster, size_t lo, size_t hi)
+{
+    float *h = calloc(m->num_params, sizeof *h);
+    if (!h) return NULL;
+    size_t g0 = pw_model_b16_before(m, lo);
+    for (int i = 0; i < m->ntensors; i++) {
+        size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
+        if (m->stored_size[i]) {
+            m->ops->copy(m->ops, h + a, m->params + m->stored_off[i], (b - a) * sizeof(float),
+                         PW_COPY_D2H);
+            continue;
+        }
+        a = a > lo ? a : lo;
+        b = b < hi ? b : hi;
+        if (a < b) memcpy(h + a, hmaster + (pw_model_b16_before(m, a) - g0), (b - a) * sizeof *h);
+    }
+    return h;
+}
+
+/* Writes h (the full layout on the host) as pw_model_save does, after the check of its weights */
+static int save_host(PwModel *m, const float *h, const char *dir, const PwSaveOpts *opts,
+                     PwErr *err)
 {
     PwSaveOpts none = {0};
+    /* Checked before anything is written: a diverged model must never replace a good checkpoint
+     * in the folder, and whoever loads the folder would refuse it anyway. */
+    PwErr bad;
+    return find_bad_param(m, h, &bad)
+               ? pw_errf(err, "%s: not saved: %s; the folder keeps what it held", dir, bad.msg)
+               : m->impl->save(m, h, dir, opts ? opts : &none, err);
+}
+
+int pw_model_save_master(PwModel *m, const char *dir, const float *hmaster,
+                         const PwSaveOpts *opts, PwErr *err)
+{
+    if (!m->master)
+        return pw_errf(err, "%s: not saved: the model's float32 weights are not split "
+                       "(pw_model_save writes them)", dir);
+    float *h = master_host(m, hmaster, 0, m->num_params);
+    if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
+    int rc = save_host(m, h, dir, opts, err);
+    free(h);
+    return rc;
+}
+
+int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err)
+{
     if (m->frozen) /* at bf16 it holds the matrices rounded: a checkpoint would lose bits */
         return pw_errf(err, "%s: not saved: a frozen model is never written, its folder is "
                        "where it came from (at bf16 it keeps its products' weights in bfloat16 "
@@ -781,14 +856,14 @@ int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwEr
         return pw_errf(err, "%s: not saved: a model that follows another holds that model's "
                        "weights (at bf16 its products' weights in bfloat16 only): save that "
                        "one", dir);
+    if (m->master) /* one rank has its share of the float32 alone */
+        return pw_errf(err, "%s: not saved: this model keeps the float32 weights of its share "
+                       "of the optimiser alone (floats %zu to %zu of %zu): the whole weights are "
+                       "written from all the shares (pw_model_save_master)", dir, m->opt_lo,
+                       m->opt_hi, m->num_params);
     float *h = host_params(m, 1);
     if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
-    /* Checked before anything is written: a diverged model must never replace a good checkpoint
-     * in the folder, and whoever loads the folder would refuse it anyway. */
-    PwErr bad;
-    int rc = find_bad_param(m, h, &bad)
-                 ? pw_errf(err, "%s: not saved: %s; the folder keeps what it held", dir, bad.msg)
-                 : m->impl->save(m, h, dir, opts ? opts : &none, err);
+    int rc = save_host(m, h, dir, opts, err);
     host_done(m, h, 0);
     return rc;
 }
@@ -799,13 +874,26 @@ int pw_model_check_params(PwModel *m, PwErr *err)
      * of one reduction; the sum is in double, where even 3e38 squared is finite. */
     /* never written since it loaded, or written by what a checked model handed over */
     if (m->frozen || m->follows) return 0;
-    double norm = sqrt(m->ops->sumsq(m->ops, m->params, m->num_params));
-    if (norm <= PW_WEIGHT_LIMIT) return 0;
-    float *h = host_params(m, 1);
+    /* split master weights: the tensors kept whole and this model's share (the other ranks
+     * check theirs) */
+    double sq = m->ops->sumsq(m->ops, m->params, m->num_stored);
+    if (m->master) sq += m->ops->sumsq(m->ops, m->master, m->master_n);
+    if (sqrt(sq) <= PW_WEIGHT_LIMIT) return 0;
+    float *h = NULL, *hm = NULL;
+    if (m->master) {
+        if ((hm = malloc((m->master_n ? m->master_n : 1) * sizeof *hm))) {
+            m->ops->copy(m->ops, hm, m->master, m->master_n * sizeof *hm, PW_COPY_D2H);
+            h = master_host(m, hm, m->opt_lo, m->opt_hi);
+        }
+        free(hm);
+    } else {
+        h = host_params(m, 1);
+    }
     if (!h) return pw_errf(err, "out of host memory to look for the bad weight");
     /* A norm beyond the limit from many large but valid weights is no reason to stop. */
     int rc = find_bad_param(m, h, err) ? -1 : 0;
-    host_done(m, h, 0);
+    if (m->master) free(h);
+    else host_done(m, h, 0);
     return rc;
 }
 
@@ -847,6 +935,12 @@ static PwTensor flat(const PwModel *m, float *data)
 
 PwTensor pw_model_params(PwModel *m)
 {
+    if (m->master) { /* its float32 is not all there: a caller bug */
+        fprintf(stderr, "pw_model_params: the model's master weights are split over a role's "
+                "ranks (pw_model_master_split): pw_model_mirror and pw_model_kept hold its "
+                "weights\n");
+        abort();
+    }
     if (m->frozen || m->follows) { /* a caller that would write it so is a bug */
         fprintf(stderr, "pw_model_params: the model %s: its weights are %s\n",
                 m->frozen ? "is frozen (PwModelOpts.frozen)" : "follows another "
@@ -1054,6 +1148,69 @@ static int alloc_moments(PwModel *m, PwErr *err)
 
 int pw_model_has_optimizer(const PwModel *m) { return m->adam_m || m->h_adam_m; }
 
+size_t pw_model_b16_before(const PwModel *m, size_t x)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->impl->tensor_bf16_only[i] && x > m->tensor_off[i]) {
+            size_t in = x - m->tensor_off[i];
+            n += in < m->tensor_size[i] ? in : m->tensor_size[i];
+        }
+    return n;
+}
+
+/* The float32 that an update of the share's part [a, b) of tensor i writes: params where the
+ * tensor is kept whole, else the master share */
+static float *master_of(PwModel *m, int i, size_t a)
+{
+    return m->stored_size[i] ? m->params + m->stored_off[i] + (a - m->tensor_off[i])
+                             : m->master + (pw_model_b16_before(m, a) - m->master_lo);
+}
+
+/* A trained bf16 model given a share: its float32 of the bf16-only tensors goes, but for the
+ * share's floats (master); the other tensors stay whole in a smaller params, and the mirror,
+ * made from the whole float32 first, stays as it is (docs/model.md, The optimiser's share).
+ * The model is left as it was when there is no room. */
+static int split_master(PwModel *m, PwErr *err)
+{
+    const PwOps *o = m->ops;
+    size_t glo = pw_model_b16_before(m, m->opt_lo), ghi = pw_model_b16_before(m, m->opt_hi);
+    size_t nm = ghi - glo, kb = m->split_f32 * sizeof(float);
+    float *kept = o->alloc(o, kb), *master = o->alloc(o, (nm ? nm : 1) * sizeof(float));
+    if (!kept || !master) {
+        o->free(o, kept);
+        o->free(o, master);
+        return pw_model_no_room(m, "the float32 weights' share", kb + nm * sizeof(float), err);
+    }
+    pw_model_mirror_refresh(m); /* the bfloat16 of every tensor, before its float32 goes */
+    m->master = master;
+    m->master_lo = glo;
+    m->master_n = nm;
+    for (int i = 0; i < m->ntensors; i++) {
+        size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
+        if (!m->impl->tensor_bf16_only[i]) {
+            o->copy(o, kept + m->split_off[i], m->params + a, (b - a) * sizeof(float),
+                    PW_COPY_D2D);
+            continue;
+        }
+        a = a > m->opt_lo ? a : m->opt_lo;
+        b = b < m->opt_hi ? b : m->opt_hi;
+        if (a < b) o->copy(o, master + (pw_model_b16_before(m, a) - glo), m->params + a,
+                           (b - a) * sizeof(float), PW_COPY_D2D);
+    }
+    o->sync(o);
+    o->free(o, m->params);
+    m->params = kept;
+    for (int i = 0; i < m->ntensors; i++) {
+        int only = m->impl->tensor_bf16_only[i];
+        m->stored_size[i] = only ? 0 : m->tensor_size[i];
+        m->stored_off[i] = only ? 0 : m->split_off[i];
+    }
+    m->num_stored = m->split_f32;
+    m->mirror_stale = 0;
+    return 0;
+}
+
 int pw_model_optimizer_shard(PwModel *m, size_t lo, size_t hi, PwErr *err)
 {
     if (lo > hi || hi > m->num_params)
@@ -1062,8 +1219,47 @@ int pw_model_optimizer_shard(PwModel *m, size_t lo, size_t hi, PwErr *err)
     if (pw_model_has_optimizer(m))
         return pw_errf(err, "the optimiser's share is set before its moments exist (before the "
                        "first step or a load of the moments)");
+    if (m->master)
+        return pw_errf(err, "the optimiser's share is set once: this model's float32 weights "
+                       "of the other shares are gone already (floats %zu to %zu kept)",
+                       m->opt_lo, m->opt_hi);
+    size_t olo = m->opt_lo, ohi = m->opt_hi;
     m->opt_lo = lo;
     m->opt_hi = hi;
+    if (splits_master(m, lo, hi) && split_master(m, err)) {
+        m->opt_lo = olo;
+        m->opt_hi = ohi;
+        return -1;
+    }
+    return 0;
+}
+
+int pw_model_master_split(const PwModel *m) { return m->master != NULL; }
+
+size_t pw_model_master_before(const PwModel *m, size_t x) { return pw_model_b16_before(m, x); }
+
+static PwTensor on_device(const PwModel *m, void *data, PwDtype dt, size_t n)
+{
+    int64_t shape[1] = {(int64_t)n};
+    return pw_tensor_on(data, dt, 1, shape, m->ops->device, m->ops->device_id);
+}
+
+PwTensor pw_model_mirror(PwModel *m)
+{
+    m->ops->sync(m->ops);
+    return on_device(m, m->params_bf16, PW_DTYPE_BF16, m->params_bf16 ? m->num_params : 0);
+}
+
+PwTensor pw_model_kept(PwModel *m)
+{
+    m->ops->sync(m->ops);
+    return on_device(m, m->params, PW_DTYPE_F32, m->num_stored);
+}
+
+int pw_model_master_get(PwModel *m, float *h, PwErr *err)
+{
+    if (!m->master) return pw_errf(err, "the model's float32 weights are not split");
+    m->ops->copy(m->ops, h, m->master, m->master_n * sizeof(float), PW_COPY_D2H);
     return 0;
 }
 
@@ -1104,17 +1300,23 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
         size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
         a = a > lo ? a : lo;
         b = b < hi ? b : hi;
-        if (a < b)
-            o->adamw_update(o, m->params + a, m->grads + a, m->adam_m + (a - lo),
-                            m->adam_v + (a - lo), b - a, cfg->lr, cfg->beta1, cfg->beta2,
-                            cfg->eps, m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
+        if (a >= b) continue;
+        float *w = m->master ? master_of(m, i, a) : m->params + a;
+        o->adamw_update(o, w, m->grads + a, m->adam_m + (a - lo), m->adam_v + (a - lo), b - a,
+                        cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
+                        m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
+        /* split master weights: the share's bfloat16, rounded as the whole mirror's would be */
+        if (m->master)
+            o->to_bf16(o, m->params_bf16 + m->mirror_off[i] + (a - m->tensor_off[i]), w, b - a);
     }
     /* The bfloat16 copy of the new weights, made now: whatever follows an update reads it (the
      * next minibatch's forward, or the weights handed to the generators), so making it here
      * costs nothing more, and counts in the update's time, not in the next phase's. A share
      * waits for the other ranks' shares (the caller's all-gather writes them into params
-     * through pw_model_params); the next use makes the copy. */
-    m->mirror_stale = 1;
+     * through pw_model_params); the next use makes the copy. With split master weights the
+     * share's copy is made above, and the all-gather brings the others' copies along
+     * (pw_model_mirror). */
+    m->mirror_stale = !m->master;
     if (whole_optimizer(m)) pw_model_mirror_refresh(m);
     return PW_ADAMW_APPLIED;
 }

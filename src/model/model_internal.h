@@ -53,6 +53,15 @@ struct PwModel {
     /* the floats of params whose moments this model keeps and updates: all of them, or its
      * share when the moments are split over a role's ranks (pw_model_optimizer_shard) */
     size_t opt_lo, opt_hi;
+    /* A trained bf16 model with a share of the optimiser keeps the float32 master weights of
+     * its bf16-only tensors for that share alone (pw_model_master_split): master holds the
+     * floats of those tensors inside [opt_lo, opt_hi), in the order of the split layout's
+     * bfloat16 part (element pw_model_b16_before(x) - master_lo is flat float x); params then
+     * holds the other tensors whole (stored_size 0 for the bf16-only ones, stored_off their
+     * split_off), and the mirror, a separate allocation, every tensor at tensor_off. NULL
+     * otherwise. */
+    float *master;
+    size_t master_lo, master_n;
     /* precision bf16: the parameters rounded to bfloat16, which the products read instead of
      * converting each weight at every call; made again from params, when stale, before a
      * forward, a backward or a cache pass (pw_model_mirror_refresh). Every writer of params
@@ -294,8 +303,16 @@ void pw_model_attention_backward(const PwModel *m, float *dqkv, uint16_t *dqkv16
                                  int T, int NH, int NKV, int hs);
 
 /* A split model (frozen or following, at bf16): some tensors exist in its bfloat16 mirror alone
- * (stored_size 0) */
-static inline int pw_model_is_split(const PwModel *m) { return m->num_stored != m->num_params; }
+ * (stored_size 0), which is laid out as the payload (split_off) in params' own allocation */
+static inline int pw_model_is_split(const PwModel *m)
+{
+    return m->num_stored != m->num_params && !m->master;
+}
+/* Whether params holds every tensor in float32: not in a split model, nor in one whose master
+ * weights are split over a role's ranks (master) */
+static inline int pw_model_keeps_all(const PwModel *m) { return m->num_stored == m->num_params; }
+/* Floats of the bf16-only tensors before flat offset x of the parameters */
+size_t pw_model_b16_before(const PwModel *m, size_t x);
 /* A split model's mirror starts this many floats (256 bytes) into its allocation at least, as
  * a separate allocation would be aligned for the vector loads of the products' kernels. */
 #define PW_SPLIT_ALIGN 64

@@ -55,11 +55,13 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
  * copies are conveniences: one that fails (a tokenizer folder removed during the run) is a
  * warning, and the checkpoint, which resumes without them, is kept. */
 static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
-                       int with_optimizer, const float *hm, const float *hv)
+                       int with_optimizer, const float *hw, const float *hm, const float *hv)
 {
     PwErr err;
     make_dir_or_die(dir);
-    if (pw_model_save(m, dir, &err)) pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+    /* split float32 weights (hw: gathered whole) make the same files */
+    if (hw ? pw_model_save_master(m, dir, hw, NULL, &err) : pw_model_save(m, dir, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
     if (pw_tokenizer_save(tokenizer, dir, &err) ||
         (gen_from && pw_model_generation_config(gen_from, tokenizer, dir, &err)))
         fprintf(stderr, "ppo_world: warning: checkpoint %s: %s (the weights are saved)\n", dir,
@@ -282,12 +284,17 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         save_queue(r, path);
     }
     /* optim.zero_stage 1: each rank of the actor and of the critic hands its share of the
-     * moments to the role's rank 0, which writes them (critic first, on every rank alike) */
-    float *cm = NULL, *cv = NULL, *am = NULL, *av = NULL;
-    if (pw_world_has_role(w, PW_ROLE_CRITIC))
+     * moments (and at bf16 of the float32 weights) to the role's rank 0, which writes them
+     * (critic first, on every rank alike) */
+    float *cw = NULL, *cm = NULL, *cv = NULL, *aw = NULL, *am = NULL, *av = NULL;
+    if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
+        cw = pw_shard_gather_master(w, PW_ROLE_CRITIC, r->critic, r->shard[PW_ROLE_CRITIC]);
         pw_shard_gather_moments(w, PW_ROLE_CRITIC, r->critic, r->shard[PW_ROLE_CRITIC], &cm, &cv);
-    if (pw_world_has_role(w, PW_ROLE_ACTOR))
+    }
+    if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
+        aw = pw_shard_gather_master(w, PW_ROLE_ACTOR, r->actor, r->shard[PW_ROLE_ACTOR]);
         pw_shard_gather_moments(w, PW_ROLE_ACTOR, r->actor, r->shard[PW_ROLE_ACTOR], &am, &av);
+    }
     static const PwRole writers[] = {PW_ROLE_CRITIC, PW_ROLE_GENERATOR};
     for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
         PwRole role = writers[i];
@@ -295,14 +302,14 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         if (role == PW_ROLE_GENERATOR && !r->async) continue;
         if (role == PW_ROLE_CRITIC) {
             ckpt_path(path, sizeof path, out_dir, done, "critic");
-            save_model(r->critic, path, r->s.tokenizer, NULL, 1, cm, cv);
+            save_model(r->critic, path, r->s.tokenizer, NULL, 1, cw, cm, cv);
         }
         PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
         pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_CONTROL, done, &t);
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
         ckpt_path(path, sizeof path, out_dir, done, "actor");
-        save_model(r->actor, path, r->s.tokenizer, r->s.sft, 1, am, av);
+        save_model(r->actor, path, r->s.tokenizer, r->s.sft, 1, aw, am, av);
         for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
             PwRole role = writers[i];
             if (!w->map.role[role].nranks || (role == PW_ROLE_GENERATOR && !r->async)) continue;
@@ -312,8 +319,10 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     }
     pw_xfer_wait(&x, w);
     pw_xfer_free(&x);
+    free(cw);
     free(cm);
     free(cv);
+    free(aw);
     free(am);
     free(av);
     if (!pw_world_has_role(w, PW_ROLE_ACTOR) || w->role_rank[PW_ROLE_ACTOR] != 0) return;

@@ -42,12 +42,13 @@ static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, 
     PwModelBytes b;
     size_t gen = 0;
     PwErr e;
-    if (pw_model_plan(&a, &o, &b, &e) ||
+    /* optim.zero_stage 1: a trained model's share of the moments on this rank (role rank
+     * idx; shard.h), and at bf16 of the float32 weights */
+    if ((trained ? pw_shard_plan(r->s.zero_stage, nranks, idx, &a, &o, &b, &e)
+                 : pw_model_plan(&a, &o, &b, &e)) ||
         (gen_rows > 0 && pw_gen_plan(&a, &o, gen_rows, r->maxT, &gen, &e)))
         return pw_errf(err, "%s '%s': %s", label, dir, e.msg);
     if (decode_only) b.activations = 0;
-    /* optim.zero_stage 1: the share of the moments of this rank (role rank idx; shard.h) */
-    b.moments = pw_shard_moment_bytes(r->s.zero_stage, nranks, idx, b.moments);
     size_t train = trained ? b.backward + b.grads + b.moments : 0;
     size_t weights = b.params + b.params_bf16 + b.buffers;
     if (out)

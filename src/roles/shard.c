@@ -24,11 +24,14 @@ static void shard_starts(int nranks, size_t n, int64_t *starts)
     }
 }
 
-size_t pw_shard_moment_bytes(int zero_stage, int nranks, int k, size_t whole)
+int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const PwModelOpts *o,
+                  PwModelBytes *b, PwErr *err)
 {
-    if (zero_stage < 1 || nranks < 2) return whole;
-    size_t n = whole / (2 * sizeof(float)), per = block(nranks, n), lo = (size_t)k * per;
-    return 2 * sizeof(float) * (lo >= n ? 0 : n - lo < per ? n - lo : per);
+    if (pw_model_plan(arch, o, b, err)) return -1;
+    if (zero_stage < 1 || nranks < 2) return 0;
+    size_t n = b->grads / sizeof(float), per = block(nranks, n), lo = (size_t)k * per;
+    lo = lo < n ? lo : n;
+    return pw_model_plan_share(arch, o, lo, n - lo < per ? n : lo + per, b, err);
 }
 
 int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
@@ -45,14 +48,60 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
     return starts;
 }
 
+/* starts mapped through the model's master weights: of the master weights themselves
+ * (kept 0), or of the tensors kept whole (kept 1) */
+static int64_t *master_starts(int n, const PwModel *m, const int64_t *starts, int kept)
+{
+    int64_t *s = malloc((size_t)(n + 1) * sizeof *s);
+    if (!s) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    for (int k = 0; k <= n; k++) {
+        int64_t g = (int64_t)pw_model_master_before(m, (size_t)starts[k]);
+        s[k] = kept ? starts[k] - g : g;
+    }
+    return s;
+}
+
 void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts)
 {
     if (!starts) return;
-    PwTensor p = pw_model_params(m); /* marks the bfloat16 copy stale: the next use makes it */
     PwErr err;
-    if (pw_allgather_blocks(w, role, &p, starts, &err))
+    if (!pw_model_master_split(m)) {
+        PwTensor p = pw_model_params(m); /* marks the bfloat16 copy stale: the next use makes it */
+        if (pw_allgather_blocks(w, role, &p, starts, &err))
+            pw_comm_fatal(__FILE__, __LINE__, "%s: the weights' all-gather: %s",
+                          pw_role_name(role), err.msg);
+        return;
+    }
+    /* split master weights: the bfloat16 copy of every tensor, which the forward reads, and the
+     * float32 of the tensors kept whole, each in the ranks' blocks */
+    int64_t *ks = master_starts(w->map.role[role].nranks, m, starts, 1);
+    PwTensor b16 = pw_model_mirror(m), f32 = pw_model_kept(m);
+    if (pw_allgather_blocks(w, role, &b16, starts, &err) ||
+        pw_allgather_blocks(w, role, &f32, ks, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s: the weights' all-gather: %s", pw_role_name(role),
                       err.msg);
+    free(ks);
+}
+
+float *pw_shard_gather_master(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts)
+{
+    if (!starts || !pw_model_master_split(m)) return NULL;
+    int me = w->role_rank[role];
+    int64_t *gs = master_starts(w->map.role[role].nranks, m, starts, 0);
+    size_t mine = (size_t)(gs[me + 1] - gs[me]), all = (size_t)gs[w->map.role[role].nranks];
+    float *hm = malloc((mine ? mine : 1) * sizeof *hm);
+    float *whole = me == 0 ? malloc((all ? all : 1) * sizeof *whole) : NULL;
+    if (!hm || (me == 0 && !whole))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: out of host memory for the %s's float32 "
+                      "weights", pw_role_name(role));
+    PwErr err;
+    if (pw_model_master_get(m, hm, &err) ||
+        pw_gather_blocks(w, role, hm, whole, PW_DTYPE_F32, gs, 0, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: the %s's float32 weights: %s",
+                      pw_role_name(role), err.msg);
+    free(hm);
+    free(gs);
+    return whole;
 }
 
 void pw_shard_gather_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,

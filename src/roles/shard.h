@@ -1,6 +1,7 @@
 /* shard.h: the AdamW moments of a trained model split over the ranks of its role
  * (optim.zero_stage 1, ZeRO stage 1; docs/model.md, The optimiser's share). Each rank keeps
- * the moments of one block of the parameters and updates those weights alone; the gradient is
+ * the moments of one block of the parameters (at bf16 that block's float32 master weights of the
+ * layers' matrices too) and updates those weights alone; the gradient is
  * still summed whole on every rank (grads.h), and after each update an all-gather hands every
  * rank the others' blocks. The calls the PPO roles (actor, critic) and the supervised modes
  * (sft, rm) share. Internal to src/roles. */
@@ -14,10 +15,12 @@
 
 /* The blocks: nranks of them over the parameters, each a multiple of 64 floats (256 bytes, as the
  * device's kernels align their vectors), as equal as that allows, the last ones shorter or empty.
- * For the plans of memory: the bytes of AdamW moments that rank k of `nranks` keeps at
- * `zero_stage`, where keeping all of them takes `whole` (pw_model_plan's `moments`): `whole` for
- * stage 0 or a role of one rank, as pw_shard_begin decides. */
-size_t pw_shard_moment_bytes(int zero_stage, int nranks, int k, size_t whole);
+ * For the plans of memory: what a model of `arch` and `o` holds on rank k of `nranks` at
+ * `zero_stage` (pw_model_plan_share of its block; pw_model_plan for stage 0 or a role of one
+ * rank, as pw_shard_begin decides): its share of the moments, and at bf16 of the float32
+ * weights. 0, or -1 with pw_model_plan's message. */
+int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const PwModelOpts *o,
+                  PwModelBytes *b, PwErr *err);
 /* For a model of role `role` just loaded, before its moments exist: NULL (every rank keeps all
  * of them) for stage 0 or a role of one rank; else its blocks (malloc'd, free them), this rank's
  * set on the model. Ends the job on an error. */
@@ -25,6 +28,11 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage);
 /* After an applied update: every rank's block of the weights to every rank (NULL starts: nothing
  * to do). Ends the job on an error. */
 void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);
+/* For a checkpoint of a model whose float32 master weights are split (bf16;
+ * pw_model_master_split): all of them on the role's rank 0, which gets them (malloc'd, free
+ * them; pw_model_save_master writes them); NULL on the other ranks, and everywhere when they
+ * are not split. Every rank of the role calls it. */
+float *pw_shard_gather_master(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);
 /* For a checkpoint: the whole moments on the role's rank 0, which gets *hm and *hv (num_params
  * floats each, malloc'd: free them; NULL on the other ranks, and everywhere when no update made
  * the moments yet). Every rank of the role calls it. */

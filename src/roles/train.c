@@ -264,10 +264,11 @@ static int check_memory(PwTrainer *t, const PwArch *cfg, PwErr *err)
 {
     PwModelOpts o = model_opts(t);
     PwModelBytes b;
-    int failed = pw_model_plan(cfg, &o, &b, err) ? 1 : 0;
+    /* optim.zero_stage 1: this rank's share of the moments, and at bf16 of the float32 weights */
+    int failed = pw_shard_plan(t->a.zero_stage, t->nranks, t->rank, cfg, &o, &b, err) ? 1 : 0;
     if (pw_comm_agree(t->w.comm, failed, err)) return -1;
     size_t need = b.params + b.params_bf16 + b.buffers + b.activations + b.backward + b.grads +
-                  pw_shard_moment_bytes(t->a.zero_stage, t->nranks, t->rank, b.moments);
+                  b.moments;
     return pw_world_check_memory(&t->w, t->device, t->gpu, need,
                                  "A smaller train.batch_size or more ranks (fewer rows each) make "
                                  "room for the activations; the weights, gradients and AdamW's "
@@ -552,10 +553,14 @@ void pw_train_log(PwTrainer *t, long step, const char *const *keys, const double
 
 void pw_train_save(PwTrainer *t)
 {
+    /* optim.zero_stage 1 at bf16: every rank hands its share of the float32 weights to rank 0 */
+    float *hw = pw_shard_gather_master(&t->w, t->role, t->model, t->shard);
     if (t->rank != 0) return;
     PwErr err;
-    if (pw_model_save(t->model, t->a.out, &err))
-        pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
+    int rc = hw ? pw_model_save_master(t->model, t->a.out, hw, NULL, &err)
+                : pw_model_save(t->model, t->a.out, &err);
+    free(hw);
+    if (rc) pw_comm_fatal(__FILE__, __LINE__, "ppo_world %s: %s", t->mode, err.msg);
     /* the tokenizer the run read goes with the weights (none for bytes), and an SFT policy keeps
      * the generation_config.json of model.init, or gets the tokenizer's (a reward model does not
      * generate); conveniences, so a failed copy is a warning, not the loss of the trained model */

@@ -557,6 +557,77 @@ static void check_shares(const PwArch *a, const float *grads, const char *dir, c
     for (int k = 0; k < 3; k++) pw_model_free(all[k]);
 }
 
+/* ---- at bf16 the float32 master weights split too (docs/model.md, The optimiser's share):
+ * two bf16 GPU models that each keep one share's float32 of the layers' matrices, put together
+ * after each step as the all-gather does (pw_model_mirror, pw_model_kept), hold the bfloat16 copy
+ * and the float32 of a bf16 GPU model that keeps everything, bit for bit; their forward and
+ * backward are its own then (they read the bfloat16 copy, never the float32 they lack). */
+static void check_master_shares(const PwArch *a, const float *grads, const int *tok,
+                                const int *tgt, const PwOutputGrads *g)
+{
+    PwErr err;
+    PwModel *whole = make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16);
+    PwModel *sh[2] = {make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16),
+                      make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16)};
+    size_t P = pw_model_num_params(whole), cut[3] = {0, (P / 2 + 63) / 64 * 64, P};
+    for (int k = 0; k < 2; k++)
+        CHECK(pw_model_optimizer_shard(sh[k], cut[k], cut[k + 1], &err) == 0 &&
+                  pw_model_master_split(sh[k]), "master share %d: %s", k, err.msg);
+    const size_t M = pw_model_master_before(whole, P), K = P - M;
+    PwAdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 0.5f};
+    uint16_t *s16 = cu_host(P * sizeof *s16);
+    float *sk = cu_host(K * sizeof *sk), *sm = cu_host(M * sizeof *sm);
+    PwModel *all[3] = {whole, sh[0], sh[1]};
+    for (int s = 1; s <= 2; s++) {
+        for (int k = 0; k < 3; k++) {
+            CHECK(pw_model_zero_grad(all[k], &err) == 0, "%s", err.msg);
+            put(pw_model_grads(all[k]), grads);
+            CHECK(pw_model_adamw_step(all[k], &opt, s, NULL, &err) == PW_ADAMW_APPLIED,
+                  "master share step %d: %s", s, err.msg);
+        }
+        for (int k = 0; k < 2; k++) {
+            const uint16_t *m16 = (const uint16_t *)host_copy(pw_model_mirror(sh[k]));
+            const float *kf = host_copy(pw_model_kept(sh[k]));
+            size_t g0 = pw_model_master_before(sh[k], cut[k]);
+            size_t g1 = pw_model_master_before(sh[k], cut[k + 1]);
+            memcpy(s16 + cut[k], m16 + cut[k], (cut[k + 1] - cut[k]) * sizeof *s16);
+            memcpy(sk + cut[k] - g0, kf + cut[k] - g0, (cut[k + 1] - g1 - (cut[k] - g0)) * 4);
+            CHECK(pw_model_master_get(sh[k], sm + g0, &err) == 0, "%s", err.msg);
+        }
+        for (int k = 0; k < 2; k++) {
+            put(pw_model_mirror(sh[k]), (const float *)s16);
+            put(pw_model_kept(sh[k]), sk);
+        }
+        /* the whole's bfloat16 copy is fresh after its step; then its float32 */
+        const uint16_t *w16 = (const uint16_t *)host_copy(pw_model_mirror(whole));
+        const float *wf = host_copy(pw_model_params(whole));
+        size_t bad16 = P, badf = P;
+        for (size_t x = 0, kx = 0; x < P; x++) {
+            if (bad16 == P && w16[x] != s16[x]) bad16 = x;
+            size_t gx = pw_model_master_before(whole, x);
+            const float *got = pw_model_master_before(whole, x + 1) == gx ? &sk[kx++] : &sm[gx];
+            if (badf == P && memcmp(got, &wf[x], sizeof *got)) badf = x;
+        }
+        CHECK(bad16 == P && badf == P, "master shares step %d: the bfloat16 differ from float "
+              "%zu, the float32 from float %zu (of %zu)", s, bad16, badf, P);
+    }
+    static Outs ow, os;
+    forward(whole, tok, tgt, &ow);
+    forward(sh[1], tok, tgt, &os);
+    CHECK(!memcmp(ow.logp, os.logp, sizeof ow.logp) && !memcmp(ow.value, os.value,
+                                                                 sizeof ow.value),
+          "a master share's forward differs from the whole's");
+    CHECK(pw_model_zero_grad(whole, &err) == 0 && pw_model_backward(whole, g, &err) == 0 &&
+              pw_model_zero_grad(sh[1], &err) == 0 && pw_model_backward(sh[1], g, &err) == 0,
+          "master shares backward: %s", err.msg);
+    CHECK(!memcmp(host_copy(pw_model_grads(whole)), host_copy(pw_model_grads(sh[1])),
+                  P * sizeof(float)), "a master share's gradients differ from the whole's");
+    printf("  %-44s bit for bit (%zu split, %zu kept whole)\n", "two bf16 master shares, 2 steps",
+           M, K);
+    for (int k = 0; k < 3; k++) pw_model_free(all[k]);
+}
+
 static void check_arch(const char *name, const PwArch *arch, const char *dir)
 {
     /* on both streams: a failure (stderr) is then read under the architecture it is of */
@@ -657,6 +728,7 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
         pw_model_free(back);
     }
     check_shares(arch, host_copy(pw_model_grads(cpu)), dir, name);
+    check_master_shares(arch, host_copy(pw_model_grads(cpu)), tok, tgt, &g);
     check_bf16(arch, tok, tgt, &g);
     if (arch->family == PW_FAMILY_GPT2) { /* again, GELU in cuBLASLt's epilogues */
         unsigned long f0, f1;

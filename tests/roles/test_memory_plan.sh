@@ -2,7 +2,8 @@
 # test_memory_plan.sh: the memory plan (`ppo_world --dry-run --config ...`) is what each rank's
 # kernel table then holds at most, to the byte, on the CPU (which counts its buffers as the GPU's
 # table does): every role on one rank; five roles on three ranks, and with activation
-# checkpointing; the moments split over data-parallel ranks (optim.zero_stage 1); no generator
+# checkpointing; the moments split over data-parallel ranks (optim.zero_stage 1), at bf16 with
+# the float32 weights of the layers' matrices; no generator
 # (the actor samples) at bf16; a reward ensemble with the gold model of the evaluations. The
 # driver prints the plan, runs two steps and compares each rank's high-water mark with its plan
 # (PPO_DRIVER_MEMORY_PLAN=1). Then ppo_world's dry run prints the same table, and a bad
@@ -41,6 +42,15 @@ placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' \
 plan 3 dp dp optim.zero_stage=1
 grep -q '^memory plan (MiB; .*; optim.offload_adam_states false; optim.zero_stage 1):$' \
     "$WORK/dp.log" || { cat "$WORK/dp.log"; echo "FAIL: the plan's header lacks the stage"; exit 1; }
+# at bf16 each rank keeps its share's float32 of the layers' matrices too (the model suite's
+# `memory plan` counts it to the byte): rank 0 (an actor's and a critic's share) plans and
+# holds it as planned, less than with everything whole
+plan 3 dp dp16 optim.zero_stage=1 model.precision=bf16
+held0() { sed -n 's/^memory plan: rank 0: planned \([0-9]*\) bytes.*/\1/p' "$WORK/$1.log"; }
+plan 3 dp dp16w model.precision=bf16
+a=$(held0 dp16) b=$(held0 dp16w)
+[ -n "$a" ] && [ "$a" -lt "$b" ] ||
+    { cat "$WORK/dp16.log"; echo "FAIL: rank 0 planned $a bytes split, $b whole"; exit 1; }
 plan 1 single ens "model.reward=[$WORK/rm,$WORK/rm2]" model.gold="$WORK/rm2" eval.every=1 \
     eval.num_prompts=4
 grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||

@@ -7,8 +7,10 @@
  * untied), at fp32 and bf16, the LM head whole and in chunks, with every head or the value head
  * alone, keeping every layer's activations, the layers' inputs alone (recompute) or one layer's
  * (none: a forward-only model, which the test does not train), and frozen (PwModelOpts.frozen:
- * at bf16 the layers' matrices in bfloat16 only, made from a host copy as it loads); and a
- * refused architecture gets the same message as pw_model_create's. */
+ * at bf16 the layers' matrices in bfloat16 only, made from a host copy as it loads), and given
+ * a third of the parameters as its optimiser's share (pw_model_plan_share: the share's moments,
+ * and at bf16 the share's float32 of the layers' matrices); and a refused architecture gets the
+ * same message as pw_model_create's. */
 #include <string.h>
 
 #include "pw_generate.h"
@@ -21,22 +23,28 @@ enum { B = 3, T = 10, GB = 4, GP = 3, GR = 5 };
 static size_t held(void) { return pw_cpu_table_bytes(); }
 
 static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chunk, int heads,
-                PwActs acts, int frozen)
+                PwActs acts, int frozen, int share)
 {
-    printf("%s %s, lm_chunk %d, heads %d, acts %d%s\n", name, pw_precision_name(prec), lm_chunk,
-           heads, (int)acts, frozen ? ", frozen" : "");
+    printf("%s %s, lm_chunk %d, heads %d, acts %d%s%s\n", name, pw_precision_name(prec),
+           lm_chunk, heads, (int)acts, frozen ? ", frozen" : "", share ? ", a share" : "");
     PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = prec,
                      .lm_chunk = lm_chunk, .acts = acts, .frozen = frozen};
     PwModelBytes p;
     PwErr err;
     CHECK(pw_model_plan(a, &o, &p, &err) == 0, "plan: %s", err.msg);
+    size_t P = p.grads / sizeof(float), lo = P / 3, hi = 2 * P / 3;
+    if (share) CHECK(pw_model_plan_share(a, &o, lo, hi, &p, &err) == 0, "plan: %s", err.msg);
     const size_t base = held();
     PwModel *m = tiny_model(a, &o, 7);
+    if (share)
+        CHECK(pw_model_optimizer_shard(m, lo, hi, &err) == 0, "share: %s", err.msg);
     size_t made = p.params + p.params_bf16 + p.buffers;
     CHECK(held() - base == made, "made: %zu bytes held, planned %zu", held() - base, made);
     const size_t p32 = pw_model_num_params(m) * sizeof(float);
-    /* a frozen bf16 model keeps some tensors in bfloat16 only (test_frozen counts them) */
-    CHECK((frozen && prec == PW_PRECISION_BF16 ? p.params < p32 : p.params == p32) &&
+    /* a frozen bf16 model keeps some tensors in bfloat16 only (test_frozen counts them), and
+     * one with a share of the optimiser at bf16 their float32 for the share alone */
+    CHECK(((frozen || share) && prec == PW_PRECISION_BF16 ? p.params < p32 : p.params == p32) &&
+              p.moments == (share ? 2 * (hi - lo) * sizeof(float) : 2 * p32) &&
               p.activations + p.backward == pw_model_activation_bytes(m),
           "the plan's parameters or activations are not the model's own figures");
 
@@ -98,16 +106,18 @@ int main(void)
         PwPrecision prec = bf16 ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
         for (int k = 0; k < PW_ACTS_COUNT; k++) {
             PwActs acts = (PwActs)k;
-            run("gpt2", &gpt2, prec, 0, all, acts, 0);
-            run("gpt2", &gpt2, prec, 7, PW_HEAD_LM, acts, 0);
-            run("gpt2", &gpt2, prec, 0, PW_HEAD_VALUE, acts, 0);
-            run("llama", &llama, prec, 0, all, acts, 0);
-            run("llama", &llama, prec, 4, PW_HEAD_LM, acts, 0);
-            run("llama", &llama, prec, 0, PW_HEAD_SCORE, acts, 0);
+            run("gpt2", &gpt2, prec, 0, all, acts, 0, 0);
+            run("gpt2", &gpt2, prec, 7, PW_HEAD_LM, acts, 0, 0);
+            run("gpt2", &gpt2, prec, 0, PW_HEAD_VALUE, acts, 0, 0);
+            run("llama", &llama, prec, 0, all, acts, 0, 0);
+            run("llama", &llama, prec, 4, PW_HEAD_LM, acts, 0, 0);
+            run("llama", &llama, prec, 0, PW_HEAD_SCORE, acts, 0, 0);
         }
-        run("gpt2", &gpt2, prec, 0, all, PW_ACTS_NONE, 1);
-        run("llama", &llama, prec, 4, PW_HEAD_LM, PW_ACTS_NONE, 1);
-        run("llama", &llama, prec, 0, PW_HEAD_SCORE, PW_ACTS_NONE, 1);
+        run("gpt2", &gpt2, prec, 0, all, PW_ACTS_NONE, 1, 0);
+        run("llama", &llama, prec, 4, PW_HEAD_LM, PW_ACTS_NONE, 1, 0);
+        run("llama", &llama, prec, 0, PW_HEAD_SCORE, PW_ACTS_NONE, 1, 0);
+        run("gpt2", &gpt2, prec, 0, all, PW_ACTS_KEEP, 0, 1);
+        run("llama", &llama, prec, 4, PW_HEAD_LM, PW_ACTS_RECOMPUTE, 0, 1);
     }
     /* refused as pw_model_create refuses it */
     PwArch bad = gpt2;

@@ -48,11 +48,21 @@ timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags train.batch_size=2 runtime.gr
     { cat "$WORK/rm3_small.log"; fail "rm on 3 ranks with a rank idle, 1 KiB buckets"; }
 # optim.zero_stage 1: each rank keeps the AdamW moments of its block of the weights and an
 # all-gather hands out the updated ones: the same weights bit for bit as whole moments on every
-# rank, for sft on 2 ranks and rm on 3 (docs/model.md, The optimiser's share).
+# rank, for sft on 2 ranks and rm on 3, and at bf16 (docs/model.md, The optimiser's share).
 timeout 120 "$MPIRUN" -np 2 "$PPO_WORLD" sft $flags optim.zero_stage=1 --out "$WORK/sft2_z1" \
     > "$WORK/sft2_z1.log" 2>&1 || { cat "$WORK/sft2_z1.log"; fail "sft on 2 ranks, zero stage 1"; }
 "$WEIGHTS_DIFF" "$WORK/sft2" "$WORK/sft2_z1" lm 0 || fail "sft: zero stage 1 changes weights"
 timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags optim.zero_stage=1 --out "$WORK/rm3_z1" \
     > "$WORK/rm3_z1.log" 2>&1 || { cat "$WORK/rm3_z1.log"; fail "rm on 3 ranks, zero stage 1"; }
 "$WEIGHTS_DIFF" "$WORK/rm3" "$WORK/rm3_z1" score 0 || fail "rm: zero stage 1 changes weights"
+# At bf16 the float32 weights of the layers' matrices are split too, gathered whole for the save.
+for z in 0 1; do
+    timeout 120 "$MPIRUN" -np 2 "$PPO_WORLD" sft $flags model.precision=bf16 optim.zero_stage=$z \
+        --out "$WORK/sft2_h$z" > "$WORK/sft2_h$z.log" 2>&1 ||
+        { cat "$WORK/sft2_h$z.log"; fail "sft on 2 ranks at bf16, zero stage $z"; }
+done
+"$WEIGHTS_DIFF" "$WORK/sft2_h0" "$WORK/sft2_h1" lm 0 ||
+    fail "sft: zero stage 1 at bf16 changes weights"
+cmp "$WORK/sft2_h0/model.safetensors" "$WORK/sft2_h1/model.safetensors" ||
+    fail "sft: zero stage 1 at bf16 writes another model.safetensors"
 echo "dp: ok"
