@@ -1,16 +1,19 @@
 /* bench_zero.c: the optimiser step of a data-parallel role on N ranks with the AdamW moments whole
  * on every rank (optim.zero_stage 0) and split over the ranks (1: each rank updates its block of
  * the weights, then an all-gather hands out the others'), through the calls the roles make
- * (src/roles/shard.h). Per rank: the moments' bytes, measured as what the first step made the
- * CPU kernel table allocate, and the resident memory that step added; and the median time of
- * the step (the slowest rank's), the all-gather included. The gradient's sum over the ranks,
- * the same in both, is left out.
+ * (src/roles/shard.h). At --precision bf16 stage 1 splits the float32 master weights of the
+ * layers' matrices too, and the all-gather moves the bfloat16 copy of those. Per rank: the
+ * weights' bytes (what the model held on the CPU kernel table once made and given its share),
+ * the moments' bytes, measured as what the first step made the table allocate, and the resident
+ * memory that step added; and the median time of the step (the slowest rank's), the all-gather
+ * included. The gradient's sum over the ranks, the same in both, is left out.
  *   mpirun -np N bench_zero [--shape gpt2-124m|qwen2.5-0.5b] [--layers L] [--width C]
- *                           [--rounds R]
+ *                           [--precision fp32|bf16] [--rounds R]
  * The default is GPT-2 124M (124.4M weights, 50304 rows of the padded vocabulary), 5 rounds;
  * --layers replaces the shape's layer count, --width the GPT-2 shape's (a small run). CPU only:
- * the GPU form needs a GPU per rank. Prints the table, then `RESULT ... moments_ratio=...
- * step_ratio=...` (stage 1 over stage 0: below 1, stage 1 holds or takes less). */
+ * the GPU form needs a GPU per rank. Prints the table, then `RESULT ... weights_ratio=...
+ * moments_ratio=... step_ratio=...` (stage 1 over stage 0: below 1, stage 1 holds or takes
+ * less). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 #define PROG "bench_zero"
 
 typedef struct Held {
+    double weights_mib;        /* what the model held once made and given its share */
     double table_mib, rss_mib; /* what the first step added on this rank */
 } Held;
 
@@ -62,13 +66,24 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int which = 0, layers = 0, width = 0, rounds = 5;
+    PwPrecision prec = PW_PRECISION_FP32;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--layers")) layers = bench_arg_int(PROG, argc, argv, &i, o, 1, 96);
         else if (!strcmp(o, "--width")) width = bench_arg_int(PROG, argc, argv, &i, o, 64, 8192);
         else if (!strcmp(o, "--rounds"))
             rounds = bench_arg_int(PROG, argc, argv, &i, o, 1, MAX_ROUNDS);
-        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            const char *s = argv[++i];
+            if (!strcmp(s, "fp32") || !strcmp(s, "bf16")) {
+                prec = s[0] == 'b' ? PW_PRECISION_BF16 : PW_PRECISION_FP32;
+            } else {
+                if (!rank)
+                    fprintf(stderr, "bench_zero: --precision %s: expected fp32 or bf16\n", s);
+                MPI_Finalize();
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             const char *s = argv[++i];
             if (!strcmp(s, "gpt2-124m")) which = 0;
             else if (!strcmp(s, "qwen2.5-0.5b")) which = 1;
@@ -108,15 +123,18 @@ int main(int argc, char **argv)
         a.n_embd = width;
         a.n_head = width / 64;
     }
-    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 8, .vocab_multiple = 64};
+    PwModelOpts o = {.heads = PW_HEAD_LM, .maxB = 1, .maxT = 8, .vocab_multiple = 64,
+                     .precision = prec};
     PwModel *m[2];
     int64_t *starts[2];
     Held held[2];
     for (int z = 0; z < 2; z++) { /* one model at a time, so that each first step is its own */
+        size_t b0 = pw_cpu_table_bytes();
         if (!(m[z] = pw_model_create(&a, &o, &err)))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
         pw_model_init_random(m[z], 1);
         starts[z] = pw_shard_begin(&w, PW_ROLE_ACTOR, m[z], z);
+        held[z].weights_mib = (double)(pw_cpu_table_bytes() - b0) / 1048576.0;
         fill_grads(m[z]);
         size_t t0 = pw_cpu_table_bytes();
         double r0 = rss_now_mib();
@@ -133,32 +151,40 @@ int main(int argc, char **argv)
         pair[r] = t[1][r] / t[0][r];
     }
     /* the largest share is rank 0's: every rank's figures to rank 0 */
-    double mine[4] = {held[0].table_mib, held[0].rss_mib, held[1].table_mib, held[1].rss_mib};
+    enum { F = 3 }; /* figures a stage */
+    double mine[2 * F] = {held[0].weights_mib, held[0].table_mib, held[0].rss_mib,
+                          held[1].weights_mib, held[1].table_mib, held[1].rss_mib};
     double *all = rank == 0 ? malloc((size_t)size * sizeof mine) : NULL;
-    PW_MPI_CHECK(MPI_Gather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    PW_MPI_CHECK(MPI_Gather(mine, 2 * F, MPI_DOUBLE, all, 2 * F, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     if (rank == 0) {
         size_t np = pw_model_num_params(m[0]);
         double med[2];
         for (int z = 0; z < 2; z++) med[z] = bench_median(t[z], rounds);
         double pm = bench_median(pair, rounds);
         printf("bench_zero: %d ranks (MPI), %s with %d layers of %d, %zu parameters (%.1f MiB "
-               "of float32), cpu, %d rounds\n", size, bench_shape_name(which), a.n_layer,
-               a.n_embd, np, np * 4.0 / 1048576.0, rounds);
-        printf("%-20s %5s %14s %15s\n", "optim.zero_stage", "rank", "moments MiB",
-               "resident +MiB");
+               "of float32), cpu, %s, %d rounds\n", size, bench_shape_name(which), a.n_layer,
+               a.n_embd, np, np * 4.0 / 1048576.0, pw_precision_name(prec), rounds);
+        printf("%-20s %5s %12s %14s %15s\n", "optim.zero_stage", "rank", "weights MiB",
+               "moments MiB", "resident +MiB");
         for (int z = 0; z < 2; z++)
-            for (int k = 0; k < size; k++)
-                printf("%-20s %5d %14.1f %15.1f\n", z ? "1 (moments split)" : "0 (moments whole)",
-                       k, all[4 * k + 2 * z], all[4 * k + 2 * z + 1]);
+            for (int k = 0; k < size; k++) {
+                const double *f = all + 2 * F * k + F * z;
+                printf("%-20s %5d %12.1f %14.1f %15.1f\n",
+                       z ? "1 (moments split)" : "0 (moments whole)", k, f[0], f[1], f[2]);
+            }
         for (int z = 0; z < 2; z++)
             printf("stage %d step (AdamW%s), slowest rank, median of %d: %.4f s\n", z,
                    z ? " on the block + all-gather of the weights" : " on every weight", rounds,
                    med[z]);
-        printf("moments MiB: what the first step made the CPU kernel table allocate; resident: "
-               "what it added to the process's resident set\n");
-        printf("RESULT ranks=%d params=%zu moments_mib_0=%.1f moments_mib_1=%.1f "
-               "moments_ratio=%.3f step_s_0=%.4f step_s_1=%.4f step_ratio=%.3f\n", size, np,
-               all[0], all[2], all[2] / all[0], med[0], med[1], pm);
+        printf("weights MiB: what the model held on the CPU kernel table once made and given its "
+               "share (at bf16 with its bfloat16 copy); moments MiB: what the first step made "
+               "the table allocate; resident: what that step added to the process's resident "
+               "set\n");
+        printf("RESULT ranks=%d params=%zu precision=%s weights_mib_0=%.1f weights_mib_1=%.1f "
+               "weights_ratio=%.3f moments_mib_0=%.1f moments_mib_1=%.1f moments_ratio=%.3f "
+               "step_s_0=%.4f step_s_1=%.4f step_ratio=%.3f\n", size, np,
+               pw_precision_name(prec), all[0], all[F], all[F] / all[0], all[1], all[F + 1],
+               all[F + 1] / all[1], med[0], med[1], pm);
         free(all);
     }
     for (int z = 0; z < 2; z++) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_bench_zero.sh: bench_zero at a tiny shape on two ranks (seconds), so that the benchmark
 # of optim.zero_stage is known to run: its table (each stage, each rank), the RESULT line last
-# and naming the run, and its refusals of bad options, each with its message and exit status 2.
+# and naming the run (at fp32 the weights the same at both stages, at bf16 fewer split), and its
+# refusals of bad options, each with its message and exit status 2.
 set -euo pipefail
 : "${BENCH:?BENCH must name the bench_zero binary (meson sets it)}"
 : "${MPIRUN:?MPIRUN must name mpirun (meson sets it)}"
@@ -18,9 +19,16 @@ for want in '^0 (moments whole) *0 ' '^0 (moments whole) *1 ' '^1 (moments split
 done
 result=$(grep '^RESULT ' "$work/out" | tail -n 1)
 [ "$(tail -n 1 "$work/out")" = "$result" ] || fail "RESULT is not the last line"
-for kv in ranks=2 params= moments_ratio= step_ratio=; do
+for kv in ranks=2 params= precision=fp32 weights_ratio=1.000 moments_ratio= step_ratio=; do
     grep -qF " $kv" <<< "$result" || fail "RESULT lacks $kv: $result"
 done
+# at bf16 stage 1 splits the float32 weights of the layers' matrices too: less on each rank
+"$MPIRUN" -np 2 "$BENCH" --layers 1 --width 64 --rounds 1 --precision bf16 > "$work/out" 2>&1 ||
+    fail "the tiny bf16 run exited $?"
+result=$(grep '^RESULT ' "$work/out" | tail -n 1)
+ratio=$(sed -n 's/.* weights_ratio=\([0-9.]*\).*/\1/p' <<< "$result")
+grep -qF " precision=bf16" <<< "$result" && awk -v r="$ratio" 'BEGIN { exit !(r > 0 && r < 1) }' ||
+    fail "bf16: the weights are not smaller split: $result"
 
 bad() { # expected message, then the mpirun arguments
     local want=$1 rc=0
@@ -34,4 +42,5 @@ bad "--shape gpt3: expected gpt2-124m or qwen2.5-0.5b" -np 2 "$BENCH" --shape gp
 bad "--rounds 0: expected an integer in [1, 101]" -np 2 "$BENCH" --rounds 0
 bad "unknown argument '--bogus'" -np 2 "$BENCH" --bogus
 bad "--width 100: expected a multiple of 64" -np 2 "$BENCH" --width 100
+bad "--precision fp16: expected fp32 or bf16" -np 2 "$BENCH" --precision fp16
 echo "bench_zero tiny: ok"
