@@ -272,7 +272,8 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "1: the actor's and the critic's AdamW moments are split over their role's ranks, each "
      "rank keeping and updating its share of the weights, which an all-gather then hands to "
-     "every rank (docs/model.md, The optimiser's share); 0: each rank keeps all of them",
+     "every rank; at model.precision bf16 the float32 master weights of the layers' matrices "
+     "are split too (docs/model.md, The optimiser's share); 0: each rank keeps all of them",
      "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
 
     /* ---- checkpoints, evaluation, runtime */

@@ -145,7 +145,8 @@ static const PwCfgKey keys[] = {
     {"optim.zero_stage", PW_CFG_INT, OFF(optim.zero_stage), "0", 0, 1, PW_CFG_MIN | PW_CFG_MAX,
      NULL,
      "1: the AdamW moments are split over the ranks, each rank keeping and updating its share "
-     "of the weights, which an all-gather then hands to every rank (docs/model.md, The "
+     "of the weights, which an all-gather then hands to every rank; at model.precision bf16 "
+     "the float32 master weights of the layers' matrices are split too (docs/model.md, The "
      "optimiser's share); 0: each rank keeps all of them",
      "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
 
