@@ -3,10 +3,10 @@
 # ranks and the critic on two (one rank holding both), each rank keeping the AdamW moments of its
 # block of the weights (at bf16 its block's float32 weights too) and an all-gather handing out the
 # updated weights, every number of 4 steps is the run's with whole moments on every rank, bit for
-# bit, at fp32, at bf16 and in async mode; so are the checkpoints' weights and moments, byte for
-# byte, gathered whole from the shares; and a run resumed from step_2 with the other setting,
-# either way, gives the uninterrupted run's metrics. Also with four ranks in every role and the
-# gradients in 1 KiB buckets, at fp32 and at bf16.
+# bit, at fp32, at bf16 and in async mode (at bf16); so are the checkpoints' weights and moments,
+# byte for byte, gathered whole from the shares; and a run resumed from step_2 with the other
+# setting, either way, gives the uninterrupted run's metrics. Also with four ranks in every role
+# and the gradients in 1 KiB buckets, at fp32 and at bf16.
 . "$(dirname "$0")/common.sh"
 make_inputs
 placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' 'critic: { ranks: [1, 3] }' \
@@ -49,9 +49,10 @@ resume_other() { # resume_other PREFIX FROM TO KEY=VALUE...: run PREFIXFROM's st
 }
 resume_other h 1 0 "$@" model.precision=bf16
 resume_other h 0 1 "$@" model.precision=bf16
-# async (the actor's weights to the generator carried into the next step): the same
-run_ppo 5 dp a0 "$@" async.max_staleness=1 checkpoint.every=0
-run_ppo 5 dp a1 "$@" async.max_staleness=1 checkpoint.every=0 optim.zero_stage=1
+# async (the actor's weights to the generator carried into the next step), at bf16: the same
+run_ppo 5 dp a0 "$@" async.max_staleness=1 checkpoint.every=0 model.precision=bf16
+run_ppo 5 dp a1 "$@" async.max_staleness=1 checkpoint.every=0 model.precision=bf16 \
+    optim.zero_stage=1
 "$METRICS_CHECK" same "$WORK/a0/metrics.jsonl" "$WORK/a1/metrics.jsonl"
 # resumed from step_2 with the other stage: the moments file is the same either way
 resume_other z 0 1 "$@"
