@@ -408,18 +408,21 @@ PwTensor pw_model_mirror(PwModel *m);
 PwTensor pw_model_kept(PwModel *m);
 /* The share's master weights (master_before(hi) - master_before(lo) floats) into host memory. */
 int pw_model_master_get(PwModel *m, float *h, PwErr *err);
-/* The model saved as pw_model_save_opts would with hmaster (host memory, all the shares'
- * master weights put together, master_before(num_params) floats) for the split tensors. */
-int pw_model_save_master(PwModel *m, const char *dir, const float *hmaster,
-                         const PwSaveOpts *opts, PwErr *err);
+/* The model saved as pw_model_save_opts would, from h: host memory of pw_model_num_params
+ * floats, the flat layout, in which the caller has put together every share's master weights
+ * of the split tensors (a float x of them where pw_model_params would hold it); the model
+ * writes the tensors it keeps whole into h, then saves it. */
+int pw_model_save_master(PwModel *m, const char *dir, float *h, const PwSaveOpts *opts,
+                         PwErr *err);
 /* The share's moments (hi - lo floats each) into host memory, wherever they are; -1 when no
  * step made them yet. */
 int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err);
 /* Whole moments (pw_model_num_params floats each, in host memory) as path, as
  * pw_model_optimizer_save writes them: what a role's first rank writes once it has gathered
- * every rank's share. */
-int pw_model_optimizer_write(const PwModel *m, const char *path, const float *hm,
-                             const float *hv, PwErr *err);
+ * every rank's share. hm and hv are packed in place for the file (their contents are the
+ * caller's to free, no longer the moments), so that no second copy is made. */
+int pw_model_optimizer_write(const PwModel *m, const char *path, float *hm, float *hv,
+                             PwErr *err);
 
 /* ---- what a weight may hold: a finite value at most PW_WEIGHT_LIMIT in magnitude. Trained
  * weights stay far below it (those of published LLMs below 1e4); a larger value comes from a

@@ -797,10 +797,10 @@ static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
     return 0;
 }
 
-/* A model with split master weights, in float32 in the full layout on the host: the tensors it
- * keeps whole from params, the bf16-only ones from hmaster (host floats of the master weights
- * of flat floats [lo, hi): all of them for a save, the model's share for a check), zeros
- * elsewhere (a valid weight). NULL: out of host memory. */
+/* A model with split master weights, in float32 in the full layout on the host, for a check:
+ * the tensors it keeps whole from params, the bf16-only ones from hmaster (host floats of the
+ * master weights of flat floats [lo, hi), the model's share), zeros elsewhere (a valid weight).
+ * NULL: out of host memory. */
 static float *master_host(PwModel *m, const float *hmaster, size_t lo, size_t hi)
 {
     float *h = calloc(m->num_params, sizeof *h);
@@ -833,17 +833,17 @@ static int save_host(PwModel *m, const float *h, const char *dir, const PwSaveOp
                : m->impl->save(m, h, dir, opts ? opts : &none, err);
 }
 
-int pw_model_save_master(PwModel *m, const char *dir, const float *hmaster,
-                         const PwSaveOpts *opts, PwErr *err)
+int pw_model_save_master(PwModel *m, const char *dir, float *h, const PwSaveOpts *opts,
+                         PwErr *err)
 {
     if (!m->master)
         return pw_errf(err, "%s: not saved: the model's float32 weights are not split "
                        "(pw_model_save writes them)", dir);
-    float *h = master_host(m, hmaster, 0, m->num_params);
-    if (!h) return pw_errf(err, "%s: out of host memory while saving", dir);
-    int rc = save_host(m, h, dir, opts, err);
-    free(h);
-    return rc;
+    for (int i = 0; i < m->ntensors; i++) /* the tensors it keeps whole, beside the caller's */
+        if (m->stored_size[i])
+            m->ops->copy(m->ops, h + m->tensor_off[i], m->params + m->stored_off[i],
+                         m->tensor_size[i] * sizeof(float), PW_COPY_D2H);
+    return save_host(m, h, dir, opts, err);
 }
 
 int pw_model_save_opts(PwModel *m, const char *dir, const PwSaveOpts *opts, PwErr *err)
@@ -1396,11 +1396,12 @@ static int check_moments(size_t n, const float *hm, const float *hv, const char 
 
 /* The moments travel in files without the padding rows, as the weights do, so that a file
  * does not depend on the vocab_multiple of the model that wrote it: dst (num_weights) = the
- * real prefix of each tensor of src (num_params), and back (padding rows 0). */
+ * real prefix of each tensor of src (num_params), and back (padding rows 0). dst may be src:
+ * each tensor moves towards the front, never past a float still to be read. */
 static void pack_real(const PwModel *m, float *dst, const float *src)
 {
     for (int i = 0; i < m->ntensors; i++) {
-        memcpy(dst, src + m->tensor_off[i], m->tensor_real[i] * sizeof(float));
+        memmove(dst, src + m->tensor_off[i], m->tensor_real[i] * sizeof(float));
         dst += m->tensor_real[i];
     }
 }
@@ -1429,30 +1430,26 @@ int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err)
     return 0;
 }
 
-int pw_model_optimizer_write(const PwModel *m, const char *path, const float *hm,
-                             const float *hv, PwErr *err)
+/* The packed moments (num_weights floats each) as path, after their check */
+static int write_packed(const PwModel *m, const char *path, const float *pm, const float *pv,
+                        PwErr *err)
 {
     const size_t n = m->num_weights;
-    float *pm = malloc(n * sizeof(float)), *pv = malloc(n * sizeof(float));
-    int rc = -1;
-    if (!pm || !pv) {
-        pw_errf(err, "%s: out of host memory for the AdamW moments; the file keeps what it held",
-                path);
-        goto done;
-    }
-    pack_real(m, pm, hm);
-    pack_real(m, pv, hv);
     PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)n}, pm, PW_DT_F32},
                             {"adam_v", 1, {(int64_t)n}, pv, PW_DT_F32}};
     static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
     PwErr bad;
-    rc = check_moments(n, pm, pv, "not saved", &bad)
-             ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
-             : pw_st_write(path, t, 2, meta, err);
-done:
-    free(pm);
-    free(pv);
-    return rc;
+    return check_moments(n, pm, pv, "not saved", &bad)
+               ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
+               : pw_st_write(path, t, 2, meta, err);
+}
+
+int pw_model_optimizer_write(const PwModel *m, const char *path, float *hm, float *hv,
+                             PwErr *err)
+{
+    pack_real(m, hm, hm); /* in place: no second copy of moments that may be 64 GB */
+    pack_real(m, hv, hv);
+    return write_packed(m, path, hm, hv, err);
 }
 
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
@@ -1465,11 +1462,26 @@ int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
     float *hm, *hv;
     int copied;
     if (host_moments(m, &hm, &hv, &copied, err)) return -1;
-    int rc = pw_model_optimizer_write(m, path, hm, hv, err);
-    if (copied) {
+    if (copied) { /* a copy of its own: packed in place */
+        int rc = pw_model_optimizer_write(m, path, hm, hv, err);
         free(hm);
         free(hv);
+        return rc;
     }
+    /* the moments themselves (on the CPU, or offloaded): packed into a copy */
+    const size_t n = m->num_weights;
+    float *pm = malloc(n * sizeof(float)), *pv = malloc(n * sizeof(float));
+    int rc = -1;
+    if (!pm || !pv) {
+        pw_errf(err, "%s: out of host memory for the AdamW moments; the file keeps what it held",
+                path);
+    } else {
+        pack_real(m, pm, hm);
+        pack_real(m, pv, hv);
+        rc = write_packed(m, path, pm, pv, err);
+    }
+    free(pm);
+    free(pv);
     return rc;
 }
 

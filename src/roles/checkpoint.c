@@ -55,7 +55,7 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
  * copies are conveniences: one that fails (a tokenizer folder removed during the run) is a
  * warning, and the checkpoint, which resumes without them, is kept. */
 static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
-                       int with_optimizer, const float *hw, const float *hm, const float *hv)
+                       int with_optimizer, float *hw, float *hm, float *hv)
 {
     PwErr err;
     make_dir_or_die(dir);
@@ -69,7 +69,8 @@ static void save_model(PwModel *m, const char *dir, const char *tokenizer, const
     if (!with_optimizer) return;
     char path[1400];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    /* moments split over the role's ranks (hm, hv: gathered whole) make the same file */
+    /* moments split over the role's ranks (hm, hv: gathered whole, packed in place for the
+     * file) make the same file */
     if (hm ? pw_model_optimizer_write(m, path, hm, hv, &err)
            : pw_model_optimizer_save(m, path, &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);

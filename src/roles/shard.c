@@ -48,16 +48,14 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
     return starts;
 }
 
-/* starts mapped through the model's master weights: of the master weights themselves
- * (kept 0), or of the tensors kept whole (kept 1) */
-static int64_t *master_starts(int n, const PwModel *m, const int64_t *starts, int kept)
+/* starts mapped to the float32 of the tensors a model with split master weights keeps whole
+ * (pw_model_kept) */
+static int64_t *kept_starts(int n, const PwModel *m, const int64_t *starts)
 {
     int64_t *s = malloc((size_t)(n + 1) * sizeof *s);
     if (!s) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
-    for (int k = 0; k <= n; k++) {
-        int64_t g = (int64_t)pw_model_master_before(m, (size_t)starts[k]);
-        s[k] = kept ? starts[k] - g : g;
-    }
+    for (int k = 0; k <= n; k++)
+        s[k] = starts[k] - (int64_t)pw_model_master_before(m, (size_t)starts[k]);
     return s;
 }
 
@@ -74,7 +72,7 @@ void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t 
     }
     /* split master weights: the bfloat16 copy of every tensor, which the forward reads, and the
      * float32 of the tensors kept whole, each in the ranks' blocks */
-    int64_t *ks = master_starts(w->map.role[role].nranks, m, starts, 1);
+    int64_t *ks = kept_starts(w->map.role[role].nranks, m, starts);
     PwTensor b16 = pw_model_mirror(m), f32 = pw_model_kept(m);
     if (pw_allgather_blocks(w, role, &b16, starts, &err) ||
         pw_allgather_blocks(w, role, &f32, ks, &err))
@@ -86,21 +84,43 @@ void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t 
 float *pw_shard_gather_master(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts)
 {
     if (!starts || !pw_model_master_split(m)) return NULL;
-    int me = w->role_rank[role];
-    int64_t *gs = master_starts(w->map.role[role].nranks, m, starts, 0);
-    size_t mine = (size_t)(gs[me + 1] - gs[me]), all = (size_t)gs[w->map.role[role].nranks];
+    const int n = w->map.role[role].nranks, me = w->role_rank[role];
+    const size_t P = pw_model_num_params(m), lo = (size_t)starts[me];
+    size_t glo = pw_model_master_before(m, lo);
+    size_t mine = pw_model_master_before(m, (size_t)starts[me + 1]) - glo;
+    /* rank 0 gathers straight into the flat layout pw_model_save_master writes from: one
+     * gather a split tensor, whose blocks are the ranks' blocks cut to it, so that no second
+     * copy of the weights is made (4 bytes a parameter on one host) */
     float *hm = malloc((mine ? mine : 1) * sizeof *hm);
-    float *whole = me == 0 ? malloc((all ? all : 1) * sizeof *whole) : NULL;
-    if (!hm || (me == 0 && !whole))
+    float *whole = me == 0 ? calloc(P ? P : 1, sizeof *whole) : NULL;
+    int64_t *ts = malloc((size_t)(n + 1) * sizeof *ts);
+    if (!hm || !ts || (me == 0 && !whole))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: out of host memory for the %s's float32 "
                       "weights", pw_role_name(role));
     PwErr err;
-    if (pw_model_master_get(m, hm, &err) ||
-        pw_gather_blocks(w, role, hm, whole, PW_DTYPE_F32, gs, 0, &err))
+    if (pw_model_master_get(m, hm, &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: the %s's float32 weights: %s",
                       pw_role_name(role), err.msg);
+    for (int i = 0; i < pw_model_num_tensors(m); i++) {
+        size_t off, cnt;
+        pw_model_tensor_info(m, i, &off, &cnt);
+        if (!cnt || pw_model_master_before(m, off + cnt) - pw_model_master_before(m, off) != cnt)
+            continue; /* empty, or kept whole: the model writes it */
+        for (int k = 0; k <= n; k++) {
+            size_t s = (size_t)starts[k];
+            ts[k] = (int64_t)((s < off ? off : s > off + cnt ? off + cnt : s) - off);
+        }
+        /* this rank's part of the tensor, where its share holds it (none: any pointer) */
+        const float *part = ts[me + 1] > ts[me]
+                                ? hm + (pw_model_master_before(m, off + (size_t)ts[me]) - glo)
+                                : hm;
+        if (pw_gather_blocks(w, role, part, me == 0 ? whole + off : NULL, PW_DTYPE_F32, ts, 0,
+                             &err))
+            pw_comm_fatal(__FILE__, __LINE__, "checkpoint: the %s's float32 weights: %s",
+                          pw_role_name(role), err.msg);
+    }
+    free(ts);
     free(hm);
-    free(gs);
     return whole;
 }
 

@@ -29,9 +29,10 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage);
  * to do). Ends the job on an error. */
 void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);
 /* For a checkpoint of a model whose float32 master weights are split (bf16;
- * pw_model_master_split): all of them on the role's rank 0, which gets them (malloc'd, free
- * them; pw_model_save_master writes them); NULL on the other ranks, and everywhere when they
- * are not split. Every rank of the role calls it. */
+ * pw_model_master_split): all of them on the role's rank 0, which gets them in the flat layout
+ * (pw_model_num_params floats, malloc'd: free them; pw_model_save_master adds the tensors kept
+ * whole and writes them); NULL on the other ranks, and everywhere when they are not split.
+ * Every rank of the role calls it. */
 float *pw_shard_gather_master(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);
 /* For a checkpoint: the whole moments on the role's rank 0, which gets *hm and *hv (num_params
  * floats each, malloc'd: free them; NULL on the other ranks, and everywhere when no update made
