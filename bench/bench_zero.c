@@ -133,7 +133,7 @@ int main(int argc, char **argv)
         if (!(m[z] = pw_model_create(&a, &o, &err)))
             pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
         pw_model_init_random(m[z], 1);
-        starts[z] = pw_shard_begin(&w, PW_ROLE_ACTOR, m[z], z);
+        starts[z] = pw_shard_begin(&w, PW_ROLE_ACTOR, m[z], z, "the role");
         held[z].weights_mib = (double)(pw_cpu_table_bytes() - b0) / 1048576.0;
         fill_grads(m[z]);
         size_t t0 = pw_cpu_table_bytes();

@@ -332,7 +332,8 @@ static void load_models(PwRun *r, const char *out_dir)
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
         r->actor = load_or_die(r, PW_ROLE_ACTOR, "actor", actor_dir, PW_HEAD_LM, 0, 0);
-        r->shard[PW_ROLE_ACTOR] = pw_shard_begin(w, PW_ROLE_ACTOR, r->actor, s->zero_stage);
+        r->shard[PW_ROLE_ACTOR] = pw_shard_begin(w, PW_ROLE_ACTOR, r->actor, s->zero_stage,
+                                                 "the actor");
         if (r->first_step > 0) pw_ckpt_load_optimizer(r->actor, actor_dir);
     }
     if (pw_world_has_role(w, PW_ROLE_REFERENCE))
@@ -351,7 +352,8 @@ static void load_models(PwRun *r, const char *out_dir)
             r->critic = load_or_die(r, PW_ROLE_CRITIC, "critic", s->sft, PW_HEAD_VALUE, 0,
                                     PW_HEAD_VALUE);
         }
-        r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage);
+        r->shard[PW_ROLE_CRITIC] = pw_shard_begin(w, PW_ROLE_CRITIC, r->critic, s->zero_stage,
+                                                  "the critic");
         if (r->first_step > 0) pw_ckpt_load_optimizer(r->critic, critic);
     }
     int me = w->role_rank[PW_ROLE_REWARD];

@@ -1,5 +1,6 @@
 /* shard.c: the AdamW moments split over a role's ranks (shard.h): the blocks, the weights'
  * all-gather after an update, and the moments gathered for a checkpoint. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "pw_collective.h"
@@ -34,9 +35,13 @@ int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const P
     return pw_model_plan_share(arch, o, lo, n - lo < per ? n : lo + per, b, err);
 }
 
-int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage)
+int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage, const char *who)
 {
     int n = w->map.role[role].nranks, me = w->role_rank[role];
+    if (zero_stage >= 1 && n < 2) /* said once, so that nobody counts on memory it does not save */
+        fprintf(stderr, "ppo_world: note: optim.zero_stage %d: %s has one rank, so it keeps its "
+                "AdamW moments and float32 weights whole (more ranks split them)\n", zero_stage,
+                who);
     if (zero_stage < 1 || n < 2) return NULL;
     int64_t *starts = malloc((size_t)(n + 1) * sizeof *starts);
     if (!starts) pw_comm_fatal(__FILE__, __LINE__, "out of memory");

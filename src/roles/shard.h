@@ -22,9 +22,10 @@
 int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const PwModelOpts *o,
                   PwModelBytes *b, PwErr *err);
 /* For a model of role `role` just loaded, before its moments exist: NULL (every rank keeps all
- * of them) for stage 0 or a role of one rank; else its blocks (malloc'd, free them), this rank's
- * set on the model. Ends the job on an error. */
-int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage);
+ * of them) for stage 0 or a role of one rank (which `who`, "the actor" or "the run", says once
+ * on stderr at stage 1); else its blocks (malloc'd, free them), this rank's set on the model.
+ * Ends the job on an error. */
+int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage, const char *who);
 /* After an applied update: every rank's block of the weights to every rank (NULL starts: nothing
  * to do). Ends the job on an error. */
 void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);

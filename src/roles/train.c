@@ -286,7 +286,7 @@ static int make_model(PwTrainer *t, const PwArch *cfg, PwErr *err)
         if (t->model) pw_model_init_random(t->model, t->a.seed);
     }
     if (!t->model) return -1;
-    t->shard = pw_shard_begin(&t->w, t->role, t->model, t->a.zero_stage);
+    t->shard = pw_shard_begin(&t->w, t->role, t->model, t->a.zero_stage, "the run");
     int V = pw_model_arch(t->model)->vocab_size;
     if (V < t->tok->vocab_size)
         return pw_errf(err, "the model's vocab_size %d is smaller than tokenizer '%s''s %d", V,

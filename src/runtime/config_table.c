@@ -273,7 +273,8 @@ static const PwCfgKey keys[] = {
      "1: the actor's and the critic's AdamW moments are split over their role's ranks, each "
      "rank keeping and updating its share of the weights, which an all-gather then hands to "
      "every rank; at model.precision bf16 the float32 master weights of the layers' matrices "
-     "are split too (docs/model.md, The optimiser's share); 0: each rank keeps all of them",
+     "are split too (docs/model.md, The optimiser's share); 0: each rank keeps all of them (as "
+     "does a role of one rank, which the run notes)",
      "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
 
     /* ---- checkpoints, evaluation, runtime */

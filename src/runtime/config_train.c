@@ -147,7 +147,8 @@ static const PwCfgKey keys[] = {
      "1: the AdamW moments are split over the ranks, each rank keeping and updating its share "
      "of the weights, which an all-gather then hands to every rank; at model.precision bf16 "
      "the float32 master weights of the layers' matrices are split too (docs/model.md, The "
-     "optimiser's share); 0: each rank keeps all of them",
+     "optimiser's share); 0: each rank keeps all of them (as does a run of one rank, which it "
+     "notes)",
      "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
 
     /* ---- evaluation, runtime */

@@ -65,4 +65,11 @@ done
     fail "sft: zero stage 1 at bf16 changes weights"
 cmp "$WORK/sft2_h0/model.safetensors" "$WORK/sft2_h1/model.safetensors" ||
     fail "sft: zero stage 1 at bf16 writes another model.safetensors"
+# On one rank there is nothing to split: the run says so once, and trains as stage 0 does.
+timeout 120 "$MPIRUN" -np 1 "$PPO_WORLD" sft $flags optim.zero_stage=1 --out "$WORK/sft1_z1" \
+    > "$WORK/sft1_z1.log" 2>&1 || { cat "$WORK/sft1_z1.log"; fail "sft on 1 rank, zero stage 1"; }
+[ "$(grep -c "note: optim.zero_stage 1: the run has one rank" "$WORK/sft1_z1.log")" = 1 ] ||
+    { cat "$WORK/sft1_z1.log"; fail "sft on 1 rank, zero stage 1: no note, or more than one"; }
+"$WEIGHTS_DIFF" "$WORK/sft1" "$WORK/sft1_z1" lm 0 ||
+    fail "sft: zero stage 1 on one rank changes weights"
 echo "dp: ok"
