@@ -1,9 +1,9 @@
 #!/bin/sh
 # test_plan_llama8b.sh: the memory plan of configs/placements/gpu_10_llama8b.yaml for Llama 3 8B's
 # shape (config.json files of 32 layers of 4096, 32 heads over 8, MLP 14336, vocabulary 128256,
-# untied; the weights files are never read) at the settings its comment gives: with
-# optim.zero_stage 1 every rank plans within an 80 GB GPU's 81,559 MiB; with 0 the actor's and the
-# critic's eight do not.
+# untied; the weights files are never read) with configs/llama3_8b_ppo.yaml (its paths replaced:
+# 512-token prompts as input_ids): with its optim.zero_stage 1 every rank plans within an 80 GB
+# GPU's 81,559 MiB; with 0 the actor's and the critic's eight do not.
 # The ranks are planned on the CPU here (a cuda plan needs the GPUs), one line each.
 . "$(dirname "$0")/common.sh"
 make_inputs
@@ -16,17 +16,14 @@ for d in sft rm; do
  "hidden_act": "silu", "torch_dtype": "bfloat16"}
 JSON
 done
-"$MAKE_TINY" prompts "$WORK/p64.jsonl" 1 64 64 64 64
+"$MAKE_TINY" prompts "$WORK/p512.jsonl" 1 64 64 512 512
 here=$(cd "$(dirname "$0")/../.." && pwd)
 sed 's/device: cuda/device: cpu/' "$here/configs/placements/gpu_10_llama8b.yaml" > "$WORK/p10.yaml"
 plan() { # plan STAGE: every rank's "at most" MiB, one a line
-    "$PPO_WORLD" --placement "$WORK/p10.yaml" --dry-run --world-size 10 --config "$WORK/ppo.yaml" \
-        model.sft="$WORK/sft" "model.reward=[$WORK/rm]" model.critic="" \
-        data.prompts="$WORK/p64.jsonl" data.max_prompt_len=64 generation.max_new_tokens=256 \
-        model.precision=bf16 optim.zero_stage=$1 model.activation_checkpointing=true \
-        ppo.micro_batch_size=4 ppo.rollout_micro_batch_size=32 ppo.num_rollout_samples=64 \
-        episodes=64 \
-        > "$WORK/plan$1.log" 2>&1 ||
+    "$PPO_WORLD" --placement "$WORK/p10.yaml" --dry-run --world-size 10 \
+        --config "$here/configs/llama3_8b_ppo.yaml" model.sft="$WORK/sft" \
+        "model.reward=[$WORK/rm]" data.prompts="$WORK/p512.jsonl" data.tokenizer="" \
+        data.prompt_template="" optim.zero_stage=$1 > "$WORK/plan$1.log" 2>&1 ||
         true # exit 1: this host does not hold the ten ranks together
     sed -n 's/^ *[0-9]*  cpu    at most \([0-9.]*\) MiB$/\1/p' "$WORK/plan$1.log"
 }
