@@ -562,7 +562,7 @@ int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, 
     size_t kept = pw_model_is_split(m) ? pw_model_split_f32_bytes(m)
                                        : m->num_stored * sizeof(float);
     if (splits_master(m, lo, hi)) /* the tensors kept whole, and the share of the others */
-        kept = (m->split_f32 + pw_model_b16_before(m, hi) - pw_model_b16_before(m, lo)) *
+        kept = (m->split_f32 + pw_model_master_before(m, hi) - pw_model_master_before(m, lo)) *
                sizeof(float);
     *b = (PwModelBytes){
         .params = kept,
@@ -797,26 +797,38 @@ static int find_bad_param(const PwModel *m, const float *h, PwErr *err)
     return 0;
 }
 
-/* A model with split master weights, in float32 in the full layout on the host, for a check:
- * the tensors it keeps whole from params, the bf16-only ones from hmaster (host floats of the
- * master weights of flat floats [lo, hi), the model's share), zeros elsewhere (a valid weight).
- * NULL: out of host memory. */
-static float *master_host(PwModel *m, const float *hmaster, size_t lo, size_t hi)
+/* A model with split master weights: the float32 of the tensors it keeps whole into h (host,
+ * the full layout), each where pw_model_params would hold it */
+static void kept_to_host(PwModel *m, float *h)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->stored_size[i])
+            m->ops->copy(m->ops, h + m->tensor_off[i], m->params + m->stored_off[i],
+                         m->tensor_size[i] * sizeof(float), PW_COPY_D2H);
+}
+
+/* Such a model in float32 in the full layout on the host, for a check: the tensors it keeps
+ * whole, its share of the others (the master weights of flat floats [opt_lo, opt_hi)), zeros
+ * elsewhere (a valid weight). NULL: out of host memory. */
+static float *master_host(PwModel *m)
 {
     float *h = calloc(m->num_params, sizeof *h);
-    if (!h) return NULL;
-    size_t g0 = pw_model_b16_before(m, lo);
+    float *hm = malloc((m->master_n ? m->master_n : 1) * sizeof *hm);
+    if (!h || !hm) {
+        free(h);
+        free(hm);
+        return NULL;
+    }
+    m->ops->copy(m->ops, hm, m->master, m->master_n * sizeof *hm, PW_COPY_D2H);
+    kept_to_host(m, h);
     for (int i = 0; i < m->ntensors; i++) {
         size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
-        if (m->stored_size[i]) {
-            m->ops->copy(m->ops, h + a, m->params + m->stored_off[i], (b - a) * sizeof(float),
-                         PW_COPY_D2H);
-            continue;
-        }
-        a = a > lo ? a : lo;
-        b = b < hi ? b : hi;
-        if (a < b) memcpy(h + a, hmaster + (pw_model_b16_before(m, a) - g0), (b - a) * sizeof *h);
+        a = a > m->opt_lo ? a : m->opt_lo;
+        b = b < m->opt_hi ? b : m->opt_hi;
+        if (!m->stored_size[i] && a < b)
+            memcpy(h + a, hm + (pw_model_master_before(m, a) - m->master_lo), (b - a) * sizeof *h);
     }
+    free(hm);
     return h;
 }
 
@@ -839,10 +851,7 @@ int pw_model_save_master(PwModel *m, const char *dir, float *h, const PwSaveOpts
     if (!m->master)
         return pw_errf(err, "%s: not saved: the model's float32 weights are not split "
                        "(pw_model_save writes them)", dir);
-    for (int i = 0; i < m->ntensors; i++) /* the tensors it keeps whole, beside the caller's */
-        if (m->stored_size[i])
-            m->ops->copy(m->ops, h + m->tensor_off[i], m->params + m->stored_off[i],
-                         m->tensor_size[i] * sizeof(float), PW_COPY_D2H);
+    kept_to_host(m, h); /* beside the caller's split tensors */
     return save_host(m, h, dir, opts, err);
 }
 
@@ -879,16 +888,7 @@ int pw_model_check_params(PwModel *m, PwErr *err)
     double sq = m->ops->sumsq(m->ops, m->params, m->num_stored);
     if (m->master) sq += m->ops->sumsq(m->ops, m->master, m->master_n);
     if (sqrt(sq) <= PW_WEIGHT_LIMIT) return 0;
-    float *h = NULL, *hm = NULL;
-    if (m->master) {
-        if ((hm = malloc((m->master_n ? m->master_n : 1) * sizeof *hm))) {
-            m->ops->copy(m->ops, hm, m->master, m->master_n * sizeof *hm, PW_COPY_D2H);
-            h = master_host(m, hm, m->opt_lo, m->opt_hi);
-        }
-        free(hm);
-    } else {
-        h = host_params(m, 1);
-    }
+    float *h = m->master ? master_host(m) : host_params(m, 1);
     if (!h) return pw_errf(err, "out of host memory to look for the bad weight");
     /* A norm beyond the limit from many large but valid weights is no reason to stop. */
     int rc = find_bad_param(m, h, err) ? -1 : 0;
@@ -1148,7 +1148,7 @@ static int alloc_moments(PwModel *m, PwErr *err)
 
 int pw_model_has_optimizer(const PwModel *m) { return m->adam_m || m->h_adam_m; }
 
-size_t pw_model_b16_before(const PwModel *m, size_t x)
+size_t pw_model_master_before(const PwModel *m, size_t x)
 {
     size_t n = 0;
     for (int i = 0; i < m->ntensors; i++)
@@ -1164,7 +1164,7 @@ size_t pw_model_b16_before(const PwModel *m, size_t x)
 static float *master_of(PwModel *m, int i, size_t a)
 {
     return m->stored_size[i] ? m->params + m->stored_off[i] + (a - m->tensor_off[i])
-                             : m->master + (pw_model_b16_before(m, a) - m->master_lo);
+                             : m->master + (pw_model_master_before(m, a) - m->master_lo);
 }
 
 /* A trained bf16 model given a share: its float32 of the bf16-only tensors goes, but for the
@@ -1174,7 +1174,7 @@ static float *master_of(PwModel *m, int i, size_t a)
 static int split_master(PwModel *m, PwErr *err)
 {
     const PwOps *o = m->ops;
-    size_t glo = pw_model_b16_before(m, m->opt_lo), ghi = pw_model_b16_before(m, m->opt_hi);
+    size_t glo = pw_model_master_before(m, m->opt_lo), ghi = pw_model_master_before(m, m->opt_hi);
     size_t nm = ghi - glo, kb = m->split_f32 * sizeof(float);
     float *kept = o->alloc(o, kb), *master = o->alloc(o, (nm ? nm : 1) * sizeof(float));
     if (!kept || !master) {
@@ -1195,7 +1195,7 @@ static int split_master(PwModel *m, PwErr *err)
         }
         a = a > m->opt_lo ? a : m->opt_lo;
         b = b < m->opt_hi ? b : m->opt_hi;
-        if (a < b) o->copy(o, master + (pw_model_b16_before(m, a) - glo), m->params + a,
+        if (a < b) o->copy(o, master + (pw_model_master_before(m, a) - glo), m->params + a,
                            (b - a) * sizeof(float), PW_COPY_D2D);
     }
     o->sync(o);
@@ -1235,8 +1235,6 @@ int pw_model_optimizer_shard(PwModel *m, size_t lo, size_t hi, PwErr *err)
 }
 
 int pw_model_master_split(const PwModel *m) { return m->master != NULL; }
-
-size_t pw_model_master_before(const PwModel *m, size_t x) { return pw_model_b16_before(m, x); }
 
 static PwTensor on_device(const PwModel *m, void *data, PwDtype dt, size_t n)
 {

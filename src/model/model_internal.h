@@ -56,7 +56,7 @@ struct PwModel {
     /* A trained bf16 model with a share of the optimiser keeps the float32 master weights of
      * its bf16-only tensors for that share alone (pw_model_master_split): master holds the
      * floats of those tensors inside [opt_lo, opt_hi), in the order of the split layout's
-     * bfloat16 part (element pw_model_b16_before(x) - master_lo is flat float x); params then
+     * bfloat16 part (element pw_model_master_before(x) - master_lo is flat float x); params then
      * holds the other tensors whole (stored_size 0 for the bf16-only ones, stored_off their
      * split_off), and the mirror, a separate allocation, every tensor at tensor_off. NULL
      * otherwise. */
@@ -311,8 +311,6 @@ static inline int pw_model_is_split(const PwModel *m)
 /* Whether params holds every tensor in float32: not in a split model, nor in one whose master
  * weights are split over a role's ranks (master) */
 static inline int pw_model_keeps_all(const PwModel *m) { return m->num_stored == m->num_params; }
-/* Floats of the bf16-only tensors before flat offset x of the parameters */
-size_t pw_model_b16_before(const PwModel *m, size_t x);
 /* A split model's mirror starts this many floats (256 bytes) into its allocation at least, as
  * a separate allocation would be aligned for the vector loads of the products' kernels. */
 #define PW_SPLIT_ALIGN 64

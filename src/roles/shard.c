@@ -8,21 +8,20 @@
 
 enum { SHARD_ALIGN = 64 }; /* floats */
 
-/* floats of each block but the last ones: an equal split rounded up to SHARD_ALIGN */
-static size_t block(int nranks, size_t n)
+/* Where block k of the nranks blocks over n floats starts (k = nranks: n): each block but the
+ * last ones an equal split rounded up to SHARD_ALIGN */
+static size_t block_start(int nranks, size_t n, int k)
 {
     size_t per = (n + (size_t)nranks - 1) / (size_t)nranks;
-    return (per + SHARD_ALIGN - 1) / SHARD_ALIGN * SHARD_ALIGN;
+    per = (per + SHARD_ALIGN - 1) / SHARD_ALIGN * SHARD_ALIGN;
+    size_t s = (size_t)k * per;
+    return s < n ? s : n;
 }
 
 /* starts[k] of the nranks blocks over n floats (nranks + 1 of them, starts[nranks] = n) */
 static void shard_starts(int nranks, size_t n, int64_t *starts)
 {
-    size_t per = block(nranks, n);
-    for (int k = 0; k <= nranks; k++) {
-        size_t s = (size_t)k * per;
-        starts[k] = (int64_t)(s < n ? s : n);
-    }
+    for (int k = 0; k <= nranks; k++) starts[k] = (int64_t)block_start(nranks, n, k);
 }
 
 int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const PwModelOpts *o,
@@ -30,9 +29,9 @@ int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const P
 {
     if (pw_model_plan(arch, o, b, err)) return -1;
     if (zero_stage < 1 || nranks < 2) return 0;
-    size_t n = b->grads / sizeof(float), per = block(nranks, n), lo = (size_t)k * per;
-    lo = lo < n ? lo : n;
-    return pw_model_plan_share(arch, o, lo, n - lo < per ? n : lo + per, b, err);
+    size_t n = b->grads / sizeof(float);
+    return pw_model_plan_share(arch, o, block_start(nranks, n, k), block_start(nranks, n, k + 1),
+                               b, err);
 }
 
 int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage, const char *who)
