@@ -209,6 +209,7 @@ void pw_model_profile_label(PwModel *m, const char *label);
 /* ---- what it is */
 const PwArch *pw_model_arch(const PwModel *m);
 PwDevice pw_model_device(const PwModel *m);
+int pw_model_device_id(const PwModel *m); /* the GPU of a CUDA model, else 0 */
 PwPrecision pw_model_precision(const PwModel *m);
 /* Floats of the parameter tensor (pw_model_params), padding rows included: what buffers of
  * parameters, gradients and moments hold. */
@@ -252,6 +253,10 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
  * (pw_model_optimizer_shard; hi past the end: to the end): its moments are the share's, and at
  * bf16 a trained model's params are the tensors it keeps whole and the share's master weights. */
 int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
+                        PwModelBytes *b, PwErr *err);
+/* The same with the gradients split too (pw_model_grads_split): grads counts the share's
+ * gradient and the two buffers a backward sums from. */
+int pw_model_plan_split(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
                         PwModelBytes *b, PwErr *err);
 
 /* ---- parameters and gradients: one contiguous float32 tensor each on the model's device, so
@@ -423,6 +428,41 @@ int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err);
  * caller's to free, no longer the moments), so that no second copy is made. */
 int pw_model_optimizer_write(const PwModel *m, const char *path, float *hm, float *hv,
                              PwErr *err);
+
+/* ---- the gradients split too (optim.zero_stage 2, ZeRO stage 2; docs/model.md, Gradients in
+ * shares): a model with the optimiser's share [lo, hi) keeps the summed gradient of that share
+ * alone, accumulated over its backwards, instead of the whole gradient. A backward writes each
+ * layer's gradients into a buffer of one layer, which the role's ranks sum block by block as
+ * soon as the layer is done (`reduce`), each rank adding its block into its share and the
+ * buffer going to the next layer; the tensors that are not made layer by layer (embeddings,
+ * final norm, heads) have a buffer of their own, summed so at the end of the backward. */
+typedef struct PwGradSplit {
+    /* Sums buf (starts[nranks] floats) over the ranks: after it, floats [starts[k],
+     * starts[k + 1]) of buf on rank k hold the sum of theirs on every rank; the rest of buf is
+     * left as anything. The model's queued work is done when it is called, and the sum must be
+     * done when it returns. Every rank calls it the same number of times, in the same order. */
+    void (*reduce)(void *ctx, float *buf, const int64_t *starts);
+    /* The sum of v over the ranks (the gradient's squared norm). */
+    double (*sum)(void *ctx, double v);
+    void (*release)(void *ctx); /* NULL, or called once with ctx when the model is freed */
+    void *ctx;
+} PwGradSplit;
+/* Split m's gradients: shares (nranks + 1 offsets into the parameters) are the role's blocks,
+ * rank's block the model's optimiser share (pw_model_optimizer_shard first). Set before the
+ * gradients exist. From then on every backward calls s->reduce (nothing is summed by
+ * PwOutputGrads.ready, which such a model refuses), pw_model_grads aborts (the whole gradient is
+ * nowhere), and pw_model_grad_norm and pw_model_adamw_step sum the share's squares with s->sum,
+ * so every rank calls them alike. -1 with a message for shares that are not the model's, or
+ * gradients already made. */
+int pw_model_grads_split(PwModel *m, const int64_t *shares, int nranks, int rank,
+                         const PwGradSplit *s, PwErr *err);
+int pw_model_grads_are_split(const PwModel *m);
+/* What a backward of no rows does on such a model: its reductions with nothing added, so that
+ * a rank with fewer micro batches keeps step with the others (each backward is one round of
+ * reductions). */
+int pw_model_backward_idle(PwModel *m, PwErr *err);
+/* The share's summed gradient (hi - lo floats) into host memory; -1 before any backward. */
+int pw_model_grads_get(PwModel *m, float *h, PwErr *err);
 
 /* ---- what a weight may hold: a finite value at most PW_WEIGHT_LIMIT in magnitude. Trained
  * weights stay far below it (those of published LLMs below 1e4); a larger value comes from a

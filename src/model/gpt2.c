@@ -515,7 +515,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
                               err))
         return -1;
-    PwGPT2Params p = pw_gpt2_stored(m), gr = pw_gpt2_view(m, m->grads);
+    /* gr: the gradients of the tensors not made layer by layer; gl below: layer l's */
+    PwGPT2Params p = pw_gpt2_stored(m), gr;
+    pw_model_grad_view(m, -1, (float **)&gr);
     Acts *a = &g->a;
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfch_gelu = scr[SCR_DFCHG];
@@ -535,12 +537,13 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
 
     /* dres holds d(output of layer l) on entry and d(input of layer l) on exit: the residual
      * adds pass it through unchanged, each LayerNorm backward adds its branch into it */
-    const size_t CC = (size_t)C * C;
     const Attend at = {.mask = m->d_mask, .B = B, .T = T};
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         const LayerW w = layer_weights(m, l);
         const size_t lC = (size_t)l * C;
+        PwGPT2Params gl;
+        pw_model_grad_view(m, l, (float **)&gl);
         /* activation checkpointing: the layer's activations made again from its kept input,
          * into the one set, its first LayerNorm included (the forward's came fused with the
          * layer below: the same numbers from the same input) */
@@ -550,35 +553,35 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
          * dfch set rounded, the up-projection's dout as it reads it */
         uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
         if (dfch16) {
-            o->matmul_backward_gelu_bf16(o, dfch16, k.fch_16, dfch_gelu, gr.fcprojw + 4 * CC * l,
-                                         gr.fcprojb + lC, dres16 ? NULL : dres, dres16,
+            o->matmul_backward_gelu_bf16(o, dfch16, k.fch_16, dfch_gelu, gl.fcprojw,
+                                         gl.fcprojb, dres16 ? NULL : dres, dres16,
                                          (size_t)C, k.fch_gelu, k.fchg_16, w.fcproj.f,
                                          w.fcproj.h, BT, 4 * C, C);
         } else {
-            pw_model_matmul_backward_either(m, dfch_gelu, gr.fcprojw + 4 * CC * l,
-                                            gr.fcprojb + lC, dres, dres16, k.fch_gelu,
+            pw_model_matmul_backward_either(m, dfch_gelu, gl.fcprojw,
+                                            gl.fcprojb, dres, dres16, k.fch_gelu,
                                             k.fchg_16, w.fcproj, BT, 4 * C, C, 1);
             o->zero(o, dfch, 4 * fBTC);
             o->gelu_backward(o, dfch, k.fch, dfch_gelu, 4 * nBTC);
         }
-        pw_model_matmul_backward_either(m, dln, gr.fcw + 4 * CC * l, gr.fcb + 4 * lC, dfch,
+        pw_model_matmul_backward_either(m, dln, gl.fcw, gl.fcb, dfch,
                                         dfch16, k.ln2, k.ln2_16, w.fc, BT, C, 4 * C,
                                         1);
-        o->layernorm_backward(o, dres, dres16, gr.ln2w + lC, gr.ln2b + lC, dln, k.res2,
+        o->layernorm_backward(o, dres, dres16, gl.ln2w, gl.ln2b, dln, k.res2,
                               p.ln2w + lC, k.ln2_mean, k.ln2_rstd, BT, C);
 
-        pw_model_matmul_backward_either(m, datty, gr.attprojw + CC * l, gr.attprojb + lC, dres,
+        pw_model_matmul_backward_either(m, datty, gl.attprojw, gl.attprojb, dres,
                                         dres16, k.atty, k.atty_16, w.proj, BT, C, C,
                                         1);
         /* bf16: dqkv set rounded, the product's dout as it reads it */
         uint16_t *dqkv16 = k.qkv_16 ? (uint16_t *)dqkv : NULL;
         pw_model_attention_backward(m, dqkv16 ? NULL : dqkv, dqkv16, datty, k.qkv, k.qkv_16,
                                     k.atty_16, k.lse, m->d_mask, B, T, NH, NH, C / NH);
-        pw_model_matmul_backward_either(m, dln, gr.qkvw + 3 * CC * l, gr.qkvb + 3 * lC, dqkv,
+        pw_model_matmul_backward_either(m, dln, gl.qkvw, gl.qkvb, dqkv,
                                         dqkv16, k.ln1, k.ln1_16, w.qkv, BT, C,
                                         3 * C, 1);
         /* layer 0's input gradient goes to the embeddings in float32 only */
-        o->layernorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + lC, gr.ln1b + lC, dln,
+        o->layernorm_backward(o, dres, l > 0 ? dres16 : NULL, gl.ln1w, gl.ln1b, dln,
                               k.in, p.ln1w + lC, k.ln1_mean, k.ln1_rstd, BT, C);
         pw_model_ready_layer(m, l);
     }

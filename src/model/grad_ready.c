@@ -67,18 +67,28 @@ static void report(PwModel *m, int cls, int layer)
 
 void pw_model_ready_top(PwModel *m) { report(m, PW_READY_TOP, 0); }
 
-void pw_model_ready_layer(PwModel *m, int l) { report(m, PW_READY_LAYER, l); }
+/* Split gradients (grad_split.c) are summed at the same points: layer l's buffer once the
+ * layer is done, the other tensors' at the end. */
+void pw_model_ready_layer(PwModel *m, int l)
+{
+    report(m, PW_READY_LAYER, l);
+    if (m->gsplit) pw_grad_split_layer(m, l);
+}
 
 void pw_model_ready_end(PwModel *m)
 {
     report(m, PW_READY_BOTTOM, 0);
     report(m, -1, 0); /* anything a family did not report: correct, only later */
     m->ready = NULL;
+    if (m->gsplit) pw_grad_split_rest(m);
 }
 
 /* The order every family's backward follows: top, layers L-1 down to 0, the rest. */
 int pw_model_report_grads(PwModel *m, PwGradReady fn, void *ctx, PwErr *err)
 {
+    if (m->gsplit)
+        return pw_errf(err, "a model whose gradients are split reports none: "
+                       "pw_model_backward_idle keeps its ranks in step");
     if (!m->grads && pw_model_zero_grad(m, err)) return -1;
     if (pw_model_ready_begin(m, fn, ctx, err)) return -1;
     pw_model_ready_top(m);

@@ -578,7 +578,7 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     const int L = c->n_layer, C = c->n_embd, NH = c->n_head, NKV = c->n_kv_head;
     const int hs = pw_arch_head_size(c), F = c->n_inner, A = (int)att_width(c);
     const int B = m->B, T = m->T, BT = B * T;
-    const size_t Q = qkv_rows(c), CA = (size_t)C * A;
+    const size_t Q = qkv_rows(c);
     const size_t sBTC = (size_t)m->maxB * m->maxT * C;
     size_t ss[SCR_COUNT];
     scratch_sizes(ss, m);
@@ -586,7 +586,9 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     if (pw_model_alloc_slices(m, &g->scratch_memory, scr, ss, SCR_COUNT, "the backward scratch",
                               err))
         return -1;
-    PwLlamaParams p = pw_llama_stored(m), gr = pw_llama_view(m, m->grads);
+    /* gr: the gradients of the tensors not made layer by layer; gl below: layer l's */
+    PwLlamaParams p = pw_llama_stored(m), gr;
+    pw_model_grad_view(m, -1, (float **)&gr);
     Acts *a = &g->a;
     float *dres = scr[SCR_DRES], *dln = scr[SCR_DLN], *datty = scr[SCR_DATTY];
     float *dqkv = scr[SCR_DQKV], *dfch = scr[SCR_DFCH], *dfcha = scr[SCR_DFCHA];
@@ -606,12 +608,14 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
     for (int l = L - 1; l >= 0; l--) {
         Block k = batch_block(m, a, l);
         const LayerW w = layer_weights(m, l);
+        PwLlamaParams gl;
+        pw_model_grad_view(m, l, (float **)&gl);
         /* activation checkpointing: the layer's activations made again from its kept input,
          * into the one set, its first RMSNorm included (the forward's came fused with the
          * layer below: the same numbers from the same input) */
         if (m->acts == PW_ACTS_RECOMPUTE) block_forward(m, &p, l, &k, BT, &at, 0, NULL);
         /* the layer's input gradients of the products are set, not added to (set_dinp) */
-        pw_model_matmul_backward_either(m, dfcha, gr.fcprojw + (size_t)C * F * l, NULL, dres,
+        pw_model_matmul_backward_either(m, dfcha, gl.fcprojw, NULL, dres,
                                         dres16, k.fch_act, k.fcha_16, w.fcproj, BT, F, C, 1);
         /* bf16: dfch set rounded, the product's dout as it reads it */
         uint16_t *dfch16 = k.fch_16 ? (uint16_t *)dfch : NULL;
@@ -621,12 +625,12 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
             o->zero(o, dfch, (size_t)BT * 2 * F * sizeof(float));
             o->swiglu_backward(o, dfch, k.fch, dfcha, BT, F);
         }
-        pw_model_matmul_backward_either(m, dln, gr.fcw + (size_t)2 * F * C * l, NULL, dfch,
+        pw_model_matmul_backward_either(m, dln, gl.fcw, NULL, dfch,
                                         dfch16, k.ln2, k.ln2_16, w.fc, BT, C, 2 * F, 1);
-        o->rmsnorm_backward(o, dres, dres16, gr.ln2w + (size_t)l * C, dln, k.res2,
+        o->rmsnorm_backward(o, dres, dres16, gl.ln2w, dln, k.res2,
                             p.ln2w + (size_t)l * C, k.rstd2, BT, C);
-        pw_model_matmul_backward_either(m, datty, gr.attprojw + CA * l,
-                                        gr.attprojb ? gr.attprojb + (size_t)C * l : NULL, dres,
+        pw_model_matmul_backward_either(m, datty, gl.attprojw,
+                                        gl.attprojb, dres,
                                         dres16, k.atty, k.atty_16, w.proj, BT, A, C, 1);
         /* float32: the rotation's backward comes between it and the qkv product */
         pw_model_attention_backward(m, dqkv, NULL, datty, k.qkv, k.qkv_16, k.atty_16, k.lse,
@@ -638,18 +642,18 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         if (c->qk_norm) {
             /* Qwen3: turned back in place, then through the heads' norm, then rounded */
             o->rope_backward(o, dqkv, NULL, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
-            o->head_rmsnorm_backward(o, dqkv, gr.qnw + (size_t)hs * l, gr.knw + (size_t)hs * l,
+            o->head_rmsnorm_backward(o, dqkv, gl.qnw, gl.knw,
                                      k.qkraw, k.qkrstd, p.qnw + (size_t)hs * l,
                                      p.knw + (size_t)hs * l, BT, NH, NKV, hs, (int)Q);
             if (dqkv16) o->to_bf16(o, dqkv16, dqkv, (size_t)BT * Q);
         } else {
             o->rope_backward(o, dqkv, dqkv16, m->d_pos, g->inv_freq, BT, NH + NKV, hs, (int)Q);
         }
-        pw_model_matmul_backward_either(m, dln, gr.qkvw + Q * C * l,
-                                        gr.qkvb ? gr.qkvb + Q * l : NULL, dqkv, dqkv16, k.ln1,
+        pw_model_matmul_backward_either(m, dln, gl.qkvw,
+                                        gl.qkvb, dqkv, dqkv16, k.ln1,
                                         k.ln1_16, w.qkv, BT, C, (int)Q, 1);
         /* layer 0's input gradient goes to the embeddings in float32 only */
-        o->rmsnorm_backward(o, dres, l > 0 ? dres16 : NULL, gr.ln1w + (size_t)l * C, dln, k.in,
+        o->rmsnorm_backward(o, dres, l > 0 ? dres16 : NULL, gl.ln1w, dln, k.in,
                             p.ln1w + (size_t)l * C, k.rstd1, BT, C);
         pw_model_ready_layer(m, l);
     }

@@ -45,10 +45,6 @@ size_t pw_model_sum_sizes(const size_t *sizes, int n)
  * calls (4 x n_embd rows of GPT-2's MLP). */
 #define PW_MAX_PARAM_BYTES ((size_t)1 << 40)
 
-/* What a backward or an optimiser step (%s) says while the gradients' memory holds a payload
- * of pw_model_weights_out (payload.c) */
-#define PW_GRADS_SPENT "%s after pw_model_weights_out, whose weights the gradients' memory " \
-                       "holds now: zero the gradients first"
 
 int pw_config_need(const void *root, const char *key, const char *path, int ok, const char *what,
                    PwErr *err)
@@ -460,6 +456,7 @@ void pw_model_free(PwModel *m)
         if (!pw_model_is_split(m)) /* else inside params' allocation */
             o->free(o, m->params_bf16);
         o->free(o, m->grads);
+        pw_grad_split_free(m);
         o->free(o, m->master);
         o->free(o, m->adam_m);
         o->free(o, m->adam_v);
@@ -575,6 +572,24 @@ int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, 
         .moments = 2 * (hi - lo) * sizeof(float),
         .transfer = pw_model_payload_bytes(m),
     };
+    free(m);
+    return 0;
+}
+
+int pw_model_plan_split(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
+                        PwModelBytes *b, PwErr *err)
+{
+    if (pw_model_plan_share(arch, opts, lo, hi, b, err)) return -1;
+    PwModel *m = calloc(1, sizeof *m);
+    if (!m) return pw_errf(err, "out of memory for the model struct");
+    if (pw_model_shape(m, arch, opts, err)) {
+        free(m);
+        return -1;
+    }
+    size_t P = m->num_params;
+    if (hi > P) hi = P;
+    if (lo > hi) lo = hi;
+    b->grads = pw_grad_split_floats(m, lo, hi) * sizeof(float);
     free(m);
     return 0;
 }
@@ -907,6 +922,7 @@ int pw_model_save(PwModel *m, const char *dir, PwErr *err)
 
 const PwArch *pw_model_arch(const PwModel *m) { return &m->arch; }
 PwDevice pw_model_device(const PwModel *m) { return m->ops->device; }
+int pw_model_device_id(const PwModel *m) { return m->ops->device_id; }
 PwPrecision pw_model_precision(const PwModel *m) { return m->precision; }
 size_t pw_model_num_params(const PwModel *m) { return m->num_params; }
 size_t pw_model_num_weights(const PwModel *m) { return m->num_weights; }
@@ -955,6 +971,11 @@ PwTensor pw_model_params(PwModel *m)
 
 PwTensor pw_model_grads(PwModel *m)
 {
+    if (m->gsplit) { /* a caller bug: its share is all there is (pw_model_grads_get) */
+        fprintf(stderr, "pw_model_grads: the model's gradients are split over its role's ranks "
+                "(pw_model_grads_split): no rank holds them whole\n");
+        abort();
+    }
     m->ops->sync(m->ops);
     return flat(m, m->grads);
 }
@@ -1072,6 +1093,7 @@ int pw_model_zero_grad(PwModel *m, PwErr *err)
                        "model's weights (PwModelOpts.follows)");
     size_t bytes = m->num_params * sizeof(float);
     m->grads_spent = 0;
+    if (m->gsplit) return pw_grad_split_zero(m, err);
     if (!m->grads) {
         if (!(m->grads = m->ops->alloc(m->ops, bytes)))
             return pw_model_no_room(m, "the gradients", bytes, err);
@@ -1079,6 +1101,12 @@ int pw_model_zero_grad(PwModel *m, PwErr *err)
     }
     m->ops->zero(m->ops, m->grads, bytes);
     return 0;
+}
+
+/* Whether a zero_grad made the gradients (and no payload holds their place since) */
+static int grads_made(const PwModel *m)
+{
+    return m->gsplit ? pw_grad_split_share(m) != NULL : m->grads != NULL;
 }
 
 /* dst (B, T) on the device = 0 except the columns [col0, col0 + width) = src (B, width). */
@@ -1100,8 +1128,11 @@ int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
         return pw_errf(err, "backward of a model made to run forwards only (acts: none keeps no "
                        "activations for it)");
     if (m->B == 0) return pw_errf(err, "backward without a forward before it");
-    if (!m->grads && pw_model_zero_grad(m, err)) return -1;
+    if (m->gsplit && g->ready)
+        return pw_errf(err, "a model whose gradients are split sums them itself "
+                       "(pw_model_grads_split), not through PwOutputGrads.ready");
     if (m->grads_spent) return pw_errf(err, PW_GRADS_SPENT, "a backward");
+    if (!grads_made(m) && pw_model_zero_grad(m, err)) return -1;
     const size_t cap = (size_t)m->maxB * m->maxT;
     const int c0 = m->col0, w = m->width;
     float *dlogp = scatter(m, m->d_dout, g->dlogp, c0, w);
@@ -1115,16 +1146,22 @@ int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
     if (pw_model_ready_begin(m, g->ready, g->ready_ctx, err)) return -1;
     pw_model_mirror_refresh(m); /* the weights of its forward, unless written since */
     int rc = m->impl->backward(m, dlogp, dent, dval, dscore, err);
-    if (rc) m->ready = NULL; /* nothing more is reported of a failed backward */
-    else pw_model_ready_end(m);
+    if (rc) { /* nothing more is reported of a failed backward */
+        m->ready = NULL;
+        if (m->gsplit) pw_grad_split_clear(m);
+    } else {
+        pw_model_ready_end(m);
+    }
     return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* optimiser */
 
+
 double pw_model_grad_norm(PwModel *m)
 {
+    if (m->gsplit) return sqrt(pw_grad_split_sumsq(m));
     if (!m->grads) return 0.0;
     return sqrt(m->ops->sumsq(m->ops, m->grads, m->num_params));
 }
@@ -1276,7 +1313,8 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
                         PwErr *err)
 {
     const PwOps *o = m->ops;
-    if (!m->grads) return pw_errf(err, "an optimiser step needs gradients (no backward ran)");
+    if (!grads_made(m))
+        return pw_errf(err, "an optimiser step needs gradients (no backward ran)");
     if (m->grads_spent) return pw_errf(err, PW_GRADS_SPENT, "an optimiser step");
     if (m->h_adam_m && pw_model_optimizer_reload(m, err)) return -1;
     if (!m->adam_m && alloc_moments(m, err)) return -1;
@@ -1290,8 +1328,10 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
      * same operations as in an update of the whole, so the shares of N ranks put together are
      * the whole's update bit for bit. */
     size_t lo = m->opt_lo, hi = m->opt_hi;
+    /* the share's gradient: in the whole one, or all a model with split gradients has */
+    float *gs = m->gsplit ? pw_grad_split_share(m) : m->grads + lo;
     if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip && hi > lo)
-        o->scale(o, m->grads + lo, (float)(cfg->grad_clip / norm), hi - lo);
+        o->scale(o, gs, (float)(cfg->grad_clip / norm), hi - lo);
     /* one update per tensor (the part of it in the share): each tensor is contiguous and
      * decays or not as a whole */
     for (int i = 0; i < m->ntensors; i++) {
@@ -1300,7 +1340,7 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
         b = b < hi ? b : hi;
         if (a >= b) continue;
         float *w = m->master ? master_of(m, i, a) : m->params + a;
-        o->adamw_update(o, w, m->grads + a, m->adam_m + (a - lo), m->adam_v + (a - lo), b - a,
+        o->adamw_update(o, w, gs + (a - lo), m->adam_m + (a - lo), m->adam_v + (a - lo), b - a,
                         cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
                         m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
         /* split master weights: the share's bfloat16, rounded as the whole mirror's would be */

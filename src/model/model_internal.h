@@ -48,6 +48,9 @@ struct PwModel {
     size_t mirror_off[PW_MODEL_MAX_TENSORS]; /* tensor i in params_bf16 (tensor_off unsplit) */
     int grads_spent;               /* the gradients' memory holds a payload of weights_out */
     float *grads;                  /* (num_params), NULL until the first zero_grad */
+    /* pw_model_grads_split (grad_split.c): the share's summed gradient and the buffers a
+     * backward sums from, in place of grads; NULL otherwise */
+    struct PwGradShare *gsplit;
     float *adam_m, *adam_v;        /* (opt_hi - opt_lo) each, NULL until the first step */
     float *h_adam_m, *h_adam_v;    /* host copies while offloaded (device ones NULL then) */
     /* the floats of params whose moments this model keeps and updates: all of them, or its
@@ -214,6 +217,31 @@ void pw_model_ready_layer(PwModel *m, int l);
 /* Around the family's backward: begin (-1 with a message when out of memory), end. */
 int pw_model_ready_begin(PwModel *m, PwGradReady fn, void *ctx, PwErr *err);
 void pw_model_ready_end(PwModel *m);
+
+/* What a backward or an optimiser step (%s) says while the gradients' memory holds a payload
+ * of pw_model_weights_out (payload.c) */
+#define PW_GRADS_SPENT "%s after pw_model_weights_out, whose weights the gradients' memory " \
+                       "holds now: zero the gradients first"
+
+/* The gradients a family's backward writes (grad_split.c): for layer l in [0, L), each
+ * tensor's slice of layer l for the tensors made layer by layer (PW_READY_LAYER) and the whole
+ * of the others; for l < 0 the whole of every tensor, NULL for a layered one of a model whose
+ * gradients are split (its slices exist one layer at a time). NULL for a tensor of size 0. */
+void pw_model_grad_view(const PwModel *m, int l, float **ptrs);
+/* Model whose gradients are split (grad_split.c): allocate or zero them (pw_model_zero_grad),
+ * reduce a layer's buffer or the other tensors' into the share (pw_model_ready_layer and
+ * pw_model_ready_end call these), and what the rest of model.c asks of the share. */
+int pw_grad_split_zero(PwModel *m, PwErr *err);
+void pw_grad_split_layer(PwModel *m, int l);
+void pw_grad_split_rest(PwModel *m);
+void pw_grad_split_clear(PwModel *m);         /* buffers to zero after a failed backward */
+void pw_grad_split_release(PwModel *m);       /* frees the buffers (a payload takes their place) */
+float *pw_grad_split_share(const PwModel *m); /* NULL before the first zero_grad */
+double pw_grad_split_sumsq(PwModel *m);       /* the summed gradient's squares, all ranks */
+void pw_grad_split_free(PwModel *m);
+/* floats of the share's gradient and of the two buffers, for a model shaped as m with the
+ * share [lo, hi) */
+size_t pw_grad_split_floats(const PwModel *m, size_t lo, size_t hi);
 
 extern const PwFamilyImpl pw_gpt2_family;
 extern const PwFamilyImpl pw_llama_family;

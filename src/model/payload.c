@@ -72,6 +72,10 @@ int pw_model_weights_out(PwModel *m, void *into, PwTensor *out, PwErr *err)
     /* Between an update and the next zero_grad nothing reads the gradients, and the payload
      * (at most 4 bytes a parameter) fits in them: no memory of its own on the sender. */
     size_t bytes = m->num_params * sizeof(float);
+    if (m->gsplit) { /* split gradients are smaller: their memory goes, the payload's comes */
+        pw_grad_split_release(m);
+        bytes = pw_model_weights_bytes(m);
+    }
     if (!m->grads && !(m->grads = m->ops->alloc(m->ops, bytes)))
         return pw_model_no_room(m, "the gradients (which the weights handed over are packed "
                                 "in)", bytes, err);

@@ -9,8 +9,10 @@
  * (none: a forward-only model, which the test does not train), and frozen (PwModelOpts.frozen:
  * at bf16 the layers' matrices in bfloat16 only, made from a host copy as it loads), and given
  * a third of the parameters as its optimiser's share (pw_model_plan_share: the share's moments,
- * and at bf16 the share's float32 of the layers' matrices); and a refused architecture gets the
- * same message as pw_model_create's. */
+ * and at bf16 the share's float32 of the layers' matrices), and that with its gradients split
+ * too (pw_model_plan_split: the share's gradient and the two buffers a backward sums from; at
+ * bf16 the weights handed over take their place until the next zero_grad); and a refused
+ * architecture gets the same message as pw_model_create's. */
 #include <string.h>
 
 #include "pw_generate.h"
@@ -22,22 +24,39 @@ enum { B = 3, T = 10, GB = 4, GP = 3, GR = 5 };
 
 static size_t held(void) { return pw_cpu_table_bytes(); }
 
+/* the split gradients' reductions of one rank whose others add nothing */
+static void own_sum(void *ctx, float *buf, const int64_t *starts)
+{
+    (void)ctx, (void)buf, (void)starts;
+}
+static double own_norm(void *ctx, double v) { return (void)ctx, v; }
+
 static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chunk, int heads,
                 PwActs acts, int frozen, int share)
 {
     printf("%s %s, lm_chunk %d, heads %d, acts %d%s%s\n", name, pw_precision_name(prec),
-           lm_chunk, heads, (int)acts, frozen ? ", frozen" : "", share ? ", a share" : "");
+           lm_chunk, heads, (int)acts, frozen ? ", frozen" : "",
+           share > 1 ? ", a share, gradients split" : share ? ", a share" : "");
     PwModelOpts o = {.heads = heads, .maxB = B, .maxT = T, .precision = prec,
                      .lm_chunk = lm_chunk, .acts = acts, .frozen = frozen};
     PwModelBytes p;
     PwErr err;
     CHECK(pw_model_plan(a, &o, &p, &err) == 0, "plan: %s", err.msg);
     size_t P = p.grads / sizeof(float), lo = P / 3, hi = 2 * P / 3;
-    if (share) CHECK(pw_model_plan_share(a, &o, lo, hi, &p, &err) == 0, "plan: %s", err.msg);
+    if (share == 1)
+        CHECK(pw_model_plan_share(a, &o, lo, hi, &p, &err) == 0, "plan: %s", err.msg);
+    if (share == 2)
+        CHECK(pw_model_plan_split(a, &o, lo, hi, &p, &err) == 0, "plan: %s", err.msg);
     const size_t base = held();
     PwModel *m = tiny_model(a, &o, 7);
     if (share)
         CHECK(pw_model_optimizer_shard(m, lo, hi, &err) == 0, "share: %s", err.msg);
+    const int64_t blocks[4] = {0, (int64_t)lo, (int64_t)hi, (int64_t)P};
+    PwGradSplit fn = {own_sum, own_norm, NULL, NULL};
+    if (share == 2)
+        CHECK(pw_model_grads_split(m, blocks, 3, 1, &fn, &err) == 0, "split: %s", err.msg);
+    CHECK(share == 2 ? p.grads < P * sizeof(float) : p.grads == P * sizeof(float),
+          "the plan's gradients: %zu bytes of %zu parameters", p.grads, P);
     size_t made = p.params + p.params_bf16 + p.buffers;
     CHECK(held() - base == made, "made: %zu bytes held, planned %zu", held() - base, made);
     const size_t p32 = pw_model_num_params(m) * sizeof(float);
@@ -77,6 +96,16 @@ static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chun
     trained += p.moments;
     CHECK(held() - base == trained, "after a step: %zu bytes held, planned %zu", held() - base,
           trained);
+    if (share == 2 && prec == PW_PRECISION_BF16) { /* the payload where the gradients were */
+        PwTensor w;
+        CHECK(pw_model_weights_out(m, NULL, &w, &err) == 0, "weights out: %s", err.msg);
+        size_t sent = trained - p.grads + p.transfer;
+        CHECK(held() - base == sent, "with the weights handed over: %zu bytes held, planned %zu",
+              held() - base, sent);
+        CHECK(pw_model_zero_grad(m, &err) == 0, "%s", err.msg);
+        CHECK(held() - base == trained, "gradients again: %zu bytes held, planned %zu",
+              held() - base, trained);
+    }
 
     if (lm) { /* a generator of GB rows, GP + GR tokens, beside the model */
         size_t gbytes = 0;
@@ -118,6 +147,8 @@ int main(void)
         run("llama", &llama, prec, 0, PW_HEAD_SCORE, PW_ACTS_NONE, 1, 0);
         run("gpt2", &gpt2, prec, 0, all, PW_ACTS_KEEP, 0, 1);
         run("llama", &llama, prec, 4, PW_HEAD_LM, PW_ACTS_RECOMPUTE, 0, 1);
+        run("gpt2", &gpt2, prec, 0, all, PW_ACTS_KEEP, 0, 2);
+        run("llama", &llama, prec, 4, PW_HEAD_LM, PW_ACTS_RECOMPUTE, 0, 2);
     }
     /* refused as pw_model_create refuses it */
     PwArch bad = gpt2;

@@ -1,0 +1,321 @@
+/* test_grad_shard.c: the gradients split over the ranks of a role (optim.zero_stage 2;
+ * docs/model.md, Gradients in shares). Four models, one a rank, each with a share of the
+ * optimiser (cuts inside tensors, one share empty) and its gradients split, run the backwards of
+ * their own rows; their reductions are done here as the role's ranks would do them (each rank's
+ * buffers, recorded by a first identical backward, summed in rank order). Each share's summed
+ * gradient must equal the sum of the gradients one model that keeps everything computes for the
+ * four ranks' rows, bit for bit, over two micro batches (one rank with no rows in the second),
+ * and the update the whole's, bit for bit; the norm is the sum of the shares' squares. For GPT-2
+ * (tied LM head, padded vocabulary) and the Llama family (an LM head of its own, grouped-query,
+ * biases), at fp32 and at bf16 (where the float32 master weights split too). The calls such a
+ * model refuses say so, and a payload of weights_out takes the gradients' place until the next
+ * zero_grad. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_test.h"
+#include "tiny_archs.h"
+
+enum { N = 4, B = 2, T = 8, MB = 2, NSTEPS = 2, MAXCALLS = 16 };
+
+/* The ranks' side of the reductions: a first backward of every rank records its buffers (and
+ * zeroes them, so that its share gets nothing); the second sums the recorded ones. */
+typedef struct World {
+    int recording;
+    float *rec[N][MAXCALLS];
+    size_t len[MAXCALLS];
+    double v[N]; /* the sum's recorded values */
+    int calls_per_backward;
+} World;
+
+typedef struct Rank {
+    World *w;
+    int k, calls;
+} Rank;
+
+static void reduce(void *ctx, float *buf, const int64_t *starts)
+{
+    Rank *r = ctx;
+    World *w = r->w;
+    const int c = r->calls++;
+    const size_t n = (size_t)starts[N];
+    CHECK(c < MAXCALLS && starts[0] == 0, "call %d: blocks from %lld", c, (long long)starts[0]);
+    if (c >= MAXCALLS) return;
+    if (w->recording) {
+        free(w->rec[r->k][c]);
+        w->rec[r->k][c] = malloc((n ? n : 1) * sizeof(float));
+        memcpy(w->rec[r->k][c], buf, n * sizeof(float));
+        memset(buf, 0, n * sizeof(float));
+        w->len[c] = n;
+        return;
+    }
+    CHECK(w->len[c] == n, "rank %d call %d: a buffer of %zu floats, recorded %zu", r->k, c, n,
+          w->len[c]);
+    for (size_t x = (size_t)starts[r->k]; x < (size_t)starts[r->k + 1]; x++) {
+        float s = w->rec[0][c][x];
+        for (int j = 1; j < N; j++) s += w->rec[j][c][x];
+        buf[x] = s;
+    }
+}
+
+static double sum(void *ctx, double v)
+{
+    Rank *r = ctx;
+    World *w = r->w;
+    if (w->recording) return w->v[r->k] = v;
+    double s = w->v[0];
+    for (int j = 1; j < N; j++) s += w->v[j];
+    return s;
+}
+
+static PwModelOpts opts(PwPrecision p)
+{
+    return (PwModelOpts){.heads = PW_HEAD_LM | PW_HEAD_VALUE, .maxB = B, .maxT = T,
+                         .precision = p, .vocab_multiple = 8};
+}
+
+/* forward of rank k's rows of step s, micro batch u, and the backward of a loss of them */
+static void pass(PwModel *m, const PwArch *a, int s, int u, int k)
+{
+    PwErr err;
+    int tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; i++) tok[i] = (i * 7 + 3 * s + 5 * u + 11 * k) % a->vocab_size;
+    pw_lm_next_token_targets(tgt, tok, NULL, B, T);
+    float lv[2 * B * T], ent[B * T], dlogp[B * T], dval[B * T];
+    for (int i = 0; i < B * T; i++) {
+        dlogp[i] = 0.05f * (float)((i + s + k) % 5) - 0.1f;
+        dval[i] = 0.01f * (float)((i + u) % 3);
+    }
+    PwModelInput in = {tok, NULL, tgt, B, T, 1.0f};
+    PwOutputs out = {0, T, lv, ent, lv + B * T, NULL, NULL};
+    PwOutputGrads g = {.dlogp = dlogp, .dvalue = dval};
+    CHECK(pw_model_forward(m, &in, &out, &err) == 0 && pw_model_backward(m, &g, &err) == 0,
+          "pass: %s", err.msg);
+}
+
+/* rank k has no rows in the last micro batch of the last step */
+static int idle(int s, int u, int k) { return s == NSTEPS && u == MB - 1 && k == N - 1; }
+
+/* every rank's block of the weights to every rank, as the role's all-gather does */
+static void allgather(PwModel **share, const size_t *cut, PwPrecision p, size_t P)
+{
+    if (p == PW_PRECISION_FP32) {
+        float *all = malloc(P * sizeof *all);
+        for (int k = 0; k < N; k++)
+            memcpy(all + cut[k], (float *)pw_model_params(share[k]).data + cut[k],
+                   (cut[k + 1] - cut[k]) * sizeof *all);
+        for (int k = 0; k < N; k++) memcpy(pw_model_params(share[k]).data, all, P * sizeof *all);
+        free(all);
+        return;
+    }
+    size_t K = (size_t)pw_model_kept(share[0]).shape[0];
+    uint16_t *g16 = malloc(P * sizeof *g16);
+    float *gk = malloc((K ? K : 1) * sizeof *gk);
+    for (int k = 0; k < N; k++) {
+        size_t k0 = cut[k] - pw_model_master_before(share[k], cut[k]);
+        size_t k1 = cut[k + 1] - pw_model_master_before(share[k], cut[k + 1]);
+        memcpy(g16 + cut[k], (uint16_t *)pw_model_mirror(share[k]).data + cut[k],
+               (cut[k + 1] - cut[k]) * sizeof *g16);
+        memcpy(gk + k0, (float *)pw_model_kept(share[k]).data + k0, (k1 - k0) * sizeof *gk);
+    }
+    for (int k = 0; k < N; k++) {
+        memcpy(pw_model_mirror(share[k]).data, g16, P * sizeof *g16);
+        memcpy(pw_model_kept(share[k]).data, gk, K * sizeof *gk);
+    }
+    free(g16);
+    free(gk);
+}
+
+static void refusals(const PwArch *a)
+{
+    PwErr err;
+    PwModelOpts o = opts(PW_PRECISION_BF16);
+    World w = {0};
+    Rank r = {&w, 0, 0};
+    PwGradSplit fn = {reduce, sum, NULL, &r};
+    PwModel *m = tiny_model(a, &o, 7);
+    const size_t P = pw_model_num_params(m);
+    int64_t sh[3] = {0, (int64_t)(P / 2), (int64_t)P};
+    CHECK(pw_model_grads_split(m, sh, 2, 0, &fn, &err) == -1 &&
+              strstr(err.msg, "is not the optimiser's share"),
+          "a block that is not the share: '%s'", err.msg);
+    CHECK(pw_model_optimizer_shard(m, 0, P / 2, &err) == 0, "%s", err.msg);
+    int64_t short_sh[3] = {0, (int64_t)(P / 2), (int64_t)P - 1};
+    CHECK(pw_model_grads_split(m, short_sh, 2, 0, &fn, &err) == -1 &&
+              strstr(err.msg, "not the model's"),
+          "blocks short of the parameters: '%s'", err.msg);
+    CHECK(pw_model_backward_idle(m, &err) == -1 && strstr(err.msg, "not split"),
+          "idle backward of a model not split: '%s'", err.msg);
+    CHECK(pw_model_grads_split(m, sh, 2, 0, &fn, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_grads_are_split(m), "the gradients are not split");
+    CHECK(pw_model_grads_split(m, sh, 2, 0, &fn, &err) == -1 && strstr(err.msg, "split once"),
+          "split twice: '%s'", err.msg);
+    float h[1];
+    CHECK(pw_model_grads_get(m, h, &err) == -1 && strstr(err.msg, "no backward"),
+          "the share before a backward: '%s'", err.msg);
+    CHECK(pw_model_report_grads(m, NULL, NULL, &err) == -1 &&
+              strstr(err.msg, "pw_model_backward_idle"),
+          "reports of split gradients: '%s'", err.msg);
+    pw_model_free(m);
+
+    PwModel *made = tiny_model(a, &o, 7);
+    CHECK(pw_model_optimizer_shard(made, 0, P / 2, &err) == 0 &&
+              pw_model_zero_grad(made, &err) == 0, "%s", err.msg);
+    CHECK(pw_model_grads_split(made, sh, 2, 0, &fn, &err) == -1 &&
+              strstr(err.msg, "before they exist"),
+          "split after the gradients were made: '%s'", err.msg);
+    pw_model_free(made);
+
+    PwModelOpts fo = o;
+    fo.frozen = 1;
+    fo.acts = PW_ACTS_NONE;
+    PwModel *frozen = tiny_model(a, &fo, 7);
+    CHECK(pw_model_grads_split(frozen, sh, 2, 0, &fn, &err) == -1 &&
+              strstr(err.msg, "trained model"),
+          "a frozen model's gradients: '%s'", err.msg);
+    pw_model_free(frozen);
+    printf("  refusals: a block not the share, blocks short, split twice or late, a frozen "
+           "model, reports, the share before a backward\n");
+}
+
+static void family(const char *name, const PwArch *a, PwPrecision prec)
+{
+    printf("%s %s\n", name, prec == PW_PRECISION_BF16 ? "bf16" : "fp32");
+    PwErr err;
+    PwModelOpts o = opts(prec);
+    PwModel *whole = tiny_model(a, &o, 7), *share[N];
+    const size_t P = pw_model_num_params(whole);
+    const size_t cut[N + 1] = {0, 301, P / 2 + 7, P, P};
+    int64_t sh[N + 1];
+    for (int k = 0; k <= N; k++) sh[k] = (int64_t)cut[k];
+    World w = {0};
+    Rank rk[N];
+    for (int k = 0; k < N; k++) {
+        rk[k] = (Rank){&w, k, 0};
+        PwGradSplit fn = {reduce, sum, NULL, &rk[k]};
+        share[k] = tiny_model(a, &o, 7);
+        CHECK(pw_model_optimizer_shard(share[k], cut[k], cut[k + 1], &err) == 0 &&
+                  pw_model_grads_split(share[k], sh, N, k, &fn, &err) == 0,
+              "%s", err.msg);
+    }
+    PwAdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 0.0f};
+    float *gj = malloc(N * P * sizeof *gj), *total = malloc(P * sizeof *total);
+    float *got = malloc(P * sizeof *got);
+    const int L = a->n_layer;
+    for (int s = 1; s <= NSTEPS; s++) {
+        memset(total, 0, P * sizeof *total);
+        for (int k = 0; k < N; k++)
+            CHECK(pw_model_zero_grad(share[k], &err) == 0, "%s", err.msg);
+        for (int u = 0; u < MB; u++) {
+            /* the whole's gradient of each rank's rows, summed in rank order */
+            for (int k = 0; k < N; k++) {
+                CHECK(pw_model_zero_grad(whole, &err) == 0, "%s", err.msg);
+                if (!idle(s, u, k)) pass(whole, a, s, u, k);
+                memcpy(gj + k * P, pw_model_grads(whole).data, P * sizeof *gj);
+            }
+            for (size_t x = 0; x < P; x++) {
+                float v = gj[x];
+                for (int k = 1; k < N; k++) v += gj[k * P + x];
+                total[x] += v;
+            }
+            for (w.recording = 1; w.recording >= 0; w.recording--)
+                for (int k = 0; k < N; k++) {
+                    rk[k].calls = 0;
+                    if (idle(s, u, k))
+                        CHECK(pw_model_backward_idle(share[k], &err) == 0, "%s", err.msg);
+                    else
+                        pass(share[k], a, s, u, k);
+                    CHECK(rk[k].calls == L + 1, "rank %d: %d reductions in a backward, not %d",
+                          k, rk[k].calls, L + 1);
+                }
+        }
+        size_t bad = P;
+        for (int k = 0; k < N; k++) {
+            CHECK(pw_model_grads_get(share[k], got + cut[k], &err) == 0, "%s", err.msg);
+            for (size_t x = cut[k]; x < cut[k + 1] && bad == P; x++)
+                if (memcmp(&got[x], &total[x], sizeof *got)) bad = x;
+        }
+        CHECK(bad == P, "%s step %d: the shares' gradient differs from the whole's sum at float "
+              "%zu of %zu (%.9g, not %.9g)", name, s, bad, P, bad < P ? got[bad] : 0.0,
+              bad < P ? total[bad] : 0.0);
+
+        /* the whole's step on the summed gradient; the shares' norm is the sum of their
+         * squares (recorded on every rank, then summed) */
+        memcpy(pw_model_grads(whole).data, total, P * sizeof *total);
+        double nw = 0.0, ns = 0.0;
+        CHECK(pw_model_adamw_step(whole, &opt, s, &nw, &err) == PW_ADAMW_APPLIED, "%s", err.msg);
+        w.recording = 1;
+        for (int k = 0; k < N; k++) (void)pw_model_grad_norm(share[k]);
+        w.recording = 0;
+        for (int k = 0; k < N; k++) {
+            CHECK(pw_model_adamw_step(share[k], &opt, s, &ns, &err) == PW_ADAMW_APPLIED, "%s",
+                  err.msg);
+            CHECK(fabs(ns - nw) <= 1e-12 * nw && nw > 0, "%s step %d rank %d: norm %.12g, the "
+                  "whole's %.12g", name, s, k, ns, nw);
+        }
+        allgather(share, cut, prec, P);
+        /* every rank's weights are the whole's, bit for bit: a forward reads them all */
+        float lw[2 * B * T], lk[2 * B * T], ent[B * T];
+        int tok[B * T];
+        for (int i = 0; i < B * T; i++) tok[i] = (i * 3 + s) % a->vocab_size;
+        PwModelInput in = {tok, NULL, NULL, B, T, 1.0f};
+        PwOutputs out = {0, T, NULL, ent, lw + B * T, NULL, NULL};
+        int tgt[B * T];
+        pw_lm_next_token_targets(tgt, tok, NULL, B, T);
+        in.targets = tgt;
+        out.logp = lw;
+        CHECK(pw_model_forward(whole, &in, &out, &err) == 0, "%s", err.msg);
+        for (int k = 0; k < N; k++) {
+            out.logp = lk;
+            out.value = lk + B * T;
+            CHECK(pw_model_forward(share[k], &in, &out, &err) == 0, "%s", err.msg);
+            CHECK(!memcmp(lw, lk, sizeof lw), "%s step %d rank %d: the forward after the update "
+                  "differs from the whole's", name, s, k);
+        }
+        if (prec == PW_PRECISION_FP32) {
+            const float *pw = pw_model_params(whole).data, *pk = pw_model_params(share[1]).data;
+            CHECK(!memcmp(pw, pk, P * sizeof *pw), "%s step %d: the weights differ", name, s);
+        }
+    }
+    printf("  %d steps of %d micro batches, shares of %zu, %zu, %zu and %zu floats, one rank "
+           "idle once: gradients, update and forward the whole's bit for bit\n", NSTEPS, MB,
+           cut[1] - cut[0], cut[2] - cut[1], cut[3] - cut[2], cut[4] - cut[3]);
+
+    if (prec == PW_PRECISION_BF16) {
+        /* the payload for the generators takes the gradients' place, and is the whole's */
+        PwTensor pw_, ps;
+        CHECK(pw_model_weights_out(whole, NULL, &pw_, &err) == 0 &&
+                  pw_model_weights_out(share[2], NULL, &ps, &err) == 0, "%s", err.msg);
+        CHECK(pw_tensor_bytes(&pw_) == pw_tensor_bytes(&ps) &&
+                  !memcmp(pw_.data, ps.data, pw_tensor_bytes(&ps)),
+              "%s: the weights handed over differ from the whole's", name);
+        CHECK(pw_model_backward_idle(share[2], &err) == -1 &&
+                  strstr(err.msg, "pw_model_weights_out"),
+              "a backward while the payload holds the gradients' place: '%s'", err.msg);
+        CHECK(pw_model_zero_grad(share[2], &err) == 0 &&
+                  pw_model_grads_get(share[2], got, &err) == 0, "%s", err.msg);
+        printf("  the weights handed over are the whole's; a backward waits for zero_grad\n");
+    }
+    for (int k = 0; k < N; k++)
+        for (int c = 0; c < MAXCALLS; c++) free(w.rec[k][c]);
+    free(gj);
+    free(total);
+    free(got);
+    for (int k = 0; k < N; k++) pw_model_free(share[k]);
+    pw_model_free(whole);
+}
+
+int main(void)
+{
+    const PwArch gpt2 = TINY_GPT2(61), llama = TINY_LLAMA(64);
+    family("gpt2", &gpt2, PW_PRECISION_FP32);
+    family("llama", &llama, PW_PRECISION_FP32);
+    family("gpt2", &gpt2, PW_PRECISION_BF16);
+    family("llama", &llama, PW_PRECISION_BF16);
+    refusals(&llama);
+    return pw_test_done("test_grad_shard");
+}
