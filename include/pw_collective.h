@@ -27,6 +27,13 @@ int pw_barrier(PwWorld *w, PwRole r, PwErr *err);
  * all-gather of blocks of any sizes). NCCL for GPU tensors of GPU roles (one broadcast per
  * block, grouped in one launch), MPI otherwise. */
 int pw_allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, PwErr *err);
+/* Every block summed over the ranks into its owner, in place: float32 only; after it, block k
+ * of t on rank k holds the sum of that block on every rank, and the rest of t is left as
+ * anything (a reduce-scatter of blocks of any sizes: the gradients split over a role's ranks).
+ * NCCL for GPU tensors of GPU roles (one reduction per block, grouped in one launch), MPI
+ * otherwise. */
+int pw_reduce_scatter_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts,
+                             PwErr *err);
 /* Every block to role rank `root` alone, over MPI, in host memory: `mine` holds this rank's
  * block (starts[k + 1] - starts[k] elements of `dtype`); root's `all` (starts[nranks] elements;
  * NULL on the other ranks) gets every block, its own copied from `mine`. What a checkpoint of

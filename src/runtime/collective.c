@@ -340,6 +340,32 @@ static MPI_Datatype element_type(size_t esize)
     return et;
 }
 
+#ifdef PW_HAVE_NCCL
+/* NCCL's all-gather and reduce-scatter want equal blocks: one operation per block instead, from
+ * its owner (reduce 0: a broadcast) or into it (reduce 1: a sum, float32), grouped so that they
+ * run as one, and waited for. */
+static void nccl_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, int reduce,
+                        PwCollCtx *ctx)
+{
+    ncclComm_t comm = (ncclComm_t)pw_coll_nccl_comm(w, r);
+    cudaStream_t s = (cudaStream_t)w->nccl_stream[r];
+    size_t es = pw_dtype_size(t->dtype);
+    ctx->backend = "NCCL";
+    PW_NCCL_CHECK(ncclGroupStart());
+    for (int k = 0; k < w->map.role[r].nranks; k++) {
+        char *p = (char *)t->data + (size_t)starts[k] * es;
+        size_t count = (size_t)(starts[k + 1] - starts[k]);
+        if (!count) continue;
+        if (reduce)
+            PW_NCCL_CHECK(ncclReduce(p, p, count, ncclFloat32, ncclSum, k, comm, s));
+        else
+            PW_NCCL_CHECK(ncclBroadcast(p, p, count * es, ncclUint8, k, comm, s));
+    }
+    PW_NCCL_CHECK(ncclGroupEnd());
+    pw_coll_nccl_wait(w, r, ctx);
+}
+#endif
+
 static int allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, PwErr *err)
 {
     if (check_blocks(w, r, starts, pw_tensor_numel(t), err)) return -1;
@@ -348,19 +374,7 @@ static int allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *st
     PwCollCtx ctx = {w, r, "all-gather of blocks", t, "MPI"};
 #ifdef PW_HAVE_NCCL
     if (pw_coll_use_nccl(w, r, t)) {
-        ncclComm_t comm = (ncclComm_t)pw_coll_nccl_comm(w, r);
-        cudaStream_t s = (cudaStream_t)w->nccl_stream[r];
-        ctx.backend = "NCCL";
-        /* NCCL's all-gather wants equal blocks: a broadcast from each block's owner, grouped
-         * so that they run as one operation */
-        PW_NCCL_CHECK(ncclGroupStart());
-        for (int k = 0; k < n; k++) {
-            char *p = (char *)t->data + (size_t)starts[k] * es;
-            size_t bytes = (size_t)(starts[k + 1] - starts[k]) * es;
-            if (bytes) PW_NCCL_CHECK(ncclBroadcast(p, p, bytes, ncclUint8, k, comm, s));
-        }
-        PW_NCCL_CHECK(ncclGroupEnd());
-        pw_coll_nccl_wait(w, r, &ctx);
+        nccl_blocks(w, r, t, starts, 0, &ctx);
         return 0;
     }
 #endif
@@ -392,6 +406,48 @@ static int allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *st
     free(counts);
     free(displs);
     PW_MPI_CHECK(MPI_Type_free(&et));
+    host_view_done(t, h, bytes, 1);
+    return 0;
+}
+
+static int reduce_scatter_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts,
+                                 PwErr *err)
+{
+    if (check_blocks(w, r, starts, pw_tensor_numel(t), err)) return -1;
+    if (t->dtype != PW_DTYPE_F32)
+        return pw_errf(err, "%s: a reduce-scatter of %s (float32 only)", w->who,
+                       pw_dtype_name(t->dtype));
+    int n = w->map.role[r].nranks, me = w->role_rank[r];
+    PwCollCtx ctx = {w, r, "reduce-scatter of blocks", t, "MPI"};
+#ifdef PW_HAVE_NCCL
+    if (pw_coll_use_nccl(w, r, t)) {
+        nccl_blocks(w, r, t, starts, 1, &ctx);
+        return 0;
+    }
+#endif
+    size_t bytes = (size_t)starts[n] * sizeof(float);
+    float *h = host_view(w, t, bytes);
+    MPI_Request req;
+    if (starts[n] <= pw_coll_piece_max) {
+        int *counts = malloc((size_t)n * sizeof *counts);
+        if (!counts) pw_comm_fatal(__FILE__, __LINE__, "out of memory for a reduce-scatter");
+        for (int k = 0; k < n; k++) counts[k] = (int)(starts[k + 1] - starts[k]);
+        /* in place, MPI leaves this rank's sum at the front of the buffer */
+        PW_MPI_CHECK(MPI_Ireduce_scatter(MPI_IN_PLACE, h, counts, MPI_FLOAT, MPI_SUM,
+                                         w->role_comm[r], &req));
+        pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
+        memmove(h + starts[me], h, (size_t)counts[me] * sizeof *h);
+        free(counts);
+    } else { /* each block to its owner, in pieces */
+        const int64_t pm = pw_coll_piece_max;
+        for (int k = 0; k < n; k++)
+            for (int64_t off = starts[k]; off < starts[k + 1]; off += pm) {
+                int64_t c = starts[k + 1] - off < pm ? starts[k + 1] - off : pm;
+                PW_MPI_CHECK(MPI_Ireduce(k == me ? MPI_IN_PLACE : h + off, h + off, (int)c,
+                                         MPI_FLOAT, MPI_SUM, k, w->role_comm[r], &req));
+                pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
+            }
+    }
     host_view_done(t, h, bytes, 1);
     return 0;
 }
@@ -482,6 +538,15 @@ int pw_allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts
         pw_coll_account(w, r, "allgather", (uint64_t)(starts[me + 1] - starts[me]) *
                         pw_dtype_size(t->dtype), t0);
     }
+    return rc;
+}
+
+int pw_reduce_scatter_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts,
+                             PwErr *err)
+{
+    double t0 = w->trace ? pw_now() : 0.0;
+    int rc = reduce_scatter_blocks(w, r, t, starts, err);
+    if (!rc) pw_coll_account(w, r, "reduce_scatter", pw_tensor_bytes(t), t0);
     return rc;
 }
 

@@ -102,6 +102,17 @@ static void check_blocks(PwWorld *w, PwRole r)
                 bad += all[i] != (float)(-(1000 * (k + 1) + i));
         CHECK(bad == 0, "role %s (%d ranks) gather of blocks, pass %d: %d wrong",
               pw_role_name(r), n, pass, bad);
+        /* summed into each block's owner: element i is (rank + 1) * i on every rank, so the
+         * owner's block holds i * n (n + 1) / 2, exact in float32 */
+        for (int64_t i = 0; i < total; i++) f[i] = (float)((me + 1) * i);
+        f[total] = 7.0f;
+        CHECK(pw_reduce_scatter_blocks(w, r, &tf, starts, &err) == 0, "reduce-scatter: %s",
+              err.msg);
+        bad = f[total] != 7.0f;
+        for (int64_t i = starts[me]; i < starts[me + 1]; i++)
+            bad += f[i] != (float)(i * n * (n + 1) / 2);
+        CHECK(bad == 0, "role %s (%d ranks) reduce-scatter of blocks, pass %d: %d wrong",
+              pw_role_name(r), n, pass, bad);
     }
     pw_coll_piece_max = INT_MAX;
     /* refusals, alike on every rank: no collective starts */
@@ -116,6 +127,9 @@ static void check_blocks(PwWorld *w, PwRole r)
     back[n] = back[n - 1] - 1; /* the last block reversed */
     CHECK(pw_gather_blocks(w, r, f, f, PW_DTYPE_F32, back, 0, &err) == -1 &&
               strstr(err.msg, "not a range"), "a reversed block: '%s'", err.msg);
+    PwTensor th = pw_tensor_host(f, PW_DTYPE_BF16, 1, fl);
+    CHECK(pw_reduce_scatter_blocks(w, r, &th, (int64_t[65]){0}, &err) == -1 &&
+              strstr(err.msg, "float32 only"), "a reduce-scatter of bfloat16: '%s'", err.msg);
     CHECK(pw_gather_blocks(w, r, f, f, PW_DTYPE_F32, starts, n, &err) == -1 &&
               strstr(err.msg, "root"), "gather to a rank outside the role: '%s'", err.msg);
 }
