@@ -199,6 +199,9 @@ void pw_actor_train(PwRun *r)
             double st[6] = {0}; /* loss, approxkl*c, clipfrac*c, ratio*c, H*c, c */
             PwGradSync *gs = pw_grads_begin(&r->w, PW_ROLE_ACTOR, r->actor, r->s.grad_bucket);
             if (!blk.count) pw_grads_idle(r->actor, gs);
+            int backwards = 0;
+            int most = pw_grads_most(&r->w, PW_ROLE_ACTOR, r->actor,
+                                     (int)((blk.count + mb - 1) / mb));
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
                 int last = i0 + nb == blk.start + blk.count;
@@ -217,6 +220,7 @@ void pw_actor_train(PwRun *r)
                 }
                 pw_rows_backward(r->actor, dlp, bonus ? dent : NULL, NULL, last ? gs : NULL,
                                  "actor");
+                backwards++;
                 st[0] += ps.loss;
                 st[1] += ps.approxkl * ps.count;
                 st[2] += ps.clipfrac * ps.count;
@@ -224,6 +228,7 @@ void pw_actor_train(PwRun *r)
                 st[4] += ps.entropy_mean * ps.count;
                 st[5] += ps.count;
             }
+            pw_grads_even(r->actor, most - backwards, "actor");
             pw_roles_allreduce_f64(r, PW_ROLE_ACTOR, st, 6);
             lr = pw_roles_lr(&r->s, r->s.lr, r->s.min_lr, r->opt_step + e * M + k);
             skipped += pw_roles_optimizer_step(r, PW_ROLE_ACTOR, r->actor, gs, lr,

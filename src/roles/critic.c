@@ -45,6 +45,9 @@ void pw_critic_train(PwRun *r)
             double st[3] = {0, 0, 0}; /* loss, clipfrac * count, count */
             PwGradSync *gs = pw_grads_begin(&r->w, PW_ROLE_CRITIC, r->critic, r->s.grad_bucket);
             if (!blk.count) pw_grads_idle(r->critic, gs);
+            int backwards = 0;
+            int most = pw_grads_most(&r->w, PW_ROLE_CRITIC, r->critic,
+                                     (int)((blk.count + mb - 1) / mb));
             for (int64_t i0 = blk.start; i0 < blk.start + blk.count; i0 += mb) {
                 int nb = (int)(blk.start + blk.count - i0 < mb ? blk.start + blk.count - i0 : mb);
                 int last = i0 + nb == blk.start + blk.count;
@@ -54,10 +57,12 @@ void pw_critic_train(PwRun *r)
                 pw_value_loss(&vs, dv, v, vold + o, vret + o, rows->rmask + o,
                               (size_t)nb * R, r->s.vclip, tok);
                 pw_rows_backward(r->critic, NULL, NULL, dv, last ? gs : NULL, "critic");
+                backwards++;
                 st[0] += vs.loss;
                 st[1] += vs.clipfrac * vs.count;
                 st[2] += vs.count;
             }
+            pw_grads_even(r->critic, most - backwards, "critic");
             pw_roles_allreduce_f64(r, PW_ROLE_CRITIC, st, 3);
             lr = pw_roles_lr(&r->s, r->s.critic_lr, r->s.critic_min_lr, r->opt_step + e * M + k);
             skipped += pw_roles_optimizer_step(r, PW_ROLE_CRITIC, r->critic, gs, lr,

@@ -49,6 +49,11 @@ static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, 
         (gen_rows > 0 && pw_gen_plan(&a, &o, gen_rows, r->maxT, &gen, &e)))
         return pw_errf(err, "%s '%s': %s", label, dir, e.msg);
     if (decode_only) b.activations = 0;
+    /* optim.zero_stage 2 at bf16: actor rank 0 packs the generators' payload where its split
+     * gradients were (pw_model_weights_out), which may be the larger */
+    if (trained && r->s.zero_stage >= 2 && nranks > 1 && role == PW_ROLE_ACTOR && idx == 0 &&
+        gen_rows == 0 && r->s.precision == PW_PRECISION_BF16 && b.transfer > b.grads)
+        b.grads = b.transfer;
     size_t train = trained ? b.backward + b.grads + b.moments : 0;
     size_t weights = b.params + b.params_bf16 + b.buffers;
     if (out)

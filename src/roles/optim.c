@@ -3,6 +3,7 @@
  * a NaN or infinite loss, gradient or weight does to the run (runtime.on_nonfinite). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "pw_algo.h"
 #include "pw_collective.h"
@@ -65,7 +66,8 @@ static int nonfinite(PwRun *r, PwRole role, const char *what, double v, const ch
 
 PwGradSync *pw_grads_begin(PwWorld *w, PwRole role, PwModel *m, size_t bucket_bytes)
 {
-    if (w->map.role[role].nranks < 2) return NULL;
+    /* split gradients are summed by every backward itself (pw_grads_even) */
+    if (w->map.role[role].nranks < 2 || pw_model_grads_are_split(m)) return NULL;
     PwErr err;
     PwTensor g = pw_model_grads(m);
     PwGradSync *gs = pw_grad_sync_begin(w, role, &g, bucket_bytes, &err);
@@ -78,6 +80,33 @@ void pw_grads_idle(PwModel *m, PwGradSync *gs)
     PwErr err;
     if (gs && pw_model_report_grads(m, pw_grad_sync_ready, gs, &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s", err.msg);
+}
+
+int pw_grads_most(PwWorld *w, PwRole role, PwModel *m, int backwards)
+{
+    if (!pw_model_grads_are_split(m)) return backwards;
+    /* every rank's count, each in its own place of a sum */
+    const int n = w->map.role[role].nranks;
+    int32_t *each = calloc((size_t)n, sizeof *each);
+    if (!each) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+    each[w->role_rank[role]] = backwards;
+    int64_t shape[1] = {n};
+    PwTensor t = pw_tensor_host(each, PW_DTYPE_I32, 1, shape);
+    PwErr err;
+    if (pw_allreduce(w, role, &t, PW_REDUCE_SUM, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: %s", pw_role_name(role), err.msg);
+    int most = 0;
+    for (int k = 0; k < n; k++) most = each[k] > most ? each[k] : most;
+    free(each);
+    return most;
+}
+
+void pw_grads_even(PwModel *m, int missing, const char *who)
+{
+    PwErr err;
+    for (int i = 0; pw_model_grads_are_split(m) && i < missing; i++)
+        if (pw_model_backward_idle(m, &err))
+            pw_comm_fatal(__FILE__, __LINE__, "%s: %s", who, err.msg);
 }
 
 int pw_roles_optimizer_step(PwRun *r, PwRole role, PwModel *m, PwGradSync *gs, double lr,

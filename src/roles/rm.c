@@ -70,6 +70,7 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *sc,
         st2[0] = st.loss;
         st2[1] = st.accuracy * st.count / B;
     }
+    pw_grads_even(t->model, n > 0 ? 0 : 1, "rm"); /* a global batch has pairs */
     pw_train_sum(t, st2, 2);
     out[0] = st2[0];
     out[1] = st2[1];

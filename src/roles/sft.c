@@ -66,6 +66,7 @@ static int train_step(PwTrainer *t, long step, PwBatch *b, int *rows, float *log
         if (pw_model_backward(t->model, &g, &err))
             pw_comm_fatal(__FILE__, __LINE__, "sft: %s", err.msg);
     }
+    pw_grads_even(t->model, c > 0 ? 0 : 1, "sft"); /* a global batch has rows */
     pw_train_sum(t, &loss, 1);
     *out = loss;
     return pw_train_optimize(t, gs, step, loss, "the mean next-token loss of the global batch");

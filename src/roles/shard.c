@@ -29,9 +29,42 @@ int pw_shard_plan(int zero_stage, int nranks, int k, const PwArch *arch, const P
 {
     if (pw_model_plan(arch, o, b, err)) return -1;
     if (zero_stage < 1 || nranks < 2) return 0;
-    size_t n = b->grads / sizeof(float);
-    return pw_model_plan_share(arch, o, block_start(nranks, n, k), block_start(nranks, n, k + 1),
-                               b, err);
+    size_t n = b->grads / sizeof(float), lo = block_start(nranks, n, k);
+    size_t hi = block_start(nranks, n, k + 1);
+    return zero_stage >= 2 ? pw_model_plan_split(arch, o, lo, hi, b, err)
+                           : pw_model_plan_share(arch, o, lo, hi, b, err);
+}
+
+/* optim.zero_stage 2: what the model's split gradients ask of the role (PwGradSplit) */
+typedef struct GradCtx {
+    PwWorld *w;
+    PwRole role;
+    PwDevice device;
+    int device_id;
+} GradCtx;
+
+static void grad_reduce(void *ctx, float *buf, const int64_t *starts)
+{
+    GradCtx *g = ctx;
+    int n = g->w->map.role[g->role].nranks;
+    int64_t shape[1] = {starts[n]};
+    PwTensor t = pw_tensor_on(buf, PW_DTYPE_F32, 1, shape, g->device, g->device_id);
+    PwErr err;
+    if (pw_reduce_scatter_blocks(g->w, g->role, &t, starts, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: the gradients' reduce-scatter: %s",
+                      pw_role_name(g->role), err.msg);
+}
+
+static double grad_sum(void *ctx, double v)
+{
+    GradCtx *g = ctx;
+    int64_t shape[1] = {1};
+    PwTensor t = pw_tensor_host(&v, PW_DTYPE_F64, 1, shape);
+    PwErr err;
+    if (pw_allreduce(g->w, g->role, &t, PW_REDUCE_SUM, &err))
+        pw_comm_fatal(__FILE__, __LINE__, "%s: the gradient's norm: %s", pw_role_name(g->role),
+                      err.msg);
+    return v;
 }
 
 int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage, const char *who)
@@ -39,8 +72,8 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage, con
     int n = w->map.role[role].nranks, me = w->role_rank[role];
     if (zero_stage >= 1 && n < 2) /* said once, so that nobody counts on memory it does not save */
         fprintf(stderr, "ppo_world: note: optim.zero_stage %d: %s has one rank, so it keeps its "
-                "AdamW moments and float32 weights whole (more ranks split them)\n", zero_stage,
-                who);
+                "AdamW moments%s float32 weights whole (more ranks split them)\n", zero_stage,
+                who, zero_stage >= 2 ? ", gradients and" : " and");
     if (zero_stage < 1 || n < 2) return NULL;
     int64_t *starts = malloc((size_t)(n + 1) * sizeof *starts);
     if (!starts) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
@@ -49,6 +82,15 @@ int64_t *pw_shard_begin(PwWorld *w, PwRole role, PwModel *m, int zero_stage, con
     if (pw_model_optimizer_shard(m, (size_t)starts[me], (size_t)starts[me + 1], &err))
         pw_comm_fatal(__FILE__, __LINE__, "%s: optim.zero_stage: %s", pw_role_name(role),
                       err.msg);
+    if (zero_stage >= 2) { /* the model frees ctx with itself */
+        GradCtx *g = malloc(sizeof *g);
+        if (!g) pw_comm_fatal(__FILE__, __LINE__, "out of memory");
+        *g = (GradCtx){w, role, pw_model_device(m), pw_model_device_id(m)};
+        PwGradSplit fn = {grad_reduce, grad_sum, free, g};
+        if (pw_model_grads_split(m, starts, n, me, &fn, &err))
+            pw_comm_fatal(__FILE__, __LINE__, "%s: optim.zero_stage 2: %s", pw_role_name(role),
+                          err.msg);
+    }
     return starts;
 }
 

@@ -268,14 +268,17 @@ static const PwCfgKey keys[] = {
      "before the next, leaving their device memory to generation and scoring; on the CPU it "
      "changes nothing",
      NEMO " `offload_adam_states`"},
-    {"optim.zero_stage", PW_CFG_INT, OFF(optim.zero_stage), "0", 0, 1,
+    {"optim.zero_stage", PW_CFG_INT, OFF(optim.zero_stage), "0", 0, 2,
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "1: the actor's and the critic's AdamW moments are split over their role's ranks, each "
      "rank keeping and updating its share of the weights, which an all-gather then hands to "
      "every rank; at model.precision bf16 the float32 master weights of the layers' matrices "
-     "are split too (docs/model.md, The optimiser's share); 0: each rank keeps all of them (as "
-     "does a role of one rank, which the run notes)",
-     "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
+     "are split too (docs/model.md, The optimiser's share); 2: the gradients too, each layer's "
+     "summed into its owners as soon as the backward is done with it (docs/model.md, Gradients "
+     "in shares); 0: each rank keeps all of them (as does a role of one rank, which the run "
+     "notes)",
+     "OpenRLHF and DeepSpeed `--zero_stage` (their stages 1 and 2); Megatron's distributed "
+     "optimizer"},
 
     /* ---- checkpoints, evaluation, runtime */
     {"checkpoint.every", PW_CFG_INT, OFF(checkpoint.every), "10", 0, PW_CFG_COUNT_MAX,

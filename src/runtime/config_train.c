@@ -142,14 +142,16 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MIN_OPEN | PW_CFG_MAX, NULL, "Adam epsilon", GPT3},
     {"optim.grad_clip", PW_CFG_FLOAT, OFF(optim.grad_clip), "1", 0, 0, PW_CFG_MIN, NULL,
      "clip gradients to this global norm (of the gradient summed over the ranks); 0: off", GPT3},
-    {"optim.zero_stage", PW_CFG_INT, OFF(optim.zero_stage), "0", 0, 1, PW_CFG_MIN | PW_CFG_MAX,
+    {"optim.zero_stage", PW_CFG_INT, OFF(optim.zero_stage), "0", 0, 2, PW_CFG_MIN | PW_CFG_MAX,
      NULL,
      "1: the AdamW moments are split over the ranks, each rank keeping and updating its share "
      "of the weights, which an all-gather then hands to every rank; at model.precision bf16 "
      "the float32 master weights of the layers' matrices are split too (docs/model.md, The "
-     "optimiser's share); 0: each rank keeps all of them (as does a run of one rank, which it "
-     "notes)",
-     "OpenRLHF `--zero_stage` (its stage 1); Megatron's distributed optimizer"},
+     "optimiser's share); 2: the gradients too, each layer's summed into its owners as soon as "
+     "the backward is done with it (docs/model.md, Gradients in shares); 0: each rank keeps all "
+     "of them (as does a run of one rank, which it notes)",
+     "OpenRLHF and DeepSpeed `--zero_stage` (their stages 1 and 2); Megatron's distributed "
+     "optimizer"},
 
     /* ---- evaluation, runtime */
     {"eval.every", PW_CFG_INT, OFF(eval.every), "50", 0, PW_CFG_COUNT_MAX,

@@ -3,7 +3,7 @@
 # kernel table then holds at most, to the byte, on the CPU (which counts its buffers as the GPU's
 # table does): every role on one rank; five roles on three ranks, and with activation
 # checkpointing; the moments split over data-parallel ranks (optim.zero_stage 1), at bf16 with
-# the float32 weights of the layers' matrices; no generator
+# the float32 weights of the layers' matrices, and the gradients too (stage 2); no generator
 # (the actor samples) at bf16; a reward ensemble with the gold model of the evaluations. The
 # driver prints the plan, runs two steps and compares each rank's high-water mark with its plan
 # (PPO_DRIVER_MEMORY_PLAN=1). Then ppo_world's dry run prints the same table, and a bad
@@ -51,6 +51,14 @@ plan 3 dp dp16w model.precision=bf16
 a=$(held0 dp16) b=$(held0 dp16w)
 [ -n "$a" ] && [ "$a" -lt "$b" ] ||
     { cat "$WORK/dp16.log"; echo "FAIL: rank 0 planned $a bytes split, $b whole"; exit 1; }
+# optim.zero_stage 2: the gradients split too (their share and the two buffers a backward sums
+# from); at bf16 actor rank 0 packs the generator's weights where its gradients were. Each rank
+# holds what it plans, rank 0 less than at stage 1
+plan 3 dp dp2 optim.zero_stage=2
+plan 3 dp dp162 optim.zero_stage=2 model.precision=bf16
+c=$(held0 dp162)
+[ -n "$c" ] && [ "$c" -lt "$a" ] ||
+    { cat "$WORK/dp162.log"; echo "FAIL: rank 0 planned $c bytes at stage 2, $a at 1"; exit 1; }
 plan 1 single ens "model.reward=[$WORK/rm,$WORK/rm2]" model.gold="$WORK/rm2" eval.every=1 \
     eval.num_prompts=4
 grep -q '^    0  cpu    gold ' "$WORK/ens.log" ||

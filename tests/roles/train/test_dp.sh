@@ -1,8 +1,8 @@
 #!/bin/bash
 # test_dp.sh: data parallel sft and rm equal single-rank training on the global batch: 1, 2 and
 # 3 ranks (3 does not divide the batch of 8) end 6 steps with the same weights to 2e-6 (measured
-# 1.2e-7 for sft and 5.8e-7 for rm on weights of size 1); the gradients' buckets and the AdamW
-# moments split over the ranks change no weight.
+# 1.2e-7 for sft and 5.8e-7 for rm on weights of size 1); the gradients' buckets, and the AdamW
+# moments and gradients split over the ranks, change no weight.
 . "$(dirname "$0")/common.sh"
 make_sft "$WORK/sft_train.jsonl" 100 1
 make_prefs "$WORK/prefs_train.jsonl" 100 1
@@ -65,6 +65,28 @@ done
     fail "sft: zero stage 1 at bf16 changes weights"
 cmp "$WORK/sft2_h0/model.safetensors" "$WORK/sft2_h1/model.safetensors" ||
     fail "sft: zero stage 1 at bf16 writes another model.safetensors"
+# optim.zero_stage 2: the gradients split too, each backward's summed into their owners' blocks
+# (docs/model.md, Gradients in shares). With two ranks a sum is a + b in either order: sft the
+# same weights and file bit for bit, at fp32 and bf16; rm on 3 ranks, and on 3 with a rank that
+# has no rows in a step (its backwards of nothing keep the ranks' reductions in step), within the
+# 2e-6 of the other data-parallel runs (three ranks add in another order).
+timeout 120 "$MPIRUN" -np 2 "$PPO_WORLD" sft $flags optim.zero_stage=2 --out "$WORK/sft2_z2" \
+    > "$WORK/sft2_z2.log" 2>&1 || { cat "$WORK/sft2_z2.log"; fail "sft on 2 ranks, zero stage 2"; }
+"$WEIGHTS_DIFF" "$WORK/sft2" "$WORK/sft2_z2" lm 0 || fail "sft: zero stage 2 changes weights"
+timeout 120 "$MPIRUN" -np 2 "$PPO_WORLD" sft $flags model.precision=bf16 optim.zero_stage=2 \
+    --out "$WORK/sft2_h2" > "$WORK/sft2_h2.log" 2>&1 ||
+    { cat "$WORK/sft2_h2.log"; fail "sft on 2 ranks at bf16, zero stage 2"; }
+cmp "$WORK/sft2_h0/model.safetensors" "$WORK/sft2_h2/model.safetensors" ||
+    fail "sft: zero stage 2 at bf16 writes another model.safetensors"
+timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags optim.zero_stage=2 --out "$WORK/rm3_z2" \
+    > "$WORK/rm3_z2.log" 2>&1 || { cat "$WORK/rm3_z2.log"; fail "rm on 3 ranks, zero stage 2"; }
+"$WEIGHTS_DIFF" "$WORK/rm3" "$WORK/rm3_z2" score 2e-6 qkvb lnfb scoreb ||
+    fail "rm: zero stage 2 changes weights"
+timeout 120 "$MPIRUN" -np 3 "$PPO_WORLD" rm $flags train.batch_size=2 optim.zero_stage=2 \
+    runtime.timeout_s=30 --out "$WORK/rm3_small_z2" > "$WORK/rm3_small_z2.log" 2>&1 ||
+    { cat "$WORK/rm3_small_z2.log"; fail "rm on 3 ranks with a rank idle, zero stage 2"; }
+"$WEIGHTS_DIFF" "$WORK/rm3_small" "$WORK/rm3_small_z2" score 2e-6 qkvb lnfb scoreb ||
+    fail "rm with a rank idle: zero stage 2 changes weights"
 # On one rank there is nothing to split: the run says so once, and trains as stage 0 does.
 timeout 120 "$MPIRUN" -np 1 "$PPO_WORLD" sft $flags optim.zero_stage=1 --out "$WORK/sft1_z1" \
     > "$WORK/sft1_z1.log" 2>&1 || { cat "$WORK/sft1_z1.log"; fail "sft on 1 rank, zero stage 1"; }
