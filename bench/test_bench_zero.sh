@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_bench_zero.sh: bench_zero at a tiny shape on two ranks (seconds), so that the benchmark
-# of optim.zero_stage is known to run: its table (each stage, each rank), the RESULT line last
-# and naming the run (at fp32 the weights the same at both stages, at bf16 fewer split), and its
-# refusals of bad options, each with its message and exit status 2.
+# of optim.zero_stage is known to run: its table (each of the three stages, each rank, the
+# gradient's sum), the RESULT line last and naming the run (at fp32 the weights the same at
+# stages 0 and 1, at bf16 fewer split), and its refusals of bad options, each with its message
+# and exit status 2.
 set -euo pipefail
 : "${BENCH:?BENCH must name the bench_zero binary (meson sets it)}"
 : "${MPIRUN:?MPIRUN must name mpirun (meson sets it)}"
@@ -13,13 +14,16 @@ fail() { cat "$work/out" 2>/dev/null || true; echo "FAIL: $*"; exit 1; }
 "$MPIRUN" -np 2 "$BENCH" --layers 1 --width 64 --rounds 1 > "$work/out" 2>&1 ||
     fail "the tiny run exited $?"
 cat "$work/out"
-for want in '^0 (moments whole) *0 ' '^0 (moments whole) *1 ' '^1 (moments split) *0 ' \
-            '^1 (moments split) *1 ' '^stage 1 step (AdamW on the block + all-gather'; do
+for want in '^0 (all whole) *0 ' '^0 (all whole) *1 ' '^1 (moments split) *0 ' \
+            '^1 (moments split) *1 ' '^2 (gradients too) *0 ' '^2 (gradients too) *1 ' \
+            '^stage 1 step (AdamW on the block + all-gather' '^stage 2 step ' \
+            "^gradient's sum, slowest rank, median of 1: .* (a backward's 3 reduce-scatters)$"; do
     grep -q "$want" "$work/out" || fail "no line '$want'"
 done
 result=$(grep '^RESULT ' "$work/out" | tail -n 1)
 [ "$(tail -n 1 "$work/out")" = "$result" ] || fail "RESULT is not the last line"
-for kv in ranks=2 params= precision=fp32 weights_ratio=1.000 moments_ratio= step_ratio=; do
+for kv in ranks=2 params= precision=fp32 weights_ratio=1.000 moments_ratio= step_ratio= \
+          grads_mib_0= grads_mib_2= grads_ratio= sum_ratio= step_s_2=; do
     grep -qF " $kv" <<< "$result" || fail "RESULT lacks $kv: $result"
 done
 # at bf16 stage 1 splits the float32 weights of the layers' matrices too: less on each rank

@@ -497,6 +497,9 @@ static void outputs(PwModel *m, PwFamilyOutputs *out)
                              g->logits_valid ? g->a.logits : NULL};
 }
 
+/* the LM head is the embedding */
+static int lm_tensor(const PwModel *m) { return (void)m, PW_GPT2_WTE; }
+
 /* ------------------------------------------------------------------------------------------ */
 /* backward */
 
@@ -701,6 +704,7 @@ const PwFamilyImpl pw_gpt2_family = {
     .tensor_decays = param_decays,
     .tensor_ready = param_ready,
     .tensor_bf16_only = param_bf16_only,
+    .lm_tensor = lm_tensor,
     .arch_check = arch_check,
     .arch_from_json = pw_gpt2_arch_from_json,
     .tensor_sizes = tensor_sizes,

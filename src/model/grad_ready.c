@@ -65,10 +65,14 @@ static void report(PwModel *m, int cls, int layer)
     if (n) m->ready(m->ready_ctx, r, n, m->ops->stream);
 }
 
-void pw_model_ready_top(PwModel *m) { report(m, PW_READY_TOP, 0); }
+void pw_model_ready_top(PwModel *m)
+{
+    report(m, PW_READY_TOP, 0);
+    if (m->gsplit) pw_grad_split_top(m);
+}
 
-/* Split gradients (grad_split.c) are summed at the same points: layer l's buffer once the
- * layer is done, the other tensors' at the end. */
+/* Split gradients (grad_split.c) are summed at the same points: the top's, each layer's, and the
+ * bottom's at the end. */
 void pw_model_ready_layer(PwModel *m, int l)
 {
     report(m, PW_READY_LAYER, l);
@@ -80,7 +84,7 @@ void pw_model_ready_end(PwModel *m)
     report(m, PW_READY_BOTTOM, 0);
     report(m, -1, 0); /* anything a family did not report: correct, only later */
     m->ready = NULL;
-    if (m->gsplit) pw_grad_split_rest(m);
+    if (m->gsplit) pw_grad_split_bottom(m);
 }
 
 /* The order every family's backward follows: top, layers L-1 down to 0, the rest. */

@@ -769,6 +769,7 @@ const PwFamilyImpl pw_llama_family = {
     .tensor_decays = param_decays,
     .tensor_ready = param_ready,
     .tensor_bf16_only = param_bf16_only,
+    .lm_tensor = lm_tensor,
     .arch_check = arch_check,
     .arch_from_json = pw_llama_arch_from_json,
     .tensor_sizes = tensor_sizes,

@@ -158,6 +158,9 @@ struct PwFamilyImpl {
     /* 1: read by the products alone (pw_model_weight), never by another kernel in float32: a
      * frozen bf16 model keeps it in bfloat16 only */
     const unsigned char *tensor_bf16_only;
+    /* the tensor that holds the LM head's weights (and takes its gradient): an embedding when
+     * the head is tied to it */
+    int (*lm_tensor)(const PwModel *m);
 
     int (*arch_check)(const PwArch *a, PwErr *err);
     /* parse an open config.json (a jansson object) into a */
@@ -229,11 +232,13 @@ void pw_model_ready_end(PwModel *m);
  * gradients are split (its slices exist one layer at a time). NULL for a tensor of size 0. */
 void pw_model_grad_view(const PwModel *m, int l, float **ptrs);
 /* Model whose gradients are split (grad_split.c): allocate or zero them (pw_model_zero_grad),
- * reduce a layer's buffer or the other tensors' into the share (pw_model_ready_layer and
- * pw_model_ready_end call these), and what the rest of model.c asks of the share. */
+ * reduce the top's, a layer's or the bottom's buffer into the share (pw_model_ready_top,
+ * pw_model_ready_layer and pw_model_ready_end call these), and what the rest of model.c asks of
+ * the share. */
 int pw_grad_split_zero(PwModel *m, PwErr *err);
+void pw_grad_split_top(PwModel *m);
 void pw_grad_split_layer(PwModel *m, int l);
-void pw_grad_split_rest(PwModel *m);
+void pw_grad_split_bottom(PwModel *m);
 void pw_grad_split_clear(PwModel *m);         /* buffers to zero after a failed backward */
 void pw_grad_split_release(PwModel *m);       /* frees the buffers (a payload takes their place) */
 float *pw_grad_split_share(const PwModel *m); /* NULL before the first zero_grad */

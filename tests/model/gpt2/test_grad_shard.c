@@ -7,9 +7,10 @@
  * four ranks' rows, bit for bit, over two micro batches (one rank with no rows in the second),
  * and the update the whole's, bit for bit; the norm is the sum of the shares' squares. For GPT-2
  * (tied LM head, padded vocabulary) and the Llama family (an LM head of its own, grouped-query,
- * biases), at fp32 and at bf16 (where the float32 master weights split too). The calls such a
- * model refuses say so, and a payload of weights_out takes the gradients' place until the next
- * zero_grad. */
+ * biases; and tied: the embedding takes the head's gradient at the start of the backward, so it
+ * keeps a buffer of its own), at fp32 and at bf16 (where the float32 master weights split too).
+ * The calls such a model refuses say so, and a payload of weights_out takes the gradients' place
+ * until the next zero_grad. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,8 +230,8 @@ static void family(const char *name, const PwArch *a, PwPrecision prec)
                         CHECK(pw_model_backward_idle(share[k], &err) == 0, "%s", err.msg);
                     else
                         pass(share[k], a, s, u, k);
-                    CHECK(rk[k].calls == L + 1, "rank %d: %d reductions in a backward, not %d",
-                          k, rk[k].calls, L + 1);
+                    CHECK(rk[k].calls == L + 2, "rank %d: %d reductions in a backward, not %d",
+                          k, rk[k].calls, L + 2);
                 }
         }
         size_t bad = P;
@@ -312,10 +313,14 @@ static void family(const char *name, const PwArch *a, PwPrecision prec)
 int main(void)
 {
     const PwArch gpt2 = TINY_GPT2(61), llama = TINY_LLAMA(64);
+    PwArch tied = llama;
+    tied.tied = 1;
     family("gpt2", &gpt2, PW_PRECISION_FP32);
     family("llama", &llama, PW_PRECISION_FP32);
+    family("llama tied", &tied, PW_PRECISION_FP32);
     family("gpt2", &gpt2, PW_PRECISION_BF16);
     family("llama", &llama, PW_PRECISION_BF16);
+    family("llama tied", &tied, PW_PRECISION_BF16);
     refusals(&llama);
     return pw_test_done("test_grad_shard");
 }
