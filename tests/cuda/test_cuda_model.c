@@ -9,7 +9,8 @@
  * each model's bfloat16 KV cache; with the LM head in chunks of 5 rows, at fp32 and bf16; and
  * with the forward keeping only the layers' inputs (recompute) or one layer (none); where the
  * device runs Hopper's warpgroup products, a bf16 GPT-2 with heads of 64 with its attention on
- * them. */
+ * them. Shares of the optimiser, of the bf16 master weights and of the gradients (two GPU models
+ * put together as the roles do) are the whole model's bit for bit. */
 #include <sys/stat.h>
 
 #include "cutest.h"
@@ -628,6 +629,113 @@ static void check_master_shares(const PwArch *a, const float *grads, const int *
     for (int k = 0; k < 3; k++) pw_model_free(all[k]);
 }
 
+/* ---- the gradients split too (docs/model.md, Gradients in shares): two bf16 GPU models with
+ * their gradients split, both on the test's batch, their reductions done here (each one's
+ * buffers, on the GPU, recorded by a first backward, then summed on the host), hold in each
+ * share the sum of a whole GPU model's two gradients, g + g, bit for bit, and their update (its
+ * norm a sum of the shares' squares) is the whole's on that sum: the bfloat16 copy bit for
+ * bit. */
+enum { GS_CALLS = 64 };
+typedef struct GradRanks {
+    int recording, calls[2];
+    float *rec[2][GS_CALLS];
+    double v[2];
+} GradRanks;
+typedef struct GradRank {
+    GradRanks *all;
+    int k;
+} GradRank;
+
+static void gs_reduce(void *ctx, float *buf, const int64_t *starts)
+{
+    GradRank *r = ctx;
+    GradRanks *g = r->all;
+    int c = g->calls[r->k]++;
+    size_t n = (size_t)starts[2];
+    CHECK(c < GS_CALLS, "%d reductions", c + 1);
+    if (c >= GS_CALLS) return;
+    if (g->recording) {
+        free(g->rec[r->k][c]);
+        g->rec[r->k][c] = malloc((n ? n : 1) * sizeof(float));
+        PW_CUDA_CHECK(cudaMemcpy(g->rec[r->k][c], buf, n * sizeof(float), cudaMemcpyDeviceToHost));
+        PW_CUDA_CHECK(cudaMemset(buf, 0, n * sizeof(float)));
+        return;
+    }
+    size_t a = (size_t)starts[r->k], b = (size_t)starts[r->k + 1];
+    float *sum = malloc((b > a ? b - a : 1) * sizeof *sum);
+    for (size_t x = a; x < b; x++) sum[x - a] = g->rec[0][c][x] + g->rec[1][c][x];
+    PW_CUDA_CHECK(cudaMemcpy(buf + a, sum, (b - a) * sizeof *sum, cudaMemcpyHostToDevice));
+    free(sum);
+}
+
+static double gs_sum(void *ctx, double v)
+{
+    GradRank *r = ctx;
+    if (r->all->recording) return r->all->v[r->k] = v;
+    return r->all->v[0] + r->all->v[1];
+}
+
+static void check_grad_shares(const PwArch *a, const int *tok, const int *tgt,
+                              const PwOutputGrads *g)
+{
+    PwErr err;
+    static GradRanks gr;
+    memset(&gr, 0, sizeof gr);
+    GradRank rk[2] = {{&gr, 0}, {&gr, 1}};
+    PwModel *whole = make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16);
+    PwModel *sh[2] = {make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16),
+                      make_at(PW_DEVICE_CUDA, a, PW_PRECISION_BF16)};
+    size_t P = pw_model_num_params(whole), cut[3] = {0, (P / 2 + 63) / 64 * 64, P};
+    int64_t shares[3] = {0, (int64_t)cut[1], (int64_t)P};
+    for (int k = 0; k < 2; k++) {
+        PwGradSplit fn = {gs_reduce, gs_sum, NULL, &rk[k]};
+        CHECK(pw_model_optimizer_shard(sh[k], cut[k], cut[k + 1], &err) == 0 &&
+                  pw_model_grads_split(sh[k], shares, 2, k, &fn, &err) == 0,
+              "grad share %d: %s", k, err.msg);
+    }
+    static Outs o;
+    CHECK(pw_model_zero_grad(whole, &err) == 0, "%s", err.msg);
+    forward(whole, tok, tgt, &o);
+    CHECK(pw_model_backward(whole, g, &err) == 0, "%s", err.msg);
+    float *total = host_copy(pw_model_grads(whole)), *got = cu_host(P * sizeof(float));
+    for (size_t x = 0; x < P; x++) total[x] += total[x];
+    for (gr.recording = 1; gr.recording >= 0; gr.recording--)
+        for (int k = 0; k < 2; k++) {
+            gr.calls[k] = 0;
+            if (gr.recording) CHECK(pw_model_zero_grad(sh[k], &err) == 0, "%s", err.msg);
+            forward(sh[k], tok, tgt, &o);
+            CHECK(pw_model_backward(sh[k], g, &err) == 0, "grad share backward: %s", err.msg);
+            CHECK(gr.calls[k] == a->n_layer + 2, "%d reductions in a backward", gr.calls[k]);
+        }
+    for (int k = 0; k < 2; k++)
+        CHECK(pw_model_grads_get(sh[k], got + cut[k], &err) == 0, "%s", err.msg);
+    CHECK(!memcmp(got, total, P * sizeof(float)),
+          "the shares' gradients differ from the whole's sum");
+    PwAdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f, .grad_clip = 0.0f};
+    put(pw_model_grads(whole), total);
+    double nw = 0.0, ns = 0.0;
+    CHECK(pw_model_adamw_step(whole, &opt, 1, &nw, &err) == PW_ADAMW_APPLIED, "%s", err.msg);
+    gr.recording = 1;
+    for (int k = 0; k < 2; k++) (void)pw_model_grad_norm(sh[k]);
+    gr.recording = 0;
+    const uint16_t *w16 = (const uint16_t *)host_copy(pw_model_mirror(whole));
+    for (int k = 0; k < 2; k++) {
+        CHECK(pw_model_adamw_step(sh[k], &opt, 1, &ns, &err) == PW_ADAMW_APPLIED, "%s", err.msg);
+        CHECK(ns > 0 && fabs(ns - nw) <= 1e-6 * nw, "grad share %d: norm %.9g, the whole's %.9g",
+              k, ns, nw);
+        const uint16_t *s16 = (const uint16_t *)host_copy(pw_model_mirror(sh[k]));
+        CHECK(!memcmp(s16 + cut[k], w16 + cut[k], (cut[k + 1] - cut[k]) * sizeof *s16),
+              "grad share %d: the updated bfloat16 differ from the whole's", k);
+    }
+    printf("  %-44s bit for bit (norm %.9g, the whole's %.9g)\n",
+           "two bf16 gradient shares, a step", ns, nw);
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < GS_CALLS; c++) free(gr.rec[k][c]);
+    pw_model_free(whole);
+    for (int k = 0; k < 2; k++) pw_model_free(sh[k]);
+}
+
 static void check_arch(const char *name, const PwArch *arch, const char *dir)
 {
     /* on both streams: a failure (stderr) is then read under the architecture it is of */
@@ -729,6 +837,7 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
     }
     check_shares(arch, host_copy(pw_model_grads(cpu)), dir, name);
     check_master_shares(arch, host_copy(pw_model_grads(cpu)), tok, tgt, &g);
+    check_grad_shares(arch, tok, tgt, &g);
     check_bf16(arch, tok, tgt, &g);
     if (arch->family == PW_FAMILY_GPT2) { /* again, GELU in cuBLASLt's epilogues */
         unsigned long f0, f1;
