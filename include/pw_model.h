@@ -379,9 +379,10 @@ int pw_model_optimizer_load(PwModel *m, const char *path, PwErr *err);
 
 /* ---- the moments split over the ranks of a role (ZeRO stage 1; docs/model.md, The optimiser's
  * share): the model keeps and updates the moments of floats [lo, hi) of pw_model_params alone.
- * Every rank still holds the whole gradient (summed over the ranks) and the whole parameters (at
- * fp32; a trained bf16 model splits its float32 master weights too: below);
- * pw_model_adamw_step takes the norm of the whole gradient, clips and updates the share, and
+ * Every rank still holds the whole gradient (summed over the ranks; pw_model_grads_split keeps
+ * the share's alone: below) and the whole parameters (at fp32; a trained bf16 model splits its
+ * float32 master weights too: below); pw_model_adamw_step takes the norm of the whole gradient,
+ * clips and updates the share, and
  * leaves the rest of params as it was: the caller puts the shares together (an all-gather into
  * pw_model_params). Set before the moments exist; -1 with a message for a range outside the
  * parameters or moments already made. A load keeps the share of the file's whole moments;

@@ -316,7 +316,8 @@ static const PwCfgKey keys[] = {
      "the actor's and critic's gradients are summed over their ranks in buckets of about this "
      "many MiB, each as soon as the backward of the last micro batch has written it, while "
      "the lower layers are still in backward; 0: one sum of all of them after the backward "
-     "(docs/runtime.md, Gradient buckets)", "PyTorch DDP's `bucket_cap_mb` (25)"},
+     "(docs/runtime.md, Gradient buckets); not used with optim.zero_stage 2, whose backwards "
+     "sum their gradients group by group", "PyTorch DDP's `bucket_cap_mb` (25)"},
     {"runtime.progress_s", PW_CFG_FLOAT, OFF(runtime.progress_s), "30", 0, 86400,
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "print a progress line (step, steps/s, time left, score, KL) at most this often, and "

@@ -178,7 +178,8 @@ static const PwCfgKey keys[] = {
      PW_CFG_MIN | PW_CFG_MAX | PW_CFG_FREE, NULL,
      "the gradients are summed over the ranks in buckets of about this many MiB, each as soon "
      "as the backward has written it; 0: one sum after the backward (docs/runtime.md, "
-     "Gradient buckets)", "PyTorch DDP's `bucket_cap_mb` (25)"},
+     "Gradient buckets); not used with optim.zero_stage 2, whose backwards sum their "
+     "gradients group by group", "PyTorch DDP's `bucket_cap_mb` (25)"},
     {"runtime.check_memory", PW_CFG_BOOL, OFF(runtime.check_memory), "true", 0, 0, PW_CFG_FREE,
      NULL,
      "before the model is made, refuse a run whose model (weights, activations, gradients, "
