@@ -246,7 +246,14 @@ typedef struct PwModelBytes {
     size_t grads;       /* from the first zero_grad or backward */
     size_t moments;     /* AdamW's two, from the first step (on the host while offloaded) */
     size_t transfer;    /* the weights as pw_model_weights_out hands them over */
+    size_t load;        /* the most held before the first forward: params, params_bf16 and
+                         * buffers, but for a share that splits the float32 master weights
+                         * (pw_model_plan_share at bf16), which is made from the whole float32
+                         * and its bfloat16 copy: those */
 } PwModelBytes;
+/* The most a model so planned holds at once: its load, or everything a trained one holds (the
+ * parameters, buffers, activations, scratch, gradients and moments), whichever is more. */
+size_t pw_model_bytes_most(const PwModelBytes *b);
 /* 0, or -1 with pw_model_create's message for an architecture or options it would refuse. */
 int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, PwErr *err);
 /* The same for a model given the optimiser's share [lo, hi) of its parameters

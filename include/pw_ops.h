@@ -275,8 +275,13 @@ const PwOps *pw_ops_cpu(void);
 /* The bytes the CPU table's alloc has handed out and free not taken back, in this process:
  * what a plan of a model's memory (pw_model_plan) is held to on the CPU. */
 size_t pw_cpu_table_bytes(void);
-/* the most it has held at once since the process started */
+/* the most it has held at once since the process started, or since the last reset (which makes
+ * it what is held now) */
 size_t pw_cpu_table_peak_bytes(void);
+void pw_cpu_table_peak_reset(void);
+/* At most this many bytes held at once (0: no cap, the default): an allocation past it fails as
+ * one on a full GPU does, so that tests show on the CPU what a model does without room. */
+void pw_cpu_table_cap(size_t bytes);
 
 /* A table for `device` (and GPU device_id): the CPU one, or a CUDA one with a stream of its own
  * on that GPU. NULL with a message when the CUDA backend was not built, or there is no such GPU. */

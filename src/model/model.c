@@ -572,8 +572,19 @@ int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, 
         .moments = 2 * (hi - lo) * sizeof(float),
         .transfer = pw_model_payload_bytes(m),
     };
+    /* a split of the master weights (split_master) is made once the whole float32 has gone to
+     * the host: the most is the whole's */
+    b->load = (splits_master(m, lo, hi) ? P * sizeof(float) : b->params) + b->params_bf16 +
+              b->buffers;
     free(m);
     return 0;
+}
+
+size_t pw_model_bytes_most(const PwModelBytes *b)
+{
+    size_t trained = b->params + b->params_bf16 + b->buffers + b->activations + b->backward +
+                     b->grads + b->moments;
+    return b->load > trained ? b->load : trained;
 }
 
 int pw_model_plan_split(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
@@ -1207,36 +1218,53 @@ static float *master_of(PwModel *m, int i, size_t a)
 /* A trained bf16 model given a share: its float32 of the bf16-only tensors goes, but for the
  * share's floats (master); the other tensors stay whole in a smaller params, and the mirror,
  * made from the whole float32 first, stays as it is (docs/model.md, The optimiser's share).
- * The model is left as it was when there is no room. */
+ * What stays goes through host memory while the whole float32 goes and the split's buffers come,
+ * so that the device never holds both (for Llama 3 8B on four ranks that would be 8.6 GB more
+ * than the whole, the most a rank would hold with its gradients split too). No room for the
+ * split's buffers once the whole has gone (they are smaller, so only other users of the device
+ * or a fragmented one leave none): a message, and the model can only be freed. */
 static int split_master(PwModel *m, PwErr *err)
 {
     const PwOps *o = m->ops;
     size_t glo = pw_model_master_before(m, m->opt_lo), ghi = pw_model_master_before(m, m->opt_hi);
-    size_t nm = ghi - glo, kb = m->split_f32 * sizeof(float);
-    float *kept = o->alloc(o, kb), *master = o->alloc(o, (nm ? nm : 1) * sizeof(float));
-    if (!kept || !master) {
-        o->free(o, kept);
-        o->free(o, master);
-        return pw_model_no_room(m, "the float32 weights' share", kb + nm * sizeof(float), err);
-    }
+    size_t nm = ghi - glo, nk = m->split_f32, kb = nk * sizeof(float);
+    float *h = malloc((nk + nm) * sizeof *h);
+    if (!h)
+        return pw_errf(err, "out of host memory for the float32 weights while they split "
+                       "(%.1f MiB)", (nk + nm) * sizeof *h / 1048576.0);
     pw_model_mirror_refresh(m); /* the bfloat16 of every tensor, before its float32 goes */
-    m->master = master;
-    m->master_lo = glo;
-    m->master_n = nm;
-    for (int i = 0; i < m->ntensors; i++) {
+    for (int i = 0; i < m->ntensors; i++) { /* the kept tensors, then the share's float32 */
         size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
         if (!m->impl->tensor_bf16_only[i]) {
-            o->copy(o, kept + m->split_off[i], m->params + a, (b - a) * sizeof(float),
-                    PW_COPY_D2D);
+            o->copy(o, h + m->split_off[i], m->params + a, (b - a) * sizeof *h, PW_COPY_D2H);
             continue;
         }
         a = a > m->opt_lo ? a : m->opt_lo;
         b = b < m->opt_hi ? b : m->opt_hi;
-        if (a < b) o->copy(o, master + (pw_model_master_before(m, a) - glo), m->params + a,
-                           (b - a) * sizeof(float), PW_COPY_D2D);
+        if (a < b) o->copy(o, h + nk + (pw_model_master_before(m, a) - glo), m->params + a,
+                           (b - a) * sizeof *h, PW_COPY_D2H);
     }
     o->sync(o);
     o->free(o, m->params);
+    m->params = NULL;
+    float *kept = o->alloc(o, kb), *master = o->alloc(o, (nm ? nm : 1) * sizeof(float));
+    if (!kept || !master) {
+        o->free(o, kept);
+        o->free(o, master);
+        free(h);
+        pw_model_no_room(m, "the float32 weights' share", kb + nm * sizeof(float), err);
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (the whole float32 has gone: the model can "
+                 "only be freed)");
+        return -1;
+    }
+    o->copy(o, kept, h, kb, PW_COPY_H2D);
+    o->copy(o, master, h + nk, nm * sizeof *h, PW_COPY_H2D);
+    o->sync(o);
+    free(h);
+    m->master = master;
+    m->master_lo = glo;
+    m->master_n = nm;
     m->params = kept;
     for (int i = 0; i < m->ntensors; i++) {
         int only = m->impl->tensor_bf16_only[i];

@@ -23,6 +23,7 @@ typedef struct Held {
     size_t base;    /* weights, their bfloat16 copy, buffers, activations, gradients */
     size_t moments; /* AdamW's (a trained model) */
     size_t gen;     /* a generator's KV cache and sampler */
+    size_t load;    /* the models as they are loaded, before any forward (pw_model_bytes_most) */
 } Held;
 
 /* The model in `dir` with `heads` of `role` (named `label`), at the run's sizes on `dev`, as
@@ -63,6 +64,7 @@ static int plan_model(const PwRun *r, int rank, PwRole role, const char *label, 
     h->base += weights + b.activations + (trained ? b.backward + b.grads : 0);
     h->moments += trained ? b.moments : 0;
     h->gen += gen;
+    h->load += b.load;
     return 0;
 }
 
@@ -126,7 +128,7 @@ static int plan_rank(const PwRun *r, const PwRoleMap *map, int rank, Held *h, FI
 
 /* Rank `rank`'s most at once: a rank that trains frees its generator's cache for the update;
  * with offloading the moments leave the device while it generates. The larger of the two
- * phases. Its rows go to `out` where given. */
+ * phases, or of the load before them. Its rows go to `out` where given. */
 static int rank_peak(const PwRun *r, const PwPlacement *pl, int rank, FILE *out, size_t *peak,
                      PwErr *err)
 {
@@ -138,6 +140,9 @@ static int rank_peak(const PwRun *r, const PwPlacement *pl, int rank, FILE *out,
                       : !offload          ? h.moments + h.gen
                       : h.moments > h.gen ? h.moments
                                           : h.gen);
+    /* at bf16 a split of the float32 master weights is made beside the whole float32 as the
+     * models load, which for many ranks can be the most */
+    if (h.load > *peak) *peak = h.load;
     return 0;
 }
 

@@ -267,8 +267,7 @@ static int check_memory(PwTrainer *t, const PwArch *cfg, PwErr *err)
     /* optim.zero_stage 1: this rank's share of the moments, and at bf16 of the float32 weights */
     int failed = pw_shard_plan(t->a.zero_stage, t->nranks, t->rank, cfg, &o, &b, err) ? 1 : 0;
     if (pw_comm_agree(t->w.comm, failed, err)) return -1;
-    size_t need = b.params + b.params_bf16 + b.buffers + b.activations + b.backward + b.grads +
-                  b.moments;
+    size_t need = pw_model_bytes_most(&b);
     return pw_world_check_memory(&t->w, t->device, t->gpu, need,
                                  "A smaller train.batch_size or more ranks (fewer rows each) make "
                                  "room for the activations; the weights, gradients and AdamW's "

@@ -14,11 +14,13 @@
 /* What the CPU table holds, as the GPU's counts its buffers (pw_cpu_table_bytes): each buffer
  * carries its size in a header of 64 bytes before it (calloc's 16-byte alignment kept). */
 #define CPU_HEADER 64
-static size_t cpu_live, cpu_peak;
+static size_t cpu_live, cpu_peak, cpu_cap;
 
 static void *cpu_alloc(const PwOps *o, size_t bytes)
 {
     (void)o;
+    size_t cap = __atomic_load_n(&cpu_cap, __ATOMIC_RELAXED);
+    if (cap && __atomic_load_n(&cpu_live, __ATOMIC_RELAXED) + bytes > cap) return NULL;
     char *p = calloc(1, CPU_HEADER + (bytes ? bytes : 1));
     if (!p) return NULL;
     *(size_t *)p = bytes;
@@ -39,6 +41,11 @@ static void cpu_free(const PwOps *o, void *p)
 }
 size_t pw_cpu_table_bytes(void) { return __atomic_load_n(&cpu_live, __ATOMIC_RELAXED); }
 size_t pw_cpu_table_peak_bytes(void) { return __atomic_load_n(&cpu_peak, __ATOMIC_RELAXED); }
+void pw_cpu_table_cap(size_t bytes) { __atomic_store_n(&cpu_cap, bytes, __ATOMIC_RELAXED); }
+void pw_cpu_table_peak_reset(void)
+{
+    __atomic_store_n(&cpu_peak, __atomic_load_n(&cpu_live, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
 static void cpu_copy(const PwOps *o, void *dst, const void *src, size_t bytes, PwCopyKind kind)
 {
     (void)o, (void)kind;

@@ -10,13 +10,15 @@
  * biases; and tied: the embedding takes the head's gradient at the start of the backward, so it
  * keeps a buffer of its own), at fp32 and at bf16 (where the float32 master weights split too).
  * The calls such a model refuses say so, and a payload of weights_out takes the gradients' place
- * until the next zero_grad. */
+ * until the next zero_grad. Without room (the CPU table capped) the master weights' split, the
+ * gradients' share and the payload each say what found none. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_ops.h"
 #include "pw_test.h"
 #include "tiny_archs.h"
 
@@ -182,6 +184,72 @@ static void refusals(const PwArch *a)
            "model, reports, the share before a backward\n");
 }
 
+/* Without room (the CPU table capped, as a full GPU refuses): each allocation of the splits says
+ * what found none, and what can go on does. */
+static void no_room(const PwArch *a)
+{
+    PwErr err;
+    PwModelOpts o = opts(PW_PRECISION_BF16);
+    PwModelBytes plan;
+    size_t base = pw_cpu_table_bytes();
+    /* the float32 master weights' split, after the whole float32 has gone */
+    PwModel *m = tiny_model(a, &o, 7);
+    const size_t P = pw_model_num_params(m), lo = P / 3, hi = 2 * P / 3;
+    CHECK(pw_model_plan_share(a, &o, lo, hi, &plan, &err) == 0, "%s", err.msg);
+    size_t live = pw_cpu_table_bytes();
+    pw_cpu_table_cap(live - P * sizeof(float) + plan.params - 1);
+    CHECK(pw_model_optimizer_shard(m, lo, hi, &err) == -1 &&
+              strstr(err.msg, "out of memory for the float32 weights' share") &&
+              strstr(err.msg, "the model can only be freed"),
+          "the master weights' split without room: '%s'", err.msg);
+    pw_cpu_table_cap(0);
+    pw_model_free(m);
+    CHECK(pw_cpu_table_bytes() == base, "%zu bytes left after a failed split",
+          pw_cpu_table_bytes() - base);
+
+    /* the gradients' share and buffers: refused, then made once there is room */
+    World w = {0};
+    Rank r = {&w, 0, 0};
+    PwGradSplit fn = {reduce, sum, NULL, &r};
+    int64_t sh[3] = {0, (int64_t)P / 2, (int64_t)P};
+    o.precision = PW_PRECISION_FP32;
+    m = tiny_model(a, &o, 7);
+    CHECK(pw_model_optimizer_shard(m, 0, P / 2, &err) == 0 &&
+              pw_model_grads_split(m, sh, 2, 0, &fn, &err) == 0 &&
+              pw_model_plan_split(a, &o, 0, P / 2, &plan, &err) == 0, "%s", err.msg);
+    pw_cpu_table_cap(pw_cpu_table_bytes() + plan.grads - 1);
+    CHECK(pw_model_zero_grad(m, &err) == -1 &&
+              strstr(err.msg, "out of memory for the gradients' share and the buffers"),
+          "the split gradients without room: '%s'", err.msg);
+    pw_cpu_table_cap(0);
+    CHECK(pw_model_zero_grad(m, &err) == 0, "%s", err.msg);
+    pw_model_free(m);
+
+    /* the generators' payload where the split gradients were */
+    o.precision = PW_PRECISION_BF16;
+    m = tiny_model(a, &o, 7);
+    w.recording = 1; /* a reduction that adds nothing */
+    CHECK(pw_model_optimizer_shard(m, 0, P / 2, &err) == 0 &&
+              pw_model_grads_split(m, sh, 2, 0, &fn, &err) == 0 &&
+              pw_model_plan_split(a, &o, 0, P / 2, &plan, &err) == 0, "%s", err.msg);
+    r.calls = 0;
+    pass(m, a, 1, 0, 0);
+    PwTensor t;
+    pw_cpu_table_cap(pw_cpu_table_bytes() - plan.grads + plan.transfer - 1);
+    CHECK(pw_model_weights_out(m, NULL, &t, &err) == -1 &&
+              strstr(err.msg, "out of memory for the gradients (which the weights handed over"),
+          "the payload without room: '%s'", err.msg);
+    pw_cpu_table_cap(0);
+    r.calls = 0;
+    pass(m, a, 1, 0, 0); /* the gradients are made again */
+    CHECK(pw_model_weights_out(m, NULL, &t, &err) == 0, "%s", err.msg);
+    pw_model_free(m);
+    for (int c = 0; c < MAXCALLS; c++) free(w.rec[0][c]);
+    CHECK(pw_cpu_table_bytes() == base, "%zu bytes left", pw_cpu_table_bytes() - base);
+    printf("  without room: the master weights' split (then only freed), the gradients' share, "
+           "the payload; each named, the latter two made once there is room\n");
+}
+
 static void family(const char *name, const PwArch *a, PwPrecision prec)
 {
     printf("%s %s\n", name, prec == PW_PRECISION_BF16 ? "bf16" : "fp32");
@@ -322,5 +390,6 @@ int main(void)
     family("llama", &llama, PW_PRECISION_BF16);
     family("llama tied", &tied, PW_PRECISION_BF16);
     refusals(&llama);
+    no_room(&llama);
     return pw_test_done("test_grad_shard");
 }

@@ -10,8 +10,10 @@
  * at bf16 the layers' matrices in bfloat16 only, made from a host copy as it loads), and given
  * a third of the parameters as its optimiser's share (pw_model_plan_share: the share's moments,
  * and at bf16 the share's float32 of the layers' matrices), and that with its gradients split
- * too (pw_model_plan_split: the share's gradient and the two buffers a backward sums from; at
- * bf16 the weights handed over take their place until the next zero_grad); and a refused
+ * too (pw_model_plan_split: the share's gradient and the buffers a backward sums from; at bf16
+ * the weights handed over take their place until the next zero_grad); the most it held while it
+ * was made and given its share is the plan's load (at bf16 the whole float32 before the split);
+ * and a refused
  * architecture gets the same message as pw_model_create's. */
 #include <string.h>
 
@@ -48,9 +50,14 @@ static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chun
     if (share == 2)
         CHECK(pw_model_plan_split(a, &o, lo, hi, &p, &err) == 0, "plan: %s", err.msg);
     const size_t base = held();
+    pw_cpu_table_peak_reset();
     PwModel *m = tiny_model(a, &o, 7);
     if (share)
         CHECK(pw_model_optimizer_shard(m, lo, hi, &err) == 0, "share: %s", err.msg);
+    /* the most it held while it was made and given its share (at bf16 the split's buffers
+     * beside the whole float32) */
+    CHECK(pw_cpu_table_peak_bytes() - base == p.load, "made: at most %zu bytes held, planned %zu",
+          pw_cpu_table_peak_bytes() - base, p.load);
     const int64_t blocks[4] = {0, (int64_t)lo, (int64_t)hi, (int64_t)P};
     PwGradSplit fn = {own_sum, own_norm, NULL, NULL};
     if (share == 2)
@@ -96,6 +103,8 @@ static void run(const char *name, const PwArch *a, PwPrecision prec, int lm_chun
     trained += p.moments;
     CHECK(held() - base == trained, "after a step: %zu bytes held, planned %zu", held() - base,
           trained);
+    CHECK(pw_model_bytes_most(&p) == (trained > p.load ? trained : p.load),
+          "the most: %zu planned", pw_model_bytes_most(&p));
     if (share == 2 && prec == PW_PRECISION_BF16) { /* the payload where the gradients were */
         PwTensor w;
         CHECK(pw_model_weights_out(m, NULL, &w, &err) == 0, "weights out: %s", err.msg);
