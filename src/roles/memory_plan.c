@@ -140,8 +140,8 @@ static int rank_peak(const PwRun *r, const PwPlacement *pl, int rank, FILE *out,
                       : !offload          ? h.moments + h.gen
                       : h.moments > h.gen ? h.moments
                                           : h.gen);
-    /* at bf16 a split of the float32 master weights is made beside the whole float32 as the
-     * models load, which for many ranks can be the most */
+    /* the models as they load: at bf16 a trained one with split master weights holds the whole
+     * float32 and its copy before the split, which for many ranks can be the most */
     if (h.load > *peak) *peak = h.load;
     return 0;
 }
