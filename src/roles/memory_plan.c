@@ -261,11 +261,13 @@ int pw_ppo_memory_plan(const struct PwConfig *cfg, const struct PwPlacement *pl,
                  "scoring models and the generator keep their layers' matrices in bfloat16 "
                  "alone, and with optim.zero_stage 1\n a trained model the float32 of its "
                  "share of them), the input buffers; training: the backward's scratch, the "
-                 "gradients and AdamW's moments (their share);\n activations: what a forward "
-                 "holds; generation: the KV cache and the sampler. A rank that trains frees its "
-                 "KV cache for the update, and with\n offloading its moments leave the device "
-                 "while it generates. The kernels' scratch and the libraries' workspaces "
-                 "(cuBLAS, NCCL) come on top.)\n");
+                 "gradients (with optim.zero_stage 2 their share\n and the buffers a backward "
+                 "sums) and AdamW's moments (their share); activations: what a forward holds; "
+                 "generation: the KV cache and the\n sampler. A rank that trains frees its KV "
+                 "cache for the update, and with offloading its moments leave the device while "
+                 "it generates.\n A rank's most is the larger phase, or the models as they load "
+                 "if that is more. The kernels' scratch and the libraries' workspaces (cuBLAS, "
+                 "NCCL)\n come on top.)\n");
     pw_run_free(r);
     if (over)
         return pw_errf(err, "%s: the planned memory is more than this host's memory has "
