@@ -262,7 +262,7 @@ int pw_model_plan(const PwArch *arch, const PwModelOpts *opts, PwModelBytes *b, 
 int pw_model_plan_share(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
                         PwModelBytes *b, PwErr *err);
 /* The same with the gradients split too (pw_model_grads_split): grads counts the share's
- * gradient and the two buffers a backward sums from. */
+ * gradient and the buffers a backward sums from. */
 int pw_model_plan_split(const PwArch *arch, const PwModelOpts *opts, size_t lo, size_t hi,
                         PwModelBytes *b, PwErr *err);
 
@@ -440,10 +440,11 @@ int pw_model_optimizer_write(const PwModel *m, const char *path, float *hm, floa
 /* ---- the gradients split too (optim.zero_stage 2, ZeRO stage 2; docs/model.md, Gradients in
  * shares): a model with the optimiser's share [lo, hi) keeps the summed gradient of that share
  * alone, accumulated over its backwards, instead of the whole gradient. A backward writes each
- * layer's gradients into a buffer of one layer, which the role's ranks sum block by block as
- * soon as the layer is done (`reduce`), each rank adding its block into its share and the
- * buffer going to the next layer; the tensors that are not made layer by layer (embeddings,
- * final norm, heads) have a buffer of their own, summed so at the end of the backward. */
+ * group of gradients that becomes final at one point (the heads and final norm, each layer's,
+ * the embeddings) into a buffer they take turns in, which the role's ranks sum block by block
+ * as soon as the group is final (`reduce`: L + 2 a backward), each rank adding its block into
+ * its share and the buffer going to the next group; an embedding that is the LM head too has a
+ * buffer of its own (it takes the head's gradient first and its own last). */
 typedef struct PwGradSplit {
     /* Sums buf (starts[nranks] floats) over the ranks: after it, floats [starts[k],
      * starts[k + 1]) of buf on rank k hold the sum of theirs on every rank; the rest of buf is

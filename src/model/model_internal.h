@@ -244,8 +244,8 @@ void pw_grad_split_release(PwModel *m);       /* frees the buffers (a payload ta
 float *pw_grad_split_share(const PwModel *m); /* NULL before the first zero_grad */
 double pw_grad_split_sumsq(PwModel *m);       /* the summed gradient's squares, all ranks */
 void pw_grad_split_free(PwModel *m);
-/* floats of the share's gradient and of the two buffers, for a model shaped as m with the
- * share [lo, hi) */
+/* floats of the share's gradient and of the buffers a backward sums from, for a model shaped
+ * as m with the share [lo, hi) */
 size_t pw_grad_split_floats(const PwModel *m, size_t lo, size_t hi);
 
 extern const PwFamilyImpl pw_gpt2_family;
