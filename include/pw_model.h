@@ -430,12 +430,28 @@ int pw_model_save_master(PwModel *m, const char *dir, float *h, const PwSaveOpts
 /* The share's moments (hi - lo floats each) into host memory, wherever they are; -1 when no
  * step made them yet. */
 int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err);
-/* Whole moments (pw_model_num_params floats each, in host memory) as path, as
- * pw_model_optimizer_save writes them: what a role's first rank writes once it has gathered
- * every rank's share. hm and hv are packed in place for the file (their contents are the
- * caller's to free, no longer the moments), so that no second copy is made. */
-int pw_model_optimizer_write(const PwModel *m, const char *path, float *hm, float *hv,
-                             PwErr *err);
+/* Whole moments (pw_model_num_params floats each, in host memory, the flat layout) as path, as
+ * pw_model_optimizer_save writes them. */
+int pw_model_optimizer_write(const PwModel *m, const char *path, const float *hm,
+                             const float *hv, PwErr *err);
+/* The same file from moments that nobody holds whole (split over a role's ranks): it is written
+ * as `source(ctx, which, off, n, dst)` fills dst, a piece at a time, with floats [off, off + n)
+ * of moment `which` (0: adam_m, 1: adam_v) in the flat layout: pieces of at most
+ * pw_model_stream_floats floats inside one tensor's real rows, adam_m's then adam_v's, in the
+ * file's order. With path NULL the same calls are made and nothing is written (a role's other
+ * ranks, whose source hands their parts to the writer). A moment that is NaN or infinite, or a
+ * negative adam_v, is refused, naming the element, and the file keeps what it held; every piece
+ * is asked for all the same. -1 with a message (before any call only when there is no host
+ * memory for a piece). */
+typedef void (*PwMomentSource)(void *ctx, int which, size_t off, size_t n, float *dst);
+extern size_t pw_model_stream_floats; /* 16M (64 MiB); tests make it small */
+int pw_model_optimizer_write_from(const PwModel *m, const char *path, PwMomentSource source,
+                                  void *ctx, PwErr *err);
+/* Floats [off, off + n) of the flat layout of moment `which` (0: adam_m, 1: adam_v) into host
+ * memory, from this model's share (off and n within it), wherever the moments are; -1 when no
+ * step made them yet, or the range is not in the share. */
+int pw_model_optimizer_get_part(PwModel *m, int which, size_t off, size_t n, float *h,
+                                PwErr *err);
 
 /* ---- the gradients split too (optim.zero_stage 2, ZeRO stage 2; docs/model.md, Gradients in
  * shares): a model with the optimiser's share [lo, hi) keeps the summed gradient of that share

@@ -96,6 +96,17 @@ typedef struct PwStWriteTensor {
  * strings stored under __metadata__. */
 int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
                 const char *const *metadata_kv, PwErr *err);
+/* The same with the data pushed in pieces, so that no buffer of a whole tensor is needed (the
+ * AdamW moments gathered from a role's ranks: pw_model_optimizer_write_from): open writes the
+ * header (the tensors' data pointers are not read) or returns NULL with a message; write appends
+ * the next bytes of the data, in the file's order (larger elements first, then the order of t);
+ * close commits the file when every byte came, no write failed and `discard` is 0, else leaves
+ * what `path` held and returns -1 (with a message unless the caller discarded: its own). */
+typedef struct PwStStream PwStStream;
+PwStStream *pw_st_stream_open(const char *path, const PwStWriteTensor *t, int n,
+                              const char *const *metadata_kv, PwErr *err);
+void pw_st_stream_write(PwStStream *s, const void *data, size_t bytes);
+int pw_st_stream_close(PwStStream *s, const char *path, int discard, PwErr *err);
 
 /* ---- a model's weights in one or several files, as Hugging Face publishes them: the folder's
  * model.safetensors, or else model.safetensors.index.json ({"weight_map": {tensor: shard}})

@@ -1461,17 +1461,9 @@ static int check_moments(size_t n, const float *hm, const float *hv, const char 
 }
 
 /* The moments travel in files without the padding rows, as the weights do, so that a file
- * does not depend on the vocab_multiple of the model that wrote it: dst (num_weights) = the
- * real prefix of each tensor of src (num_params), and back (padding rows 0). dst may be src:
- * each tensor moves towards the front, never past a float still to be read. */
-static void pack_real(const PwModel *m, float *dst, const float *src)
-{
-    for (int i = 0; i < m->ntensors; i++) {
-        memmove(dst, src + m->tensor_off[i], m->tensor_real[i] * sizeof(float));
-        dst += m->tensor_real[i];
-    }
-}
-
+ * does not depend on the vocab_multiple of the model that wrote it: the file holds the real
+ * prefix of each tensor (pw_model_optimizer_write_from writes them so), and dst (num_params)
+ * gets them back, padding rows 0. */
 static void unpack_real(const PwModel *m, float *dst, const float *src)
 {
     for (int i = 0; i < m->ntensors; i++) {
@@ -1496,26 +1488,78 @@ int pw_model_optimizer_get(PwModel *m, float *hm, float *hv, PwErr *err)
     return 0;
 }
 
-/* The packed moments (num_weights floats each) as path, after their check */
-static int write_packed(const PwModel *m, const char *path, const float *pm, const float *pv,
-                        PwErr *err)
+int pw_model_optimizer_get_part(PwModel *m, int which, size_t off, size_t n, float *h,
+                                PwErr *err)
 {
-    const size_t n = m->num_weights;
-    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)n}, pm, PW_DT_F32},
-                            {"adam_v", 1, {(int64_t)n}, pv, PW_DT_F32}};
-    static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
-    PwErr bad;
-    return check_moments(n, pm, pv, "not saved", &bad)
-               ? pw_errf(err, "%s: %s; the file keeps what it held", path, bad.msg)
-               : pw_st_write(path, t, 2, meta, err);
+    if (!pw_model_has_optimizer(m)) return pw_errf(err, "no AdamW moments yet (no step taken)");
+    if (off < m->opt_lo || off > m->opt_hi || n > m->opt_hi - off)
+        return pw_errf(err, "floats [%zu, %zu) of the moments are not in the share [%zu, %zu)",
+                       off, off + n, m->opt_lo, m->opt_hi);
+    const float *src = which ? (m->h_adam_v ? m->h_adam_v : m->adam_v)
+                             : (m->h_adam_m ? m->h_adam_m : m->adam_m);
+    src += off - m->opt_lo;
+    if (m->h_adam_m) memcpy(h, src, n * sizeof *h);
+    else m->ops->copy(m->ops, h, src, n * sizeof *h, PW_COPY_D2H);
+    return 0;
 }
 
-int pw_model_optimizer_write(const PwModel *m, const char *path, float *hm, float *hv,
-                             PwErr *err)
+size_t pw_model_stream_floats = (size_t)1 << 24;
+
+int pw_model_optimizer_write_from(const PwModel *m, const char *path, PwMomentSource source,
+                                  void *ctx, PwErr *err)
 {
-    pack_real(m, hm, hm); /* in place: no second copy of moments that may be 64 GB */
-    pack_real(m, hv, hv);
-    return write_packed(m, path, hm, hv, err);
+    static const char *const names[2] = {"adam_m", "adam_v"};
+    static const char *const meta[] = {"format", "ppo_world adamw moments", "version", "1", NULL};
+    const size_t n = m->num_weights, piece = pw_model_stream_floats ? pw_model_stream_floats : 1;
+    size_t most = 0;
+    for (int i = 0; i < m->ntensors; i++)
+        most = m->tensor_real[i] > most ? m->tensor_real[i] : most;
+    most = most < piece ? most : piece;
+    float *buf = malloc((most ? most : 1) * sizeof *buf);
+    if (!buf)
+        return pw_errf(err, "%s: out of host memory for a piece of the AdamW moments (%.1f MiB)",
+                       path ? path : "the moments", most * sizeof *buf / 1048576.0);
+    PwStWriteTensor t[2] = {{"adam_m", 1, {(int64_t)n}, NULL, PW_DT_F32},
+                            {"adam_v", 1, {(int64_t)n}, NULL, PW_DT_F32}};
+    PwStStream *st = path ? pw_st_stream_open(path, t, 2, meta, err) : NULL;
+    int bad = 0;
+    /* every piece is asked for, whatever happened to the file: the source's calls may be the
+     * role's collectives, which every rank makes alike */
+    for (int k = 0; k < 2; k++) {
+        size_t x = 0; /* the piece's first element in the file */
+        for (int i = 0; i < m->ntensors; i++)
+            for (size_t o = 0; o < m->tensor_real[i]; o += piece) {
+                size_t c = m->tensor_real[i] - o < piece ? m->tensor_real[i] - o : piece;
+                source(ctx, k, m->tensor_off[i] + o, c, buf);
+                for (size_t j = 0; st && !bad && j < c; j++)
+                    if (!isfinite(buf[j]) || (k == 1 && buf[j] < 0.0f)) {
+                        char v[64];
+                        bad = pw_errf(err, "%s: not saved: %s element %zu is %s (the AdamW moments "
+                                      "must be finite, and adam_v, a mean of squares, not "
+                                      "negative); the file keeps what it held", path, names[k],
+                                      x + j, pw_weight_describe(buf[j], v, sizeof v));
+                    }
+                if (st && !bad) pw_st_stream_write(st, buf, c * sizeof *buf);
+                x += c;
+            }
+    }
+    free(buf);
+    if (!path) return 0;
+    return st ? pw_st_stream_close(st, path, bad != 0, err) : -1;
+}
+
+/* a source over whole moments in host memory (flat layout) */
+static void host_source(void *ctx, int which, size_t off, size_t n, float *dst)
+{
+    const float *const *mom = ctx;
+    memcpy(dst, mom[which] + off, n * sizeof *dst);
+}
+
+int pw_model_optimizer_write(const PwModel *m, const char *path, const float *hm,
+                             const float *hv, PwErr *err)
+{
+    const float *mom[2] = {hm, hv};
+    return pw_model_optimizer_write_from(m, path, host_source, (void *)mom, err);
 }
 
 int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
@@ -1528,26 +1572,11 @@ int pw_model_optimizer_save(PwModel *m, const char *path, PwErr *err)
     float *hm, *hv;
     int copied;
     if (host_moments(m, &hm, &hv, &copied, err)) return -1;
-    if (copied) { /* a copy of its own: packed in place */
-        int rc = pw_model_optimizer_write(m, path, hm, hv, err);
+    int rc = pw_model_optimizer_write(m, path, hm, hv, err);
+    if (copied) {
         free(hm);
         free(hv);
-        return rc;
     }
-    /* the moments themselves (on the CPU, or offloaded): packed into a copy */
-    const size_t n = m->num_weights;
-    float *pm = malloc(n * sizeof(float)), *pv = malloc(n * sizeof(float));
-    int rc = -1;
-    if (!pm || !pv) {
-        pw_errf(err, "%s: out of host memory for the AdamW moments; the file keeps what it held",
-                path);
-    } else {
-        pack_real(m, pm, hm);
-        pack_real(m, pv, hv);
-        rc = write_packed(m, path, pm, pv, err);
-    }
-    free(pm);
-    free(pv);
     return rc;
 }
 

@@ -515,8 +515,9 @@ int pw_st_read_i32(const PwSafetensors *st, const char *name, const int64_t *exp
 /* writer                                                                                      */
 
 /* Checks t[0..n) and fills nbytes[i]; names are checked for duplicates in build_header. */
-static int check_write_tensors(const char *path, const PwStWriteTensor *t, int n, size_t *nbytes,
-                               PwErr *err)
+/* stream: the data comes later (pw_st_stream_write), so the pointers are not looked at */
+static int check_write_tensors(const char *path, const PwStWriteTensor *t, int n, int stream,
+                               size_t *nbytes, PwErr *err)
 {
     for (int i = 0; i < n; i++) {
         const char *nm = t[i].name;
@@ -527,7 +528,7 @@ static int check_write_tensors(const char *path, const PwStWriteTensor *t, int n
             shape_size(t[i].shape, t[i].ndim, pw_st_dtype_size(t[i].dtype), &numel,
                        &nbytes[i]) != 0)
             return pw_errf(err, "%s: tensor '%s': bad dtype, ndim or shape", path, nm);
-        if (nbytes[i] && !t[i].data)
+        if (nbytes[i] && !t[i].data && !stream)
             return pw_errf(err, "%s: tensor '%s': no data for %zu bytes", path, nm, nbytes[i]);
     }
     return 0;
@@ -608,42 +609,99 @@ static char *header_text(const char *path, const PwStWriteTensor *t, int n, cons
     return hdr;
 }
 
-int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
-                const char *const *metadata_kv, PwErr *err)
+/* A file being written: the header, then the tensors' data as it is pushed, in file order. */
+struct PwStStream {
+    PwFileOut o;
+    FILE *f;
+    uint64_t want, got; /* data bytes the tensors hold, and pushed so far */
+    int bad;            /* a write failed: nothing more is written, and the close discards */
+};
+
+/* The file's header for t[0..n) (data pointers not read when `stream`), opened for its data; NULL
+ * after an error. *order gets the data order (caller's: free it). */
+static PwStStream *stream_open(const char *path, const PwStWriteTensor *t, int n,
+                               const char *const *metadata_kv, int stream, int **order_out,
+                               PwErr *err)
 {
-    if (n < 0) return pw_errf(err, "%s: negative tensor count %d", path, n);
+    if (n < 0) return pw_errf(err, "%s: negative tensor count %d", path, n), NULL;
     size_t *nbytes = calloc((size_t)n + 1, sizeof *nbytes);
     uint64_t *off = calloc((size_t)n + 1, sizeof *off);
     int *order = calloc((size_t)n + 1, sizeof *order);
+    PwStStream *s = calloc(1, sizeof *s);
     char *hdr = NULL;
-    int rc = -1;
-    if (!nbytes || !off || !order) {
+    if (!nbytes || !off || !order || !s) {
         pw_errf(err, "%s: out of memory", path);
-        goto done;
+        goto fail;
     }
-    if (check_write_tensors(path, t, n, nbytes, err) != 0) goto done;
+    if (check_write_tensors(path, t, n, stream, nbytes, err) != 0) goto fail;
     layout(t, n, nbytes, order, off);
-    if (!(hdr = header_text(path, t, n, metadata_kv, nbytes, off, err))) goto done;
+    if (!(hdr = header_text(path, t, n, metadata_kv, nbytes, off, err))) goto fail;
+    for (int i = 0; i < n; i++) s->want += nbytes[i];
     /* Spaces pad the header to a multiple of 8 so that the data buffer starts 8-aligned. */
     size_t hlen = strlen(hdr), padded = (hlen + 7) & ~(size_t)7;
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     static const char spaces[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
     /* written whole or not at all (pw_file.h): a crash leaves the old file in force */
-    PwFileOut o;
-    FILE *f = pw_file_out_open(&o, path, err);
-    if (!f) goto done;
-    int bad = fwrite(len8, 1, 8, f) != 8 || fwrite(hdr, 1, hlen, f) != hlen ||
-              fwrite(spaces, 1, padded - hlen, f) != padded - hlen;
-    for (int k = 0; !bad && k < n; k++)
-        bad = nbytes[order[k]] &&
-              fwrite(t[order[k]].data, 1, nbytes[order[k]], f) != nbytes[order[k]];
-    if (bad) pw_errf(err, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
-    rc = pw_file_out_close(&o, bad, err);
-done:
+    if (!(s->f = pw_file_out_open(&s->o, path, err))) goto fail;
+    s->bad = fwrite(len8, 1, 8, s->f) != 8 || fwrite(hdr, 1, hlen, s->f) != hlen ||
+             fwrite(spaces, 1, padded - hlen, s->f) != padded - hlen;
+    free(hdr);
+    free(off);
+    free(nbytes);
+    *order_out = order;
+    return s;
+fail:
     free(hdr);
     free(order);
     free(off);
     free(nbytes);
+    free(s);
+    return NULL;
+}
+
+PwStStream *pw_st_stream_open(const char *path, const PwStWriteTensor *t, int n,
+                              const char *const *metadata_kv, PwErr *err)
+{
+    int *order = NULL;
+    PwStStream *s = stream_open(path, t, n, metadata_kv, 1, &order, err);
+    free(order);
+    return s;
+}
+
+void pw_st_stream_write(PwStStream *s, const void *data, size_t bytes)
+{
+    if (s->bad || !bytes) return;
+    s->bad = s->got + bytes > s->want || fwrite(data, 1, bytes, s->f) != bytes;
+    s->got += bytes;
+}
+
+int pw_st_stream_close(PwStStream *s, const char *path, int discard, PwErr *err)
+{
+    int bad = 0; /* a discard keeps the caller's message */
+    if (!discard && s->got != s->want)
+        bad = pw_errf(err, "%s: %llu bytes of tensor data written of %llu", path,
+                      (unsigned long long)s->got, (unsigned long long)s->want);
+    else if (!discard && s->bad)
+        bad = pw_errf(err, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+    int rc = pw_file_out_close(&s->o, bad || discard, err);
+    free(s);
     return rc;
+}
+
+int pw_st_write(const char *path, const PwStWriteTensor *t, int n,
+                const char *const *metadata_kv, PwErr *err)
+{
+    int *order = NULL;
+    PwStStream *s = stream_open(path, t, n, metadata_kv, 0, &order, err);
+    if (!s) return -1;
+    for (int k = 0; k < n; k++) {
+        const PwStWriteTensor *x = &t[order[k]];
+        size_t nb = 0;
+        int64_t numel;
+        shape_size(x->shape, x->ndim, pw_st_dtype_size(x->dtype), &numel, &nb);
+        pw_st_stream_write(s, x->data, nb);
+    }
+    free(order);
+    return pw_st_stream_close(s, path, 0, err);
 }

@@ -55,7 +55,7 @@ int pw_ckpt_prepare(const char *out_dir, PwErr *err)
  * copies are conveniences: one that fails (a tokenizer folder removed during the run) is a
  * warning, and the checkpoint, which resumes without them, is kept. */
 static void save_model(PwModel *m, const char *dir, const char *tokenizer, const char *gen_from,
-                       int with_optimizer, float *hw, float *hm, float *hv)
+                       int with_optimizer, float *hw)
 {
     PwErr err;
     make_dir_or_die(dir);
@@ -69,11 +69,26 @@ static void save_model(PwModel *m, const char *dir, const char *tokenizer, const
     if (!with_optimizer) return;
     char path[1400];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    /* moments split over the role's ranks (hm, hv: gathered whole, packed in place for the
-     * file) make the same file */
-    if (hm ? pw_model_optimizer_write(m, path, hm, hv, &err)
-           : pw_model_optimizer_save(m, path, &err))
+    if (pw_model_optimizer_save(m, path, &err))
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+}
+
+/* optim.zero_stage 1: the moments split over the role's ranks written by its rank 0 as they
+ * are gathered (into the role's folder, made first), the same file as whole moments make;
+ * every rank of the role calls it. 0 when they are not split (save_model writes them). */
+static int write_split_moments(PwRun *r, PwRole role, PwModel *m, const char *out_dir,
+                               int64_t done)
+{
+    const int64_t *starts = r->shard[role];
+    if (!starts) return 0;
+    char dir[1300], path[1400] = "";
+    if (r->w.role_rank[role] == 0) {
+        ckpt_path(dir, sizeof dir, out_dir, done, pw_role_name(role));
+        make_dir_or_die(dir);
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    }
+    pw_shard_write_moments(&r->w, role, m, starts, path);
+    return 1;
 }
 
 void pw_ckpt_load_optimizer(PwModel *m, const char *dir)
@@ -287,14 +302,15 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     /* optim.zero_stage 1: each rank of the actor and of the critic hands its share of the
      * moments (and at bf16 of the float32 weights) to the role's rank 0, which writes them
      * (critic first, on every rank alike) */
-    float *cw = NULL, *cm = NULL, *cv = NULL, *aw = NULL, *am = NULL, *av = NULL;
+    float *cw = NULL, *aw = NULL;
+    int csplit = 0, asplit = 0;
     if (pw_world_has_role(w, PW_ROLE_CRITIC)) {
         cw = pw_shard_gather_master(w, PW_ROLE_CRITIC, r->critic, r->shard[PW_ROLE_CRITIC]);
-        pw_shard_gather_moments(w, PW_ROLE_CRITIC, r->critic, r->shard[PW_ROLE_CRITIC], &cm, &cv);
+        csplit = write_split_moments(r, PW_ROLE_CRITIC, r->critic, out_dir, done);
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR)) {
         aw = pw_shard_gather_master(w, PW_ROLE_ACTOR, r->actor, r->shard[PW_ROLE_ACTOR]);
-        pw_shard_gather_moments(w, PW_ROLE_ACTOR, r->actor, r->shard[PW_ROLE_ACTOR], &am, &av);
+        asplit = write_split_moments(r, PW_ROLE_ACTOR, r->actor, out_dir, done);
     }
     static const PwRole writers[] = {PW_ROLE_CRITIC, PW_ROLE_GENERATOR};
     for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
@@ -303,14 +319,14 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
         if (role == PW_ROLE_GENERATOR && !r->async) continue;
         if (role == PW_ROLE_CRITIC) {
             ckpt_path(path, sizeof path, out_dir, done, "critic");
-            save_model(r->critic, path, r->s.tokenizer, NULL, 1, cw, cm, cv);
+            save_model(r->critic, path, r->s.tokenizer, NULL, !csplit, cw);
         }
         PwTensor t = pw_tensor_host(&one, PW_DTYPE_F64, 1, shape);
         pw_xfer_send(&x, w, role, PW_ROLE_ACTOR, 0, PW_MSG_CONTROL, done, &t);
     }
     if (pw_world_has_role(w, PW_ROLE_ACTOR) && w->role_rank[PW_ROLE_ACTOR] == 0) {
         ckpt_path(path, sizeof path, out_dir, done, "actor");
-        save_model(r->actor, path, r->s.tokenizer, r->s.sft, 1, aw, am, av);
+        save_model(r->actor, path, r->s.tokenizer, r->s.sft, !asplit, aw);
         for (size_t i = 0; i < PW_ARRAY_LEN(writers); i++) {
             PwRole role = writers[i];
             if (!w->map.role[role].nranks || (role == PW_ROLE_GENERATOR && !r->async)) continue;
@@ -321,11 +337,7 @@ void pw_ckpt_save(PwRun *r, const char *out_dir, int64_t done)
     pw_xfer_wait(&x, w);
     pw_xfer_free(&x);
     free(cw);
-    free(cm);
-    free(cv);
     free(aw);
-    free(am);
-    free(av);
     if (!pw_world_has_role(w, PW_ROLE_ACTOR) || w->role_rank[PW_ROLE_ACTOR] != 0) return;
 
     json_t *o = json_pack("{s:I, s:I, s:f, s:[f, f, f]}", "step", (json_int_t)done, "opt_step",

@@ -170,30 +170,51 @@ float *pw_shard_gather_master(PwWorld *w, PwRole role, PwModel *m, const int64_t
     return whole;
 }
 
-void pw_shard_gather_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,
-                             float **hm, float **hv)
+/* pw_shard_write_moments' source: each piece of the whole moments gathered from the ranks whose
+ * blocks it crosses, on every rank of the role alike */
+typedef struct MomentCtx {
+    PwWorld *w;
+    PwRole role;
+    PwModel *m;
+    const int64_t *starts;
+    int64_t *ts;  /* (nranks + 1) the blocks cut to the piece */
+    float *mine;  /* this rank's part of a piece */
+} MomentCtx;
+
+static void moment_piece(void *ctx, int which, size_t off, size_t n, float *dst)
 {
-    *hm = *hv = NULL;
+    MomentCtx *c = ctx;
+    const int nr = c->w->map.role[c->role].nranks, me = c->w->role_rank[c->role];
+    for (int k = 0; k <= nr; k++) {
+        size_t s = (size_t)c->starts[k];
+        c->ts[k] = (int64_t)((s < off ? off : s > off + n ? off + n : s) - off);
+    }
+    PwErr err;
+    size_t mine = (size_t)(c->ts[me + 1] - c->ts[me]);
+    if ((mine && pw_model_optimizer_get_part(c->m, which, off + (size_t)c->ts[me], mine,
+                                             c->mine, &err)) ||
+        pw_gather_blocks(c->w, c->role, c->mine, me == 0 ? dst : NULL, PW_DTYPE_F32, c->ts, 0,
+                         &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: the %s's AdamW moments: %s",
+                      pw_role_name(c->role), err.msg);
+}
+
+void pw_shard_write_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,
+                            const char *path)
+{
     /* every rank took the same updates, so all of them have moments or none has */
     if (!starts || !pw_model_has_optimizer(m)) return;
-    int me = w->role_rank[role];
-    size_t P = pw_model_num_params(m), lo, hi;
-    pw_model_optimizer_range(m, &lo, &hi);
-    float *mm = malloc((hi - lo ? hi - lo : 1) * sizeof *mm);
-    float *mv = malloc((hi - lo ? hi - lo : 1) * sizeof *mv);
-    float *am = me == 0 ? malloc(P * sizeof *am) : NULL;
-    float *av = me == 0 ? malloc(P * sizeof *av) : NULL;
-    if (!mm || !mv || (me == 0 && (!am || !av)))
+    const int nr = w->map.role[role].nranks;
+    size_t piece = pw_model_stream_floats ? pw_model_stream_floats : 1;
+    MomentCtx c = {w, role, m, starts, malloc((size_t)(nr + 1) * sizeof *c.ts),
+                   malloc(piece * sizeof *c.mine)};
+    if (!c.ts || !c.mine)
         pw_comm_fatal(__FILE__, __LINE__, "checkpoint: out of host memory for the %s's AdamW "
                       "moments", pw_role_name(role));
     PwErr err;
-    if (pw_model_optimizer_get(m, mm, mv, &err) ||
-        pw_gather_blocks(w, role, mm, am, PW_DTYPE_F32, starts, 0, &err) ||
-        pw_gather_blocks(w, role, mv, av, PW_DTYPE_F32, starts, 0, &err))
-        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: the %s's AdamW moments: %s",
-                      pw_role_name(role), err.msg);
-    free(mm);
-    free(mv);
-    *hm = am;
-    *hv = av;
+    if (pw_model_optimizer_write_from(m, w->role_rank[role] == 0 ? path : NULL, moment_piece, &c,
+                                      &err))
+        pw_comm_fatal(__FILE__, __LINE__, "checkpoint: %s", err.msg);
+    free(c.ts);
+    free(c.mine);
 }

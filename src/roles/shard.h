@@ -38,10 +38,12 @@ void pw_shard_gather_weights(PwWorld *w, PwRole role, PwModel *m, const int64_t 
  * whole and writes them); NULL on the other ranks, and everywhere when they are not split.
  * Every rank of the role calls it. */
 float *pw_shard_gather_master(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts);
-/* For a checkpoint: the whole moments on the role's rank 0, which gets *hm and *hv (num_params
- * floats each, malloc'd: free them; NULL on the other ranks, and everywhere when no update made
- * the moments yet). Every rank of the role calls it. */
-void pw_shard_gather_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,
-                             float **hm, float **hv);
+/* For a checkpoint: the whole moments written as `path` (optimizer.safetensors) by the role's
+ * rank 0 as it gathers them, a piece at a time (pw_model_optimizer_write_from), so that no rank
+ * holds them whole; nothing when they are not split (NULL starts: pw_model_optimizer_save
+ * writes them) or no update made them yet. Every rank of the role calls it; path is read on
+ * rank 0 alone. Ends the job on an error. */
+void pw_shard_write_moments(PwWorld *w, PwRole role, PwModel *m, const int64_t *starts,
+                            const char *path);
 
 #endif

@@ -2,7 +2,9 @@
  * the moments of one share of the parameters, stepped on the same gradients and put together
  * after each step as an all-gather would, must hold the weights and moments of one model that
  * keeps all of them, bit for bit; their moments, written as one file, must be that model's file
- * byte for byte, and load back as each share. Shares cut through tensors (a decayed one next to
+ * byte for byte (also written a few floats at a time from the shares, as a role's rank 0 writes
+ * them while it gathers, where a NaN is refused and the file kept), and load back as each
+ * share. Shares cut through tensors (a decayed one next to
  * one that is not), one share is empty, and the vocabulary is padded. */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +18,35 @@ enum { B = 2, T = 4, NSTEPS = 6 };
 /* V = 37 padded to 40: the padding rows are in the parameters but not in the files */
 static const PwArch cfg = {.family = PW_FAMILY_GPT2, .n_layer = 2, .n_head = 2, .n_embd = 16,
                            .vocab_size = 37, .n_positions = 8};
+
+/* A source of the whole moments for pw_model_optimizer_write_from that reads every piece from
+ * the share that holds each float (pw_model_optimizer_get_part), as the role's gather does, and
+ * counts the pieces; `poison` (>= 0): that float of adam_v reads as NaN. */
+typedef struct Pieces {
+    PwModel **share;
+    const size_t *cut;
+    int n, calls;
+    size_t largest;
+    long poison;
+} Pieces;
+
+static void from_shares(void *ctx, int which, size_t off, size_t n, float *dst)
+{
+    Pieces *p = ctx;
+    PwErr err;
+    p->calls++;
+    p->largest = n > p->largest ? n : p->largest;
+    for (int k = 0; k < p->n; k++) {
+        size_t a = off > p->cut[k] ? off : p->cut[k];
+        size_t b = off + n < p->cut[k + 1] ? off + n : p->cut[k + 1];
+        if (a < b)
+            CHECK(pw_model_optimizer_get_part(p->share[k], which, a, b - a, dst + (a - off),
+                                              &err) == 0, "%s", err.msg);
+    }
+    if (which == 1 && p->poison >= 0 && (size_t)p->poison >= off &&
+        (size_t)p->poison < off + n)
+        dst[(size_t)p->poison - off] = NAN;
+}
 
 static PwModel *make(void)
 {
@@ -140,6 +171,50 @@ int main(int argc, char **argv)
           "whole's (%ld bytes)", nb, na);
     free(a);
     free(b);
+
+    /* written as the pieces come, 7 floats at most, each from the shares that hold it: the
+     * same file; the other ranks' calls (no path) ask for the same pieces */
+    char pp_path[1024];
+    snprintf(pp_path, sizeof pp_path, "%s/shard_pieces.safetensors", dir);
+    size_t keep = pw_model_stream_floats;
+    pw_model_stream_floats = 7;
+    Pieces pc = {share, cut, N, 0, 0, -1};
+    CHECK(pw_model_optimizer_write_from(share[2], pp_path, from_shares, &pc, &err) == 0, "%s",
+          err.msg);
+    int calls = pc.calls;
+    read_file(pw_path, &a, &na);
+    read_file(pp_path, &b, &nb);
+    CHECK(na == nb && !memcmp(a, b, (size_t)na) && pc.largest == 7,
+          "the file written in pieces (%ld bytes, pieces up to %zu floats) is not the whole's",
+          nb, pc.largest);
+    free(b);
+    pc.calls = 0;
+    CHECK(pw_model_optimizer_write_from(share[3], NULL, from_shares, &pc, &err) == 0 &&
+              pc.calls == calls, "no path: %d pieces asked for, %d with one", pc.calls, calls);
+    /* a NaN in adam_v's element 40: refused, named, the file as it was, every piece asked for */
+    pc = (Pieces){share, cut, N, 0, 0, 0};
+    size_t x40 = 0; /* the flat float that is file element 40 (the padding rows skipped) */
+    for (int i = 0, seen = 0; i < pw_model_num_tensors(whole); i++) {
+        size_t off, cnt;
+        pw_model_tensor_info(whole, i, &off, &cnt);
+        if (seen + (long)cnt > 40) {
+            x40 = off + (size_t)(40 - seen);
+            break;
+        }
+        seen += (int)cnt;
+    }
+    pc.poison = (long)x40;
+    CHECK(pw_model_optimizer_write_from(share[0], pp_path, from_shares, &pc, &err) == -1 &&
+              strstr(err.msg, "adam_v element 40 is NaN") && strstr(err.msg, "not saved") &&
+              pc.calls == calls, "a NaN moment in pieces: '%s' (%d pieces of %d)", err.msg,
+          pc.calls, calls);
+    read_file(pp_path, &b, &nb);
+    CHECK(na == nb && !memcmp(a, b, (size_t)na), "a refused file changed what was there");
+    free(a);
+    free(b);
+    pw_model_stream_floats = keep;
+    printf("moments written in %d pieces of at most 7 floats, from the shares: the whole's file "
+           "byte for byte; a NaN refused, the file kept\n", calls);
 
     /* the shares' moments made after the first step: setting a share is refused now */
     CHECK(pw_model_optimizer_shard(share[1], 0, P, &err) == -1 &&
