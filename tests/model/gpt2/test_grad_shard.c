@@ -8,7 +8,8 @@
  * and the update the whole's, bit for bit; the norm is the sum of the shares' squares. For GPT-2
  * (tied LM head, padded vocabulary) and the Llama family (an LM head of its own, grouped-query,
  * biases; and tied: the embedding takes the head's gradient at the start of the backward, so it
- * keeps a buffer of its own), at fp32 and at bf16 (where the float32 master weights split too).
+ * keeps a buffer of its own), at fp32 and at bf16 (where the float32 master weights split too),
+ * and with activation checkpointing (the layers made again between the reductions).
  * The calls such a model refuses say so, and a payload of weights_out takes the gradients' place
  * until the next zero_grad. Without room (the CPU table capped) the master weights' split, the
  * gradients' share and the payload each say what found none. */
@@ -250,11 +251,13 @@ static void no_room(const PwArch *a)
            "the payload; each named, the latter two made once there is room\n");
 }
 
-static void family(const char *name, const PwArch *a, PwPrecision prec)
+static void family(const char *name, const PwArch *a, PwPrecision prec, PwActs acts)
 {
-    printf("%s %s\n", name, prec == PW_PRECISION_BF16 ? "bf16" : "fp32");
+    printf("%s %s%s\n", name, prec == PW_PRECISION_BF16 ? "bf16" : "fp32",
+           acts == PW_ACTS_RECOMPUTE ? ", activation checkpointing" : "");
     PwErr err;
     PwModelOpts o = opts(prec);
+    o.acts = acts;
     PwModel *whole = tiny_model(a, &o, 7), *share[N];
     const size_t P = pw_model_num_params(whole);
     const size_t cut[N + 1] = {0, 301, P / 2 + 7, P, P};
@@ -383,12 +386,15 @@ int main(void)
     const PwArch gpt2 = TINY_GPT2(61), llama = TINY_LLAMA(64);
     PwArch tied = llama;
     tied.tied = 1;
-    family("gpt2", &gpt2, PW_PRECISION_FP32);
-    family("llama", &llama, PW_PRECISION_FP32);
-    family("llama tied", &tied, PW_PRECISION_FP32);
-    family("gpt2", &gpt2, PW_PRECISION_BF16);
-    family("llama", &llama, PW_PRECISION_BF16);
-    family("llama tied", &tied, PW_PRECISION_BF16);
+    family("gpt2", &gpt2, PW_PRECISION_FP32, PW_ACTS_KEEP);
+    family("llama", &llama, PW_PRECISION_FP32, PW_ACTS_KEEP);
+    family("llama tied", &tied, PW_PRECISION_FP32, PW_ACTS_KEEP);
+    family("gpt2", &gpt2, PW_PRECISION_BF16, PW_ACTS_KEEP);
+    family("llama", &llama, PW_PRECISION_BF16, PW_ACTS_KEEP);
+    family("llama tied", &tied, PW_PRECISION_BF16, PW_ACTS_KEEP);
+    /* the layers made again inside the backward, between the reductions */
+    family("gpt2", &gpt2, PW_PRECISION_BF16, PW_ACTS_RECOMPUTE);
+    family("llama", &llama, PW_PRECISION_FP32, PW_ACTS_RECOMPUTE);
     refusals(&llama);
     no_room(&llama);
     return pw_test_done("test_grad_shard");
