@@ -1,5 +1,6 @@
 /* shard.c: the AdamW moments split over a role's ranks (shard.h): the blocks, the weights'
- * all-gather after an update, and the moments gathered for a checkpoint. */
+ * all-gather after an update, and for a checkpoint the float32 weights gathered and the moments
+ * written as they are gathered. */
 #include <stdio.h>
 #include <stdlib.h>
 

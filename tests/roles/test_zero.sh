@@ -4,10 +4,11 @@
 # block of the weights (at bf16 its block's float32 weights too) and an all-gather handing out the
 # updated weights, every number of 4 steps is the run's with whole moments on every rank, bit for
 # bit, at fp32, at bf16 and in async mode (at bf16); so are the checkpoints' weights and moments,
-# byte for byte, gathered whole from the shares; and a run resumed from step_2 with the other
-# setting, either way, gives the uninterrupted run's metrics. Also with four ranks in every role
-# and the gradients in 1 KiB buckets, at fp32 and at bf16. optim.zero_stage 2 (the gradients split
-# too) likewise, and within tolerances with three actor ranks of uneven micro batches.
+# byte for byte, written from the shares (the moments as they are gathered); and a run resumed
+# from step_2 with the other setting, either way, gives the uninterrupted run's metrics. Also
+# with four ranks in every role and the gradients in 1 KiB buckets, at fp32 and at bf16.
+# optim.zero_stage 2 (the gradients split too) likewise, and within tolerances with three actor
+# ranks of uneven micro batches.
 . "$(dirname "$0")/common.sh"
 make_inputs
 placement dp 'actor: { ranks: [0, 1] }' 'reference: { ranks: [2] }' 'critic: { ranks: [1, 3] }' \
