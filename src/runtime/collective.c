@@ -366,6 +366,28 @@ static void nccl_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts
 }
 #endif
 
+/* Blocks past what one MPI call counts (pw_coll_piece_max elements): each block from its owner
+ * (reduce 0: a broadcast) or summed into it (reduce 1: et a type MPI sums), in pieces, every
+ * rank making the same calls in the same order. */
+static void mpi_block_pieces(PwWorld *w, PwRole r, char *h, size_t es, MPI_Datatype et,
+                             const int64_t *starts, int reduce, PwCollCtx *ctx)
+{
+    const int64_t pm = pw_coll_piece_max;
+    const int n = w->map.role[r].nranks, me = w->role_rank[r];
+    MPI_Request req;
+    for (int k = 0; k < n; k++)
+        for (int64_t off = starts[k]; off < starts[k + 1]; off += pm) {
+            int c = (int)(starts[k + 1] - off < pm ? starts[k + 1] - off : pm);
+            char *p = h + (size_t)off * es;
+            if (reduce)
+                PW_MPI_CHECK(MPI_Ireduce(k == me ? MPI_IN_PLACE : p, p, c, et, MPI_SUM, k,
+                                         w->role_comm[r], &req));
+            else
+                PW_MPI_CHECK(MPI_Ibcast(p, c, et, k, w->role_comm[r], &req));
+            pw_watchdog_wait(w, 1, &req, pw_coll_describe, ctx);
+        }
+}
+
 static int allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *starts, PwErr *err)
 {
     if (check_blocks(w, r, starts, pw_tensor_numel(t), err)) return -1;
@@ -393,15 +415,8 @@ static int allgather_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_t *st
         PW_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h, counts, displs, et,
                                      w->role_comm[r], &req));
         pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
-    } else { /* each block from its owner, in pieces */
-        const int64_t pm = pw_coll_piece_max;
-        for (int k = 0; k < n; k++)
-            for (int64_t off = starts[k]; off < starts[k + 1]; off += pm) {
-                int64_t c = starts[k + 1] - off < pm ? starts[k + 1] - off : pm;
-                PW_MPI_CHECK(MPI_Ibcast(h + (size_t)off * es, (int)c, et, k, w->role_comm[r],
-                                        &req));
-                pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
-            }
+    } else {
+        mpi_block_pieces(w, r, h, es, et, starts, 0, &ctx);
     }
     free(counts);
     free(displs);
@@ -438,15 +453,8 @@ static int reduce_scatter_blocks(PwWorld *w, PwRole r, PwTensor *t, const int64_
         pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
         memmove(h + starts[me], h, (size_t)counts[me] * sizeof *h);
         free(counts);
-    } else { /* each block to its owner, in pieces */
-        const int64_t pm = pw_coll_piece_max;
-        for (int k = 0; k < n; k++)
-            for (int64_t off = starts[k]; off < starts[k + 1]; off += pm) {
-                int64_t c = starts[k + 1] - off < pm ? starts[k + 1] - off : pm;
-                PW_MPI_CHECK(MPI_Ireduce(k == me ? MPI_IN_PLACE : h + off, h + off, (int)c,
-                                         MPI_FLOAT, MPI_SUM, k, w->role_comm[r], &req));
-                pw_watchdog_wait(w, 1, &req, pw_coll_describe, &ctx);
-            }
+    } else {
+        mpi_block_pieces(w, r, (char *)h, sizeof(float), MPI_FLOAT, starts, 1, &ctx);
     }
     host_view_done(t, h, bytes, 1);
     return 0;
