@@ -74,8 +74,12 @@ step() {
         fi
         [ "$left" -lt "$limit" ] && limit=$left
     fi
+    touch "$OUT/.started"
     timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
     local rc=$?
+    # meson prints the last 100 lines of a failed test's output; its log has all of it
+    local tl="$BUILD/meson-logs/testlog.txt"
+    if [ "$tl" -nt "$OUT/.started" ]; then cp "$tl" "$OUT/$name.testlog.txt"; fi
     local verdict=ok
     case $rc in
     0) ;;
@@ -263,7 +267,9 @@ for p in "${parts[@]}"; do
 done
 echo "gpu_checks: logs in $OUT, summary in $summary"
 if [ -n "${ARCHIVE:-}" ]; then
-    if tar czf "$ARCHIVE" -C "$(dirname "$OUT")" "$(basename "$OUT")"; then
+    # written beside, then moved: an ARCHIVE inside OUT would otherwise be read as it grows
+    part=$(mktemp)
+    if tar czf "$part" -C "$(dirname "$OUT")" "$(basename "$OUT")" && mv "$part" "$ARCHIVE"; then
         echo "gpu_checks: every log in $ARCHIVE"
     else
         echo "gpu_checks: could not write $ARCHIVE" >&2
