@@ -5,6 +5,8 @@
  * operands are aligned; GPT-2's MLP entries (a product with GELU beside it) with GELU in
  * cuBLASLt's epilogues and without, against the CPU table's; a decode step's products with K
  * split and with their algorithms timed; sums over lengths just past a multiple of 64 exact. */
+#include <math.h>
+
 #include "cutest.h"
 #include "pw_ops.h"
 
@@ -344,6 +346,10 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
     unsigned long p0, s0, p1, s1;
     pw_cuda_lt_plans(&p0, &s0);
     const int split[3] = {4, 16, 0}; /* 0: the algorithms timed */
+    /* two float32 sums of K terms in different orders part by about sqrt(K) roundings (2^-24
+     * each): at K = 11528 an H200 gave 1.45e-5 of the largest of 64 results, for every setting
+     * alike; four times that growth, and never under float32's usual bound */
+    const double f32_tol = fmax(CU_TOL_F32, 4.0 * sqrt((double)C) * 0x1p-24);
     for (int i = 0; i < 3; i++)
         for (int nb = 0; nb < 2; nb++)
             for (int o16 = 0; o16 < 2; o16++) {
@@ -366,7 +372,7 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
                     cu_download(r ? again : first, o16 ? (void *)d_out16 : (void *)d_out, bytes);
                 }
                 cu_comparef(o16 ? widened_dev(d_out16, NO) : d_out, ref[nb], NO,
-                            o16 ? CU_TOL_BF16 : CU_TOL_F32, "%s", what);
+                            o16 ? CU_TOL_BF16 : f32_tol, "%s", what);
                 CHECK(!memcmp(first, again, bytes), "%s: a second call gave other bits", what);
             }
     pw_cuda_lt_plans(&p1, &s1);

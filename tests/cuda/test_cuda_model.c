@@ -69,6 +69,8 @@ static float *host_copy(PwTensor t)
 {
     size_t bytes = pw_tensor_bytes(&t);
     float *h = cu_host(bytes);
+    /* the model's stream is a non-blocking one: the default stream's copy does not wait for it */
+    if (t.device == PW_DEVICE_CUDA) PW_CUDA_CHECK(cudaDeviceSynchronize());
     if (t.device == PW_DEVICE_CUDA)
         PW_CUDA_CHECK(cudaMemcpy(h, t.data, bytes, cudaMemcpyDeviceToHost));
     else
@@ -485,10 +487,13 @@ static void check_wgmma(void)
 static void put(PwTensor t, const float *h)
 {
     size_t bytes = pw_tensor_bytes(&t);
-    if (t.device == PW_DEVICE_CUDA)
+    if (t.device == PW_DEVICE_CUDA) { /* done before the model's stream reads it */
+        PW_CUDA_CHECK(cudaDeviceSynchronize());
         PW_CUDA_CHECK(cudaMemcpy(t.data, h, bytes, cudaMemcpyHostToDevice));
-    else
+        PW_CUDA_CHECK(cudaDeviceSynchronize());
+    } else {
         memcpy(t.data, h, bytes);
+    }
 }
 
 /* ---- the optimiser's share (docs/model.md, The optimiser's share): two GPU models that each
@@ -659,12 +664,16 @@ static void gs_reduce(void *ctx, float *buf, const int64_t *starts)
         g->rec[r->k][c] = malloc((n ? n : 1) * sizeof(float));
         PW_CUDA_CHECK(cudaMemcpy(g->rec[r->k][c], buf, n * sizeof(float), cudaMemcpyDeviceToHost));
         PW_CUDA_CHECK(cudaMemset(buf, 0, n * sizeof(float)));
+        /* done before returning, as PwGradSplit asks: the model's stream does not wait for the
+         * default stream's work */
+        PW_CUDA_CHECK(cudaDeviceSynchronize());
         return;
     }
     size_t a = (size_t)starts[r->k], b = (size_t)starts[r->k + 1];
     float *sum = malloc((b > a ? b - a : 1) * sizeof *sum);
     for (size_t x = a; x < b; x++) sum[x - a] = g->rec[0][c][x] + g->rec[1][c][x];
     PW_CUDA_CHECK(cudaMemcpy(buf + a, sum, (b - a) * sizeof *sum, cudaMemcpyHostToDevice));
+    PW_CUDA_CHECK(cudaDeviceSynchronize()); /* a pageable copy may still be on its way */
     free(sum);
 }
 
@@ -676,9 +685,14 @@ static double gs_sum(void *ctx, double v)
 }
 
 static void check_grad_shares(const PwArch *a, const int *tok, const int *tgt,
-                              const PwOutputGrads *g)
+                              const PwOutputGrads *given)
 {
     PwErr err;
+    /* a model whose gradients are split reports none ready: it sums them itself */
+    PwOutputGrads gs = *given;
+    gs.ready = NULL;
+    gs.ready_ctx = NULL;
+    const PwOutputGrads *g = &gs;
     static GradRanks gr;
     memset(&gr, 0, sizeof gr);
     GradRank rk[2] = {{&gr, 0}, {&gr, 1}};
