@@ -393,6 +393,11 @@ int main(void)
     family("gpt2", &gpt2, PW_PRECISION_BF16, PW_ACTS_KEEP);
     family("llama", &llama, PW_PRECISION_BF16, PW_ACTS_KEEP);
     family("llama tied", &tied, PW_PRECISION_BF16, PW_ACTS_KEEP);
+    /* Qwen3: a norm over each head, its two weights per layer after the others */
+    PwArch qwen3 = llama;
+    qwen3.hf_type = 3, qwen3.qk_norm = 1, qwen3.head_dim = 12;
+    family("qwen3", &qwen3, PW_PRECISION_FP32, PW_ACTS_KEEP);
+    family("qwen3", &qwen3, PW_PRECISION_BF16, PW_ACTS_KEEP);
     /* the layers made again inside the backward, between the reductions */
     family("gpt2", &gpt2, PW_PRECISION_BF16, PW_ACTS_RECOMPUTE);
     family("llama", &llama, PW_PRECISION_FP32, PW_ACTS_RECOMPUTE);
