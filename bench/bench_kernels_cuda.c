@@ -25,6 +25,7 @@ typedef struct Bufs {
     float *params, *grads, *m, *v;
     pw_bf16 *x16, *w16, *dy16, *qkv16, *fc16; /* fc16: the fc product rounded */
     pw_bf16 *y16; /* the attention's output rounded, as a bf16 model keeps it */
+    PwRowGroups tokg, posg; /* the rows by token and by position, as a model's backward makes */
 } Bufs;
 
 static void *dev(size_t bytes)
@@ -68,17 +69,33 @@ static pw_bf16 *dev16(const float *src, size_t n)
     return d;
 }
 
+/* rows 0 .. N-1 grouped by keys (pw_row_groups), the arrays on the device */
+static PwRowGroups groups(const int *keys)
+{
+    int *h = malloc(sizeof(int) * (3 * N + 1));
+    uint64_t *scratch = malloc(sizeof(uint64_t) * N);
+    int n = pw_row_groups(keys, N, h, h + N, h + 2 * N + 1, scratch);
+    int *d = devi(h, 3 * N + 1);
+    free(h);
+    free(scratch);
+    return (PwRowGroups){d, d + N, d + 2 * N + 1, n};
+}
+
 static void setup(Bufs *b)
 {
     size_t NC = (size_t)N * C, NV = (size_t)N * V;
-    int *h = malloc(sizeof(int) * N);
+    int *h = malloc(sizeof(int) * N), *hp = malloc(sizeof(int) * N);
     for (int i = 0; i < N; i++) h[i] = rand() % V;
     b->inp = devi(h, N);
     b->targets = devi(h, N);
+    b->tokg = groups(h);
     /* left padding of 0, 40, 80, ... tokens: the RLHF batches this code exists for */
     for (int i = 0; i < N; i++) h[i] = i % T >= (i / T) * 40;
     b->mask = devi(h, N);
+    pw_positions_from_mask(hp, h, B, T);
+    b->posg = groups(hp);
     free(h);
+    free(hp);
     b->pos = dev(sizeof(int) * N);
     pw_positions_from_mask_cuda(b->pos, b->mask, B, T, 0);
     b->wte = devf((size_t)V * C, 0.02f);
@@ -128,7 +145,7 @@ static void encoder_fwd(void)
 }
 static void encoder_bwd(void)
 {
-    pw_encoder_backward_cuda(g.dw, g.dx, g.dy, g.inp, g.pos, B, T, C, 0);
+    pw_encoder_backward_cuda(g.dw, g.dx, g.dy, &g.tokg, &g.posg, C, 0);
 }
 static void ln_fwd(void)
 {

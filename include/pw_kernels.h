@@ -21,6 +21,18 @@ void pw_encoder_forward(float *out, const int *inp, const int *pos, const float 
                         const float *wpe, int B, int T, int C);
 void pw_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,
                          const int *pos, int B, int T, int C);
+/* The rows of a batch grouped by the embedding row each adds its gradient into (its token, or
+ * its position): group g adds rows order[start[g]] .. order[start[g + 1] - 1], in ascending
+ * order, into row key[g]; n groups. The loop above adds them so, row after row; the GPU's
+ * backward takes a group a block and sums it in that order too, for the same bits on every run
+ * (atomic adds into a shared row come in any order). */
+typedef struct PwRowGroups {
+    const int *order, *start, *key;
+    int n;
+} PwRowGroups;
+/* Rows 0 .. n-1 grouped by keys[r] >= 0: order and key hold n ints, start n + 1, scratch n;
+ * returns the number of groups. */
+int pw_row_groups(const int *keys, int n, int *order, int *start, int *key, uint64_t *scratch);
 
 /* ---- LayerNorm over the last dimension, eps = 1e-5; mean and rstd (N) saved for backward */
 void pw_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,

@@ -26,7 +26,8 @@
 
 #include <cuda_runtime_api.h> /* cudaStream_t; plain C */
 
-#include "pw_sample.h" /* PwSampleConfig */
+#include "pw_kernels.h" /* PwRowGroups */
+#include "pw_sample.h"  /* PwSampleConfig */
 
 #ifdef __cplusplus
 extern "C" {
@@ -201,14 +202,16 @@ void pw_cuda_why_none(char *buf, size_t n);
 int pw_cuda_pci_id(int ordinal, unsigned *domain, unsigned *bus, unsigned *dev);
 int pw_cuda_device_fits(int id, PwErr *err);
 
-/* ---- embeddings. dwte and dwpe are accumulated with atomicAdd: the order of additions into
- * one row (a repeated token, a shared position) varies between runs, so results agree with the
- * CPU to rounding but are not bitwise reproducible. */
+/* ---- embeddings. The backward adds into dwte the rows grouped by token (tok, pw_row_groups on
+ * the tokens) and into dwpe those grouped by position (pos: on the positions, or on the
+ * column where there are none), a group's rows in order: the CPU's sums, bit for bit, every
+ * run. tok and pos are host structs whose arrays are on the device; NULL skips that gradient. */
 void pw_positions_from_mask_cuda(int *pos, const int *mask, int B, int T, cudaStream_t stream);
 void pw_encoder_forward_cuda(float *out, const int *inp, const int *pos, const float *wte,
                              const float *wpe, int B, int T, int C, cudaStream_t stream);
-void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *dout, const int *inp,
-                              const int *pos, int B, int T, int C, cudaStream_t stream);
+void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *dout,
+                              const PwRowGroups *tok, const PwRowGroups *pos, int C,
+                              cudaStream_t stream);
 
 /* ---- LayerNorm (dweight and dbias by a deterministic two-stage column sum) */
 void pw_layernorm_forward_cuda(float *out, float *mean, float *rstd, const float *inp,

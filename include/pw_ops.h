@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "pw_common.h"
+#include "pw_kernels.h" /* PwRowGroups */
 #include "pw_sample.h" /* PwSampleConfig, PwGenRows */
 #include "pw_tensor.h"
 
@@ -59,8 +60,11 @@ struct PwOps {
     /* ---- kernels */
     void (*encoder_forward)(const PwOps *o, float *out, const int *inp, const int *pos,
                             const float *wte, const float *wpe, int B, int T, int C);
+    /* groups[0] the rows grouped by token, groups[1] by position (pw_row_groups), on the
+     * table's device: the GPU's sums go by them (the CPU's loop has their order already) */
     void (*encoder_backward)(const PwOps *o, float *dwte, float *dwpe, const float *dout,
-                             const int *inp, const int *pos, int B, int T, int C);
+                             const int *inp, const int *pos, const PwRowGroups *groups, int B,
+                             int T, int C);
     void (*layernorm_forward)(const PwOps *o, float *out, float *mean, float *rstd,
                               const float *inp, const float *weight, const float *bias, int N,
                               int C);

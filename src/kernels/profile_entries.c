@@ -80,9 +80,10 @@ static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *p
           0, 0, "B=%d T=%d C=%d", B, T, C);
 }
 static void encoder_bwd(const PwOps *o, float *dwte, float *dwpe, const float *dout,
-                        const int *inp, const int *pos, int B, int T, int C)
+                        const int *inp, const int *pos, const PwRowGroups *groups, int B, int T,
+                        int C)
 {
-    TIMED(o, I(o)->encoder_backward(I(o), dwte, dwpe, dout, inp, pos, B, T, C),
+    TIMED(o, I(o)->encoder_backward(I(o), dwte, dwpe, dout, inp, pos, groups, B, T, C),
           "encoder_backward", 0, 0, "B=%d T=%d C=%d", B, T, C);
 }
 static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, const float *inp,

@@ -81,6 +81,12 @@ struct PwModel {
     int *h_int, *d_int;            /* inputs, mask, pos, targets (maxB, maxT), last (maxB) */
     int *h_inputs, *h_mask, *h_pos, *h_targets, *h_last;
     int *d_inputs, *d_mask, *d_pos, *d_targets;
+    /* the rows grouped by token (rows[0]) and by position (rows[1]) for the embeddings'
+     * backward, made at each backward (h_rows, sorted in h_rows_sort) and copied up (d_rows,
+     * where rows[] point) */
+    int *h_rows, *d_rows;
+    uint64_t *h_rows_sort;
+    PwRowGroups rows[2];
     float *h_stage;                /* (maxB, maxT) host staging of gathers and scatters */
     float *d_dout;                 /* (3 maxB maxT + maxB): dlogp, dentropy, dvalue, dscore */
 

@@ -1,6 +1,29 @@
 /* test_cuda_encoder.c: the CUDA embeddings against the CPU twin on the same random data:
- * positions of left-padded rows, forward with and without pos, accumulating backward. */
+ * positions of left-padded rows, forward with and without pos, accumulating backward (the rows
+ * grouped by token and position and summed in row order: the CPU's sums bit for bit). */
+#include <stdint.h>
+
 #include "cutest.h"
+
+/* rows 0 .. n-1 grouped by keys (pw_row_groups) with the arrays on the device */
+static PwRowGroups dev_groups(const int *keys, int n)
+{
+    int *h = cu_host(sizeof(int) * (3 * (size_t)n + 1));
+    uint64_t *scratch = cu_host(sizeof(uint64_t) * (n ? n : 1));
+    int ng = pw_row_groups(keys, n, h, h + n, h + 2 * n + 1, scratch);
+    int *d = cu_upload(h, sizeof(int) * (3 * (size_t)n + 1));
+    return (PwRowGroups){d, d + n, d + 2 * n + 1, ng};
+}
+
+static void same_bits(const char *what, const float *d_got, const float *want, size_t n)
+{
+    float *got = cu_host(sizeof(float) * n);
+    cu_download(got, d_got, sizeof(float) * n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], sizeof *got) != 0;
+    printf("  %-44s %zu of %zu differ from the CPU's\n", what, bad, n);
+    CHECK(bad == 0, "%s: %zu of %zu differ from the CPU's bits", what, bad, n);
+}
 
 static void run(int B, int T, int C, int Vt, const int *pads, int npads, int use_mask,
                 unsigned long long *rng)
@@ -42,6 +65,10 @@ static void run(int B, int T, int C, int Vt, const int *pads, int npads, int use
         pw_encoder_forward_cuda(d_out, d_inp, dp, d_wte, d_wpe, B, T, C, 0);
         cu_compare(with_pos ? "forward (pos)" : "forward (pos NULL)", d_out, out, BTC, CU_TOL_F32);
 
+        /* the rows by token, and by position (the column where pos is NULL) */
+        int *pk = cu_host(sizeof(int) * BT);
+        for (size_t i = 0; i < BT; i++) pk[i] = p ? p[i] : (int)(i % T);
+        PwRowGroups tg = dev_groups(inp, (int)BT), pg = dev_groups(pk, (int)BT);
         /* both gradients, then each alone (the other NULL) */
         for (int which = 0; which < 3; which++) {
             float *dwte = cu_copy(dwte0, (size_t)Vt * C), *dwpe = cu_copy(dwpe0, (size_t)T * C);
@@ -49,11 +76,11 @@ static void run(int B, int T, int C, int Vt, const int *pads, int npads, int use
             float *d_dwpe = cu_upload(dwpe0, sizeof(float) * T * C);
             int te = which != 2, pe = which != 1;
             pw_encoder_backward(te ? dwte : NULL, pe ? dwpe : NULL, dout, inp, p, B, T, C);
-            pw_encoder_backward_cuda(te ? d_dwte : NULL, pe ? d_dwpe : NULL, d_dout, d_inp, dp, B,
-                                     T, C, 0);
-            /* a NULL gradient must stay untouched: compare against its pre-filled values */
-            cu_compare("backward dwte (+=)", d_dwte, dwte, (size_t)Vt * C, CU_TOL_F32);
-            cu_compare("backward dwpe (+=)", d_dwpe, dwpe, (size_t)T * C, CU_TOL_F32);
+            pw_encoder_backward_cuda(te ? d_dwte : NULL, pe ? d_dwpe : NULL, d_dout, &tg, &pg, C,
+                                     0);
+            /* bit for bit; a NULL gradient must stay untouched (its pre-filled values) */
+            same_bits("backward dwte (+=)", d_dwte, dwte, (size_t)Vt * C);
+            same_bits("backward dwpe (+=)", d_dwpe, dwpe, (size_t)T * C);
         }
     }
     cu_release();

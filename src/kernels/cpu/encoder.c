@@ -1,5 +1,7 @@
 /* encoder.c: GPT-2's input layer on the CPU: token plus position embeddings, forward and
  * backward, and the positions of a left-padded batch. */
+#include <stdlib.h>
+
 #include "pw_kernels.h"
 
 /* Channels per OpenMP task in the backward pass: one task owns a slice of every embedding row,
@@ -32,6 +34,31 @@ void pw_encoder_forward(float *out, const int *inp, const int *pos, const float 
 #pragma omp simd
         for (int c = 0; c < C; c++) o[c] = te[c] + pe[c];
     }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A row packed under its key sorts by key, then by row: qsort's order need not be stable, but
+ * no two packed values are equal. */
+int pw_row_groups(const int *keys, int n, int *order, int *start, int *key, uint64_t *scratch)
+{
+    for (int r = 0; r < n; r++) scratch[r] = (uint64_t)(uint32_t)keys[r] << 32 | (uint32_t)r;
+    qsort(scratch, (size_t)n, sizeof *scratch, cmp_u64);
+    int groups = 0;
+    for (int i = 0; i < n; i++) {
+        int k = (int)(scratch[i] >> 32);
+        order[i] = (int)(uint32_t)scratch[i];
+        if (i == 0 || k != key[groups - 1]) {
+            start[groups] = i;
+            key[groups++] = k;
+        }
+    }
+    start[groups] = n;
+    return groups;
 }
 
 void pw_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,

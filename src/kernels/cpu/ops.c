@@ -96,9 +96,10 @@ static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *p
     (void)o, pw_encoder_forward(out, inp, pos, wte, wpe, B, T, C);
 }
 static void encoder_bwd(const PwOps *o, float *dwte, float *dwpe, const float *dout,
-                        const int *inp, const int *pos, int B, int T, int C)
+                        const int *inp, const int *pos, const PwRowGroups *groups, int B, int T,
+                        int C)
 {
-    (void)o, pw_encoder_backward(dwte, dwpe, dout, inp, pos, B, T, C);
+    (void)o, (void)groups, pw_encoder_backward(dwte, dwpe, dout, inp, pos, B, T, C);
 }
 static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, const float *inp,
                           const float *weight, const float *bias, int N, int C)

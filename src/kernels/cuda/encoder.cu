@@ -4,6 +4,8 @@
 #include "pw_kernels_cuda.h"
 #include "encoder_kernels.cuh"
 
+#define EMBED_ROWS_THREADS 128 /* columns of a group's block */
+
 extern "C" void pw_positions_from_mask_cuda(int *pos, const int *mask, int B, int T,
                                             cudaStream_t stream)
 {
@@ -23,13 +25,20 @@ extern "C" void pw_encoder_forward_cuda(float *out, const int *inp, const int *p
               wte, wpe, B, T, C);
 }
 
+static void embed_rows_backward(float *dw, const float *dout, const PwRowGroups *g, int C,
+                                cudaStream_t stream)
+{
+    if (!dw || !g || g->n <= 0 || C <= 0) return;
+    dim3 grid((unsigned)g->n, (unsigned)((C + EMBED_ROWS_THREADS - 1) / EMBED_ROWS_THREADS));
+    embed_rows_backward_kernel<<<grid, EMBED_ROWS_THREADS, 0, stream>>>(dw, dout, g->order,
+                                                                         g->start, g->key, C);
+    PW_CUDA_CHECK(cudaGetLastError());
+}
+
 extern "C" void pw_encoder_backward_cuda(float *dwte, float *dwpe, const float *dout,
-                                         const int *inp, const int *pos, int B, int T, int C,
+                                         const PwRowGroups *tok, const PwRowGroups *pos, int C,
                                          cudaStream_t stream)
 {
-    size_t n = (size_t)B * T * C;
-    if (n == 0 || (!dwte && !dwpe)) return;
-    encoder_backward_kernel<<<pw_ew_blocks(n), PW_EW_THREADS, 0, stream>>>(dwte, dwpe, dout, inp,
-                                                                           pos, B, T, C);
-    PW_CUDA_CHECK(cudaGetLastError());
+    embed_rows_backward(dwte, dout, tok, C, stream);
+    embed_rows_backward(dwpe, dout, pos, C, stream);
 }

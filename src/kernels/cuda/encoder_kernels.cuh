@@ -1,5 +1,6 @@
 /* encoder_kernels.cuh: positions from the padding mask, token plus position embeddings, and the
- * backward (atomicAdd into shared rows) (launched by encoder.cu; the CPU twin is cpu/encoder.c).
+ * backward (a block a group of rows that share an embedding row, summed in row order) (launched
+ * by encoder.cu; the CPU twin is cpu/encoder.c).
  * Written in the C subset of CUDA, so that tests/cuda/test_gpt2_emu.c compiles this very file on
  * the host and runs it under tests/cuda/emu.h against the CPU kernel. */
 #ifndef PW_ENCODER_KERNELS_CUH
@@ -41,23 +42,19 @@ __global__ void encoder_forward_kernel(float *out, const int *inp, const int *po
     }
 }
 
-/* Rows that share a token (or, always, a position) add into the same gradient row from many
- * threads, hence atomicAdd; the order of those additions is not fixed (see the header). */
-__global__ void encoder_backward_kernel(float *dwte, float *dwpe, const float *dout, const int *inp,
-                                        const int *pos, int B, int T, int C)
+/* The rows of one group (pw_row_groups: a token's, or a position's) added into their embedding
+ * row, a thread a column: the row's value first, then each row's gradient in ascending row
+ * order, as the CPU's loop adds them, so the sums are the same bits on every run and the CPU's.
+ * Blocks (group, slice of columns); no two blocks write one row. */
+__global__ void embed_rows_backward_kernel(float *dw, const float *dout, const int *order,
+                                           const int *start, const int *key, int C)
 {
-    size_t n = (size_t)B * T * C;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        size_t bt = i / C;
-        int c = (int)(i % C);
-        float d = dout[i];
-        if (dwte) atomicAdd(dwte + (size_t)inp[bt] * C + c, d);
-        if (dwpe) {
-            int p = pos ? pos[bt] : (int)(bt % T);
-            atomicAdd(dwpe + (size_t)p * C + c, d);
-        }
-    }
+    int g = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float *row = dw + (size_t)key[g] * C + c;
+    float acc = *row;
+    for (int i = start[g]; i < start[g + 1]; i++) acc += dout[(size_t)order[i] * C + c];
+    *row = acc;
 }
 
 #endif

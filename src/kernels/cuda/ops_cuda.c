@@ -216,9 +216,11 @@ static void encoder_fwd(const PwOps *o, float *out, const int *inp, const int *p
     pw_encoder_forward_cuda(out, inp, pos, wte, wpe, B, T, C, S(o));
 }
 static void encoder_bwd(const PwOps *o, float *dwte, float *dwpe, const float *dout,
-                        const int *inp, const int *pos, int B, int T, int C)
+                        const int *inp, const int *pos, const PwRowGroups *groups, int B, int T,
+                        int C)
 {
-    pw_encoder_backward_cuda(dwte, dwpe, dout, inp, pos, B, T, C, S(o));
+    (void)inp, (void)pos, (void)B, (void)T;
+    pw_encoder_backward_cuda(dwte, dwpe, dout, &groups[0], &groups[1], C, S(o));
 }
 static void layernorm_fwd(const PwOps *o, float *out, float *mean, float *rstd, const float *inp,
                           const float *weight, const float *bias, int N, int C)
