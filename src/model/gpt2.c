@@ -224,7 +224,7 @@ static size_t backward_bytes(const PwModel *m)
 {
     size_t s[SCR_COUNT];
     scratch_sizes(s, m);
-    return pw_model_sum_sizes(s, SCR_COUNT) * sizeof(float);
+    return pw_model_arena_floats(s, SCR_COUNT) * sizeof(float);
 }
 
 /* what the first forward allocates (the activations it keeps for the backward) */
@@ -232,7 +232,7 @@ static size_t forward_bytes(const PwModel *m)
 {
     size_t a[NUM_ACTS];
     act_sizes(a, m);
-    return pw_model_sum_sizes(a, NUM_ACTS) * sizeof(float);
+    return pw_model_arena_floats(a, NUM_ACTS) * sizeof(float);
 }
 
 static int attach(PwModel *m, PwErr *err)
@@ -628,7 +628,7 @@ static size_t kv_bytes(const PwKVCache *c)
 {
     size_t s[K_NUM];
     kv_sizes(s, c);
-    return pw_model_sum_sizes(s, K_NUM) * sizeof(float);
+    return pw_model_arena_floats(s, K_NUM) * sizeof(float);
 }
 
 static int kv_attach(PwKVCache *c, PwErr *err)

@@ -31,6 +31,22 @@ void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory)
     }
 }
 
+static size_t arena_slice(size_t n)
+{
+    return (n + PW_ARENA_ALIGN - 1) / PW_ARENA_ALIGN * PW_ARENA_ALIGN;
+}
+
+size_t pw_model_arena_floats(const size_t *sizes, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] > SIZE_MAX - PW_ARENA_ALIGN ||
+            __builtin_add_overflow(total, arena_slice(sizes[i]), &total))
+            return SIZE_MAX;
+    }
+    return total;
+}
+
 size_t pw_model_sum_sizes(const size_t *sizes, int n)
 {
     size_t total = 0;
@@ -124,10 +140,14 @@ void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed
 int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const size_t *sizes,
                           int n, const char *what, PwErr *err)
 {
-    size_t bytes = pw_model_sum_sizes(sizes, n) * sizeof(float);
+    size_t bytes = pw_model_arena_floats(sizes, n) * sizeof(float);
     if (!*memory && !(*memory = m->ops->alloc(m->ops, bytes)))
         return pw_model_no_room(m, what, bytes, err);
-    pw_model_slice(ptrs, sizes, n, *memory);
+    float *p = *memory;
+    for (int i = 0; i < n; i++) {
+        ptrs[i] = sizes[i] ? p : NULL;
+        p += arena_slice(sizes[i]);
+    }
     return 0;
 }
 

@@ -404,12 +404,20 @@ void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed
                          int valuew);
 
 /* One device allocation of the n slices `sizes` (floats) into *memory (made on the first call,
- * kept after), and ptrs pointed at the slices. The message names `what` when there is no room. */
+ * kept after), and ptrs pointed at the slices, each starting PW_ARENA_ALIGN floats apart (the
+ * allocation's size: pw_model_arena_floats). The message names `what` when there is no room. */
 int pw_model_alloc_slices(const PwModel *m, float **memory, float **ptrs, const size_t *sizes,
                           int n, const char *what, PwErr *err);
 
 /* Point each of n float pointers at its slice of memory, in order (NULL for an empty slice). */
 void pw_model_slice(float **ptrs, const size_t *sizes, int n, float *memory);
+/* Activations, scratch and caches start each slice on 256 bytes: the kernels load 16 bytes at
+ * a time where a row's start allows it, and the warpgroup attention takes q, k and v only so
+ * (after a slice of an odd count of floats, such as the scores of a batch of 3, none did). The
+ * parameters stay packed (pw_model_slice). */
+#define PW_ARENA_ALIGN 64
+/* The floats of n slices laid out PW_ARENA_ALIGN apart, SIZE_MAX when it would not fit. */
+size_t pw_model_arena_floats(const size_t *sizes, int n);
 /* The sum of n sizes, SIZE_MAX when it would not fit. */
 /* pw_model_create's checks and every size it decides, on m (zeroed), nothing allocated (no
  * table either): what the plans read (pw_model_plan, pw_gen_plan) */
