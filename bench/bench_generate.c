@@ -147,20 +147,22 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * at the rows every 1, 4 and 64 steps instead of 16, with each decode step a CUDA graph, and with
  * the cache attention's tile kernel, and with a float32 cache. With `llama`, the Llama family at
  * Qwen2.5-0.5B's shape instead, batch 64 and 256, then 256 through the cache attention's group
- * kernel (pw_cuda_set_cache_group): its 2 key/value heads make the cache 7 times smaller a token
- * than its 14 query heads would, so the weights (1 GB in bfloat16) weigh most. With `qwen3`,
+ * kernel (pw_cuda_set_cache_group, the default) and then through its split kernel: its 2
+ * key/value heads make the cache 7 times smaller a token than its 14 query heads would, so the
+ * weights (1 GB in bfloat16) weigh most. With `qwen3`,
  * Qwen3-0.6B's shape the same way (16 query over 8 key/value heads of 128, each q and k head
  * normed). BENCH_GEN_BATCH=N samples at batch N alone, without the variations (a profile of one
  * batch's decode: PW_PROFILE_OPS, docs/performance.md). The decode's products with a bias go
  * through cuBLASLt's epilogue: BENCH_LT_TUNE=1 times the heuristic's algorithms on each shape's
  * first call (pw_cuda_set_lt_tune: at 64 and 256 rows the heuristic's first may not be the best;
  * batch 256 is run that way, and with K split in 4, in any case), BENCH_LT_BIAS16=0 keeps their
- * bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=1 takes GPT-2's GELU in the MLP product's
- * epilogue (pw_cuda_set_lt_gelu), BENCH_SKINNY=1 takes the products of at most 256 rows through
- * the few-row kernel of our own (pw_cuda_set_skinny; batch 256 is run that way, launched and as
- * graphs, in any case), BENCH_PDL=1 launches the decode's kernels of our own as programmatic
- * dependents (pw_cuda_set_pdl: every row of the run; with BENCH_SKINNY=1, every kernel of a layer
- * is ours; a run of its own, so that a failure of it takes no figure of the plain run with it).
+ * bias float32 (pw_cuda_set_lt_bias16), BENCH_LT_GELU=0 takes GPT-2's GELU from a kernel of its
+ * own instead of the MLP product's epilogue (pw_cuda_set_lt_gelu, on by default), BENCH_SKINNY=1
+ * takes the products of at most 256 rows through the few-row kernel of our own
+ * (pw_cuda_set_skinny; batch 256 is run that way, launched and as graphs, in any case),
+ * BENCH_PDL=1 launches the decode's kernels of our own as programmatic dependents
+ * (pw_cuda_set_pdl: every row of the run; with BENCH_SKINNY=1, every kernel of a layer is ours; a
+ * run of its own, so that a failure of it takes no figure of the plain run with it).
  * Without a GPU it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
@@ -181,7 +183,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     const char *tune = getenv("BENCH_LT_TUNE"), *b16 = getenv("BENCH_LT_BIAS16");
     int lt_tune = tune && atoi(tune) > 0, lt_bias16 = !(b16 && *b16 && atoi(b16) == 0);
     const char *ge = getenv("BENCH_LT_GELU");
-    int lt_gelu = ge && atoi(ge) > 0;
+    int lt_gelu = ge && *ge ? atoi(ge) > 0 : 1;
     const char *sk = getenv("BENCH_SKINNY"), *dl = getenv("BENCH_PDL");
     int skinny = sk && atoi(sk) > 0, pdl = dl && atoi(dl) > 0;
 #ifdef PW_HAVE_CUDA
@@ -202,7 +204,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     pw_model_init_random(m, 1);
     double tps[2] = {0, 0}, roof[2] = {0, 0}, ck[5] = {0, 0, 0, 0, 0}, gbs = copy_gbs();
     /* the products timed, split, timed and graphed; the few-row kernel, and graphed */
-    double group_tps = 0.0, prod_tps[5] = {0, 0, 0, 0, 0};
+    double split_cache_tps = 0.0, prod_tps[5] = {0, 0, 0, 0, 0};
     /* The roofline of the issue's anchors: each decode step reads the bf16 weights and the bf16
      * KV cache of every row (a key and a value of each key/value head and layer per cached
      * token, 64 + 256 tokens on average over the 512 steps) at the copy bandwidth; tokens/s =
@@ -244,17 +246,17 @@ static int bench_gpu(PwPrecision prec, int llama)
          * cache attention's tile kernel in place of its split kernel: once each at the largest
          * batch, the device warm */
 #ifdef PW_HAVE_CUDA
-        /* the Llama shape's grouped heads through the group kernel (off by default until this
-         * row shows it faster): once at the largest batch, the device warm */
+        /* the Llama shape's grouped heads through the split kernel instead of the group kernel
+         * (the default since an H200 timed both): once at the largest batch, the device warm */
         if (bi == 1 && nb == 2 && llama) {
-            pw_cuda_set_cache_group(1);
+            pw_cuda_set_cache_group(0);
             double t0 = bench_now();
             if (pw_generate(g, prompt, NULL, Bn, GP, NULL, &cfg, &err)) die("generate", &err);
             double t = bench_now() - t0;
-            pw_cuda_set_cache_group(0);
-            group_tps = (double)Bn * GR / t;
-            printf("%6d %10.3f %12.0f   (the cache attention's group kernel: a block per "
-                   "key/value head)\n", Bn, t, group_tps);
+            pw_cuda_set_cache_group(1);
+            split_cache_tps = (double)Bn * GR / t;
+            printf("%6d %10.3f %12.0f   (the cache attention's split kernel, the group kernel "
+                   "off)\n", Bn, t, split_cache_tps);
         }
         /* the products' algorithms timed on each shape's first call, split forms among them
          * (the decode's products have a few dozen tiles for 132 SMs), K split in 4 on the
@@ -327,13 +329,13 @@ static int bench_gpu(PwPrecision prec, int llama)
     if (llama) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b64=%.0f "
                "gpu_gen_tokens_per_s_b256=%.0f roofline_fraction_b64=%.3f "
-               "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_group=%.0f b256_timed=%.0f "
+               "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_split_cache=%.0f b256_timed=%.0f "
                "b256_split4=%.0f b256_timed_graph=%.0f b256_skinny=%.0f b256_skinny_graph=%.0f "
                "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu skinny_swiglu_calls=%lu pdl=%d "
                "pdl_launches=%lu\n",
-               key, tps[0], tps[1], roof[0], roof[1], gbs, group_tps, prod_tps[0], prod_tps[1],
-               prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls, sk_swiglu, pdl,
-               pdl_n);
+               key, tps[0], tps[1], roof[0], roof[1], gbs, split_cache_tps, prod_tps[0],
+               prod_tps[1], prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls,
+               sk_swiglu, pdl, pdl_n);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */

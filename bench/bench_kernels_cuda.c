@@ -372,14 +372,14 @@ static void mlp_fwd(int gelu)
     pw_cuda_set_lt_gelu(gelu);
     pw_matmul_gelu_forward_bf16_cuda((pw_bf16 *)g.dfc, g.fc16, NULL, g.x16, g.w16, g.bias, N, C,
                                      4 * C, 0);
-    pw_cuda_set_lt_gelu(0);
+    pw_cuda_set_lt_gelu(1); /* the default */
 }
 static void mlp_bwd(int gelu)
 {
     pw_cuda_set_lt_gelu(gelu);
     pw_matmul_backward_gelu_bf16_cuda((pw_bf16 *)g.dfc, g.fc16, g.fc, g.dw, g.dbias, g.x16, C,
                                       (pw_bf16 *)g.dfc + (size_t)N * 4 * C, g.w16, N, 4 * C, C, 0);
-    pw_cuda_set_lt_gelu(0);
+    pw_cuda_set_lt_gelu(1); /* the default */
 }
 static void mlp_fwd_kernels(void) { mlp_fwd(0); }
 static void mlp_fwd_epilogue(void) { mlp_fwd(1); }

@@ -219,7 +219,7 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * pw_cuda_set_flash_blocks), the bias-epilogue products' algorithms timed on first use with
  * BENCH_LT_TUNE=1 (pw_cuda_set_lt_tune), the bf16-output ones' bias kept in float32 with
  * BENCH_LT_BIAS16=0 (pw_cuda_set_lt_bias16; rounded to bfloat16 by default), GPT-2's GELU in
- * the MLP products' epilogues with BENCH_LT_GELU=1 (pw_cuda_set_lt_gelu; off by default), the
+ * the MLP products' epilogues unless BENCH_LT_GELU=0 (pw_cuda_set_lt_gelu; on by default), the
  * attention's backward with dq fused into its dk/dv kernel with BENCH_FLASH_FUSED_BWD=1
  * (pw_cuda_set_flash_fused_bwd; off by default), the attention on Hopper's warpgroup products
  * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default); MFU
@@ -242,7 +242,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int tune = env_int("BENCH_LT_TUNE", 0);
     const char *b16 = getenv("BENCH_LT_BIAS16"); /* 0 turns the default bf16 bias off */
     int bias16 = b16 && *b16 ? atoi(b16) != 0 : 1;
-    int gelu = env_int("BENCH_LT_GELU", 0);
+    int gelu = env_int("BENCH_LT_GELU", 1);
     int fused_bwd = env_int("BENCH_FLASH_FUSED_BWD", 0);
     int wgmma = env_int("BENCH_FLASH_WGMMA", 0);
     unsigned long wg_calls = 0; /* the attention calls the warpgroup kernels took */
@@ -299,9 +299,10 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
            "lt_gelu=%d flash_fused_bwd=%d flash_wgmma=%d wgmma_calls=%lu epilogue_fused=%lu "
            "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu\n",
-           tflops / GPU_PEAK_TFLOPS, n / sec, tflops, llama ? "qwen2.5-0.5b" : "gpt2-124m", tune,
-           bias16, gelu, fused_bwd, wgmma, wg_calls, fused1 - fused0, unfused1 - unfused0,
-           gelu1 - gelu0, plans, split);
+           tflops / GPU_PEAK_TFLOPS, n / sec, tflops,
+           llama == 2 ? "qwen3-0.6b" : llama ? "qwen2.5-0.5b" : "gpt2-124m", tune, bias16, gelu,
+           fused_bwd, wgmma, wg_calls, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0, plans,
+           split);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

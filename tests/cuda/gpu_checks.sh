@@ -188,14 +188,12 @@ for p in "${parts[@]}"; do
         fi
         step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
-        # GPT-2's GELU in the MLP products' epilogues (pw_cuda_set_lt_gelu, off by default)
-        step bench_model_gelu env BENCH_LT_GELU=1 "$BUILD/bench/bench_model" 10 gpu
-        step bench_generate_gelu env BENCH_LT_GELU=1 BENCH_GEN_BATCH=256 \
+        # GPT-2's GELU from kernels of its own (pw_cuda_set_lt_gelu(0); the epilogues by default)
+        step bench_model_nogelu env BENCH_LT_GELU=0 "$BUILD/bench/bench_model" 10 gpu
+        step bench_generate_nogelu env BENCH_LT_GELU=0 BENCH_GEN_BATCH=256 \
             "$BUILD/bench/bench_generate" gpu
         # the attention's backward with dq fused (pw_cuda_set_flash_fused_bwd, off by default)
         step bench_model_fused_bwd env BENCH_FLASH_FUSED_BWD=1 "$BUILD/bench/bench_model" 10 gpu
-        step bench_model_gelu_fused_bwd env BENCH_LT_GELU=1 BENCH_FLASH_FUSED_BWD=1 \
-            "$BUILD/bench/bench_model" 10 gpu
         # the attention's forward on the warpgroup products (pw_cuda_set_flash_wgmma, off)
         step bench_model_wgmma env BENCH_FLASH_WGMMA=1 "$BUILD/bench/bench_model" 10 gpu
         # the Llama shape's decode with its group row (the cache attention's group kernel)

@@ -140,8 +140,8 @@ int main(void)
     pw_cuda_set_flash(1);
     run(1, 100, 2, 1, 160, pads, 1, 0, &rng); /* above 128: the GEMM path whatever the switch */
     /* the cache attention's group kernel (where 2 to 8 query heads share a key/value head and
-     * the split kernel could take them; off by default), the split kernel (the default where
-     * the head allows it), then the tile kernel for every head */
+     * the split kernel could take them; the default there), the split kernel (the default where
+     * the head allows it and the group kernel does not), then the tile kernel for every head */
     for (int kind = 2; kind >= 0; kind--) {
         int split = kind >= 1;
         pw_cuda_set_cache_group(kind == 2);
@@ -160,7 +160,7 @@ int main(void)
         run_cache_bf16(14, 2, 64, 1, &rng); /* Qwen2.5-0.5B's heads: 7 a group */
     }
     pw_cuda_set_cache_split(1);
-    pw_cuda_set_cache_group(0);
+    pw_cuda_set_cache_group(1);
     pw_cuda_release();
     return pw_test_done("test_cuda_attention_gqa");
 }

@@ -249,6 +249,7 @@ static unsigned long mlp(int N, int C, int F, int gelu, unsigned long long *rng)
     pw_bf16 *d_w2 = cu_upload(w216, 2 * FC), *d_dout = cu_upload(dout16, 4 * NC);
     float *d_b1 = cu_upload(b1, sizeof(float) * F);
     uint16_t *out = cu_host(2 * NF), *pre = cu_host(2 * NF);
+    const int was = pw_cuda_get_lt_gelu();
     pw_cuda_set_lt_gelu(gelu);
     unsigned long f0, u0, f1, u1;
     pw_cuda_gelu_epilogue_calls(&f0, &u0);
@@ -290,7 +291,7 @@ static unsigned long mlp(int N, int C, int F, int gelu, unsigned long long *rng)
     cu_compare("MLP backward: dweight accumulated", d_dw, dw, FC, CU_TOL_BF16);
     cu_compare("MLP backward: dbias accumulated", d_db, db, C, CU_TOL_BF16);
     pw_cuda_gelu_epilogue_calls(&f1, &u1);
-    pw_cuda_set_lt_gelu(0);
+    pw_cuda_set_lt_gelu(was);
     printf("  GELU epilogue: %lu calls fused, %lu not\n", f1 - f0, u1 - u0);
     cu_release();
     return f1 - f0;

@@ -852,15 +852,18 @@ static void check_arch(const char *name, const PwArch *arch, const char *dir)
     check_shares(arch, host_copy(pw_model_grads(cpu)), dir, name);
     check_master_shares(arch, host_copy(pw_model_grads(cpu)), tok, tgt, &g);
     check_grad_shares(arch, tok, tgt, &g);
-    check_bf16(arch, tok, tgt, &g);
-    if (arch->family == PW_FAMILY_GPT2) { /* again, GELU in cuBLASLt's epilogues */
-        unsigned long f0, f1;
-        pw_cuda_gelu_epilogue_calls(&f0, NULL);
-        pw_cuda_set_lt_gelu(1);
-        check_bf16(arch, tok, tgt, &g);
+    unsigned long f0, f1, f2;
+    pw_cuda_gelu_epilogue_calls(&f0, NULL);
+    check_bf16(arch, tok, tgt, &g); /* GELU in cuBLASLt's epilogues, the default */
+    pw_cuda_gelu_epilogue_calls(&f1, NULL);
+    if (arch->family == PW_FAMILY_GPT2) { /* again, GELU from kernels of its own */
         pw_cuda_set_lt_gelu(0);
-        pw_cuda_gelu_epilogue_calls(&f1, NULL);
-        printf("  bf16 with GELU in the epilogues: %lu calls fused\n", f1 - f0);
+        check_bf16(arch, tok, tgt, &g);
+        pw_cuda_set_lt_gelu(1);
+        pw_cuda_gelu_epilogue_calls(&f2, NULL);
+        printf("  bf16 with GELU in the epilogues: %lu calls fused; off: %lu\n", f1 - f0,
+               f2 - f1);
+        CHECK(f2 == f1, "GELU's epilogues switched off took %lu calls", f2 - f1);
     }
     check_skinny(arch, tok, tgt, &g);
     check_chunked(arch, tok, tgt, &g);

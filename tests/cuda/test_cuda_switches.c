@@ -1,11 +1,11 @@
 /* test_cuda_switches.c: the CUDA backend's process-wide switches (pw_kernels_cuda.h) hold what
- * they were set to and start at their documented defaults: the fused attention and the cache
- * attention's split kernel on, its group kernel, the epilogue products' timing, the GELU
- * epilogues, the few-row products' kernel, programmatic dependent launch and the attention's
- * fused backward off (until a GPU has timed them), the bf16-output products' bf16 bias on
- * (measured), the products' forced split-K none (a hook: 2 to 16 parts kept, more taken as 16,
- * 1 and below as none), the tensor-core attention's build for two blocks an SM, where any value
- * but 3 is taken as 2. Host state only: no GPU. */
+ * they were set to and start at their documented defaults: the fused attention, the cache
+ * attention's split kernel and its group kernel on, the epilogue products' timing, the few-row
+ * products' kernel, programmatic dependent launch and the attention's fused backward off (until
+ * a GPU has timed them, or since it has), the bf16-output products' bf16 bias and the GELU
+ * epilogues on (measured), the products' forced split-K none (a hook: 2 to 16 parts kept, more
+ * taken as 16, 1 and below as none), the tensor-core attention's build for two blocks an SM,
+ * where any value but 3 is taken as 2. Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -20,15 +20,25 @@ static void off_by_default(const char *what, void (*set)(int), int (*get)(void))
     CHECK(get() == 0, "%s: off when set off, got %d", what, get());
 }
 
+/* a switch that is on by default: on at the start, 0 sets it off, any non-zero value on (1) */
+static void on_by_default(const char *what, void (*set)(int), int (*get)(void))
+{
+    CHECK(get() == 1, "%s: on by default, got %d", what, get());
+    set(0);
+    CHECK(get() == 0, "%s: off when set off, got %d", what, get());
+    set(5);
+    CHECK(get() == 1, "%s: non-zero is on, got %d", what, get());
+}
+
 int main(void)
 {
     CHECK(pw_cuda_get_flash() == 1, "fused attention on by default");
     CHECK(pw_cuda_get_cache_split() == 1, "split cache kernel on by default");
-    off_by_default("group cache kernel", pw_cuda_set_cache_group, pw_cuda_get_cache_group);
+    on_by_default("group cache kernel", pw_cuda_set_cache_group, pw_cuda_get_cache_group);
     off_by_default("epilogue products timed", pw_cuda_set_lt_tune, pw_cuda_get_lt_tune);
     off_by_default("attention's fused backward", pw_cuda_set_flash_fused_bwd,
                    pw_cuda_get_flash_fused_bwd);
-    off_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
+    on_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
     off_by_default("attention forward on wgmma", pw_cuda_set_flash_wgmma,
                    pw_cuda_get_flash_wgmma);
     off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);

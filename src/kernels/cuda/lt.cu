@@ -68,14 +68,15 @@ static int lt_bias16 = 1;
 extern "C" void pw_cuda_set_lt_bias16(int enable) { lt_bias16 = enable != 0; }
 extern "C" int pw_cuda_get_lt_bias16(void) { return lt_bias16; }
 
-/* 0 (the default until a GPU has timed it): GPT-2's MLP takes its GELU from a kernel of its
- * own after the up-projection, and its GELU gradient from one after the down-projection's input
- * gradient. 1 (pw_cuda_set_lt_gelu): both in the products' epilogues. GELU_AUX_BIAS writes the
- * activation and, beside it, its input (which the backward reads) in one pass; DGELU multiplies
- * the input gradient by GELU's derivative before it is stored, in bfloat16, so the float32
- * gradient (N x 4C floats) is neither written nor read back. At GPT-2 124M's B = 16, T = 1024
+/* 1 (the default since an H200 timed it: GPT-2 124M's training step 1.025x, its decode at
+ * batch 256 1.03x, docs/performance.md): GPT-2's MLP takes GELU and its gradient in the
+ * products' epilogues. 0 (pw_cuda_set_lt_gelu(0)): GELU from a kernel of its own after the
+ * up-projection, and its gradient from one after the down-projection's input gradient.
+ * GELU_AUX_BIAS writes the activation and, beside it, its input (which the backward reads) in
+ * one pass; DGELU multiplies the input gradient by GELU's derivative before it is stored, in
+ * bfloat16, so the float32 gradient (N x 4C floats) is neither written nor read back. At GPT-2 124M's B = 16, T = 1024
  * that is about 0.5 GB a layer less traffic, some 2 ms of an H100's bandwidth in a step of 47. */
-static int lt_gelu;
+static int lt_gelu = 1;
 extern "C" void pw_cuda_set_lt_gelu(int enable) { lt_gelu = enable != 0; }
 extern "C" int pw_cuda_get_lt_gelu(void) { return lt_gelu; }
 /* two of the counters read together, under lt_lock (either destination may be NULL) */
