@@ -9,26 +9,18 @@
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
-/* a switch that is off by default: off at the start, any non-zero value sets it on (1), 0 off
- * again */
-static void off_by_default(const char *what, void (*set)(int), int (*get)(void))
+/* a switch that starts at def (0 or 1): any non-zero value sets it on (1), 0 off; left at def */
+static void by_default(const char *what, int def, void (*set)(int), int (*get)(void))
 {
-    CHECK(get() == 0, "%s: off by default, got %d", what, get());
+    CHECK(get() == def, "%s: %s by default, got %d", what, def ? "on" : "off", get());
     set(7);
     CHECK(get() == 1, "%s: non-zero is on, got %d", what, get());
     set(0);
     CHECK(get() == 0, "%s: off when set off, got %d", what, get());
+    set(def);
 }
-
-/* a switch that is on by default: on at the start, 0 sets it off, any non-zero value on (1) */
-static void on_by_default(const char *what, void (*set)(int), int (*get)(void))
-{
-    CHECK(get() == 1, "%s: on by default, got %d", what, get());
-    set(0);
-    CHECK(get() == 0, "%s: off when set off, got %d", what, get());
-    set(5);
-    CHECK(get() == 1, "%s: non-zero is on, got %d", what, get());
-}
+#define off_by_default(what, set, get) by_default(what, 0, set, get)
+#define on_by_default(what, set, get) by_default(what, 1, set, get)
 
 int main(void)
 {

@@ -74,8 +74,9 @@ extern "C" int pw_cuda_get_lt_bias16(void) { return lt_bias16; }
  * up-projection, and its gradient from one after the down-projection's input gradient.
  * GELU_AUX_BIAS writes the activation and, beside it, its input (which the backward reads) in
  * one pass; DGELU multiplies the input gradient by GELU's derivative before it is stored, in
- * bfloat16, so the float32 gradient (N x 4C floats) is neither written nor read back. At GPT-2 124M's B = 16, T = 1024
- * that is about 0.5 GB a layer less traffic, some 2 ms of an H100's bandwidth in a step of 47. */
+ * bfloat16, so the float32 gradient (N x 4C floats) is neither written nor read back. At GPT-2
+ * 124M's B = 16, T = 1024 that is about 0.5 GB a layer less traffic, some 2 ms of an H100's
+ * bandwidth in a step of 47. */
 static int lt_gelu = 1;
 extern "C" void pw_cuda_set_lt_gelu(int enable) { lt_gelu = enable != 0; }
 extern "C" int pw_cuda_get_lt_gelu(void) { return lt_gelu; }
