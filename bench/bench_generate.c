@@ -162,7 +162,8 @@ static double fp32_cache_tps(const PwArch *a, const PwModelOpts *opts, int GP, i
  * (pw_cuda_set_skinny; batch 256 is run that way, launched and as graphs, in any case),
  * BENCH_PDL=1 launches the decode's kernels of our own as programmatic dependents
  * (pw_cuda_set_pdl: every row of the run; with BENCH_SKINNY=1, every kernel of a layer is ours; a
- * run of its own, so that a failure of it takes no figure of the plain run with it).
+ * run of its own, so that a failure of it takes no figure of the plain run with it), BENCH_LN_VEC=1
+ * takes LayerNorm's forward 16 bytes a load (pw_cuda_set_ln_vec).
  * Without a GPU it stops at the model's creation. */
 static int bench_gpu(PwPrecision prec, int llama)
 {
@@ -185,6 +186,8 @@ static int bench_gpu(PwPrecision prec, int llama)
     const char *ge = getenv("BENCH_LT_GELU");
     int lt_gelu = ge && *ge ? atoi(ge) > 0 : 1;
     const char *sk = getenv("BENCH_SKINNY"), *dl = getenv("BENCH_PDL");
+    const char *lv = getenv("BENCH_LN_VEC");
+    int ln_vec = lv && atoi(lv) > 0;
     int skinny = sk && atoi(sk) > 0, pdl = dl && atoi(dl) > 0;
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_skinny(skinny);
@@ -192,6 +195,7 @@ static int bench_gpu(PwPrecision prec, int llama)
     pw_cuda_set_lt_tune(lt_tune);
     pw_cuda_set_lt_bias16(lt_bias16);
     pw_cuda_set_lt_gelu(lt_gelu);
+    pw_cuda_set_ln_vec(ln_vec);
 #endif
     const PwArch arch = bench_shape(llama);
     const char *name = bench_shape_name(llama);
@@ -321,9 +325,8 @@ static int bench_gpu(PwPrecision prec, int llama)
 #endif
     if (nb == 1) {
         printf("RESULT shape=%s gpu_gen_tokens_per_s_b%d=%.0f roofline_fraction_b%d=%.3f "
-               "copy_gbs=%.0f lt_gelu=%d pdl=%d pdl_launches=%lu\n",
-               key, batches[0], tps[0], batches[0], roof[0],
-               gbs, lt_gelu, pdl, pdl_n);
+               "copy_gbs=%.0f lt_gelu=%d pdl=%d pdl_launches=%lu ln_vec=%d\n",
+               key, batches[0], tps[0], batches[0], roof[0], gbs, lt_gelu, pdl, pdl_n, ln_vec);
         return 0;
     }
     if (llama) {
@@ -332,10 +335,10 @@ static int bench_gpu(PwPrecision prec, int llama)
                "roofline_fraction_b256=%.3f copy_gbs=%.0f b256_split_cache=%.0f b256_timed=%.0f "
                "b256_split4=%.0f b256_timed_graph=%.0f b256_skinny=%.0f b256_skinny_graph=%.0f "
                "lt_plans=%lu lt_plans_split=%lu skinny_calls=%lu skinny_swiglu_calls=%lu pdl=%d "
-               "pdl_launches=%lu\n",
+               "pdl_launches=%lu ln_vec=%d\n",
                key, tps[0], tps[1], roof[0], roof[1], gbs, split_cache_tps, prod_tps[0],
                prod_tps[1], prod_tps[2], prod_tps[3], prod_tps[4], plans, split, sk_calls,
-               sk_swiglu, pdl, pdl_n);
+               sk_swiglu, pdl, pdl_n, ln_vec);
         return 0;
     }
     /* what the bfloat16 cache buys: the same weights at batch 256 with a float32 cache */
@@ -350,12 +353,13 @@ static int bench_gpu(PwPrecision prec, int llama)
            "b256_timed=%.0f b256_split4=%.0f b256_timed_graph=%.0f "
            "roofline_fraction_timed_graph=%.3f b256_skinny=%.0f b256_skinny_graph=%.0f "
            "roofline_fraction_skinny_graph=%.3f lt_plans=%lu lt_plans_split=%lu "
-           "skinny_calls=%lu skinny_gelu_calls=%lu pdl=%d pdl_launches=%lu\n", tps[0], tps[1],
+           "skinny_calls=%lu skinny_gelu_calls=%lu pdl=%d pdl_launches=%lu ln_vec=%d\n", tps[0],
+           tps[1],
            roof[0], roof[1], gbs, ck[0], ck[1], ck[2], ck[3], graph_roof, ck[4], f32, lt_gelu,
            prod_tps[0], prod_tps[1], prod_tps[2],
            tps[1] > 0 ? prod_tps[2] * roof[1] / tps[1] : 0.0, prod_tps[3], prod_tps[4],
            tps[1] > 0 ? prod_tps[4] * roof[1] / tps[1] : 0.0, plans, split, sk_calls, sk_gelu,
-           pdl, pdl_n);
+           pdl, pdl_n, ln_vec);
     return 0;
 }
 

@@ -151,6 +151,27 @@ static void ln_fwd(void)
 {
     pw_layernorm_forward_cuda(g.y, g.mean, g.rstd, g.x, g.lnw, g.lnb, N, C, 0);
 }
+/* LayerNorm's forward through the float4 kernel (pw_cuda_set_ln_vec), and the residual form a
+ * bf16 model runs (the sum written, the result in bfloat16, the statistics kept) both ways, at
+ * the step's rows and at a decode step's 256 */
+enum { LN_DEC = 256 };
+static void ln_fwd_vec(void)
+{
+    pw_cuda_set_ln_vec(1);
+    ln_fwd();
+    pw_cuda_set_ln_vec(0);
+}
+static void res_ln(int rows, int vec)
+{
+    pw_cuda_set_ln_vec(vec);
+    pw_residual_layernorm_forward_cuda(g.y, NULL, g.y16, g.mean, g.rstd, g.x, g.dx, g.lnw, g.lnb,
+                                       rows, C, 0);
+    pw_cuda_set_ln_vec(0);
+}
+static void res_ln_all(void) { res_ln(N, 0); }
+static void res_ln_all_vec(void) { res_ln(N, 1); }
+static void res_ln_dec(void) { res_ln(LN_DEC, 0); }
+static void res_ln_dec_vec(void) { res_ln(LN_DEC, 1); }
 static void ln_bwd(void)
 {
     pw_layernorm_backward_cuda(g.dx, NULL, g.dlnw, g.dlnb, g.dy, g.x, g.lnw, g.mean, g.rstd, N, C,
@@ -639,8 +660,14 @@ int main(int argc, char **argv)
     const double gu_bytes = 2.0 * (2.0 * QF * QC + DR * (double)(QC + QF));
     Row rows[] = {
         {"encoder forward", encoder_fwd, 3 * NC * f, 0, BW},
-        {"encoder backward (atomics)", encoder_bwd, 5 * NC * f, 0, BW},
+        {"encoder backward (row groups)", encoder_bwd, 5 * NC * f, 0, BW},
         {"layernorm forward", ln_fwd, 2 * NC * f, 0, BW},
+        {"layernorm forward (float4)", ln_fwd_vec, 2 * NC * f, 0, BW},
+        /* a and b read, the sum written, the result in bfloat16 */
+        {"residual layernorm, bf16 out", res_ln_all, 14 * NC, 0, BW},
+        {"residual layernorm, bf16, float4", res_ln_all_vec, 14 * NC, 0, BW},
+        {"residual layernorm, 256 rows", res_ln_dec, 14.0 * LN_DEC * C, 0, BW},
+        {"residual layernorm, 256, float4", res_ln_dec_vec, 14.0 * LN_DEC * C, 0, BW},
         {"layernorm backward", ln_bwd, 6 * NC * f, 0, BW},
         {"layernorm backward, 2472 rows", ln_bwd_ppo, 6.0 * LN_PPO * C * f, 0, BW},
         {"layernorm backward, 4096 rows", ln_bwd_mid, 6.0 * LN_MID * C * f, 0, BW},
@@ -743,6 +770,9 @@ int main(int argc, char **argv)
     /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
     double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
     double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
+    /* LayerNorm forward: scalar, float4; residual bf16 at N rows, at 256: scalar, float4 */
+    double lnf[6] = {0, 0, 0, 0, 0, 0};
+    unsigned long ln_vec0 = pw_cuda_ln_vec_calls();
     double upg[3] = {0, 0, 0}; /* decode up + GELU: cuBLAS, few-row apart, few-row fused */
     double gus[3] = {0, 0, 0}; /* decode gate/up + SwiGLU likewise */
     unsigned long plans0 = 0, split0 = 0, plans1 = 0, split1 = 0;
@@ -799,6 +829,12 @@ int main(int argc, char **argv)
         if (r->fn == mlp_bwd_epilogue) mlp[3] = ms;
         if (r->fn == to16) vec[4] = ms;
         if (r->fn == wgrad_whole) wgrad[0] = ms;
+        if (r->fn == ln_fwd) lnf[0] = ms;
+        if (r->fn == ln_fwd_vec) lnf[1] = ms;
+        if (r->fn == res_ln_all) lnf[2] = ms;
+        if (r->fn == res_ln_all_vec) lnf[3] = ms;
+        if (r->fn == res_ln_dec) lnf[4] = ms;
+        if (r->fn == res_ln_dec_vec) lnf[5] = ms;
         if (r->fn == wgrad_tail) wgrad[1] = ms;
         if (r->fn == dec_products) decp[0] = ms;
         if (r->fn == dec_products_split) decp[1] = ms;
@@ -858,7 +894,9 @@ int main(int argc, char **argv)
            "lt_plans_split=%lu wgrad_10240_ms=%.4f wgrad_10248_ms=%.4f "
            "attention_bf16_wgmma_fwd_ms=%.3f attention_bf16_wgmma_bwd_ms=%.3f wgmma_calls=%lu "
            "decode_gu_swiglu_ms=%.4f decode_gu_swiglu_skinny_apart_ms=%.4f "
-           "decode_gu_swiglu_skinny_fused_ms=%.4f skinny_swiglu_calls=%lu total_ms=%.2f\n",
+           "decode_gu_swiglu_skinny_fused_ms=%.4f skinny_swiglu_calls=%lu ln_fwd_ms=%.4f "
+           "ln_fwd_vec_ms=%.4f res_ln_ms=%.4f res_ln_vec_ms=%.4f res_ln_256_ms=%.4f "
+           "res_ln_256_vec_ms=%.4f ln_vec_calls=%lu total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
@@ -867,6 +905,7 @@ int main(int argc, char **argv)
            decp[3], aim[0], aim[1], decp[4], decp[5], decp[6], decp[7], upg[0], upg[1], upg[2],
            pw_cuda_skinny_calls(), pw_cuda_skinny_gelu_calls(), plans1 - plans0,
            split1 - split0, wgrad[0], wgrad[1], wg_f, wg_b, pw_cuda_flash_wgmma_calls() - wg_calls0,
-           gus[0], gus[1], gus[2], pw_cuda_skinny_swiglu_calls(), total);
+           gus[0], gus[1], gus[2], pw_cuda_skinny_swiglu_calls(), lnf[0], lnf[1], lnf[2], lnf[3],
+           lnf[4], lnf[5], pw_cuda_ln_vec_calls() - ln_vec0, total);
     return 0;
 }

@@ -222,7 +222,8 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * the MLP products' epilogues unless BENCH_LT_GELU=0 (pw_cuda_set_lt_gelu; on by default), the
  * attention's backward with dq fused into its dk/dv kernel with BENCH_FLASH_FUSED_BWD=1
  * (pw_cuda_set_flash_fused_bwd; off by default), the attention on Hopper's warpgroup products
- * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default); MFU
+ * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default), LayerNorm's forward 16 bytes
+ * a load with BENCH_LN_VEC=1 (pw_cuda_set_ln_vec; off by default); MFU
  * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
  * did not, the MLP products its GELU epilogues took, and cuBLASLt's plans (with
@@ -245,10 +246,12 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int gelu = env_int("BENCH_LT_GELU", 1);
     int fused_bwd = env_int("BENCH_FLASH_FUSED_BWD", 0);
     int wgmma = env_int("BENCH_FLASH_WGMMA", 0);
+    int ln_vec = env_int("BENCH_LN_VEC", 0);
     unsigned long wg_calls = 0; /* the attention calls the warpgroup kernels took */
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_fused_bwd(fused_bwd);
     pw_cuda_set_flash_wgmma(wgmma);
+    pw_cuda_set_ln_vec(ln_vec);
     wg_calls = pw_cuda_flash_wgmma_calls();
     pw_cuda_set_flash_blocks(blocks);
     pw_cuda_set_lt_tune(tune);
@@ -298,11 +301,11 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
            100.0 * tflops / GPU_PEAK_TFLOPS);
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
            "lt_gelu=%d flash_fused_bwd=%d flash_wgmma=%d wgmma_calls=%lu epilogue_fused=%lu "
-           "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu\n",
+           "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu ln_vec=%d\n",
            tflops / GPU_PEAK_TFLOPS, n / sec, tflops,
            llama == 2 ? "qwen3-0.6b" : llama ? "qwen2.5-0.5b" : "gpt2-124m", tune, bias16, gelu,
            fused_bwd, wgmma, wg_calls, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0, plans,
-           split);
+           split, ln_vec);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

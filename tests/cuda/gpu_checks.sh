@@ -3,7 +3,7 @@
 # in their order, on a machine with a GPU and a build made with CUDA, each step's output in a
 # log of its own and one summary: what ran, its exit status, and the benchmarks' RESULT lines.
 #   bash tests/cuda/gpu_checks.sh [PART ...]   PART: tests, sanitize, bench, ops, profile, ab,
-#                                              waiting (default: the first five, in that order)
+#                                              bisect, waiting (default: the first five)
 # BUILD is the build folder (default: build), OUT where the logs go (default: gpu_checks),
 # MESON the meson command (default: meson), SANITIZER compute-sanitizer's path and NCU Nsight
 # Compute's (default: found on PATH), PYTHON a python3 that runs without the project's library
@@ -14,9 +14,11 @@
 # parts in the order they matter). The ab part runs the decode and the training step of BASE,
 # the build folder of an older tree, and of BUILD, alternately in the same call: a figure that
 # moved between two machines of the same kind says nothing until both trees ran on one. The
+# bisect part runs the decode at batch 256 of each build folder under BISECT (older trees',
+# each named by its commit) and of BUILD, twice, alternating: where a regression came in. The
 # waiting part runs what docs/cuda.md lists as waiting for a GPU, in its order, in about five
-# minutes: the twins and the quickstart of what changed, the ab part when BASE is set, then
-# the benchmarks that decide defaults and the issue's figures, and the training step's profile.
+# minutes: the twins and the quickstart of what changed, the bisect part when BISECT is set,
+# then the benchmarks that decide defaults and the issue's figures, and the profiles.
 # ARCHIVE (a file path; default: none) is written at the end
 # as one .tar.gz of the whole OUT folder, for a machine that gives back a few files only.
 # Exit status: 0 when every step that
@@ -34,11 +36,16 @@ read -r -a PY <<< "${PYTHON:-env -u LD_LIBRARY_PATH python3}"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests sanitize bench ops profile)
 for p in "${parts[@]}"; do
-    case "$p" in tests|sanitize|bench|ops|profile|ab|waiting) ;; *)
+    case "$p" in tests|sanitize|bench|ops|profile|ab|bisect|waiting) ;; *)
         echo "gpu_checks: unknown part '$p';" \
-             "expected tests, sanitize, bench, ops, profile, ab or waiting" >&2
+             "expected tests, sanitize, bench, ops, profile, ab, bisect or waiting" >&2
         exit 2 ;;
     esac
+    if [ "$p" = bisect ] && { [ -z "${BISECT:-}" ] || [ ! -d "$BISECT" ]; }; then
+        echo "gpu_checks: the bisect part needs BISECT, a folder of older trees' build folders" \
+             "(BISECT='${BISECT:-}')" >&2
+        exit 2
+    fi
     if [ "$p" = ab ] && { [ -z "${BASE:-}" ] || [ ! -x "$BASE/bench/bench_generate" ] ||
                           [ ! -x "$BASE/bench/bench_model" ]; }; then
         echo "gpu_checks: the ab part needs BASE, an older tree's build folder with" \
@@ -59,6 +66,20 @@ if command -v nvidia-smi > /dev/null; then
         --format=csv,noheader 2>&1 | sed 's/^/device: /' | tee -a "$summary"
 fi
 failed=0
+
+# bisect_runs: the decode at batch 256 (BENCH_GEN_BATCH=256 bench_generate gpu) of each build
+# folder under BISECT (older trees', named by their commits) and of BUILD, twice, alternating:
+# where a regression came in, in one call.
+bisect_runs() {
+    local r d
+    for r in 1 2; do
+        for d in "$BISECT"/*/; do
+            [ -x "$d/bench/bench_generate" ] || continue
+            step "bisect_$(basename "$d")_$r" env BENCH_GEN_BATCH=256 "$d/bench/bench_generate" gpu
+        done
+        step "bisect_this_$r" env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
+    done
+}
 
 # step NAME CMD...: runs CMD under the time limit into $OUT/NAME.log, records the verdict.
 step() {
@@ -176,48 +197,33 @@ for p in "${parts[@]}"; do
         # the build against this GPU (ppo_world devices: its line must say machine code)
         step devices env NATIVE=1 bash tests/runtime/devices/test_devices.sh \
             "$BUILD/src/ppo_world"
-        step waiting_twins "${mtest[@]}" cuda_wgmma cuda_matmul cuda_model cuda_layernorm \
-            cuda_gelu cuda_swiglu cuda_logprobs cuda_sample cuda_switches cuda_attention_bf16 \
-            cuda_attention_gqa cuda_rmsnorm
+        step waiting_twins "${mtest[@]}" cuda_encoder cuda_model cuda_layernorm cuda_matmul \
+            cuda_attention_bf16 cuda_attention_gqa cuda_switches
         step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
-        if [ -n "${BASE:-}" ] && [ -x "$BASE/bench/bench_generate" ]; then
-            for r in 1 2; do
-                step "ab_generate_base_$r" "$BASE/bench/bench_generate" gpu
-                step "ab_generate_$r" "$BUILD/bench/bench_generate" gpu
-            done
-        fi
+        # the decode at batch 256 of older trees' builds, alternating with this one's
+        if [ -n "${BISECT:-}" ]; then bisect_runs; fi
         step bench_kernels_cuda "$BUILD/bench/bench_kernels_cuda"
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
+        # LayerNorm's forward 16 bytes a load (pw_cuda_set_ln_vec, off by default)
+        step bench_model_ln_vec env BENCH_LN_VEC=1 "$BUILD/bench/bench_model" 10 gpu
+        step bench_generate_b256 env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
+        step bench_generate_ln_vec env BENCH_LN_VEC=1 BENCH_GEN_BATCH=256 \
+            "$BUILD/bench/bench_generate" gpu
         # GPT-2's GELU from kernels of its own (pw_cuda_set_lt_gelu(0); the epilogues by default)
         step bench_model_nogelu env BENCH_LT_GELU=0 "$BUILD/bench/bench_model" 10 gpu
-        step bench_generate_nogelu env BENCH_LT_GELU=0 BENCH_GEN_BATCH=256 \
-            "$BUILD/bench/bench_generate" gpu
-        # the attention's backward with dq fused (pw_cuda_set_flash_fused_bwd, off by default)
-        step bench_model_fused_bwd env BENCH_FLASH_FUSED_BWD=1 "$BUILD/bench/bench_model" 10 gpu
-        # the attention's forward on the warpgroup products (pw_cuda_set_flash_wgmma, off)
-        step bench_model_wgmma env BENCH_FLASH_WGMMA=1 "$BUILD/bench/bench_model" 10 gpu
-        # the Llama shape's decode with its group row (the cache attention's group kernel)
+        # the Llama shape's decode with its split-cache row (the group kernel the default)
         step bench_generate_llama "$BUILD/bench/bench_generate" gpu llama
-        step bench_model_bias32 env BENCH_LT_BIAS16=0 "$BUILD/bench/bench_model" 10 gpu
-        # the decode with its products timed and split (rows of its own; the ab steps above
-        # run it where BASE is given)
-        if [ -z "${BASE:-}" ] || [ ! -x "$BASE/bench/bench_generate" ]; then
-            step bench_generate "$BUILD/bench/bench_generate" gpu
-        fi
-        # one batch's decode by entry with the few-row kernel (pw_cuda_set_skinny): its
-        # products' time a call against the latest profile's 0.65 ms a step
-        step ops_decode_skinny env PW_PROFILE_OPS="$OUT/ops_decode_skinny.txt" BENCH_SKINNY=1 \
-            BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
-        # the decode with every kernel of a layer ours (the few-row kernel) launched as
-        # programmatic dependents (pw_cuda_set_pdl, off): against the plain run's skinny rows
-        step bench_generate_pdl env BENCH_PDL=1 BENCH_SKINNY=1 "$BUILD/bench/bench_generate" gpu
-        step bench_model_llama "$BUILD/bench/bench_model" 10 gpu llama
         step bench_ppo_gpu_gen128 "$BUILD/bench/bench_ppo_gpu" --gen-batch 128 --steps 3 \
             --epochs-list 1,4
         step ops_model env PW_PROFILE_OPS="$OUT/ops_model.txt" "$BUILD/bench/bench_model" 3 gpu
-        # Qwen3-0.6B's shape: q/k norms, heads of 128 (an attention twice the model's width)
-        step bench_model_qwen3 "$BUILD/bench/bench_model" 10 gpu qwen3
+        step ops_decode env PW_PROFILE_OPS="$OUT/ops_decode.txt" BENCH_GEN_BATCH=256 \
+            "$BUILD/bench/bench_generate" gpu
+        # the attention's forward on the warpgroup products (pw_cuda_set_flash_wgmma, off)
+        step bench_model_wgmma env BENCH_FLASH_WGMMA=1 "$BUILD/bench/bench_model" 10 gpu
         step bench_generate_qwen3 env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu qwen3
+        ;;
+    bisect)
+        bisect_runs
         ;;
     ab)
         # twice each, alternating, so that a drift of the machine shows as itself

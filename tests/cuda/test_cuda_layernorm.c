@@ -91,5 +91,18 @@ int main(void)
     run(8200, 768, 0.0, &rng);
     run(8300, 100, 30.0, &rng);
     run(13000, 256, 0.0, &rng);
+    /* the float4 forward (pw_cuda_set_ln_vec): the same checks on the shapes it takes (C a
+     * multiple of 4 up to 1024), 2 and 8 rows a block; then the scalar kernel again */
+    unsigned long v0 = pw_cuda_ln_vec_calls();
+    pw_cuda_set_ln_vec(1);
+    run(7, 768, 0.0, &rng);
+    run(1000, 768, 0.0, &rng);
+    run(64, 100, 30.0, &rng);
+    run(8200, 768, 0.0, &rng);
+    run(300, 33, 0.0, &rng); /* not a multiple of 4: the scalar kernel */
+    pw_cuda_set_ln_vec(0);
+    unsigned long v1 = pw_cuda_ln_vec_calls();
+    printf("float4 forwards: %lu\n", v1 - v0);
+    CHECK(v1 > v0, "the float4 forward took no call");
     return pw_test_done("test_cuda_layernorm");
 }

@@ -1,11 +1,11 @@
 /* test_cuda_switches.c: the CUDA backend's process-wide switches (pw_kernels_cuda.h) hold what
  * they were set to and start at their documented defaults: the fused attention, the cache
  * attention's split kernel and its group kernel on, the epilogue products' timing, the few-row
- * products' kernel, programmatic dependent launch and the attention's fused backward off (until
- * a GPU has timed them, or since it has), the bf16-output products' bf16 bias and the GELU
- * epilogues on (measured), the products' forced split-K none (a hook: 2 to 16 parts kept, more
- * taken as 16, 1 and below as none), the tensor-core attention's build for two blocks an SM,
- * where any value but 3 is taken as 2. Host state only: no GPU. */
+ * products' kernel, programmatic dependent launch, LayerNorm's float4 forward and the attention's
+ * fused backward off (until a GPU has timed them, or since it has), the bf16-output products'
+ * bf16 bias and the GELU epilogues on (measured), the products' forced split-K none (a hook: 2
+ * to 16 parts kept, more taken as 16, 1 and below as none), the tensor-core attention's build for
+ * two blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -35,6 +35,7 @@ int main(void)
                    pw_cuda_get_flash_wgmma);
     off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);
     off_by_default("programmatic dependent launch", pw_cuda_set_pdl, pw_cuda_get_pdl);
+    off_by_default("LayerNorm's float4 forward", pw_cuda_set_ln_vec, pw_cuda_get_ln_vec);
     CHECK(pw_cuda_pdl_launches() == 0, "no launch, none made as a dependent: %lu",
           pw_cuda_pdl_launches());
     /* its grid's aim: 2 blocks an SM by default, 1 to 8 kept, 0 and below the default, more 8 */

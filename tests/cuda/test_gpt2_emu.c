@@ -131,6 +131,12 @@ static void k_ln_fwd(void *p)
     layernorm_forward_kernel(a->f0, a->h0, a->f1, a->f2, a->f3, a->c0, a->c3, a->c1, a->c2, a->N,
                              a->C);
 }
+static void k_ln_fwd_vec(void *p)
+{
+    A *a = p;
+    layernorm_forward_vec_kernel(a->f0, a->h0, a->f1, a->f2, a->f3, a->c0, a->c3, a->c1, a->c2,
+                                 a->N, a->C);
+}
 static void k_ln_dinp(void *p)
 {
     A *a = p;
@@ -197,6 +203,43 @@ static void check_same(const char *what, const void *got, const void *want, size
     int same = !memcmp(got, want, bytes);
     printf("  %-30s %s\n", what, same ? "the same bits" : "DIFFER");
     CHECK(same, "%s: the bits differ", what);
+}
+
+/* The float4 forward (pw_cuda_set_ln_vec) as layernorm.cu launches it (2 rows a block below
+ * 4096 rows): plain, bf16 (bit for bit its own float32 rounded) and with the residual in place
+ * (the sum bit for bit the CPU's), against the CPU within TOL */
+static void run_layernorm_vec(int N, int C, unsigned long long *rng)
+{
+    printf("layernorm, float4 kernel, N=%d C=%d\n", N, C);
+    size_t n = (size_t)N * C;
+    float *x = emu_randn(n, 1.0, rng), *w = emu_randn(C, 1.0, rng), *bias = emu_randn(C, 1.0, rng);
+    float *y = malloc(sizeof(float) * 2 * n), *ey = y + n, *st = malloc(sizeof(float) * 4 * N);
+    float *mean = st, *rstd = st + N, *em = st + 2 * N, *er = st + 3 * N;
+    uint16_t *y16 = malloc(sizeof(uint16_t) * n);
+    int warps = N < 4096 ? 2 : PW_ROW_WARPS;
+    EmuDim3 grid = d1((unsigned)((N + warps - 1) / warps)), block = d1((unsigned)(warps * 32));
+    pw_layernorm_forward(y, mean, rstd, x, w, bias, N, C);
+    A a = {.f0 = ey, .f1 = em, .f2 = er, .c0 = x, .c1 = w, .c2 = bias, .N = N, .C = C};
+    emu_launch(grid, block, k_ln_fwd_vec, &a);
+    emu_check("layernorm out (float4)", ey, y, n, TOL);
+    emu_check("layernorm mean (float4)", em, mean, N, TOL);
+    emu_check("layernorm rstd (float4)", er, rstd, N, TOL);
+    a.f0 = NULL, a.h0 = y16;
+    emu_launch(grid, block, k_ln_fwd_vec, &a);
+    emu_check_bf16("layernorm out (float4, bf16)", y16, ey, n);
+    float *x2 = emu_randn(n, 1.0, rng), *x3 = emu_randn(n, 1.0, rng);
+    float *r = malloc(sizeof(float) * n), *er2 = emu_copy(x2, n);
+    pw_residual_forward(r, x2, x3, n);
+    pw_layernorm_forward(y, mean, rstd, r, w, bias, N, C);
+    a = (A){.f0 = ey, .h0 = y16, .f1 = em, .f2 = er, .f3 = er2, .c0 = er2, .c3 = x3, .c1 = w,
+            .c2 = bias, .N = N, .C = C};
+    emu_launch(grid, block, k_ln_fwd_vec, &a);
+    CHECK(!memcmp(er2, r, sizeof(float) * n), "residual + layernorm (float4): the sum differs");
+    emu_check("residual + layernorm out (float4)", ey, y, n, TOL);
+    emu_check_bf16("residual + layernorm (float4, bf16)", y16, ey, n);
+    emu_check("residual + layernorm rstd (float4)", er, rstd, N, TOL);
+    free(x), free(w), free(bias), free(y), free(st), free(y16), free(x2), free(x3), free(r);
+    free(er2);
 }
 
 static void run_layernorm(int N, int C, unsigned long long *rng)
@@ -643,6 +686,10 @@ int main(void)
     run_layernorm(9, 768, &rng);  /* at 8 rows a warp one block: warp 0 takes two rows */
     run_layernorm(77, 40, &rng);  /* 8 rows a warp: two blocks, the second part full */
     run_layernorm(3, 1000, &rng); /* warps with no rows; the kept row's last lanes partly idle */
+    run_layernorm_vec(9, 768, &rng);  /* GPT-2's rows; the last block's second warp idle */
+    run_layernorm_vec(70, 40, &rng);  /* 10 float4 a row: 22 lanes idle */
+    run_layernorm_vec(3, 1024, &rng); /* every lane's 8 float4 */
+    run_layernorm_vec(4100, 8, &rng); /* 8 rows a block from 4096 rows on */
     run_layernorm(150, 5, &rng);  /* three blocks, the lanes past C idle */
     run_layernorm(5, 1100, &rng); /* over PW_ROW_KEEP * 32: the loops that read the row again */
     run_elementwise(1000, &rng);

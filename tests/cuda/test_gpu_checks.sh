@@ -5,8 +5,9 @@
 # worked by hand: 1000 + 10.5 of 1030.5 is 98.06%), a CSV without kernels or without the
 # time column refused; BUDGET_S that leaves no time lists every
 # step as not run and fails the run (exit 1), the profile part's seven and the ops part's five;
-# ARCHIVE gets every log in one .tar.gz; the waiting part's twenty steps listed likewise; the ab
-# part without BASE is refused (exit 2). BUILD: a meson build folder (meson sets it).
+# ARCHIVE gets every log in one .tar.gz, also from inside OUT; the waiting part's fifteen steps
+# and the bisect part's listed likewise; the ab part without BASE and the bisect part without
+# BISECT are refused (exit 2). BUILD: a meson build folder (meson sets it).
 set -uo pipefail
 : "${BUILD:?BUILD must name a meson build folder (meson sets it)}"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,12 +61,30 @@ BUDGET_S=1 run ops > "$work/out6" 2>&1 || rc=$?
 [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 5 ] &&
     grep -q '^ops_ppo ' "$work/o/summary.txt" ||
     { cat "$work/o/summary.txt"; fail "the ops part's five steps are not listed as not run"; }
-# the waiting part: its twenty steps (no BASE: no ab steps), none run without time
+# the waiting part: its fifteen steps (no BISECT: no bisect steps), none run without time
 rc=0
 BUDGET_S=1 run waiting > "$work/out8" 2>&1 || rc=$?
-[ "$rc" = 1 ] && [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 20 ] &&
+[ "$rc" = 1 ] && [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 15 ] &&
     grep -q '^ops_model ' "$work/o/summary.txt" && grep -q '^devices ' "$work/o/summary.txt" ||
-    { cat "$work/o/summary.txt"; fail "the waiting part's twenty steps are not all not run"; }
+    { cat "$work/o/summary.txt"; fail "the waiting part's fifteen steps are not all not run"; }
+# the bisect part: two older builds and this one, twice each; without BISECT, refused
+mkdir -p "$work/bis/aaa/bench" "$work/bis/bbb/bench"
+for d in aaa bbb; do printf '#!/bin/sh\n' > "$work/bis/$d/bench/bench_generate"; done
+chmod +x "$work/bis/aaa/bench/bench_generate" "$work/bis/bbb/bench/bench_generate"
+rc=0
+BISECT=$work/bis BUDGET_S=1 run bisect > "$work/out9" 2>&1 || rc=$?
+[ "$rc" = 1 ] && [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 6 ] &&
+    grep -q '^bisect_bbb_2 ' "$work/o/summary.txt" &&
+    grep -q '^bisect_this_1 ' "$work/o/summary.txt" ||
+    { cat "$work/o/summary.txt"; fail "the bisect part's six steps are not listed"; }
+rc=0
+BISECT=$work/none run bisect > "$work/out10" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "the bisect part needs BISECT" "$work/out10" || fail "bisect: exit $rc"
+# an ARCHIVE inside OUT: written once the logs are, not read as it grows
+rc=0
+ARCHIVE=$work/o/all.tgz BUDGET_S=1 run ops > "$work/out11" 2>&1 || rc=$?
+tar tzf "$work/o/all.tgz" > "$work/list2" 2>&1 && grep -qx "o/summary.txt" "$work/list2" ||
+    { cat "$work/out11" "$work/list2"; fail "ARCHIVE inside OUT: not written whole"; }
 # the ab part without an older build to compare with: refused before anything runs
 rc=0
 BASE=$work/none run ab > "$work/out7" 2>&1 || rc=$?

@@ -1,14 +1,45 @@
 /* layernorm.cu: LayerNorm over the channels of each row on the GPU, forward and backward,
  * eps 1e-5 and biased variance (twin of cpu/layernorm.c); one warp per row. */
+#include <stdint.h>
+
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 #include "layernorm_kernels.cuh"
+
+static unsigned long vec_calls; /* the forwards the float4 kernel took */
+
+extern "C" unsigned long pw_cuda_ln_vec_calls(void)
+{
+    return __atomic_load_n(&vec_calls, __ATOMIC_RELAXED);
+}
+
+static int aligned(const void *p, uintptr_t n) { return ((uintptr_t)p % n) == 0; }
+
+/* the float4 forward (pw_cuda_set_ln_vec) where it applies: C a multiple of 4 up to
+ * PW_ROW_VEC * 128, every row 16 bytes aligned (8 for the bfloat16 output); 2 rows a block
+ * below 4096 rows (a decode step's 256 rows are 128 blocks, not 32), else PW_ROW_WARPS */
+static int forward_vec(float *out, pw_bf16 *out16, float *mean, float *rstd, float *res,
+                       const float *inp, const float *inp2, const float *weight,
+                       const float *bias, int N, int C, cudaStream_t stream)
+{
+    if (!pw_cuda_get_ln_vec() || C % 4 || C > PW_ROW_VEC * 4 * PW_WARP || !aligned(inp, 16) ||
+        !aligned(inp2, 16) || !aligned(res, 16) || !aligned(out, 16) || !aligned(out16, 8) ||
+        !aligned(weight, 16) || !aligned(bias, 16))
+        return 0;
+    int warps = N < 4096 ? 2 : PW_ROW_WARPS;
+    pw_launch(layernorm_forward_vec_kernel, (unsigned)((N + warps - 1) / warps),
+              (unsigned)(warps * PW_WARP), 0, stream, out, (uint16_t *)out16, mean, rstd, res,
+              inp, inp2, weight, bias, N, C);
+    __atomic_fetch_add(&vec_calls, 1ul, __ATOMIC_RELAXED);
+    return 1;
+}
 
 static void forward(float *out, pw_bf16 *out16, float *mean, float *rstd, float *res,
                     const float *inp, const float *inp2, const float *weight, const float *bias,
                     int N, int C, cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
+    if (forward_vec(out, out16, mean, rstd, res, inp, inp2, weight, bias, N, C, stream)) return;
     pw_launch(layernorm_forward_kernel, pw_row_blocks(N), PW_ROW_THREADS, 0, stream, out, out16,
               mean, rstd, res, inp, inp2, weight, bias, N, C);
 }
