@@ -69,15 +69,17 @@ failed=0
 
 # bisect_runs: the decode at batch 256 (BENCH_GEN_BATCH=256 bench_generate gpu) of each build
 # folder under BISECT (older trees', named by their commits) and of BUILD, twice, alternating:
-# where a regression came in, in one call.
+# where a regression came in, in one call. GELU stays a kernel, as the older trees had it.
 bisect_runs() {
     local r d
     for r in 1 2; do
         for d in "$BISECT"/*/; do
             [ -x "$d/bench/bench_generate" ] || continue
-            step "bisect_$(basename "$d")_$r" env BENCH_GEN_BATCH=256 "$d/bench/bench_generate" gpu
+            step "bisect_$(basename "$d")_$r" env BENCH_GEN_BATCH=256 BENCH_LT_GELU=0 \
+                "$d/bench/bench_generate" gpu
         done
-        step "bisect_this_$r" env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
+        step "bisect_this_$r" env BENCH_GEN_BATCH=256 BENCH_LT_GELU=0 \
+            "$BUILD/bench/bench_generate" gpu
     done
 }
 
