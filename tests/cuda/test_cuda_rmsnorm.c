@@ -104,5 +104,13 @@ int main(void)
     run_heads(13, 6, 2, 12, (6 + 2 * 2) * 12, &rng);
     run_heads(1024, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* Qwen3-0.6B's, 1024 tokens */
     run_heads(37, 4, 1, 64, (4 + 2) * 64 + 7, &rng);       /* a stride with a gap */
+    /* the float4 forward (pw_cuda_set_ln_vec) on the shapes it takes, then the scalar again */
+    unsigned long v0 = pw_cuda_ln_vec_calls();
+    pw_cuda_set_ln_vec(1);
+    run(7, 576, 1e-5f, &rng);
+    run(1000, 960, 1e-5f, &rng);
+    run(300, 33, 1e-6f, &rng); /* not a multiple of 4: the scalar kernel */
+    pw_cuda_set_ln_vec(0);
+    CHECK(pw_cuda_ln_vec_calls() > v0, "the float4 forward took no call");
     return pw_test_done("test_cuda_rmsnorm");
 }

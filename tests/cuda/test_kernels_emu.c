@@ -283,6 +283,46 @@ static void rms_fwd(void *p)
                            a->C, a->eps);
 }
 
+static void rms_fwd_vec(void *p)
+{
+    RmsArgs *a = p;
+    rmsnorm_forward_vec_kernel(a->out, a->out16, a->rstd, a->res, a->inp, a->inp2, a->weight,
+                               a->N, a->C, a->eps);
+}
+
+/* The float4 forward (pw_cuda_set_ln_vec) as rmsnorm.cu launches it: plain, bf16 (its own
+ * float32 rounded, bit for bit) and with the residual in place (the sum bit for bit the CPU's),
+ * against the CPU within TOL */
+static void run_rmsnorm_vec(int N, int C, float eps, unsigned long long *rng)
+{
+    printf("rmsnorm, float4 kernel, N=%d C=%d\n", N, C);
+    size_t n = (size_t)N * C;
+    float *x = emu_randn(n, 1.0, rng), *w = emu_randn(C, 1.0, rng);
+    float *y = malloc(sizeof(float) * 2 * n), *ey = y + n, *rs = malloc(sizeof(float) * 2 * N);
+    float *ers = rs + N;
+    uint16_t *y16 = malloc(sizeof(uint16_t) * n);
+    int warps = pw_row_vec_warps(N);
+    EmuDim3 grid = d1((unsigned)((N + warps - 1) / warps)), block = d1((unsigned)(warps * 32));
+    pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
+    RmsArgs a = {ey, ers, NULL, NULL, NULL, x, w, NULL, N, C, eps, NULL, NULL};
+    emu_launch(grid, block, rms_fwd_vec, &a);
+    emu_check("rmsnorm out (float4)", ey, y, n, TOL);
+    emu_check("rmsnorm rstd (float4)", ers, rs, N, TOL);
+    a.out = NULL, a.out16 = y16;
+    emu_launch(grid, block, rms_fwd_vec, &a);
+    emu_check_bf16("rmsnorm out (float4, bf16)", y16, ey, n);
+    float *x2 = emu_randn(n, 1.0, rng), *x3 = emu_randn(n, 1.0, rng);
+    float *r = malloc(sizeof(float) * n), *er2 = emu_copy(x2, n);
+    pw_residual_forward(r, x2, x3, n);
+    pw_rmsnorm_forward(y, rs, r, w, N, C, eps);
+    a = (RmsArgs){ey, ers, NULL, NULL, y16, er2, w, NULL, N, C, eps, er2, x3};
+    emu_launch(grid, block, rms_fwd_vec, &a);
+    CHECK(!memcmp(er2, r, sizeof(float) * n), "residual + rmsnorm (float4): the sum differs");
+    emu_check("residual + rmsnorm out (float4)", ey, y, n, TOL);
+    emu_check_bf16("residual + rmsnorm (float4, bf16)", y16, ey, n);
+    free(x), free(w), free(y), free(rs), free(y16), free(x2), free(x3), free(r), free(er2);
+}
+
 static void rms_dinp(void *p)
 {
     RmsArgs *a = p;
@@ -630,6 +670,9 @@ int main(void)
     run_rmsnorm(21, 33, 1e-5f, &rng); /* a partial block of rows, C not a warp multiple */
     run_rmsnorm(9, 576, 1e-6f, &rng);
     run_rmsnorm(5, 1300, 1e-6f, &rng); /* over PW_ROW_KEEP * 32: the loops that read again */
+    run_rmsnorm_vec(9, 896, 1e-6f, &rng);  /* Qwen2.5-0.5B's rows: 7 float4 a lane */
+    run_rmsnorm_vec(21, 36, 1e-5f, &rng);  /* 9 float4 a row */
+    run_rmsnorm_vec(4097, 8, 1e-5f, &rng); /* 8 rows a block */
     run_head_norm(13, 6, 2, 12, (6 + 2 * 2) * 12, &rng); /* the q, k heads of GQA rows */
     run_head_norm(1, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* Qwen3-0.6B's, one token */
     run_head_norm(29, 16, 8, 128, (16 + 2 * 8) * 128, &rng); /* and 29 tokens */

@@ -86,6 +86,13 @@ void pw_skinny_release(void);
  * path (attention.cu). */
 int pw_flash_bucket(int hs);
 
+/* The norms' float4 forwards (layernorm.cu): whether one takes a call (pw_cuda_set_ln_vec on,
+ * C a multiple of 4 up to PW_ROW_VEC * 128, every row 16-byte aligned, bfloat16 rows 8; NULL
+ * pointers pass), and the count pw_cuda_ln_vec_calls reads */
+int pw_row_vec_fits(int C, const float *inp, const float *inp2, const float *res,
+                    const float *out, const void *out16, const float *weight, const float *bias);
+void pw_row_vec_count(void);
+
 /* Temporary device memory in stream order (cudaMallocAsync from the device's default pool,
  * which keeps freed blocks for the next call); free it on the same stream once queued work is
  * done with it. */

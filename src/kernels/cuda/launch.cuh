@@ -42,6 +42,11 @@ static inline int pw_colsum_chunk_rows(int N)
 /* ... and a row of up to PW_ROW_KEEP * 32 channels (GPT-2 124M's 768, Qwen2.5-0.5B's 896) is
  * kept whole in the lane's registers by the forward norms: one read and one write of it */
 #define PW_ROW_KEEP 32
+/* ... or, in the float4 forms of the forward norms (pw_cuda_set_ln_vec), up to PW_ROW_VEC
+ * float4 a lane: rows of up to 1024 channels, 2 rows a block below 4096 rows (a decode step's
+ * 256 rows are 128 blocks, not 32), else PW_ROW_WARPS */
+#define PW_ROW_VEC 8
+static inline int pw_row_vec_warps(int rows) { return rows < 4096 ? 2 : PW_ROW_WARPS; }
 
 /* The elementwise bf16 kernels' 8-a-thread forms (GELU, the float32 -> bfloat16 conversion;
  * SwiGLU 8 columns a thread): 16 bytes of bfloat16 a load and a store, where one element a

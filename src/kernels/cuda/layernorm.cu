@@ -6,31 +6,36 @@
 #include "pw_kernels_cuda.h"
 #include "layernorm_kernels.cuh"
 
-static unsigned long vec_calls; /* the forwards the float4 kernel took */
+static unsigned long vec_calls; /* the norms' forwards the float4 kernels took */
 
 extern "C" unsigned long pw_cuda_ln_vec_calls(void)
 {
     return __atomic_load_n(&vec_calls, __ATOMIC_RELAXED);
 }
 
+void pw_row_vec_count(void) { __atomic_fetch_add(&vec_calls, 1ul, __ATOMIC_RELAXED); }
+
 static int aligned(const void *p, uintptr_t n) { return ((uintptr_t)p % n) == 0; }
 
-/* the float4 forward (pw_cuda_set_ln_vec) where it applies: C a multiple of 4 up to
- * PW_ROW_VEC * 128, every row 16 bytes aligned (8 for the bfloat16 output); 2 rows a block
- * below 4096 rows (a decode step's 256 rows are 128 blocks, not 32), else PW_ROW_WARPS */
+int pw_row_vec_fits(int C, const float *inp, const float *inp2, const float *res,
+                    const float *out, const void *out16, const float *weight, const float *bias)
+{
+    return pw_cuda_get_ln_vec() && C % 4 == 0 && C <= PW_ROW_VEC * 4 * PW_WARP &&
+           aligned(inp, 16) && aligned(inp2, 16) && aligned(res, 16) && aligned(out, 16) &&
+           aligned(out16, 8) && aligned(weight, 16) && aligned(bias, 16);
+}
+
+/* the float4 forward (pw_cuda_set_ln_vec) where it applies (pw_row_vec_fits) */
 static int forward_vec(float *out, pw_bf16 *out16, float *mean, float *rstd, float *res,
                        const float *inp, const float *inp2, const float *weight,
                        const float *bias, int N, int C, cudaStream_t stream)
 {
-    if (!pw_cuda_get_ln_vec() || C % 4 || C > PW_ROW_VEC * 4 * PW_WARP || !aligned(inp, 16) ||
-        !aligned(inp2, 16) || !aligned(res, 16) || !aligned(out, 16) || !aligned(out16, 8) ||
-        !aligned(weight, 16) || !aligned(bias, 16))
-        return 0;
-    int warps = N < 4096 ? 2 : PW_ROW_WARPS;
+    if (!pw_row_vec_fits(C, inp, inp2, res, out, out16, weight, bias)) return 0;
+    int warps = pw_row_vec_warps(N);
     pw_launch(layernorm_forward_vec_kernel, (unsigned)((N + warps - 1) / warps),
               (unsigned)(warps * PW_WARP), 0, stream, out, (uint16_t *)out16, mean, rstd, res,
               inp, inp2, weight, bias, N, C);
-    __atomic_fetch_add(&vec_calls, 1ul, __ATOMIC_RELAXED);
+    pw_row_vec_count();
     return 1;
 }
 

@@ -115,35 +115,20 @@ __global__ void layernorm_forward_kernel(float *out, uint16_t *out16, float *mea
  * four neighbours first), so the results agree with it to rounding, not bit for bit. Blocks of
  * blockDim.x / 32 rows: layernorm.cu makes them small where there are few rows, so that a
  * decode step's 256 rows spread over the SMs. */
-#define PW_ROW_VEC 8
 __global__ void layernorm_forward_vec_kernel(float *out, uint16_t *out16, float *mean,
                                              float *rstd, float *res, const float *inp,
                                              const float *inp2, const float *weight,
                                              const float *bias, int N, int C)
 {
     pw_pdl_enter(); /* pdl.cuh: first, before any global access */
-    int row = (int)(blockIdx.x * (blockDim.x / PW_WARP) + threadIdx.x / PW_WARP);
-    int lane = (int)(threadIdx.x % PW_WARP), C4 = C / 4;
+    int row = pw_row_vec_row(), lane = (int)(threadIdx.x % PW_WARP), C4 = C / 4;
     if (row >= N) return; /* a whole warp leaves together */
     size_t at = (size_t)row * C;
-    const float4 *x = (const float4 *)(inp + at), *y = inp2 ? (const float4 *)(inp2 + at) : 0;
-    const float4 *w = (const float4 *)weight, *b = (const float4 *)bias;
     float4 v[PW_ROW_VEC], wv[PW_ROW_VEC], bv[PW_ROW_VEC];
-    PW_UNROLL
-    for (int u = 0; u < PW_ROW_VEC; u++) {
-        int q = lane + u * PW_WARP;
-        float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        v[u] = wv[u] = bv[u] = z;
-        if (q < C4) {
-            v[u] = x[q];
-            if (y) {
-                float4 t = y[q];
-                v[u] = make_float4(v[u].x + t.x, v[u].y + t.y, v[u].z + t.z, v[u].w + t.w);
-            }
-            wv[u] = w[q];
-            bv[u] = b[q];
-        }
-    }
+    pw_row_load4(v, (const float4 *)(inp + at), inp2 ? (const float4 *)(inp2 + at) : 0, lane, C4,
+                 PW_ROW_VEC);
+    pw_row_load4(wv, (const float4 *)weight, 0, lane, C4, PW_ROW_VEC);
+    pw_row_load4(bv, (const float4 *)bias, 0, lane, C4, PW_ROW_VEC);
     float sum = 0.0f;
     PW_UNROLL
     for (int u = 0; u < PW_ROW_VEC; u++)
@@ -168,12 +153,7 @@ __global__ void layernorm_forward_vec_kernel(float *out, uint16_t *out16, float 
                                (v[u].y - m) * s * wv[u].y + bv[u].y,
                                (v[u].z - m) * s * wv[u].z + bv[u].z,
                                (v[u].w - m) * s * wv[u].w + bv[u].w);
-        if (out) ((float4 *)(out + at))[q] = o;
-        if (out16) {
-            uint32_t *h = (uint32_t *)(out16 + at) + 2 * q;
-            h[0] = (uint32_t)pw_bf16_bits(o.x) | (uint32_t)pw_bf16_bits(o.y) << 16;
-            h[1] = (uint32_t)pw_bf16_bits(o.z) | (uint32_t)pw_bf16_bits(o.w) << 16;
-        }
+        pw_row_store4(out ? out + at : 0, out16 ? out16 + at : 0, o, q);
     }
     if (lane == 0) {
         if (mean) mean[row] = m;

@@ -4,11 +4,26 @@
 #include "pw_kernels_cuda.h"
 #include "rmsnorm_kernels.cuh"
 
+/* the float4 forward (pw_cuda_set_ln_vec) where it applies, as layernorm.cu's */
+static int forward_vec(float *out, pw_bf16 *out16, float *rstd, float *res, const float *inp,
+                       const float *inp2, const float *weight, int N, int C, float eps,
+                       cudaStream_t stream)
+{
+    if (!pw_row_vec_fits(C, inp, inp2, res, out, out16, weight, weight)) return 0;
+    int warps = pw_row_vec_warps(N);
+    pw_launch(rmsnorm_forward_vec_kernel, (unsigned)((N + warps - 1) / warps),
+              (unsigned)(warps * PW_WARP), 0, stream, out, (uint16_t *)out16, rstd, res, inp,
+              inp2, weight, N, C, eps);
+    pw_row_vec_count();
+    return 1;
+}
+
 static void forward(float *out, pw_bf16 *out16, float *rstd, float *res, const float *inp,
                     const float *inp2, const float *weight, int N, int C, float eps,
                     cudaStream_t stream)
 {
     if (N <= 0 || C <= 0) return;
+    if (forward_vec(out, out16, rstd, res, inp, inp2, weight, N, C, eps, stream)) return;
     pw_launch(rmsnorm_forward_kernel, pw_row_blocks(N), PW_ROW_THREADS, 0, stream, out, out16,
               rstd, res, inp, inp2, weight, N, C, eps);
 }

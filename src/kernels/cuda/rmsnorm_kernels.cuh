@@ -81,6 +81,42 @@ __global__ void rmsnorm_forward_kernel(float *out, uint16_t *out16, float *rstd,
     if (lane == 0 && rstd) rstd[row] = s;
 }
 
+/* The forward with a lane's elements 16 bytes at a time (pw_cuda_set_ln_vec, as
+ * layernorm_forward_vec_kernel: rmsnorm.cu takes it where C is a multiple of 4 up to
+ * PW_ROW_VEC * 128 and the rows are 16-byte aligned), the sum of squares in double as above, in
+ * another order (each lane's four neighbours first): the results within rounding of it. */
+__global__ void rmsnorm_forward_vec_kernel(float *out, uint16_t *out16, float *rstd, float *res,
+                                           const float *inp, const float *inp2,
+                                           const float *weight, int N, int C, float eps)
+{
+    pw_pdl_enter(); /* pdl.cuh: first, before any global access */
+    int row = pw_row_vec_row(), lane = (int)(threadIdx.x % PW_WARP), C4 = C / 4;
+    if (row >= N) return; /* a whole warp leaves together */
+    size_t at = (size_t)row * C;
+    float4 v[PW_ROW_VEC], wv[PW_ROW_VEC];
+    pw_row_load4(v, (const float4 *)(inp + at), inp2 ? (const float4 *)(inp2 + at) : 0, lane, C4,
+                 PW_ROW_VEC);
+    pw_row_load4(wv, (const float4 *)weight, 0, lane, C4, PW_ROW_VEC);
+    double ss = 0.0;
+    PW_UNROLL
+    for (int u = 0; u < PW_ROW_VEC; u++)
+        if (lane + u * PW_WARP < C4) {
+            if (res) ((float4 *)(res + at))[lane + u * PW_WARP] = v[u];
+            ss += (double)v[u].x * v[u].x + (double)v[u].y * v[u].y + (double)v[u].z * v[u].z +
+                  (double)v[u].w * v[u].w;
+        }
+    float s = (float)(1.0 / sqrt(pw_warp_sum_d(ss) / C + (double)eps));
+    PW_UNROLL
+    for (int u = 0; u < PW_ROW_VEC; u++) {
+        int q = lane + u * PW_WARP;
+        if (q >= C4) break;
+        float4 o = make_float4(v[u].x * s * wv[u].x, v[u].y * s * wv[u].y, v[u].z * s * wv[u].z,
+                               v[u].w * s * wv[u].w);
+        pw_row_store4(out ? out + at : 0, out16 ? out16 + at : 0, o, q);
+    }
+    if (lane == 0 && rstd) rstd[row] = s;
+}
+
 /* dx = s (w dout - x s^2 mean(w dout x)); accumulated, and the sum also rounded to bfloat16
  * into dinp16 when it is not NULL (the next product's dout) */
 __global__ void rmsnorm_dinp_kernel(float *dinp, uint16_t *dinp16, const float *dout,
