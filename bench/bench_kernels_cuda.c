@@ -70,11 +70,11 @@ static pw_bf16 *dev16(const float *src, size_t n)
 }
 
 /* rows 0 .. N-1 grouped by keys (pw_row_groups), the arrays on the device */
-static PwRowGroups groups(const int *keys)
+static PwRowGroups groups(const int *keys, int nkeys)
 {
     int *h = malloc(sizeof(int) * (3 * N + 1));
-    uint64_t *scratch = malloc(sizeof(uint64_t) * N);
-    int n = pw_row_groups(keys, N, h, h + N, h + 2 * N + 1, scratch);
+    int *scratch = malloc(sizeof(int) * (nkeys + 1));
+    int n = pw_row_groups(keys, N, nkeys, h, h + N, h + 2 * N + 1, scratch);
     int *d = devi(h, 3 * N + 1);
     free(h);
     free(scratch);
@@ -88,12 +88,12 @@ static void setup(Bufs *b)
     for (int i = 0; i < N; i++) h[i] = rand() % V;
     b->inp = devi(h, N);
     b->targets = devi(h, N);
-    b->tokg = groups(h);
+    b->tokg = groups(h, V);
     /* left padding of 0, 40, 80, ... tokens: the RLHF batches this code exists for */
     for (int i = 0; i < N; i++) h[i] = i % T >= (i / T) * 40;
     b->mask = devi(h, N);
     pw_positions_from_mask(hp, h, B, T);
-    b->posg = groups(hp);
+    b->posg = groups(hp, T);
     free(h);
     free(hp);
     b->pos = dev(sizeof(int) * N);

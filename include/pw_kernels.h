@@ -30,9 +30,10 @@ typedef struct PwRowGroups {
     const int *order, *start, *key;
     int n;
 } PwRowGroups;
-/* Rows 0 .. n-1 grouped by keys[r] >= 0: order and key hold n ints, start n + 1, scratch n;
- * returns the number of groups. */
-int pw_row_groups(const int *keys, int n, int *order, int *start, int *key, uint64_t *scratch);
+/* Rows 0 .. n-1 grouped by keys[r] in [0, nkeys): order and key hold n ints, start n + 1,
+ * count (scratch) nkeys + 1; returns the number of groups, -1 for a key out of range. */
+int pw_row_groups(const int *keys, int n, int nkeys, int *order, int *start, int *key,
+                  int *count);
 
 /* ---- LayerNorm over the last dimension, eps = 1e-5; mean and rstd (N) saved for backward */
 void pw_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,

