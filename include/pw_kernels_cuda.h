@@ -141,10 +141,10 @@ int pw_cuda_get_flash_fused_bwd(void);
 /* LayerNorm's and RMSNorm's forwards (plain, bf16 and residual) with each lane's elements 16
  * bytes at a time and the weights loaded before the sums (layernorm_kernels.cuh,
  * rmsnorm_kernels.cuh), where C is a multiple of 4 up to 1024 and the rows are 16-byte aligned;
- * 2 rows a block below 4096 rows. Off (the
- * default until a GPU has timed it: bench_kernels_cuda's "float4" LayerNorm rows, bench_model's
- * and bench_generate's BENCH_LN_VEC=1); the sums' order differs from the scalar kernel's, the
- * results within rounding. pw_cuda_ln_vec_calls counts the forwards it took. */
+ * 2 rows a block below 4096 rows. Off (the default until a GPU has timed it: bench_kernels_cuda's
+ * "float4" LayerNorm rows, bench_model's and bench_generate's BENCH_LN_VEC=1); the sums' order
+ * differs from the scalar kernel's, the results within rounding. pw_cuda_ln_vec_calls counts
+ * the forwards it took. */
 void pw_cuda_set_ln_vec(int enable);
 int pw_cuda_get_ln_vec(void);
 unsigned long pw_cuda_ln_vec_calls(void);

@@ -588,8 +588,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
                               k.in, p.ln1w + lC, k.ln1_mean, k.ln1_rstd, BT, C);
         pw_model_ready_layer(m, l);
     }
-    o->encoder_backward(o, gr.wte, gr.wpe, dres, m->d_inputs, m->d_pos, pw_model_row_groups(m), B,
-                        T, C);
+    o->encoder_backward(o, gr.wte, gr.wpe, dres, m->d_inputs, m->d_pos, pw_model_row_groups(m, 1),
+                        B, T, C);
     return 0;
 }
 

@@ -658,8 +658,8 @@ static int backward(PwModel *m, const float *dlogp, const float *dentropy, const
         pw_model_ready_layer(m, l);
     }
     /* the embedding rows: no position table */
-    o->encoder_backward(o, gr.wte, NULL, dres, m->d_inputs, NULL, pw_model_row_groups(m), B, T,
-                        C);
+    o->encoder_backward(o, gr.wte, NULL, dres, m->d_inputs, NULL, pw_model_row_groups(m, 0), B,
+                        T, C);
     return 0;
 }
 

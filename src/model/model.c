@@ -540,13 +540,12 @@ int pw_model_shape(PwModel *m, const PwArch *arch, const PwModelOpts *opts, PwEr
     return 0;
 }
 
-/* the device's int buffer (inputs, mask, positions, targets, last: 4 BT + B) and float buffer
- * (the outputs' gradients: 3 BT + B) */
 /* the keys pw_row_groups counts: tokens (Vp) or positions (maxT) */
 static int rows_keys(const PwModel *m) { return m->Vp > m->maxT ? m->Vp : m->maxT; }
 
-/* inputs, mask, positions and targets (maxB x maxT), each row's last (maxB), and the rows
- * grouped by token and by position for the embeddings' backward (two of 3 x maxB x maxT + 1) */
+/* the device's int buffer: inputs, mask, positions and targets (maxB x maxT), each row's last
+ * (maxB), and the rows grouped by token and by position for the embeddings' backward (two of
+ * 3 x maxB x maxT + 1); its float buffer: the outputs' gradients (3 maxB x maxT + maxB) */
 static size_t int_bytes(const PwModelOpts *o)
 {
     size_t cap = (size_t)o->maxB * o->maxT;
@@ -1163,17 +1162,19 @@ static float *scatter(PwModel *m, float *dst, const float *src, int col0, int wi
     return dst;
 }
 
-const PwRowGroups *pw_model_row_groups(PwModel *m)
+const PwRowGroups *pw_model_row_groups(PwModel *m, int by_position)
 {
     const int BT = m->B * m->T, per = 3 * BT + 1;
-    for (int k = 0; k < 2; k++) {
+    m->rows[1] = (PwRowGroups){0};
+    for (int k = 0; k <= by_position; k++) {
         int *h = m->h_rows + (size_t)k * per, *d = m->d_rows + (size_t)k * per;
         /* tokens are inside the vocabulary (check_batch), positions below maxT */
         int n = pw_row_groups(k ? m->h_pos : m->h_inputs, BT, k ? m->maxT : m->Vp, h, h + BT,
                               h + 2 * BT + 1, m->h_rows_count);
         m->rows[k] = (PwRowGroups){d, d + BT, d + 2 * BT + 1, n};
     }
-    m->ops->copy(m->ops, m->d_rows, m->h_rows, 2 * (size_t)per * sizeof(int), PW_COPY_H2D);
+    m->ops->copy(m->ops, m->d_rows, m->h_rows, (by_position ? 2 : 1) * (size_t)per * sizeof(int),
+                 PW_COPY_H2D);
     return m->rows;
 }
 

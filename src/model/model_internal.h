@@ -406,8 +406,8 @@ void pw_model_init_heads(const PwModel *m, float *host, int heads, uint64_t seed
  * (pw_row_groups), made on the host and copied up, for the embeddings' backward, which sums
  * each group in row order: the same bits on every run, on the GPU as on the CPU. A family's
  * backward asks just before that entry, so that the counting overlaps the layers' work queued
- * on the device. */
-const PwRowGroups *pw_model_row_groups(PwModel *m);
+ * on the device; by_position 0 (no position table) leaves [1] empty. */
+const PwRowGroups *pw_model_row_groups(PwModel *m, int by_position);
 
 /* One device allocation of the n slices `sizes` (floats) into *memory (made on the first call,
  * kept after), and ptrs pointed at the slices, each starting PW_ARENA_ALIGN floats apart (the
