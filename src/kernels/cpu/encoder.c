@@ -37,9 +37,9 @@ void pw_encoder_forward(float *out, const int *inp, const int *pos, const float 
 }
 
 /* A counting sort: one pass counts each key's rows, the running sum places each key's first,
- * a second pass puts the rows there in ascending order. qsort of the rows packed under their
- * keys took 1.9 ms for 16384 tokens (GPT-2's training batch) on the development machine, at
- * every backward; this is two passes over the rows and one over the keys. */
+ * a second pass puts the rows there in ascending order. It runs at every backward: two passes
+ * over the rows and one over the keys, where a comparison sort of 16384 tokens (GPT-2's
+ * training batch) would take n log n comparisons of scattered rows. */
 int pw_row_groups(const int *keys, int n, int nkeys, int *order, int *start, int *key,
                   int *count)
 {
