@@ -23,6 +23,7 @@ typedef struct Bufs {
     float *qkv, *dqkv, *att, *fc, *dfc, *w, *dw, *bias, *dbias, *logits, *dlogits, *rowv, *rowg;
     float *lpst; /* (N, PW_LP_STATS) the log-prob forward's kept statistics */
     float *params, *grads, *m, *v;
+    pw_bf16 *params16; /* a bf16 model's copy of the weights, which its update writes */
     pw_bf16 *x16, *w16, *dy16, *qkv16, *fc16; /* fc16: the fc product rounded */
     pw_bf16 *y16; /* the attention's output rounded, as a bf16 model keeps it */
     PwRowGroups tokg, posg; /* the rows by token and by position, as a model's backward makes */
@@ -128,6 +129,7 @@ static void setup(Bufs *b)
     b->grads = devf(NPARAMS, 1e-3f);
     b->m = devf(NPARAMS, 0.0f);
     b->v = devf(NPARAMS, 0.0f);
+    b->params16 = dev(sizeof(pw_bf16) * NPARAMS);
     b->x16 = dev16(b->x, NC);
     b->qkv16 = dev16(b->qkv, NC * 3);
     b->y16 = dev(sizeof(pw_bf16) * NC);
@@ -406,6 +408,20 @@ static void mlp_fwd_kernels(void) { mlp_fwd(0); }
 static void mlp_fwd_epilogue(void) { mlp_fwd(1); }
 static void mlp_bwd_kernels(void) { mlp_bwd(0); }
 static void mlp_bwd_epilogue(void) { mlp_bwd(1); }
+/* the bias gradient's column sum alone (a backward product with neither dinp nor dweight): over
+ * the (N, 4C) bfloat16 dout of GPT-2's MLP up-projection and the (N, C) of a projection back,
+ * the scalar kernel's 2 bytes a thread a row and the 8 columns a thread of
+ * pw_cuda_set_colsum_vec */
+static void colsum_at(int OC, int vec)
+{
+    pw_cuda_set_colsum_vec(vec);
+    pw_matmul_backward_bf16_cuda(NULL, NULL, g.dbias, g.dy16, OC, g.x16, g.w16, N, C, OC, 0, 0);
+    pw_cuda_set_colsum_vec(1);
+}
+static void colsum_fc(void) { colsum_at(4 * C, 0); }
+static void colsum_fc_vec(void) { colsum_at(4 * C, 1); }
+static void colsum_proj(void) { colsum_at(C, 0); }
+static void colsum_proj_vec(void) { colsum_at(C, 1); }
 static void to16(void) { pw_f32_to_bf16_cuda((pw_bf16 *)g.grads, g.params, NPARAMS - 8, 0); }
 static void to16_one(void)
 {
@@ -563,8 +579,23 @@ static void pack_batch(void) { pw_copy_batch_cuda(pay_dst, pay_src, pay_bytes, P
 
 static void adamw(void)
 {
-    pw_adamw_update_cuda(g.params, g.grads, g.m, g.v, NPARAMS, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10,
-                         0);
+    pw_adamw_update_cuda(g.params, NULL, g.grads, 1.0f, g.m, g.v, NPARAMS, 3e-4f, 0.9f, 0.95f,
+                         1e-8f, 0.1f, 10, 0);
+}
+/* a bf16 model's clipped update: the scaling pass, the update and the conversion into its copy
+ * of the weights, against the one update that does all three (pw_adamw_update's gscale and
+ * params16). The scale is 1 so that repeated calls leave the gradients as they are. */
+static void adamw_apart(void)
+{
+    pw_scale_cuda(g.grads, 1.0f, NPARAMS, 0);
+    pw_adamw_update_cuda(g.params, NULL, g.grads, 1.0f, g.m, g.v, NPARAMS, 3e-4f, 0.9f, 0.95f,
+                         1e-8f, 0.1f, 10, 0);
+    pw_f32_to_bf16_cuda(g.params16, g.params, NPARAMS, 0);
+}
+static void adamw_fused(void)
+{
+    pw_adamw_update_cuda(g.params, g.params16, g.grads, 1.0f, g.m, g.v, NPARAMS, 3e-4f, 0.9f,
+                         0.95f, 1e-8f, 0.1f, 10, 0);
 }
 static double sumsq_result;
 static void sumsq(void) { sumsq_result += pw_sumsq_cuda(g.grads, NPARAMS, 0); }
@@ -732,6 +763,10 @@ int main(int argc, char **argv)
         {"gelu fwd bf16 (1 a thread)", gelu16_fwd_one, 4.0 * NG, 0, BW},
         {"gelu bwd bf16 (8 a thread)", gelu16_bwd, 8.0 * NG, 0, BW},
         {"gelu bwd bf16 (1 a thread)", gelu16_bwd_one, 8.0 * NG, 0, BW},
+        {"column sum bf16 (N x 4C)", colsum_fc, 2.0 * 4 * NC, 0, BW},
+        {"column sum bf16 (N x 4C), 8 a thread", colsum_fc_vec, 2.0 * 4 * NC, 0, BW},
+        {"column sum bf16 (N x C)", colsum_proj, 2.0 * NC, 0, BW},
+        {"column sum bf16 (N x C), 8 a thread", colsum_proj_vec, 2.0 * NC, 0, BW},
         {"to_bf16 124M (8 a thread)", to16, 6.0 * (NPARAMS - 8), 0, BW},
         {"to_bf16 124M (1 a thread)", to16_one, 6.0 * (NPARAMS - 8), 0, BW},
         {"residual forward", res_fwd, 3 * NC * f, 0, BW},
@@ -745,6 +780,8 @@ int main(int argc, char **argv)
         {"weights pack: a copy each (17)", pack_each, 2.0 * (double)pay_total, 0, BW},
         {"weights pack: one batch", pack_batch, 2.0 * (double)pay_total, 0, BW},
         {"adamw 124M", adamw, 7 * NP * f, 0, BW},
+        {"adamw, clip, bf16 copy: 3 passes", adamw_apart, 7 * NP * f + NP * 2, 0, BW},
+        {"adamw, clip, bf16 copy: fused", adamw_fused, 7 * NP * f + NP * 2, 0, BW},
         {"sumsq 124M (waits)", sumsq, NP * f, 0, BW},
         {"scale 124M", scale, 2 * NP * f, 0, BW},
     };
@@ -772,6 +809,8 @@ int main(int argc, char **argv)
     double wgrad[2] = {0, 0}; /* the weight gradient over 10240 and 10248 rows */
     /* LayerNorm forward: scalar, float4; residual bf16 at N rows, at 256: scalar, float4 */
     double lnf[6] = {0, 0, 0, 0, 0, 0};
+    double opt[3] = {0, 0, 0}; /* AdamW alone, a clipped bf16 update in 3 passes, fused */
+    double csum[4] = {0, 0, 0, 0}; /* column sums: (N, 4C) scalar, 8 a thread; (N, C) both */
     unsigned long ln_vec0 = pw_cuda_ln_vec_calls();
     double upg[3] = {0, 0, 0}; /* decode up + GELU: cuBLAS, few-row apart, few-row fused */
     double gus[3] = {0, 0, 0}; /* decode gate/up + SwiGLU likewise */
@@ -853,6 +892,13 @@ int main(int argc, char **argv)
         if (r->fn == dec_down_timed) decp[6] = ms;
         if (r->fn == dec_down_skinny) decp[7] = ms;
         if (r->fn == to16_one) vec[5] = ms;
+        if (r->fn == colsum_fc) csum[0] = ms;
+        if (r->fn == colsum_fc_vec) csum[1] = ms;
+        if (r->fn == colsum_proj) csum[2] = ms;
+        if (r->fn == colsum_proj_vec) csum[3] = ms;
+        if (r->fn == adamw) opt[0] = ms;
+        if (r->fn == adamw_apart) opt[1] = ms;
+        if (r->fn == adamw_fused) opt[2] = ms;
         if (r->fn == pack_batch) pack[1] = ms;
         if (r->fn == qkv_fwd) qkv_tf = tf;
         if (r->fn == decode32) dec[0] = ref;
@@ -896,7 +942,9 @@ int main(int argc, char **argv)
            "decode_gu_swiglu_ms=%.4f decode_gu_swiglu_skinny_apart_ms=%.4f "
            "decode_gu_swiglu_skinny_fused_ms=%.4f skinny_swiglu_calls=%lu ln_fwd_ms=%.4f "
            "ln_fwd_vec_ms=%.4f res_ln_ms=%.4f res_ln_vec_ms=%.4f res_ln_256_ms=%.4f "
-           "res_ln_256_vec_ms=%.4f ln_vec_calls=%lu total_ms=%.2f\n",
+           "res_ln_256_vec_ms=%.4f ln_vec_calls=%lu adamw_ms=%.4f adamw_apart_ms=%.4f "
+           "adamw_fused_ms=%.4f colsum_fc_ms=%.4f colsum_fc_vec_ms=%.4f colsum_proj_ms=%.4f "
+           "colsum_proj_vec_ms=%.4f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
@@ -906,6 +954,7 @@ int main(int argc, char **argv)
            pw_cuda_skinny_calls(), pw_cuda_skinny_gelu_calls(), plans1 - plans0,
            split1 - split0, wgrad[0], wgrad[1], wg_f, wg_b, pw_cuda_flash_wgmma_calls() - wg_calls0,
            gus[0], gus[1], gus[2], pw_cuda_skinny_swiglu_calls(), lnf[0], lnf[1], lnf[2], lnf[3],
-           lnf[4], lnf[5], pw_cuda_ln_vec_calls() - ln_vec0, total);
+           lnf[4], lnf[5], pw_cuda_ln_vec_calls() - ln_vec0, opt[0], opt[1], opt[2], csum[0],
+           csum[1], csum[2], csum[3], total);
     return 0;
 }

@@ -71,7 +71,7 @@ static int one(int which, PwPrecision prec, int chunk, int B, int T, int cuda, i
 #ifdef PW_HAVE_CUDA
     if (cuda) {
         /* waits for the queued work (a forward alone is done: its outputs came back) */
-        if (mode == TRAIN) pw_model_params(m);
+        if (mode == TRAIN) pw_model_sync(m);
         peak = pw_cuda_peak_bytes() / (1024.0 * 1024.0);
     }
 #endif

@@ -223,7 +223,9 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * attention's backward with dq fused into its dk/dv kernel with BENCH_FLASH_FUSED_BWD=1
  * (pw_cuda_set_flash_fused_bwd; off by default), the attention on Hopper's warpgroup products
  * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default), LayerNorm's forward 16 bytes
- * a load with BENCH_LN_VEC=1 (pw_cuda_set_ln_vec; off by default); MFU
+ * a load with BENCH_LN_VEC=1 (pw_cuda_set_ln_vec; off by default), the bias gradients' column
+ * sums 2 bytes a thread a row with BENCH_COLSUM_VEC=0 (pw_cuda_set_colsum_vec; 8 columns a thread
+ * by default); MFU
  * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
  * did not, the MLP products its GELU epilogues took, and cuBLASLt's plans (with
@@ -247,11 +249,13 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int fused_bwd = env_int("BENCH_FLASH_FUSED_BWD", 0);
     int wgmma = env_int("BENCH_FLASH_WGMMA", 0);
     int ln_vec = env_int("BENCH_LN_VEC", 0);
+    int colsum_vec = env_int("BENCH_COLSUM_VEC", 1);
     unsigned long wg_calls = 0; /* the attention calls the warpgroup kernels took */
 #ifdef PW_HAVE_CUDA
     pw_cuda_set_flash_fused_bwd(fused_bwd);
     pw_cuda_set_flash_wgmma(wgmma);
     pw_cuda_set_ln_vec(ln_vec);
+    pw_cuda_set_colsum_vec(colsum_vec);
     wg_calls = pw_cuda_flash_wgmma_calls();
     pw_cuda_set_flash_blocks(blocks);
     pw_cuda_set_lt_tune(tune);
@@ -274,7 +278,7 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
         loss = step(m, bt.inp, bt.targets, bt.w, bt.logp, bt.dlogp);
         if (pw_model_adamw_step(m, &opt, i + 1, NULL, &err) != PW_ADAMW_APPLIED)
             die("AdamW", &err);
-        pw_model_params(m); /* waits for the step's queued work */
+        pw_model_sync(m); /* the step's queued work done */
         double t = bench_now() - t0;
         if (i > 0 && t < sec) sec = t;
         if (i == 0) pw_ops_profile_reset(); /* a profile (PW_PROFILE_OPS) of the timed steps */
@@ -301,11 +305,12 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
            100.0 * tflops / GPU_PEAK_TFLOPS);
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
            "lt_gelu=%d flash_fused_bwd=%d flash_wgmma=%d wgmma_calls=%lu epilogue_fused=%lu "
-           "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu ln_vec=%d\n",
+           "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu ln_vec=%d "
+           "colsum_vec=%d\n",
            tflops / GPU_PEAK_TFLOPS, n / sec, tflops,
            llama == 2 ? "qwen3-0.6b" : llama ? "qwen2.5-0.5b" : "gpt2-124m", tune, bias16, gelu,
            fused_bwd, wgmma, wg_calls, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0, plans,
-           split, ln_vec);
+           split, ln_vec, colsum_vec);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

@@ -126,9 +126,13 @@ void pw_crossentropy_backward(float *dlogits, const float *logits, const int *ta
                               const float *dlosses, int N, int V);
 
 /* ---- optimiser: AdamW with decoupled weight decay (Loshchilov & Hutter), step t >= 1,
- * bias-corrected. Applied to one contiguous group of n parameters. */
-void pw_adamw_update(float *params, const float *grads, float *m, float *v, size_t n,
-                     float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+ * bias-corrected. Applied to one contiguous group of n parameters. Each gradient is multiplied
+ * by gscale first (a clipping's factor, 1 for none: the bits of pw_scale then the update, the
+ * gradients left as they were), and the new weights are also rounded into params16 when it is
+ * not NULL (a bf16 model's copy: the bits of pw_bf16_from_f32 after the update). */
+void pw_adamw_update(float *params, uint16_t *params16, const float *grads, float gscale,
+                     float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps,
+                     float weight_decay, int t);
 
 /* ---- global-norm gradient clipping: sum of squares (in double) of a buffer, and scaling. */
 double pw_sumsq(const float *x, size_t n);

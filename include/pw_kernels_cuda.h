@@ -148,6 +148,15 @@ int pw_cuda_get_flash_fused_bwd(void);
 void pw_cuda_set_ln_vec(int enable);
 int pw_cuda_get_ln_vec(void);
 unsigned long pw_cuda_ln_vec_calls(void);
+/* The bias gradients' column sums over bfloat16 rows (every bf16 backward product with a bias)
+ * 8 columns a thread, a 16-byte load a row, where the columns and the row stride are multiples
+ * of 8 and the rows 16-byte aligned (colsum_kernels.cuh): each column summed in the same order
+ * as the scalar kernel's, so the same bits. On by default (the scalar kernel reads 2 bytes a
+ * thread a row; bench_kernels_cuda's "column sum" rows time both, bench_model's
+ * BENCH_COLSUM_VEC=0 the step without it). pw_cuda_colsum_vec_calls counts the sums it took. */
+void pw_cuda_set_colsum_vec(int enable);
+int pw_cuda_get_colsum_vec(void);
+unsigned long pw_cuda_colsum_vec_calls(void);
 /* The tensor-core attention for heads of 64 on Hopper's warpgroup products
  * (flash_wg_kernels.cuh: four warps issue each product, its second operand read from swizzled
  * shared tiles), forward and backward (its dq kernel and dk/dv kernel; the fused backward, where
@@ -327,9 +336,11 @@ void pw_sample_record_cuda(const PwGenRows *g, int n, const int *rows, const int
                            int *pass_pos, int *pass_slot0, cudaStream_t stream);
 
 /* ---- AdamW, global-norm clipping */
-void pw_adamw_update_cuda(float *params, const float *grads, float *m, float *v, size_t n, float lr,
-                          float beta1, float beta2, float eps, float weight_decay, int t,
-                          cudaStream_t stream);
+/* pw_adamw_update's twin (pw_kernels.h): the gradients times gscale, the new weights rounded
+ * into params16 too when it is not NULL */
+void pw_adamw_update_cuda(float *params, pw_bf16 *params16, const float *grads, float gscale,
+                          float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                          float eps, float weight_decay, int t, cudaStream_t stream);
 /* waits for the stream: the sum is returned to the host */
 double pw_sumsq_cuda(const float *x, size_t n, cudaStream_t stream);
 /* *sum (one device double) += sum of squares of x, without waiting: sum several buffers and

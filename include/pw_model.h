@@ -273,6 +273,10 @@ int pw_model_plan_split(const PwArch *arch, const PwModelOpts *opts, size_t lo, 
 PwTensor pw_model_params(PwModel *m);
 /* The gradient tensor (allocated by the first pw_model_zero_grad; data NULL before). */
 PwTensor pw_model_grads(PwModel *m);
+/* Waits for the model's queued work and nothing more: where pw_model_params would do for a
+ * wait, it hands out the weights to be written, so a bf16 model makes its bfloat16 copy again
+ * before the next forward (a pass over every weight) */
+void pw_model_sync(PwModel *m);
 
 /* ---- the weights from one model to another of the same architecture and options (the actor's
  * to its generators after each update), in one buffer: at fp32 the float32 parameters

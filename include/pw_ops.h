@@ -258,9 +258,11 @@ struct PwOps {
                                    const float *dentropy, int N, int V, int ld, float mul);
     void (*gather_rows)(const PwOps *o, float *dst, const float *src, const int *rows, int n,
                         int C);
-    void (*adamw_update)(const PwOps *o, float *params, const float *grads, float *m, float *v,
-                         size_t n, float lr, float beta1, float beta2, float eps,
-                         float weight_decay, int t);
+    /* pw_adamw_update's: the gradients times gscale, the new weights rounded into params16
+     * too when it is not NULL */
+    void (*adamw_update)(const PwOps *o, float *params, uint16_t *params16, const float *grads,
+                         float gscale, float *m, float *v, size_t n, float lr, float beta1,
+                         float beta2, float eps, float weight_decay, int t);
     /* generation: n rows of logits (row i at logits + i * ld) to token[i], logp[i] and
      * logp_full[i], row i drawing from the stream rng[rows[i]] (pw_sample_rows, pw_sample.h) */
     void (*sample)(const PwOps *o, const float *logits, int ld, int n, int V, const int *rows,

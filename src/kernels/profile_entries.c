@@ -397,13 +397,14 @@ static void gather(const PwOps *o, float *dst, const float *src, const int *rows
     TIMED(o, I(o)->gather_rows(I(o), dst, src, rows, n, C), "gather_rows", 0, 0, "n=%d C=%d", n,
           C);
 }
-static void adamw(const PwOps *o, float *params, const float *grads, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+static void adamw(const PwOps *o, float *params, uint16_t *params16, const float *grads,
+                  float gscale, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int t)
 {
     TIMED(o,
-          I(o)->adamw_update(I(o), params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay,
-                             t),
-          "adamw_update", 0, 0, "n=%zu", n);
+          I(o)->adamw_update(I(o), params, params16, grads, gscale, m, v, n, lr, beta1, beta2,
+                             eps, weight_decay, t),
+          "adamw_update", 0, 0, "n=%zu%s", n, params16 ? " bf16" : "");
 }
 static double sumsq(const PwOps *o, const float *x, size_t n)
 {

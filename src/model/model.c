@@ -1009,6 +1009,8 @@ PwTensor pw_model_params(PwModel *m)
     return flat(m, m->params);
 }
 
+void pw_model_sync(PwModel *m) { m->ops->sync(m->ops); }
+
 PwTensor pw_model_grads(PwModel *m)
 {
     if (m->gsplit) { /* a caller bug: its share is all there is (pw_model_grads_get) */
@@ -1396,39 +1398,38 @@ int pw_model_adamw_step(PwModel *m, const PwAdamWConfig *cfg, int t, double *nor
     /* The norm is a sum over every gradient, so this one test sees a NaN or infinity anywhere;
      * clipping cannot repair it (inf / inf is NaN), and the moments would keep it for good. */
     if (!isfinite(norm)) return PW_ADAMW_SKIPPED;
-    /* Only the share is clipped and updated: the other floats of grads are read by nobody
-     * after this (the next backward overwrites them). Each float of the share goes through the
-     * same operations as in an update of the whole, so the shares of N ranks put together are
-     * the whole's update bit for bit. */
+    /* Only the share is updated, and the gradients are left as they are (clipping scales each
+     * as the update reads it). Each float of the share goes through the same operations as in
+     * an update of the whole, so the shares of N ranks put together are the whole's update bit
+     * for bit. */
     size_t lo = m->opt_lo, hi = m->opt_hi;
     /* the share's gradient: in the whole one, or all a model with split gradients has */
     float *gs = m->gsplit ? pw_grad_split_share(m) : m->grads + lo;
-    if (cfg->grad_clip > 0.0f && norm > cfg->grad_clip && hi > lo)
-        o->scale(o, gs, (float)(cfg->grad_clip / norm), hi - lo);
+    /* clipping: each gradient times this as the update reads it */
+    float gscale = cfg->grad_clip > 0.0f && norm > cfg->grad_clip ? (float)(cfg->grad_clip / norm)
+                                                                  : 1.0f;
     /* one update per tensor (the part of it in the share): each tensor is contiguous and
-     * decays or not as a whole */
+     * decays or not as a whole. At bf16 the update writes the share's bfloat16 copy too,
+     * rounded as pw_model_mirror_refresh would round it: whatever follows an update reads that
+     * copy (the next minibatch's forward, or the weights handed to the generators), and made in
+     * the update it costs a write of 2 bytes a weight, not a pass over the float32. */
     for (int i = 0; i < m->ntensors; i++) {
         size_t a = m->tensor_off[i], b = a + m->tensor_size[i];
         a = a > lo ? a : lo;
         b = b < hi ? b : hi;
         if (a >= b) continue;
         float *w = m->master ? master_of(m, i, a) : m->params + a;
-        o->adamw_update(o, w, gs + (a - lo), m->adam_m + (a - lo), m->adam_v + (a - lo), b - a,
-                        cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
+        uint16_t *w16 =
+            m->params_bf16 ? m->params_bf16 + m->mirror_off[i] + (a - m->tensor_off[i]) : NULL;
+        o->adamw_update(o, w, w16, gs + (a - lo), gscale, m->adam_m + (a - lo),
+                        m->adam_v + (a - lo), b - a, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps,
                         m->impl->tensor_decays[i] ? cfg->weight_decay : 0.0f, t);
-        /* split master weights: the share's bfloat16, rounded as the whole mirror's would be */
-        if (m->master)
-            o->to_bf16(o, m->params_bf16 + m->mirror_off[i] + (a - m->tensor_off[i]), w, b - a);
     }
-    /* The bfloat16 copy of the new weights, made now: whatever follows an update reads it (the
-     * next minibatch's forward, or the weights handed to the generators), so making it here
-     * costs nothing more, and counts in the update's time, not in the next phase's. A share
-     * waits for the other ranks' shares (the caller's all-gather writes them into params
-     * through pw_model_params); the next use makes the copy. With split master weights the
-     * share's copy is made above, and the all-gather brings the others' copies along
+    /* The whole optimiser's update made every tensor's copy. A share waits for the other ranks'
+     * shares: the caller's all-gather writes them into params through pw_model_params, which
+     * makes the copy stale, or, with split master weights, brings the others' copies along
      * (pw_model_mirror). */
-    m->mirror_stale = !m->master;
-    if (whole_optimizer(m)) pw_model_mirror_refresh(m);
+    m->mirror_stale = !m->master && !whole_optimizer(m);
     return PW_ADAMW_APPLIED;
 }
 

@@ -134,8 +134,6 @@ static inline uint16_t *cu_bf16_of(const float *x, size_t n, float *widened)
     return h;
 }
 
-/* A producer's bf16 form against its float32 form, both on the device: d16 (n bfloat16) must be
- * d32 rounded to nearest even (pw_bf16.h), bit for bit */
 /* n bfloat16 values on the device equal to those on the host, bit for bit */
 static inline void cu_same_bits16(const char *what, const uint16_t *d16, const uint16_t *h16,
                                   size_t n)
@@ -149,6 +147,8 @@ static inline void cu_same_bits16(const char *what, const uint16_t *d16, const u
     free(got);
 }
 
+/* A producer's bf16 form against its float32 form, both on the device: d16 (n bfloat16) must be
+ * d32 rounded to nearest even (pw_bf16.h), bit for bit */
 static inline void cu_compare_bf16(const char *what, const uint16_t *d16, const float *d32,
                                    size_t n)
 {

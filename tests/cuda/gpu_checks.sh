@@ -200,7 +200,7 @@ for p in "${parts[@]}"; do
         step devices env NATIVE=1 bash tests/runtime/devices/test_devices.sh \
             "$BUILD/src/ppo_world"
         step waiting_twins "${mtest[@]}" cuda_encoder cuda_model cuda_layernorm cuda_matmul \
-            cuda_attention_bf16 cuda_attention_gqa cuda_switches
+            cuda_attention_bf16 cuda_attention_gqa cuda_switches cuda_adamw
         step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
         # the decode at batch 256 of older trees' builds, alternating with this one's
         if [ -n "${BISECT:-}" ]; then bisect_runs; fi
@@ -208,6 +208,8 @@ for p in "${parts[@]}"; do
         step bench_model_bf16 "$BUILD/bench/bench_model" 10 gpu
         # LayerNorm's forward 16 bytes a load (pw_cuda_set_ln_vec, off by default)
         step bench_model_ln_vec env BENCH_LN_VEC=1 "$BUILD/bench/bench_model" 10 gpu
+        # the bias gradients' column sums 2 bytes a thread a row (pw_cuda_set_colsum_vec(0))
+        step bench_model_colsum_scalar env BENCH_COLSUM_VEC=0 "$BUILD/bench/bench_model" 10 gpu
         step bench_generate_b256 env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
         step bench_generate_ln_vec env BENCH_LN_VEC=1 BENCH_GEN_BATCH=256 \
             "$BUILD/bench/bench_generate" gpu

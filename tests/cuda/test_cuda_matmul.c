@@ -85,6 +85,24 @@ static void run(int N, int C, int OC, unsigned long long *rng)
             cu_compare("backward bf16 dinp (+=)", b_dinp, dinp, NC, CU_TOL_BF16);
             cu_compare("backward bf16 dweight (+=)", b_dw, dw, OCC, CU_TOL_BF16);
             cu_compare("backward bf16 dbias (+=)", b_db, db, OC, CU_TOL_BF16);
+            /* the column sum 8 columns a thread (pw_cuda_set_colsum_vec, on by default where
+             * OC is a multiple of 8) against the scalar kernel: the same bits */
+            float *s_db = cu_upload(db0, sizeof(float) * OC);
+            float *v_db = cu_upload(db0, sizeof(float) * OC);
+            unsigned long cv0 = pw_cuda_colsum_vec_calls();
+            pw_cuda_set_colsum_vec(0);
+            pw_matmul_backward_bf16_cuda(NULL, NULL, s_db, h_dout, OC, h_inp, h_w, N, C, OC, 0, 0);
+            pw_cuda_set_colsum_vec(1);
+            pw_matmul_backward_bf16_cuda(NULL, NULL, v_db, h_dout, OC, h_inp, h_w, N, C, OC, 0, 0);
+            float *hs = cu_host(sizeof(float) * OC), *hv = cu_host(sizeof(float) * OC);
+            cu_download(hs, s_db, sizeof(float) * OC), cu_download(hv, v_db, sizeof(float) * OC);
+            int same = !memcmp(hs, hv, sizeof(float) * OC);
+            printf("  backward bf16 dbias, 8 columns a thread: %s\n",
+                   same ? "the scalar kernel's bits" : "DIFFERS");
+            CHECK(same, "the 8-column sum's dbias differs from the scalar kernel's");
+            CHECK((pw_cuda_colsum_vec_calls() - cv0 == 1) == (OC % 8 == 0),
+                  "the 8-column sum took %lu calls at OC = %d", pw_cuda_colsum_vec_calls() - cv0,
+                  OC);
 
             /* set_dinp: a dinp full of NaN is set, never read: the CPU's product from zeros */
             float *zi = cu_copy(dinp0, NC);

@@ -5,7 +5,8 @@
  * fused backward off (until a GPU has timed them, or since it has), the bf16-output products'
  * bf16 bias and the GELU epilogues on (measured), the products' forced split-K none (a hook: 2
  * to 16 parts kept, more taken as 16, 1 and below as none), the tensor-core attention's build for
- * two blocks an SM, where any value but 3 is taken as 2. Host state only: no GPU. */
+ * two blocks an SM, where any value but 3 is taken as 2, the bias gradients' column sums 8
+ * columns a thread on (the scalar sums' bits). Host state only: no GPU. */
 #include "pw_kernels_cuda.h"
 #include "pw_test.h"
 
@@ -36,6 +37,8 @@ int main(void)
     off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);
     off_by_default("programmatic dependent launch", pw_cuda_set_pdl, pw_cuda_get_pdl);
     off_by_default("LayerNorm's float4 forward", pw_cuda_set_ln_vec, pw_cuda_get_ln_vec);
+    on_by_default("column sums 8 columns a thread", pw_cuda_set_colsum_vec,
+                  pw_cuda_get_colsum_vec);
     CHECK(pw_cuda_pdl_launches() == 0, "no launch, none made as a dependent: %lu",
           pw_cuda_pdl_launches());
     /* its grid's aim: 2 blocks an SM by default, 1 to 8 kept, 0 and below the default, more 8 */

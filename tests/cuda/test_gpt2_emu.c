@@ -450,7 +450,9 @@ static void run_elementwise(size_t n, unsigned long long *rng)
 
 typedef struct AdamArgs {
     float *p, *m, *v;
+    uint16_t *p16;
     const float *g;
+    float gs;
     size_t n;
     float lr, b1, b2, eps, wd, c1, c2;
 } AdamArgs;
@@ -458,27 +460,33 @@ typedef struct AdamArgs {
 static void k_adamw(void *p)
 {
     AdamArgs *a = p;
-    adamw_kernel(a->p, a->g, a->m, a->v, a->n, a->lr, a->b1, a->b2, a->eps, a->wd, a->c1, a->c2);
+    adamw_kernel(a->p, a->p16, a->g, a->gs, a->m, a->v, a->n, a->lr, a->b1, a->b2, a->eps, a->wd,
+                 a->c1, a->c2);
 }
 
-static void run_adamw(size_t n, int t, float wd, unsigned long long *rng)
+/* the update with the gradients times gs and the bfloat16 copy written: the new weights within
+ * TOL of the CPU's, the copy bit for bit their rounding */
+static void run_adamw(size_t n, int t, float wd, float gs, unsigned long long *rng)
 {
-    printf("adamw n=%zu t=%d wd=%g\n", n, t, (double)wd);
+    printf("adamw n=%zu t=%d wd=%g gscale=%g\n", n, t, (double)wd, (double)gs);
     float *p0 = emu_randn(n, 1.0, rng), *g = emu_randn(n, 1e-3, rng), *m0 = emu_randn(n, 1e-3, rng);
     float *v0 = malloc(sizeof(float) * n);
+    uint16_t *p16 = malloc(sizeof(uint16_t) * n);
     for (size_t i = 0; i < n; i++) v0[i] = m0[i] * m0[i] * 2.0f;
     float *p = emu_copy(p0, n), *m = emu_copy(m0, n), *v = emu_copy(v0, n);
     float *ep = emu_copy(p0, n), *em = emu_copy(m0, n), *ev = emu_copy(v0, n);
     const float lr = 3e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
-    pw_adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t);
+    pw_adamw_update(p, NULL, g, gs, m, v, n, lr, b1, b2, eps, wd, t);
     /* the bias corrections as adamw.cu computes them on the host */
-    AdamArgs a = {ep, em, ev, g, n, lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, t))),
-                  (float)(1.0 / (1.0 - pow(b2, t)))};
+    AdamArgs a = {ep, em, ev, p16, g, gs, n, lr, b1, b2, eps, wd,
+                  (float)(1.0 / (1.0 - pow(b1, t))), (float)(1.0 / (1.0 - pow(b2, t)))};
     emu_launch(ew_grid(n), d1(PW_EW_THREADS), k_adamw, &a);
     emu_check("adamw params", ep, p, n, TOL);
     emu_check("adamw m", em, m, n, TOL);
     emu_check("adamw v", ev, v, n, TOL);
+    emu_check_bf16("adamw params, bfloat16 copy", p16, ep, n);
     free(p0), free(g), free(m0), free(v0), free(p), free(m), free(v), free(ep), free(em), free(ev);
+    free(p16);
 }
 
 static void k_sumsq_partial(void *p)
@@ -605,6 +613,11 @@ static void k_colsum_partial(void *p)
     MmArgs *a = p;
     colsum_partial_kernel(a->f, a->src, a->bf16, a->N, a->C, a->ld, a->rows);
 }
+static void k_colsum_partial_vec(void *p)
+{
+    MmArgs *a = p;
+    colsum_partial_bf16_vec_kernel(a->f, (const uint16_t *)a->src, a->N, a->C, a->ld, a->rows);
+}
 static void k_colsum_finish(void *p)
 {
     MmArgs *a = p;
@@ -663,7 +676,7 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
         }
         EmuDim3 part_grid, fin_grid;
         int nchunks = colsum_grids(N, C, &part_grid, &fin_grid);
-        float *part = malloc(sizeof(float) * (size_t)nchunks * C);
+        float *part = malloc(sizeof(float) * (size_t)nchunks * C), *dst0 = emu_copy(dst, C);
         a = (MmArgs){.f = part, .cf = dst, .src = bf16 ? (const void *)yh : (const void *)y,
                      .N = N, .C = C, .ld = ld, .rows = pw_colsum_chunk_rows(N), .bf16 = bf16};
         emu_launch(part_grid, d1(PW_COLSUM_THREADS), k_colsum_partial, &a);
@@ -671,6 +684,27 @@ static void run_matmul_aux(int N, int C, int ld, unsigned long long *rng)
         emu_launch(fin_grid, d1(PW_COLSUM_THREADS), k_colsum_finish, &a);
         emu_check(bf16 ? "column sum, bfloat16 rows (+=)" : "column sum, float rows (+=)", dst,
                   want, C, TOL);
+        /* the finish adds the partials in chunk order, several loaded at a time: the bits of one
+         * at a time */
+        for (int c = 0; c < C; c++) {
+            float t = 0.0f;
+            for (int y = 0; y < nchunks; y++) t += part[(size_t)y * C + c];
+            dst0[c] += t;
+        }
+        check_same("column sum finish, in chunk order", dst, dst0, sizeof(float) * C);
+        free(dst0);
+        if (bf16 && C % 8 == 0 && ld % 8 == 0) {
+            /* 8 columns a thread (pw_cuda_set_colsum_vec), as colsum.cu launches it: the partials
+             * and the sum bit for bit the scalar kernel's */
+            float *part2 = malloc(sizeof(float) * (size_t)nchunks * C);
+            MmArgs v = {.f = part2, .src = yh, .N = N, .C = C, .ld = ld,
+                        .rows = pw_colsum_chunk_rows(N)};
+            EmuDim3 vgrid = {pw_colsum_vec_grid_x(C), (unsigned)nchunks, 1};
+            emu_launch(vgrid, d1(pw_colsum_vec_threads(C)), k_colsum_partial_vec, &v);
+            check_same("column sum partials, 8 a thread", part2, part,
+                       sizeof(float) * (size_t)nchunks * C);
+            free(part2);
+        }
         free(y), free(yh), free(dst), free(want), free(part);
     }
     free(bias), free(out), free(x), free(h), free(back);
@@ -695,11 +729,15 @@ int main(void)
     run_elementwise(1000, &rng);
     run_elementwise(1005, &rng); /* the 8-at-a-time forms' tail */
     run_elementwise(70001, &rng);     /* more than one grid-stride block row */
-    run_adamw(5000, 1, 0.1f, &rng);
-    run_adamw(777, 5000, 0.0f, &rng);
+    run_adamw(5000, 1, 0.1f, 1.0f, &rng);
+    run_adamw(777, 5000, 0.0f, 0.37f, &rng);
     run_sumsq(1, &rng);
     run_sumsq(300007, &rng);          /* more elements than the fixed grid's threads */
     run_gather_record(300, 16, &rng); /* more rows than a block's threads */
     run_matmul_aux(150, 300, 307, &rng); /* three column-sum chunks, two column blocks */
+    /* 8 columns a thread: a chunk of 64 rows and a tail of 11 (the unrolled loads' ends), GPT-2's
+     * 2304 columns in two blocks of 160 threads (the second's last 32 idle), rows further apart */
+    run_matmul_aux(75, 2304, 2304, &rng);
+    run_matmul_aux(9, 8, 24, &rng);
     return pw_test_done("gpt2_emu");
 }

@@ -1,7 +1,38 @@
 /* test_adamw.c: three AdamW steps against PyTorch's torch.optim.AdamW update written out in
- * float64 (decoupled decay p *= 1 - lr wd, bias-corrected moments). */
+ * float64 (decoupled decay p *= 1 - lr wd, bias-corrected moments); then a clipped step with the
+ * bfloat16 copy, bit for bit the scaling pass, the update and the conversion it replaces. */
+#include <string.h>
+
 #include "kref.h"
+#include "pw_bf16.h"
 #include "pw_kernels.h"
+
+/* A fourth step with the gradients times s and the new weights rounded into a copy, against the
+ * three passes it stands for on copies of the same state: pw_scale, the update at gscale 1, the
+ * rounding; and the gradients left as they were */
+static void fused_step(float *p, float *m, float *v, int n, unsigned long long *rng)
+{
+    const float s = 0.3712f;
+    float *g = kref_randn((size_t)n, 1.0, rng), *g0 = kref_alloc(n * sizeof *g0);
+    float *p2 = kref_alloc(n * sizeof *p2), *m2 = kref_alloc(n * sizeof *m2);
+    float *v2 = kref_alloc(n * sizeof *v2), *gs = kref_alloc(n * sizeof *gs);
+    uint16_t *p16 = kref_alloc(n * sizeof *p16);
+    memcpy(g0, g, n * sizeof *g), memcpy(gs, g, n * sizeof *g);
+    memcpy(p2, p, n * sizeof *p), memcpy(m2, m, n * sizeof *m), memcpy(v2, v, n * sizeof *v);
+    pw_adamw_update(p, p16, g, s, m, v, (size_t)n, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 4);
+    pw_scale(gs, s, (size_t)n);
+    pw_adamw_update(p2, NULL, gs, 1.0f, m2, v2, (size_t)n, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 4);
+    int bf = 0;
+    for (int i = 0; i < n; i++) bf += p16[i] != pw_bf16_from_f32(p2[i]);
+    CHECK(!memcmp(p, p2, n * sizeof *p), "clipped step: the weights differ from scale + update");
+    CHECK(!memcmp(m, m2, n * sizeof *m) && !memcmp(v, v2, n * sizeof *v),
+          "clipped step: the moments differ from scale + update");
+    CHECK(bf == 0, "clipped step: %d of %d bfloat16 weights differ from the rounded update", bf,
+          n);
+    CHECK(!memcmp(g, g0, n * sizeof *g), "clipped step: the gradients were written");
+    printf("clipped step with the bfloat16 copy: %d of %d rounded weights differ\n", bf, n);
+    free(g), free(g0), free(p2), free(m2), free(v2), free(gs), free(p16);
+}
 
 int main(void)
 {
@@ -15,7 +46,8 @@ int main(void)
     for (int t = 1; t <= 3; t++) {
         float *g = kref_randn(N, 1.0, &rng);
         g[t] = 0.0f; /* v may be 0 on the first step: eps alone keeps the division finite */
-        pw_adamw_update(p, g, m, v, N, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, t);
+        pw_adamw_update(p, NULL, g, 1.0f, m, v, N, (float)lr, (float)b1, (float)b2, (float)eps,
+                        (float)wd, t);
         for (int i = 0; i < N; i++) {
             md[i] = b1 * md[i] + (1 - b1) * g[i];
             vd[i] = b2 * vd[i] + (1 - b2) * (double)g[i] * g[i];
@@ -30,6 +62,7 @@ int main(void)
         printf("step %d: params %.2g m %.2g v %.2g\n", t, e_p, e_m, e_v);
         free(g);
     }
+    fused_step(p, m, v, N, &rng);
     free(p); free(m); free(v); free(pd); free(md); free(vd);
     return pw_test_done("test_adamw");
 }

@@ -490,10 +490,12 @@ static void gather(const PwOps *o, float *dst, const float *src, const int *rows
 {
     (void)o, pw_gather_rows(dst, src, rows, n, C);
 }
-static void adamw(const PwOps *o, float *params, const float *grads, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+static void adamw(const PwOps *o, float *params, uint16_t *params16, const float *grads,
+                  float gscale, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int t)
 {
-    (void)o, pw_adamw_update(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
+    (void)o, pw_adamw_update(params, params16, grads, gscale, m, v, n, lr, beta1, beta2, eps,
+                             weight_decay, t);
 }
 static double sumsq(const PwOps *o, const float *x, size_t n) { return (void)o, pw_sumsq(x, n); }
 static void scale(const PwOps *o, float *x, float s, size_t n) { (void)o, pw_scale(x, s, n); }

@@ -24,6 +24,7 @@ static int use_cache_group = 1; /* an H200: 1.04x at Qwen2.5-0.5B's decode */
 static int flash_blocks = 2;
 static int flash_fused_bwd = 0;
 static int ln_vec = 0;
+static int colsum_vec = 1; /* the same bits as the scalar sums */
 static int flash_wgmma = 0;
 /* devices whose default memory pool already keeps freed scratch (see pw_cuda_scratch) */
 #define PW_MAX_DEVICES 64
@@ -43,6 +44,8 @@ extern "C" void pw_cuda_set_flash_fused_bwd(int enable) { flash_fused_bwd = enab
 extern "C" int pw_cuda_get_flash_fused_bwd(void) { return flash_fused_bwd; }
 extern "C" void pw_cuda_set_ln_vec(int enable) { ln_vec = enable != 0; }
 extern "C" int pw_cuda_get_ln_vec(void) { return ln_vec; }
+extern "C" void pw_cuda_set_colsum_vec(int enable) { colsum_vec = enable != 0; }
+extern "C" int pw_cuda_get_colsum_vec(void) { return colsum_vec; }
 extern "C" void pw_cuda_set_flash_wgmma(int enable) { flash_wgmma = enable != 0; }
 extern "C" int pw_cuda_get_flash_wgmma(void) { return flash_wgmma; }
 

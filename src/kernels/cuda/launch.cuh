@@ -29,6 +29,25 @@ static inline int pw_colsum_chunk_rows(int N)
     return rows;
 }
 
+/* ... the bfloat16 sums 8 columns a thread (pw_cuda_set_colsum_vec): C / 8 groups over
+ * pw_colsum_vec_grid_x blocks of pw_colsum_vec_threads (a multiple of 32, at most
+ * PW_COLSUM_THREADS): GPT-2's 768 columns are one block of 96 threads a chunk, its 2304 two of
+ * 160; and the loads a thread has in flight before it adds (the finish's too) */
+#define PW_COLSUM_UNROLL 8
+
+static inline unsigned int pw_colsum_vec_grid_x(int C)
+{
+    int groups = (C + 7) / 8;
+    return (unsigned int)((groups + PW_COLSUM_THREADS - 1) / PW_COLSUM_THREADS);
+}
+
+static inline unsigned int pw_colsum_vec_threads(int C)
+{
+    int groups = (C + 7) / 8, bx = (int)pw_colsum_vec_grid_x(C);
+    int per = (groups + bx - 1) / bx;
+    return (unsigned int)((per + 31) / 32 * 32);
+}
+
 /* Row kernels (LayerNorm, RMSNorm, the attention GEMM path's softmaxes) run one warp per row,
  * PW_ROW_WARPS rows to a block of PW_ROW_THREADS threads. */
 #define PW_ROW_WARPS 8

@@ -563,10 +563,12 @@ static void gather(const PwOps *o, float *dst, const float *src, const int *rows
 {
     pw_gather_rows_cuda(dst, src, rows, n, C, S(o));
 }
-static void adamw(const PwOps *o, float *params, const float *grads, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t)
+static void adamw(const PwOps *o, float *params, uint16_t *params16, const float *grads,
+                  float gscale, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int t)
 {
-    pw_adamw_update_cuda(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t, S(o));
+    pw_adamw_update_cuda(params, (pw_bf16 *)params16, grads, gscale, m, v, n, lr, beta1, beta2,
+                         eps, weight_decay, t, S(o));
 }
 static double sumsq(const PwOps *o, const float *x, size_t n) { return pw_sumsq_cuda(x, n, S(o)); }
 static void scale(const PwOps *o, float *x, float s, size_t n) { pw_scale_cuda(x, s, n, S(o)); }

@@ -66,12 +66,27 @@ static void test_groups_and_clip(void)
         CHECK(fabsf(got - want) < 1e-6f, "%s: %g after a decay-only step, want %g", name, got,
               want);
     }
-    /* clipping: all-ones gradients have norm sqrt(n); the step reports it and clips to 1 */
-    float *g = pw_model_grads(m).data;
-    for (size_t k = 0; k < np; k++) g[k] = 1.0f;
+    /* clipping: all-ones gradients have norm sqrt(n); the step reports it, and updates as a
+     * twin given gradients of norm 1 (each 1 / sqrt(n)) without clipping does, bit for bit; the
+     * gradients themselves are left as they were */
+    PwModel *twin = make();
+    float *p2 = pw_model_params(twin).data;
+    for (size_t k = 0; k < np; k++) p2[k] = 0.5f;
+    zero_grad(twin);
+    step(twin, &opt, 1);
+    float *g = pw_model_grads(m).data, *g2 = pw_model_grads(twin).data;
+    const float s = (float)(opt.grad_clip / sqrt((double)np));
+    for (size_t k = 0; k < np; k++) g[k] = 1.0f, g2[k] = s;
     double norm = step(m, &opt, 2);
     CHECK(fabs(norm - sqrt((double)np)) < 1e-3 * norm, "norm %g", norm);
-    CHECK(fabs(pw_model_grad_norm(m) - 1.0) < 1e-4, "clipped norm %g", pw_model_grad_norm(m));
+    PwAdamWConfig plain = opt;
+    plain.grad_clip = 0.0f;
+    step(twin, &plain, 2);
+    CHECK(!memcmp(pw_model_params(m).data, pw_model_params(twin).data, np * sizeof(float)),
+          "the clipped step differs from the step on gradients of norm 1");
+    CHECK(fabs(pw_model_grad_norm(m) - norm) < 1e-9 * norm, "the gradients changed: norm %g",
+          pw_model_grad_norm(m));
+    pw_model_free(twin);
     pw_model_free(m);
 }
 

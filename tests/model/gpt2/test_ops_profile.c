@@ -42,7 +42,8 @@ static void run_case(const PwArch *a, PwPrecision prec, Out *o)
         mask[i] = t >= pad;
     }
     pw_lm_next_token_targets(tgt, tok, mask, B, T);
-    PwModelInput in = {tok, mask, tgt, B, T, 1.0f};
+    /* a temperature: the LM head's logits divided by it are the `scale` entry's calls */
+    PwModelInput in = {tok, mask, tgt, B, T, 0.8f};
     PwOutputs out = {0, T, o->logp[0], o->ent, o->val, NULL, NULL};
     PwErr err;
     CHECK(pw_model_zero_grad(m, &err) == 0, "zero_grad: %s", err.msg);
