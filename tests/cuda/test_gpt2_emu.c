@@ -216,8 +216,7 @@ static void run_layernorm_vec(int N, int C, unsigned long long *rng)
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n, *st = malloc(sizeof(float) * 4 * N);
     float *mean = st, *rstd = st + N, *em = st + 2 * N, *er = st + 3 * N;
     uint16_t *y16 = malloc(sizeof(uint16_t) * n);
-    int warps = N < 4096 ? 2 : PW_ROW_WARPS;
-    EmuDim3 grid = d1((unsigned)((N + warps - 1) / warps)), block = d1((unsigned)(warps * 32));
+    EmuDim3 grid = d1(pw_row_vec_blocks(N)), block = d1((unsigned)(pw_row_vec_warps(N) * 32));
     pw_layernorm_forward(y, mean, rstd, x, w, bias, N, C);
     A a = {.f0 = ey, .f1 = em, .f2 = er, .c0 = x, .c1 = w, .c2 = bias, .N = N, .C = C};
     emu_launch(grid, block, k_ln_fwd_vec, &a);

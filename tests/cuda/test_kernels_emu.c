@@ -301,8 +301,7 @@ static void run_rmsnorm_vec(int N, int C, float eps, unsigned long long *rng)
     float *y = malloc(sizeof(float) * 2 * n), *ey = y + n, *rs = malloc(sizeof(float) * 2 * N);
     float *ers = rs + N;
     uint16_t *y16 = malloc(sizeof(uint16_t) * n);
-    int warps = pw_row_vec_warps(N);
-    EmuDim3 grid = d1((unsigned)((N + warps - 1) / warps)), block = d1((unsigned)(warps * 32));
+    EmuDim3 grid = d1(pw_row_vec_blocks(N)), block = d1((unsigned)(pw_row_vec_warps(N) * 32));
     pw_rmsnorm_forward(y, rs, x, w, N, C, eps);
     RmsArgs a = {ey, ers, NULL, NULL, NULL, x, w, NULL, N, C, eps, NULL, NULL};
     emu_launch(grid, block, rms_fwd_vec, &a);

@@ -66,6 +66,11 @@ static inline unsigned int pw_colsum_vec_threads(int C)
  * 256 rows are 128 blocks, not 32), else PW_ROW_WARPS */
 #define PW_ROW_VEC 8
 static inline int pw_row_vec_warps(int rows) { return rows < 4096 ? 2 : PW_ROW_WARPS; }
+static inline unsigned int pw_row_vec_blocks(int rows)
+{
+    int warps = pw_row_vec_warps(rows);
+    return (unsigned int)((rows + warps - 1) / warps);
+}
 
 /* The elementwise bf16 kernels' 8-a-thread forms (GELU, the float32 -> bfloat16 conversion;
  * SwiGLU 8 columns a thread): 16 bytes of bfloat16 a load and a store, where one element a

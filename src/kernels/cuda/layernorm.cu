@@ -31,10 +31,9 @@ static int forward_vec(float *out, pw_bf16 *out16, float *mean, float *rstd, flo
                        const float *bias, int N, int C, cudaStream_t stream)
 {
     if (!pw_row_vec_fits(C, inp, inp2, res, out, out16, weight, bias)) return 0;
-    int warps = pw_row_vec_warps(N);
-    pw_launch(layernorm_forward_vec_kernel, (unsigned)((N + warps - 1) / warps),
-              (unsigned)(warps * PW_WARP), 0, stream, out, (uint16_t *)out16, mean, rstd, res,
-              inp, inp2, weight, bias, N, C);
+    pw_launch(layernorm_forward_vec_kernel, pw_row_vec_blocks(N),
+              (unsigned)(pw_row_vec_warps(N) * PW_WARP), 0, stream, out, (uint16_t *)out16, mean,
+              rstd, res, inp, inp2, weight, bias, N, C);
     pw_row_vec_count();
     return 1;
 }

@@ -10,10 +10,9 @@ static int forward_vec(float *out, pw_bf16 *out16, float *rstd, float *res, cons
                        cudaStream_t stream)
 {
     if (!pw_row_vec_fits(C, inp, inp2, res, out, out16, weight, weight)) return 0;
-    int warps = pw_row_vec_warps(N);
-    pw_launch(rmsnorm_forward_vec_kernel, (unsigned)((N + warps - 1) / warps),
-              (unsigned)(warps * PW_WARP), 0, stream, out, (uint16_t *)out16, rstd, res, inp,
-              inp2, weight, N, C, eps);
+    pw_launch(rmsnorm_forward_vec_kernel, pw_row_vec_blocks(N),
+              (unsigned)(pw_row_vec_warps(N) * PW_WARP), 0, stream, out, (uint16_t *)out16, rstd,
+              res, inp, inp2, weight, N, C, eps);
     pw_row_vec_count();
     return 1;
 }
