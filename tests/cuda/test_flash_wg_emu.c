@@ -20,6 +20,7 @@
 
 #include "emu_test.h"
 #include "flash_case.h"
+#include "lse_rows.h"
 
 #include "flash_tc.cuh"
 #include "flash_wg_kernels.cuh"
@@ -146,6 +147,9 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     emu_launch_smem(gw, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_fwd, &w);
     if (WITH_TC) emu_launch(gt, d1(TC_THREADS), tc_fwd, &r);
     emu_check("wgmma forward lse", w.lse, lse, nlse, TOL_LSE);
+    LseRows lr = lse_rows(w.lse, lse, qkv, fc.mask, B, T, NH, NKV, hs, 1e-4);
+    lse_rows_print(&lr);
+    CHECK(lr.wrong == 0, "%zu lse rows wrong", lr.wrong);
     emu_check("wgmma forward out", w.out, out, nout, TOL);
     emu_check_bf16("wgmma forward out in bfloat16", w.out16, w.out, nout);
     same_bits("out against mma.sync's", w.out, r.out, sizeof(float) * nout);
@@ -193,9 +197,58 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     free(r.out), free(r.lse), free(r.out16);
 }
 
+/* lse_rows.h's account of wrong rows, on lse values the CPU twin makes wrong on purpose (one
+ * sequence of 200 queries, two heads on one key head, no mask): keys 64 to 127 masked out
+ * (their queries become padding, lse 0, explained by nothing; the queries from 128 on lose an
+ * earlier tile), then keys 128 to 191 replaced by keys 0 to 63 (the queries from 128 on see a
+ * tile two before in its place) */
+static void check_lse_rows(unsigned long long *rng)
+{
+    const int B = 1, T = 200, NH = 2, NKV = 1, hs = 64;
+    printf("lse_rows.h on wrong values made on purpose\n");
+    FlashCase fc = flash_case_make(B, T, NH, NKV, hs, NULL, 1, -1, 0, rng);
+    const size_t W = (size_t)(NH + 2 * NKV) * hs;
+    float *widened = malloc(sizeof(float) * fc.nqkv);
+    uint16_t *qkv = emu_bf16_of(fc.qkv, fc.nqkv, widened);
+    float *out = malloc(sizeof(float) * fc.nout), *want = malloc(sizeof(float) * fc.nlse);
+    float *got = malloc(sizeof(float) * fc.nlse);
+    int *cut = malloc(sizeof(int) * T);
+    pw_attention_gqa_forward_bf16(out, want, qkv, NULL, B, T, NH, NKV, hs);
+
+    LseRows r = lse_rows(want, want, qkv, NULL, B, T, NH, NKV, hs, 1e-4);
+    CHECK(r.wrong == 0 && r.rows == (size_t)NH * T, "right values: %zu of %zu rows wrong",
+          r.wrong, r.rows);
+
+    for (int t = 0; t < T; t++) cut[t] = t < 64 || t >= 128;
+    pw_attention_gqa_forward_bf16(out, got, qkv, cut, B, T, NH, NKV, hs);
+    r = lse_rows(got, want, qkv, NULL, B, T, NH, NKV, hs, 1e-4);
+    lse_rows_print(&r);
+    CHECK(r.wrong == (size_t)NH * (64 + 72) && r.by_kind[LSE_NO_EARLY] == (size_t)NH * 72,
+          "a tile left out: %zu wrong, %zu explained", r.wrong, r.by_kind[LSE_NO_EARLY]);
+    CHECK(r.by_wg[0] == (size_t)NH * 64 && r.by_wg[1] == (size_t)NH * 72 &&
+              r.by_tiles[1] == (size_t)NH * 64 && r.by_tiles[2] == (size_t)NH * 72,
+          "a tile left out: rows by warpgroup %zu / %zu, by tiles %zu / %zu", r.by_wg[0],
+          r.by_wg[1], r.by_tiles[1], r.by_tiles[2]);
+
+    uint16_t *stale = malloc(sizeof(uint16_t) * fc.nqkv);
+    memcpy(stale, qkv, sizeof(uint16_t) * fc.nqkv);
+    for (int t = 128; t < 192; t++)
+        memcpy(stale + t * W + NH * hs, qkv + (t - 128) * W + NH * hs, sizeof(uint16_t) * hs);
+    pw_attention_gqa_forward_bf16(out, got, stale, NULL, B, T, NH, NKV, hs);
+    r = lse_rows(got, want, qkv, NULL, B, T, NH, NKV, hs, 1e-4);
+    lse_rows_print(&r);
+    CHECK(r.wrong == (size_t)NH * 72 && r.by_kind[LSE_STALE] == r.wrong,
+          "a stale tile: %zu wrong, %zu explained", r.wrong, r.by_kind[LSE_STALE]);
+
+    free(stale), free(cut), free(got), free(want), free(out), free(qkv), free(widened);
+    flash_case_free(&fc);
+}
+
 int main(void)
 {
     flash_case_shapes(run);
+    unsigned long long rng0 = 20261129;
+    check_lse_rows(&rng0);
     unsigned long long rng = 20261128;
     int pads[] = {0, 3, 129, 200};
     /* a hole in row 1's mask (at 150 of 260), left padding of 3 in row 1; four blocks. The
