@@ -225,7 +225,9 @@ static void epilogue_calls(unsigned long *fused, unsigned long *unfused, unsigne
  * with BENCH_FLASH_WGMMA=1 (pw_cuda_set_flash_wgmma; off by default), LayerNorm's forward 16 bytes
  * a load with BENCH_LN_VEC=1 (pw_cuda_set_ln_vec; off by default), the bias gradients' column
  * sums 2 bytes a thread a row with BENCH_COLSUM_VEC=0 (pw_cuda_set_colsum_vec; 8 columns a thread
- * by default); MFU
+ * by default), the backward's products through cuBLASLt with BENCH_LT_ALL=1 (pw_cuda_set_lt_all:
+ * with BENCH_LT_TUNE=1 the weight gradients' plans timed too, split-K forms among them), each
+ * cuBLASLt plan and what its timing found printed with BENCH_LT_REPORT=1; MFU
  * with the model's flops per token (6 x matmul parameters + 12 L C T) over the bf16 peak. The
  * RESULT line counts the timed steps' bias products that cuBLASLt's epilogue took and those it
  * did not, the MLP products its GELU epilogues took, and cuBLASLt's plans (with
@@ -250,8 +252,10 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
     int wgmma = env_int("BENCH_FLASH_WGMMA", 0);
     int ln_vec = env_int("BENCH_LN_VEC", 0);
     int colsum_vec = env_int("BENCH_COLSUM_VEC", 1);
+    int lt_all = env_int("BENCH_LT_ALL", 0), lt_report = env_int("BENCH_LT_REPORT", 0);
     unsigned long wg_calls = 0; /* the attention calls the warpgroup kernels took */
 #ifdef PW_HAVE_CUDA
+    pw_cuda_set_lt_all(lt_all);
     pw_cuda_set_flash_fused_bwd(fused_bwd);
     pw_cuda_set_flash_wgmma(wgmma);
     pw_cuda_set_ln_vec(ln_vec);
@@ -300,17 +304,25 @@ static int bench_gpu(int iters, PwPrecision prec, int llama)
            bias16 ? "bfloat16" : "float32", gelu ? "in the epilogues" : "in kernels",
            fused_bwd ? "with dq fused" : "in two kernels",
            wgmma ? "warpgroup products where the device has them" : "mma.sync", iters, loss);
+#ifdef PW_HAVE_CUDA
+    if (lt_report) { /* what each product's plan is, and what timing found (BENCH_LT_TUNE=1) */
+        pw_cuda_lt_plan_report(stdout);
+        printf("\n");
+    }
+#else
+    (void)lt_report;
+#endif
     printf("%-10s %9s %12s %9s %7s\n", "precision", "s/step", "tokens/s", "TFLOP/s", "MFU");
     printf("%-10s %9.4f %12.0f %9.1f %6.1f%%\n\n", pw_precision_name(prec), sec, n / sec, tflops,
            100.0 * tflops / GPU_PEAK_TFLOPS);
     printf("RESULT gpu_mfu=%.4f tokens_per_s=%.0f tflops=%.2f shape=%s lt_tune=%d lt_bias16=%d "
            "lt_gelu=%d flash_fused_bwd=%d flash_wgmma=%d wgmma_calls=%lu epilogue_fused=%lu "
            "epilogue_unfused=%lu gelu_fused=%lu lt_plans=%lu lt_plans_split=%lu ln_vec=%d "
-           "colsum_vec=%d\n",
+           "colsum_vec=%d lt_all=%d\n",
            tflops / GPU_PEAK_TFLOPS, n / sec, tflops,
            llama == 2 ? "qwen3-0.6b" : llama ? "qwen2.5-0.5b" : "gpt2-124m", tune, bias16, gelu,
            fused_bwd, wgmma, wg_calls, fused1 - fused0, unfused1 - unfused0, gelu1 - gelu0, plans,
-           split, ln_vec, colsum_vec);
+           split, ln_vec, colsum_vec, lt_all);
     free_batch(&bt);
     pw_model_free(m);
     return 0;

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE */
 
 #include <cuda_runtime_api.h> /* cudaStream_t; plain C */
 
@@ -71,7 +72,10 @@ int pw_cuda_get_cache_group(void);
  * choice then varies between runs (it may: timings decide), a GPU says (bench_generate's "timed"
  * row, bench_model's BENCH_LT_TUNE=1). A plan made under one setting is not used under another:
  * it applies to the next call. A call on a stream being captured into a graph is not timed (it
- * takes the heuristic's first, and the shape's next call outside a capture is timed). */
+ * takes the heuristic's first, and the shape's next call outside a capture is timed). A product
+ * that adds to its output (a weight gradient, under pw_cuda_set_lt_all) is timed into a scratch
+ * of its output's shape, allocated for the timing and freed after it (no room: the heuristic's
+ * first). */
 void pw_cuda_set_lt_tune(int enable);
 int pw_cuda_get_lt_tune(void);
 /* The same products with K split in `parts` parts (2 to 16, more taken as 16; 0 or 1: none, the
@@ -84,6 +88,17 @@ int pw_cuda_get_lt_split(void);
 /* the plans (a shape and setting's algorithm) cuBLASLt's products have made in this process, and
  * how many of them split K, whether the heuristic or a timing or a forced split chose it */
 void pw_cuda_lt_plans(unsigned long *plans, unsigned long *split);
+/* Each plan kept, a line each into f: its shape, kind, algorithm, tile, stages and K parts, and
+ * where it was timed, the heuristic's first's time against the kept one's (a benchmark's record
+ * of what timing found; bench_model prints it with BENCH_LT_REPORT=1). */
+void pw_cuda_lt_plan_report(FILE *f);
+/* The products cublasGemmEx makes by default (the backward's input and weight gradients, a
+ * forward without a bias, wherever K is a multiple of 64) through cuBLASLt instead: off by
+ * default; on, with pw_cuda_set_lt_tune, the weight gradients' plans are timed too, with their
+ * split-K forms, into a scratch (lt.cu says why: the weight gradients' few output tiles over
+ * K = B x T rows; bench_model's BENCH_LT_ALL=1). Applies to later calls. */
+void pw_cuda_set_lt_all(int enable);
+int pw_cuda_get_lt_all(void);
 /* A decode step's products (bf16 operands, float32 output, at most 256 rows and at most 4 of
  * its tiles an SM, which an LM head exceeds: launch.cuh's pw_sk_parts) through a kernel of our
  * own that splits K in parts and sums them in a fixed order in the same launch

@@ -210,6 +210,13 @@ for p in "${parts[@]}"; do
         step bench_model_ln_vec env BENCH_LN_VEC=1 "$BUILD/bench/bench_model" 10 gpu
         # the bias gradients' column sums 2 bytes a thread a row (pw_cuda_set_colsum_vec(0))
         step bench_model_colsum_scalar env BENCH_COLSUM_VEC=0 "$BUILD/bench/bench_model" 10 gpu
+        # the backward's products through cuBLASLt (pw_cuda_set_lt_all), with the heuristic's
+        # plans, then each timed with its split-K forms: the weight gradients' few tiles over
+        # K = 16384; each plan's timing printed (the heuristic's first against the kept one)
+        step bench_model_lt_all env BENCH_LT_ALL=1 BENCH_LT_REPORT=1 "$BUILD/bench/bench_model" \
+            10 gpu
+        step bench_model_lt_all_tune env BENCH_LT_ALL=1 BENCH_LT_TUNE=1 BENCH_LT_REPORT=1 \
+            "$BUILD/bench/bench_model" 10 gpu
         step bench_generate_b256 env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
         step bench_generate_ln_vec env BENCH_LN_VEC=1 BENCH_GEN_BATCH=256 \
             "$BUILD/bench/bench_generate" gpu

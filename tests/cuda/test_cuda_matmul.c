@@ -4,7 +4,8 @@
  * forward, backward, its dout also in rows 2 OC apart); and that the epilogue is taken where the
  * operands are aligned; GPT-2's MLP entries (a product with GELU beside it) with GELU in
  * cuBLASLt's epilogues and without, against the CPU table's; a decode step's products with K
- * split and with their algorithms timed; sums over lengths just past a multiple of 64 exact. */
+ * split and with their algorithms timed; sums over lengths just past a multiple of 64 exact; the
+ * backward's products through cuBLASLt (pw_cuda_set_lt_all), their plans timed too. */
 #include <math.h>
 
 #include "cutest.h"
@@ -403,6 +404,57 @@ static unsigned long decode_products(int N, int C, int OC, unsigned long long *r
     return s1 - s0;
 }
 
+/* The backward's products through cuBLASLt (pw_cuda_set_lt_all), with the heuristic's plans
+ * and then with each timed (pw_cuda_set_lt_tune): a weight gradient adds to its output, so its
+ * timing runs write a scratch, and the gradient must come out as the CPU's accumulation (were
+ * the timing's runs written into it, the old gradient would be lost and the product counted
+ * twice). float32 and bf16 operands, every gradient added to random values; each setting makes
+ * plans of its own for dinp and dweight. A shape of the training step's (768 x 768 over 2048
+ * rows: K a multiple of 64, split forms offered) and an odd one. */
+static void lt_all_backward(int N, int C, int OC, unsigned long long *rng)
+{
+    printf("backward through cuBLASLt N=%d C=%d OC=%d\n", N, C, OC);
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    float *inp = cu_randn(NC, 1.0, rng), *w = cu_randn(OCC, 0.1, rng);
+    float *dout = cu_randn(NO, 1.0, rng);
+    float *dinp0 = cu_randn(NC, 1.0, rng), *dw0 = cu_randn(OCC, 1.0, rng);
+    float *dinp = cu_copy(dinp0, NC), *dw = cu_copy(dw0, OCC);
+    float *d_inp = cu_upload(inp, sizeof(float) * NC), *d_w = cu_upload(w, sizeof(float) * OCC);
+    float *d_dout = cu_upload(dout, sizeof(float) * NO);
+    pw_bf16 *h_dout = to_bf16_dev(d_dout, NO), *h_inp = to_bf16_dev(d_inp, NC);
+    pw_bf16 *h_w = to_bf16_dev(d_w, OCC);
+    pw_matmul_backward(dinp, dw, NULL, dout, inp, w, N, C, OC);
+    /* float32 sums of up to N terms in another order (a split's parts): decode_products' bound */
+    int K = N > OC ? N : OC;
+    const double f32_tol = fmax(CU_TOL_F32, 4.0 * sqrt((double)K) * 0x1p-24);
+    pw_cuda_set_lt_all(1);
+    for (int tune = 0; tune < 2; tune++) {
+        unsigned long p0, p1;
+        pw_cuda_lt_plans(&p0, NULL);
+        pw_cuda_set_lt_tune(tune);
+        float *d_dinp = cu_upload(dinp0, sizeof(float) * NC),
+              *d_dw = cu_upload(dw0, sizeof(float) * OCC);
+        pw_matmul_backward_cuda(d_dinp, d_dw, NULL, d_dout, d_inp, d_w, N, C, OC, 0, 0);
+        cu_comparef(d_dinp, dinp, NC, f32_tol, "fp32 dinp (+=)%s", tune ? ", timed" : "");
+        cu_comparef(d_dw, dw, OCC, f32_tol, "fp32 dweight (+=)%s", tune ? ", timed" : "");
+        float *b_dinp = cu_upload(dinp0, sizeof(float) * NC),
+              *b_dw = cu_upload(dw0, sizeof(float) * OCC);
+        pw_matmul_backward_bf16_cuda(b_dinp, b_dw, NULL, h_dout, OC, h_inp, h_w, N, C, OC, 0, 0);
+        cu_comparef(b_dinp, dinp, NC, CU_TOL_BF16, "bf16 dinp (+=)%s", tune ? ", timed" : "");
+        cu_comparef(b_dw, dw, OCC, CU_TOL_BF16, "bf16 dweight (+=)%s", tune ? ", timed" : "");
+        pw_cuda_set_lt_tune(0);
+        pw_cuda_lt_plans(&p1, NULL);
+        printf("  %lu plans made\n", p1 - p0);
+        /* dinp and dweight at float32 and bf16: 4 keys (a shape cuBLASLt has no algorithm for
+         * goes to cublasGemmEx, which the comparisons cover alike) */
+        CHECK(p1 - p0 >= 4, "%s: %lu plans made, 4 wanted", tune ? "timed" : "heuristic",
+              p1 - p0);
+    }
+    pw_cuda_set_lt_all(0);
+    pw_cuda_lt_plan_report(stdout);
+    cu_release();
+}
+
 /* A few-row epilogue's bfloat16 output (d_act, n values) bit for bit its kernel's (d_want), and
  * the one call (`calls` taken) that made it through the epilogue */
 static void same_epilogue(const char *name, const pw_bf16 *d_act, const pw_bf16 *d_want, size_t n,
@@ -568,6 +620,8 @@ int main(void)
      * none */
     decode_products(8, 11528, 8, &rng);
     k_tails();
+    lt_all_backward(2048, 768, 768, &rng);
+    lt_all_backward(37, 70, 129, &rng);
     printf("decode products: %lu plans split K\n", split);
     /* GPT-2's four decode products at 256 rows (K in 8, 6, 4 and 3 parts on an H100), Qwen's
      * down-projection at 64 and its [gate | up] at 256 (one part: SwiGLU in the one block's

@@ -29,6 +29,7 @@ int main(void)
     CHECK(pw_cuda_get_cache_split() == 1, "split cache kernel on by default");
     on_by_default("group cache kernel", pw_cuda_set_cache_group, pw_cuda_get_cache_group);
     off_by_default("epilogue products timed", pw_cuda_set_lt_tune, pw_cuda_get_lt_tune);
+    off_by_default("every product through cuBLASLt", pw_cuda_set_lt_all, pw_cuda_get_lt_all);
     off_by_default("attention's fused backward", pw_cuda_set_flash_fused_bwd,
                    pw_cuda_get_flash_fused_bwd);
     on_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);

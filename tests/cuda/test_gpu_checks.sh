@@ -61,12 +61,12 @@ BUDGET_S=1 run ops > "$work/out6" 2>&1 || rc=$?
 [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 5 ] &&
     grep -q '^ops_ppo ' "$work/o/summary.txt" ||
     { cat "$work/o/summary.txt"; fail "the ops part's five steps are not listed as not run"; }
-# the waiting part: its sixteen steps (no BISECT: no bisect steps), none run without time
+# the waiting part: its eighteen steps (no BISECT: no bisect steps), none run without time
 rc=0
 BUDGET_S=1 run waiting > "$work/out8" 2>&1 || rc=$?
-[ "$rc" = 1 ] && [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 16 ] &&
+[ "$rc" = 1 ] && [ "$(grep -c 'not run (BUDGET_S)' "$work/o/summary.txt")" = 18 ] &&
     grep -q '^ops_model ' "$work/o/summary.txt" && grep -q '^devices ' "$work/o/summary.txt" ||
-    { cat "$work/o/summary.txt"; fail "the waiting part's sixteen steps are not all not run"; }
+    { cat "$work/o/summary.txt"; fail "the waiting part's eighteen steps are not all not run"; }
 # the bisect part: two older builds and this one, twice each; without BISECT, refused
 mkdir -p "$work/bis/aaa/bench" "$work/bis/bbb/bench"
 for d in aaa bbb; do printf '#!/bin/sh\n' > "$work/bis/$d/bench/bench_generate"; done

@@ -32,11 +32,13 @@ int pw_cuda_capturing(cudaStream_t stream);
  * split-K (lt_plan.cu says why), where cuBLASLt has an algorithm for it. */
 #define PW_SPLIT_SAFE_K 64
 /* The column-major product d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1) with
- * ta, tb cublasOperation_t, through cuBLASLt with no split of k; 1 when queued, 0 (nothing
- * queued) when cuBLASLt is off or has no algorithm: the caller then runs cublasGemmEx. */
-int pw_lt_gemm_unsplit(int ta, int tb, int m, int n, int k, const void *a, int lda,
-                       const void *b, int ldb, float beta, float *d, int ldd, cudaDataType_t ab,
-                       cublasComputeType_t compute, cudaStream_t stream);
+ * ta, tb cublasOperation_t, through cuBLASLt (no split of k where k is not a multiple of
+ * PW_SPLIT_SAFE_K; its plan timed where pw_cuda_set_lt_tune asks, an accumulation into a
+ * scratch); 1 when queued, 0 (nothing queued) when cuBLASLt is off or has no algorithm: the
+ * caller then runs cublasGemmEx. */
+int pw_lt_gemm(int ta, int tb, int m, int n, int k, const void *a, int lda, const void *b,
+               int ldb, float beta, float *d, int ldd, cudaDataType_t ab,
+               cublasComputeType_t compute, cudaStream_t stream);
 /* out(N,OC) = inp . weight^T + bias (float32) with the bias added in cuBLASLt's epilogue
  * (lt.cu); out of type dtype (CUDA_R_32F, or CUDA_R_16BF: the float32 result rounded once).
  * Without a bias (NULL) it takes the product only while the algorithms are timed or a split

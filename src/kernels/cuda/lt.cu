@@ -17,7 +17,8 @@
  * reading it back to convert it; the bias then goes in bfloat16 (lt_bias16, below). The same
  * machinery serves GPT-2's MLP with GELU in the epilogue (lt_gelu, below): the up-projection
  * with GELU_AUX_BIAS, the down-projection's input gradient with DGELU; and the products whose
- * reduction length is not a multiple of PW_SPLIT_SAFE_K, asked for no split-K (matmul.cu). */
+ * reduction length is not a multiple of PW_SPLIT_SAFE_K, asked for no split-K (matmul.cu), or
+ * every product where pw_cuda_set_lt_all asks. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -307,9 +308,23 @@ int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const
     return found;
 }
 
-int pw_lt_gemm_unsplit(int ta, int tb, int m, int n, int k, const void *a, int lda,
-                       const void *b, int ldb, float beta, float *d, int ldd, cudaDataType_t ab,
-                       cublasComputeType_t compute, cudaStream_t stream)
+/* 0 (the default): the products matmul.cu's gemm() makes (the backward's input and weight
+ * gradients, a forward without a bias) go to cublasGemmEx, but where k is not a multiple of
+ * PW_SPLIT_SAFE_K; 1: every one to cuBLASLt first (pw_cuda_set_lt_all). Why try: on an H200 the
+ * weight gradients of GPT-2 124M's step ran at 389 (attention projection, 768 x 768) to 563
+ * TFLOP/s (MLP, 768 x 3072) where the LM head's reached 831 (performance.md's profile): over
+ * K = 16384 rows an output of 36 to 144 tiles of 128 x 128 is one or two waves on 132 SMs, the
+ * second mostly idle; split along K it is many. cublasGemmEx offers no split form to choose;
+ * cuBLASLt's plans with pw_cuda_set_lt_tune time the heuristic's candidates and their split-K
+ * forms (lt_plan.cu), the accumulating ones into a scratch, and pw_cuda_lt_plan_report says
+ * per shape what the timing found. */
+static int lt_all;
+extern "C" void pw_cuda_set_lt_all(int enable) { lt_all = enable != 0; }
+extern "C" int pw_cuda_get_lt_all(void) { return lt_all; }
+
+int pw_lt_gemm(int ta, int tb, int m, int n, int k, const void *a, int lda, const void *b,
+               int ldb, float beta, float *d, int ldd, cudaDataType_t ab,
+               cublasComputeType_t compute, cudaStream_t stream)
 {
     if (!lt_enabled || lt_broken[LT_F32] || m <= 0 || n <= 0 || k <= 0) return 0;
     LtOp p = {ta, m, n, k, lda, ldb, ldd, (int)ab, (int)compute, CUDA_R_32F,

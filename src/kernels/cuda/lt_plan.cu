@@ -6,6 +6,7 @@
  * hook for tests and benchmarks). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cublasLt.h>
 
@@ -19,6 +20,8 @@ typedef struct LtPlan {
     LtKey key;
     int found; /* 0: cuBLASLt has no algorithm for it */
     cublasLtMatmulAlgo_t algo;
+    int timed;            /* candidates timed (0: not timed) */
+    float first_ms, best_ms; /* when timed: the heuristic's first and the one kept, a run each */
 } LtPlan;
 
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,11 +102,14 @@ typedef struct LtCall {
 } LtCall;
 
 /* Of the n candidates, the fastest on the call's own operands (each run once to warm, then
- * LT_TUNE_REPS times between two events; each run writes the same product, and the same aux,
- * which the call then writes again; a DGELU reads its aux only); -1 when none runs. Under
- * plan_lock, on a stream not being captured. */
+ * LT_TUNE_REPS times between two events; each run writes the same product into d, and the same
+ * aux, which the call then writes again; a DGELU reads its aux only): d is the call's output
+ * where the call sets it, a scratch of its shape where the call adds to it (a weight gradient's
+ * accumulation, which the runs would overwrite); -1 when none runs. The heuristic's first's
+ * time (res[0]) and the kept one's into plan, a run each. Under plan_lock, on a stream not being
+ * captured. */
 static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeuristicResult_t *res,
-                   int n, const LtCall *c)
+                   int n, const LtCall *c, void *d, LtPlan *plan)
 {
     cudaEvent_t e0, e1;
     PW_CUDA_CHECK(cudaEventCreate(&e0));
@@ -116,8 +122,8 @@ static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeu
         int ok = 1;
         for (int r = 0; r <= LT_TUNE_REPS && ok; r++) {
             if (r == 1) PW_CUDA_CHECK(cudaEventRecord(e0, c->stream));
-            ok = cublasLtMatmul(h, s->op, &alpha, p->a, s->a, p->b, s->b, &beta, p->d, s->d,
-                                p->d, s->d, &res[i].algo, c->ws, c->ws_bytes,
+            ok = cublasLtMatmul(h, s->op, &alpha, p->a, s->a, p->b, s->b, &beta, d, s->d, d,
+                                s->d, &res[i].algo, c->ws, c->ws_bytes,
                                 c->stream) == CUBLAS_STATUS_SUCCESS;
         }
         if (!ok) continue; /* a candidate that does not run here is not kept */
@@ -125,6 +131,8 @@ static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeu
         PW_CUDA_CHECK(cudaEventSynchronize(e1));
         float ms = 0.0f;
         PW_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        plan->timed++;
+        if (i == 0) plan->first_ms = ms / LT_TUNE_REPS;
         if (pick < 0 || ms < best) {
             pick = i;
             best = ms;
@@ -132,17 +140,28 @@ static int fastest(cublasLtHandle_t h, const LtDescs *s, const cublasLtMatmulHeu
     }
     PW_CUDA_CHECK(cudaEventDestroy(e0));
     PW_CUDA_CHECK(cudaEventDestroy(e1));
+    plan->best_ms = best / LT_TUNE_REPS;
     return pick;
+}
+
+/* bytes of a type of D */
+static size_t elt_bytes(int dtype) { return dtype == CUDA_R_32F ? 4 : 2; }
+
+/* An int32 attribute of algo's configuration, dflt where it has none. */
+static int config_of(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t a,
+                     int dflt)
+{
+    int32_t v = dflt;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, a, &v, sizeof v, &w) != CUBLAS_STATUS_SUCCESS)
+        return dflt;
+    return v;
 }
 
 /* The parts along K algo's configuration asks for (1: none). */
 static int split_of(const cublasLtMatmulAlgo_t *algo)
 {
-    int32_t parts = 1;
-    size_t w = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts,
-                                             sizeof parts, &w) != CUBLAS_STATUS_SUCCESS)
-        return 1;
+    int parts = config_of(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1);
     return parts > 1 ? parts : 1;
 }
 
@@ -235,7 +254,22 @@ static LtPlan make_plan(cublasLtHandle_t h, const LtKey *key, const LtDescs *s,
     else if (nres > 0 && key->split > 1 && splittable)
         (void)with_split(h, s, &res[0].algo, key->split, sum_apart, key->workspace, &res[0]);
     int pick = n > 0 ? 0 : -1;
-    if (tune && n > 1) pick = fastest(h, s, res, n, call);
+    /* an accumulating call is timed into a scratch of D's shape: where there is no room for
+     * one, it takes the heuristic's first */
+    void *d = call->op->d, *scratch = NULL;
+    if (tune && n > 1 && key->accumulate) {
+        if (cudaMalloc(&scratch, elt_bytes(key->dtype) * (size_t)key->ldd * key->n) !=
+            cudaSuccess) {
+            (void)cudaGetLastError();
+            scratch = NULL;
+        }
+        d = scratch;
+    }
+    if (tune && n > 1 && d) pick = fastest(h, s, res, n, call, d, &plan);
+    if (scratch) {
+        PW_CUDA_CHECK(cudaStreamSynchronize(call->stream)); /* the timing's runs done with it */
+        PW_CUDA_CHECK(cudaFree(scratch));
+    }
     plan.found = pick >= 0 && res[pick].state == CUBLAS_STATUS_SUCCESS;
     if (plan.found) plan.algo = res[pick].algo;
     return plan;
@@ -263,8 +297,7 @@ int lt_choose(cublasLtHandle_t h, LtKey *key, const LtDescs *s, const LtOp *op, 
               size_t ws_bytes, cudaStream_t stream, cublasLtMatmulAlgo_t *algo)
 {
     pthread_mutex_lock(&plan_lock);
-    /* timing runs the candidates on the call's own output, which an accumulation cannot take */
-    key->tune = lt_tune && !key->accumulate;
+    key->tune = lt_tune;
     key->split = lt_tune ? 0 : lt_split;
     const LtPlan *kept = kept_plan(key);
     LtPlan plan;
@@ -282,6 +315,37 @@ int lt_choose(cublasLtHandle_t h, LtKey *key, const LtDescs *s, const LtOp *op, 
     if (found) *algo = plan.algo;
     pthread_mutex_unlock(&plan_lock);
     return found;
+}
+
+/* What a GPU run must bring back to turn a timing into a rule: each plan kept, its shape and
+ * kind, the algorithm's id, tile, stages and split, and where it was timed the heuristic's
+ * first's time against the kept one's. */
+extern "C" void pw_cuda_lt_plan_report(FILE *f)
+{
+    pthread_mutex_lock(&plan_lock);
+    fprintf(f, "cuBLASLt plans (%d kept): m x n x k, A and B transposed, D's type, epilogue, "
+               "D set or added to; algorithm, tile, stages, K parts; timed: candidates, the "
+               "heuristic's first, the kept one\n",
+            lt_nplans);
+    for (int i = 0; i < lt_nplans; i++) {
+        const LtPlan *p = &lt_plans[i];
+        const LtKey *k = &p->key;
+        fprintf(f, "  %6d x %6d x %6d  %c%c %-4s epi %-3d %-5s", k->m, k->n, k->k,
+                k->ta == CUBLAS_OP_T ? 'T' : 'N', k->tb == CUBLAS_OP_T ? 'T' : 'N',
+                k->dtype == CUDA_R_32F ? "f32" : "bf16", k->epi, k->accumulate ? "added" : "set");
+        if (!p->found) {
+            fprintf(f, "  no algorithm\n");
+            continue;
+        }
+        fprintf(f, "  algo %3d tile %3d stages %3d parts %2d", config_of(&p->algo,
+                CUBLASLT_ALGO_CONFIG_ID, -1), config_of(&p->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, -1),
+                config_of(&p->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, -1), split_of(&p->algo));
+        if (p->timed)
+            fprintf(f, "  timed %2d: %.4f ms -> %.4f ms (%.2fx)", p->timed, p->first_ms,
+                    p->best_ms, p->best_ms > 0.0f ? p->first_ms / p->best_ms : 0.0);
+        fprintf(f, "\n");
+    }
+    pthread_mutex_unlock(&plan_lock);
 }
 
 void lt_forget_plans(void)

@@ -26,13 +26,14 @@ static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_
 
 /* d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1): cublasGemmEx, or, where k is
  * not a multiple of PW_SPLIT_SAFE_K, cuBLASLt asked for no split-K (lt_plan.cu: a split there has
- * been reported to drop the tail of k; a weight gradient's k is the batch's rows) */
+ * been reported to drop the tail of k; a weight gradient's k is the batch's rows), or cuBLASLt
+ * for every product where pw_cuda_set_lt_all asks (lt.cu says why) */
 static void gemm(cudaStream_t stream, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                  int k, const void *a, int lda, const void *b, int ldb, float beta, float *d,
                  int ldd, cudaDataType_t ab, cublasComputeType_t compute)
 {
-    if (k % PW_SPLIT_SAFE_K &&
-        pw_lt_gemm_unsplit(ta, tb, m, n, k, a, lda, b, ldb, beta, d, ldd, ab, compute, stream))
+    if ((k % PW_SPLIT_SAFE_K || pw_cuda_get_lt_all()) &&
+        pw_lt_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, d, ldd, ab, compute, stream))
         return;
     float alpha = 1.0f;
     PW_CUBLAS_CHECK(cublasGemmEx(pw_cuda_cublas(stream), ta, tb, m, n, k, &alpha, a, ab, lda, b,
