@@ -10,6 +10,7 @@
 #include "common.cuh"
 #include "pw_kernels_cuda.h"
 #include "matmul_kernels.cuh"
+#include "k_split.h"
 
 /* cuBLAS is column-major: a row-major (R, K) matrix is its (K, R) column-major transpose, so
  * out(N,OC) = inp(N,C) W(OC,C)^T is computed as out^T(OC,N) = W(C,OC)^T inp(C,N), and so on.
@@ -24,15 +25,30 @@ static float seed_bias(float *out, const float *bias, int N, int OC, cudaStream_
     return 1.0f;
 }
 
-/* d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1): cublasGemmEx, or, where k is
- * not a multiple of PW_SPLIT_SAFE_K, cuBLASLt asked for no split-K (lt_plan.cu: a split there has
- * been reported to drop the tail of k; a weight gradient's k is the batch's rows), or cuBLASLt
- * for every product where pw_cuda_set_lt_all asks (lt.cu says why) */
+/* d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1): cublasGemmEx, or, for k (or
+ * its tail past the last multiple) not a multiple of PW_SPLIT_SAFE_K, cuBLASLt asked for no
+ * split-K (lt_plan.cu: a split there has been reported to drop the tail of k; a weight
+ * gradient's k is the batch's rows), or cuBLASLt for every product where pw_cuda_set_lt_all asks
+ * (lt.cu says why) */
 static void gemm(cudaStream_t stream, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                  int k, const void *a, int lda, const void *b, int ldb, float beta, float *d,
                  int ldd, cudaDataType_t ab, cublasComputeType_t compute)
 {
-    if ((k % PW_SPLIT_SAFE_K || pw_cuda_get_lt_all()) &&
+    /* k past a multiple of PW_SPLIT_SAFE_K (a weight gradient over an odd count of rows): the
+     * whole steps as any product, then the tail of fewer than PW_SPLIT_SAFE_K added to them.
+     * Asked for no split over the whole k, cuBLASLt ran the 768 x 768 weight gradient over 10248
+     * rows at 53 TFLOP/s on an H200, where cuBLAS's own choice over 10240 ran at 433
+     * (bench_kernels_cuda's weight grad rows): its few output tiles each summed every row. */
+    const PwKSplit ks = pw_k_split(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, k, lda, ldb,
+                                   PW_SPLIT_SAFE_K);
+    if (ks.tail && ks.k0) {
+        const size_t es = ab == CUDA_R_16BF ? 2 : 4;
+        gemm(stream, ta, tb, m, n, ks.k0, a, lda, b, ldb, beta, d, ldd, ab, compute);
+        gemm(stream, ta, tb, m, n, ks.tail, (const char *)a + es * ks.a_off, lda,
+             (const char *)b + es * ks.b_off, ldb, 1.0f, d, ldd, ab, compute);
+        return;
+    }
+    if ((ks.tail || pw_cuda_get_lt_all()) &&
         pw_lt_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, d, ldd, ab, compute, stream))
         return;
     float alpha = 1.0f;
