@@ -1,14 +1,15 @@
 /* lse_rows.h: where a causal attention's log-sum-exp went wrong, row by row, and what each wrong
  * value is instead. An attention kernel that fails its lse check says only by how much; this
- * says which rows (by the warpgroup of a block of 128 queries that owns them and by how many key
- * tiles of 64 they see) and, for each, which plausible mistake reproduces the wrong value: a
- * key tile left out (the diagonal one or an earlier one), a tile counted twice, a tile's keys
- * those of the tile two before it (what a product reading its double buffer before the new tile
- * landed would see), the causal mask not applied inside the diagonal tile or up to the block's
- * last query, only the diagonal tile counted. Computed on the host from the bfloat16 qkv the
- * kernel read (layout of flash_common.cuh's flash_at: per row NH query heads, NKV key heads,
- * NKV value heads), in double. Used by test_cuda_attention_bf16.c where a GPU's kernel fails,
- * and checked by test_flash_wg_emu.c against lse values made wrong on purpose. */
+ * says which rows (by the warpgroup of a block of 128 queries that owns them, by how many key
+ * tiles of 64 they see, by sequence: their padding differs) and, for each, which plausible
+ * mistake reproduces the wrong value: a key tile left out (the diagonal one or an earlier one),
+ * a tile counted twice, a tile's keys those of the tile two before it (what a product reading
+ * its double buffer before the new tile landed would see), the causal mask not applied inside
+ * the diagonal tile or up to the block's last query, only the diagonal tile counted. Computed
+ * on the host from the bfloat16 qkv the kernel read (layout of flash_common.cuh's flash_at: per
+ * row NH query heads, NKV key heads, NKV value heads), in double. Used by
+ * test_cuda_attention_bf16.c where a GPU's kernel fails, and checked by test_flash_wg_emu.c
+ * against lse values made wrong on purpose. */
 #ifndef PW_TEST_CUDA_LSE_ROWS_H
 #define PW_TEST_CUDA_LSE_ROWS_H
 
@@ -22,6 +23,7 @@
 #define LSE_TILE 64    /* keys a tile */
 #define LSE_BLOCK 128  /* queries a block: two warpgroups of 64 */
 #define LSE_MATCH 1e-4 /* a candidate within this of the wrong value explains it */
+#define LSE_SEQS 4     /* sequences counted apart (padding differs between them) */
 
 enum {
     LSE_NONE,      /* no candidate below explains it */
@@ -44,6 +46,7 @@ typedef struct LseRows {
     size_t rows, wrong;
     size_t by_wg[2];      /* the first or second 64 queries of a block of 128 */
     size_t by_tiles[3];   /* key tiles seen: 1, 2, 3 or more */
+    size_t by_seq[LSE_SEQS]; /* by sequence (the last counts every later one too) */
     size_t by_kind[LSE_KINDS];
     int first_b, first_h, first_t; /* the first wrong row (-1: none) */
     double first_got, first_want;
@@ -136,6 +139,7 @@ static inline LseRows lse_rows(const float *got, const float *want, const uint16
                 r.wrong++;
                 r.by_wg[t % LSE_BLOCK / LSE_TILE]++;
                 r.by_tiles[t / LSE_TILE < 2 ? t / LSE_TILE : 2]++;
+                r.by_seq[b < LSE_SEQS ? b : LSE_SEQS - 1]++;
                 const uint16_t *q = qkv16 + ((size_t)b * T + t) * W + (size_t)h * hs;
                 for (int j = 0; j < T; j++) {
                     real[j] = !mask || mask[(size_t)b * T + j];
@@ -167,8 +171,10 @@ static inline void lse_rows_print(const LseRows *r)
         printf("\n");
         return;
     }
-    printf("; by warpgroup %zu / %zu; by key tiles seen 1: %zu, 2: %zu, 3+: %zu\n", r->by_wg[0],
-           r->by_wg[1], r->by_tiles[0], r->by_tiles[1], r->by_tiles[2]);
+    printf("; by warpgroup %zu / %zu; by key tiles seen 1: %zu, 2: %zu, 3+: %zu; by sequence",
+           r->by_wg[0], r->by_wg[1], r->by_tiles[0], r->by_tiles[1], r->by_tiles[2]);
+    for (int b = 0; b < LSE_SEQS; b++) printf(" %zu", r->by_seq[b]);
+    printf("\n");
     for (int k = 0; k < LSE_KINDS; k++)
         if (r->by_kind[k]) printf("    %-28s %zu\n", lse_kind_names[k], r->by_kind[k]);
     printf("    first: b %d head %d query %d: %.6f, want %.6f\n", r->first_b, r->first_h,
