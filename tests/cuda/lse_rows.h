@@ -1,15 +1,15 @@
 /* lse_rows.h: where a causal attention's log-sum-exp went wrong, row by row, and what each wrong
- * value is instead. An attention kernel that fails its lse check says only by how much; this
- * says which rows (by the warpgroup of a block of 128 queries that owns them, by how many key
- * tiles of 64 they see, by sequence: their padding differs) and, for each, which plausible
- * mistake reproduces the wrong value: a key tile left out (the diagonal one or an earlier one),
- * a tile counted twice, a tile's keys those of the tile two before it (what a product reading
- * its double buffer before the new tile landed would see), the causal mask not applied inside
- * the diagonal tile or up to the block's last query, only the diagonal tile counted. Computed
- * on the host from the bfloat16 qkv the kernel read (layout of flash_common.cuh's flash_at: per
- * row NH query heads, NKV key heads, NKV value heads), in double. Used by
- * test_cuda_attention_bf16.c where a GPU's kernel fails, and checked by test_flash_wg_emu.c
- * against lse values made wrong on purpose. */
+ * value is instead; and where its backward's gradient rows did (grad_rows, below). An attention
+ * kernel that fails its lse check says only by how much; this says which rows (by the warpgroup of
+ * a block of 128 queries that owns them, by how many key tiles of 64 they see, by sequence: their
+ * padding differs) and, for each, which plausible mistake reproduces the wrong value: a key tile
+ * left out (the diagonal one or an earlier one), a tile counted twice, a tile's keys those of the
+ * tile two before it (what a product reading its double buffer before the new tile landed would
+ * see), the causal mask not applied inside the diagonal tile or up to the block's last query, only
+ * the diagonal tile counted. Computed on the host from the bfloat16 qkv the kernel read (layout of
+ * flash_common.cuh's flash_at: per row NH query heads, NKV key heads, NKV value heads), in double.
+ * Used by test_cuda_attention_bf16.c where a GPU's kernel fails, and checked by
+ * test_flash_wg_emu.c against lse values and gradient rows made wrong on purpose. */
 #ifndef PW_TEST_CUDA_LSE_ROWS_H
 #define PW_TEST_CUDA_LSE_ROWS_H
 
@@ -179,6 +179,55 @@ static inline void lse_rows_print(const LseRows *r)
         if (r->by_kind[k]) printf("    %-28s %zu\n", lse_kind_names[k], r->by_kind[k]);
     printf("    first: b %d head %d query %d: %.6f, want %.6f\n", r->first_b, r->first_h,
            r->first_t, r->first_got, r->first_want);
+}
+
+/* The backward's gradient rows: for each of dq, dk and dv (the query, key and value parts of a
+ * row of dqkv, laid out as qkv), the rows where some element is further than tol times the
+ * largest reference value from it, counted by the warpgroup of its block of 128 rows (queries
+ * for dq, keys for dk and dv: the same split in the dq and dk/dv kernels), by its tile of 64 (0,
+ * 1, 2 or later) and by sequence. */
+typedef struct GradRows {
+    size_t wrong[3], by_wg[3][2], by_tile[3][3], by_seq[3][LSE_SEQS];
+} GradRows;
+
+static inline GradRows grad_rows(const float *got, const float *want, int B, int T, int NH,
+                                 int NKV, int hs, double tol)
+{
+    GradRows g = {0};
+    const size_t W = (size_t)(NH + 2 * NKV) * hs, n = (size_t)B * T * W;
+    double big = 0.0;
+    for (size_t i = 0; i < n; i++) big = fabs(want[i]) > big ? fabs(want[i]) : big;
+    const size_t lo[3] = {0, (size_t)NH * hs, (size_t)(NH + NKV) * hs};
+    const size_t hi[3] = {(size_t)NH * hs, (size_t)(NH + NKV) * hs, W};
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int part = 0; part < 3; part++) {
+                const size_t at = ((size_t)b * T + t) * W;
+                int bad = 0;
+                for (size_t i = at + lo[part]; i < at + hi[part] && !bad; i++)
+                    bad = !(fabs((double)got[i] - want[i]) <= tol * big); /* NaN is wrong */
+                if (!bad) continue;
+                g.wrong[part]++;
+                g.by_wg[part][t % LSE_BLOCK / LSE_TILE]++;
+                g.by_tile[part][t / LSE_TILE < 2 ? t / LSE_TILE : 2]++;
+                g.by_seq[part][b < LSE_SEQS ? b : LSE_SEQS - 1]++;
+            }
+    return g;
+}
+
+static inline void grad_rows_print(const GradRows *g, int B, int T)
+{
+    static const char *const name[3] = {"dq", "dk", "dv"};
+    for (int p = 0; p < 3; p++) {
+        printf("  %s rows wrong: %zu of %d", name[p], g->wrong[p], B * T);
+        if (g->wrong[p]) {
+            printf("; by warpgroup %zu / %zu; by tile 0: %zu, 1: %zu, 2+: %zu; by sequence",
+                   g->by_wg[p][0], g->by_wg[p][1], g->by_tile[p][0], g->by_tile[p][1],
+                   g->by_tile[p][2]);
+            for (int b = 0; b < LSE_SEQS; b++) printf(" %zu", g->by_seq[p][b]);
+        }
+        printf("\n");
+    }
 }
 
 #endif

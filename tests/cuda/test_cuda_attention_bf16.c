@@ -79,6 +79,12 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     pw_attention_gqa_backward_bf16_cuda(d_dqkv, NULL, d_dout, d_qkv, d_outc, d_lsec, d_mask, B,
                                         T, NH, NKV, hs, 0);
     cu_compare("backward dqkv", d_dqkv, dqkv, nqkv, tol);
+    if (pw_cuda_get_flash_wgmma()) { /* which rows of dq, dk and dv (lse_rows.h) */
+        float *h_dqkv = cu_host(sizeof(float) * nqkv);
+        cu_download(h_dqkv, d_dqkv, sizeof(float) * nqkv);
+        GradRows gr = grad_rows(h_dqkv, dqkv, B, T, NH, NKV, hs, tol);
+        grad_rows_print(&gr, B, T);
+    }
     /* its bf16 form (a bf16 GPT-2's qkv product reads it): the same backward rounded, bit for
      * bit, on either path */
     uint16_t *d_dqkv16 = cu_dev(sizeof(uint16_t) * nqkv);

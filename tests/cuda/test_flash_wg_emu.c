@@ -176,6 +176,10 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     backward(&k, 1, nqkv);
     if (WITH_TC) backward(&tc, 0, nqkv);
     emu_check("wgmma backward dqkv", k.dqkv, dqkv, nqkv, TOL);
+    GradRows gr = grad_rows(k.dqkv, dqkv, B, T, NH, NKV, hs, TOL);
+    grad_rows_print(&gr, B, T);
+    CHECK(gr.wrong[0] + gr.wrong[1] + gr.wrong[2] == 0, "gradient rows wrong: %zu, %zu, %zu",
+          gr.wrong[0], gr.wrong[1], gr.wrong[2]);
     same_bits("dqkv against mma.sync's", k.dqkv, tc.dqkv, sizeof(float) * nqkv);
     Bwd k16 = k;
     k16.dqkv = NULL;
@@ -239,6 +243,26 @@ static void check_lse_rows(unsigned long long *rng)
     lse_rows_print(&r);
     CHECK(r.wrong == (size_t)NH * 72 && r.by_kind[LSE_STALE] == r.wrong,
           "a stale tile: %zu wrong, %zu explained", r.wrong, r.by_kind[LSE_STALE]);
+
+    /* grad_rows on the twin's backward with two rows made wrong: query 5's dq (head 1) and key
+     * 130's dv; and a NaN in key 70's dk */
+    float *dq = malloc(sizeof(float) * fc.nqkv), *dg = malloc(sizeof(float) * fc.nqkv);
+    uint16_t *out16 = malloc(sizeof(uint16_t) * fc.nout);
+    pw_attention_gqa_forward_bf16(out, got, qkv, NULL, B, T, NH, NKV, hs);
+    for (size_t i = 0; i < fc.nout; i++) out16[i] = pw_bf16_from_f32(out[i]);
+    pw_attention_gqa_backward_bf16(dq, fc.dout, qkv, out16, got, NULL, B, T, NH, NKV, hs);
+    for (size_t i = 0; i < fc.nqkv; i++) dg[i] = dq[i];
+    dg[5 * W + hs + 3] += 1.0f;
+    dg[130 * W + (NH + NKV) * hs + 7] -= 1.0f;
+    dg[70 * W + NH * hs] = NAN;
+    GradRows g = grad_rows(dg, dq, B, T, NH, NKV, hs, 1e-3);
+    grad_rows_print(&g, B, T);
+    CHECK(g.wrong[0] == 1 && g.by_wg[0][0] == 1 && g.by_tile[0][0] == 1 && g.wrong[1] == 1 &&
+              g.by_wg[1][1] == 1 && g.by_tile[1][1] == 1 && g.wrong[2] == 1 &&
+              g.by_wg[2][0] == 1 && g.by_tile[2][2] == 1,
+          "grad_rows: dq %zu, dk %zu, dv %zu wrong rows, or in the wrong buckets", g.wrong[0],
+          g.wrong[1], g.wrong[2]);
+    free(dq), free(dg), free(out16);
 
     free(stale), free(cut), free(got), free(want), free(out), free(qkv), free(widened);
     flash_case_free(&fc);
