@@ -83,6 +83,20 @@ bisect_runs() {
     done
 }
 
+# wg_rows: from the twins' log, the warpgroup attention's wrong rows (cuda_attention_bf16, through
+# tests/cuda/lse_rows.h: each failing case, its counts and classes) into the summary, which comes
+# back even where the logs do not; at most 60 lines
+wg_rows() {
+    local tl="$OUT/waiting_twins.testlog.txt"
+    [ -f "$tl" ] || return 0
+    awk '/^attention on the warpgroup products/ { on = 1; next }
+         on && /^test_cuda_attention_bf16:/ { on = 0 }
+         on && /^B=/ { head = $0; shown = 0; next }
+         on && /rows wrong: [1-9]/ { if (!shown) print "  wgmma " head; shown = 1; print "  " $0 }
+         on && shown && (/^    [a-z].* [0-9]+$/ || /^    first:/) { print "  " $0 }' "$tl" |
+        head -60 >> "$summary"
+}
+
 # step NAME CMD...: runs CMD under the time limit into $OUT/NAME.log, records the verdict.
 step() {
     local name=$1
@@ -201,6 +215,7 @@ for p in "${parts[@]}"; do
             "$BUILD/src/ppo_world"
         step waiting_twins "${mtest[@]}" cuda_encoder cuda_model cuda_layernorm cuda_matmul \
             cuda_attention_bf16 cuda_attention_gqa cuda_switches cuda_adamw
+        wg_rows
         step waiting_quickstart_gpu "${mtest[@]}" --verbose "quickstart gpu"
         # the decode at batch 256 of older trees' builds, alternating with this one's
         if [ -n "${BISECT:-}" ]; then bisect_runs; fi
@@ -217,6 +232,9 @@ for p in "${parts[@]}"; do
             10 gpu
         step bench_model_lt_all_tune env BENCH_LT_ALL=1 BENCH_LT_TUNE=1 BENCH_LT_REPORT=1 \
             "$BUILD/bench/bench_model" 10 gpu
+        # the timed plans of the products that add to their output (the weight gradients)
+        grep -h ' added .*timed' "$OUT/bench_model_lt_all_tune.log" 2>/dev/null | head -30 |
+            sed 's/^/  plan /' >> "$summary" || true
         step bench_generate_b256 env BENCH_GEN_BATCH=256 "$BUILD/bench/bench_generate" gpu
         step bench_generate_ln_vec env BENCH_LN_VEC=1 BENCH_GEN_BATCH=256 \
             "$BUILD/bench/bench_generate" gpu
