@@ -28,8 +28,9 @@ cublasComputeType_t pw_cuda_f32_compute(void);
  * does: it can be neither timed nor given buffers by a memset), or when the query fails */
 int pw_cuda_capturing(cudaStream_t stream);
 
-/* A product whose reduction length is not a multiple of this goes to cuBLASLt asked for no
- * split-K (lt_plan.cu says why), where cuBLASLt has an algorithm for it. */
+/* A product whose reduction length is not a multiple of this is asked for no split-K
+ * (lt_plan.cu says why): a forward with a bias whole, matmul.cu's others as the largest
+ * multiple (any algorithm) and the tail after it (cuBLASLt, unsplit; k_split.h). */
 #define PW_SPLIT_SAFE_K 64
 /* The column-major product d (m x n, ldd, float32) = op(a) . op(b) (+ d where beta is 1) with
  * ta, tb cublasOperation_t, through cuBLASLt (no split of k where k is not a multiple of

@@ -16,9 +16,9 @@
  * the float32 result with its bias, rounded once, without writing the float32 result and
  * reading it back to convert it; the bias then goes in bfloat16 (lt_bias16, below). The same
  * machinery serves GPT-2's MLP with GELU in the epilogue (lt_gelu, below): the up-projection
- * with GELU_AUX_BIAS, the down-projection's input gradient with DGELU; and the products whose
- * reduction length is not a multiple of PW_SPLIT_SAFE_K, asked for no split-K (matmul.cu), or
- * every product where pw_cuda_set_lt_all asks. */
+ * with GELU_AUX_BIAS, the down-projection's input gradient with DGELU; and the products (or
+ * tails of products) whose reduction length is under PW_SPLIT_SAFE_K, asked for no split-K
+ * (matmul.cu), or every product where pw_cuda_set_lt_all asks. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -309,8 +309,9 @@ int pw_lt_linear_forward(void *out, cudaDataType_t dtype, const void *inp, const
 }
 
 /* 0 (the default): the products matmul.cu's gemm() makes (the backward's input and weight
- * gradients, a forward without a bias) go to cublasGemmEx, but where k is not a multiple of
- * PW_SPLIT_SAFE_K; 1: every one to cuBLASLt first (pw_cuda_set_lt_all). Why try: on an H200 the
+ * gradients, a forward without a bias) go to cublasGemmEx, but a k shorter than PW_SPLIT_SAFE_K
+ * (a whole product's, or the tail gemm() cuts off a longer one); 1: every one to cuBLASLt first
+ * (pw_cuda_set_lt_all). Why try: on an H200 the
  * weight gradients of GPT-2 124M's step ran at 389 (attention projection, 768 x 768) to 563
  * TFLOP/s (MLP, 768 x 3072) where the LM head's reached 831 (performance.md's profile): over
  * K = 16384 rows an output of 36 to 144 tiles of 128 x 128 is one or two waves on 132 SMs, the
