@@ -84,17 +84,12 @@ bisect_runs() {
 }
 
 # wg_rows: from the twins' log, the warpgroup attention's wrong rows (cuda_attention_bf16, through
-# tests/cuda/lse_rows.h: each failing case, its counts and classes) into the summary, which comes
-# back even where the logs do not; at most 60 lines
+# tests/cuda/lse_rows.h: each failing case, its counts and classes; wg_rows.awk) into the
+# summary, which comes back even where the logs do not; at most 60 lines
 wg_rows() {
     local tl="$OUT/waiting_twins.testlog.txt"
     [ -f "$tl" ] || return 0
-    awk '/^attention on the warpgroup products/ { on = 1; next }
-         on && /^test_cuda_attention_bf16:/ { on = 0 }
-         on && /^B=/ { head = $0; shown = 0; next }
-         on && /rows wrong: [1-9]/ { if (!shown) print "  wgmma " head; shown = 1; print "  " $0 }
-         on && shown && (/^    [a-z].* [0-9]+$/ || /^    first:/) { print "  " $0 }' "$tl" |
-        head -60 >> "$summary"
+    awk -f tests/cuda/wg_rows.awk "$tl" | head -60 >> "$summary"
 }
 
 # step NAME CMD...: runs CMD under the time limit into $OUT/NAME.log, records the verdict.

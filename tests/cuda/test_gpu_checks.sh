@@ -5,9 +5,10 @@
 # worked by hand: 1000 + 10.5 of 1030.5 is 98.06%), a CSV without kernels or without the
 # time column refused; BUDGET_S that leaves no time lists every
 # step as not run and fails the run (exit 1), the profile part's seven and the ops part's five;
-# ARCHIVE gets every log in one .tar.gz, also from inside OUT; the waiting part's sixteen steps
+# ARCHIVE gets every log in one .tar.gz, also from inside OUT; the waiting part's eighteen steps
 # and the bisect part's listed likewise; the ab part without BASE and the bisect part without
-# BISECT are refused (exit 2). BUILD: a meson build folder (meson sets it).
+# BISECT are refused (exit 2); wg_rows.awk keeps a log's failing warpgroup cases only. BUILD: a
+# meson build folder (meson sets it).
 set -uo pipefail
 : "${BUILD:?BUILD must name a meson build folder (meson sets it)}"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -89,4 +90,29 @@ tar tzf "$work/o/all.tgz" > "$work/list2" 2>&1 && grep -qx "o/summary.txt" "$wor
 rc=0
 BASE=$work/none run ab > "$work/out7" 2>&1 || rc=$?
 [ "$rc" = 2 ] && grep -q "the ab part needs BASE" "$work/out7" || fail "ab without BASE: exit $rc"
+# wg_rows.awk: of a log's warpgroup cases, only the failing one, its wrong rows' lines, classes
+# and first row; the tensor-core case before the section and the passing case print nothing
+cat > "$work/tl" <<'LOG'
+tensor-core kernels
+B=2 T=16 NH=6 NKV=2 hs=5 mask=0
+  lse rows wrong: 3 of 9
+attention on the warpgroup products
+B=2 T=1024 NH=4 NKV=2 hs=64 mask=1
+  forward lse                                  rel err 0.195
+  lse rows wrong: 300 of 5000; by warpgroup 100 / 200; by sequence 0 300 0 0
+    a tile two before instead    280
+    none of these                20
+    first: b 1 head 0 query 700: 5.1, want 5.3
+  forward out                                  rel err 0.585
+  dq rows wrong: 10 of 2048; by warpgroup 1 / 9
+  dk rows wrong: 0 of 2048
+B=1 T=64 NH=2 NKV=2 hs=64 mask=0
+  lse rows wrong: 0 of 128
+test_cuda_attention_bf16: 158 checks, 6 failed
+LOG
+awk -f "$root/tests/cuda/wg_rows.awk" "$work/tl" > "$work/wg"
+[ "$(wc -l < "$work/wg")" = 6 ] && head -1 "$work/wg" | grep -q '^  wgmma B=2 T=1024 ' &&
+    grep -q '^      a tile two before instead    280$' "$work/wg" &&
+    grep -q '^    dq rows wrong: 10 of 2048' "$work/wg" && ! grep -q 'T=64\|T=16' "$work/wg" ||
+    { cat "$work/wg"; fail "wg_rows.awk: not the failing case's six lines"; }
 echo "test_gpu_checks: ok"
