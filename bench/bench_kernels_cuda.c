@@ -290,6 +290,21 @@ static void att_bwd_wg(void)
     att_bwd_tc();
     pw_cuda_set_flash_wgmma(0);
 }
+/* the same in a mode of its schedule (pw_cuda_set_flash_wgmma_mode): what a mode that the GPU
+ * gets right would cost, beside the schedule as written */
+#define ATT_WG_MODE(name, fn, bits)                                                              \
+    static void name(void)                                                                       \
+    {                                                                                            \
+        pw_cuda_set_flash_wgmma_mode(bits);                                                      \
+        fn();                                                                                    \
+        pw_cuda_set_flash_wgmma_mode(0);                                                         \
+    }
+ATT_WG_MODE(att_fwd_wg_serial, att_fwd_wg, PW_WGMMA_SERIAL)
+ATT_WG_MODE(att_bwd_wg_serial, att_bwd_wg, PW_WGMMA_SERIAL)
+ATT_WG_MODE(att_fwd_wg_one, att_fwd_wg, PW_WGMMA_ONE_GROUP)
+ATT_WG_MODE(att_bwd_wg_one, att_bwd_wg, PW_WGMMA_ONE_GROUP)
+ATT_WG_MODE(att_fwd_wg_each, att_fwd_wg, PW_WGMMA_BATCH_EACH)
+ATT_WG_MODE(att_bwd_wg_each, att_bwd_wg, PW_WGMMA_BATCH_EACH)
 /* the backward with dq made by the dk/dv kernel (pw_cuda_set_flash_fused_bwd), both builds */
 static void att_bwd_fused(void)
 {
@@ -726,6 +741,12 @@ int main(int argc, char **argv)
         {"attention fwd (bf16, 3 blocks/SM)", att_fwd_tc3, 0, 2 * 2 * TT * hs, BF16},
         {"attention fwd (bf16, wgmma)", att_fwd_wg, 0, 2 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, wgmma)", att_bwd_wg, 0, 4 * 2 * TT * hs, BF16},
+        {"attention fwd (wgmma, serial)", att_fwd_wg_serial, 0, 2 * 2 * TT * hs, BF16},
+        {"attention bwd (wgmma, serial)", att_bwd_wg_serial, 0, 4 * 2 * TT * hs, BF16},
+        {"attention fwd (wgmma, one group)", att_fwd_wg_one, 0, 2 * 2 * TT * hs, BF16},
+        {"attention bwd (wgmma, one group)", att_bwd_wg_one, 0, 4 * 2 * TT * hs, BF16},
+        {"attention fwd (wgmma, batch each)", att_fwd_wg_each, 0, 2 * 2 * TT * hs, BF16},
+        {"attention bwd (wgmma, batch each)", att_bwd_wg_each, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, 3 blocks/SM)", att_bwd_tc3, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, fused dq)", att_bwd_fused, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, fused dq, 3/SM)", att_bwd_fused3, 0, 4 * 2 * TT * hs, BF16},
@@ -804,6 +825,7 @@ int main(int argc, char **argv)
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
     double wg_f = 0.0, wg_b = 0.0; /* the attention on the warpgroup products */
+    double wgm[6] = {0}; /* its modes: serial, one group, batch each; forward, backward */
     unsigned long wg_calls0 = pw_cuda_flash_wgmma_calls();
     /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
     double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
@@ -844,6 +866,10 @@ int main(int argc, char **argv)
         if (r->fn == att_fwd_tc3) tatt3_f = ms;
         if (r->fn == att_fwd_wg) wg_f = ms;
         if (r->fn == att_bwd_wg) wg_b = ms;
+        void (*const wg_modes[6])(void) = {att_fwd_wg_serial, att_bwd_wg_serial, att_fwd_wg_one,
+                                           att_bwd_wg_one,    att_fwd_wg_each,   att_bwd_wg_each};
+        for (int k = 0; k < 6; k++)
+            if (r->fn == wg_modes[k]) wgm[k] = ms;
         if (r->fn == att_bwd_tc3) tatt3_b = ms;
         if (r->fn == att_fwd_gemm) gatt_f = ms;
         if (r->fn == att_bwd_gemm) gatt_b = ms;
@@ -945,7 +971,9 @@ int main(int argc, char **argv)
            "ln_fwd_vec_ms=%.4f res_ln_ms=%.4f res_ln_vec_ms=%.4f res_ln_256_ms=%.4f "
            "res_ln_256_vec_ms=%.4f ln_vec_calls=%lu adamw_ms=%.4f adamw_apart_ms=%.4f "
            "adamw_fused_ms=%.4f colsum_fc_ms=%.4f colsum_fc_vec_ms=%.4f colsum_proj_ms=%.4f "
-           "colsum_proj_vec_ms=%.4f total_ms=%.2f\n",
+           "colsum_proj_vec_ms=%.4f wgmma_serial_fwd_ms=%.3f wgmma_serial_bwd_ms=%.3f "
+           "wgmma_one_group_fwd_ms=%.3f wgmma_one_group_bwd_ms=%.3f wgmma_each_fwd_ms=%.3f "
+           "wgmma_each_bwd_ms=%.3f total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
@@ -956,6 +984,6 @@ int main(int argc, char **argv)
            split1 - split0, wgrad[0], wgrad[1], wg_f, wg_b, pw_cuda_flash_wgmma_calls() - wg_calls0,
            gus[0], gus[1], gus[2], pw_cuda_skinny_swiglu_calls(), lnf[0], lnf[1], lnf[2], lnf[3],
            lnf[4], lnf[5], pw_cuda_ln_vec_calls() - ln_vec0, opt[0], opt[1], opt[2], csum[0],
-           csum[1], csum[2], csum[3], total);
+           csum[1], csum[2], csum[3], wgm[0], wgm[1], wgm[2], wgm[3], wgm[4], wgm[5], total);
     return 0;
 }

@@ -85,11 +85,14 @@ bisect_runs() {
 
 # wg_rows: from the twins' log, the warpgroup attention's wrong rows (cuda_attention_bf16, through
 # tests/cuda/lse_rows.h: each failing case, its counts and classes; wg_rows.awk) into the
-# summary, which comes back even where the logs do not; at most 60 lines
+# summary, which comes back even where the logs do not: the line of each case of the modes'
+# sweep first, then at most 48 lines of the failing cases
 wg_rows() {
     local tl="$OUT/waiting_twins.testlog.txt"
     [ -f "$tl" ] || return 0
-    awk -f tests/cuda/wg_rows.awk "$tl" | head -60 >> "$summary"
+    awk -f tests/cuda/wg_rows.awk "$tl" > "$OUT/wg_rows.txt"
+    grep '^  wgmma mode ' "$OUT/wg_rows.txt" >> "$summary"
+    grep -v '^  wgmma mode ' "$OUT/wg_rows.txt" | head -48 >> "$summary"
 }
 
 # step NAME CMD...: runs CMD under the time limit into $OUT/NAME.log, records the verdict.

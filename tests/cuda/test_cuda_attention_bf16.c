@@ -12,7 +12,8 @@
  * (pw_cuda_set_flash_fused_bwd: dq summed atomically, so its bf16 form within 1e-2 of the twin
  * instead of bit for bit). The attention for heads of 64 on Hopper's warpgroup products
  * (pw_cuda_set_flash_wgmma) where the device has them, to the same bounds, with the rows whose
- * lse is wrong counted and explained (lse_rows.h). */
+ * lse is wrong counted and explained (lse_rows.h), then in each mode of its schedule
+ * (pw_cuda_set_flash_wgmma_mode) on two of the shapes. */
 #include "cutest.h"
 #include "lse_rows.h"
 
@@ -163,6 +164,21 @@ int main(void)
         run(3, 150, 3, 3, 48, pads, 5, 1, TOL_TC, &rng);
         CHECK(c1 - c0 == 35, "warpgroup kernels took %lu of the 35 calls", c1 - c0);
         CHECK(pw_cuda_flash_wgmma_calls() == c1, "a head of 48 went to the warpgroup kernels");
+        /* the modes that go round a part of the schedule (pw_cuda_set_flash_wgmma_mode), each
+         * meant to give the same outputs: which of them the GPU gets right on the shapes it got
+         * wrong says which part it does not do as the emulator does (flash_wg_emu passes all) */
+        const int modes[] = {PW_WGMMA_SERIAL, PW_WGMMA_ONE_GROUP, PW_WGMMA_BATCH_EACH,
+                             PW_WGMMA_SWAP, PW_WGMMA_ONE_GROUP | PW_WGMMA_SWAP};
+        for (int i = 0; i < (int)(sizeof modes / sizeof *modes); i++) {
+            pw_cuda_set_flash_wgmma_mode(modes[i]);
+            CHECK(pw_cuda_get_flash_wgmma_mode() == modes[i], "mode %d not built", modes[i]);
+            printf("warpgroup mode %d\n", modes[i]);
+            run(3, 130, 4, 1, 64, pads, 5, 1, TOL_TC, &rng);
+            run(1, 200, 2, 2, 64, pads, 1, 0, TOL_TC, &rng);
+        }
+        pw_cuda_set_flash_wgmma_mode(0);
+        CHECK(pw_cuda_flash_wgmma_calls() - c1 == 50, "the modes' runs took %lu of 50 calls",
+              pw_cuda_flash_wgmma_calls() - c1);
         pw_cuda_set_flash_wgmma(0);
     } else {
         printf("no warpgroup products on this device: their attention not run\n");

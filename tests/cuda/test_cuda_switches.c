@@ -35,6 +35,15 @@ int main(void)
     on_by_default("GELU in the epilogues", pw_cuda_set_lt_gelu, pw_cuda_get_lt_gelu);
     off_by_default("attention forward on wgmma", pw_cuda_set_flash_wgmma,
                    pw_cuda_get_flash_wgmma);
+    /* its schedule's modes: none by default, a mode built kept, any other none */
+    CHECK(pw_cuda_get_flash_wgmma_mode() == 0, "wgmma attention's mode: %d by default",
+          pw_cuda_get_flash_wgmma_mode());
+    pw_cuda_set_flash_wgmma_mode(PW_WGMMA_ONE_GROUP | PW_WGMMA_SWAP);
+    CHECK(pw_cuda_get_flash_wgmma_mode() == 10, "wgmma attention's mode: 10 kept as %d",
+          pw_cuda_get_flash_wgmma_mode());
+    pw_cuda_set_flash_wgmma_mode(PW_WGMMA_SERIAL | PW_WGMMA_SWAP);
+    CHECK(pw_cuda_get_flash_wgmma_mode() == 0, "wgmma attention's mode: 9 (not built) as %d",
+          pw_cuda_get_flash_wgmma_mode());
     off_by_default("few-row products' kernel", pw_cuda_set_skinny, pw_cuda_get_skinny);
     off_by_default("programmatic dependent launch", pw_cuda_set_pdl, pw_cuda_get_pdl);
     off_by_default("LayerNorm's float4 forward", pw_cuda_set_ln_vec, pw_cuda_get_ln_vec);

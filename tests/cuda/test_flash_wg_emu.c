@@ -38,6 +38,7 @@ typedef struct Args {
     const int *mask;
     int T, NH, NKV, hs;
     float scale;
+    int mode; /* flash_wg_kernels.cuh's FWG_* */
 } Args;
 
 /* the backward's: its prep's inputs and outputs, the gradients set (dqkv, or dqkv16 rounded) */
@@ -49,6 +50,7 @@ typedef struct Bwd {
     const int *mask;
     int B, T, NH, NKV, hs;
     float scale;
+    int mode;
 } Bwd;
 
 static void prep_k(void *p)
@@ -63,8 +65,8 @@ static void prep_k(void *p)
         fn(a->dqkv, a->dqkv16, a->drow, a->dout16, a->qkv, a->lse, a->mask, a->T, a->NH,        \
            a->NKV, a->hs, a->scale);                                                             \
     }
-BWD_K(wg_dq, pw_flash_wg_dq_64)
-BWD_K(wg_dkv, pw_flash_wg_dkv_64)
+BWD_K(wg_dq, fwg_kernels(a->mode).dq)
+BWD_K(wg_dkv, fwg_kernels(a->mode).dkv)
 BWD_K(tc_dq, pw_flash_tc_dq_64)
 BWD_K(tc_dkv, pw_flash_tc_dkv_64)
 
@@ -76,7 +78,8 @@ static void backward(Bwd *a, int wg, size_t nqkv)
         for (size_t i = 0; i < nqkv; i++) a->dqkv[i] = NAN;
     if (a->dqkv16)
         for (size_t i = 0; i < nqkv; i++) a->dqkv16[i] = 0x7fc1;
-    unsigned rows = wg ? PW_FWG_ROWS : TC_ROWS, bx = (unsigned)((a->T + rows - 1) / rows);
+    unsigned rows = wg ? FWG_BLOCK_ROWS(a->mode) : TC_ROWS;
+    unsigned bx = (unsigned)((a->T + rows - 1) / rows);
     EmuDim3 gq = {bx, (unsigned)a->NH, (unsigned)a->B}, gk = {bx, (unsigned)a->NKV, (unsigned)a->B};
     if (wg) {
         emu_launch_smem(gq, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_dq, a);
@@ -90,8 +93,9 @@ static void backward(Bwd *a, int wg, size_t nqkv)
 static void wg_fwd(void *p)
 {
     Args *a = p;
-    pw_flash_wg_fwd_64(a->out, a->out16, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV, a->hs,
-                       a->scale);
+    /* the mode's kernel (flash_wg_kernels.cuh), as attention_bf16.cu finds it */
+    fwg_kernels(a->mode).fwd(a->out, a->out16, a->lse, a->qkv, a->mask, a->T, a->NH, a->NKV,
+                             a->hs, a->scale);
 }
 
 static void tc_fwd(void *p)
@@ -123,6 +127,9 @@ static void same_bits(const char *what, const void *got, const void *want, size_
     CHECK(same, "%s: not bit for bit the mma.sync forward's", what);
 }
 
+/* the warpgroup kernels' mode in run() (flash_wg_kernels.cuh's FWG_*) */
+static int wg_mode;
+
 static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npads, int hole,
                 int use_mask, unsigned long long *rng)
 {
@@ -136,12 +143,13 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
 
     float scale = 1.0f / sqrtf((float)hs);
     Args w = {malloc(sizeof(float) * nout), malloc(sizeof(float) * nlse),
-              malloc(sizeof(uint16_t) * nout), qkv, fc.mask, T, NH, NKV, hs, scale};
+              malloc(sizeof(uint16_t) * nout), qkv, fc.mask, T, NH, NKV, hs, scale, wg_mode};
     Args r = {malloc(sizeof(float) * nout), malloc(sizeof(float) * nlse),
-              malloc(sizeof(uint16_t) * nout), qkv, fc.mask, T, NH, NKV, hs, scale};
+              malloc(sizeof(uint16_t) * nout), qkv, fc.mask, T, NH, NKV, hs, scale, 0};
     poison(&w, nout, nlse);
     poison(&r, nout, nlse);
-    EmuDim3 gw = {(unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS), (unsigned)NH, (unsigned)B};
+    const unsigned rows = FWG_BLOCK_ROWS(wg_mode);
+    EmuDim3 gw = {(unsigned)((T + rows - 1) / rows), (unsigned)NH, (unsigned)B};
     EmuDim3 gt = {(unsigned)((T + TC_FWD_ROWS(64) - 1) / TC_FWD_ROWS(64)), (unsigned)NH,
                   (unsigned)B};
     emu_launch_smem(gw, d1(PW_FWG_THREADS), PW_FWG_SMEM, wg_fwd, &w);
@@ -169,7 +177,7 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     pw_attention_gqa_backward_bf16(dqkv, fc.dout, qkv, tout16, lse, fc.mask, B, T, NH, NKV, hs);
     Bwd k = {malloc(sizeof(float) * nqkv), malloc(sizeof(float) * nlse), NULL,
              malloc(sizeof(uint16_t) * nout), fc.dout, lse, qkv, tout16, fc.mask, B, T, NH, NKV,
-             hs, scale};
+             hs, scale, wg_mode};
     emu_launch(d1(pw_row_blocks(nlse)), d1(PW_ROW_THREADS), prep_k, &k);
     Bwd tc = k;
     tc.dqkv = malloc(sizeof(float) * nqkv);
@@ -284,5 +292,16 @@ int main(void)
     run(2, 129, 2, 1, 64, pads + 1, 2, -1, 1, &rng);
     /* a single block, no mask, one key tile and a part */
     run(1, 70, 1, 1, 64, pads, 1, -1, 0, &rng);
+    /* the modes that go round a part of the schedule (flash_wg_kernels.cuh), each the same bits
+     * as mma.sync's: on blocks with both warpgroups' rows, several key tiles and padding (the
+     * shape an H200 got wrong), groups of 2. The race-checked build takes the two whose copies
+     * and barriers differ (FWG_SERIAL, FWG_ONE_GROUP), on one sequence; the plain one every mode
+     * built. */
+    for (int i = 1; i < (WITH_TC ? FWG_MODES : 3); i++) {
+        wg_mode = fwg_modes[i];
+        printf("mode %d\n", wg_mode);
+        run(WITH_TC ? 2 : 1, 150, 2, 1, 64, pads + 1, 2, -1, 1, &rng);
+    }
+    wg_mode = 0;
     return pw_test_done("flash_wg_emu");
 }

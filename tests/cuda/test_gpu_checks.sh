@@ -91,7 +91,8 @@ rc=0
 BASE=$work/none run ab > "$work/out7" 2>&1 || rc=$?
 [ "$rc" = 2 ] && grep -q "the ab part needs BASE" "$work/out7" || fail "ab without BASE: exit $rc"
 # wg_rows.awk: of a log's warpgroup cases, only the failing one, its wrong rows' lines, classes
-# and first row; the tensor-core case before the section and the passing case print nothing
+# and first row; the tensor-core case before the section and the passing case print nothing;
+# after a "warpgroup mode" line, a line a case, passing or not
 cat > "$work/tl" <<'LOG'
 tensor-core kernels
 B=2 T=16 NH=6 NKV=2 hs=5 mask=0
@@ -108,11 +109,24 @@ B=2 T=1024 NH=4 NKV=2 hs=64 mask=1
   dk rows wrong: 0 of 2048
 B=1 T=64 NH=2 NKV=2 hs=64 mask=0
   lse rows wrong: 0 of 128
+warpgroup mode 2
+B=3 T=130 NH=4 NKV=1 hs=64 mask=1
+  forward lse                                  rel err 1e-07
+  lse rows wrong: 0 of 1560
+  dq rows wrong: 0 of 390
+warpgroup mode 8
+B=3 T=130 NH=4 NKV=1 hs=64 mask=1
+  lse rows wrong: 64 of 1560; by warpgroup 64 / 0; by key tiles seen 1: 0, 2: 64, 3+: 0
+    a tile two before instead    64
+  dq rows wrong: 5 of 390; by warpgroup 5 / 0; by tile 0: 5, 1: 0, 2+: 0; by sequence 5 0 0
 test_cuda_attention_bf16: 158 checks, 6 failed
 LOG
 awk -f "$root/tests/cuda/wg_rows.awk" "$work/tl" > "$work/wg"
-[ "$(wc -l < "$work/wg")" = 6 ] && head -1 "$work/wg" | grep -q '^  wgmma B=2 T=1024 ' &&
+case='B=3 T=130 NH=4 NKV=1 hs=64 mask=1'
+[ "$(wc -l < "$work/wg")" = 8 ] && head -1 "$work/wg" | grep -q '^  wgmma B=2 T=1024 ' &&
     grep -q '^      a tile two before instead    280$' "$work/wg" &&
-    grep -q '^    dq rows wrong: 10 of 2048' "$work/wg" && ! grep -q 'T=64\|T=16' "$work/wg" ||
-    { cat "$work/wg"; fail "wg_rows.awk: not the failing case's six lines"; }
+    grep -q '^    dq rows wrong: 10 of 2048' "$work/wg" && ! grep -q 'T=64\|T=16' "$work/wg" &&
+    grep -qx "  wgmma mode 2 $case: lse 0/1560, dq 0/390" "$work/wg" &&
+    grep -qx "  wgmma mode 8 $case: lse 64/1560 (wg 64/0), dq 5/390 (wg 5/0)" "$work/wg" ||
+    { cat "$work/wg"; fail "wg_rows.awk: not the failing case's six lines and a line a mode"; }
 echo "test_gpu_checks: ok"

@@ -23,9 +23,32 @@
 #include "flash_tc.cuh"
 #include "flash_wg_kernels.cuh"
 
+/* pw_kernels_cuda.h's modes are the kernels' */
+static_assert(PW_WGMMA_SERIAL == FWG_SERIAL && PW_WGMMA_ONE_GROUP == FWG_ONE_GROUP &&
+                  PW_WGMMA_BATCH_EACH == FWG_BATCH_EACH && PW_WGMMA_SWAP == FWG_SWAP,
+              "the warpgroup attention's modes differ from pw_kernels_cuda.h's");
+
 /* forwards and backwards the warpgroup kernels took (under wgmma_lock) */
 static unsigned long wgmma_calls;
 static pthread_mutex_t wgmma_lock = PTHREAD_MUTEX_INITIALIZER;
+/* their mode (pw_cuda_set_flash_wgmma_mode; under wgmma_lock): one whose kernels are not built
+ * (fwg_kernels) is none */
+static int wgmma_mode;
+
+extern "C" void pw_cuda_set_flash_wgmma_mode(int bits)
+{
+    pthread_mutex_lock(&wgmma_lock);
+    wgmma_mode = fwg_kernels(bits).fwd ? bits : 0;
+    pthread_mutex_unlock(&wgmma_lock);
+}
+
+extern "C" int pw_cuda_get_flash_wgmma_mode(void)
+{
+    pthread_mutex_lock(&wgmma_lock);
+    int m = wgmma_mode;
+    pthread_mutex_unlock(&wgmma_lock);
+    return m;
+}
 
 extern "C" unsigned long pw_cuda_flash_wgmma_calls(void)
 {
@@ -44,8 +67,9 @@ static int wgmma_forward(float *out, pw_bf16 *out16, float *lse, const uint16_t 
     if (!pw_cuda_get_flash_wgmma() || hs != 64 || (uintptr_t)qkv % 16 ||
         !pw_wgmma_usable(stream))
         return 0;
-    dim3 grid((unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS), (unsigned)NH, (unsigned)B);
-    pw_flash_wg_fwd_64<<<grid, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(
+    const int mode = pw_cuda_get_flash_wgmma_mode(), rows = FWG_BLOCK_ROWS(mode);
+    dim3 grid((unsigned)((T + rows - 1) / rows), (unsigned)NH, (unsigned)B);
+    fwg_kernels(mode).fwd<<<grid, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(
         out, (uint16_t *)out16, lse, qkv, mask, T, NH, NKV, hs, 1.0f / sqrtf((float)hs));
     PW_CUDA_CHECK(cudaGetLastError());
     pthread_mutex_lock(&wgmma_lock);
@@ -117,13 +141,15 @@ static int wgmma_backward(float *d32, pw_bf16 *dqkv16, const float *drow, const 
     if (!pw_cuda_get_flash_wgmma() || pw_cuda_get_flash_fused_bwd() || hs != 64 ||
         (uintptr_t)qkv % 16 || !pw_wgmma_usable(stream))
         return 0;
-    unsigned bx = (unsigned)((T + PW_FWG_ROWS - 1) / PW_FWG_ROWS);
+    const int mode = pw_cuda_get_flash_wgmma_mode(), rows = FWG_BLOCK_ROWS(mode);
+    unsigned bx = (unsigned)((T + rows - 1) / rows);
     dim3 gq(bx, (unsigned)NH, (unsigned)B), gk(bx, (unsigned)NKV, (unsigned)B);
-    pw_flash_wg_dq_64<<<gq, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(
-        d32, (uint16_t *)dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    const FwgKernels k = fwg_kernels(mode);
+    k.dq<<<gq, PW_FWG_THREADS, PW_FWG_SMEM, stream>>>(d32, (uint16_t *)dqkv16, drow, dout16, qkv,
+                                                      lse, mask, T, NH, NKV, hs, scale);
     PW_CUDA_CHECK(cudaGetLastError());
-    pw_flash_wg_dkv_64<<<gk, PW_FWG_THREADS, PW_FWG_DKV_SMEM, stream>>>(
-        d32, (uint16_t *)dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale);
+    k.dkv<<<gk, PW_FWG_THREADS, PW_FWG_DKV_SMEM, stream>>>(d32, (uint16_t *)dqkv16, drow, dout16,
+                                                           qkv, lse, mask, T, NH, NKV, hs, scale);
     PW_CUDA_CHECK(cudaGetLastError());
     pthread_mutex_lock(&wgmma_lock);
     wgmma_calls++;

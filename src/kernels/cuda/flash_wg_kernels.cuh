@@ -35,6 +35,20 @@
  * warpgroup's last products of a tile are done before the barrier that lets its buffer be
  * refilled.
  *
+ * Modes (bits of FWG_*, a constant in each set of kernels, fwg_kernels below; 0 the kernels as
+ * described): ways round a part of the schedule, each giving the same bits under the emulator,
+ * so that one GPU run tells which part the hardware does not do as the emulator does (an H200 gave wrong results where a block
+ * had a second warpgroup's rows or a second key tile, right ones at a single tile of the first
+ * warpgroup's rows, and the emulator's model of the asynchrony finds nothing):
+ *  - FWG_SERIAL: a tile's copies are issued in its own iteration and waited for at once, none in
+ *    flight while products run;
+ *  - FWG_ONE_GROUP: a block is 64 rows, made by one warpgroup; the other issues copies and meets
+ *    the barriers only (grid: ceil(T / 64) blocks of rows);
+ *  - FWG_BATCH_EACH: each product its own batch, waited for before the next is issued;
+ *  - FWG_SWAP: the warpgroups' rows swapped (the second takes the block's first 64; with
+ *    FWG_ONE_GROUP the second is the one that computes): wrong rows that follow the swap are the
+ *    warpgroup's, rows that stay are the rows'.
+ *
  * C subset of CUDA: tests/cuda/test_flash_wg_emu.c runs this file on the host under emu.h (and
  * emu_wgmma.h); the includer provides wgmma.cuh's and cp_async.cuh's functions, PW_DYN_SMEM,
  * flash_tc_kernels.cuh's shared helpers (flash_tc.cuh), __any_sync and __syncthreads_or. */
@@ -47,6 +61,13 @@
 #define PW_FWG_THREADS (PW_FWG_GROUPS * 128)
 #define PW_FWG_ROWS (PW_FWG_GROUPS * 64) /* rows a block: queries (fwd, dq) or keys (dkv) */
 #define PW_FWG_BK 64                      /* rows a tile */
+/* the modes (above); pw_kernels_cuda.h's PW_WGMMA_* are the same bits */
+#define FWG_SERIAL 1
+#define FWG_ONE_GROUP 2
+#define FWG_BATCH_EACH 4
+#define FWG_SWAP 8
+/* rows a block in a mode */
+#define FWG_BLOCK_ROWS(mode) ((mode) & FWG_ONE_GROUP ? 64 : PW_FWG_ROWS)
 #define PW_FWG_TILE (64 * PW_WG_ROW)      /* bytes of a tile */
 /* fwd's and dq's dynamic shared memory: two buffers of a key tile, a value tile and their
  * flags, and room to align the tiles to 1024 bytes */
@@ -151,27 +172,44 @@ static __device__ __forceinline__ int fwg_land(uint8_t *a, uint8_t *b, const int
     return pad;
 }
 
+/* One product over a 16-deep slice j of a batch (fwg_batch) */
+static __device__ __forceinline__ void fwg_product(int mn, float x[32], const uint32_t a[4],
+                                                   uint64_t dx, int j)
+{
+    if (mn) pw_wg_rs_mn(x, a, dx + 128 * j, 1);
+    else pw_wg_rs_k(x, a, dx + 2 * j, j > 0);
+}
+
 /* One batch of products, waited for: over the head (mn 0: x = a . X^T, the tile at dx K-major,
  * four slices of the head) or over the tile (mn 1: x += a . X, the tile MN-major, four slices of
- * its rows); with y, y likewise from b and the tile at dy in the same batch. mn and whether y is
- * given are constants at every call (the branches fold away). */
+ * its rows); with y, y likewise from b and the tile at dy in the same batch. each
+ * (FWG_BATCH_EACH): every product its own batch, fenced and waited for. mn and whether y is
+ * given are constants at every call (the branches fold away), each a constant in the kernels of
+ * mode 0. */
 static __device__ __forceinline__ void fwg_batch(int mn, float x[32], const uint32_t a[4][4],
                                                  uint64_t dx, float *y, const uint32_t (*b)[4],
-                                                 uint64_t dy)
+                                                 uint64_t dy, int each)
 {
+    if (each) {
+        PW_UNROLL
+        for (int j = 0; j < (y ? 8 : 4); j++) {
+            float *d = j < 4 ? x : y;
+            pw_wg_hold(d);
+            pw_wg_fence();
+            fwg_product(mn, d, j < 4 ? a[j] : b[j - 4], j < 4 ? dx : dy, j % 4);
+            pw_wg_commit();
+            pw_wg_wait(0);
+            pw_wg_hold(d);
+        }
+        return;
+    }
     pw_wg_hold(x);
     if (y) pw_wg_hold(y);
     pw_wg_fence();
     PW_UNROLL
-    for (int j = 0; j < 4; j++) {
-        if (mn) pw_wg_rs_mn(x, a[j], dx + 128 * j, 1);
-        else pw_wg_rs_k(x, a[j], dx + 2 * j, j > 0);
-    }
+    for (int j = 0; j < 4; j++) fwg_product(mn, x, a[j], dx, j);
     PW_UNROLL
-    for (int j = 0; y && j < 4; j++) {
-        if (mn) pw_wg_rs_mn(y, b[j], dy + 128 * j, 1);
-        else pw_wg_rs_k(y, b[j], dy + 2 * j, j > 0);
-    }
+    for (int j = 0; y && j < 4; j++) fwg_product(mn, y, b[j], dy, j);
     pw_wg_commit();
     pw_wg_wait(0);
     pw_wg_hold(x);
@@ -180,38 +218,53 @@ static __device__ __forceinline__ void fwg_batch(int mn, float x[32], const uint
 
 /* What fwd and dq share: the block's query rows (the last block first) against key tiles, two
  * buffers of keys, values and flags (buffer i: keys at tile 2i, values at 2i + 1, flags after
- * the four tiles); this lane's rows, whether each is a real query, the warp's first and the
- * warpgroup's first query */
+ * the four tiles); the mode; whether this warpgroup computes (FWG_ONE_GROUP: one of them);
+ * this lane's rows, whether each is a real query, the warp's first and the warpgroup's first
+ * query */
 typedef struct FwgQuery {
     uint8_t *tiles;
     int *flags;
     FlashAt at;
     const int *m;
     TcKv src;
-    int nt, wq0, first, r0, r8, ok0, ok8;
+    int mode, active, nt, wq0, first, r0, r8, ok0, ok8;
 } FwgQuery;
+
+/* This thread's warpgroup's slot of 64 rows in its block (FWG_SWAP swaps them), and whether the
+ * slot is in the block (FWG_ONE_GROUP: the first only) */
+static __device__ __forceinline__ int fwg_slot(int mode)
+{
+    return (int)threadIdx.x / 128 ^ (mode & FWG_SWAP ? 1 : 0);
+}
+static __device__ __forceinline__ int fwg_active(int mode)
+{
+    return mode & FWG_ONE_GROUP ? fwg_slot(mode) == 0 : 1;
+}
 
 /* the above, with the first key tile's copies issued (in flight while the caller reads q) */
 static __device__ __forceinline__ FwgQuery fwg_query(uint8_t *smem, const uint16_t *qkv,
                                                      const int *mask, int T, int NH, int NKV,
-                                                     int hs)
+                                                     int hs, int mode)
 {
     FwgQuery f;
-    const int b = (int)blockIdx.z, q0 = tc_query_block(PW_FWG_ROWS), t = (int)threadIdx.x;
+    const int rows = FWG_BLOCK_ROWS(mode), b = (int)blockIdx.z, q0 = tc_query_block(rows);
+    const int t = (int)threadIdx.x;
     f.tiles = pw_wg_base(smem);
     f.flags = (int *)(f.tiles + 4 * PW_FWG_TILE);
     f.at = flash_at(b, (int)blockIdx.y, T, NH, NKV, hs);
     f.m = mask ? mask + (size_t)b * T : 0;
     TcKv src = {qkv + f.at.k, qkv + f.at.v, (size_t)f.at.W, f.m, T, hs, 1};
     f.src = src;
-    int last = q0 + PW_FWG_ROWS < T ? q0 + PW_FWG_ROWS : T;
+    int last = q0 + rows < T ? q0 + rows : T;
+    f.mode = mode;
+    f.active = fwg_active(mode);
     f.nt = (last + PW_FWG_BK - 1) / PW_FWG_BK;
-    f.wq0 = q0 + 64 * (t / 128);
+    f.wq0 = q0 + 64 * fwg_slot(mode);
     f.first = f.wq0 + 16 * (t % 128 / 32);
     f.r0 = f.first + t % 32 / 4;
     f.r8 = f.r0 + 8;
-    f.ok0 = f.r0 < T && flash_real(f.m, f.r0);
-    f.ok8 = f.r8 < T && flash_real(f.m, f.r8);
+    f.ok0 = f.active && f.r0 < T && flash_real(f.m, f.r0);
+    f.ok8 = f.active && f.r8 < T && flash_real(f.m, f.r8);
     fwg_issue(f.tiles, f.tiles + PW_FWG_TILE, f.flags, &f.src, 0);
     return f;
 }
@@ -224,11 +277,16 @@ typedef struct FwgKeys {
 } FwgKeys;
 
 /* Key tile it of nt landed and made the products' while tile it + 1 is issued into the other
- * buffer (the barrier that closed tile it - 1 freed it) */
+ * buffer (the barrier that closed tile it - 1 freed it); FWG_SERIAL: tile it issued now (the
+ * first was, by fwg_query) and waited for, nothing else in flight */
 static __device__ __forceinline__ FwgKeys fwg_next_keys(const FwgQuery *f, int it)
 {
     const int cur = it & 1, k0 = it * PW_FWG_BK;
-    if (it + 1 < f->nt) {
+    if (f->mode & FWG_SERIAL) {
+        uint8_t *kc = f->tiles + 2 * cur * PW_FWG_TILE;
+        if (it > 0) fwg_issue(kc, kc + PW_FWG_TILE, f->flags + cur * PW_FWG_BK, &f->src, k0);
+        pw_cp_wait_all();
+    } else if (it + 1 < f->nt) {
         uint8_t *kn = f->tiles + 2 * (cur ^ 1) * PW_FWG_TILE;
         fwg_issue(kn, kn + PW_FWG_TILE, f->flags + (cur ^ 1) * PW_FWG_BK, &f->src, k0 + PW_FWG_BK);
         pw_cp_wait_but_one();
@@ -244,12 +302,13 @@ static __device__ __forceinline__ FwgKeys fwg_next_keys(const FwgQuery *f, int i
     return k;
 }
 
-__global__ void __launch_bounds__(PW_FWG_THREADS)
-    pw_flash_wg_fwd_64(float *out, uint16_t *out16, float *lse, const uint16_t *qkv,
-                       const int *mask, int T, int NH, int NKV, int hs, float scale)
+static __device__ __forceinline__ void fwg_fwd(float *out, uint16_t *out16, float *lse,
+                                               const uint16_t *qkv, const int *mask, int T,
+                                               int NH, int NKV, int hs, float scale, int mode)
 {
     PW_DYN_SMEM(uint8_t, smem);
-    const FwgQuery f = fwg_query(smem, qkv, mask, T, NH, NKV, hs);
+    const FwgQuery f = fwg_query(smem, qkv, mask, T, NH, NKV, hs, mode);
+    const int each = mode & FWG_BATCH_EACH;
     const float sl2 = scale * TC_LOG2E;
     const int b = (int)blockIdx.z, h = (int)blockIdx.y, c = (int)threadIdx.x % 4;
     const int r0 = f.r0, r8 = f.r8, ok0 = f.ok0, ok8 = f.ok8;
@@ -261,8 +320,8 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
     for (int it = 0; it < f.nt; it++) {
         const int k0 = it * PW_FWG_BK;
         const FwgKeys kt = fwg_next_keys(&f, it);
-        if (k0 <= f.wq0 + 63) { /* some key at or before the warpgroup's last query */
-            fwg_batch(0, s, qa, kt.dk, NULL, NULL, 0);
+        if (f.active && k0 <= f.wq0 + 63) { /* a key at or before its last query */
+            fwg_batch(0, s, qa, kt.dk, NULL, NULL, 0, each);
             /* every key of the tile real and at or before the warp's first query: no mask */
             if (kt.pad || k0 + PW_FWG_BK - 1 > f.first || k0 + PW_FWG_BK > T) {
                 PW_UNROLL
@@ -301,12 +360,13 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
             fwg_frags(pa, s);
             mx0 = t0;
             mx8 = t8;
-            fwg_batch(1, o, pa, kt.dv, NULL, NULL, 0);
+            fwg_batch(1, o, pa, kt.dv, NULL, NULL, 0, each);
         }
         __syncthreads(); /* every warpgroup is done with this buffer before it is refilled */
     }
     const size_t ld = (size_t)NH * hs, oat = (size_t)b * T * ld + (size_t)h * hs;
     float L0 = tc_quad_sum(l0), L8 = tc_quad_sum(l8);
+    if (!f.active) return; /* FWG_ONE_GROUP's other warpgroup: its rows are another block's */
     /* l >= 1 at a real query (its own key is real and at the max or below it) */
     fwg_store(out ? out + oat : NULL, out16 ? out16 + oat : NULL, ld, r0, T, o,
               ok0 ? 1.0f / L0 : 0.0f, ok8 ? 1.0f / L8 : 0.0f);
@@ -315,18 +375,19 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
     if (c == 0 && r8 < T) lb[r8] = ok8 ? mx8 * scale + logf(L8) : 0.0f;
 }
 
-/* dq (grid ceil(T / 128) x NH x B, the last query block first): per tile of 64 keys, S = q k^T
- * and dP = dout v^T again (dout in bfloat16, from pw_flash_tc_prep), dS = scale P (dP - D),
- * dq += dS k with the key tile MN-major; what pw_flash_tc_dq_64 computes, in the same order of
- * slices. A padding query's q and dout rows are zeros and its L and D make every dS 0 without a
- * test, as there. */
-__global__ void __launch_bounds__(PW_FWG_THREADS)
-    pw_flash_wg_dq_64(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
-                      const uint16_t *qkv, const float *lse, const int *mask, int T, int NH,
-                      int NKV, int hs, float scale)
+/* dq (grid ceil(T / FWG_BLOCK_ROWS(mode)) x NH x B, the last query block first): per tile of 64
+ * keys, S = q k^T and dP = dout v^T again (dout in bfloat16, from pw_flash_tc_prep), dS = scale
+ * P (dP - D), dq += dS k with the key tile MN-major; what pw_flash_tc_dq_64 computes, in the same
+ * order of slices. A padding query's q and dout rows are zeros and its L and D make every dS 0
+ * without a test, as there. */
+static __device__ __forceinline__ void fwg_dq(float *dqkv, uint16_t *dqkv16, const float *drow,
+                                              const uint16_t *dout16, const uint16_t *qkv,
+                                              const float *lse, const int *mask, int T, int NH,
+                                              int NKV, int hs, float scale, int mode)
 {
     PW_DYN_SMEM(uint8_t, smem);
-    const FwgQuery f = fwg_query(smem, qkv, mask, T, NH, NKV, hs);
+    const FwgQuery f = fwg_query(smem, qkv, mask, T, NH, NKV, hs, mode);
+    const int each = mode & FWG_BATCH_EACH;
     const int b = (int)blockIdx.z, h = (int)blockIdx.y, c = (int)threadIdx.x % 4;
     const int r0 = f.r0, r8 = f.r8, ok0 = f.ok0, ok8 = f.ok8;
     const size_t ld = (size_t)NH * hs, row = ((size_t)b * NH + h) * T;
@@ -344,8 +405,8 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
     for (int it = 0; it < f.nt; it++) {
         const int k0 = it * PW_FWG_BK;
         const FwgKeys kt = fwg_next_keys(&f, it);
-        if (k0 <= f.wq0 + 63) { /* some key at or before the warpgroup's last query */
-            fwg_batch(0, s, qa, kt.dk, dp, da, kt.dv);
+        if (f.active && k0 <= f.wq0 + 63) { /* a key at or before its last query */
+            fwg_batch(0, s, qa, kt.dk, dp, da, kt.dv, each);
             PW_UNROLL
             for (int v = 0; v < 32; v++) {
                 int lo = v % 4 < 2;
@@ -362,26 +423,27 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
                 }
             }
             fwg_frags(sa, s);
-            fwg_batch(1, dq, sa, kt.dk, NULL, NULL, 0);
+            fwg_batch(1, dq, sa, kt.dk, NULL, NULL, 0, each);
         }
         __syncthreads(); /* every warpgroup is done with this buffer before it is refilled */
     }
+    if (!f.active) return; /* FWG_ONE_GROUP's other warpgroup */
     /* padding queries: zeros (their dS were) */
     fwg_store(dqkv ? dqkv + f.at.q : NULL, dqkv16 ? dqkv16 + f.at.q : NULL, (size_t)f.at.W, r0,
               T, dq, 1.0f, 1.0f);
 }
 
-/* dk and dv (grid ceil(T / 128) x NKV x B): each warpgroup owns 64 keys (k and v in A fragments
- * for the whole kernel); over the group's query heads and the queries from the block's first
- * key on, in tiles of 64 (q and dout swizzled, two buffers deep, with their flags, lse and D),
- * S^T = k q^T and dP^T = v dout^T (the tiles K-major), P^T and dS^T = scale P^T (dP^T - D),
- * dv += P^T dout and dk += dS^T q (the tiles MN-major); what pw_flash_tc_dkv_64 computes, in
- * the same order of slices. A warpgroup skips a tile whose queries all come before its first
+/* dk and dv (grid ceil(T / FWG_BLOCK_ROWS(mode)) x NKV x B): each warpgroup owns 64 keys (k and
+ * v in A fragments for the whole kernel); over the group's query heads and the queries from the
+ * block's first key on, in tiles of 64 (q and dout swizzled, two buffers deep, with their flags,
+ * lse and D), S^T = k q^T and dP^T = v dout^T (the tiles K-major), P^T and dS^T = scale P^T (dP^T
+ * - D), dv += P^T dout and dk += dS^T q (the tiles MN-major); what pw_flash_tc_dkv_64 computes,
+ * in the same order of slices. A warpgroup skips a tile whose queries all come before its first
  * key (the second warpgroup's first tile of each head). */
-__global__ void __launch_bounds__(PW_FWG_THREADS)
-    pw_flash_wg_dkv_64(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,
-                       const uint16_t *qkv, const float *lse, const int *mask, int T, int NH,
-                       int NKV, int hs, float scale)
+static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, const float *drow,
+                                               const uint16_t *dout16, const uint16_t *qkv,
+                                               const float *lse, const int *mask, int T, int NH,
+                                               int NKV, int hs, float scale, int mode)
 {
     PW_DYN_SMEM(uint8_t, smem);
     uint8_t *tiles = pw_wg_base(smem);
@@ -389,8 +451,9 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
     int *flags = (int *)(tiles + 4 * PW_FWG_TILE);
     float *Ls = (float *)(flags + 2 * PW_FWG_BK), *Ds = Ls + 2 * PW_FWG_BK;
     const int b = (int)blockIdx.z, kv = (int)blockIdx.y, G = NH / NKV;
-    const int k0 = (int)blockIdx.x * PW_FWG_ROWS;
-    const int t = (int)threadIdx.x, wg = t / 128, w = t % 128 / 32, c = t % 4;
+    const int k0 = (int)blockIdx.x * FWG_BLOCK_ROWS(mode), each = mode & FWG_BATCH_EACH;
+    const int t = (int)threadIdx.x, wg = fwg_slot(mode), w = t % 128 / 32, c = t % 4;
+    const int active = fwg_active(mode);
     const float sl2 = scale * TC_LOG2E;
     const int *m = mask ? mask + (size_t)b * T : 0;
     const size_t ld = (size_t)NH * hs;
@@ -415,7 +478,8 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
     FWG_DKV_ISSUE(0);
     const int wk0 = k0 + 64 * wg, s0 = wk0 + 16 * w + t % 32 / 4, s8 = s0 + 8;
     const int wlast = wk0 + 16 * w + 15; /* the warp's last key */
-    const int ok0 = s0 < T && flash_real(m, s0), ok8 = s8 < T && flash_real(m, s8);
+    const int ok0 = active && s0 < T && flash_real(m, s0);
+    const int ok8 = active && s8 < T && flash_real(m, s8);
     const int key_pad = __any_sync(0xffffffffu, !(ok0 && ok8)); /* a key of the warp not real */
     uint32_t ka[4][4], va[4][4], pa[4][4], sa[4][4];
     fwg_load_a(ka, qkv + a0.k, (size_t)a0.W, s0, ok0, ok8);
@@ -428,17 +492,20 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
         uint8_t *qt = tiles + 2 * cur * PW_FWG_TILE, *ot = qt + PW_FWG_TILE;
         const int *qm = flags + cur * PW_FWG_BK;
         const float *L = Ls + cur * PW_FWG_BK, *D = Ds + cur * PW_FWG_BK;
-        if (it + 1 < nt) {
+        if (mode & FWG_SERIAL) { /* tile it now (the first was, above), waited for */
+            if (it > 0) FWG_DKV_ISSUE(cur);
+            pw_cp_wait_all();
+        } else if (it + 1 < nt) {
             FWG_DKV_ISSUE(cur ^ 1);
             pw_cp_wait_but_one();
         } else {
             pw_cp_wait_all();
         }
         int pad = fwg_land(qt, ot, qm, t0, T);
-        if (t0 + 63 >= wk0) { /* some query at or after the warpgroup's first key */
+        if (active && t0 + 63 >= wk0) { /* a query at or after the warpgroup's first key */
             const uint64_t dq_ = pw_wg_desc(pw_smem(qt), PW_WG_LBO, PW_WG_SBO);
             const uint64_t do_ = pw_wg_desc(pw_smem(ot), PW_WG_LBO, PW_WG_SBO);
-            fwg_batch(0, s, ka, dq_, dp, va, do_);
+            fwg_batch(0, s, ka, dq_, dp, va, do_, each);
             PW_UNROLL
             for (int v = 0; v < 32; v++) {
                 int j = 8 * (v / 4) + 2 * c + (v & 1);
@@ -459,16 +526,80 @@ __global__ void __launch_bounds__(PW_FWG_THREADS)
             }
             fwg_frags(pa, s);
             fwg_frags(sa, dp);
-            fwg_batch(1, dv, pa, do_, dk, sa, dq_);
+            fwg_batch(1, dv, pa, do_, dk, sa, dq_, each);
         }
         __syncthreads(); /* every warpgroup is done with this buffer before it is refilled */
     }
 #undef FWG_DKV_ISSUE
+    if (!active) return; /* FWG_ONE_GROUP's other warpgroup */
     /* padding keys: zeros (no query gave them a probability) */
     fwg_store(dqkv ? dqkv + a0.k : NULL, dqkv16 ? dqkv16 + a0.k : NULL, (size_t)a0.W, s0, T, dk,
               1.0f, 1.0f);
     fwg_store(dqkv ? dqkv + a0.v : NULL, dqkv16 ? dqkv16 + a0.v : NULL, (size_t)a0.W, s0, T, dv,
               1.0f, 1.0f);
+}
+
+/* The kernels, one set a mode, the mode a constant in each (its code is that mode's alone: a
+ * mode taken at run time made ptxas serialize the products of every mode, another schedule):
+ * pw_flash_wg_fwd_64, _dq_64 and _dkv_64 the schedule as written, then the modes of FWG_MODES
+ * (suffix _m and the mode), which fwg_kernels finds by mode. */
+#define FWG_FWD_KERNEL(name, mode)                                                               \
+    __global__ void __launch_bounds__(PW_FWG_THREADS)                                            \
+        name(float *out, uint16_t *out16, float *lse, const uint16_t *qkv, const int *mask,      \
+             int T, int NH, int NKV, int hs, float scale)                                        \
+    {                                                                                            \
+        fwg_fwd(out, out16, lse, qkv, mask, T, NH, NKV, hs, scale, mode);                        \
+    }
+#define FWG_BWD_KERNEL(name, body, mode)                                                         \
+    __global__ void __launch_bounds__(PW_FWG_THREADS)                                            \
+        name(float *dqkv, uint16_t *dqkv16, const float *drow, const uint16_t *dout16,           \
+             const uint16_t *qkv, const float *lse, const int *mask, int T, int NH, int NKV,     \
+             int hs, float scale)                                                                \
+    {                                                                                            \
+        body(dqkv, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale, mode);           \
+    }
+#define FWG_KERNELS(sfx, mode)                                                                   \
+    FWG_FWD_KERNEL(pw_flash_wg_fwd_64##sfx, mode)                                                \
+    FWG_BWD_KERNEL(pw_flash_wg_dq_64##sfx, fwg_dq, mode)                                         \
+    FWG_BWD_KERNEL(pw_flash_wg_dkv_64##sfx, fwg_dkv, mode)
+FWG_KERNELS(, 0)
+FWG_KERNELS(_m1, FWG_SERIAL)
+FWG_KERNELS(_m2, FWG_ONE_GROUP)
+FWG_KERNELS(_m4, FWG_BATCH_EACH)
+FWG_KERNELS(_m8, FWG_SWAP)
+FWG_KERNELS(_m10, FWG_ONE_GROUP | FWG_SWAP)
+#undef FWG_KERNELS
+#undef FWG_BWD_KERNEL
+#undef FWG_FWD_KERNEL
+
+typedef void (*FwgFwdFn)(float *, uint16_t *, float *, const uint16_t *, const int *, int, int,
+                         int, int, float);
+typedef void (*FwgBwdFn)(float *, uint16_t *, const float *, const uint16_t *, const uint16_t *,
+                         const float *, const int *, int, int, int, int, float);
+typedef struct FwgKernels {
+    FwgFwdFn fwd;
+    FwgBwdFn dq, dkv;
+} FwgKernels;
+
+/* The modes built (FWG_MODES of them): a mode not among them is none */
+#define FWG_MODES 6
+static const int fwg_modes[FWG_MODES] = {0, FWG_SERIAL, FWG_ONE_GROUP, FWG_BATCH_EACH, FWG_SWAP,
+                                         FWG_ONE_GROUP | FWG_SWAP};
+
+/* a mode's kernels (fwd NULL where the mode is not built) */
+static inline FwgKernels fwg_kernels(int mode)
+{
+    static const FwgKernels k[FWG_MODES] = {
+        {pw_flash_wg_fwd_64, pw_flash_wg_dq_64, pw_flash_wg_dkv_64},
+        {pw_flash_wg_fwd_64_m1, pw_flash_wg_dq_64_m1, pw_flash_wg_dkv_64_m1},
+        {pw_flash_wg_fwd_64_m2, pw_flash_wg_dq_64_m2, pw_flash_wg_dkv_64_m2},
+        {pw_flash_wg_fwd_64_m4, pw_flash_wg_dq_64_m4, pw_flash_wg_dkv_64_m4},
+        {pw_flash_wg_fwd_64_m8, pw_flash_wg_dq_64_m8, pw_flash_wg_dkv_64_m8},
+        {pw_flash_wg_fwd_64_m10, pw_flash_wg_dq_64_m10, pw_flash_wg_dkv_64_m10}};
+    for (int i = 0; i < FWG_MODES; i++)
+        if (fwg_modes[i] == mode) return k[i];
+    FwgKernels none = {NULL, NULL, NULL};
+    return none;
 }
 
 #endif
