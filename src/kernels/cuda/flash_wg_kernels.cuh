@@ -40,8 +40,8 @@
  * so that one GPU run tells which part the hardware does not do as the emulator does (an H200 gave wrong results where a block
  * had a second warpgroup's rows or a second key tile, right ones at a single tile of the first
  * warpgroup's rows, and the emulator's model of the asynchrony finds nothing):
- *  - FWG_SERIAL: a tile's copies are issued in its own iteration and waited for at once, none in
- *    flight while products run;
+ *  - FWG_SERIAL: a tile's copies are issued in its own iteration, into the first buffer always,
+ *    and waited for at once: none in flight while products run, the second buffer unused;
  *  - FWG_ONE_GROUP: a block is 64 rows, made by one warpgroup; the other issues copies and meets
  *    the barriers only (grid: ceil(T / 64) blocks of rows);
  *  - FWG_BATCH_EACH: each product its own batch, waited for before the next is issued;
@@ -277,11 +277,11 @@ typedef struct FwgKeys {
 } FwgKeys;
 
 /* Key tile it of nt landed and made the products' while tile it + 1 is issued into the other
- * buffer (the barrier that closed tile it - 1 freed it); FWG_SERIAL: tile it issued now (the
- * first was, by fwg_query) and waited for, nothing else in flight */
+ * buffer (the barrier that closed tile it - 1 freed it); FWG_SERIAL: tile it issued now into the
+ * first buffer (the first tile was, by fwg_query) and waited for, nothing else in flight */
 static __device__ __forceinline__ FwgKeys fwg_next_keys(const FwgQuery *f, int it)
 {
-    const int cur = it & 1, k0 = it * PW_FWG_BK;
+    const int cur = f->mode & FWG_SERIAL ? 0 : it & 1, k0 = it * PW_FWG_BK;
     if (f->mode & FWG_SERIAL) {
         uint8_t *kc = f->tiles + 2 * cur * PW_FWG_TILE;
         if (it > 0) fwg_issue(kc, kc + PW_FWG_TILE, f->flags + cur * PW_FWG_BK, &f->src, k0);
@@ -488,11 +488,11 @@ static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, co
     PW_UNROLL
     for (int v = 0; v < 32; v++) dk[v] = dv[v] = 0.0f;
     for (int it = 0, t0 = k0; it < nt; it++, t0 = t0 + PW_FWG_BK < T ? t0 + PW_FWG_BK : k0) {
-        const int cur = it & 1;
+        const int cur = mode & FWG_SERIAL ? 0 : it & 1;
         uint8_t *qt = tiles + 2 * cur * PW_FWG_TILE, *ot = qt + PW_FWG_TILE;
         const int *qm = flags + cur * PW_FWG_BK;
         const float *L = Ls + cur * PW_FWG_BK, *D = Ds + cur * PW_FWG_BK;
-        if (mode & FWG_SERIAL) { /* tile it now (the first was, above), waited for */
+        if (mode & FWG_SERIAL) { /* tile it now into buffer 0 (the first was, above), waited */
             if (it > 0) FWG_DKV_ISSUE(cur);
             pw_cp_wait_all();
         } else if (it + 1 < nt) {
