@@ -26,7 +26,10 @@
 /* A lane's exps of its chunk are made SAMPLE_UNROLL at a time before any is summed: a double
  * exp is a chain of some twenty dependent operations, and one at a time a warp waited out each
  * chain (256 rows of GPT-2's vocabulary took 157 us on an H100, where the double-precision
- * pipes' rate allows about 25 by count). The sums keep their order: the same bits. */
+ * pipes' rate allows about 25 by count). The SAMPLE_UNROLL logits are loaded before the first
+ * exp (sample_load): with each load inside its own bound test, as the compiler placed them, a
+ * lane waited out a load's latency before each exp (the PTX: one load between exps). The sums
+ * keep their order: the same bits. */
 #define SAMPLE_UNROLL 4
 
 /* A float's bits as an unsigned key in the float's order (-inf lowest, +inf highest). */
@@ -77,6 +80,15 @@ static __device__ float block_max(float x, double *red)
 static __device__ __forceinline__ double scaled(float x, double T)
 {
     return T == 1.0 ? (double)x : (double)x / T;
+}
+
+/* The logits x[b + 32 k] of a lane's SAMPLE_UNROLL ids from b, all loaded before any is used (an
+ * id at or past c1, which the caller gives no weight, reads x[b]: b < c1 at every call) */
+static __device__ __forceinline__ void sample_load(float v[SAMPLE_UNROLL], const float *x, int b,
+                                                   int c1)
+{
+    PW_UNROLL
+    for (int k = 0; k < SAMPLE_UNROLL; k++) v[k] = x[b + k * PW_WARP < c1 ? b + k * PW_WARP : b];
 }
 
 /* Unnormalised probability of a kept token: exp(x / T - m) for key >= kmin, else 0. */
@@ -131,11 +143,11 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
     int keep = -1;
     for (int b = c0 + lane; b < c1; b += SAMPLE_UNROLL * PW_WARP) {
         double e[SAMPLE_UNROLL];
+        float xv[SAMPLE_UNROLL];
+        sample_load(xv, x, b, c1);
         PW_UNROLL
-        for (int k = 0; k < SAMPLE_UNROLL; k++) {
-            int v = b + k * PW_WARP;
-            e[k] = v < c1 ? exp(scaled(x[v], T) - m) : 0.0;
-        }
+        for (int k = 0; k < SAMPLE_UNROLL; k++)
+            e[k] = b + k * PW_WARP < c1 ? exp(scaled(xv[k], T) - m) : 0.0;
         PW_UNROLL
         for (int k = 0; k < SAMPLE_UNROLL; k++)
             if (b + k * PW_WARP < c1) {
@@ -179,11 +191,11 @@ __global__ void sample_kernel(const float *logits, int ld, int V, const int *row
         keep = -1;
         for (int b = c0 + lane; b < c1; b += SAMPLE_UNROLL * PW_WARP) {
             double p[SAMPLE_UNROLL];
+            float xv[SAMPLE_UNROLL];
+            sample_load(xv, x, b, c1);
             PW_UNROLL
-            for (int k = 0; k < SAMPLE_UNROLL; k++) {
-                int v = b + k * PW_WARP;
-                p[k] = v < c1 ? prob_of(x[v], kmin, T, m) : 0.0;
-            }
+            for (int k = 0; k < SAMPLE_UNROLL; k++)
+                p[k] = b + k * PW_WARP < c1 ? prob_of(xv[k], kmin, T, m) : 0.0;
             PW_UNROLL
             for (int k = 0; k < SAMPLE_UNROLL; k++)
                 if (b + k * PW_WARP < c1) {
