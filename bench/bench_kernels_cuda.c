@@ -305,6 +305,8 @@ ATT_WG_MODE(att_fwd_wg_one, att_fwd_wg, PW_WGMMA_ONE_GROUP)
 ATT_WG_MODE(att_bwd_wg_one, att_bwd_wg, PW_WGMMA_ONE_GROUP)
 ATT_WG_MODE(att_fwd_wg_each, att_fwd_wg, PW_WGMMA_BATCH_EACH)
 ATT_WG_MODE(att_bwd_wg_each, att_bwd_wg, PW_WGMMA_BATCH_EACH)
+ATT_WG_MODE(att_fwd_wg_fresh, att_fwd_wg, PW_WGMMA_ACC_FRESH)
+ATT_WG_MODE(att_bwd_wg_fresh, att_bwd_wg, PW_WGMMA_ACC_FRESH)
 /* the backward with dq made by the dk/dv kernel (pw_cuda_set_flash_fused_bwd), both builds */
 static void att_bwd_fused(void)
 {
@@ -747,6 +749,8 @@ int main(int argc, char **argv)
         {"attention bwd (wgmma, one group)", att_bwd_wg_one, 0, 4 * 2 * TT * hs, BF16},
         {"attention fwd (wgmma, batch each)", att_fwd_wg_each, 0, 2 * 2 * TT * hs, BF16},
         {"attention bwd (wgmma, batch each)", att_bwd_wg_each, 0, 4 * 2 * TT * hs, BF16},
+        {"attention fwd (wgmma, fresh sums)", att_fwd_wg_fresh, 0, 2 * 2 * TT * hs, BF16},
+        {"attention bwd (wgmma, fresh sums)", att_bwd_wg_fresh, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, 3 blocks/SM)", att_bwd_tc3, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, fused dq)", att_bwd_fused, 0, 4 * 2 * TT * hs, BF16},
         {"attention bwd (bf16, fused dq, 3/SM)", att_bwd_fused3, 0, 4 * 2 * TT * hs, BF16},
@@ -825,7 +829,7 @@ int main(int argc, char **argv)
     double mlp[4] = {0, 0, 0, 0}; /* MLP fwd, bwd: GELU as kernels, then in the epilogues */
     double fused_b[2] = {0, 0};   /* the attention's backward with dq fused: 2, 3 blocks an SM */
     double wg_f = 0.0, wg_b = 0.0; /* the attention on the warpgroup products */
-    double wgm[6] = {0}; /* its modes: serial, one group, batch each; forward, backward */
+    double wgm[8] = {0}; /* its modes: serial, one group, batch each, fresh; fwd, bwd */
     unsigned long wg_calls0 = pw_cuda_flash_wgmma_calls();
     /* decode products: plain, split 4, timed, few-row kernel; the down-projection alike */
     double decp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aim[2] = {0, 0}; /* aim: 1 and 4 blocks an SM */
@@ -866,9 +870,10 @@ int main(int argc, char **argv)
         if (r->fn == att_fwd_tc3) tatt3_f = ms;
         if (r->fn == att_fwd_wg) wg_f = ms;
         if (r->fn == att_bwd_wg) wg_b = ms;
-        void (*const wg_modes[6])(void) = {att_fwd_wg_serial, att_bwd_wg_serial, att_fwd_wg_one,
-                                           att_bwd_wg_one,    att_fwd_wg_each,   att_bwd_wg_each};
-        for (int k = 0; k < 6; k++)
+        void (*const wg_modes[8])(void) = {att_fwd_wg_serial, att_bwd_wg_serial, att_fwd_wg_one,
+                                           att_bwd_wg_one,    att_fwd_wg_each,   att_bwd_wg_each,
+                                           att_fwd_wg_fresh,  att_bwd_wg_fresh};
+        for (int k = 0; k < 8; k++)
             if (r->fn == wg_modes[k]) wgm[k] = ms;
         if (r->fn == att_bwd_tc3) tatt3_b = ms;
         if (r->fn == att_fwd_gemm) gatt_f = ms;
@@ -973,7 +978,8 @@ int main(int argc, char **argv)
            "adamw_fused_ms=%.4f colsum_fc_ms=%.4f colsum_fc_vec_ms=%.4f colsum_proj_ms=%.4f "
            "colsum_proj_vec_ms=%.4f wgmma_serial_fwd_ms=%.3f wgmma_serial_bwd_ms=%.3f "
            "wgmma_one_group_fwd_ms=%.3f wgmma_one_group_bwd_ms=%.3f wgmma_each_fwd_ms=%.3f "
-           "wgmma_each_bwd_ms=%.3f total_ms=%.2f\n",
+           "wgmma_each_bwd_ms=%.3f wgmma_fresh_fwd_ms=%.3f wgmma_fresh_bwd_ms=%.3f "
+           "total_ms=%.2f\n",
            copy_gbs, f32_tflops, bf16_tflops, qkv_tf, att_f, att_b, gatt_f, gatt_b, tatt_f,
            tatt_b, tatt3_f, tatt3_b, lp_f, dec[0], dec[1], dec[2], dec[3], fc16[0], fc16[1],
            fc16[2], fc16[3], fc16b, out_fused[0], out_fused[1], lp16[0], lp16[1], lp16[2],
@@ -984,6 +990,7 @@ int main(int argc, char **argv)
            split1 - split0, wgrad[0], wgrad[1], wg_f, wg_b, pw_cuda_flash_wgmma_calls() - wg_calls0,
            gus[0], gus[1], gus[2], pw_cuda_skinny_swiglu_calls(), lnf[0], lnf[1], lnf[2], lnf[3],
            lnf[4], lnf[5], pw_cuda_ln_vec_calls() - ln_vec0, opt[0], opt[1], opt[2], csum[0],
-           csum[1], csum[2], csum[3], wgm[0], wgm[1], wgm[2], wgm[3], wgm[4], wgm[5], total);
+           csum[1], csum[2], csum[3], wgm[0], wgm[1], wgm[2], wgm[3], wgm[4], wgm[5], wgm[6],
+           wgm[7], total);
     return 0;
 }

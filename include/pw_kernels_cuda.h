@@ -187,10 +187,18 @@ unsigned long pw_cuda_flash_wgmma_calls(void);
  * (flash_wg_kernels.cuh's modes; 0, the default, is the schedule as written): PW_WGMMA_SERIAL
  * (no copy in flight while products run, one buffer), PW_WGMMA_ONE_GROUP (blocks of 64 rows, one
  * warpgroup computing), PW_WGMMA_BATCH_EACH (every product waited for before the next),
- * PW_WGMMA_SWAP (the two warpgroups' rows swapped) or ONE_GROUP | SWAP (the second warpgroup
- * computing); any other value is 0. Each gives the same outputs, most slower. Applies to calls
- * made after it (process-wide). */
-enum { PW_WGMMA_SERIAL = 1, PW_WGMMA_ONE_GROUP = 2, PW_WGMMA_BATCH_EACH = 4, PW_WGMMA_SWAP = 8 };
+ * PW_WGMMA_SWAP (the two warpgroups' rows swapped), ONE_GROUP | SWAP (the second warpgroup
+ * computing) or PW_WGMMA_ACC_FRESH (the sums carried from tile to tile added by the threads, each
+ * tile's products made into fresh accumulators); any other value is 0. Each gives the same
+ * outputs (ACC_FRESH within rounding), most slower. Applies to calls made after it
+ * (process-wide). */
+enum {
+    PW_WGMMA_SERIAL = 1,
+    PW_WGMMA_ONE_GROUP = 2,
+    PW_WGMMA_BATCH_EACH = 4,
+    PW_WGMMA_SWAP = 8,
+    PW_WGMMA_ACC_FRESH = 16
+};
 void pw_cuda_set_flash_wgmma_mode(int bits);
 int pw_cuda_get_flash_wgmma_mode(void);
 /* Programmatic dependent launch for the decode step's kernels of our own (pdl.cuh): each placed

@@ -160,7 +160,10 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     CHECK(lr.wrong == 0, "%zu lse rows wrong", lr.wrong);
     emu_check("wgmma forward out", w.out, out, nout, TOL);
     emu_check_bf16("wgmma forward out in bfloat16", w.out16, w.out, nout);
-    same_bits("out against mma.sync's", w.out, r.out, sizeof(float) * nout);
+    /* FWG_ACC_FRESH adds each tile's sums to the carried ones otherwise than mma.sync: its out
+     * and dqkv are held to the twin's bounds alone */
+    const int exact = !(wg_mode & FWG_ACC_FRESH);
+    if (exact) same_bits("out against mma.sync's", w.out, r.out, sizeof(float) * nout);
     same_bits("lse against mma.sync's", w.lse, r.lse, sizeof(float) * nlse);
 
     /* out16 alone (out NULL), as the model's bf16 forward asks */
@@ -188,7 +191,7 @@ static void run(int B, int T, int NH, int NKV, int hs, const int *pads, int npad
     grad_rows_print(&gr, B, T);
     CHECK(gr.wrong[0] + gr.wrong[1] + gr.wrong[2] == 0, "gradient rows wrong: %zu, %zu, %zu",
           gr.wrong[0], gr.wrong[1], gr.wrong[2]);
-    same_bits("dqkv against mma.sync's", k.dqkv, tc.dqkv, sizeof(float) * nqkv);
+    if (exact) same_bits("dqkv against mma.sync's", k.dqkv, tc.dqkv, sizeof(float) * nqkv);
     Bwd k16 = k;
     k16.dqkv = NULL;
     k16.dqkv16 = malloc(sizeof(uint16_t) * nqkv);
@@ -296,7 +299,7 @@ int main(void)
      * as mma.sync's: on blocks with both warpgroups' rows, several key tiles and padding (the
      * shape an H200 got wrong), groups of 2. The race-checked build takes the two whose copies
      * and barriers differ (FWG_SERIAL, FWG_ONE_GROUP), on one sequence; the plain one every mode
-     * built. */
+     * built (FWG_ACC_FRESH's out and dqkv within the bounds, not bit for bit). */
     for (int i = 1; i < (WITH_TC ? FWG_MODES : 3); i++) {
         wg_mode = fwg_modes[i];
         printf("mode %d\n", wg_mode);

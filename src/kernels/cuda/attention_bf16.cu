@@ -25,7 +25,8 @@
 
 /* pw_kernels_cuda.h's modes are the kernels' */
 static_assert(PW_WGMMA_SERIAL == FWG_SERIAL && PW_WGMMA_ONE_GROUP == FWG_ONE_GROUP &&
-                  PW_WGMMA_BATCH_EACH == FWG_BATCH_EACH && PW_WGMMA_SWAP == FWG_SWAP,
+                  PW_WGMMA_BATCH_EACH == FWG_BATCH_EACH && PW_WGMMA_SWAP == FWG_SWAP &&
+                  PW_WGMMA_ACC_FRESH == FWG_ACC_FRESH,
               "the warpgroup attention's modes differ from pw_kernels_cuda.h's");
 
 /* forwards and backwards the warpgroup kernels took (under wgmma_lock) */

@@ -36,10 +36,11 @@
  * refilled.
  *
  * Modes (bits of FWG_*, a constant in each set of kernels, fwg_kernels below; 0 the kernels as
- * described): ways round a part of the schedule, each giving the same bits under the emulator,
- * so that one GPU run tells which part the hardware does not do as the emulator does (an H200 gave wrong results where a block
- * had a second warpgroup's rows or a second key tile, right ones at a single tile of the first
- * warpgroup's rows, and the emulator's model of the asynchrony finds nothing):
+ * described): ways round a part of the schedule, each giving the same bits under the emulator
+ * but the last, so that one GPU run tells which part the hardware does not do as the emulator
+ * does (an H200 gave wrong results where a block had a second warpgroup's rows or a second key
+ * tile, right ones at a single tile of the first warpgroup's rows, and the emulator's model of
+ * the asynchrony finds nothing):
  *  - FWG_SERIAL: a tile's copies are issued in its own iteration, into the first buffer always,
  *    and waited for at once: none in flight while products run, the second buffer unused;
  *  - FWG_ONE_GROUP: a block is 64 rows, made by one warpgroup; the other issues copies and meets
@@ -47,7 +48,11 @@
  *  - FWG_BATCH_EACH: each product its own batch, waited for before the next is issued;
  *  - FWG_SWAP: the warpgroups' rows swapped (the second takes the block's first 64; with
  *    FWG_ONE_GROUP the second is the one that computes): wrong rows that follow the swap are the
- *    warpgroup's, rows that stay are the rows'.
+ *    warpgroup's, rows that stay are the rows';
+ *  - FWG_ACC_FRESH: the products that add to a sum carried from tile to tile (o, dq, dk, dv) made
+ *    into fresh accumulators, waited for, then added to the sum by the threads (the H200's one
+ *    right case had a single tile: no sum carried); other roundings than mma.sync's, so within
+ *    the twin's bounds rather than its bits.
  *
  * C subset of CUDA: tests/cuda/test_flash_wg_emu.c runs this file on the host under emu.h (and
  * emu_wgmma.h); the includer provides wgmma.cuh's and cp_async.cuh's functions, PW_DYN_SMEM,
@@ -66,6 +71,7 @@
 #define FWG_ONE_GROUP 2
 #define FWG_BATCH_EACH 4
 #define FWG_SWAP 8
+#define FWG_ACC_FRESH 16
 /* rows a block in a mode */
 #define FWG_BLOCK_ROWS(mode) ((mode) & FWG_ONE_GROUP ? 64 : PW_FWG_ROWS)
 #define PW_FWG_TILE (64 * PW_WG_ROW)      /* bytes of a tile */
@@ -180,17 +186,35 @@ static __device__ __forceinline__ void fwg_product(int mn, float x[32], const ui
     else pw_wg_rs_k(x, a, dx + 2 * j, j > 0);
 }
 
+/* FWG_ACC_FRESH's products over the tile: x += a . X (the tile at dx MN-major) made into fresh
+ * accumulators, waited for, then added */
+static __device__ __forceinline__ void fwg_fresh(float x[32], const uint32_t a[4][4], uint64_t dx)
+{
+    float t[32];
+    PW_UNROLL
+    for (int v = 0; v < 32; v++) t[v] = 0.0f;
+    pw_wg_hold(t);
+    pw_wg_fence();
+    PW_UNROLL
+    for (int j = 0; j < 4; j++) pw_wg_rs_mn(t, a[j], dx + 128 * j, j > 0);
+    pw_wg_commit();
+    pw_wg_wait(0);
+    pw_wg_hold(t);
+    PW_UNROLL
+    for (int v = 0; v < 32; v++) x[v] += t[v];
+}
+
 /* One batch of products, waited for: over the head (mn 0: x = a . X^T, the tile at dx K-major,
  * four slices of the head) or over the tile (mn 1: x += a . X, the tile MN-major, four slices of
- * its rows); with y, y likewise from b and the tile at dy in the same batch. each
- * (FWG_BATCH_EACH): every product its own batch, fenced and waited for. mn and whether y is
- * given are constants at every call (the branches fold away), each a constant in the kernels of
- * mode 0. */
+ * its rows); with y, y likewise from b and the tile at dy in the same batch. The mode's
+ * FWG_BATCH_EACH: every product its own batch, fenced and waited for; FWG_ACC_FRESH: mn 1's made
+ * by fwg_fresh. mn, whether y is given and the mode are constants at every call (the branches
+ * fold away). */
 static __device__ __forceinline__ void fwg_batch(int mn, float x[32], const uint32_t a[4][4],
                                                  uint64_t dx, float *y, const uint32_t (*b)[4],
-                                                 uint64_t dy, int each)
+                                                 uint64_t dy, int mode)
 {
-    if (each) {
+    if (mode & FWG_BATCH_EACH) {
         PW_UNROLL
         for (int j = 0; j < (y ? 8 : 4); j++) {
             float *d = j < 4 ? x : y;
@@ -201,6 +225,11 @@ static __device__ __forceinline__ void fwg_batch(int mn, float x[32], const uint
             pw_wg_wait(0);
             pw_wg_hold(d);
         }
+        return;
+    }
+    if (mn && (mode & FWG_ACC_FRESH)) {
+        fwg_fresh(x, a, dx);
+        if (y) fwg_fresh(y, b, dy);
         return;
     }
     pw_wg_hold(x);
@@ -308,7 +337,6 @@ static __device__ __forceinline__ void fwg_fwd(float *out, uint16_t *out16, floa
 {
     PW_DYN_SMEM(uint8_t, smem);
     const FwgQuery f = fwg_query(smem, qkv, mask, T, NH, NKV, hs, mode);
-    const int each = mode & FWG_BATCH_EACH;
     const float sl2 = scale * TC_LOG2E;
     const int b = (int)blockIdx.z, h = (int)blockIdx.y, c = (int)threadIdx.x % 4;
     const int r0 = f.r0, r8 = f.r8, ok0 = f.ok0, ok8 = f.ok8;
@@ -321,7 +349,7 @@ static __device__ __forceinline__ void fwg_fwd(float *out, uint16_t *out16, floa
         const int k0 = it * PW_FWG_BK;
         const FwgKeys kt = fwg_next_keys(&f, it);
         if (f.active && k0 <= f.wq0 + 63) { /* a key at or before its last query */
-            fwg_batch(0, s, qa, kt.dk, NULL, NULL, 0, each);
+            fwg_batch(0, s, qa, kt.dk, NULL, NULL, 0, mode);
             /* every key of the tile real and at or before the warp's first query: no mask */
             if (kt.pad || k0 + PW_FWG_BK - 1 > f.first || k0 + PW_FWG_BK > T) {
                 PW_UNROLL
@@ -360,7 +388,7 @@ static __device__ __forceinline__ void fwg_fwd(float *out, uint16_t *out16, floa
             fwg_frags(pa, s);
             mx0 = t0;
             mx8 = t8;
-            fwg_batch(1, o, pa, kt.dv, NULL, NULL, 0, each);
+            fwg_batch(1, o, pa, kt.dv, NULL, NULL, 0, mode);
         }
         __syncthreads(); /* every warpgroup is done with this buffer before it is refilled */
     }
@@ -387,7 +415,6 @@ static __device__ __forceinline__ void fwg_dq(float *dqkv, uint16_t *dqkv16, con
 {
     PW_DYN_SMEM(uint8_t, smem);
     const FwgQuery f = fwg_query(smem, qkv, mask, T, NH, NKV, hs, mode);
-    const int each = mode & FWG_BATCH_EACH;
     const int b = (int)blockIdx.z, h = (int)blockIdx.y, c = (int)threadIdx.x % 4;
     const int r0 = f.r0, r8 = f.r8, ok0 = f.ok0, ok8 = f.ok8;
     const size_t ld = (size_t)NH * hs, row = ((size_t)b * NH + h) * T;
@@ -406,7 +433,7 @@ static __device__ __forceinline__ void fwg_dq(float *dqkv, uint16_t *dqkv16, con
         const int k0 = it * PW_FWG_BK;
         const FwgKeys kt = fwg_next_keys(&f, it);
         if (f.active && k0 <= f.wq0 + 63) { /* a key at or before its last query */
-            fwg_batch(0, s, qa, kt.dk, dp, da, kt.dv, each);
+            fwg_batch(0, s, qa, kt.dk, dp, da, kt.dv, mode);
             PW_UNROLL
             for (int v = 0; v < 32; v++) {
                 int lo = v % 4 < 2;
@@ -423,7 +450,7 @@ static __device__ __forceinline__ void fwg_dq(float *dqkv, uint16_t *dqkv16, con
                 }
             }
             fwg_frags(sa, s);
-            fwg_batch(1, dq, sa, kt.dk, NULL, NULL, 0, each);
+            fwg_batch(1, dq, sa, kt.dk, NULL, NULL, 0, mode);
         }
         __syncthreads(); /* every warpgroup is done with this buffer before it is refilled */
     }
@@ -451,7 +478,7 @@ static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, co
     int *flags = (int *)(tiles + 4 * PW_FWG_TILE);
     float *Ls = (float *)(flags + 2 * PW_FWG_BK), *Ds = Ls + 2 * PW_FWG_BK;
     const int b = (int)blockIdx.z, kv = (int)blockIdx.y, G = NH / NKV;
-    const int k0 = (int)blockIdx.x * FWG_BLOCK_ROWS(mode), each = mode & FWG_BATCH_EACH;
+    const int k0 = (int)blockIdx.x * FWG_BLOCK_ROWS(mode);
     const int t = (int)threadIdx.x, wg = fwg_slot(mode), w = t % 128 / 32, c = t % 4;
     const int active = fwg_active(mode);
     const float sl2 = scale * TC_LOG2E;
@@ -505,7 +532,7 @@ static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, co
         if (active && t0 + 63 >= wk0) { /* a query at or after the warpgroup's first key */
             const uint64_t dq_ = pw_wg_desc(pw_smem(qt), PW_WG_LBO, PW_WG_SBO);
             const uint64_t do_ = pw_wg_desc(pw_smem(ot), PW_WG_LBO, PW_WG_SBO);
-            fwg_batch(0, s, ka, dq_, dp, va, do_, each);
+            fwg_batch(0, s, ka, dq_, dp, va, do_, mode);
             PW_UNROLL
             for (int v = 0; v < 32; v++) {
                 int j = 8 * (v / 4) + 2 * c + (v & 1);
@@ -526,7 +553,7 @@ static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, co
             }
             fwg_frags(pa, s);
             fwg_frags(sa, dp);
-            fwg_batch(1, dv, pa, do_, dk, sa, dq_, each);
+            fwg_batch(1, dv, pa, do_, dk, sa, dq_, mode);
         }
         __syncthreads(); /* every warpgroup is done with this buffer before it is refilled */
     }
@@ -568,6 +595,7 @@ FWG_KERNELS(_m2, FWG_ONE_GROUP)
 FWG_KERNELS(_m4, FWG_BATCH_EACH)
 FWG_KERNELS(_m8, FWG_SWAP)
 FWG_KERNELS(_m10, FWG_ONE_GROUP | FWG_SWAP)
+FWG_KERNELS(_m16, FWG_ACC_FRESH)
 #undef FWG_KERNELS
 #undef FWG_BWD_KERNEL
 #undef FWG_FWD_KERNEL
@@ -582,9 +610,10 @@ typedef struct FwgKernels {
 } FwgKernels;
 
 /* The modes built (FWG_MODES of them): a mode not among them is none */
-#define FWG_MODES 6
-static const int fwg_modes[FWG_MODES] = {0, FWG_SERIAL, FWG_ONE_GROUP, FWG_BATCH_EACH, FWG_SWAP,
-                                         FWG_ONE_GROUP | FWG_SWAP};
+#define FWG_MODES 7
+static const int fwg_modes[FWG_MODES] = {0,        FWG_SERIAL, FWG_ONE_GROUP,
+                                         FWG_BATCH_EACH, FWG_SWAP, FWG_ONE_GROUP | FWG_SWAP,
+                                         FWG_ACC_FRESH};
 
 /* a mode's kernels (fwd NULL where the mode is not built) */
 static inline FwgKernels fwg_kernels(int mode)
@@ -595,7 +624,8 @@ static inline FwgKernels fwg_kernels(int mode)
         {pw_flash_wg_fwd_64_m2, pw_flash_wg_dq_64_m2, pw_flash_wg_dkv_64_m2},
         {pw_flash_wg_fwd_64_m4, pw_flash_wg_dq_64_m4, pw_flash_wg_dkv_64_m4},
         {pw_flash_wg_fwd_64_m8, pw_flash_wg_dq_64_m8, pw_flash_wg_dkv_64_m8},
-        {pw_flash_wg_fwd_64_m10, pw_flash_wg_dq_64_m10, pw_flash_wg_dkv_64_m10}};
+        {pw_flash_wg_fwd_64_m10, pw_flash_wg_dq_64_m10, pw_flash_wg_dkv_64_m10},
+        {pw_flash_wg_fwd_64_m16, pw_flash_wg_dq_64_m16, pw_flash_wg_dkv_64_m16}};
     for (int i = 0; i < FWG_MODES; i++)
         if (fwg_modes[i] == mode) return k[i];
     FwgKernels none = {NULL, NULL, NULL};
