@@ -301,7 +301,7 @@ int main(void)
      * and barriers differ (FWG_SERIAL, FWG_ONE_GROUP), on one sequence; the plain one every mode
      * built (FWG_ACC_FRESH's out and dqkv within the bounds, not bit for bit). */
     for (int i = 1; i < (WITH_TC ? FWG_MODES : 3); i++) {
-        wg_mode = fwg_modes[i];
+        wg_mode = fwg_table[i].mode;
         printf("mode %d\n", wg_mode);
         run(WITH_TC ? 2 : 1, 150, 2, 1, 64, pads + 1, 2, -1, 1, &rng);
     }

@@ -127,6 +127,6 @@ case='B=3 T=130 NH=4 NKV=1 hs=64 mask=1'
     grep -q '^      a tile two before instead    280$' "$work/wg" &&
     grep -q '^    dq rows wrong: 10 of 2048' "$work/wg" && ! grep -q 'T=64\|T=16' "$work/wg" &&
     grep -qx "  wgmma mode 2 $case: lse 0/1560, dq 0/390" "$work/wg" &&
-    grep -qx "  wgmma mode 8 $case: lse 64/1560 (wg 64/0), dq 5/390 (wg 5/0)" "$work/wg" ||
+    grep -qx "  wgmma mode 8 $case: lse 64/1560 (halves 64/0), dq 5/390 (halves 5/0)" "$work/wg" ||
     { cat "$work/wg"; fail "wg_rows.awk: not the failing case's six lines and a line a mode"; }
 echo "test_gpu_checks: ok"

@@ -3,7 +3,10 @@
 # its "rows wrong" lines, the classes of its wrong lse values and its first wrong row, indented
 # for gpu_checks.sh's summary. Cases with no wrong row and the other attentions' cases print
 # nothing. After a "warpgroup mode N" line (the sweep of pw_cuda_set_flash_wgmma_mode), one line
-# a case, failing or not: its wrong rows' counts of lse, dq, dk and dv, with their warpgroups.
+# a case, failing or not: its wrong rows' counts of lse, dq, dk and dv, with how many lie in each
+# half of their block of 128 rows ("halves a/b": lse_rows.h's "by warpgroup", which are the
+# warpgroups of mode 0; with SWAP the second warpgroup makes the first half, with ONE_GROUP each
+# half is a block of its own).
 function flush() {
     if (mode != "" && head != "") print "  wgmma mode " mode " " head ": " acc
     head = ""
@@ -20,7 +23,7 @@ on && mode != "" && /^  [a-z]+ rows wrong: / {
     if (match($0, /by warpgroup [0-9]+ \/ [0-9]+/)) {
         g = substr($0, RSTART + 13, RLENGTH - 13)
         gsub(/ /, "", g)
-        w = w " (wg " g ")"
+        w = w " (halves " g ")"
     }
     acc = acc == "" ? w : acc ", " w
     next

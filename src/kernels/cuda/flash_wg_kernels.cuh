@@ -568,8 +568,8 @@ static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, co
 
 /* The kernels, one set a mode, the mode a constant in each (its code is that mode's alone: a
  * mode taken at run time made ptxas serialize the products of every mode, another schedule):
- * pw_flash_wg_fwd_64, _dq_64 and _dkv_64 the schedule as written, then the modes of FWG_MODES
- * (suffix _m and the mode), which fwg_kernels finds by mode. */
+ * pw_flash_wg_fwd_64, _dq_64 and _dkv_64 the schedule as written, then the modes of
+ * FWG_MODE_LIST (suffix _m and the mode), which fwg_kernels finds by mode. */
 #define FWG_FWD_KERNEL(name, mode)                                                               \
     __global__ void __launch_bounds__(PW_FWG_THREADS)                                            \
         name(float *out, uint16_t *out16, float *lse, const uint16_t *qkv, const int *mask,      \
@@ -585,17 +585,20 @@ static __device__ __forceinline__ void fwg_dkv(float *dqkv, uint16_t *dqkv16, co
     {                                                                                            \
         body(dqkv, dqkv16, drow, dout16, qkv, lse, mask, T, NH, NKV, hs, scale, mode);           \
     }
+/* The modes built, each once: its kernels' suffix and its bits (a mode not here is none) */
+#define FWG_MODE_LIST(X)                                                                         \
+    X(, 0)                                                                                       \
+    X(_m1, FWG_SERIAL)                                                                           \
+    X(_m2, FWG_ONE_GROUP)                                                                        \
+    X(_m4, FWG_BATCH_EACH)                                                                       \
+    X(_m8, FWG_SWAP)                                                                             \
+    X(_m10, FWG_ONE_GROUP | FWG_SWAP)                                                            \
+    X(_m16, FWG_ACC_FRESH)
 #define FWG_KERNELS(sfx, mode)                                                                   \
     FWG_FWD_KERNEL(pw_flash_wg_fwd_64##sfx, mode)                                                \
     FWG_BWD_KERNEL(pw_flash_wg_dq_64##sfx, fwg_dq, mode)                                         \
     FWG_BWD_KERNEL(pw_flash_wg_dkv_64##sfx, fwg_dkv, mode)
-FWG_KERNELS(, 0)
-FWG_KERNELS(_m1, FWG_SERIAL)
-FWG_KERNELS(_m2, FWG_ONE_GROUP)
-FWG_KERNELS(_m4, FWG_BATCH_EACH)
-FWG_KERNELS(_m8, FWG_SWAP)
-FWG_KERNELS(_m10, FWG_ONE_GROUP | FWG_SWAP)
-FWG_KERNELS(_m16, FWG_ACC_FRESH)
+FWG_MODE_LIST(FWG_KERNELS)
 #undef FWG_KERNELS
 #undef FWG_BWD_KERNEL
 #undef FWG_FWD_KERNEL
@@ -605,30 +608,24 @@ typedef void (*FwgFwdFn)(float *, uint16_t *, float *, const uint16_t *, const i
 typedef void (*FwgBwdFn)(float *, uint16_t *, const float *, const uint16_t *, const uint16_t *,
                          const float *, const int *, int, int, int, int, float);
 typedef struct FwgKernels {
+    int mode;
     FwgFwdFn fwd;
     FwgBwdFn dq, dkv;
 } FwgKernels;
 
-/* The modes built (FWG_MODES of them): a mode not among them is none */
-#define FWG_MODES 7
-static const int fwg_modes[FWG_MODES] = {0,        FWG_SERIAL, FWG_ONE_GROUP,
-                                         FWG_BATCH_EACH, FWG_SWAP, FWG_ONE_GROUP | FWG_SWAP,
-                                         FWG_ACC_FRESH};
+/* every mode's kernels, mode 0's first (FWG_MODES of them) */
+#define FWG_ENTRY(sfx, mode)                                                                     \
+    {mode, pw_flash_wg_fwd_64##sfx, pw_flash_wg_dq_64##sfx, pw_flash_wg_dkv_64##sfx},
+static const FwgKernels fwg_table[] = {FWG_MODE_LIST(FWG_ENTRY)};
+#undef FWG_ENTRY
+#define FWG_MODES ((int)(sizeof fwg_table / sizeof *fwg_table))
 
 /* a mode's kernels (fwd NULL where the mode is not built) */
 static inline FwgKernels fwg_kernels(int mode)
 {
-    static const FwgKernels k[FWG_MODES] = {
-        {pw_flash_wg_fwd_64, pw_flash_wg_dq_64, pw_flash_wg_dkv_64},
-        {pw_flash_wg_fwd_64_m1, pw_flash_wg_dq_64_m1, pw_flash_wg_dkv_64_m1},
-        {pw_flash_wg_fwd_64_m2, pw_flash_wg_dq_64_m2, pw_flash_wg_dkv_64_m2},
-        {pw_flash_wg_fwd_64_m4, pw_flash_wg_dq_64_m4, pw_flash_wg_dkv_64_m4},
-        {pw_flash_wg_fwd_64_m8, pw_flash_wg_dq_64_m8, pw_flash_wg_dkv_64_m8},
-        {pw_flash_wg_fwd_64_m10, pw_flash_wg_dq_64_m10, pw_flash_wg_dkv_64_m10},
-        {pw_flash_wg_fwd_64_m16, pw_flash_wg_dq_64_m16, pw_flash_wg_dkv_64_m16}};
     for (int i = 0; i < FWG_MODES; i++)
-        if (fwg_modes[i] == mode) return k[i];
-    FwgKernels none = {NULL, NULL, NULL};
+        if (fwg_table[i].mode == mode) return fwg_table[i];
+    FwgKernels none = {0, NULL, NULL, NULL};
     return none;
 }
 

@@ -3,8 +3,8 @@
  * goes through lt.cu (cuBLASLt, the bias in the epilogue) where cuBLASLt has an algorithm for
  * it, and so may GPT-2's MLP products with GELU; the rest, and every other backward product,
  * through cublasGemmEx, a reduction length past a multiple of 64 cut there and its tail sent to
- * cuBLASLt (gemm, below). A bf16 forward of a decode step's few rows goes to skinny.cu's kernel first, where
- * pw_cuda_set_skinny asks for it. */
+ * cuBLASLt (gemm, below). A bf16 forward of a decode step's few rows goes to skinny.cu's kernel
+ * first, where pw_cuda_set_skinny asks for it. */
 #include <cuda_bf16.h>
 
 #include "common.cuh"
