@@ -67,8 +67,12 @@ int main(int argc, char **argv)
         idle_forever();
     }
     if (!strcmp(mode, "collective")) {
-        /* the last rank never joins the critic's all-reduce */
+        /* the last rank never joins the critic's all-reduce; the ranks between the first and
+         * the last join it a timeout later than the first, so that the first is the one whose
+         * watchdog reports (when two timed out together, either could abort the job before the
+         * other printed: the sanitizer build once saw rank 1's report alone) */
         PwErr err;
+        if (rank > 0 && rank != size - 1) usleep((useconds_t)(timeout * 1e6));
         if (rank != size - 1) pw_allreduce(&w, PW_ROLE_CRITIC, &tt, PW_REDUCE_SUM, &err);
         idle_forever();
     }
